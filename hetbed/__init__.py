@@ -1,0 +1,138 @@
+"""hetbed: TensorFlow-style dataflow graphs whose devices can be real or simulated.
+
+``import hetbed as hb`` gives the TF1-style API (``hb.placeholder``, ``hb.Session``, ``hb.nn``,
+``hb.train``, ...); ``import hetbed.compat.v1 as tf`` gives the same names in TF1's layout.
+"""
+
+from hetbed.runtime import errors
+from hetbed.runtime.device_spec import DeviceSpec
+from hetbed.runtime.dtypes import (
+    DType,
+    as_dtype,
+    bool_,
+    float16,
+    float32,
+    float64,
+    int32,
+    int64,
+)
+from hetbed.runtime.errors import OpError
+from hetbed.runtime.gradients import IndexedSlices, IndexedSlicesValue, gradients
+from hetbed.runtime.graph import (
+    Graph,
+    GraphKeys,
+    Operation,
+    Tensor,
+    TensorShape,
+    add_to_collection,
+    colocate_with,
+    control_dependencies,
+    device,
+    get_collection,
+    get_collection_ref,
+    get_default_graph,
+    name_scope,
+    reset_default_graph,
+    set_random_seed,
+)
+from hetbed.runtime.ops.array import (
+    cast,
+    constant,
+    identity,
+    placeholder,
+    placeholder_with_default,
+    rank,
+    reshape,
+    shape,
+    size,
+    stop_gradient,
+    to_float,
+    to_int32,
+    to_int64,
+)
+from hetbed.runtime.ops.control import group, no_op
+from hetbed.runtime.ops.control import tuple_ as tuple
+from hetbed.runtime.ops.math import (
+    abs,
+    add,
+    add_n,
+    argmax,
+    argmin,
+    ceil,
+    div,
+    divide,
+    equal,
+    exp,
+    floor,
+    floordiv,
+    floormod,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    log,
+    log1p,
+    logical_and,
+    logical_not,
+    logical_or,
+    matmul,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    ones_like,
+    pow,
+    reciprocal,
+    reduce_all,
+    reduce_any,
+    reduce_max,
+    reduce_mean,
+    reduce_min,
+    reduce_prod,
+    reduce_sum,
+    round,
+    rsqrt,
+    scalar_mul,
+    sign,
+    sqrt,
+    square,
+    squared_difference,
+    subtract,
+    truediv,
+    where,
+    zeros_like,
+)
+from hetbed.runtime.ops.state import (
+    assign,
+    assign_add,
+    assign_sub,
+    is_variable_initialized,
+    scatter_add,
+    scatter_sub,
+    scatter_update,
+)
+from hetbed.runtime.registry import convert_to_tensor
+from hetbed.runtime.session import (
+    ConfigProto,
+    InteractiveSession,
+    Session,
+    get_default_session,
+)
+from hetbed.runtime.variables import (
+    Variable,
+    global_variables,
+    global_variables_initializer,
+    initialize_all_variables,
+    local_variables,
+    local_variables_initializer,
+    report_uninitialized_variables,
+    trainable_variables,
+    variables_initializer,
+)
+
+sub = subtract
+mul = multiply
+neg = negative
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""hetbed.reports (see DESIGN.md)."""

@@ -1,0 +1,89 @@
+"""Data types: a small closed set, each tied to a numpy dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class DType:
+    """A tensor element type (``hb.float32``, ...), comparable with numpy dtypes and names."""
+
+    __slots__ = ("name", "np", "size", "is_floating", "is_integer", "is_bool")
+
+    def __init__(self, name: str, np_dtype: type):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.size = self.np.itemsize
+        self.is_floating = self.np.kind == "f"
+        self.is_integer = self.np.kind in "iu"
+        self.is_bool = self.np.kind == "b"
+
+    @property
+    def as_numpy_dtype(self) -> type:
+        return self.np.type
+
+    @property
+    def base_dtype(self) -> DType:
+        return self
+
+    @property
+    def is_numeric(self) -> bool:
+        return not self.is_bool
+
+    def __repr__(self) -> str:
+        return f"hb.{self.name}"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DType):
+            return self is other
+        try:
+            return self is as_dtype(other)
+        except (TypeError, ValueError):
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self):  # pragma: no cover - dtypes are singletons
+        raise TypeError("hetbed dtypes are not picklable")
+
+
+float16 = DType("float16", np.float16)
+float32 = DType("float32", np.float32)
+float64 = DType("float64", np.float64)
+int32 = DType("int32", np.int32)
+int64 = DType("int64", np.int64)
+bool_ = DType("bool", np.bool_)
+
+ALL = (float16, float32, float64, int32, int64, bool_)
+FLOATS = (float16, float32, float64)
+INTS = (int32, int64)
+NUMERIC = FLOATS + INTS
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL}
+
+
+def as_dtype(value: object) -> DType:
+    """Return the DType for a DType, a name ('float32'), a numpy dtype or a Python type.
+
+    Raises TypeError for anything else (e.g. complex or string dtypes, which hetbed lacks).
+    """
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str) and value in _BY_NAME:
+        return _BY_NAME[value]
+    if value is float:
+        return float32
+    if value is int:
+        return int32
+    if value is bool:
+        return bool_
+    try:
+        npd = np.dtype(value)  # type: ignore[call-overload]
+    except TypeError as e:
+        raise TypeError(f"not a dtype: {value!r}") from e
+    if npd in _BY_NP:
+        return _BY_NP[npd]
+    if npd.kind == "u" or npd == np.int8 or npd == np.int16:
+        return int32
+    raise TypeError(f"unsupported dtype {npd}; hetbed has {', '.join(_BY_NAME)}")

@@ -1,0 +1,407 @@
+"""The executor: runs a prepared (pruned, placed, possibly partitioned) graph for one step.
+
+State is split as in TensorFlow's common runtime:
+
+* ``PreparedGraph`` is built once per (graph version, fetches, feeds, targets): the nodes in
+  topological order, where each input comes from (a slot index), how many predecessors each
+  node waits for, which slots die after each node, and the kernel bound to each node.
+* ``StepState`` (a list of slot values plus pending counts) is made anew for each step, so several
+  threads may run steps of one PreparedGraph at once.
+
+Two schedules run the same PreparedGraph:
+
+* straight-line: when every node runs inline on a synchronous device, the nodes run in
+  topological order on the calling thread, with no queue at all (the common CPU case);
+* event-driven: ready nodes are handed to their device with ``device.run(node, inputs, done)``;
+  a device may complete them later, from another thread (thread pools) or from a simulated
+  clock. Completions come back through a queue owned by the step; ``wait`` says how to block for
+  the next one (a real queue wait, or pumping a discrete-event clock).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import queue
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .errors import (
+    FailedPreconditionError,
+    InvalidArgumentError,
+    OpError,
+    ResourceExhaustedError,
+    UnimplementedError,
+)
+from .graph import Operation, Tensor
+from .registry import Kernel
+
+
+class KernelContext:
+    """Per (session, node) state that a kernel sees: the op, its attrs, device and resources.
+
+    Built once when a node is first prepared in a session and kept for later steps, like
+    TensorFlow's OpKernel objects; ``state`` is free for the kernel's own use (e.g. an RNG).
+    """
+
+    __slots__ = ("op", "attrs", "device", "xp", "resources", "state", "session", "_rng")
+
+    def __init__(self, op: Operation, device: Any, resources: dict, session: Any):
+        self.op = op
+        self.attrs = op.attrs
+        self.device = device
+        self.xp = device.xp
+        self.resources = resources
+        self.state: Any = None
+        self.session = session
+        self._rng: np.random.Generator | None = None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """This op's generator, seeded from (graph seed, op seed) like TF1's random ops."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(op_seed_sequence(self.op))
+        return self._rng
+
+
+def op_seed_sequence(op: Operation) -> Any:
+    gseed = op.graph.seed
+    oseed = op.attrs.get("seed")
+    if gseed is None and oseed is None:
+        return None  # nondeterministic, like TF with no seeds set
+    if gseed is None:
+        gseed = 87654321
+    if oseed is None:
+        oseed = op._id
+    return [int(gseed) & 0xFFFFFFFF, int(oseed) & 0xFFFFFFFF]
+
+
+class Node:
+    """One node of a PreparedGraph with everything the hot loop needs, resolved once."""
+
+    __slots__ = (
+        "index",
+        "op",
+        "device",
+        "kernel",
+        "fn",
+        "ctx",
+        "ins",
+        "outs",
+        "n_out",
+        "free_after",
+        "consumers",
+        "n_preds",
+        "heavy",
+        "is_async",
+    )
+
+    def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
+        self.index = index
+        self.op = op
+        self.device = device
+        self.kernel = kernel
+        self.fn = kernel.fn
+        self.ctx = ctx
+        self.ins: list[int] = []
+        self.outs: list[int | None] = []
+        self.n_out = len(op.outputs)
+        self.free_after: list[int] = []
+        self.consumers: list[int] = []
+        self.n_preds = 0
+        self.heavy = False
+        self.is_async = kernel.is_async
+
+    def __repr__(self) -> str:
+        return f"<Node {self.op.name} on {getattr(self.device, 'name', self.device)}>"
+
+
+class PreparedGraph:
+    """The once-per-signature part of running a graph: see the module docstring."""
+
+    def __init__(
+        self,
+        nodes: list[Node],
+        n_slots: int,
+        feed_slots: dict[Tensor, int],
+        fetch_slots: list[int | None],
+        straight_line: bool,
+    ):
+        self.nodes = nodes
+        self.n_slots = n_slots
+        self.feed_slots = feed_slots
+        self.fetch_slots = fetch_slots
+        self.straight_line = straight_line
+        self.roots = [n.index for n in nodes if n.n_preds == 0]
+        self.initial_pending = [n.n_preds for n in nodes]
+        # Reference counts for the event-driven path: consumers that still need each slot.
+        refs = [0] * n_slots
+        for n in nodes:
+            for s in n.ins:
+                refs[s] += 1
+        for s in fetch_slots:
+            if s is not None:
+                refs[s] += 1 << 30  # fetched slots are never freed
+        self.initial_refs = refs
+
+
+_step_ids = itertools.count(1)
+
+
+def new_step_id() -> int:
+    return next(_step_ids)
+
+
+def prune(fetch_ops: Sequence[Operation], fed: set[Tensor]) -> list[Operation]:
+    """The ops needed to compute ``fetch_ops``, in a deterministic topological order.
+
+    A fed tensor cuts the graph: its producer is needed only for its other outputs or when it is a
+    target itself. Raises InvalidArgumentError when the needed ops contain a cycle.
+    """
+    needed: dict[Operation, None] = {}
+    stack = list(fetch_ops)
+    while stack:
+        op = stack.pop()
+        if op in needed:
+            continue
+        needed[op] = None
+        for t in op.inputs:
+            if t not in fed:
+                stack.append(t.op)
+        stack.extend(op.control_inputs)
+    # Kahn's algorithm; ties broken by creation order so runs are reproducible.
+    preds: dict[Operation, int] = {}
+    succs: dict[Operation, list[Operation]] = {op: [] for op in needed}
+    for op in needed:
+        deps = {t.op for t in op.inputs if t not in fed}
+        deps.update(op.control_inputs)
+        preds[op] = len(deps)
+        for d in deps:
+            succs[d].append(op)
+    heap = [(op._id, op) for op, n in preds.items() if n == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, op = heapq.heappop(heap)
+        order.append(op)
+        for s in succs[op]:
+            preds[s] -= 1
+            if preds[s] == 0:
+                heapq.heappush(heap, (s._id, s))
+    if len(order) != len(needed):
+        stuck = sorted((op for op, n in preds.items() if n > 0), key=lambda o: o._id)
+        names = ", ".join(op.name for op in stuck[:8])
+        raise InvalidArgumentError(f"the graph has a cycle through: {names}")
+    return order
+
+
+def kernel_dtype(op: Operation) -> Any:
+    """The dtype a kernel is chosen by: the first input's, else the first output's."""
+    if op.inputs:
+        return op.inputs[0].dtype
+    if op.outputs:
+        return op.outputs[0].dtype
+    return None
+
+
+def build_prepared(
+    order: list[Operation],
+    fetches: Sequence[Tensor | Operation],
+    fed: Sequence[Tensor],
+    device_of: Callable[[Operation], Any],
+    context_of: Callable[[Operation, Any], KernelContext],
+) -> PreparedGraph:
+    """Bind kernels and slots for ``order`` (from ``prune``); fetched tensors keep their slots."""
+    slot_of: dict[Tensor, int] = {}
+    feed_slots: dict[Tensor, int] = {}
+    for t in fed:
+        if t not in feed_slots:
+            feed_slots[t] = slot_of[t] = len(slot_of)
+    needed_tensors: set[Tensor] = set()
+    for op in order:
+        needed_tensors.update(op.inputs)
+    for f in fetches:
+        if isinstance(f, Tensor):
+            needed_tensors.add(f)
+    nodes: list[Node] = []
+    node_of: dict[Operation, Node] = {}
+    for op in order:
+        dev = device_of(op)
+        op_def = op.op_def
+        kernel = op_def.find_kernel(dev.device_type, kernel_dtype(op), op.name)
+        node = Node(len(nodes), op, dev, kernel, context_of(op, dev))
+        for t in op.outputs:
+            if t in needed_tensors and t not in slot_of:
+                slot_of[t] = len(slot_of)
+            node.outs.append(
+                slot_of.get(t) if t in needed_tensors and t not in feed_slots else None
+            )
+        nodes.append(node)
+        node_of[op] = node
+    # Inputs, predecessor counts and consumer lists.
+    for node in nodes:
+        preds: set[int] = set()
+        for t in node.op.inputs:
+            node.ins.append(slot_of[t])
+            if t not in feed_slots:
+                preds.add(node_of[t.op].index)
+        for c in node.op.control_inputs:
+            preds.add(node_of[c].index)
+        node.n_preds = len(preds)
+        for p in preds:
+            nodes[p].consumers.append(node.index)
+    fetch_slots = [slot_of.get(f) if isinstance(f, Tensor) else None for f in fetches]
+    # Last use of each slot in topological order: free it after that node (straight-line path).
+    keep = {s for s in fetch_slots if s is not None}
+    last_use: dict[int, int] = {}
+    for node in nodes:
+        for s in node.ins:
+            last_use[s] = node.index
+    for s, i in last_use.items():
+        if s not in keep:
+            nodes[i].free_after.append(s)
+    for node in nodes:
+        node.heavy = bool(getattr(node.device, "is_heavy", None)) and node.device.is_heavy(node)
+    straight = all(
+        getattr(n.device, "synchronous", False) and not n.is_async and not n.heavy for n in nodes
+    )
+    return PreparedGraph(nodes, len(slot_of), feed_slots, fetch_slots, straight)
+
+
+def run_straight_line(plan: PreparedGraph, vals: list, step: Any) -> None:
+    """Run every node inline, in topological order, on the calling thread."""
+    node = None
+    try:
+        for node in plan.nodes:
+            ins = node.ins
+            if len(ins) == 1:
+                r = node.fn(node.ctx, vals[ins[0]])
+            elif len(ins) == 2:
+                r = node.fn(node.ctx, vals[ins[0]], vals[ins[1]])
+            else:
+                r = node.fn(node.ctx, *[vals[i] for i in ins])
+            n_out = node.n_out
+            if n_out == 1:
+                s = node.outs[0]
+                if s is not None:
+                    vals[s] = r
+            elif n_out:
+                for s, v in zip(node.outs, r):
+                    if s is not None:
+                        vals[s] = v
+            for s in node.free_after:
+                vals[s] = None
+    except OpError as e:
+        raise _annotate(e, node, vals) from None
+    except Exception as e:
+        raise _wrap(e, node, vals) from e
+
+
+def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable | None) -> None:
+    """Hand ready nodes to their devices; collect completions until every node has finished."""
+    nodes = plan.nodes
+    pending = list(plan.initial_pending)
+    refs = list(plan.initial_refs)
+    ready = list(reversed(plan.roots))
+    completions: queue.SimpleQueue = queue.SimpleQueue()
+    outstanding = 0
+    failure: BaseException | None = None
+    failed_node = None
+
+    def store(node: Node, r: Any) -> None:
+        n_out = node.n_out
+        if n_out == 1:
+            s = node.outs[0]
+            if s is not None:
+                vals[s] = r
+        elif n_out:
+            for s, v in zip(node.outs, r):
+                if s is not None:
+                    vals[s] = v
+        for c in node.consumers:
+            pending[c] -= 1
+            if pending[c] == 0:
+                ready.append(c)
+
+    while True:
+        while ready and failure is None:
+            node = nodes[ready.pop()]
+            inputs = [vals[i] for i in node.ins]
+            for s in node.ins:
+                refs[s] -= 1
+                if refs[s] == 0:
+                    vals[s] = None
+            if node.is_async:
+                outstanding += 1
+                node.fn(node.ctx, step, inputs, _completer(completions, node))
+            elif node.heavy or not node.device.synchronous:
+                outstanding += 1
+                node.device.run(node, inputs, _completer(completions, node), step)
+            else:
+                try:
+                    r = node.fn(node.ctx, *inputs)
+                except Exception as e:  # noqa: BLE001 - reported below with the node
+                    failure, failed_node = e, node
+                    break
+                store(node, r)
+        if outstanding == 0:
+            break
+        node, r, err = (wait or _block)(completions)
+        outstanding -= 1
+        if err is not None:
+            if failure is None:
+                failure, failed_node = err, node
+            continue
+        if failure is None:
+            store(node, r)
+    if failure is not None:
+        if isinstance(failure, OpError):
+            raise _annotate(failure, failed_node, vals) from None
+        raise _wrap(failure, failed_node, vals) from failure
+
+
+def _block(completions: queue.SimpleQueue) -> tuple:
+    return completions.get()
+
+
+def _completer(completions: queue.SimpleQueue, node: Node) -> Callable:
+    def done(result: Any = None, error: BaseException | None = None) -> None:
+        completions.put((node, result, error))
+
+    return done
+
+
+def _annotate(e: OpError, node: Node | None, vals: list) -> OpError:
+    if node is not None and e.op is None:
+        e.op = node.op
+        e.message = f"{e.message}\n  in {node.op.describe()}"
+        e.args = (e.message,)
+    return e
+
+
+_WRAP = {
+    ValueError: InvalidArgumentError,
+    TypeError: InvalidArgumentError,
+    IndexError: InvalidArgumentError,
+    FloatingPointError: InvalidArgumentError,
+    MemoryError: ResourceExhaustedError,
+    NotImplementedError: UnimplementedError,
+}
+
+
+def _wrap(e: Exception, node: Node | None, vals: list) -> OpError:
+    cls = next((v for k, v in _WRAP.items() if isinstance(e, k)), FailedPreconditionError)
+    if node is None:
+        return cls(str(e))
+    shapes = ", ".join(
+        str(getattr(vals[s], "shape", type(vals[s]).__name__)) if vals[s] is not None else "?"
+        for s in node.ins
+    )
+    msg = (
+        f"{type(e).__name__} in {node.op.type} {node.op.name!r} on "
+        f"{getattr(node.device, 'name', '?')}: {e}\n  in {node.op.describe()}\n"
+        f"  runtime input shapes: [{shapes}]"
+    )
+    return cls(msg, node.op)

@@ -1,0 +1,226 @@
+"""Reverse-mode autodiff on the graph: ``hb.gradients(ys, xs, grad_ys)`` adds gradient ops."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import InvalidArgumentError
+from .graph import Operation, Tensor, TensorShape
+from .registry import convert_to_tensor
+
+
+class IndexedSlices:
+    """A sparse gradient: rows ``indices`` of a tensor of ``dense_shape`` hold ``values``.
+
+    Produced by the gradient of gather/embedding lookups and consumed as such by optimizers
+    (scatter updates), so a large embedding's gradient never becomes dense.
+    """
+
+    def __init__(self, values: Tensor, indices: Tensor, dense_shape: Any = None):
+        self.values = values
+        self.indices = indices
+        self.dense_shape = dense_shape  # a Tensor of the dense tensor (for its run-time shape)
+
+    @property
+    def dtype(self):
+        return self.values.dtype
+
+    @property
+    def graph(self):
+        return self.values.graph
+
+    @property
+    def name(self) -> str:
+        return self.values.name
+
+    @property
+    def op(self) -> Operation:
+        return self.values.op
+
+    @property
+    def shape(self) -> TensorShape:
+        return self.dense_shape.shape if isinstance(self.dense_shape, Tensor) else TensorShape(None)
+
+    def __repr__(self) -> str:
+        return f"<hb.IndexedSlices values={self.values.name} indices={self.indices.name}>"
+
+
+class IndexedSlicesValue:
+    """The fetched value of an IndexedSlices: numpy ``values``, ``indices`` and ``dense_shape``."""
+
+    def __init__(self, values: Any, indices: Any, dense_shape: Any):
+        self.values = values
+        self.indices = indices
+        self.dense_shape = dense_shape
+
+    def to_dense(self) -> Any:
+        import numpy as np
+
+        out = np.zeros(self.dense_shape, dtype=self.values.dtype)
+        np.add.at(out, self.indices, self.values)
+        return out
+
+    def __repr__(self) -> str:
+        return f"IndexedSlicesValue(values={self.values!r}, indices={self.indices!r})"
+
+
+def to_dense(g: Tensor | IndexedSlices | None) -> Tensor | None:
+    """A dense tensor for a gradient that may be sparse."""
+    if isinstance(g, IndexedSlices):
+        from .ops.manip import indexed_slices_to_dense
+
+        return indexed_slices_to_dense(g)
+    return g
+
+
+def aggregate(grads: list) -> Tensor | IndexedSlices | None:
+    """Sum gradient contributions: sparse ones stay sparse when all are sparse."""
+    grads = [g for g in grads if g is not None]
+    if not grads:
+        return None
+    if len(grads) == 1:
+        return grads[0]
+    if all(isinstance(g, IndexedSlices) for g in grads):
+        from .ops.manip import concat
+
+        return IndexedSlices(
+            concat([g.values for g in grads], 0),
+            concat([g.indices for g in grads], 0),
+            grads[0].dense_shape,
+        )
+    from .ops.math import add_n
+
+    return add_n([to_dense(g) for g in grads])
+
+
+def _as_tensor(x: Any) -> Tensor:
+    ref = getattr(x, "_ref", None)  # a Variable: differentiate w.r.t. its storage
+    if ref is not None:
+        return ref
+    return convert_to_tensor(x)
+
+
+def gradients(
+    ys: Any,
+    xs: Any,
+    grad_ys: Any = None,
+    name: str = "gradients",
+    colocate_gradients_with_ops: bool = False,
+    gate_gradients: bool = False,
+    aggregation_method: Any = None,
+    stop_gradients: Any = None,
+    unconnected_gradients: str = "none",
+) -> list:
+    """d(sum of ys)/d(x) for each x in ``xs``, as tensors (or IndexedSlices) added to the graph.
+
+    Returns None for an x that no y depends on (or zeros with ``unconnected_gradients="zero"``).
+    Raises LookupError naming the op when a differentiable path crosses an op with no gradient.
+    """
+    ys_list = [_as_tensor(y) for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
+    xs_list = [_as_tensor(x) for x in (xs if isinstance(xs, (list, tuple)) else [xs])]
+    if grad_ys is None:
+        gys: list = [None] * len(ys_list)
+    else:
+        gys = list(grad_ys) if isinstance(grad_ys, (list, tuple)) else [grad_ys]
+        if len(gys) != len(ys_list):
+            raise InvalidArgumentError(f"gradients: {len(ys_list)} ys but {len(gys)} grad_ys")
+    stops = {_as_tensor(s) for s in (stop_gradients or [])}
+    g = ys_list[0].graph
+    for t in ys_list + xs_list:
+        if t.graph is not g:
+            raise ValueError(f"gradients: {t.name} is from another graph than {ys_list[0].name}")
+
+    # Ops on a path from some x to some y.
+    back: set[Operation] = set()
+    stack = [y.op for y in ys_list]
+    while stack:
+        op = stack.pop()
+        if op in back:
+            continue
+        back.add(op)
+        stack.extend(t.op for t in op.inputs if t not in stops)
+    fwd: set[Operation] = set()
+    stack = [c for x in xs_list for c in x.consumers()]
+    while stack:
+        op = stack.pop()
+        if op in fwd or op not in back:
+            continue
+        fwd.add(op)
+        for t in op.outputs:
+            stack.extend(t.consumers())
+    between = fwd & back
+
+    grads: dict[Tensor, list] = {}
+    with g.as_default(), g.name_scope(name), g.control_dependencies(None):
+        for y, gy in zip(ys_list, gys):
+            if gy is None:
+                if not y.dtype.is_floating:
+                    raise InvalidArgumentError(
+                        f"gradients: {y.name} has dtype {y.dtype.name}; only float ys can be differentiated"
+                    )
+                from .ops.math import ones_like
+
+                gy = ones_like(y, name="grad_ys")
+            else:
+                gy = convert_to_tensor(gy, dtype=y.dtype)
+            grads.setdefault(y, []).append(gy)
+
+        pending: dict[Operation, int] = dict.fromkeys(between, 0)
+        for op in between:
+            for t in op.inputs:
+                if t.op in pending and t not in stops:
+                    pending[t.op] += 1
+        ready = deque(sorted((op for op, n in pending.items() if n == 0), key=lambda o: -o._id))
+        while ready:
+            op = ready.popleft()
+            out_grads = [aggregate(grads.get(t, [])) for t in op.outputs]
+            if any(og is not None for og in out_grads):
+                in_grads = _op_grads(g, op, out_grads, colocate_gradients_with_ops)
+                for t, ig in zip(op.inputs, in_grads):
+                    if ig is not None and t not in stops and t.dtype.is_floating:
+                        grads.setdefault(t, []).append(ig)
+            for t in op.inputs:
+                if t.op in pending and t not in stops:
+                    pending[t.op] -= 1
+                    if pending[t.op] == 0:
+                        ready.append(t.op)
+
+        out = []
+        for x in xs_list:
+            r = aggregate(grads.get(x, []))
+            if r is None and unconnected_gradients == "zero":
+                from .ops.math import zeros_like
+
+                r = zeros_like(x)
+            out.append(r)
+    return out
+
+
+def _op_grads(g: Any, op: Operation, out_grads: list, colocate: bool) -> Sequence:
+    op_def = op.op_def
+    if op_def.grad_fn is None:
+        if not op_def.differentiable:
+            return [None] * len(op.inputs)
+        raise LookupError(
+            f"no gradient defined for op {op.name!r} (type {op.type}); it lies on the path "
+            "from xs to ys: wrap its input in hb.stop_gradient or register a gradient"
+        )
+    if not op_def.passes_sparse:
+        out_grads = [to_dense(og) for og in out_grads]
+    if len(out_grads) > 1 and any(og is None for og in out_grads):
+        from .ops.math import zeros_like
+
+        out_grads = [zeros_like(t) if og is None else og for t, og in zip(op.outputs, out_grads)]
+    import contextlib
+
+    coloc = g.colocate_with(op) if colocate else contextlib.nullcontext()
+    with g.name_scope(op.name + "_grad"), coloc:
+        res = op_def.grad_fn(op, *out_grads)
+    res = list(res)
+    if len(res) != len(op.inputs):
+        raise RuntimeError(
+            f"gradient of {op.type} returned {len(res)} values for {len(op.inputs)} inputs"
+        )
+    return res

@@ -1,0 +1,565 @@
+"""Graph IR: Graph, Operation, Tensor, shapes, name scopes, control dependencies, collections."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from .errors import InvalidArgumentError
+
+
+class TensorShape:
+    """A possibly partial shape: ``dims`` is a tuple of ints and Nones, or None for unknown rank."""
+
+    __slots__ = ("dims",)
+
+    def __init__(self, dims: Iterable[int | None] | TensorShape | None):
+        if isinstance(dims, TensorShape):
+            dims = dims.dims
+        self.dims = None if dims is None else tuple(None if d is None else int(d) for d in dims)
+
+    @property
+    def ndims(self) -> int | None:
+        return None if self.dims is None else len(self.dims)
+
+    rank = ndims
+
+    def as_list(self) -> list[int | None]:
+        if self.dims is None:
+            raise ValueError("as_list() is not defined on an unknown TensorShape")
+        return list(self.dims)
+
+    def is_fully_defined(self) -> bool:
+        return self.dims is not None and all(d is not None for d in self.dims)
+
+    def num_elements(self) -> int | None:
+        if not self.is_fully_defined():
+            return None
+        return int(np.prod(self.dims, dtype=np.int64))
+
+    def is_compatible_with(self, other: TensorShape | Sequence[int | None] | None) -> bool:
+        other = as_shape(other)
+        if self.dims is None or other.dims is None:
+            return True
+        if len(self.dims) != len(other.dims):
+            return False
+        return all(a is None or b is None or a == b for a, b in zip(self.dims, other.dims))
+
+    def merge_with(self, other: TensorShape | Sequence[int | None] | None) -> TensorShape:
+        other = as_shape(other)
+        if not self.is_compatible_with(other):
+            raise ValueError(f"shapes {self} and {other} are not compatible")
+        if self.dims is None:
+            return other
+        if other.dims is None:
+            return self
+        return TensorShape(a if a is not None else b for a, b in zip(self.dims, other.dims))
+
+    def __iter__(self) -> Iterator[int | None]:
+        if self.dims is None:
+            raise ValueError("cannot iterate over a shape of unknown rank")
+        return iter(self.dims)
+
+    def __len__(self) -> int:
+        if self.dims is None:
+            raise ValueError("cannot take the length of a shape of unknown rank")
+        return len(self.dims)
+
+    def __getitem__(self, i):
+        if self.dims is None:
+            return None if isinstance(i, int) else TensorShape(None)
+        if isinstance(i, slice):
+            return TensorShape(self.dims[i])
+        return self.dims[i]
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self.dims == as_shape(other).dims  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.dims)
+
+    def __repr__(self) -> str:
+        if self.dims is None:
+            return "<unknown>"
+        return "(" + ", ".join("?" if d is None else str(d) for d in self.dims) + ")"
+
+
+def as_shape(value: object) -> TensorShape:
+    if isinstance(value, TensorShape):
+        return value
+    if value is None:
+        return TensorShape(None)
+    if isinstance(value, (int, np.integer)):
+        return TensorShape([int(value)])
+    return TensorShape(value)  # type: ignore[arg-type]
+
+
+class Tensor:
+    """The ``index``-th output of an Operation: a symbolic value with a static dtype and shape."""
+
+    __slots__ = ("op", "value_index", "dtype", "_shape", "__weakref__")
+
+    def __init__(self, op: Operation, value_index: int, dtype: _dt.DType, shape: TensorShape):
+        self.op = op
+        self.value_index = value_index
+        self.dtype = dtype
+        self._shape = shape
+
+    @property
+    def name(self) -> str:
+        return f"{self.op.name}:{self.value_index}"
+
+    @property
+    def graph(self) -> Graph:
+        return self.op.graph
+
+    @property
+    def device(self) -> str:
+        return self.op.device
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    def get_shape(self) -> TensorShape:
+        return self._shape
+
+    def set_shape(self, shape: object) -> None:
+        """Refine the static shape; raises ValueError when it contradicts what is known."""
+        self._shape = self._shape.merge_with(as_shape(shape))
+
+    def consumers(self) -> list[Operation]:
+        return [op for op in self.graph._consumers.get(self, ())]
+
+    def eval(self, feed_dict: dict | None = None, session: Any = None) -> Any:
+        from .session import get_default_session
+
+        sess = session or get_default_session()
+        if sess is None:
+            raise ValueError(
+                "Tensor.eval() needs a session: pass session= or use `with sess.as_default()`"
+            )
+        return sess.run(self, feed_dict)
+
+    def __repr__(self) -> str:
+        return f"<hb.Tensor '{self.name}' shape={self._shape} dtype={self.dtype.name}>"
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other: object) -> bool:  # identity, like TF1 graph tensors
+        return self is other
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"using {self.name} as a Python bool is not allowed: the value is only known when "
+            "the graph runs; use hb.where / hb.cond-style ops instead"
+        )
+
+    def __iter__(self):
+        raise TypeError(f"{self.name} is not iterable; use hb.unstack or hb.split")
+
+    # Arithmetic operators are attached by runtime.ops.math (kept next to the ops they build).
+
+
+class Operation:
+    """A node of the graph: an op type, its inputs, attributes, device request and outputs."""
+
+    __slots__ = (
+        "graph",
+        "name",
+        "type",
+        "inputs",
+        "control_inputs",
+        "attrs",
+        "outputs",
+        "device",
+        "colocation_groups",
+        "_id",
+        "op_def",
+        "__weakref__",
+    )
+
+    def __init__(self, graph: Graph, name: str, op_type: str, inputs: list[Tensor], attrs: dict):
+        self.graph = graph
+        self.name = name
+        self.type = op_type
+        self.inputs = inputs
+        self.control_inputs: list[Operation] = []
+        self.attrs = attrs
+        self.outputs: list[Tensor] = []
+        self.device = ""
+        self.colocation_groups: list[str] = []
+        self._id = 0
+        self.op_def: Any = None
+
+    @property
+    def node_def(self) -> dict:
+        return {"name": self.name, "op": self.type, "attrs": self.attrs}
+
+    def get_attr(self, name: str) -> Any:
+        try:
+            return self.attrs[name]
+        except KeyError:
+            raise ValueError(f"op {self.name} ({self.type}) has no attr {name!r}") from None
+
+    def _add_control_input(self, op: Operation) -> None:
+        if op not in self.control_inputs:
+            self.control_inputs.append(op)
+
+    def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
+        from .session import get_default_session
+
+        sess = session or get_default_session()
+        if sess is None:
+            raise ValueError("Operation.run() needs a session")
+        sess.run(self, feed_dict)
+
+    def describe(self) -> str:
+        """One line naming the op, its type and its inputs with shapes (for error messages)."""
+        ins = ", ".join(f"{t.name} {t.shape} {t.dtype.name}" for t in self.inputs)
+        return f"{self.name} ({self.type}) with inputs [{ins}]"
+
+    def __repr__(self) -> str:
+        return f"<hb.Operation '{self.name}' type={self.type}>"
+
+
+class GraphKeys:
+    GLOBAL_VARIABLES = "variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
+    UPDATE_OPS = "update_ops"
+    LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
+    SUMMARIES = "summaries"
+    GLOBAL_STEP = "global_step"
+    TRAIN_OP = "train_op"
+    INIT_OP = "init_op"
+    SAVERS = "savers"
+    QUEUE_RUNNERS = "queue_runners"
+
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+
+
+class Graph:
+    """A dataflow graph. Ops are added through op constructors while it is the default graph."""
+
+    def __init__(self) -> None:
+        self._ops: list[Operation] = []
+        self._by_name: dict[str, Operation] = {}
+        self._names_in_use: dict[str, int] = {}
+        self._consumers: dict[Tensor, list[Operation]] = {}
+        self._collections: dict[str, list] = {}
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self.seed: int | None = None
+        self._last_id = 0
+        self._finalized = False
+        self.version = 0  # bumped whenever an op is added; sessions use it to invalidate caches
+
+    # ---- thread-local builder state -------------------------------------------------
+    def _state(self) -> threading.local:
+        s = self._local
+        if not hasattr(s, "scope"):
+            s.scope = ""
+            s.control = []
+            s.device = []
+            s.colocate = []
+        return s
+
+    # ---- ops -----------------------------------------------------------------------
+    def get_operations(self) -> list[Operation]:
+        return list(self._ops)
+
+    def get_operation_by_name(self, name: str) -> Operation:
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no operation named {name!r} in this graph") from None
+
+    def get_tensor_by_name(self, name: str) -> Tensor:
+        if ":" not in name:
+            raise ValueError(f"tensor names look like 'op:index', got {name!r}")
+        op_name, idx = name.rsplit(":", 1)
+        op = self.get_operation_by_name(op_name)
+        i = int(idx)
+        if not 0 <= i < len(op.outputs):
+            raise KeyError(f"op {op_name} has {len(op.outputs)} outputs; no output {i}")
+        return op.outputs[i]
+
+    def as_graph_element(self, obj: object) -> Tensor | Operation:
+        """Resolve a Tensor, Operation, Variable or name to an element of this graph."""
+        if hasattr(obj, "_as_graph_element"):
+            obj = obj._as_graph_element()  # type: ignore[union-attr]
+        if isinstance(obj, str):
+            return self.get_tensor_by_name(obj) if ":" in obj else self.get_operation_by_name(obj)
+        if isinstance(obj, (Tensor, Operation)):
+            if obj.graph is not self:
+                raise ValueError(f"{obj.name} is from another graph than this session's")
+            return obj
+        raise TypeError(f"cannot interpret {type(obj).__name__} {obj!r} as a graph element")
+
+    def unique_name(self, name: str, mark_as_used: bool = True) -> str:
+        scope = self._state().scope
+        full = f"{scope}{name}" if scope else name
+        key = full.lower()
+        n = self._names_in_use.get(key, 0)
+        if mark_as_used:
+            self._names_in_use[key] = n + 1
+        if n > 0:
+            base = full
+            while True:
+                full = f"{base}_{n}"
+                if full.lower() not in self._names_in_use:
+                    break
+                n += 1
+            if mark_as_used:
+                self._names_in_use[full.lower()] = 1
+        return full
+
+    def _add_op(
+        self, op_type: str, inputs: list[Tensor], attrs: dict, name: str | None
+    ) -> Operation:
+        if self._finalized:
+            raise RuntimeError("graph is finalized and cannot be modified")
+        for t in inputs:
+            if t.graph is not self:
+                raise ValueError(
+                    f"{op_type} {name or ''}: input {t.name} is from another graph; "
+                    "every input of an op must be in the same graph"
+                )
+        with self._lock:
+            if name is not None and name.endswith("/"):
+                full = name[:-1]  # an absolute name (as returned by name_scope)
+                self._names_in_use[full.lower()] = self._names_in_use.get(full.lower(), 0) + 1
+            else:
+                raw = name or op_type
+                if not _NAME_RE.match(raw):
+                    raise ValueError(f"{raw!r} is not a valid op name")
+                full = self.unique_name(raw)
+            op = Operation(self, full, op_type, inputs, attrs)
+            st = self._state()
+            for c in st.control:
+                if c is not None:
+                    for dep in c:
+                        op._add_control_input(dep)
+            self._last_id += 1
+            op._id = self._last_id
+            if st.device:
+                op.device = _merged_device(st.device, op)
+            if st.colocate:
+                op.colocation_groups = list(st.colocate[-1])
+            self._ops.append(op)
+            self._by_name[full] = op
+            for t in inputs:
+                self._consumers.setdefault(t, []).append(op)
+            self.version += 1
+        return op
+
+    # ---- scopes --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def name_scope(self, name: str | None) -> Iterator[str]:
+        st = self._state()
+        old = st.scope
+        if name is None or name == "":
+            st.scope = ""
+        elif name.endswith("/"):
+            st.scope = name
+        else:
+            st.scope = self.unique_name(name) + "/"
+        try:
+            yield st.scope
+        finally:
+            st.scope = old
+
+    def get_name_scope(self) -> str:
+        return self._state().scope.rstrip("/")
+
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs: Iterable | None) -> Iterator[None]:
+        st = self._state()
+        if control_inputs is None:
+            saved, st.control = st.control, []
+            try:
+                yield
+            finally:
+                st.control = saved
+            return
+        ops = []
+        for c in control_inputs:
+            el = self.as_graph_element(c)
+            ops.append(el.op if isinstance(el, Tensor) else el)
+        st.control.append(ops)
+        try:
+            yield
+        finally:
+            st.control.pop()
+
+    @contextlib.contextmanager
+    def device(self, spec: Any) -> Iterator[None]:
+        st = self._state()
+        st.device.append(spec)
+        try:
+            yield
+        finally:
+            st.device.pop()
+
+    @contextlib.contextmanager
+    def colocate_with(self, op: object, ignore_existing: bool = False) -> Iterator[None]:
+        st = self._state()
+        if op is None:
+            st.colocate.append([])
+        else:
+            el = self.as_graph_element(op)
+            target = el.op if isinstance(el, Tensor) else el
+            groups = target.colocation_groups or [target.name]
+            prev = [] if ignore_existing or not st.colocate else st.colocate[-1]
+            st.colocate.append(list(dict.fromkeys(prev + groups)))
+        try:
+            yield
+        finally:
+            st.colocate.pop()
+
+    # ---- collections ---------------------------------------------------------------
+    def add_to_collection(self, name: str, value: object) -> None:
+        self._collections.setdefault(name, []).append(value)
+
+    def add_to_collections(self, names: Iterable[str], value: object) -> None:
+        for n in names:
+            self.add_to_collection(n, value)
+
+    def get_collection(self, name: str, scope: str | None = None) -> list:
+        items = list(self._collections.get(name, ()))
+        if scope is None:
+            return items
+        rx = re.compile(scope)
+        return [x for x in items if rx.match(getattr(x, "name", ""))]
+
+    def get_collection_ref(self, name: str) -> list:
+        return self._collections.setdefault(name, [])
+
+    def clear_collection(self, name: str) -> None:
+        self._collections.pop(name, None)
+
+    def get_all_collection_keys(self) -> list[str]:
+        return list(self._collections)
+
+    # ---- misc ----------------------------------------------------------------------
+    def finalize(self) -> None:
+        self._finalized = True
+
+    @property
+    def finalized(self) -> bool:
+        return self._finalized
+
+    def as_default(self):
+        return _default_graph_stack.get_controller(self)
+
+    def __repr__(self) -> str:
+        return f"<hb.Graph with {len(self._ops)} ops>"
+
+
+def _merged_device(stack: list, op: Operation) -> str:
+    """Combine the device scopes in force, inner scopes winning field by field."""
+    from .device_spec import merge_device
+
+    dev = ""
+    for spec in stack:
+        if callable(spec):
+            dev = spec(op) or dev
+            if not isinstance(dev, str):
+                dev = dev.to_string()
+        elif spec is None:
+            dev = ""
+        else:
+            dev = merge_device(dev, spec)
+    return dev
+
+
+class _DefaultGraphStack(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Graph] = []
+
+    def get_default(self) -> Graph:
+        if self.stack:
+            return self.stack[-1]
+        global _global_default_graph
+        if _global_default_graph is None:
+            _global_default_graph = Graph()
+        return _global_default_graph
+
+    @contextlib.contextmanager
+    def get_controller(self, g: Graph) -> Iterator[Graph]:
+        self.stack.append(g)
+        try:
+            yield g
+        finally:
+            self.stack.pop()
+
+
+_global_default_graph: Graph | None = None
+_default_graph_stack = _DefaultGraphStack()
+
+
+def get_default_graph() -> Graph:
+    return _default_graph_stack.get_default()
+
+
+def reset_default_graph() -> None:
+    """Replace the global default graph with a new empty one (not allowed inside a graph scope)."""
+    global _global_default_graph
+    if _default_graph_stack.stack:
+        raise AssertionError(
+            "reset_default_graph() called inside a `with graph.as_default()` block"
+        )
+    _global_default_graph = Graph()
+
+
+def name_scope(name: str | None, default_name: str | None = None, values: object = None):
+    return get_default_graph().name_scope(name if name is not None else default_name)
+
+
+def control_dependencies(control_inputs: Iterable | None):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+def device(spec: Any):
+    return get_default_graph().device(spec)
+
+
+def colocate_with(op: object, ignore_existing: bool = False):
+    return get_default_graph().colocate_with(op, ignore_existing)
+
+
+def add_to_collection(name: str, value: object) -> None:
+    get_default_graph().add_to_collection(name, value)
+
+
+def get_collection(name: str, scope: str | None = None) -> list:
+    return get_default_graph().get_collection(name, scope)
+
+
+def get_collection_ref(name: str) -> list:
+    return get_default_graph().get_collection_ref(name)
+
+
+def set_random_seed(seed: int | None) -> None:
+    """Set the graph-level seed of the default graph (ops combine it with their own seed)."""
+    get_default_graph().seed = seed
+
+
+def check_shape_match(op_name: str, what: str, a: TensorShape, b: TensorShape) -> None:
+    if not a.is_compatible_with(b):
+        raise InvalidArgumentError(f"{op_name}: {what}: shapes {a} and {b} are incompatible")

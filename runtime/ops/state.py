@@ -1,0 +1,301 @@
+"""State ops: variables are buffers owned by a session's device, read and updated in place."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import FailedPreconditionError, InvalidArgumentError
+from ..graph import Tensor, TensorShape
+from ..registry import Cost, apply, apply_op, convert_to_tensor, defop, nbytes, numel
+
+
+class VarHandle:
+    """The mutable storage behind one variable in one session (the value of a VariableV2 op)."""
+
+    __slots__ = ("name", "dtype", "shape", "value", "lock")
+
+    def __init__(self, name: str, dtype: Any, shape: TensorShape):
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.value: Any = None
+        self.lock = threading.Lock()
+
+    def read(self) -> Any:
+        v = self.value
+        if v is None:
+            raise FailedPreconditionError(
+                f"attempting to use uninitialized value {self.name}; "
+                "run hb.global_variables_initializer() (or the variable's initializer) first"
+            )
+        return v
+
+    def set(self, value: Any, validate_shape: bool = True) -> Any:
+        """Bind a new value, cast to the variable's dtype; the old buffer is left untouched."""
+        if validate_shape and not self.shape.is_compatible_with(tuple(value.shape)):
+            raise InvalidArgumentError(
+                f"assign to {self.name}: value of shape {tuple(value.shape)} does not match "
+                f"the variable's shape {self.shape}"
+            )
+        if (
+            value.dtype != self.dtype.np
+            or not getattr(value, "flags", None)
+            or not (value.flags.writeable and value.flags.c_contiguous)
+        ):
+            value = value.astype(self.dtype.np, copy=True)
+        elif value.base is not None:
+            value = value.copy()
+        self.value = value
+        return value
+
+
+def _ref_cost(op, ins, outs):
+    return Cost()
+
+
+# ---- VariableV2 ----------------------------------------------------------------------------
+
+VariableV2 = defop("VariableV2", stateful=True, is_ref=True, differentiable=False)
+
+
+@VariableV2.shape
+def _var_shape(op):
+    return [(op.attrs["shape"], op.attrs["dtype"])]
+
+
+@VariableV2.kernel("cpu", "gpu")
+def _variable(ctx):
+    h = ctx.state
+    if h is None:
+        key = ctx.attrs.get("shared_name") or ctx.op.name
+        h = ctx.resources.get(key)
+        if h is None:
+            h = ctx.resources[key] = VarHandle(key, ctx.attrs["dtype"], ctx.attrs["shape"])
+        ctx.state = h
+    return h
+
+
+VariableV2.cost(_ref_cost)
+
+
+# ---- ReadVariable: dereference (the `var/read` op of TF1) ---------------------------------
+
+ReadVariable = defop("ReadVariable", passes_sparse=True)
+
+
+@ReadVariable.shape
+def _read_shape(op):
+    return [(op.inputs[0].shape, op.inputs[0].dtype)]
+
+
+@ReadVariable.kernel("cpu", "gpu", aliases_input=True)
+def _read(ctx, h):
+    return h.read()
+
+
+@ReadVariable.gradient
+def _read_grad(op, g):
+    return [g]
+
+
+ReadVariable.cost(_ref_cost)
+
+
+IsVariableInitialized = defop("IsVariableInitialized", differentiable=False)
+
+
+@IsVariableInitialized.shape
+def _is_init_shape(op):
+    from .. import dtypes
+
+    return [(TensorShape([]), dtypes.bool_)]
+
+
+@IsVariableInitialized.kernel("cpu", "gpu")
+def _is_init(ctx, h):
+    return np.array(h.value is not None)
+
+
+# ---- Assign and friends ----------------------------------------------------------------------
+
+
+def _assign_shape(op):
+    ref, val = op.inputs[0], op.inputs[1]
+    if op.attrs.get("validate_shape", True) and not ref.shape.is_compatible_with(val.shape):
+        raise InvalidArgumentError(
+            f"{op.type}: value shape {val.shape} does not match variable {ref.op.name} shape {ref.shape}"
+        )
+    if ref.dtype != val.dtype:
+        raise InvalidArgumentError(
+            f"{op.type}: value dtype {val.dtype.name} does not match variable "
+            f"{ref.op.name} dtype {ref.dtype.name}"
+        )
+    return [(ref.shape if op.attrs.get("validate_shape", True) else val.shape, ref.dtype)]
+
+
+def _update_cost(op, ins, outs):
+    n = numel(ins[0]) if ins[0] else numel(ins[1])
+    b = nbytes(ins[1], op.inputs[1].dtype)
+    return Cost(float(n), 2.0 * b, float(b))
+
+
+Assign = defop("Assign", shape=_assign_shape, stateful=True, differentiable=False)
+
+
+@Assign.kernel("cpu", "gpu")
+def _assign(ctx, h, value):
+    with h.lock:
+        return h.set(value, ctx.attrs.get("validate_shape", True))
+
+
+Assign.cost(_update_cost)
+
+AssignAdd = defop("AssignAdd", shape=_assign_shape, stateful=True, differentiable=False)
+
+
+@AssignAdd.kernel("cpu", "gpu")
+def _assign_add(ctx, h, value):
+    v = h.read()
+    v += value  # in place: readers holding the buffer see the new value, as in TF1
+    return v
+
+
+AssignAdd.cost(_update_cost)
+
+AssignSub = defop("AssignSub", shape=_assign_shape, stateful=True, differentiable=False)
+
+
+@AssignSub.kernel("cpu", "gpu")
+def _assign_sub(ctx, h, value):
+    v = h.read()
+    v -= value
+    return v
+
+
+AssignSub.cost(_update_cost)
+
+
+def _scatter_shape(op):
+    ref, idx, upd = op.inputs
+    if not idx.dtype.is_integer:
+        raise InvalidArgumentError(f"{op.type}: indices must be int32/int64, got {idx.dtype.name}")
+    if ref.shape.ndims is not None and idx.shape.ndims is not None and upd.shape.ndims is not None:
+        want = TensorShape(list(idx.shape.dims) + list(ref.shape.dims[1:]))
+        if not want.is_compatible_with(upd.shape):
+            raise InvalidArgumentError(
+                f"{op.type}: updates shape {upd.shape} must be indices.shape + ref.shape[1:] = {want}"
+            )
+    if upd.dtype != ref.dtype:
+        raise InvalidArgumentError(f"{op.type}: updates dtype {upd.dtype.name} != {ref.dtype.name}")
+    return [(ref.shape, ref.dtype)]
+
+
+def _scatter_cost(op, ins, outs):
+    b = nbytes(ins[2], op.inputs[2].dtype)
+    return Cost(float(numel(ins[2])), 2.0 * b, float(b))
+
+
+def _check_rows(h, idx, name):
+    v = h.read()
+    if idx.size and (idx.min() < 0 or idx.max() >= v.shape[0]):
+        raise InvalidArgumentError(
+            f"{name}: index {int(idx.max() if idx.max() >= v.shape[0] else idx.min())} "
+            f"out of range for {h.name} with {v.shape[0]} rows"
+        )
+    return v
+
+
+ScatterAdd = defop("ScatterAdd", shape=_scatter_shape, stateful=True, differentiable=False)
+
+
+@ScatterAdd.kernel("cpu")
+def _scatter_add(ctx, h, idx, upd):
+    v = _check_rows(h, idx, ctx.op.name)
+    np.add.at(v, idx, upd)
+    return v
+
+
+ScatterAdd.cost(_scatter_cost)
+
+ScatterSub = defop("ScatterSub", shape=_scatter_shape, stateful=True, differentiable=False)
+
+
+@ScatterSub.kernel("cpu")
+def _scatter_sub(ctx, h, idx, upd):
+    v = _check_rows(h, idx, ctx.op.name)
+    np.subtract.at(v, idx, upd)
+    return v
+
+
+ScatterSub.cost(_scatter_cost)
+
+ScatterUpdate = defop("ScatterUpdate", shape=_scatter_shape, stateful=True, differentiable=False)
+
+
+@ScatterUpdate.kernel("cpu")
+def _scatter_update(ctx, h, idx, upd):
+    v = _check_rows(h, idx, ctx.op.name)
+    v[idx] = upd
+    return v
+
+
+ScatterUpdate.cost(_scatter_cost)
+
+
+def _ref_of(ref: Any) -> Tensor:
+    r = getattr(ref, "_ref", None)
+    if r is not None:
+        return r
+    if isinstance(ref, Tensor) and ref.op.op_def.is_ref:
+        return ref
+    raise TypeError(f"expected a variable, got {ref!r}")
+
+
+def assign(ref: Any, value: Any, validate_shape: bool = True, use_locking: bool = True, name=None):
+    r = _ref_of(ref)
+    v = convert_to_tensor(value, dtype=r.dtype) if not isinstance(value, Tensor) else value
+    return apply("Assign", [r, v], {"validate_shape": validate_shape}, name or "Assign")
+
+
+def assign_add(ref: Any, value: Any, use_locking: bool = False, name=None):
+    r = _ref_of(ref)
+    v = convert_to_tensor(value, dtype=r.dtype) if not isinstance(value, Tensor) else value
+    return apply("AssignAdd", [r, v], {}, name or "AssignAdd")
+
+
+def assign_sub(ref: Any, value: Any, use_locking: bool = False, name=None):
+    r = _ref_of(ref)
+    v = convert_to_tensor(value, dtype=r.dtype) if not isinstance(value, Tensor) else value
+    return apply("AssignSub", [r, v], {}, name or "AssignSub")
+
+
+def scatter_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name=None):
+    return apply("ScatterAdd", [_ref_of(ref), indices, updates], {}, name or "ScatterAdd")
+
+
+def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name=None):
+    return apply("ScatterSub", [_ref_of(ref), indices, updates], {}, name or "ScatterSub")
+
+
+def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True, name=None):
+    return apply("ScatterUpdate", [_ref_of(ref), indices, updates], {}, name or "ScatterUpdate")
+
+
+def is_variable_initialized(ref: Any, name=None):
+    return apply("IsVariableInitialized", [_ref_of(ref)], {}, name or "IsVariableInitialized")
+
+
+__all__ = [
+    "VarHandle",
+    "assign",
+    "assign_add",
+    "assign_sub",
+    "scatter_add",
+    "scatter_sub",
+    "scatter_update",
+    "is_variable_initialized",
+    "apply_op",
+]

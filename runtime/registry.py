@@ -1,0 +1,373 @@
+"""The op registry: each op is defined once with its shape rule, gradient, cost and kernels.
+
+An op module reads like this (one block per op)::
+
+    Add = defop("Add", shape=broadcast_shape, cost=elementwise_cost(1))
+
+    @Add.kernel("cpu", "gpu")
+    def _add(ctx, x, y):
+        return ctx.xp.add(x, y)
+
+    @Add.gradient
+    def _add_grad(op, g):
+        ...
+
+    def add(x, y, name=None):
+        return apply_op("Add", [x, y], name=name)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from .errors import InvalidArgumentError, UnimplementedError
+from .graph import Operation, Tensor, TensorShape, as_shape, get_default_graph
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one execution of an op costs: arithmetic and memory traffic."""
+
+    flops: float = 0.0
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            self.flops + other.flops,
+            self.bytes_read + other.bytes_read,
+            self.bytes_written + other.bytes_written,
+        )
+
+
+@dataclass
+class Kernel:
+    fn: Callable
+    dtypes: tuple | None  # None: any dtype
+    is_async: bool = False
+    # A view kernel returns an output that may alias an input (reshape, identity, ...).
+    aliases_input: bool = False
+
+
+class OpDef:
+    """Definition of one op type. Attach rules with the decorator methods."""
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        shape: Callable | None = None,
+        cost: Callable | None = None,
+        stateful: bool = False,
+        is_ref: bool = False,
+        differentiable: bool = True,
+        passes_sparse: bool = False,
+    ):
+        self.name = name
+        self.shape_fn = shape
+        self.cost_fn = cost or default_cost
+        self.grad_fn: Callable | None = None
+        self.kernels: dict[str, list[Kernel]] = {}
+        self.stateful = stateful
+        self.is_ref = is_ref
+        self.differentiable = differentiable
+        # The gradient rule accepts IndexedSlices as is (identity-like ops); others get dense.
+        self.passes_sparse = passes_sparse
+
+    # ---- decorators ------------------------------------------------------------------
+    def kernel(
+        self,
+        *device_types: str,
+        dtypes: Sequence | None = None,
+        is_async: bool = False,
+        aliases_input: bool = False,
+    ) -> Callable:
+        """Register ``fn(ctx, *inputs)`` (or ``fn(ctx, step, inputs, done)`` when async)."""
+        dts = None if dtypes is None else tuple(_dt.as_dtype(d) for d in dtypes)
+
+        def deco(fn: Callable) -> Callable:
+            for dev in device_types or ("cpu",):
+                self.kernels.setdefault(dev, []).append(Kernel(fn, dts, is_async, aliases_input))
+            return fn
+
+        return deco
+
+    def gradient(self, fn: Callable) -> Callable:
+        """Register ``fn(op, *output_grads) -> [grad per input]`` (None where not differentiable)."""
+        self.grad_fn = fn
+        return fn
+
+    def shape(self, fn: Callable) -> Callable:
+        """Register ``fn(op) -> [(TensorShape, DType) per output]``."""
+        self.shape_fn = fn
+        return fn
+
+    def cost(self, fn: Callable) -> Callable:
+        """Register ``fn(op, in_shapes, out_shapes) -> Cost`` for concrete shapes."""
+        self.cost_fn = fn
+        return fn
+
+    # ---- lookups ---------------------------------------------------------------------
+    def find_kernel(self, device_type: str, dtype: _dt.DType | None, op_name: str = "") -> Kernel:
+        """Return the kernel for (device type, dtype); raises UnimplementedError listing options."""
+        for k in self.kernels.get(device_type, ()):
+            if k.dtypes is None or dtype is None or dtype in k.dtypes:
+                return k
+        where = ", ".join(
+            f"{dev} ({'any' if any(k.dtypes is None for k in ks) else _dtype_names(ks)})"
+            for dev, ks in sorted(self.kernels.items())
+        )
+        dt = dtype.name if dtype is not None else "?"
+        raise UnimplementedError(
+            f"no kernel for {self.name} on {device_type} ({dt})"
+            + (f" for op {op_name!r}" if op_name else "")
+            + f"; registered: {where or 'none'}"
+        )
+
+    def has_kernel(self, device_type: str, dtype: _dt.DType | None) -> bool:
+        try:
+            self.find_kernel(device_type, dtype)
+            return True
+        except UnimplementedError:
+            return False
+
+    def __repr__(self) -> str:
+        return f"<OpDef {self.name}>"
+
+
+def _dtype_names(ks: list[Kernel]) -> str:
+    names = []
+    for k in ks:
+        for d in k.dtypes or ():
+            if d.name not in names:
+                names.append(d.name)
+    return ", ".join(names)
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def defop(name: str, **kw: Any) -> OpDef:
+    """Create and register an op definition; a name may be defined only once."""
+    if name in _REGISTRY:
+        raise ValueError(f"op {name!r} is already registered")
+    d = OpDef(name, **kw)
+    _REGISTRY[name] = d
+    return d
+
+
+def get_op_def(name: str) -> OpDef:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise UnimplementedError(f"unknown op type {name!r}") from None
+
+
+def registered_ops() -> dict[str, OpDef]:
+    return dict(_REGISTRY)
+
+
+# ---- building ops ------------------------------------------------------------------------
+
+
+class _ShapeView:
+    """What a shape function sees of an op before it is added to the graph."""
+
+    __slots__ = ("name", "type", "inputs", "attrs", "graph")
+
+    def __init__(self, name: str, op_type: str, inputs: list[Tensor], attrs: dict, graph: Any):
+        self.name = name
+        self.type = op_type
+        self.inputs = inputs
+        self.attrs = attrs
+        self.graph = graph
+
+    def describe(self) -> str:
+        ins = ", ".join(f"{t.name} {t.shape} {t.dtype.name}" for t in self.inputs)
+        return f"{self.name} ({self.type}) with inputs [{ins}]"
+
+
+def apply_op(
+    op_type: str,
+    inputs: Sequence[Any],
+    attrs: dict | None = None,
+    name: str | None = None,
+    graph: Any = None,
+) -> Operation:
+    """Add an op of ``op_type`` to the graph, inferring its output shapes and dtypes.
+
+    Raises InvalidArgumentError (naming the op, its inputs and their shapes) when the shape rule
+    rejects the inputs; nothing is added to the graph then.
+    """
+    op_def = get_op_def(op_type)
+    attrs = attrs or {}
+    g = graph or _graph_of(inputs)
+    tensors = [convert_to_tensor(x, graph=g) for x in inputs]
+    view = _ShapeView(name or op_type, op_type, tensors, attrs, g)
+    try:
+        specs = op_def.shape_fn(view) if op_def.shape_fn else []
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"{e.message}\n  in {view.describe()}") from None
+    except (ValueError, TypeError) as e:
+        raise InvalidArgumentError(f"{op_type}: {e}\n  in {view.describe()}") from None
+    op = g._add_op(op_type, tensors, attrs, name)
+    op.op_def = op_def
+    op.outputs = [Tensor(op, i, dt, as_shape(sh)) for i, (sh, dt) in enumerate(specs)]
+    return op
+
+
+def apply(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, name: str | None = None):
+    """Like apply_op but return the single output (or the list of outputs, or the op if none)."""
+    op = apply_op(op_type, inputs, attrs, name)
+    if len(op.outputs) == 1:
+        return op.outputs[0]
+    if not op.outputs:
+        return op
+    return op.outputs
+
+
+def _graph_of(inputs: Sequence[Any]) -> Any:
+    for x in inputs:
+        if isinstance(x, Tensor):
+            return x.graph
+        el = getattr(x, "_as_graph_element", None)
+        if el is not None:
+            return el().graph
+    return get_default_graph()
+
+
+def convert_to_tensor(
+    value: Any, dtype: Any = None, name: str | None = None, graph: Any = None
+) -> Tensor:
+    """Return ``value`` as a Tensor: tensors pass through, variables read, constants are added.
+
+    Raises InvalidArgumentError when a tensor's dtype differs from the requested one.
+    """
+    if isinstance(value, Tensor):
+        t = value
+    elif hasattr(value, "_as_graph_element"):
+        t = value._as_graph_element()
+        if isinstance(t, Operation):
+            raise TypeError(f"cannot use operation {t.name} as a tensor")
+    elif isinstance(value, Operation):
+        raise TypeError(f"cannot use operation {value.name} as a tensor (it has no value)")
+    else:
+        from .ops.array import constant
+
+        with (graph or get_default_graph()).as_default():
+            return constant(value, dtype=dtype, name=name or "Const")
+    if dtype is not None and t.dtype != _dt.as_dtype(dtype):
+        raise InvalidArgumentError(
+            f"expected {_dt.as_dtype(dtype).name} but {t.name} is {t.dtype.name}", t.op
+        )
+    return t
+
+
+def convert_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
+    """Convert two operands, giving a Python scalar the dtype of the tensor beside it."""
+    if isinstance(x, Tensor) or hasattr(x, "_as_graph_element"):
+        x = convert_to_tensor(x)
+        if not isinstance(y, Tensor) and not hasattr(y, "_as_graph_element"):
+            y = convert_to_tensor(_as_array(y, x.dtype), graph=x.graph)
+        else:
+            y = convert_to_tensor(y)
+    elif isinstance(y, Tensor) or hasattr(y, "_as_graph_element"):
+        y = convert_to_tensor(y)
+        x = convert_to_tensor(_as_array(x, y.dtype), graph=y.graph)
+    else:
+        x, y = convert_to_tensor(x), convert_to_tensor(y)
+    return x, y
+
+
+def _as_array(v: Any, dtype: _dt.DType) -> np.ndarray:
+    arr = np.asarray(v)
+    if arr.dtype.kind == "f" and dtype.is_integer:
+        raise InvalidArgumentError(f"cannot use float value {v!r} with an {dtype.name} tensor")
+    return arr.astype(dtype.np)
+
+
+# ---- shared shape and cost rules ----------------------------------------------------------
+
+
+def nbytes(shape: Sequence[int], dtype: _dt.DType) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n * dtype.size
+
+
+def numel(shape: Sequence[int]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def default_cost(op: Any, in_shapes: list, out_shapes: list) -> Cost:
+    """Memory traffic only: read every input once, write every output once."""
+    r = sum(nbytes(s, t.dtype) for s, t in zip(in_shapes, op.inputs))
+    w = sum(nbytes(s, t.dtype) for s, t in zip(out_shapes, op.outputs))
+    return Cost(0.0, float(r), float(w))
+
+
+def elementwise_cost(flops_per_element: float) -> Callable:
+    def cost(op: Any, in_shapes: list, out_shapes: list) -> Cost:
+        base = default_cost(op, in_shapes, out_shapes)
+        n = sum(numel(s) for s in out_shapes)
+        return Cost(flops_per_element * n, base.bytes_read, base.bytes_written)
+
+    return cost
+
+
+def broadcast_shapes(op_name: str, a: TensorShape, b: TensorShape) -> TensorShape:
+    """numpy broadcasting on static shapes; raises InvalidArgumentError on a mismatch."""
+    if a.dims is None or b.dims is None:
+        return TensorShape(None)
+    ra, rb = list(a.dims), list(b.dims)
+    n = max(len(ra), len(rb))
+    ra = [1] * (n - len(ra)) + ra
+    rb = [1] * (n - len(rb)) + rb
+    out = []
+    for x, y in zip(ra, rb):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None or y is None:
+            out.append(x if y is None else y)
+        elif x == y:
+            out.append(x)
+        else:
+            raise InvalidArgumentError(
+                f"{op_name}: shapes {a} and {b} cannot be broadcast together"
+            )
+    return TensorShape(out)
+
+
+def same_dtype(op: Any) -> _dt.DType:
+    """All inputs must share one dtype; return it or raise naming both."""
+    d0 = op.inputs[0].dtype
+    for t in op.inputs[1:]:
+        if t.dtype != d0:
+            raise InvalidArgumentError(
+                f"{op.type}: inputs must have the same dtype, got {d0.name} "
+                f"({op.inputs[0].name}) and {t.dtype.name} ({t.name})"
+            )
+    return d0
+
+
+def broadcast_shape(op: Any) -> list:
+    dt = same_dtype(op)
+    shape = op.inputs[0].shape
+    for t in op.inputs[1:]:
+        shape = broadcast_shapes(op.type, shape, t.shape)
+    return [(shape, dt)]
+
+
+def unchanged_shape(op: Any) -> list:
+    return [(op.inputs[0].shape, op.inputs[0].dtype)]

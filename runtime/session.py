@@ -1,0 +1,374 @@
+"""``hb.Session``: feeds, fetches, pruning, a cache of prepared graphs, and running steps."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import executor as ex
+from .errors import InvalidArgumentError
+from .gradients import IndexedSlices, IndexedSlicesValue
+from .graph import Graph, Operation, Tensor, get_default_graph
+
+
+@dataclass
+class ConfigProto:
+    """Session options, named after TF1's ConfigProto fields that hetbed honours.
+
+    ``device_count={"CPU": 4}`` gives four virtual CPU devices ``cpu:0..3`` in this process.
+    ``inter_op_parallelism_threads > 0`` hands expensive nodes (large matmuls, convolutions) to a
+    thread pool per device; 0 (the default) runs every node inline, which is fastest when numpy's
+    BLAS already uses all cores.
+    """
+
+    device_count: dict = field(default_factory=dict)
+    inter_op_parallelism_threads: int = 0
+    intra_op_parallelism_threads: int = 0
+    allow_soft_placement: bool = True
+    log_device_placement: bool = False
+    gpu_options: Any = None
+    placement: str = "default"
+
+
+class StepInfo:
+    """Per-step data that async kernels (Send/Recv) and devices may need."""
+
+    __slots__ = ("step_id", "rendezvous", "session")
+
+    def __init__(self, step_id: int, rendezvous: Any, session: Any):
+        self.step_id = step_id
+        self.rendezvous = rendezvous
+        self.session = session
+
+
+class _Fetches:
+    """Flattens a nested fetch structure and rebuilds it from values."""
+
+    def __init__(self, graph: Graph, fetches: Any):
+        self.graph = graph
+        self.elements: list[Tensor | Operation] = []
+        self.structure = self._flatten(fetches)
+
+    def _flatten(self, f: Any) -> Any:
+        if isinstance(f, dict):
+            return ("dict", type(f), [(k, self._flatten(v)) for k, v in f.items()])
+        if isinstance(f, tuple) and hasattr(f, "_fields"):
+            return ("namedtuple", type(f), [self._flatten(v) for v in f])
+        if isinstance(f, (list, tuple)):
+            return ("seq", type(f), [self._flatten(v) for v in f])
+        if isinstance(f, IndexedSlices):
+            return (
+                "sparse",
+                None,
+                [self._flatten(f.values), self._flatten(f.indices), self._flatten(f.dense_shape)],
+            )
+        if f is None:
+            raise TypeError("fetch argument None is not a tensor or operation")
+        el = self.graph.as_graph_element(f)
+        self.elements.append(el)
+        return ("leaf", None, len(self.elements) - 1)
+
+    def build(self, values: list) -> Any:
+        return self._build(self.structure, values)
+
+    def _build(self, node: Any, values: list) -> Any:
+        kind, cls, payload = node
+        if kind == "leaf":
+            return values[payload]
+        if kind == "dict":
+            return cls((k, self._build(v, values)) for k, v in payload)
+        if kind == "namedtuple":
+            return cls(*[self._build(v, values) for v in payload])
+        if kind == "sparse":
+            vals, idx, dense = (self._build(v, values) for v in payload)
+            return IndexedSlicesValue(vals, idx, np.array(np.shape(dense)))
+        return cls(self._build(v, values) for v in payload)
+
+
+class _Plan:
+    __slots__ = ("prepared", "fed", "fetch_copy", "fetch_is_op")
+
+    def __init__(
+        self,
+        prepared: ex.PreparedGraph,
+        fed: list[Tensor],
+        fetch_copy: list[bool],
+        fetch_is_op: list[bool],
+    ):
+        self.prepared = prepared
+        self.fed = fed
+        self.fetch_copy = fetch_copy
+        self.fetch_is_op = fetch_is_op
+
+
+class BaseSession:
+    """Runs steps of a graph on this process's devices (see ``Session``)."""
+
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
+    ):
+        if target:
+            raise InvalidArgumentError(
+                f"target {target!r}: the distributed runtime is not available in this build; "
+                "use hb.Session() for an in-process session"
+            )
+        self.graph = graph or get_default_graph()
+        self.config = config or ConfigProto()
+        self._lock = threading.RLock()
+        self._plans: dict[tuple, _Plan] = {}
+        self._contexts: dict[tuple[Operation, str], ex.KernelContext] = {}
+        self._resources: dict[str, dict] = {}
+        self._closed = False
+        self._devices = self._make_devices()
+        self._default_device = self._devices[0]
+        self._wait: Callable | None = None
+
+    # ---- devices -------------------------------------------------------------------------
+    def _make_devices(self) -> list:
+        from ..devices.cpu import CPUDevice
+
+        n = int(self.config.device_count.get("CPU", self.config.device_count.get("cpu", 1)))
+        if n < 1:
+            raise InvalidArgumentError(f"device_count CPU must be >= 1, got {n}")
+        threads = self.config.inter_op_parallelism_threads
+        return [
+            CPUDevice(f"/job:localhost/replica:0/task:0/device:cpu:{i}", threads=threads)
+            for i in range(n)
+        ]
+
+    def list_devices(self) -> list:
+        return list(self._devices)
+
+    def _device_for(self, op: Operation) -> Any:
+        from .placement import place_op
+
+        return place_op(op, self._devices, self._default_device, self.config.allow_soft_placement)
+
+    def _context_for(self, op: Operation, device: Any) -> ex.KernelContext:
+        key = (op, device.name)
+        ctx = self._contexts.get(key)
+        if ctx is None:
+            res = self._resources.setdefault(device.name, {})
+            ctx = self._contexts[key] = ex.KernelContext(op, device, res, self)
+        return ctx
+
+    # ---- running -------------------------------------------------------------------------
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
+        """Compute ``fetches`` (a tensor, op, name, or nested list/tuple/dict of them).
+
+        ``feed_dict`` maps tensors (placeholders or any other tensor) to values. Returns numpy
+        values in the structure of ``fetches`` (None for ops). Raises the OpError subclass that
+        describes the failure, naming the op; the session stays usable afterwards.
+        """
+        if self._closed:
+            raise RuntimeError("attempted to use a closed Session")
+        fetch = _Fetches(self.graph, fetches)
+        feeds = self._resolve_feeds(feed_dict or {})
+        plan = self._plan(fetch.elements, list(feeds))
+        values = self._run_plan(plan, feeds)
+        out = []
+        for v, copy, is_op in zip(values, plan.fetch_copy, plan.fetch_is_op):
+            if is_op:
+                out.append(None)
+            else:
+                v = self._to_host(v)
+                out.append(np.array(v, copy=True) if copy else v)
+        return fetch.build(out)
+
+    def _to_host(self, v: Any) -> Any:
+        if isinstance(v, np.ndarray) or np.isscalar(v) or v is None:
+            return v
+        get = getattr(v, "get", None)  # cupy arrays
+        return get() if get is not None else v
+
+    def _run_plan(self, plan: _Plan, feeds: dict) -> list:
+        prep = plan.prepared
+        vals: list = [None] * prep.n_slots
+        for t, s in prep.feed_slots.items():
+            vals[s] = feeds[t]
+        step = StepInfo(ex.new_step_id(), self._rendezvous(), self)
+        if prep.straight_line:
+            ex.run_straight_line(prep, vals, step)
+        else:
+            ex.run_event_driven(prep, vals, step, self._wait)
+        return [vals[s] if s is not None else None for s in prep.fetch_slots]
+
+    def _rendezvous(self) -> Any:
+        return None
+
+    def _resolve_feeds(self, feed_dict: dict) -> dict[Tensor, Any]:
+        feeds: dict[Tensor, Any] = {}
+        for k, v in feed_dict.items():
+            if isinstance(k, IndexedSlices):
+                raise TypeError("feeding IndexedSlices is not supported; feed its parts")
+            el = self.graph.as_graph_element(k)
+            if isinstance(el, Operation):
+                raise TypeError(f"cannot feed operation {el.name}; feed one of its output tensors")
+            feeds[el] = _feed_value(el, v)
+        return feeds
+
+    def _plan(self, elements: list, fed: list[Tensor]) -> _Plan:
+        key = (tuple(id(e) for e in elements), tuple(id(t) for t in fed))
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                plan = self._build_plan(elements, fed)
+                self._plans[key] = plan
+        return plan
+
+    def _build_plan(self, elements: list, fed: list[Tensor]) -> _Plan:
+        fed_set = set(fed)
+        targets = []
+        for e in elements:
+            if isinstance(e, Operation):
+                targets.append(e)
+            elif e not in fed_set:
+                targets.append(e.op)
+        order = ex.prune(targets, fed_set)
+        for op in order:
+            if op.type == "Placeholder" and all(t not in fed_set for t in op.outputs):
+                raise InvalidArgumentError(
+                    f"you must feed a value for placeholder {op.name!r} "
+                    f"(dtype {op.attrs['dtype'].name}, shape {op.attrs['shape']}); "
+                    f"it is needed to compute {', '.join(e.name for e in elements)}"
+                )
+        prepared = ex.build_prepared(order, elements, fed, self._device_for, self._context_for)
+        copy = [isinstance(e, Tensor) and _may_alias_state(e) for e in elements]
+        return _Plan(prepared, fed, copy, [isinstance(e, Operation) for e in elements])
+
+    def _load_variable(self, var: Any, value: Any) -> None:
+        self.run(var.initializer, {var.initial_value: value})
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for d in self._devices:
+            d.close()
+        self._plans.clear()
+        self._contexts.clear()
+        self._resources.clear()
+
+    def __enter__(self) -> BaseSession:
+        self._default_cm = self.as_default()
+        self._default_cm.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._default_cm.__exit__(*exc)
+        self.close()
+
+    def as_default(self):
+        return _default_session(self)
+
+    def __del__(self) -> None:
+        try:
+            if not self._closed:
+                for d in self._devices:
+                    d.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+
+class Session(BaseSession):
+    """A TF1-style session on this process's devices: ``with hb.Session() as sess: sess.run(y)``."""
+
+
+class InteractiveSession(Session):
+    """A Session that installs itself as the default session on construction."""
+
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
+    ):
+        super().__init__(target, graph, config)
+        self._cm = self.as_default()
+        self._cm.__enter__()
+
+    def close(self) -> None:
+        super().close()
+        cm = getattr(self, "_cm", None)
+        if cm is not None:
+            self._cm = None
+            with contextlib.suppress(Exception):
+                cm.__exit__(None, None, None)
+
+
+def _may_alias_state(t: Tensor) -> bool:
+    """Whether a fetched value could share memory with a variable or constant buffer."""
+    seen = 0
+    while seen < 64:
+        op = t.op
+        d = op.op_def
+        if (
+            d.stateful
+            or op.type in ("ReadVariable", "Const", "VariableV2")
+            or d.name.startswith("Apply")
+        ):
+            return True
+        if not any(k.aliases_input for ks in d.kernels.values() for k in ks) or not op.inputs:
+            return False
+        t = op.inputs[0]
+        seen += 1
+    return True
+
+
+def _feed_value(t: Tensor, v: Any) -> Any:
+    if isinstance(v, Tensor):
+        raise TypeError(f"the value fed for {t.name} is a Tensor ({v.name}); feed a numpy value")
+    arr = np.asarray(v)
+    want = t.dtype
+    if arr.dtype != want.np:
+        if arr.dtype.kind == "f" and want.is_integer:
+            raise InvalidArgumentError(
+                f"cannot feed a float value for {t.name}, which has dtype {want.name}"
+            )
+        if arr.dtype.kind in "OUS":
+            raise InvalidArgumentError(
+                f"cannot feed a {arr.dtype} value for {t.name} ({want.name})"
+            )
+        arr = arr.astype(want.np)
+    if not t.shape.is_compatible_with(arr.shape):
+        raise InvalidArgumentError(
+            f"cannot feed value of shape {arr.shape} for tensor {t.name!r}, which has shape {t.shape}"
+        )
+    return arr
+
+
+_session_local = threading.local()
+
+
+@contextlib.contextmanager
+def _default_session(sess: BaseSession) -> Iterator[BaseSession]:
+    stack = getattr(_session_local, "stack", None)
+    if stack is None:
+        stack = _session_local.stack = []
+    stack.append(sess)
+    try:
+        with sess.graph.as_default():
+            yield sess
+    finally:
+        stack.remove(sess)
+
+
+def get_default_session() -> BaseSession | None:
+    stack = getattr(_session_local, "stack", None)
+    return stack[-1] if stack else None
+
+
+__all__ = ["Session", "InteractiveSession", "ConfigProto", "get_default_session", "_dt"]

@@ -1,0 +1,1 @@
+"""hetbed.scenarios (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""hetbed.simulator (see DESIGN.md)."""
