@@ -131,6 +131,12 @@ from hetbed.runtime.variables import (
     variables_initializer,
 )
 
+# --- array ops (runtime/ops/manip.py) ---
+# --- nn and random ops (runtime/ops/nn.py, runtime/ops/random.py) ---
+# --- training (runtime/train) ---
+# --- serialization (runtime/serialize.py) ---
+# --- layers, initializers, variable scopes ---
+
 sub = subtract
 mul = multiply
 neg = negative
