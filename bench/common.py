@@ -1,0 +1,44 @@
+"""Shared helpers for benchmarks: timing and a ratio table."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def best_of(fn: Callable[[], object], repeat: int = 5, number: int = 10) -> float:
+    """Best mean seconds per call over ``repeat`` rounds of ``number`` calls (after one warm-up)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t) / number)
+    return best
+
+
+def table(
+    title: str, rows: list[tuple[str, float]], unit: str, base: str, floor: str | None = None
+) -> str:
+    """Rows of (name, value) with ratios to the ``base`` row and, if given, the ``floor`` row."""
+    values = dict(rows)
+    out = [f"\n{title}", "-" * len(title)]
+    head = f"{'':28s} {unit:>12s} {'x ' + base:>16s}"
+    if floor:
+        head += f" {'x ' + floor:>16s}"
+    out.append(head)
+    for name, v in rows:
+        line = f"{name:28s} {v:12.3f} {v / values[base]:16.2f}"
+        if floor:
+            line += f" {v / values[floor]:16.2f}"
+        out.append(line)
+    return "\n".join(out)
+
+
+def optional(module: str):
+    """Import a peer framework if installed, else None."""
+    try:
+        return __import__(module)
+    except Exception:  # noqa: BLE001 - any import failure means "not available"
+        return None
