@@ -42,6 +42,14 @@ class Device:
         """Whether the node is worth handing to another thread (only devices with pools say yes)."""
         return False
 
+    def perf(self) -> tuple[float, float, float]:
+        """(peak FLOP/s, memory bytes/s, per-kernel launch seconds) for cost-aware placement."""
+        return (50e9, 10e9, 1e-6)
+
+    def link(self, other: Device) -> tuple[float, float]:
+        """(bytes/s, latency s) of a transfer from ``other`` to this device."""
+        return (10e9, 20e-6)
+
     # Host <-> device copies; identity on host-memory devices.
     def to_device(self, value: Any) -> Any:
         return value

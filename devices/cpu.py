@@ -39,6 +39,10 @@ class CPUDevice(Device):
             self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix=self.name)
         self._pool.submit(Device.run, self, node, inputs, done, step)
 
+    def to_device(self, value: Any) -> Any:
+        get = getattr(value, "get", None)  # a cupy array arriving from a GPU
+        return get() if get is not None and not isinstance(value, np.ndarray) else value
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True)

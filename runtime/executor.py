@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .errors import (
+    AbortedError,
     FailedPreconditionError,
     InvalidArgumentError,
     OpError,
@@ -212,8 +213,25 @@ def build_prepared(
     fed: Sequence[Tensor],
     device_of: Callable[[Operation], Any],
     context_of: Callable[[Operation, Any], KernelContext],
+    input_map: dict | None = None,
+    control_map: dict | None = None,
+    inline_async: bool = False,
 ) -> PreparedGraph:
-    """Bind kernels and slots for ``order`` (from ``prune``); fetched tensors keep their slots."""
+    """Bind kernels and slots for ``order`` (from ``prune`` or ``partition``).
+
+    ``input_map[(op, i)]`` and ``control_map[(op, c)]`` rewire inputs that a partition replaced
+    by Recv ops. ``inline_async`` says that async kernels (Send/Recv on a local rendezvous)
+    complete inline when run in ``order``, so the straight-line schedule may be used.
+    """
+    input_map = input_map or {}
+    control_map = control_map or {}
+
+    def inputs_of(op: Operation) -> list[Tensor]:
+        return [input_map.get((op, i), t) for i, t in enumerate(op.inputs)]
+
+    def controls_of(op: Operation) -> list[Operation]:
+        return [control_map.get((op, c), c) for c in op.control_inputs]
+
     slot_of: dict[Tensor, int] = {}
     feed_slots: dict[Tensor, int] = {}
     for t in fed:
@@ -221,7 +239,7 @@ def build_prepared(
             feed_slots[t] = slot_of[t] = len(slot_of)
     needed_tensors: set[Tensor] = set()
     for op in order:
-        needed_tensors.update(op.inputs)
+        needed_tensors.update(inputs_of(op))
     for f in fetches:
         if isinstance(f, Tensor):
             needed_tensors.add(f)
@@ -243,11 +261,11 @@ def build_prepared(
     # Inputs, predecessor counts and consumer lists.
     for node in nodes:
         preds: set[int] = set()
-        for t in node.op.inputs:
+        for t in inputs_of(node.op):
             node.ins.append(slot_of[t])
             if t not in feed_slots:
                 preds.add(node_of[t.op].index)
-        for c in node.op.control_inputs:
+        for c in controls_of(node.op):
             preds.add(node_of[c].index)
         node.n_preds = len(preds)
         for p in preds:
@@ -265,7 +283,10 @@ def build_prepared(
     for node in nodes:
         node.heavy = bool(getattr(node.device, "is_heavy", None)) and node.device.is_heavy(node)
     straight = all(
-        getattr(n.device, "synchronous", False) and not n.is_async and not n.heavy for n in nodes
+        getattr(n.device, "synchronous", False)
+        and not n.heavy
+        and (not n.is_async or (inline_async and n.kernel.inline_in_order))
+        for n in nodes
     )
     return PreparedGraph(nodes, len(slot_of), feed_slots, fetch_slots, straight)
 
@@ -276,7 +297,9 @@ def run_straight_line(plan: PreparedGraph, vals: list, step: Any) -> None:
     try:
         for node in plan.nodes:
             ins = node.ins
-            if len(ins) == 1:
+            if node.is_async:
+                r = _run_inline_async(node, [vals[i] for i in ins], step)
+            elif len(ins) == 1:
                 r = node.fn(node.ctx, vals[ins[0]])
             elif len(ins) == 2:
                 r = node.fn(node.ctx, vals[ins[0]], vals[ins[1]])
@@ -297,6 +320,19 @@ def run_straight_line(plan: PreparedGraph, vals: list, step: Any) -> None:
         raise _annotate(e, node, vals) from None
     except Exception as e:
         raise _wrap(e, node, vals) from e
+
+
+def _run_inline_async(node: Node, inputs: list, step: Any) -> Any:
+    box: list = []
+    node.fn(node.ctx, step, inputs, lambda r=None, error=None: box.append((r, error)))
+    if not box:
+        raise FailedPreconditionError(
+            f"{node.op.type} {node.op.name!r} did not complete inline (its peer has not run yet)"
+        )
+    r, err = box[0]
+    if err is not None:
+        raise err
+    return r
 
 
 def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable | None) -> None:
@@ -344,6 +380,7 @@ def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable 
                     r = node.fn(node.ctx, *inputs)
                 except Exception as e:  # noqa: BLE001 - reported below with the node
                     failure, failed_node = e, node
+                    _abort(step, e)
                     break
                 store(node, r)
         if outstanding == 0:
@@ -353,6 +390,7 @@ def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable 
         if err is not None:
             if failure is None:
                 failure, failed_node = err, node
+                _abort(step, err)
             continue
         if failure is None:
             store(node, r)
@@ -360,6 +398,13 @@ def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable 
         if isinstance(failure, OpError):
             raise _annotate(failure, failed_node, vals) from None
         raise _wrap(failure, failed_node, vals) from failure
+
+
+def _abort(step: Any, err: BaseException) -> None:
+    """Fail the step's pending receives so that nothing waits for a peer that will not send."""
+    rv = getattr(step, "rendezvous", None)
+    if rv is not None:
+        rv.abort(AbortedError(f"step aborted: another node failed: {err}"))
 
 
 def _block(completions: queue.SimpleQueue) -> tuple:

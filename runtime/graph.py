@@ -330,8 +330,15 @@ class Graph:
         return full
 
     def _add_op(
-        self, op_type: str, inputs: list[Tensor], attrs: dict, name: str | None
+        self,
+        op_type: str,
+        inputs: list[Tensor],
+        attrs: dict,
+        name: str | None,
+        output_specs: list | None = None,
+        op_def: Any = None,
     ) -> Operation:
+        """Add an op with outputs of ``output_specs`` [(shape, dtype)]; device functions see it whole."""
         if self._finalized:
             raise RuntimeError("graph is finalized and cannot be modified")
         for t in inputs:
@@ -350,6 +357,10 @@ class Graph:
                     raise ValueError(f"{raw!r} is not a valid op name")
                 full = self.unique_name(raw)
             op = Operation(self, full, op_type, inputs, attrs)
+            op.op_def = op_def
+            op.outputs = [
+                Tensor(op, i, dt, as_shape(sh)) for i, (sh, dt) in enumerate(output_specs or [])
+            ]
             st = self._state()
             for c in st.control:
                 if c is not None:
@@ -357,10 +368,14 @@ class Graph:
                         op._add_control_input(dep)
             self._last_id += 1
             op._id = self._last_id
-            if st.device:
-                op.device = _merged_device(st.device, op)
-            if st.colocate:
+            if st.colocate and st.colocate[-1]:
+                # Like TF: inside colocate_with, device scopes are ignored and the op takes the
+                # device of the op it is colocated with.
                 op.colocation_groups = list(st.colocate[-1])
+                target = self._by_name.get(op.colocation_groups[0])
+                op.device = target.device if target is not None else ""
+            elif st.device:
+                op.device = _merged_device(st.device, op)
             self._ops.append(op)
             self._by_name[full] = op
             for t in inputs:
@@ -473,14 +488,15 @@ class Graph:
 
 def _merged_device(stack: list, op: Operation) -> str:
     """Combine the device scopes in force, inner scopes winning field by field."""
-    from .device_spec import merge_device
+    from ..devices.naming import merge_device
 
     dev = ""
     for spec in stack:
         if callable(spec):
-            dev = spec(op) or dev
-            if not isinstance(dev, str):
-                dev = dev.to_string()
+            op.device = dev  # a device function sees what outer scopes asked for
+            picked = spec(op)
+            if picked is not None:
+                dev = picked if isinstance(picked, str) else picked.to_string()
         elif spec is None:
             dev = ""
         else:

@@ -1,54 +1,255 @@
-"""Placement: choose a device for every op from its requested device and colocation groups."""
+"""Placement: choose a device for every op of a step.
+
+Rules, in order (as in TensorFlow's placer):
+
+1. Colocation groups: ops joined by ``hb.colocate_with`` and every op that takes a variable's
+   reference (assign, optimizer updates, reads) form one group with the variable; a group runs on
+   one device. Members' device requests are merged field by field; two members asking for
+   different values of a field is an error naming both ops and devices.
+2. A group's requested (possibly partial) device spec selects the devices that match it; none
+   matching is an error, unless soft placement relaxes the request to the device type and index.
+3. Devices without a kernel for every member (by op, device type and dtype) are dropped; with soft
+   placement a group with no such device falls back to any device that has the kernels.
+4. Unconstrained groups go to the default device, or are spread by the cost-aware placer.
+
+``place`` returns {op: device} and never modifies the graph.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from .device_spec import DeviceSpec
+from ..devices.naming import DeviceSpec
 from .errors import InvalidArgumentError
 
 
-def place_op(op: Any, devices: list, default: Any, soft: bool = True) -> Any:
-    """The device of ``devices`` that runs ``op``.
+class _Groups:
+    """Union-find over ops."""
 
-    An op colocated with another (``hb.colocate_with``, or a variable's assign/read ops) goes where
-    that op goes. A requested device (``hb.device`` scopes) must match an existing device; with soft
-    placement an op whose requested device type has no kernel falls back to a device that has one.
-    Raises InvalidArgumentError naming the op, the requested device and the devices available.
-    """
-    target = op
-    for group in op.colocation_groups:
-        try:
-            target = op.graph.get_operation_by_name(group)
-        except KeyError:
+    def __init__(self) -> None:
+        self.parent: dict[Any, Any] = {}
+
+    def find(self, x: Any) -> Any:
+        p = self.parent.setdefault(x, x)
+        while p is not self.parent.setdefault(p, p):
+            self.parent[x] = p = self.parent[p]
+        return p
+
+    def union(self, a: Any, b: Any) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra is not rb:
+            if ra._id > rb._id:
+                ra, rb = rb, ra
+            self.parent[rb] = ra
+
+
+def colocation_groups(ops: Iterable[Any]) -> dict[Any, list[Any]]:
+    """Root op -> members, joining explicit colocation and variable-reference consumers."""
+    ops = list(ops)
+    uf = _Groups()
+    for op in ops:
+        uf.find(op)
+        for name in op.colocation_groups:
+            try:
+                other = op.graph.get_operation_by_name(name)
+            except KeyError:
+                continue
+            uf.union(op, other)
+        for t in op.inputs:
+            d = t.op.op_def
+            if d is not None and d.is_ref:
+                uf.union(op, t.op)
+    groups: dict[Any, list[Any]] = {}
+    for op in list(uf.parent):
+        groups.setdefault(uf.find(op), []).append(op)
+    return groups
+
+
+def _merge_requests(members: list[Any], soft: bool) -> tuple[DeviceSpec, Any]:
+    """Merge members' requests; the variable's (ref op's) request comes first and, with soft
+    placement, wins a conflict; without soft placement a conflict is an error."""
+    spec = DeviceSpec()
+    first_for: dict[str, Any] = {}
+    ranked = sorted(members, key=lambda o: (not (o.op_def is not None and o.op_def.is_ref), o._id))
+    for op in ranked:
+        if not op.device:
             continue
-        break
-    req = target.device or op.device
-    if not req:
-        dev = default
-    else:
-        spec = DeviceSpec.from_string(req)
-        matching = [d for d in devices if spec.matches(DeviceSpec.from_string(d.name))]
-        if not matching:
-            partial = DeviceSpec(device_type=spec.device_type, device_index=spec.device_index)
-            matching = [d for d in devices if partial.matches(DeviceSpec.from_string(d.name))]
-            if not matching and soft:
-                matching = [default]
-        if not matching:
-            raise InvalidArgumentError(
-                f"cannot place op {op.name!r}: requested device {req!r} does not exist; "
-                f"this session has {', '.join(_short(d.name) for d in devices)}"
-            )
-        dev = matching[0]
+        req = DeviceSpec.from_string(op.device)
+        for f in ("job", "replica", "task", "device_type", "device_index"):
+            v = getattr(req, f)
+            if v is None:
+                continue
+            cur = getattr(spec, f)
+            if cur is not None and cur != v:
+                if soft:
+                    continue
+                other = first_for[f]
+                raise InvalidArgumentError(
+                    f"cannot colocate op {op.name!r} (device {op.device!r}) with op "
+                    f"{other.name!r} (device {other.device!r}): they conflict on {f} "
+                    f"({cur!r} vs {v!r}); colocated ops (hb.colocate_with, ops using a variable) "
+                    "must run on one device"
+                )
+            first_for.setdefault(f, op)
+            spec = spec.merge_from(DeviceSpec(**{f: v}))
+    return spec, first_for
+
+
+def place(
+    ops: list[Any],
+    devices: list[Any],
+    default: Any,
+    soft: bool = True,
+    pinned: dict[str, Any] | None = None,
+    spread: Any = None,
+) -> dict[Any, Any]:
+    """{op: device} for ``ops`` (see the module docstring).
+
+    ``pinned`` maps op names to devices chosen earlier (stateful ops must stay put across steps);
+    ``spread(groups) -> {root: device}`` may choose devices for unconstrained groups.
+    """
     from .executor import kernel_dtype
 
-    dt = kernel_dtype(op)
-    if op.op_def is not None and not op.op_def.has_kernel(dev.device_type, dt):
-        fallback = [d for d in devices if op.op_def.has_kernel(d.device_type, dt)]
-        if soft and fallback:
-            return fallback[0]
-    return dev
+    pinned = pinned or {}
+    by_name = {d.name: d for d in devices}
+    out: dict[Any, Any] = {}
+    free_groups = []
+    for root, members in colocation_groups(ops).items():
+        spec, _ = _merge_requests(members, soft)
+        pin = next((pinned[m.name] for m in members if m.name in pinned), None)
+        need = [(m, kernel_dtype(m)) for m in members if m.op_def is not None]
+
+        def has_kernels(d: Any, need=need) -> bool:
+            return all(m.op_def.has_kernel(d.device_type, dt) for m, dt in need)
+
+        if pin is not None and pin.name in by_name:
+            chosen = pin
+        elif spec == DeviceSpec():
+            if has_kernels(default):
+                free_groups.append((root, members))
+                chosen = default
+            else:
+                chosen = _with_kernels(devices, has_kernels, members, "", soft, default)
+        else:
+            cands = [d for d in devices if spec.matches(DeviceSpec.from_string(d.name))]
+            if not cands and soft:
+                loose = DeviceSpec(device_type=spec.device_type, device_index=spec.device_index)
+                cands = [d for d in devices if loose.matches(DeviceSpec.from_string(d.name))]
+                if not cands:
+                    cands = [default] + [d for d in devices if d is not default]
+            if not cands:
+                op = next(m for m in members if m.device)
+                raise InvalidArgumentError(
+                    f"cannot place op {op.name!r}: requested device {op.device!r} matches no "
+                    f"device; this session has {', '.join(short_name(d.name) for d in devices)}"
+                )
+            ok = [d for d in cands if has_kernels(d)]
+            chosen = (
+                ok[0] if ok else _with_kernels(devices, has_kernels, members, spec, soft, default)
+            )
+        for m in members:
+            out[m] = chosen
+    if spread is not None and free_groups and len(devices) > 1:
+        choice = spread(free_groups)
+        for root, members in free_groups:
+            d = choice.get(root)
+            if d is not None:
+                for m in members:
+                    out[m] = d
+    return out
 
 
-def _short(name: str) -> str:
+def _with_kernels(devices, has_kernels, members, spec, soft, default):
+    from .executor import kernel_dtype
+
+    ok = [d for d in devices if has_kernels(d)]
+    if soft and ok:
+        return default if default in ok else ok[0]
+    bad = next(
+        (
+            m
+            for m in members
+            for d in [default]
+            if not m.op_def.has_kernel(d.device_type, kernel_dtype(m))
+        ),
+        members[0],
+    )
+    dt = kernel_dtype(bad)
+    types = sorted(bad.op_def.kernels)
+    raise InvalidArgumentError(
+        f"cannot place op {bad.name!r} ({bad.type}, {dt.name if dt else '?'}) on "
+        f"{spec or 'any device'}: no kernel there and soft placement is off; "
+        f"kernels registered for: {', '.join(types) or 'none'}; devices: "
+        f"{', '.join(short_name(d.name) for d in devices)}"
+    )
+
+
+def short_name(name: str) -> str:
     return name.split("/device:")[-1] if "/device:" in name else name
+
+
+def cost_aware_spread(
+    order: list[Any], devices: list[Any], fixed: dict[Any, Any], shape_of: Any = None
+) -> Any:
+    """A ``spread`` for ``place``: earliest-finish-time list scheduling of unconstrained groups.
+
+    Ops are visited in topological order; a group goes to the device where its first op would
+    finish earliest, counting the device's queue, the op's roofline duration on that device
+    (``device.perf()``: peak FLOP/s, memory bytes/s, launch overhead) and the transfer of every
+    input that lives elsewhere (``device.link()``: bytes/s and latency). This is beyond what
+    TensorFlow shipped; the simulator uses it for what-if placement studies.
+    """
+    from .registry import numel
+
+    def dims(t: Any) -> tuple:
+        if shape_of is not None:
+            s = shape_of(t)
+            if s is not None:
+                return tuple(1 if d is None else d for d in s)
+        sd = t.shape.dims
+        return tuple(1 if d is None else d for d in sd) if sd is not None else ()
+
+    def duration(op: Any, dev: Any) -> float:
+        try:
+            c = op.op_def.cost_fn(op, [dims(t) for t in op.inputs], [dims(t) for t in op.outputs])
+        except Exception:  # noqa: BLE001 - an op without a usable cost rule costs its launch
+            c = None
+        peak, bw, launch = dev.perf()
+        if c is None:
+            return launch
+        return max(c.flops / peak, (c.bytes_read + c.bytes_written) / bw) + launch
+
+    def spread(free_groups: list) -> dict:
+        root_of = {m: root for root, members in free_groups for m in members}
+        choice: dict[Any, Any] = {}
+        ready_at = dict.fromkeys(devices, 0.0)
+        done_at: dict[Any, float] = {}
+        where: dict[Any, Any] = dict(fixed)
+        for op in order:
+            root = root_of.get(op)
+            cands = (
+                [choice[root]] if root in choice else devices if root is not None else [where[op]]
+            )
+            best = None
+            for dev in cands:
+                start = ready_at[dev]
+                for t in op.inputs:
+                    src = where.get(t.op)
+                    arrive = done_at.get(t.op, 0.0)
+                    if src is not None and src is not dev:
+                        bw, lat = dev.link(src)
+                        arrive += lat + numel(dims(t)) * t.dtype.size / bw
+                    start = max(start, arrive)
+                end = start + duration(op, dev)
+                if best is None or end < best[0] - 1e-12:
+                    best = (end, dev)
+            end, dev = best
+            if root is not None:
+                choice.setdefault(root, dev)
+            where[op] = dev
+            done_at[op] = end
+            ready_at[dev] = end
+        return choice
+
+    return spread

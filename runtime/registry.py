@@ -26,7 +26,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .errors import InvalidArgumentError, UnimplementedError
-from .graph import Operation, Tensor, TensorShape, as_shape, get_default_graph
+from .graph import Operation, Tensor, TensorShape, get_default_graph
 
 
 @dataclass(frozen=True)
@@ -52,6 +52,9 @@ class Kernel:
     is_async: bool = False
     # A view kernel returns an output that may alias an input (reshape, identity, ...).
     aliases_input: bool = False
+    # An async kernel that completes inline when its peer ran earlier in the same thread
+    # (Send/Recv on a local rendezvous), so the straight-line schedule may run it.
+    inline_in_order: bool = False
 
 
 class OpDef:
@@ -86,13 +89,16 @@ class OpDef:
         dtypes: Sequence | None = None,
         is_async: bool = False,
         aliases_input: bool = False,
+        inline_in_order: bool = False,
     ) -> Callable:
         """Register ``fn(ctx, *inputs)`` (or ``fn(ctx, step, inputs, done)`` when async)."""
         dts = None if dtypes is None else tuple(_dt.as_dtype(d) for d in dtypes)
 
         def deco(fn: Callable) -> Callable:
             for dev in device_types or ("cpu",):
-                self.kernels.setdefault(dev, []).append(Kernel(fn, dts, is_async, aliases_input))
+                self.kernels.setdefault(dev, []).append(
+                    Kernel(fn, dts, is_async, aliases_input, inline_in_order)
+                )
             return fn
 
         return deco
@@ -215,10 +221,7 @@ def apply_op(
         raise InvalidArgumentError(f"{e.message}\n  in {view.describe()}") from None
     except (ValueError, TypeError) as e:
         raise InvalidArgumentError(f"{op_type}: {e}\n  in {view.describe()}") from None
-    op = g._add_op(op_type, tensors, attrs, name)
-    op.op_def = op_def
-    op.outputs = [Tensor(op, i, dt, as_shape(sh)) for i, (sh, dt) in enumerate(specs)]
-    return op
+    return g._add_op(op_type, tensors, attrs, name, specs, op_def)
 
 
 def apply(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, name: str | None = None):

@@ -33,7 +33,12 @@ class ConfigProto:
     allow_soft_placement: bool = True
     log_device_placement: bool = False
     gpu_options: Any = None
+    #: "default" (unconstrained ops on the first device) or "cost" (cost-aware spreading)
     placement: str = "default"
+    #: extra in-process CPU devices with full names, e.g. "/job:ps/replica:0/task:0/device:cpu:0"
+    virtual_devices: list = field(default_factory=list)
+    #: cast float32 transfers between devices to float16 (True, or fn(tensor, src, dst) -> bool)
+    compress_transfers: Any = False
 
 
 class StepInfo:
@@ -92,7 +97,7 @@ class _Fetches:
 
 
 class _Plan:
-    __slots__ = ("prepared", "fed", "fetch_copy", "fetch_is_op")
+    __slots__ = ("prepared", "fed", "fetch_copy", "fetch_is_op", "multi_device")
 
     def __init__(
         self,
@@ -105,6 +110,7 @@ class _Plan:
         self.fed = fed
         self.fetch_copy = fetch_copy
         self.fetch_is_op = fetch_is_op
+        self.multi_device = False
 
 
 class BaseSession:
@@ -128,27 +134,74 @@ class BaseSession:
         self._devices = self._make_devices()
         self._default_device = self._devices[0]
         self._wait: Callable | None = None
+        self._pinned: dict[str, Any] = {}
+        self._last_plan: _Plan | None = None
 
     # ---- devices -------------------------------------------------------------------------
     def _make_devices(self) -> list:
-        from ..devices.cpu import CPUDevice
+        from ..devices import local_devices
 
-        n = int(self.config.device_count.get("CPU", self.config.device_count.get("cpu", 1)))
-        if n < 1:
-            raise InvalidArgumentError(f"device_count CPU must be >= 1, got {n}")
-        threads = self.config.inter_op_parallelism_threads
-        return [
-            CPUDevice(f"/job:localhost/replica:0/task:0/device:cpu:{i}", threads=threads)
-            for i in range(n)
-        ]
+        return local_devices(self.config)
 
     def list_devices(self) -> list:
+        """The devices this session runs on (``name``, ``device_type``, ``memory_limit_bytes``)."""
         return list(self._devices)
 
-    def _device_for(self, op: Operation) -> Any:
-        from .placement import place_op
+    def _place(self, order: list[Operation]) -> dict:
+        from .placement import cost_aware_spread, place
 
-        return place_op(op, self._devices, self._default_device, self.config.allow_soft_placement)
+        spread = None
+        if self.config.placement == "cost":
+            spread = cost_aware_spread(order, self._devices, {})
+        elif self.config.placement != "default":
+            raise InvalidArgumentError(
+                f"ConfigProto.placement must be 'default' or 'cost', got {self.config.placement!r}"
+            )
+        placed = place(
+            order,
+            self._devices,
+            self._default_device,
+            self.config.allow_soft_placement,
+            pinned=self._pinned,
+            spread=spread,
+        )
+        for op, d in placed.items():
+            if op.op_def is not None and op.op_def.stateful:
+                self._pinned.setdefault(op.name, d)
+        if self.config.log_device_placement:
+            for op in order:
+                print(f"{op.name}: ({op.type}): {placed[op].name}")
+        return placed
+
+    def placement(self, fetches: Any = None) -> Any:
+        """The plan of the last step (or of ``fetches``) as a DataFrame: op, type, device, flops, bytes.
+
+        FLOPs and bytes come from each op's cost rule on its static shapes, with unknown
+        dimensions counted as 1 (so a batch of None reads as a batch of one).
+        """
+        import pandas as pd
+
+        if fetches is not None:
+            fetch = _Fetches(self.graph, fetches)
+            plan = self._plan(fetch.elements, [])
+        elif self._last_plan is not None:
+            plan = self._last_plan
+        else:
+            raise ValueError("placement(): no step has run yet; pass fetches")
+        rows = []
+        for node in plan.prepared.nodes:
+            op = node.op
+            c = _static_cost(op)
+            rows.append(
+                {
+                    "op": op.name,
+                    "type": op.type,
+                    "device": node.device.name,
+                    "flops": c.flops if c else float("nan"),
+                    "bytes": (c.bytes_read + c.bytes_written) if c else float("nan"),
+                }
+            )
+        return pd.DataFrame(rows, columns=["op", "type", "device", "flops", "bytes"])
 
     def _context_for(self, op: Operation, device: Any) -> ex.KernelContext:
         key = (op, device.name)
@@ -198,7 +251,8 @@ class BaseSession:
         vals: list = [None] * prep.n_slots
         for t, s in prep.feed_slots.items():
             vals[s] = feeds[t]
-        step = StepInfo(ex.new_step_id(), self._rendezvous(), self)
+        self._last_plan = plan
+        step = StepInfo(ex.new_step_id(), self._rendezvous() if plan.multi_device else None, self)
         if prep.straight_line:
             ex.run_straight_line(prep, vals, step)
         else:
@@ -206,7 +260,9 @@ class BaseSession:
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _rendezvous(self) -> Any:
-        return None
+        from .rendezvous import LocalRendezvous
+
+        return LocalRendezvous()
 
     def _resolve_feeds(self, feed_dict: dict) -> dict[Tensor, Any]:
         feeds: dict[Tensor, Any] = {}
@@ -247,9 +303,36 @@ class BaseSession:
                     f"(dtype {op.attrs['dtype'].name}, shape {op.attrs['shape']}); "
                     f"it is needed to compute {', '.join(e.name for e in elements)}"
                 )
-        prepared = ex.build_prepared(order, elements, fed, self._device_for, self._context_for)
+        placed = self._place(order)
+        devices_used = {placed[op].name for op in order}
+        if len(devices_used) <= 1:
+            prepared = ex.build_prepared(
+                order, elements, fed, placed.__getitem__, self._context_for
+            )
+        else:
+            from .partition import partition
+
+            parts = partition(order, placed.__getitem__, compress=self._compress_rule())
+            prepared = ex.build_prepared(
+                parts.order,
+                elements,
+                fed,
+                parts.device_of.__getitem__,
+                self._context_for,
+                parts.input_map,
+                parts.control_map,
+                inline_async=True,
+            )
         copy = [isinstance(e, Tensor) and _may_alias_state(e) for e in elements]
-        return _Plan(prepared, fed, copy, [isinstance(e, Operation) for e in elements])
+        plan = _Plan(prepared, fed, copy, [isinstance(e, Operation) for e in elements])
+        plan.multi_device = len(devices_used) > 1
+        return plan
+
+    def _compress_rule(self) -> Any:
+        c = self.config.compress_transfers
+        if c is True:
+            return lambda t, src, dst: True
+        return c or None
 
     def _load_variable(self, var: Any, value: Any) -> None:
         self.run(var.initializer, {var.initial_value: value})
@@ -307,6 +390,15 @@ class InteractiveSession(Session):
             self._cm = None
             with contextlib.suppress(Exception):
                 cm.__exit__(None, None, None)
+
+
+def _static_cost(op: Operation) -> Any:
+    try:
+        ins = [tuple(1 if d is None else d for d in t.shape.dims) for t in op.inputs]
+        outs = [tuple(1 if d is None else d for d in t.shape.dims) for t in op.outputs]
+        return op.op_def.cost_fn(op, ins, outs)
+    except Exception:  # noqa: BLE001 - unknown rank: no estimate
+        return None
 
 
 def _may_alias_state(t: Tensor) -> bool:

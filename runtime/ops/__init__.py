@@ -1,3 +1,3 @@
 """Op modules. Importing this package registers every op."""
 
-from . import array, control, manip, math, nn, random, state  # noqa: F401  (registration side effects)  # noqa: F401
+from . import array, control, manip, math, nn, random, state, transfer  # noqa: F401

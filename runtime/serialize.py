@@ -1,0 +1,686 @@
+"""Graph files: a versioned JSON or msgpack description of a graph, and Graphviz DOT text.
+
+A document (``graph_to_dict``) lists the nodes in creation order and the graph's collections::
+
+    {"format": "hetbed-graph", "version": 1, "seed": null,
+     "nodes": [{"name": "x", "op": "Placeholder", "inputs": [], "control_inputs": [],
+                "device": "", "colocation_groups": [],
+                "attrs": {"dtype": {"dtype": "float32"}, "shape": {"shape": [null, 3]}},
+                "outputs": [{"dtype": "float32", "shape": [null, 3]}]}, ...],
+     "collections": {"variables": [{"variable": {"ref": "w:0", ...}}], "train_op": [{"op": "t"}]}}
+
+Inputs are ``"op:index"``, control inputs ``"^op"``. Attr values are typed explicitly (no pickle,
+no eval): null, booleans, strings, finite floats, 64-bit ints and lists stand for themselves; any
+other value is an object with exactly one tag:
+
+    {"float": "inf" | "-inf" | "nan"}   {"int": "<digits>"} (beyond 64 bits)
+    {"tuple": [...]}                    {"dict": {"key": value, ...}}
+    {"dtype": "float32"}                {"shape": null | [2, null]}
+    {"ndarray": {"dtype": "<f4", "shape": [2, 3], "data": "<base64 of little-endian bytes>"}}
+    {"npscalar": {... as ndarray, shape []}}      {"bytes": "<base64>"}
+
+The msgpack form is the same dict with raw bytes in place of the base64 strings. Loading rebuilds
+every op through the registry (so kernels, gradients and costs are the registered ones), keeps
+names exactly, re-runs the shape functions and checks them against the stored output shapes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import ops as _ops  # noqa: F401  (registers every op type a document may use)
+from .errors import InvalidArgumentError, UnimplementedError
+from .graph import _NAME_RE, Graph, Operation, Tensor, TensorShape, get_default_graph
+from .registry import apply_op, get_op_def
+from .variables import Variable
+
+FORMAT = "hetbed-graph"
+VERSION = 1
+
+_INT64 = (-(2**63), 2**63 - 1)
+_ARRAY_DTYPE_RE = re.compile(r"^[<|][biufcSU][1-9][0-9]*$")
+_TAGS = ("float", "int", "tuple", "dict", "dtype", "shape", "ndarray", "npscalar", "bytes")
+
+
+class GraphFormatError(ValueError):
+    """A graph document is malformed, of another format or version, or inconsistent."""
+
+
+# ---- typed values ------------------------------------------------------------------------
+
+
+def encode_value(value: Any, binary: bool = False, where: str = "value") -> Any:
+    """The tagged plain-data form of ``value`` (see the module docstring).
+
+    ``binary`` puts raw bytes (msgpack) instead of base64 text (JSON). Raises TypeError naming
+    ``where`` and the path inside it for anything else (functions, tensors, object arrays, ...).
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return value if _INT64[0] <= value <= _INT64[1] else {"int": str(value)}
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return {"float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+    if isinstance(value, list):
+        return [encode_value(v, binary, f"{where}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, tuple):
+        return {"tuple": [encode_value(v, binary, f"{where}[{i}]") for i, v in enumerate(value)]}
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if not isinstance(k, str):
+                raise TypeError(f"cannot serialize {where}: dict key {k!r} is not a string")
+            out[k] = encode_value(v, binary, f"{where}[{k!r}]")
+        return {"dict": out}
+    if isinstance(value, _dt.DType):
+        return {"dtype": value.name}
+    if isinstance(value, TensorShape):
+        return {"shape": None if value.dims is None else list(value.dims)}
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biufcSU":
+            raise TypeError(f"cannot serialize {where}: numpy dtype {arr.dtype} is not plain data")
+        le = arr.dtype.newbyteorder("<")  # files are little-endian whatever the machine
+        raw = arr.astype(le, copy=False).tobytes(order="C")
+        body = {"dtype": le.str, "shape": list(arr.shape), "data": _bytes_out(raw, binary)}
+        return {"ndarray" if isinstance(value, np.ndarray) else "npscalar": body}
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": _bytes_out(bytes(value), binary)}
+    raise TypeError(
+        f"cannot serialize {where}: unsupported type {type(value).__name__} ({value!r:.60}); "
+        "attrs must be ints, floats, bools, strings, None, lists, tuples, str-keyed dicts, "
+        "hb dtypes, TensorShapes or numpy arrays"
+    )
+
+
+def decode_value(obj: Any, where: str = "value") -> Any:
+    """The value that ``encode_value`` encoded; raises GraphFormatError naming ``where``."""
+    if obj is None or isinstance(obj, (bool, str, int, float)):
+        return obj
+    if isinstance(obj, list):
+        return [decode_value(v, f"{where}[{i}]") for i, v in enumerate(obj)]
+    if not isinstance(obj, dict) or len(obj) != 1:
+        raise GraphFormatError(
+            f"{where}: expected a plain value or a one-key tagged object, got {obj!r:.80}"
+        )
+    ((tag, body),) = obj.items()
+    if tag == "float" and body in ("inf", "-inf", "nan"):
+        return float(body)
+    if tag == "int" and isinstance(body, str) and re.fullmatch(r"-?[0-9]+", body):
+        return int(body)
+    if tag == "tuple" and isinstance(body, list):
+        return tuple(decode_value(v, f"{where}[{i}]") for i, v in enumerate(body))
+    if tag == "dict" and isinstance(body, dict):
+        return {k: decode_value(v, f"{where}[{k!r}]") for k, v in body.items()}
+    if tag == "dtype":
+        return _decode_dtype(body, where)
+    if tag == "shape":
+        return _decode_shape(body, where)
+    if tag in ("ndarray", "npscalar"):
+        arr = _decode_array(body, where)
+        return arr if tag == "ndarray" else arr[()]
+    if tag == "bytes":
+        return _bytes_in(body, where)
+    if tag not in _TAGS:
+        raise GraphFormatError(f"{where}: unknown value tag {tag!r}; known: {', '.join(_TAGS)}")
+    raise GraphFormatError(f"{where}: malformed {tag!r} value {body!r:.80}")
+
+
+def _bytes_out(raw: bytes, binary: bool) -> Any:
+    return raw if binary else base64.b64encode(raw).decode("ascii")
+
+
+def _bytes_in(data: Any, where: str) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        try:
+            return base64.b64decode(data.encode("ascii"), validate=True)
+        except (ValueError, UnicodeEncodeError) as e:
+            raise GraphFormatError(f"{where}: bad base64 data ({e})") from None
+    raise GraphFormatError(f"{where}: expected bytes or base64 text, got {type(data).__name__}")
+
+
+def _decode_dtype(name: Any, where: str) -> _dt.DType:
+    for d in _dt.ALL:
+        if d.name == name:
+            return d
+    raise GraphFormatError(
+        f"{where}: unknown dtype {name!r}; hetbed has {', '.join(d.name for d in _dt.ALL)}"
+    )
+
+
+def _decode_shape(dims: Any, where: str) -> TensorShape:
+    if dims is None:
+        return TensorShape(None)
+    if isinstance(dims, list) and all(
+        d is None or (isinstance(d, int) and not isinstance(d, bool) and d >= 0) for d in dims
+    ):
+        return TensorShape(dims)
+    raise GraphFormatError(
+        f"{where}: a shape is null or a list of ints >= 0 and nulls, got {dims!r}"
+    )
+
+
+def _decode_array(body: Any, where: str) -> np.ndarray:
+    if not isinstance(body, dict) or set(body) != {"dtype", "shape", "data"}:
+        raise GraphFormatError(f"{where}: an array needs exactly 'dtype', 'shape' and 'data'")
+    dt = body["dtype"]
+    if not isinstance(dt, str) or not _ARRAY_DTYPE_RE.match(dt):
+        raise GraphFormatError(f"{where}: unsupported array dtype {dt!r}")
+    shape = _decode_shape(body["shape"], where + ".shape")
+    if shape.dims is None:
+        raise GraphFormatError(f"{where}: an array's shape must be a list")
+    dtype = np.dtype(dt)
+    raw = _bytes_in(body["data"], where + ".data")
+    n = int(np.prod(shape.dims, dtype=np.int64))
+    if len(raw) != n * dtype.itemsize:
+        raise GraphFormatError(
+            f"{where}: {len(raw)} bytes of data do not fill shape {list(shape.dims)} of {dt} "
+            f"({n * dtype.itemsize} bytes)"
+        )
+    arr = np.frombuffer(raw, dtype=dtype).reshape(shape.dims)
+    return arr.astype(dtype.newbyteorder("="), copy=True)
+
+
+# ---- graph -> document --------------------------------------------------------------------
+
+
+def graph_to_dict(graph: Graph | None = None, binary: bool = False) -> dict:
+    """The document describing ``graph`` (default graph if None): nodes, seed and collections.
+
+    Raises TypeError naming the op and attr when an attr value has no typed encoding.
+    """
+    g = graph if graph is not None else get_default_graph()
+    nodes = [_node_to_dict(op, binary) for op in g.get_operations()]
+    colls: dict[str, list] = {}
+    for key in g.get_all_collection_keys():
+        items = [_collection_item(key, x, binary) for x in g.get_collection(key)]
+        colls[key] = [x for x in items if x is not None]
+    seed = None if g.seed is None else int(g.seed)
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "seed": seed,
+        "nodes": nodes,
+        "collections": colls,
+    }
+
+
+def as_graph_def(graph: Graph | None = None) -> dict:
+    """The JSON-ready document of ``graph`` (default graph if None), like TF1's ``as_graph_def``."""
+    return graph_to_dict(graph)
+
+
+def _node_to_dict(op: Operation, binary: bool) -> dict:
+    attrs = {}
+    for k, v in op.attrs.items():
+        if not isinstance(k, str):
+            raise TypeError(f"op {op.name!r} ({op.type}): attr name {k!r} is not a string")
+        attrs[k] = encode_value(v, binary, f"attr {k!r} of op {op.name!r} ({op.type})")
+    return {
+        "name": op.name,
+        "op": op.type,
+        "inputs": [t.name for t in op.inputs],
+        "control_inputs": ["^" + c.name for c in op.control_inputs],
+        "device": op.device if isinstance(op.device, str) else op.device.to_string(),
+        "colocation_groups": list(op.colocation_groups),
+        "attrs": attrs,
+        "outputs": [
+            {"dtype": t.dtype.name, "shape": None if t.shape.dims is None else list(t.shape.dims)}
+            for t in op.outputs
+        ],
+    }
+
+
+def _collection_item(key: str, x: Any, binary: bool) -> dict | None:
+    if isinstance(x, Variable):
+        return {
+            "variable": {
+                "ref": x._ref.name,
+                "initializer": x._initializer_op.name,
+                "snapshot": x._snapshot.name,
+                "initial_value": x._initial_value.name,
+                "trainable": bool(x._trainable),
+            }
+        }
+    if isinstance(x, Operation):
+        return {"op": x.name}
+    if isinstance(x, Tensor):
+        return {"tensor": x.name}
+    try:
+        return {"value": encode_value(x, binary, f"item of collection {key!r}")}
+    except TypeError:
+        warnings.warn(
+            f"collection {key!r}: skipping {type(x).__name__} {x!r:.60}, which has no "
+            "serialized form (only ops, tensors, variables and plain values are written)",
+            stacklevel=3,
+        )
+        return None
+
+
+# ---- document -> graph --------------------------------------------------------------------
+
+
+def graph_from_dict(doc: Any) -> Graph:
+    """A new Graph rebuilt from a ``graph_to_dict`` document, names and collections intact.
+
+    Raises GraphFormatError (a ValueError) for another format or version, a malformed or
+    inconsistent document (missing input, duplicate name, shapes that disagree with the op's
+    shape function), naming the node and field; UnimplementedError for an unknown op type.
+    """
+    if not isinstance(doc, dict):
+        raise GraphFormatError(f"a graph document is an object, got {type(doc).__name__}")
+    if doc.get("format") != FORMAT:
+        raise GraphFormatError(f"not a {FORMAT} document (format={doc.get('format')!r})")
+    if doc.get("version") != VERSION:
+        raise GraphFormatError(
+            f"unsupported {FORMAT} version {doc.get('version')!r}; this hetbed reads version "
+            f"{VERSION}"
+        )
+    nodes = doc.get("nodes")
+    if not isinstance(nodes, list):
+        raise GraphFormatError("document field 'nodes' must be a list")
+    seed = doc.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise GraphFormatError(f"document field 'seed' must be an int or null, got {seed!r}")
+    specs = [_parse_node(i, n) for i, n in enumerate(nodes)]
+    g = Graph()
+    g.seed = seed
+    built: dict[str, Operation] = {}
+    with g.as_default(), g.control_dependencies(None):
+        for spec in _topological(specs):
+            built[spec["name"]] = _build_node(g, spec, built)
+    for spec in specs:
+        op = built[spec["name"]]
+        for c in spec["control_inputs"]:
+            if c[1:] not in built:
+                raise GraphFormatError(
+                    f"node {spec['name']!r}: control input {c!r} names no node of the document"
+                )
+            op._add_control_input(built[c[1:]])
+    _reserve_scope_names(g)
+    colls = doc.get("collections", {})
+    if not isinstance(colls, dict):
+        raise GraphFormatError("document field 'collections' must be an object")
+    variables: dict[str, Variable] = {}
+    for key, items in colls.items():
+        if not isinstance(items, list):
+            raise GraphFormatError(f"collection {key!r} must be a list")
+        for i, item in enumerate(items):
+            g.add_to_collection(key, _load_item(g, f"collection {key!r} item {i}", item, variables))
+    return g
+
+
+def _parse_node(i: int, node: Any) -> dict:
+    if not isinstance(node, dict):
+        raise GraphFormatError(f"node {i}: expected an object, got {type(node).__name__}")
+    name = node.get("name")
+    where = f"node {i} ({name!r})"
+    if not isinstance(name, str) or not _NAME_RE.match(name) or name.endswith("/"):
+        raise GraphFormatError(f"{where}: field 'name' must be a valid op name")
+    where = f"node {name!r}"
+
+    def field(key: str, kind: type, default: Any = None) -> Any:
+        if key not in node and default is not None:
+            return default
+        v = node.get(key)
+        if not isinstance(v, kind):
+            raise GraphFormatError(
+                f"{where}: field {key!r} must be a {kind.__name__}, got {v!r:.60}"
+            )
+        return v
+
+    op_type = field("op", str)
+    inputs = field("inputs", list)
+    controls = field("control_inputs", list, [])
+    groups = field("colocation_groups", list, [])
+    for key, vals in (
+        ("inputs", inputs),
+        ("control_inputs", controls),
+        ("colocation_groups", groups),
+    ):
+        if not all(isinstance(v, str) for v in vals):
+            raise GraphFormatError(f"{where}: field {key!r} must be a list of strings")
+    for ref in inputs:
+        _split_ref(ref, f"{where}: input")
+    for c in controls:
+        if not c.startswith("^"):
+            raise GraphFormatError(f"{where}: control input {c!r} must look like '^op'")
+    raw_attrs = field("attrs", dict, {})
+    attrs = {k: decode_value(v, f"{where}: attr {k!r}") for k, v in raw_attrs.items()}
+    outputs = []
+    for j, o in enumerate(field("outputs", list)):
+        if not isinstance(o, dict) or set(o) != {"dtype", "shape"}:
+            raise GraphFormatError(f"{where}: output {j} needs exactly 'dtype' and 'shape'")
+        ow = f"{where}: output {j}"
+        outputs.append((_decode_dtype(o["dtype"], ow), _decode_shape(o["shape"], ow)))
+    return {
+        "name": name,
+        "op": op_type,
+        "inputs": inputs,
+        "control_inputs": controls,
+        "device": field("device", str, ""),
+        "colocation_groups": groups,
+        "attrs": attrs,
+        "outputs": outputs,
+    }
+
+
+def _split_ref(ref: str, where: str) -> tuple[str, int]:
+    op_name, sep, idx = ref.rpartition(":")
+    if not sep or not op_name or not idx.isdigit():
+        raise GraphFormatError(f"{where} {ref!r} must look like 'op:index'")
+    return op_name, int(idx)
+
+
+def _topological(specs: list[dict]) -> list[dict]:
+    """The nodes in document order, moved only where a data input comes later (hand edits)."""
+    by_name: dict[str, dict] = {}
+    for s in specs:
+        if s["name"] in by_name:
+            raise GraphFormatError(f"node {s['name']!r}: the name appears twice in the document")
+        by_name[s["name"]] = s
+    order: list[dict] = []
+    state: dict[str, int] = {}  # 1: on the stack, 2: placed
+    for s in specs:
+        if state.get(s["name"]):
+            continue
+        state[s["name"]] = 1
+        stack = [(s, iter(s["inputs"]))]
+        while stack:
+            node, it = stack[-1]
+            ref = next(it, None)
+            if ref is None:
+                stack.pop()
+                state[node["name"]] = 2
+                order.append(node)
+                continue
+            src = _split_ref(ref, "")[0]
+            if src not in by_name:
+                raise GraphFormatError(
+                    f"node {node['name']!r}: input {ref!r} names no node of the document"
+                )
+            if state.get(src) == 1:
+                raise GraphFormatError(f"node {node['name']!r}: input {ref!r} closes a cycle")
+            if not state.get(src):
+                state[src] = 1
+                stack.append((by_name[src], iter(by_name[src]["inputs"])))
+    return order
+
+
+def _build_node(g: Graph, spec: dict, built: dict[str, Operation]) -> Operation:
+    name = spec["name"]
+    inputs = []
+    for ref in spec["inputs"]:
+        src, idx = _split_ref(ref, "")
+        outs = built[src].outputs
+        if idx >= len(outs):
+            raise GraphFormatError(f"node {name!r}: input {ref!r}: {src} has {len(outs)} outputs")
+        inputs.append(outs[idx])
+    try:
+        get_op_def(spec["op"])
+    except UnimplementedError:
+        raise UnimplementedError(
+            f"node {name!r}: unknown op type {spec['op']!r}; import the module that defines it "
+            "before loading the graph"
+        ) from None
+    try:
+        # A trailing "/" makes the name absolute: Graph._add_op keeps it as is (no uniquifying).
+        op = apply_op(spec["op"], inputs, spec["attrs"], name=name + "/", graph=g)
+    except (InvalidArgumentError, KeyError, IndexError, TypeError, ValueError) as e:
+        why = f"missing attr {e}" if isinstance(e, KeyError) else str(e)
+        raise GraphFormatError(
+            f"node {name!r} ({spec['op']}): the op's shape function rejects it: {why}"
+        ) from None
+    stored = spec["outputs"]
+    if len(stored) != len(op.outputs):
+        raise GraphFormatError(
+            f"node {name!r} ({spec['op']}): stored {len(stored)} outputs, the op has "
+            f"{len(op.outputs)}"
+        )
+    for j, (t, (dt, shape)) in enumerate(zip(op.outputs, stored)):
+        if t.dtype != dt or not t.shape.is_compatible_with(shape):
+            raise GraphFormatError(
+                f"node {name!r} ({spec['op']}): output {j} is stored as {dt.name} {shape} but "
+                f"the shape function gives {t.dtype.name} {t.shape}"
+            )
+        t.set_shape(shape)  # keep refinements made with set_shape
+    op.device = spec["device"]
+    op.colocation_groups = list(spec["colocation_groups"])
+    return op
+
+
+def _reserve_scope_names(g: Graph) -> None:
+    """Mark every name scope of the loaded names as used, so new ops and scopes get fresh names.
+
+    Graph._add_op reserves the op names themselves; the scopes that produced them ("gradients" of
+    "gradients/MatMul_grad/MatMul") were reserved by name_scope when the graph was first built.
+    """
+    for op in g.get_operations():
+        parts = op.name.split("/")
+        for k in range(1, len(parts)):
+            g._names_in_use.setdefault("/".join(parts[:k]).lower(), 1)
+
+
+def variable_from_ops(
+    ref: Tensor,
+    initial_value: Tensor,
+    initializer_op: Operation,
+    snapshot: Tensor,
+    trainable: bool = True,
+) -> Variable:
+    """A Variable over existing ops (a loaded graph's), adding no op and no collection entry.
+
+    The fields are those Variable.__init__ sets; ``constraint`` (a Python function) is not
+    serialized and comes back as None.
+    """
+    v = Variable.__new__(Variable)
+    v._ref = ref
+    v._initial_value = initial_value
+    v._initializer_op = initializer_op
+    v._snapshot = snapshot
+    v._trainable = trainable
+    v.constraint = None
+    v._save_slice_info = None
+    return v
+
+
+def _load_item(g: Graph, where: str, item: Any, variables: dict[str, Variable]) -> Any:
+    if not isinstance(item, dict) or len(item) != 1:
+        raise GraphFormatError(f"{where}: expected one of {{op, tensor, variable, value}}")
+    ((tag, body),) = item.items()
+    if tag == "value":
+        return decode_value(body, where)
+    if tag in ("op", "tensor"):
+        return _lookup(g, where, body, tag == "tensor")
+    if tag != "variable":
+        raise GraphFormatError(f"{where}: unknown collection item tag {tag!r}")
+    keys = {"ref", "initializer", "snapshot", "initial_value", "trainable"}
+    if not isinstance(body, dict) or set(body) != keys:
+        raise GraphFormatError(f"{where}: a variable needs exactly {sorted(keys)}")
+    if not isinstance(body["trainable"], bool):
+        raise GraphFormatError(f"{where}: variable field 'trainable' must be a bool")
+    ref = _lookup(g, where + " ref", body["ref"], True)
+    if ref.name not in variables:  # the same Variable in several collections stays one object
+        variables[ref.name] = variable_from_ops(
+            ref,
+            _lookup(g, where + " initial_value", body["initial_value"], True),
+            _lookup(g, where + " initializer", body["initializer"], False),
+            _lookup(g, where + " snapshot", body["snapshot"], True),
+            body["trainable"],
+        )
+    return variables[ref.name]
+
+
+def _lookup(g: Graph, where: str, name: Any, tensor: bool) -> Any:
+    if not isinstance(name, str):
+        raise GraphFormatError(f"{where}: expected a name, got {name!r:.60}")
+    try:
+        return g.get_tensor_by_name(name) if tensor else g.get_operation_by_name(name)
+    except (KeyError, ValueError) as e:
+        raise GraphFormatError(f"{where}: {e.args[0] if e.args else e}") from None
+
+
+# ---- files and msgpack --------------------------------------------------------------------
+
+
+def graph_to_json(graph: Graph | None = None, indent: int | None = None) -> str:
+    """The document of ``graph`` as JSON text (strict JSON: no NaN/Infinity literals)."""
+    return json.dumps(graph_to_dict(graph), indent=indent, allow_nan=False)
+
+
+def graph_from_json(text: str | bytes) -> Graph:
+    """The graph of a ``graph_to_json`` text; GraphFormatError when it is not valid JSON."""
+    try:
+        doc = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise GraphFormatError(f"not a JSON graph document: {e}") from None
+    return graph_from_dict(doc)
+
+
+def graph_to_msgpack(graph: Graph | None = None) -> bytes:
+    """The document of ``graph`` as msgpack bytes (arrays as raw bytes, not base64)."""
+    import msgpack
+
+    return msgpack.packb(graph_to_dict(graph, binary=True), use_bin_type=True)
+
+
+def graph_from_msgpack(data: bytes) -> Graph:
+    """The graph of ``graph_to_msgpack`` bytes; GraphFormatError when they do not decode."""
+    import msgpack
+
+    try:
+        doc = msgpack.unpackb(data, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException) as e:
+        raise GraphFormatError(f"not a msgpack graph document: {e}") from None
+    return graph_from_dict(doc)
+
+
+_MSGPACK_SUFFIXES = (".msgpack", ".mpk", ".mp")
+
+
+def write_graph(
+    graph: Graph | None,
+    path: str | os.PathLike,
+    format: str | None = None,
+    indent: int | None = None,
+) -> None:
+    """Write ``graph`` to ``path`` atomically (temporary file, fsync, rename).
+
+    ``format`` is "json" or "msgpack"; None picks msgpack for .msgpack/.mpk/.mp files, else JSON.
+    """
+    path = os.fspath(path)
+    if format is None:
+        format = "msgpack" if path.lower().endswith(_MSGPACK_SUFFIXES) else "json"
+    if format == "json":
+        data = graph_to_json(graph, indent).encode("utf-8")
+    elif format == "msgpack":
+        data = graph_to_msgpack(graph)
+    else:
+        raise ValueError(f"unknown graph file format {format!r}; use 'json' or 'msgpack'")
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".graph-", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read_graph(path: str | os.PathLike) -> Graph:
+    """The graph stored at ``path`` by write_graph (JSON or msgpack, recognized by content)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data.lstrip()[:1] == b"{":
+        return graph_from_json(data)
+    return graph_from_msgpack(data)
+
+
+# ---- Graphviz -----------------------------------------------------------------------------
+
+
+def to_dot(graph: Graph | None = None, fetches: Any = None) -> str:
+    """Graphviz DOT text of ``graph``: one box per op (name, type, requested device), data
+    edges labeled with shape and dtype, control edges dashed, one cluster per requested device.
+
+    With ``fetches`` (tensors, ops, variables or names) only the ops they depend on are drawn,
+    the fetched ones with a double border.
+    """
+    g = graph if graph is not None else get_default_graph()
+    ops = g.get_operations()
+    fetched: set[Operation] = set()
+    if fetches is not None:
+        items = fetches if isinstance(fetches, (list, tuple, set)) else [fetches]
+        for x in items:
+            el = g.as_graph_element(x)
+            fetched.add(el.op if isinstance(el, Tensor) else el)
+        keep = _ancestors(fetched)
+        ops = [op for op in ops if op in keep]
+    lines = [
+        "digraph hetbed {",
+        '  node [shape=box, style=rounded, fontname="Helvetica", fontsize=10];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
+    by_device: dict[str, list[Operation]] = {}
+    for op in ops:
+        by_device.setdefault(op.device or "", []).append(op)
+    for k, (dev, members) in enumerate(sorted(by_device.items())):
+        indent = "  "
+        if dev:
+            lines.append(f'  subgraph "cluster_{k}" {{')
+            lines.append(f"    label={_q(dev)};")
+            indent = "    "
+        for op in members:
+            label = "\\n".join(_esc(s) for s in (op.name, op.type, op.device) if s)
+            extra = ", peripheries=2" if op in fetched else ""
+            lines.append(f'{indent}{_q(op.name)} [label="{label}"{extra}];')
+        if dev:
+            lines.append("  }")
+    for op in ops:
+        for t in op.inputs:
+            label = _esc(f"{t.shape} {t.dtype.name}")
+            lines.append(f'  {_q(t.op.name)} -> {_q(op.name)} [label="{label}"];')
+        for c in op.control_inputs:
+            lines.append(f"  {_q(c.name)} -> {_q(op.name)} [style=dashed];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _ancestors(roots: Iterable[Operation]) -> set[Operation]:
+    seen: set[Operation] = set()
+    stack = list(roots)
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return seen
+
+
+def _esc(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _q(s: str) -> str:
+    return f'"{_esc(s)}"'

@@ -1,0 +1,182 @@
+"""Device names, scopes, device functions, colocation, soft placement, replica_device_setter."""
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.devices.naming import DeviceSpec
+from hetbed.runtime.device_setter import replica_device_setter
+
+PS_WORKER = [
+    "/job:ps/replica:0/task:0/device:cpu:0",
+    "/job:ps/replica:0/task:1/device:cpu:0",
+    "/job:worker/replica:0/task:0/device:cpu:0",
+]
+
+
+def placed(sess):
+    df = sess.placement()
+    return dict(zip(df.op, df.device))
+
+
+def test_device_spec_parse_and_print():
+    """Full, partial and legacy device strings parse to fields and print canonically."""
+    s = DeviceSpec.from_string("/job:worker/replica:0/task:3/device:GPU:1")
+    assert (s.job, s.replica, s.task, s.device_type, s.device_index) == ("worker", 0, 3, "gpu", 1)
+    assert DeviceSpec.from_string("/gpu:1").to_string() == "/device:gpu:1"
+    assert DeviceSpec.from_string("/job:ps/task:0").to_string() == "/job:ps/task:0"
+    assert DeviceSpec.from_string("/cpu:*").device_index is None
+
+
+@pytest.mark.parametrize("bad", ["/job:", "/task:x", "/replica:-1", "/foo:1", "/device:"])
+def test_malformed_device_string(bad):
+    """Malformed device strings are errors that quote the string."""
+    with pytest.raises(ValueError, match="malformed device spec"):
+        DeviceSpec.from_string(bad)
+
+
+def test_nested_scopes_inner_wins_per_field():
+    """Inner device scopes override only the fields they set."""
+    with hb.Graph().as_default():
+        with hb.device("/job:worker/task:1"), hb.device("/device:cpu:0"):
+            a = hb.constant(1.0)
+        with hb.device("/job:worker/task:1"), hb.device("/task:2"):
+            b = hb.constant(1.0)
+    assert a.op.device == "/job:worker/task:1/device:cpu:0"
+    assert b.op.device == "/job:worker/task:2"
+
+
+def test_device_function_and_scopes_place_ops():
+    """A device function picks a device per op; the session runs ops where they were asked to."""
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [2])
+        with hb.device(lambda op: "/cpu:1" if op.type == "Mul" else "/cpu:0"):
+            y = x * 3.0
+            z = y + 1.0
+        with hb.Session(config=hb.ConfigProto(device_count={"CPU": 2})) as s:
+            np.testing.assert_array_equal(s.run(z, {x: [1, 2]}), [4, 7])
+            p = placed(s)
+    assert p[y.op.name].endswith("cpu:1")
+    assert p[z.op.name].endswith("cpu:0")
+
+
+def test_variable_ops_colocate_with_variable():
+    """Assign and read ops of a variable run on the variable's device."""
+    with hb.Graph().as_default():
+        with hb.device("/cpu:1"):
+            v = hb.Variable(hb.constant([1.0, 2.0]), name="v")
+        with hb.device("/cpu:0"):
+            upd = hb.assign_add(v, [1.0, 1.0])  # asks for cpu:0, but takes v's reference
+        with hb.Session(config=hb.ConfigProto(device_count={"CPU": 2})) as s:
+            s.run(hb.global_variables_initializer())
+            s.run(upd)
+            np.testing.assert_array_equal(s.run(v), [2.0, 3.0])
+            p = placed(s)
+    assert p["v/read"].endswith("cpu:1")
+    assert p["v"].endswith("cpu:1")
+
+
+def test_conflicting_colocation_without_soft_placement():
+    """With soft placement off, a ref consumer asking for another device is an error naming both."""
+    with hb.Graph().as_default():
+        with hb.device("/cpu:1"):
+            v = hb.Variable(hb.constant([1.0]), name="v")
+        with hb.device("/cpu:0"):
+            upd = hb.assign_add(v, [1.0], name="upd")
+        cfg = hb.ConfigProto(device_count={"CPU": 2}, allow_soft_placement=False)
+        with hb.Session(config=cfg) as s:
+            with pytest.raises(
+                hb.errors.InvalidArgumentError, match=r"upd.*cpu:0.*v.*cpu:1|v.*upd"
+            ):
+                s.run(upd)
+
+
+def test_unknown_device_errors_without_soft_placement():
+    """A device that does not exist is an error listing the session's devices (soft off)."""
+    with hb.Graph().as_default():
+        with hb.device("/gpu:3"):
+            y = hb.constant(1.0) + 1.0
+        with hb.Session(config=hb.ConfigProto(allow_soft_placement=False)) as s:
+            with pytest.raises(hb.errors.InvalidArgumentError, match=r"gpu:3.*cpu:0"):
+                s.run(y)
+        with hb.Session() as s:  # soft placement: falls back to the CPU
+            assert s.run(y) == 2.0
+
+
+def test_colocate_with_ignores_device_scope():
+    """Inside colocate_with, an op takes the device of the op it is colocated with."""
+    with hb.Graph().as_default():
+        with hb.device("/cpu:1"):
+            a = hb.constant(1.0, name="a")
+        with hb.device("/cpu:0"), hb.colocate_with(a):
+            b = hb.identity(a, name="b")
+    assert b.op.device == a.op.device == "/device:cpu:1"
+
+
+def _vars_for_ps(strategy):
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device(replica_device_setter(ps_tasks=2, ps_strategy=strategy)):
+            big1 = hb.Variable(np.zeros((1000, 100), np.float32), name="big1")
+            small1 = hb.Variable(np.zeros(10, np.float32), name="small1")
+            big2 = hb.Variable(np.zeros((1000, 100), np.float32), name="big2")
+            small2 = hb.Variable(np.zeros(10, np.float32), name="small2")
+            loss = hb.reduce_sum(big1) + hb.reduce_sum(big2) + hb.reduce_sum(small1 + small2)
+    vs = [big1, small1, big2, small2]
+    return g, vs, loss
+
+
+def test_replica_device_setter_round_robin_vs_greedy():
+    """Round robin puts both large variables on one PS; greedy-by-bytes spreads them."""
+    _, vs, loss = _vars_for_ps(None)
+    assert [v.device for v in vs] == ["/job:ps/task:0", "/job:ps/task:1"] * 2
+    assert loss.op.device == "/job:worker"
+    loads = {}
+    for v in vs:
+        loads[v.device] = loads.get(v.device, 0) + v.shape.num_elements() * 4
+    assert max(loads.values()) / sum(loads.values()) > 0.99  # round robin: one PS has ~all bytes
+
+    _, vs, _ = _vars_for_ps("greedy")
+    loads = {}
+    for v in vs:
+        loads[v.device] = loads.get(v.device, 0) + v.shape.num_elements() * 4
+    assert max(loads.values()) / sum(loads.values()) < 0.51
+
+
+def test_replica_device_setter_runs_on_virtual_ps_and_worker():
+    """A between-graph style model runs with variables on two PS devices and compute on a worker."""
+    g, vs, loss = _vars_for_ps("greedy")
+    with g.as_default():
+        cfg = hb.ConfigProto(virtual_devices=PS_WORKER)
+        with hb.Session(config=cfg) as s:
+            s.run(hb.global_variables_initializer())
+            assert s.run(loss) == 0.0
+            p = placed(s)
+    assert p["big1"].startswith("/job:ps/replica:0/task:0")
+    assert p["big2"].startswith("/job:ps/replica:0/task:1")
+    assert p[loss.op.name].startswith("/job:worker")
+
+
+def test_cost_aware_placer_spreads_independent_heavy_work():
+    """The cost-aware placer puts two independent large matmuls on different devices."""
+    with hb.Graph().as_default():
+        a = hb.placeholder(hb.float32, [256, 256])
+        b = hb.placeholder(hb.float32, [256, 256])
+        y1 = hb.matmul(a, a)
+        y2 = hb.matmul(b, b)
+        cfg = hb.ConfigProto(device_count={"CPU": 2}, placement="cost")
+        av = np.eye(256, dtype=np.float32)
+        with hb.Session(config=cfg) as s:
+            r1, r2 = s.run([y1, y2], {a: av, b: 2 * av})
+            p = placed(s)
+    np.testing.assert_array_equal(r1, av)
+    np.testing.assert_array_equal(r2, 4 * av)
+    assert p[y1.op.name] != p[y2.op.name]
+
+
+def test_list_devices():
+    """hb.Session lists one CPU by default and N virtual CPUs when asked."""
+    with hb.Graph().as_default():
+        with hb.Session(config=hb.ConfigProto(device_count={"CPU": 3})) as s:
+            names = [d.name for d in s.list_devices() if d.device_type == "cpu"]
+    assert names == [f"/job:localhost/replica:0/task:0/device:cpu:{i}" for i in range(3)]
