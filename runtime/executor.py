@@ -30,6 +30,7 @@ import numpy as np
 
 from .errors import (
     AbortedError,
+    DeadlineExceededError,
     FailedPreconditionError,
     InvalidArgumentError,
     OpError,
@@ -168,6 +169,9 @@ def prune(fetch_ops: Sequence[Operation], fed: set[Tensor]) -> list[Operation]:
         if op in needed:
             continue
         needed[op] = None
+        gang = op.attrs.get("group_key") if op.op_def is not None and op.op_def.gang else None
+        if gang is not None:  # collective peers run together or not at all
+            stack.extend(op.graph.get_collection("collective:" + gang))
         for t in op.inputs:
             if t not in fed:
                 stack.append(t.op)
@@ -335,8 +339,18 @@ def _run_inline_async(node: Node, inputs: list, step: Any) -> Any:
     return r
 
 
-def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable | None) -> None:
-    """Hand ready nodes to their devices; collect completions until every node has finished."""
+def run_event_driven(
+    plan: PreparedGraph,
+    vals: list,
+    step: Any,
+    wait: Callable | None,
+    timeout_s: float | None = None,
+) -> None:
+    """Hand ready nodes to their devices; collect completions until every node has finished.
+
+    With ``timeout_s``, a step that waits that long for any completion fails with
+    DeadlineExceededError naming the nodes still outstanding (instead of hanging).
+    """
     nodes = plan.nodes
     pending = list(plan.initial_pending)
     refs = list(plan.initial_refs)
@@ -345,6 +359,19 @@ def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable 
     outstanding = 0
     failure: BaseException | None = None
     failed_node = None
+    started: set[int] = set()
+    if wait is None:
+
+        def wait(q: queue.SimpleQueue) -> tuple:
+            try:
+                return q.get(timeout=timeout_s)
+            except queue.Empty:
+                names = ", ".join(nodes[i].op.name for i in sorted(started)[:8])
+                err = DeadlineExceededError(
+                    f"step timed out after {timeout_s} s waiting for: {names or 'nothing'}"
+                )
+                _abort(step, err)
+                raise err from None
 
     def store(node: Node, r: Any) -> None:
         n_out = node.n_out
@@ -371,9 +398,11 @@ def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable 
                     vals[s] = None
             if node.is_async:
                 outstanding += 1
+                started.add(node.index)
                 node.fn(node.ctx, step, inputs, _completer(completions, node))
             elif node.heavy or not node.device.synchronous:
                 outstanding += 1
+                started.add(node.index)
                 node.device.run(node, inputs, _completer(completions, node), step)
             else:
                 try:
@@ -385,8 +414,9 @@ def run_event_driven(plan: PreparedGraph, vals: list, step: Any, wait: Callable 
                 store(node, r)
         if outstanding == 0:
             break
-        node, r, err = (wait or _block)(completions)
+        node, r, err = wait(completions)
         outstanding -= 1
+        started.discard(node.index)
         if err is not None:
             if failure is None:
                 failure, failed_node = err, node
@@ -405,10 +435,6 @@ def _abort(step: Any, err: BaseException) -> None:
     rv = getattr(step, "rendezvous", None)
     if rv is not None:
         rv.abort(AbortedError(f"step aborted: another node failed: {err}"))
-
-
-def _block(completions: queue.SimpleQueue) -> tuple:
-    return completions.get()
 
 
 def _completer(completions: queue.SimpleQueue, node: Node) -> Callable:

@@ -70,6 +70,7 @@ class OpDef:
         is_ref: bool = False,
         differentiable: bool = True,
         passes_sparse: bool = False,
+        gang: bool = False,
     ):
         self.name = name
         self.shape_fn = shape
@@ -81,6 +82,9 @@ class OpDef:
         self.differentiable = differentiable
         # The gradient rule accepts IndexedSlices as is (identity-like ops); others get dense.
         self.passes_sparse = passes_sparse
+        # Ops sharing attrs["group_key"] (collectives) are pruned in or out together; they are
+        # listed in the graph collection "collective:<group_key>".
+        self.gang = gang
 
     # ---- decorators ------------------------------------------------------------------
     def kernel(

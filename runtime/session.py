@@ -32,6 +32,8 @@ class ConfigProto:
     intra_op_parallelism_threads: int = 0
     allow_soft_placement: bool = True
     log_device_placement: bool = False
+    #: fail a step that waits this long for a completion (0: wait forever, like TF1's default)
+    operation_timeout_in_ms: int = 0
     gpu_options: Any = None
     #: "default" (unconstrained ops on the first device) or "cost" (cost-aware spreading)
     placement: str = "default"
@@ -42,14 +44,26 @@ class ConfigProto:
 
 
 class StepInfo:
-    """Per-step data that async kernels (Send/Recv) and devices may need."""
+    """Per-step data that async kernels (Send/Recv, collectives) and devices may need."""
 
-    __slots__ = ("step_id", "rendezvous", "session")
+    __slots__ = ("step_id", "rendezvous", "session", "lock", "_shared")
 
     def __init__(self, step_id: int, rendezvous: Any, session: Any):
         self.step_id = step_id
         self.rendezvous = rendezvous
         self.session = session
+        self.lock = threading.Lock()
+        self._shared: dict | None = None
+
+    def shared(self, key: str, factory: Callable) -> Any:
+        """Per-step state shared by the kernels of this step (created on first use)."""
+        with self.lock:
+            if self._shared is None:
+                self._shared = {}
+            v = self._shared.get(key)
+            if v is None:
+                v = self._shared[key] = factory()
+            return v
 
 
 class _Fetches:
@@ -256,7 +270,8 @@ class BaseSession:
         if prep.straight_line:
             ex.run_straight_line(prep, vals, step)
         else:
-            ex.run_event_driven(prep, vals, step, self._wait)
+            ms = self.config.operation_timeout_in_ms
+            ex.run_event_driven(prep, vals, step, self._wait, ms / 1000.0 if ms > 0 else None)
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _rendezvous(self) -> Any:

@@ -170,3 +170,24 @@ def test_cycle_is_an_error_naming_ops():
         with hb.Session(config=TWO) as s:
             with pytest.raises(hb.errors.InvalidArgumentError, match="cycle.*loop_a.*loop_b"):
                 s.run(b, {x: [1.0]})
+
+
+def test_step_waiting_on_a_missing_peer_times_out():
+    """A Recv whose Send never comes fails after operation_timeout_in_ms, naming it."""
+    from hetbed.runtime.ops.collective import all_reduce
+
+    with hb.Graph().as_default():
+        with hb.device("/cpu:0"):
+            a = hb.constant([1.0]) * 1.0
+        with hb.device("/cpu:1"):
+            b = hb.constant([2.0]) * 1.0
+        outs = all_reduce([a, b])
+        # Drop rank 1 from the gang so that rank 0 waits forever.
+        g = hb.get_default_graph()
+        key = outs[0].op.attrs["group_key"]
+        g.get_collection_ref("collective:" + key).remove(outs[1].op)
+        cfg = hb.ConfigProto(device_count={"CPU": 2}, operation_timeout_in_ms=300)
+        with hb.Session(config=cfg) as s:
+            with pytest.raises(hb.errors.DeadlineExceededError, match="AllReduce"):
+                s.run(outs[0])
+            np.testing.assert_array_equal(s.run(outs), [[3.0], [3.0]])

@@ -107,6 +107,9 @@ def _pwd(ctx, x):
     return x
 
 
+PlaceholderWithDefault.gradient(lambda op, g: [g])
+
+
 def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
     x = convert_to_tensor(input)
     shape = as_shape(shape)

@@ -1,0 +1,174 @@
+"""Collective all-reduce across devices: one op per participant, meeting in the step.
+
+Each participant's op runs on its own device and contributes its tensor; when the last one
+arrives, the group computes the sum (or mean) once and every participant completes with the
+result on its own device. On GPUs with NCCL available (cupy.cuda.nccl), the reduction is one
+NCCL all-reduce over the participants' buffers; elsewhere it is a host-side sum.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..graph import Tensor
+from ..registry import Cost, apply, defop, nbytes, numel, same_dtype
+
+AllReduce = defop("CollectiveAllReduce", stateful=True, differentiable=False, gang=True)
+
+
+@AllReduce.shape
+def _all_reduce_shape(op):
+    return [(op.inputs[0].shape, op.inputs[0].dtype)]
+
+
+@AllReduce.cost
+def _all_reduce_cost(op, ins, outs):
+    n = op.attrs["group_size"]
+    b = nbytes(ins[0], op.inputs[0].dtype)
+    # ring all-reduce: each participant sends and receives 2 (n-1)/n of the buffer
+    return Cost(float(numel(ins[0])), 2.0 * (n - 1) / n * b, 2.0 * (n - 1) / n * b)
+
+
+class _Group:
+    __slots__ = ("size", "members", "lock")
+
+    def __init__(self, size: int):
+        self.size = size
+        self.members: dict[int, tuple] = {}
+        self.lock = threading.Lock()
+
+
+@AllReduce.kernel("cpu", "gpu", is_async=True)
+def _all_reduce(ctx, step, inputs, done):
+    at = ctx.attrs
+    groups = step.shared("collectives", dict)
+    with step.lock:
+        grp = groups.get(at["group_key"])
+        if grp is None:
+            grp = groups[at["group_key"]] = _Group(at["group_size"])
+    with grp.lock:
+        if at["rank"] in grp.members:
+            raise InvalidArgumentError(f"all-reduce {at['group_key']}: rank {at['rank']} twice")
+        grp.members[at["rank"]] = (inputs[0], ctx.device, done)
+        if len(grp.members) < grp.size:
+            return
+        members = [grp.members[r] for r in range(grp.size)]
+    try:
+        results = _reduce(members, at["reduction"])
+    except Exception as e:  # noqa: BLE001 - every participant fails with the same error
+        for _, _, d in members:
+            d(None, e)
+        return
+    for (_, _, d), r in zip(members, results):
+        d(r)
+
+
+def _reduce(members: list[tuple], reduction: str) -> list:
+    devices = [dev for _, dev, _ in members]
+    if all(d.device_type == "gpu" for d in devices) and len({d.name for d in devices}) == len(
+        devices
+    ):
+        out = _nccl_all_reduce(members, reduction)
+        if out is not None:
+            return out
+    total = None
+    for v, dev, _ in members:
+        h = dev.to_host(v)
+        total = np.array(h, copy=True) if total is None else np.add(total, h, out=total)
+    if reduction == "mean":
+        total = total / len(members)
+        total = total.astype(members[0][0].dtype, copy=False)
+    return [dev.to_device(total) for _, dev, _ in members]
+
+
+_comms: dict[tuple, Any] = {}
+_comms_lock = threading.Lock()
+
+
+def _nccl_all_reduce(members: list[tuple], reduction: str) -> list | None:
+    try:
+        import cupy
+        from cupy.cuda import nccl
+    except Exception:  # noqa: BLE001 - no NCCL: host-side sum
+        return None
+    ids = tuple(d.index for _, d, _ in members)
+    with _comms_lock:
+        comms = _comms.get(ids)
+        if comms is None:
+            comms = _comms[ids] = nccl.NcclCommunicator.initAll(list(ids))
+    dtype = members[0][0].dtype
+    nccl_types = {
+        np.dtype(np.float32): nccl.NCCL_FLOAT32,
+        np.dtype(np.float64): nccl.NCCL_FLOAT64,
+        np.dtype(np.float16): nccl.NCCL_FLOAT16,
+        np.dtype(np.int32): nccl.NCCL_INT32,
+        np.dtype(np.int64): nccl.NCCL_INT64,
+    }
+    if np.dtype(dtype) not in nccl_types:
+        return None
+    outs = []
+    nccl.groupStart()
+    for (v, dev, _), comm in zip(members, comms):
+        with cupy.cuda.Device(dev.index):
+            src = cupy.ascontiguousarray(v)
+            dst = cupy.empty_like(src)
+            comm.allReduce(
+                src.data.ptr,
+                dst.data.ptr,
+                src.size,
+                nccl_types[np.dtype(dtype)],
+                nccl.NCCL_SUM,
+                cupy.cuda.get_current_stream().ptr,
+            )
+            outs.append(dst)
+    nccl.groupEnd()
+    if reduction == "mean":
+        outs = [o / len(members) for o in outs]
+    return outs
+
+
+_group_ids = itertools.count(1)
+
+
+def all_reduce(tensors: list[Any], reduction: str = "sum", name: str | None = None) -> list[Tensor]:
+    """Sum (or mean) of ``tensors`` across devices: one output per input, on the input's device.
+
+    Raises InvalidArgumentError when shapes or dtypes differ or ``reduction`` is unknown.
+    """
+    if reduction not in ("sum", "mean"):
+        raise InvalidArgumentError(
+            f"all_reduce: reduction must be 'sum' or 'mean', got {reduction!r}"
+        )
+    from ..registry import convert_to_tensor
+
+    ts = [convert_to_tensor(t) for t in tensors]
+    if not ts:
+        raise InvalidArgumentError("all_reduce needs at least one tensor")
+
+    class _V:
+        type = "CollectiveAllReduce"
+        inputs = ts
+
+    same_dtype(_V)
+    for t in ts[1:]:
+        if not t.shape.is_compatible_with(ts[0].shape):
+            raise InvalidArgumentError(f"all_reduce: shapes differ: {ts[0].shape} vs {t.shape}")
+    key = f"allreduce_{next(_group_ids)}"
+    g = ts[0].graph
+    outs = []
+    for rank, t in enumerate(ts):
+        with g.colocate_with(t.op):
+            out = apply(
+                "CollectiveAllReduce",
+                [t],
+                {"group_key": key, "group_size": len(ts), "rank": rank, "reduction": reduction},
+                name or "AllReduce",
+            )
+            g.add_to_collection("collective:" + key, out.op)
+            outs.append(out)
+    return outs
