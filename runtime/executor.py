@@ -275,6 +275,9 @@ def build_prepared(
         for p in preds:
             nodes[p].consumers.append(node.index)
     fetch_slots = [slot_of.get(f) if isinstance(f, Tensor) else None for f in fetches]
+    slot_tensor: list[Tensor | None] = [None] * len(slot_of)
+    for t, i in slot_of.items():
+        slot_tensor[i] = t
     # Last use of each slot in topological order: free it after that node (straight-line path).
     keep = {s for s in fetch_slots if s is not None}
     last_use: dict[int, int] = {}
@@ -292,7 +295,10 @@ def build_prepared(
         and (not n.is_async or (inline_async and n.kernel.inline_in_order))
         for n in nodes
     )
-    return PreparedGraph(nodes, len(slot_of), feed_slots, fetch_slots, straight)
+    prep = PreparedGraph(nodes, len(slot_of), feed_slots, fetch_slots, straight)
+    prep.slot_tensor = slot_tensor
+    prep.slot_node = [None if t is None or t in feed_slots else node_of[t.op] for t in slot_tensor]
+    return prep
 
 
 def run_straight_line(plan: PreparedGraph, vals: list, step: Any) -> None:
@@ -345,11 +351,14 @@ def run_event_driven(
     step: Any,
     wait: Callable | None,
     timeout_s: float | None = None,
+    observer: Any = None,
 ) -> None:
     """Hand ready nodes to their devices; collect completions until every node has finished.
 
     With ``timeout_s``, a step that waits that long for any completion fails with
     DeadlineExceededError naming the nodes still outstanding (instead of hanging).
+    ``observer`` (see StepObserver) hears when nodes start and finish and when buffers die: tracing
+    and memory accounting hang off it; an exception it raises fails the node it concerns.
     """
     nodes = plan.nodes
     pending = list(plan.initial_pending)
@@ -374,6 +383,8 @@ def run_event_driven(
                 raise err from None
 
     def store(node: Node, r: Any) -> None:
+        if observer is not None:
+            observer.node_finished(node, r)
         n_out = node.n_out
         if n_out == 1:
             s = node.outs[0]
@@ -395,7 +406,11 @@ def run_event_driven(
             for s in node.ins:
                 refs[s] -= 1
                 if refs[s] == 0:
+                    if observer is not None:
+                        observer.value_freed(s, vals[s])
                     vals[s] = None
+            if observer is not None:
+                observer.node_started(node)
             if node.is_async:
                 outstanding += 1
                 started.add(node.index)
@@ -407,11 +422,11 @@ def run_event_driven(
             else:
                 try:
                     r = node.fn(node.ctx, *inputs)
+                    store(node, r)
                 except Exception as e:  # noqa: BLE001 - reported below with the node
                     failure, failed_node = e, node
                     _abort(step, e)
                     break
-                store(node, r)
         if outstanding == 0:
             break
         node, r, err = wait(completions)
@@ -423,11 +438,28 @@ def run_event_driven(
                 _abort(step, err)
             continue
         if failure is None:
-            store(node, r)
+            try:
+                store(node, r)
+            except Exception as e:  # noqa: BLE001 - an observer refusing a result (e.g. OOM)
+                failure, failed_node = e, node
+                _abort(step, e)
     if failure is not None:
         if isinstance(failure, OpError):
             raise _annotate(failure, failed_node, vals) from None
         raise _wrap(failure, failed_node, vals) from failure
+
+
+class StepObserver:
+    """Hooks the event-driven schedule calls; subclass and override what you need."""
+
+    def node_started(self, node: Node) -> None:
+        """``node`` is about to run (inline) or has been handed to its device."""
+
+    def node_finished(self, node: Node, result: Any) -> None:
+        """``node`` produced ``result`` (one value, a tuple, or None)."""
+
+    def value_freed(self, slot: int, value: Any) -> None:
+        """The last consumer of ``slot`` has taken ``value``; the step drops it now."""
 
 
 def _abort(step: Any, err: BaseException) -> None:

@@ -244,7 +244,14 @@ class BaseSession:
         fetch = _Fetches(self.graph, fetches)
         feeds = self._resolve_feeds(feed_dict or {})
         plan = self._plan(fetch.elements, list(feeds))
-        values = self._run_plan(plan, feeds)
+        tracer = None
+        if options is not None and getattr(options, "trace_level", 0) > 0:
+            from .timeline import TracingObserver
+
+            tracer = TracingObserver()
+        values = self._run_plan(plan, feeds, tracer, options)
+        if tracer is not None and run_metadata is not None:
+            run_metadata.step_stats = tracer.frame()
         out = []
         for v, copy, is_op in zip(values, plan.fetch_copy, plan.fetch_is_op):
             if is_op:
@@ -260,19 +267,28 @@ class BaseSession:
         get = getattr(v, "get", None)  # cupy arrays
         return get() if get is not None else v
 
-    def _run_plan(self, plan: _Plan, feeds: dict) -> list:
+    def _run_plan(
+        self, plan: _Plan, feeds: dict, observer: Any = None, options: Any = None
+    ) -> list:
         prep = plan.prepared
         vals: list = [None] * prep.n_slots
         for t, s in prep.feed_slots.items():
             vals[s] = feeds[t]
         self._last_plan = plan
         step = StepInfo(ex.new_step_id(), self._rendezvous() if plan.multi_device else None, self)
-        if prep.straight_line:
+        observer = observer or self._observer(plan)
+        if prep.straight_line and observer is None:
             ex.run_straight_line(prep, vals, step)
         else:
-            ms = self.config.operation_timeout_in_ms
-            ex.run_event_driven(prep, vals, step, self._wait, ms / 1000.0 if ms > 0 else None)
+            ms = getattr(options, "timeout_in_ms", 0) or self.config.operation_timeout_in_ms
+            ex.run_event_driven(
+                prep, vals, step, self._wait, ms / 1000.0 if ms > 0 else None, observer
+            )
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
+
+    def _observer(self, plan: _Plan) -> Any:
+        """A StepObserver for every step (none here; simulated sessions account memory)."""
+        return None
 
     def _rendezvous(self) -> Any:
         from .rendezvous import LocalRendezvous

@@ -1,0 +1,117 @@
+"""Step timelines: tidy per-op records and their Chrome trace / Perfetto JSON form.
+
+The same format serves real steps (``RunMetadata.step_stats`` from a traced ``Session.run``) and
+simulated ones (the simulator's run records): one track per device, and one per link for flows.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from .executor import StepObserver
+
+OP_COLUMNS = ["op", "type", "device", "start_s", "end_s", "duration_s"]
+FLOW_COLUMNS = ["src", "dst", "tag", "bytes", "start_s", "end_s", "path"]
+
+
+class RunOptions:
+    """Per-call options for ``Session.run`` (TF1 names): ``trace_level=RunOptions.FULL_TRACE``."""
+
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level: int = 0, timeout_in_ms: int = 0):
+        self.trace_level = trace_level
+        self.timeout_in_ms = timeout_in_ms
+
+
+class RunMetadata:
+    """Filled by a traced ``Session.run``: ``step_stats`` is a DataFrame with one row per op."""
+
+    def __init__(self) -> None:
+        self.step_stats: Any = None
+        self.flow_stats: Any = None
+
+    def chrome_trace(self) -> str:
+        """The step as Chrome trace JSON (open in chrome://tracing or ui.perfetto.dev)."""
+        return json.dumps(chrome_trace(self.step_stats, self.flow_stats))
+
+
+class TracingObserver(StepObserver):
+    """Records wall-clock start and end of every node of one step."""
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.starts: dict[int, float] = {}
+        self.rows: list[dict] = []
+
+    def node_started(self, node: Any) -> None:
+        self.starts[node.index] = time.perf_counter() - self.t0
+
+    def node_finished(self, node: Any, result: Any) -> None:
+        end = time.perf_counter() - self.t0
+        start = self.starts.get(node.index, end)
+        self.rows.append(
+            {
+                "op": node.op.name,
+                "type": node.op.type,
+                "device": node.device.name,
+                "start_s": start,
+                "end_s": end,
+                "duration_s": end - start,
+            }
+        )
+
+    def frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.rows, columns=OP_COLUMNS)
+
+
+def chrome_trace(ops: Any, flows: Any = None) -> dict:
+    """Trace Event Format dict: a process per device (ops) and per link (flows), times in us."""
+    events: list[dict] = []
+    pids: dict[str, int] = {}
+
+    def pid(name: str) -> int:
+        if name not in pids:
+            pids[name] = len(pids) + 1
+            events.append(
+                {"ph": "M", "name": "process_name", "pid": pids[name], "args": {"name": name}}
+            )
+        return pids[name]
+
+    if ops is not None:
+        for r in ops.itertuples(index=False):
+            events.append(
+                {
+                    "ph": "X",
+                    "name": r.op,
+                    "cat": r.type,
+                    "pid": pid(r.device),
+                    "tid": 0,
+                    "ts": r.start_s * 1e6,
+                    "dur": max(r.end_s - r.start_s, 0.0) * 1e6,
+                    "args": {"type": r.type},
+                }
+            )
+    if flows is not None:
+        for r in flows.itertuples(index=False):
+            track = f"link {r.path}" if getattr(r, "path", "") else f"{r.src} -> {r.dst}"
+            events.append(
+                {
+                    "ph": "X",
+                    "name": str(r.tag or f"{r.src}->{r.dst}"),
+                    "cat": "flow",
+                    "pid": pid(track),
+                    "tid": 0,
+                    "ts": r.start_s * 1e6,
+                    "dur": max(r.end_s - r.start_s, 0.0) * 1e6,
+                    "args": {"bytes": int(r.bytes)},
+                }
+            )
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
