@@ -1,3 +1,3 @@
 """Op modules. Importing this package registers every op."""
 
-from . import array, control, manip, math, nn, random, state, transfer  # noqa: F401
+from . import array, collective, control, manip, math, nn, random, state, transfer  # noqa: F401
