@@ -17,7 +17,7 @@ import numpy as np
 class Device:
     """A named place that runs kernels. ``name`` is ``/job:J/replica:R/task:T/device:TYPE:N``."""
 
-    #: kernels are looked up by this type ("cpu", "gpu", ...)
+    #: the device's type as named in device strings ("cpu", "gpu", "tpu")
     device_type: str = ""
     #: True when ``run`` always completes before it returns (allows the straight-line schedule)
     synchronous: bool = True
@@ -28,6 +28,15 @@ class Device:
         self.name = name
         self.memory_limit_bytes = memory_limit_bytes
         self.memory_in_use_bytes = 0
+
+    @property
+    def kernel_type(self) -> str:
+        """Kernels are looked up by this type (a simulated TPU may run the "gpu" kernels)."""
+        return self.__dict__.get("kernel_type", self.device_type)
+
+    @kernel_type.setter
+    def kernel_type(self, value: str) -> None:
+        self.__dict__["kernel_type"] = value
 
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
         """Run ``node`` on ``inputs``; call ``done(result)`` or ``done(None, error)`` exactly once."""

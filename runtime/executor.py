@@ -98,6 +98,7 @@ class Node:
         "n_preds",
         "heavy",
         "is_async",
+        "input_tensors",
     )
 
     def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
@@ -115,6 +116,7 @@ class Node:
         self.n_preds = 0
         self.heavy = False
         self.is_async = kernel.is_async
+        self.input_tensors: list[Tensor] = list(op.inputs)
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name} on {getattr(self.device, 'name', self.device)}>"
@@ -252,8 +254,9 @@ def build_prepared(
     for op in order:
         dev = device_of(op)
         op_def = op.op_def
-        kernel = op_def.find_kernel(dev.device_type, kernel_dtype(op), op.name)
+        kernel = op_def.find_kernel(dev.kernel_type, kernel_dtype(op), op.name)
         node = Node(len(nodes), op, dev, kernel, context_of(op, dev))
+        node.input_tensors = inputs_of(op)
         for t in op.outputs:
             if t in needed_tensors and t not in slot_of:
                 slot_of[t] = len(slot_of)

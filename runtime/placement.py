@@ -121,7 +121,7 @@ def place(
         need = [(m, kernel_dtype(m)) for m in members if m.op_def is not None]
 
         def has_kernels(d: Any, need=need) -> bool:
-            return all(m.op_def.has_kernel(d.device_type, dt) for m, dt in need)
+            return all(m.op_def.has_kernel(d.kernel_type, dt) for m, dt in need)
 
         if pin is not None and pin.name in by_name:
             chosen = pin
@@ -171,7 +171,7 @@ def _with_kernels(devices, has_kernels, members, spec, soft, default):
             m
             for m in members
             for d in [default]
-            if not m.op_def.has_kernel(d.device_type, kernel_dtype(m))
+            if not m.op_def.has_kernel(d.kernel_type, kernel_dtype(m))
         ),
         members[0],
     )

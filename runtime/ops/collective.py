@@ -70,12 +70,15 @@ def _all_reduce(ctx, step, inputs, done):
 
 def _reduce(members: list[tuple], reduction: str) -> list:
     devices = [dev for _, dev, _ in members]
-    if all(d.device_type == "gpu" for d in devices) and len({d.name for d in devices}) == len(
-        devices
-    ):
+    real_gpus = all(d.device_type == "gpu" and hasattr(d, "cp") for d in devices)
+    if real_gpus and len({d.name for d in devices}) == len(devices):
         out = _nccl_all_reduce(members, reduction)
         if out is not None:
             return out
+    if not all(
+        hasattr(v, "__array__") or hasattr(v, "__cuda_array_interface__") for v, _, _ in members
+    ):
+        return [v for v, _, _ in members]  # shape-only values of a pure simulation
     total = None
     for v, dev, _ in members:
         h = dev.to_host(v)
