@@ -350,7 +350,7 @@ class Graph:
         with self._lock:
             if name is not None and name.endswith("/"):
                 full = name[:-1]  # an absolute name (as returned by name_scope)
-                self._names_in_use[full.lower()] = self._names_in_use.get(full.lower(), 0) + 1
+                self._names_in_use[full.lower()] = max(self._names_in_use.get(full.lower(), 0), 1)
             else:
                 raw = name or op_type
                 if not _NAME_RE.match(raw):

@@ -1,0 +1,67 @@
+"""``hb.train``: TF1's ``tf.train`` namespace (optimizers, Saver, global step, schedules)."""
+
+from hetbed.runtime.train.checkpoint import (
+    CheckpointReader,
+    CheckpointState,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+    list_variables,
+    load_checkpoint,
+    load_variable,
+    update_checkpoint_state,
+)
+from hetbed.runtime.train.checkpoint import CheckpointReader as NewCheckpointReader
+from hetbed.runtime.train.optimizers import (
+    AdagradOptimizer,
+    AdamOptimizer,
+    GradientDescentOptimizer,
+    LazyAdamOptimizer,
+    MomentumOptimizer,
+    Optimizer,
+    RMSPropOptimizer,
+)
+from hetbed.runtime.train.saver import Saver
+from hetbed.runtime.train.training_util import (
+    assert_global_step,
+    create_global_step,
+    exponential_decay,
+    get_global_step,
+    get_or_create_global_step,
+    global_step,
+    inverse_time_decay,
+    natural_exp_decay,
+    piecewise_constant,
+    polynomial_decay,
+)
+
+__all__ = [
+    "AdagradOptimizer",
+    "AdamOptimizer",
+    "CheckpointReader",
+    "CheckpointState",
+    "GradientDescentOptimizer",
+    "LazyAdamOptimizer",
+    "MomentumOptimizer",
+    "NewCheckpointReader",
+    "Optimizer",
+    "RMSPropOptimizer",
+    "Saver",
+    "assert_global_step",
+    "checkpoint_exists",
+    "create_global_step",
+    "exponential_decay",
+    "get_checkpoint_state",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_step",
+    "inverse_time_decay",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "natural_exp_decay",
+    "piecewise_constant",
+    "polynomial_decay",
+    "update_checkpoint_state",
+]

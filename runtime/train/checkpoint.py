@@ -1,0 +1,388 @@
+"""Checkpoint files and the per-directory index of them (used by ``hb.train.Saver``).
+
+File layout (no pickle; every number little-endian)::
+
+    magic        8 bytes   b"HBCKPT\\x00\\x01" (name, format version 1)
+    header_len   8 bytes   uint64
+    header       JSON      {"format": 1, "data_length": D, "tensors": [{"name", "dtype", "shape",
+                            "offset", "length"}, ...]}, space-padded so the data starts 64-aligned
+    data         D bytes   raw tensor bytes, each tensor at a 64-aligned offset from the data start
+    digest       32 bytes  SHA-256 of everything before it
+
+Files are written atomically (temporary file in the same directory, flush, fsync, rename, fsync of
+the directory), so a crash mid-save leaves the previous checkpoint intact. Next to them, a JSON
+index named ``checkpoint`` (written the same way) lists the latest and all kept checkpoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import struct
+import tempfile
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import DataLossError, NotFoundError
+
+MAGIC = b"HBCKPT\x00\x01"
+_U64 = struct.Struct("<Q")
+_ALIGN = 64
+_DIGEST = 32
+_PREFIX = len(MAGIC) + _U64.size
+STATE_FILENAME = "checkpoint"
+
+
+# ---- the file format -----------------------------------------------------------------------------
+
+
+def _align(n: int) -> int:
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _le_bytes(arr: np.ndarray) -> np.ndarray:
+    """The array's bytes in little-endian order, as a flat uint8 view (a copy only if needed)."""
+    le = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+    return le.reshape(-1).view(np.uint8)
+
+
+def write_checkpoint(path: str, tensors: dict[str, np.ndarray]) -> None:
+    """Write ``tensors`` (name -> array) to ``path`` atomically, in the format above."""
+    entries, blobs, offset = [], [], 0
+    for name, value in tensors.items():
+        arr = np.asarray(value)
+        dt = _dt.as_dtype(arr.dtype)
+        raw = _le_bytes(arr.astype(dt.np, copy=False))
+        offset = _align(offset)
+        entries.append(
+            {
+                "name": name,
+                "dtype": dt.name,
+                "shape": list(arr.shape),
+                "offset": offset,
+                "length": int(raw.nbytes),
+            }
+        )
+        blobs.append((offset, raw))
+        offset += raw.nbytes
+    header = json.dumps(
+        {"format": 1, "data_length": offset, "tensors": entries}, separators=(",", ":")
+    ).encode()
+    header += b" " * (_align(_PREFIX + len(header)) - _PREFIX - len(header))
+
+    def chunks() -> Iterator[Any]:
+        yield MAGIC
+        yield _U64.pack(len(header))
+        yield header
+        pos = 0
+        for off, raw in blobs:
+            if off > pos:
+                yield bytes(off - pos)
+            yield raw
+            pos = off + raw.nbytes
+
+    atomic_write(path, chunks(), digest=True)
+
+
+def atomic_write(path: str, chunks: Iterable[Any], digest: bool = False) -> None:
+    """Write ``chunks`` to a temporary file beside ``path``, fsync it, rename it over ``path``,
+    and fsync the directory; with ``digest``, append the SHA-256 of all the chunks."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(
+        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(fd, "wb") as f:
+            h = hashlib.sha256() if digest else None
+            for c in chunks:
+                if h is not None:
+                    h.update(c)
+                f.write(c)
+            if h is not None:
+                f.write(h.digest())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: str) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # e.g. Windows: directories cannot be opened
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str
+    dtype: _dt.DType
+    shape: tuple[int, ...]
+    offset: int
+    length: int
+
+
+class CheckpointReader:
+    """A checkpoint file read and fully validated up front (TF1's ``NewCheckpointReader``).
+
+    Raises NotFoundError when the file does not exist and DataLossError, naming the file and the
+    defect, when it is truncated, corrupt (checksum) or malformed.
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            with open(path, "rb") as f:
+                blob = f.read()
+        except FileNotFoundError:
+            raise NotFoundError(f"checkpoint file {path!r} does not exist") from None
+        except IsADirectoryError:
+            raise NotFoundError(
+                f"checkpoint {path!r} is a directory; pass a checkpoint file, "
+                "e.g. hb.train.latest_checkpoint(directory)"
+            ) from None
+        self._entries, self._data = _parse(path, blob)
+
+    def get_variable_to_shape_map(self) -> dict[str, list[int]]:
+        return {n: list(e.shape) for n, e in self._entries.items()}
+
+    def get_variable_to_dtype_map(self) -> dict[str, _dt.DType]:
+        return {n: e.dtype for n, e in self._entries.items()}
+
+    def has_tensor(self, name: str) -> bool:
+        return name in self._entries
+
+    def entry(self, name: str) -> _Entry:
+        try:
+            return self._entries[name]
+        except KeyError:
+            have = ", ".join(sorted(self._entries)[:12])
+            raise NotFoundError(
+                f"key {name!r} not found in checkpoint {self.path}; it holds: {have or 'nothing'}"
+            ) from None
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        """The tensor as a read-only array over the file's bytes (native byte order)."""
+        e = self.entry(name)
+        le = e.dtype.np.newbyteorder("<")
+        count = int(np.prod(e.shape, dtype=np.int64))
+        arr = np.frombuffer(self._data, dtype=le, count=count, offset=e.offset).reshape(e.shape)
+        return arr if le == e.dtype.np else arr.astype(e.dtype.np)
+
+
+def _parse(path: str, blob: bytes) -> tuple[dict[str, _Entry], memoryview]:
+    size = len(blob)
+    if size < _PREFIX + _DIGEST:
+        raise DataLossError(
+            f"checkpoint {path} is truncated: {size} bytes, a checkpoint has at least "
+            f"{_PREFIX + _DIGEST}"
+        )
+    if blob[: len(MAGIC)] != MAGIC:
+        raise DataLossError(
+            f"{path} is not a hetbed checkpoint: it starts with {blob[:8]!r}, expected {MAGIC!r}"
+        )
+    (hlen,) = _U64.unpack_from(blob, len(MAGIC))
+    if _PREFIX + hlen + _DIGEST > size:
+        raise DataLossError(
+            f"checkpoint {path} is truncated: its header alone needs {_PREFIX + hlen + _DIGEST} "
+            f"bytes, the file has {size}"
+        )
+    try:
+        header = json.loads(blob[_PREFIX : _PREFIX + hlen])
+    except (ValueError, UnicodeDecodeError):
+        header = None
+    if isinstance(header, dict) and isinstance(header.get("data_length"), int):
+        want = _PREFIX + hlen + header["data_length"] + _DIGEST
+        if size < want:
+            raise DataLossError(
+                f"checkpoint {path} is truncated: expected {want} bytes, found {size}"
+            )
+        if size > want:
+            raise DataLossError(
+                f"checkpoint {path} has {size - want} unexpected trailing bytes "
+                f"(expected {want} bytes)"
+            )
+    view = memoryview(blob)
+    if hashlib.sha256(view[:-_DIGEST]).digest() != blob[-_DIGEST:]:
+        raise DataLossError(
+            f"checkpoint {path} is corrupt: its SHA-256 checksum does not match its contents"
+        )
+    if not isinstance(header, dict):
+        raise DataLossError(f"checkpoint {path}: the header is not a JSON object")
+    data = view[_PREFIX + hlen : size - _DIGEST]
+    return _entries(path, header, len(data)), data
+
+
+def _entries(path: str, header: dict, data_length: int) -> dict[str, _Entry]:
+    if header.get("format") != 1:
+        raise DataLossError(
+            f"checkpoint {path} has format {header.get('format')!r}; this hetbed reads format 1"
+        )
+    raw = header.get("tensors")
+    if not isinstance(raw, list):
+        raise DataLossError(f"checkpoint {path}: header has no 'tensors' list")
+    out: dict[str, _Entry] = {}
+    for i, t in enumerate(raw):
+        try:
+            name, shape = t["name"], tuple(t["shape"])
+            dtype = _dt.as_dtype(t["dtype"])
+            offset, length = t["offset"], t["length"]
+            ok = (
+                isinstance(name, str)
+                and all(isinstance(d, int) and d >= 0 for d in shape)
+                and isinstance(offset, int)
+                and isinstance(length, int)
+                and offset >= 0
+            )
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise DataLossError(f"checkpoint {path}: tensor entry {i} is malformed: {t!r}")
+        if name in out:
+            raise DataLossError(f"checkpoint {path}: tensor {name!r} appears twice")
+        want = int(np.prod(shape, dtype=np.int64)) * dtype.size
+        if length != want or offset + length > data_length:
+            raise DataLossError(
+                f"checkpoint {path}: tensor {name!r} ({dtype.name}{list(shape)}) claims bytes "
+                f"[{offset}, {offset + length}) of {data_length}; it needs {want}"
+            )
+        out[name] = _Entry(name, dtype, shape, offset, length)
+    return out
+
+
+# ---- the index of checkpoints in a directory ----------------------------------------------------
+
+
+@dataclass
+class CheckpointState:
+    """What a directory's ``checkpoint`` index says: the latest path and all kept paths."""
+
+    model_checkpoint_path: str
+    all_model_checkpoint_paths: list[str] = field(default_factory=list)
+    all_model_checkpoint_timestamps: list[float] = field(default_factory=list)
+
+
+def _state_path(checkpoint_dir: str, latest_filename: str | None) -> str:
+    return os.path.join(checkpoint_dir, latest_filename or STATE_FILENAME)
+
+
+def update_checkpoint_state(
+    checkpoint_dir: str,
+    model_checkpoint_path: str,
+    all_model_checkpoint_paths: list[str] | None = None,
+    latest_filename: str | None = None,
+    all_model_checkpoint_timestamps: list[float] | None = None,
+) -> None:
+    """Atomically write the directory's index; paths inside the directory are stored relative."""
+
+    def rel(p: str) -> str:
+        a = os.path.abspath(p)
+        if os.path.dirname(a) == os.path.abspath(checkpoint_dir):
+            return os.path.basename(a)
+        return a
+
+    paths = list(all_model_checkpoint_paths or [])
+    if not paths or paths[-1] != model_checkpoint_path:
+        paths = [p for p in paths if p != model_checkpoint_path] + [model_checkpoint_path]
+    doc = {
+        "format": "hetbed-checkpoint-state-1",
+        "model_checkpoint_path": rel(model_checkpoint_path),
+        "all_model_checkpoint_paths": [rel(p) for p in paths],
+        "all_model_checkpoint_timestamps": list(all_model_checkpoint_timestamps or []),
+    }
+    atomic_write(_state_path(checkpoint_dir, latest_filename), [json.dumps(doc, indent=1).encode()])
+
+
+def get_checkpoint_state(
+    checkpoint_dir: str, latest_filename: str | None = None
+) -> CheckpointState | None:
+    """The directory's index with paths resolved against the directory, or None when it has no
+    index. An unreadable index is reported with a warning and treated as absent (as TF1 does)."""
+    p = _state_path(checkpoint_dir, latest_filename)
+    try:
+        with open(p, "rb") as f:
+            doc = json.loads(f.read())
+        latest = doc["model_checkpoint_path"]
+        paths = doc.get("all_model_checkpoint_paths", [latest])
+        stamps = doc.get("all_model_checkpoint_timestamps", [])
+        if not isinstance(latest, str) or not all(isinstance(x, str) for x in paths):
+            raise ValueError("paths must be strings")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        warnings.warn(f"ignoring the checkpoint index {p}: {e}", stacklevel=2)
+        return None
+
+    def resolve(x: str) -> str:
+        return x if os.path.isabs(x) else os.path.join(checkpoint_dir, x)
+
+    return CheckpointState(resolve(latest), [resolve(x) for x in paths], list(stamps))
+
+
+def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
+    """The newest checkpoint listed in the directory's index, or None (no index, or the listed
+    file is missing)."""
+    st = get_checkpoint_state(checkpoint_dir, latest_filename)
+    if st is None or not st.model_checkpoint_path:
+        return None
+    return st.model_checkpoint_path if os.path.isfile(st.model_checkpoint_path) else None
+
+
+def checkpoint_exists(checkpoint_prefix: str) -> bool:
+    return os.path.isfile(checkpoint_prefix)
+
+
+def _resolve(ckpt_dir_or_file: str) -> str:
+    if os.path.isdir(ckpt_dir_or_file):
+        p = latest_checkpoint(ckpt_dir_or_file)
+        if p is None:
+            raise NotFoundError(f"no checkpoint listed in directory {ckpt_dir_or_file!r}")
+        return p
+    return ckpt_dir_or_file
+
+
+def load_checkpoint(ckpt_dir_or_file: str) -> CheckpointReader:
+    """A reader for a checkpoint file, or for the latest checkpoint of a directory."""
+    return CheckpointReader(_resolve(ckpt_dir_or_file))
+
+
+def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
+    """[(name, shape)] of the tensors in a checkpoint, sorted by name."""
+    return sorted(load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map().items())
+
+
+def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
+    return np.array(load_checkpoint(ckpt_dir_or_file).get_tensor(name))
+
+
+__all__ = [
+    "MAGIC",
+    "CheckpointReader",
+    "CheckpointState",
+    "atomic_write",
+    "checkpoint_exists",
+    "get_checkpoint_state",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "update_checkpoint_state",
+    "write_checkpoint",
+]

@@ -1,0 +1,211 @@
+"""``hb.train.Saver``: saves variables to, and restores them from, checkpoint files.
+
+One file per checkpoint, written atomically with a SHA-256 digest (format in ``checkpoint.py``);
+a JSON index named ``checkpoint`` beside them lists the latest and the kept checkpoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgumentError
+from ..graph import GraphKeys, get_default_graph
+from ..ops import state
+from ..ops.array import placeholder
+from ..ops.control import group
+from ..variables import Variable
+from .checkpoint import CheckpointReader, update_checkpoint_state, write_checkpoint
+
+# ---- Saver -----------------------------------------------------------------------------------------
+
+
+class Saver:
+    """Saves and restores variables: ``saver.save(sess, "dir/model", global_step=step)``.
+
+    All its graph ops (one read per variable to fetch, one Assign per variable fed through a
+    placeholder, grouped as ``save/restore_all``) are built here, so a finalized graph can still
+    be saved and restored. ``var_list``: variables (saved under their op names) or a dict
+    name -> variable; default: all global variables.
+    """
+
+    def __init__(
+        self,
+        var_list: Any = None,
+        reshape: bool = False,
+        sharded: bool = False,
+        max_to_keep: int | None = 5,
+        keep_checkpoint_every_n_hours: float = 10000.0,
+        name: str | None = None,
+        restore_sequentially: bool = False,
+        saver_def: Any = None,
+        builder: Any = None,
+        defer_build: bool = False,
+        allow_empty: bool = False,
+        write_version: int = 2,
+        pad_step_number: bool = False,
+        save_relative_paths: bool = False,
+        filename: str | None = None,
+    ):
+        g = get_default_graph()
+        named = _names_to_vars(var_list, g)
+        if not named and not allow_empty:
+            raise ValueError("Saver: no variables to save (pass allow_empty=True to allow it)")
+        self._graph = g
+        self._max_to_keep = max_to_keep
+        self._keep_every_s = keep_checkpoint_every_n_hours * 3600.0
+        self._next_keep_time = time.time() + self._keep_every_s
+        self._pad_step_number = pad_step_number
+        self._filename = filename
+        self._last: list[tuple[str, float]] = []
+        self._items: list[tuple[str, Variable, Any]] = []
+        assigns = []
+        with g.name_scope(name or "save"), g.control_dependencies(None), g.device(None):
+            for key in sorted(named):
+                var = named[key]
+                full = var.shape.is_fully_defined()
+                ph = placeholder(var.dtype, var.shape if full else None, name="restore_value")
+                assigns.append(state.assign(var, ph, validate_shape=full, name="restore"))
+                self._items.append((key, var, ph))
+            self._restore_op = group(*assigns, name="restore_all")
+        self._reads = [var.value() for _, var, _ in self._items]
+
+    # ---- saving ----------------------------------------------------------------------------
+    def save(
+        self,
+        sess: Any,
+        save_path: str,
+        global_step: Any = None,
+        latest_filename: str | None = None,
+        meta_graph_suffix: str = "meta",
+        write_meta_graph: bool = True,
+        write_state: bool = True,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
+    ) -> str:
+        """Write the variables' values in ``sess`` to ``save_path`` (``save_path-<step>`` with a
+        global step) and return that path. Updates the directory's index and deletes checkpoints
+        beyond ``max_to_keep``. Raises ValueError when the directory does not exist."""
+        if latest_filename and os.path.dirname(latest_filename):
+            raise ValueError(f"latest_filename {latest_filename!r} must be a bare file name")
+        if global_step is not None:
+            if not isinstance(global_step, (int, np.integer)):
+                from .training_util import global_step as _step_of
+
+                global_step = _step_of(sess, global_step)
+            step = f"{int(global_step):08d}" if self._pad_step_number else str(int(global_step))
+            path = f"{save_path}-{step}"
+        else:
+            path = save_path
+        directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise ValueError(f"parent directory of {path!r} does not exist, cannot save")
+        if os.path.isdir(path):
+            raise ValueError(f"save path {path!r} is a directory; pass a file prefix inside it")
+        values = sess.run(self._reads) if self._reads else []
+        write_checkpoint(path, {k: v for (k, _, _), v in zip(self._items, values)})
+        if write_state:
+            self._record(path, directory, latest_filename)
+        return path
+
+    def _record(self, path: str, directory: str, latest_filename: str | None) -> None:
+        now = time.time()
+        self._last = [(p, t) for p, t in self._last if p != path] + [(path, now)]
+        doomed = []
+        if self._max_to_keep:
+            while len(self._last) > self._max_to_keep:
+                p, t = self._last.pop(0)
+                if t > self._next_keep_time:  # keep one checkpoint every n hours
+                    self._next_keep_time += self._keep_every_s
+                else:
+                    doomed.append(p)
+        kept = [p for p, _ in self._last] if self._max_to_keep else [path]
+        stamps = [t for _, t in self._last] if self._max_to_keep else [now]
+        update_checkpoint_state(directory, path, kept, latest_filename, stamps)
+        for p in doomed:  # only after the index no longer lists them
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(p)
+
+    @property
+    def last_checkpoints(self) -> list[str]:
+        """The checkpoints this Saver keeps, oldest first."""
+        return [p for p, _ in self._last]
+
+    def recover_last_checkpoints(self, checkpoint_paths: list[str]) -> None:
+        """Adopt existing checkpoints (e.g. from ``get_checkpoint_state``) as kept ones."""
+        now = time.time()
+        self._last = [(p, now) for p in checkpoint_paths if os.path.isfile(p)]
+
+    def set_last_checkpoints_with_time(self, last_checkpoints_with_time: list) -> None:
+        self._last = [(p, float(t)) for p, t in last_checkpoints_with_time]
+
+    # ---- restoring ---------------------------------------------------------------------------
+    def restore(self, sess: Any, save_path: str) -> None:
+        """Assign the values stored in ``save_path`` to the variables in ``sess``.
+
+        The whole file is validated before anything is assigned, so on error the variables keep
+        their values. Raises NotFoundError (missing file or variable), DataLossError (truncated or
+        corrupt file) or InvalidArgumentError (dtype or shape mismatch), each naming the file.
+        """
+        if save_path is None:
+            raise ValueError(
+                "restore: save_path is None; pass a checkpoint path, e.g. "
+                "hb.train.latest_checkpoint(directory)"
+            )
+        reader = CheckpointReader(save_path)
+        feeds = {}
+        for key, var, ph in self._items:
+            e = reader.entry(key)
+            if e.dtype != var.dtype:
+                raise InvalidArgumentError(
+                    f"restoring {var.op.name} from {save_path}: the checkpoint's {key!r} is "
+                    f"{e.dtype.name}, the variable is {var.dtype.name}"
+                )
+            if not var.shape.is_compatible_with(e.shape):
+                raise InvalidArgumentError(
+                    f"restoring {var.op.name} from {save_path}: checkpoint shape "
+                    f"{list(e.shape)} for {key!r} does not match the variable's shape {var.shape}"
+                )
+            feeds[ph] = reader.get_tensor(key)
+        if self._items:
+            sess.run(self._restore_op, feeds)
+
+    def as_saver_def(self) -> dict:
+        return {
+            "restore_op_name": self._restore_op.name,
+            "max_to_keep": self._max_to_keep,
+            "keep_checkpoint_every_n_hours": self._keep_every_s / 3600.0,
+            "variables": [k for k, _, _ in self._items],
+        }
+
+
+def _names_to_vars(var_list: Any, graph: Any) -> dict[str, Variable]:
+    if var_list is None:
+        var_list = graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
+    if isinstance(var_list, dict):
+        items = list(var_list.items())
+    else:
+        items = []
+        for v in var_list:
+            if not isinstance(v, Variable):
+                raise TypeError(f"Saver saves hb.Variable objects; got {v!r}")
+            items.append((v.op.name, v))
+    out: dict[str, Variable] = {}
+    for key, v in items:
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"Saver: checkpoint names must be non-empty strings, got {key!r}")
+        if not isinstance(v, Variable):
+            raise TypeError(f"Saver: {key!r} maps to {v!r}, not an hb.Variable")
+        if key in out:
+            if out[key] is v:
+                continue
+            raise ValueError(f"Saver: two variables would be saved under the name {key!r}")
+        out[key] = v
+    return out
+
+
+__all__ = ["Saver"]

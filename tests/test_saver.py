@@ -1,0 +1,232 @@
+"""Saver: round trips, the checkpoint index, max_to_keep, and clean failures on damaged files."""
+
+import json
+import os
+import struct
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.runtime.train.checkpoint import MAGIC
+
+
+def _model():
+    """Variables of several dtypes and shapes, and an op that changes all of them."""
+    w = hb.Variable(np.arange(6, dtype=np.float32).reshape(2, 3), name="w")
+    b = hb.Variable(np.array([0.5, -1.5]), name="layer/b")  # float64
+    n = hb.Variable(np.int64(7), name="n")
+    flag = hb.Variable(np.array([True, False]), name="flag")
+    bump = hb.group(
+        hb.assign_add(w, np.ones((2, 3), np.float32)),
+        hb.assign_add(b, [1.0, 1.0]),
+        hb.assign_add(n, np.int64(1)),
+        hb.assign(flag, hb.logical_not(flag)),
+    )
+    return [w, b, n, flag], bump
+
+
+def _values(s, vs):
+    return [np.array(x) for x in s.run(vs)]
+
+
+def _assert_same(a, b):
+    for x, y in zip(a, b):
+        assert x.dtype == y.dtype
+        np.testing.assert_array_equal(x, y)
+
+
+def test_save_restore_round_trip(tmp_path):
+    """Restoring gives back every saved value, dtype and shape; save returns prefix-step."""
+    with hb.Graph().as_default():
+        vs, bump = _model()
+        saver = hb.train.Saver()
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            saved = _values(s, vs)
+            path = saver.save(s, str(tmp_path / "model"), global_step=3)
+            assert path == str(tmp_path / "model-3") and os.path.isfile(path)
+            s.run(bump)
+            assert not np.array_equal(s.run(vs[0]), saved[0])
+            saver.restore(s, path)
+            _assert_same(_values(s, vs), saved)
+    assert hb.train.latest_checkpoint(str(tmp_path)) == path
+    assert hb.train.list_variables(str(tmp_path)) == [
+        ("flag", [2]), ("layer/b", [2]), ("n", []), ("w", [2, 3])
+    ]  # fmt: skip
+    np.testing.assert_array_equal(hb.train.load_variable(path, "w"), saved[0])
+    assert not [f for f in os.listdir(tmp_path) if f.endswith(".tmp")]  # no temporaries left
+
+
+def test_file_format_is_magic_json_index_raw_bytes_and_digest(tmp_path):
+    """A checkpoint is magic, a JSON index, 64-aligned little-endian bytes, then a SHA-256."""
+    import hashlib
+
+    with hb.Graph().as_default():
+        vs, _ = _model()
+        saver = hb.train.Saver(vs[:1])
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            path = saver.save(s, str(tmp_path / "m"))
+    blob = open(path, "rb").read()
+    assert blob[:8] == MAGIC
+    (hlen,) = struct.unpack_from("<Q", blob, 8)
+    header = json.loads(blob[16 : 16 + hlen])
+    assert (16 + hlen) % 64 == 0
+    (entry,) = header["tensors"]
+    assert entry == {"name": "w", "dtype": "float32", "shape": [2, 3], "offset": 0, "length": 24}
+    data = blob[16 + hlen : 16 + hlen + 24]
+    np.testing.assert_array_equal(np.frombuffer(data, "<f4"), np.arange(6))
+    assert blob[-32:] == hashlib.sha256(blob[:-32]).digest()
+
+
+def test_dict_var_list_and_finalized_graph(tmp_path):
+    """A dict var_list saves under its keys; save and restore work after graph.finalize()."""
+    with hb.Graph().as_default() as g:
+        vs, bump = _model()
+        saver = hb.train.Saver({"weights": vs[0], "count": vs[2]})
+        init = hb.global_variables_initializer()
+        g.finalize()
+        with hb.Session() as s:
+            s.run(init)
+            saved = _values(s, [vs[0], vs[2]])
+            path = saver.save(s, str(tmp_path / "ckpt"))
+            s.run(bump)
+            saver.restore(s, path)
+            _assert_same(_values(s, [vs[0], vs[2]]), saved)
+    assert [n for n, _ in hb.train.list_variables(path)] == ["count", "weights"]
+
+
+def test_max_to_keep_and_index(tmp_path):
+    """Only the newest max_to_keep checkpoints remain; the index lists them, newest last."""
+    with hb.Graph().as_default():
+        vs, bump = _model()
+        saver = hb.train.Saver(max_to_keep=2)
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            paths = [saver.save(s, str(tmp_path / "model"), global_step=i) for i in range(4)]
+    assert [os.path.isfile(p) for p in paths] == [False, False, True, True]
+    assert saver.last_checkpoints == paths[2:]
+    st = hb.train.get_checkpoint_state(str(tmp_path))
+    assert st.model_checkpoint_path == paths[3]
+    assert st.all_model_checkpoint_paths == paths[2:]
+    index = json.loads((tmp_path / "checkpoint").read_text())
+    assert index["model_checkpoint_path"] == "model-3"  # relative: the directory can move
+
+
+def test_latest_checkpoint_follows_the_index(tmp_path):
+    """latest_checkpoint reads the index, not file times; no index or a missing file gives None."""
+    assert hb.train.latest_checkpoint(str(tmp_path)) is None
+    with hb.Graph().as_default():
+        vs, _ = _model()
+        saver = hb.train.Saver()
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            p1 = saver.save(s, str(tmp_path / "a"), global_step=1)
+            p2 = saver.save(s, str(tmp_path / "a"), global_step=2)
+    assert hb.train.latest_checkpoint(str(tmp_path)) == p2
+    hb.train.update_checkpoint_state(str(tmp_path), p1, [p1, p2])
+    assert hb.train.latest_checkpoint(str(tmp_path)) == p1
+    os.remove(p1)
+    assert hb.train.latest_checkpoint(str(tmp_path)) is None
+    (tmp_path / "checkpoint").write_text("{not json")
+    with pytest.warns(UserWarning, match="ignoring the checkpoint index"):
+        assert hb.train.get_checkpoint_state(str(tmp_path)) is None
+
+
+def _two_checkpoints(tmp_path, s, vs, bump, saver):
+    s.run(hb.global_variables_initializer())
+    old = _values(s, vs)
+    p_old = saver.save(s, str(tmp_path / "model"), global_step=1)
+    s.run(bump)
+    p_new = saver.save(s, str(tmp_path / "model"), global_step=2)
+    s.run(bump)
+    return old, p_old, p_new
+
+
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        ("flip_data", "checksum"),
+        ("flip_header", "checksum"),
+        ("truncate", "truncated"),
+        ("truncate_header", "truncated"),
+        ("magic", "not a hetbed checkpoint"),
+    ],
+)
+def test_damaged_checkpoint_fails_cleanly_and_previous_restores(tmp_path, damage, message):
+    """A corrupt or truncated newest checkpoint raises DataLossError naming the file and leaves
+    the variables as they were; the previous checkpoint still restores the older values."""
+    with hb.Graph().as_default():
+        vs, bump = _model()
+        saver = hb.train.Saver()
+        with hb.Session() as s:
+            old, p_old, p_new = _two_checkpoints(tmp_path, s, vs, bump, saver)
+            blob = bytearray(open(p_new, "rb").read())
+            if damage == "flip_data":
+                blob[-40] ^= 0x01
+            elif damage == "flip_header":
+                blob[20] ^= 0x20
+            elif damage == "truncate":
+                blob = blob[:-10]
+            elif damage == "truncate_header":
+                blob = blob[:30]
+            else:
+                blob[:8] = b"PK\x03\x04xxxx"
+            open(p_new, "wb").write(bytes(blob))
+            before = _values(s, vs)
+            with pytest.raises(hb.errors.DataLossError, match=message) as err:
+                saver.restore(s, hb.train.latest_checkpoint(str(tmp_path)))
+            assert p_new in str(err.value)
+            _assert_same(_values(s, vs), before)
+            saver.restore(s, p_old)
+            _assert_same(_values(s, vs), old)
+
+
+def test_missing_variable_and_shape_mismatch_are_named(tmp_path):
+    """A variable absent from the checkpoint raises NotFoundError naming it; a shape mismatch
+    names the variable and both shapes; a missing file is NotFoundError."""
+    with hb.Graph().as_default():
+        w = hb.Variable(np.zeros((2, 3), np.float32), name="w")
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            path = hb.train.Saver([w]).save(s, str(tmp_path / "m"))
+    with hb.Graph().as_default():
+        w = hb.Variable(np.ones((2, 3), np.float32), name="w")
+        extra = hb.Variable(np.ones(2, np.float32), name="extra")
+        wide = hb.Variable(np.ones((3, 3), np.float32), name="wide")
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            with pytest.raises(hb.errors.NotFoundError, match="'extra' not found"):
+                hb.train.Saver([w, extra]).restore(s, path)
+            with pytest.raises(hb.errors.InvalidArgumentError, match=r"wide.*\[2, 3\].*\(3, 3\)"):
+                hb.train.Saver({"w": wide}).restore(s, path)
+            with pytest.raises(hb.errors.NotFoundError, match="does not exist"):
+                hb.train.Saver([w]).restore(s, str(tmp_path / "nope"))
+            np.testing.assert_array_equal(s.run(w), np.ones((2, 3)))  # nothing was assigned
+            with pytest.raises(ValueError, match="does not exist, cannot save"):
+                hb.train.Saver([w]).save(s, str(tmp_path / "no_dir" / "m"))
+
+
+def test_resumed_training_equals_uninterrupted(tmp_path):
+    """Saving Adam's slots and the global step makes a resumed run match an uninterrupted one."""
+    with hb.Graph().as_default():
+        w = hb.Variable(np.array([1.0, -2.0, 0.5], np.float32), name="w")
+        gs = hb.train.get_or_create_global_step()
+        train = hb.train.AdamOptimizer(0.1).minimize(hb.reduce_sum(hb.square(w - 1.0)), gs)
+        saver = hb.train.Saver()
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            s.run(train)
+            s.run(train)
+            path = saver.save(s, str(tmp_path / "run"), global_step=gs)
+            s.run(train)
+            s.run(train)
+            straight = s.run(w)
+            s.run(hb.global_variables_initializer())  # forget everything
+            saver.restore(s, path)
+            assert hb.train.global_step(s, gs) == 2
+            s.run(train)
+            s.run(train)
+            np.testing.assert_array_equal(s.run(w), straight)
+    assert path.endswith("run-2")
