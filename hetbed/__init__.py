@@ -4,8 +4,12 @@
 ``hb.train``, ...); ``import hetbed.compat.v1 as tf`` gives the same names in TF1's layout.
 """
 
+# --- nn and random ops (runtime/ops/nn.py, runtime/ops/random.py) ---
+# --- training (runtime/train) ---
+# --- layers, initializers, variable scopes ---
+from hetbed import initializers, layers, losses, nn, train
+from hetbed.devices.naming import DeviceSpec
 from hetbed.runtime import errors
-from hetbed.runtime.device_spec import DeviceSpec
 from hetbed.runtime.dtypes import (
     DType,
     as_dtype,
@@ -35,6 +39,17 @@ from hetbed.runtime.graph import (
     reset_default_graph,
     set_random_seed,
 )
+from hetbed.runtime.initializers import (
+    constant_initializer,
+    glorot_normal_initializer,
+    glorot_uniform_initializer,
+    ones_initializer,
+    random_normal_initializer,
+    random_uniform_initializer,
+    truncated_normal_initializer,
+    variance_scaling_initializer,
+    zeros_initializer,
+)
 from hetbed.runtime.ops.array import (
     cast,
     constant,
@@ -52,6 +67,30 @@ from hetbed.runtime.ops.array import (
 )
 from hetbed.runtime.ops.control import group, no_op
 from hetbed.runtime.ops.control import tuple_ as tuple
+
+# --- array ops (runtime/ops/manip.py) ---
+from hetbed.runtime.ops.manip import (
+    concat,
+    expand_dims,
+    fill,
+    gather,
+    indexed_slices_to_dense,
+    one_hot,
+    ones,
+    pad,
+    reverse,
+    split,
+    squeeze,
+    stack,
+    strided_slice,
+    tile,
+    transpose,
+    unsorted_segment_sum,
+    unstack,
+    zeros,
+)
+from hetbed.runtime.ops.manip import range_ as range
+from hetbed.runtime.ops.manip import slice_ as slice
 from hetbed.runtime.ops.math import (
     abs,
     add,
@@ -103,6 +142,8 @@ from hetbed.runtime.ops.math import (
     where,
     zeros_like,
 )
+from hetbed.runtime.ops.nn import sigmoid, tanh
+from hetbed.runtime.ops.random import random_normal, random_uniform, truncated_normal
 from hetbed.runtime.ops.state import (
     assign,
     assign_add,
@@ -113,11 +154,29 @@ from hetbed.runtime.ops.state import (
     scatter_update,
 )
 from hetbed.runtime.registry import convert_to_tensor
+
+# --- serialization (runtime/serialize.py) ---
+from hetbed.runtime.serialize import (
+    graph_from_dict,
+    graph_to_dict,
+    read_graph,
+    to_dot,
+    write_graph,
+)
 from hetbed.runtime.session import (
     ConfigProto,
     InteractiveSession,
     Session,
     get_default_session,
+)
+from hetbed.runtime.timeline import RunMetadata, RunOptions
+from hetbed.runtime.variable_scope import (
+    AUTO_REUSE,
+    VariableScope,
+    get_local_variable,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
 )
 from hetbed.runtime.variables import (
     Variable,
@@ -130,12 +189,6 @@ from hetbed.runtime.variables import (
     trainable_variables,
     variables_initializer,
 )
-
-# --- array ops (runtime/ops/manip.py) ---
-# --- nn and random ops (runtime/ops/nn.py, runtime/ops/random.py) ---
-# --- training (runtime/train) ---
-# --- serialization (runtime/serialize.py) ---
-# --- layers, initializers, variable scopes ---
 
 sub = subtract
 mul = multiply

@@ -258,7 +258,7 @@ class BaseSession:
                 out.append(None)
             else:
                 v = self._to_host(v)
-                out.append(np.array(v, copy=True) if copy else v)
+                out.append(v.copy() if copy and isinstance(v, np.ndarray) else v)
         return fetch.build(out)
 
     def _to_host(self, v: Any) -> Any:

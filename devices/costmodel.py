@@ -1,0 +1,207 @@
+"""Cost models: how long one op takes on one (simulated) device.
+
+``Roofline`` is the default: ``max(flops / peak, bytes / bandwidth) + launch overhead``, with the
+op's FLOPs and bytes from its cost rule, the peak chosen by dtype (and the matrix units' peak for
+matrix products), and, for systolic-array devices (TPU-like), the peak scaled by how well the
+product's dimensions fill the array. ``Profiled`` looks an op up in a table measured on the real
+executor (``hetbed calibrate``) and falls back to another model where the table has no entry.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+MATRIX_OPS = {"MatMul", "BatchMatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
+
+
+@dataclass
+class DevicePerf:
+    """The numbers a cost model needs of a device (usually read from the hardware catalog)."""
+
+    name: str
+    peak_flops: dict[str, float]  # dtype name -> FLOP/s of the vector/scalar units
+    matrix_flops: dict[str, float] = field(default_factory=dict)  # dtype -> FLOP/s of matrix units
+    memory_bandwidth: float = 10e9  # bytes/s
+    memory_bytes: float = 16e9
+    launch_overhead_s: float = 5e-6
+    systolic: tuple[int, int] | None = None  # (rows, cols) of one matrix unit, TPU-like devices
+
+    def peak(self, dtype: str, matrix: bool) -> float:
+        if matrix and dtype in self.matrix_flops:
+            return self.matrix_flops[dtype]
+        if dtype in self.peak_flops:
+            return self.peak_flops[dtype]
+        if dtype in ("int32", "int64", "bool"):
+            return self.peak_flops.get("float32", min(self.peak_flops.values()))
+        if dtype == "float64":
+            return self.peak_flops.get("float32", min(self.peak_flops.values())) / 2
+        return self.peak_flops.get("float32", min(self.peak_flops.values()))
+
+
+def perf_from_spec(spec: Any) -> DevicePerf:
+    """A DevicePerf from a catalog HardwareSpec (or anything with the same attribute names)."""
+    if isinstance(spec, DevicePerf):
+        return spec
+    return spec.perf()
+
+
+def systolic_efficiency(m: int, k: int, n: int, rows: int, cols: int) -> float:
+    """Fraction of a rows x cols systolic array kept busy by an (m x k) @ (k x n) product.
+
+    The array holds a (rows x cols) tile of the weights (k x n): the k and n dimensions are cut
+    into tiles, and the last partial tile of each wastes the rest of the array.
+    """
+    fk = k / (math.ceil(k / rows) * rows)
+    fn = n / (math.ceil(n / cols) * cols)
+    return max(fk * fn, 1e-3)
+
+
+def _matmul_dims(op: Any, ins: Sequence[tuple]) -> tuple[int, int, int] | None:
+    t = op.type
+    if t == "MatMul":
+        a, b = ins
+        m, k = (a[1], a[0]) if op.attrs.get("transpose_a") else (a[0], a[1])
+        n = b[0] if op.attrs.get("transpose_b") else b[1]
+        return m, k, n
+    if t == "BatchMatMul":
+        a, b = ins
+        m = int(math.prod(a[:-1]))
+        k = a[-2] if op.attrs.get("adj_x") else a[-1]
+        n = b[-2] if op.attrs.get("adj_y") else b[-1]
+        return m, k, n
+    if t == "Conv2D":
+        x, f = ins
+        kh, kw, ci, co = f
+        return int(math.prod(x[:3])), kh * kw * ci, co
+    return None
+
+
+class CostModel:
+    """Interface: ``duration(op, in_shapes, out_shapes, perf) -> seconds`` for concrete shapes."""
+
+    def duration(
+        self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
+    ) -> float:
+        raise NotImplementedError(f"{type(self).__name__} needs a duration()")
+
+
+ZERO_TIME_OPS = {
+    "Const",
+    "VariableV2",
+    "NoOp",
+    "Placeholder",
+    "_Send",
+    "_Recv",
+    "Identity",
+    "ReadVariable",
+    "StopGradient",
+    "Reshape",
+    "ReshapeLike",
+    "KeepDims",
+    "Shape",
+}
+
+
+class Roofline(CostModel):
+    """max(flops / peak, bytes / bandwidth) + launch overhead (systolic fill for matrix ops)."""
+
+    def duration(
+        self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
+    ) -> float:
+        if op.type in ZERO_TIME_OPS:
+            return 0.0
+        c = op.op_def.cost_fn(op, list(ins), list(outs))
+        dtype = (
+            (op.inputs[0].dtype if op.inputs else op.outputs[0].dtype).name
+            if (op.inputs or op.outputs)
+            else "float32"
+        )
+        matrix = op.type in MATRIX_OPS
+        peak = perf.peak(dtype, matrix)
+        if matrix and perf.systolic is not None:
+            dims = _matmul_dims(op, ins)
+            if dims is not None:
+                peak *= systolic_efficiency(*dims, *perf.systolic)
+        compute = c.flops / peak if peak > 0 else 0.0
+        memory = (c.bytes_read + c.bytes_written) / perf.memory_bandwidth
+        return max(compute, memory) + perf.launch_overhead_s
+
+
+def profile_key(op: Any, ins: Sequence[tuple]) -> str:
+    """Table key: op type, dtype, input shapes and the attrs that change the work done."""
+    dtype = (
+        op.inputs[0].dtype.name if op.inputs else (op.outputs[0].dtype.name if op.outputs else "")
+    )
+    attrs = {
+        k: v
+        for k, v in sorted(op.attrs.items())
+        if isinstance(v, (bool, int, str, tuple))
+        and k not in ("seed", "key", "tensor_name", "group_key")
+    }
+    return json.dumps([op.type, dtype, [list(s) for s in ins], attrs], default=str)
+
+
+class Profiled(CostModel):
+    """Measured seconds per (op type, dtype, input shapes, attrs); ``fallback`` for the rest.
+
+    ``overhead_s`` is added per op: the executor's own dispatch cost, measured by calibration.
+    """
+
+    def __init__(
+        self,
+        table: dict[str, float],
+        fallback: CostModel | None = None,
+        overhead_s: float = 0.0,
+        device: str = "",
+    ):
+        self.table = table
+        self.fallback = fallback or Roofline()
+        self.overhead_s = overhead_s
+        self.device = device
+        self.hits = 0
+        self.misses = 0
+
+    def duration(
+        self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
+    ) -> float:
+        t = self.table.get(profile_key(op, ins))
+        if t is not None:
+            self.hits += 1
+            return t + self.overhead_s
+        self.misses += 1
+        return self.fallback.duration(op, ins, outs, perf) + self.overhead_s
+
+    def save(self, path: str) -> None:
+        """Write the table as JSON (atomically)."""
+        doc = {
+            "format": "hetbed-profile",
+            "version": 1,
+            "device": self.device,
+            "overhead_s": self.overhead_s,
+            "table": self.table,
+        }
+        tmp = f"{path}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(doc, f, indent=0, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str, fallback: CostModel | None = None) -> Profiled:
+        """Read a table written by ``save``; raises ValueError naming the file when malformed."""
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not a profile table ({e})") from None
+        if doc.get("format") != "hetbed-profile" or doc.get("version") != 1:
+            raise ValueError(f"{path}: not a hetbed-profile version 1 file")
+        return cls(
+            dict(doc["table"]), fallback, float(doc.get("overhead_s", 0.0)), doc.get("device", "")
+        )

@@ -1,0 +1,170 @@
+"""TensorFlow 1.x's namespace over hetbed: ``import hetbed.compat.v1 as tf``.
+
+Every public name of ``hetbed`` is here (``tf.placeholder``, ``tf.Session``, ``tf.nn``,
+``tf.train``, ``tf.layers``, ``tf.get_variable``, ...), plus what TF1 lays out differently:
+``tf.random``, ``tf.math``, ``tf.dtypes``, ``tf.logging``, ``tf.bool`` and the switches of TF2
+(``tf.disable_v2_behavior()`` and ``tf.disable_eager_execution()`` do nothing: hetbed always
+builds graphs). The names are copied from ``hetbed`` when this module is imported, so it mirrors
+whatever ``hetbed`` exports.
+"""
+
+from __future__ import annotations
+
+import logging as _pylogging
+import types as _types
+from typing import Any as _Any
+
+import hetbed as _hb
+from hetbed import errors, initializers, layers, losses, nn, train
+
+# Subpackages of hetbed that are not part of TF1's namespace.
+_NOT_TF = {"runtime", "devices", "simulator", "scenarios", "reports", "compat", "cli"}
+
+for _name in dir(_hb):
+    if not _name.startswith("_") and _name not in _NOT_TF:
+        globals()[_name] = getattr(_hb, _name)
+
+bool = _hb.bool_  # noqa: A001 - TF's name
+AUTO_REUSE = _hb.AUTO_REUSE
+
+
+def _namespace(name: str, doc: str, names: dict[str, _Any]) -> _types.ModuleType:
+    mod = _types.ModuleType(f"{__name__}.{name}", doc)
+    for k, v in names.items():
+        if v is not None:
+            setattr(mod, k, v)
+    return mod
+
+
+def _pick(*names: str) -> dict[str, _Any]:
+    return {n: getattr(_hb, n, None) for n in names}
+
+
+random = _namespace(
+    "random",
+    "TF1's tf.random: samplers and the graph-level seed.",
+    {
+        "normal": _hb.random_normal,
+        "uniform": _hb.random_uniform,
+        "truncated_normal": _hb.truncated_normal,
+        "set_random_seed": _hb.set_random_seed,
+        "shuffle": getattr(_hb, "random_shuffle", None),
+    },
+)
+
+math = _namespace(
+    "math",
+    "TF1's tf.math: elementwise math and reductions.",
+    _pick(
+        "abs",
+        "add",
+        "add_n",
+        "argmax",
+        "argmin",
+        "ceil",
+        "divide",
+        "equal",
+        "exp",
+        "floor",
+        "floordiv",
+        "floormod",
+        "greater",
+        "greater_equal",
+        "less",
+        "less_equal",
+        "log",
+        "log1p",
+        "logical_and",
+        "logical_not",
+        "logical_or",
+        "maximum",
+        "minimum",
+        "multiply",
+        "negative",
+        "not_equal",
+        "pow",
+        "reciprocal",
+        "reduce_all",
+        "reduce_any",
+        "reduce_max",
+        "reduce_mean",
+        "reduce_min",
+        "reduce_prod",
+        "reduce_sum",
+        "round",
+        "rsqrt",
+        "sigmoid",
+        "sign",
+        "sqrt",
+        "square",
+        "squared_difference",
+        "subtract",
+        "tanh",
+        "truediv",
+    )
+    | {"softplus": getattr(nn, "softplus", None), "log_softmax": getattr(nn, "log_softmax", None)},
+)
+
+dtypes = _namespace(
+    "dtypes",
+    "TF1's tf.dtypes.",
+    _pick("DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "cast")
+    | {"bool": _hb.bool_},
+)
+
+
+# ---- TF2 switches: hetbed is graph mode only -----------------------------------------------
+
+
+def disable_v2_behavior() -> None:
+    """Does nothing: hetbed always has TF1 behavior."""
+
+
+def disable_eager_execution() -> None:
+    """Does nothing: hetbed always builds graphs."""
+
+
+def enable_v2_behavior() -> None:
+    raise NotImplementedError("hetbed implements TF1's graph mode only")
+
+
+def enable_eager_execution(*args: _Any, **kwargs: _Any) -> None:
+    raise NotImplementedError("hetbed has no eager execution; build a graph and run a Session")
+
+
+def executing_eagerly() -> bool:
+    return False
+
+
+# ---- tf.logging --------------------------------------------------------------------------
+
+_logger = _pylogging.getLogger("hetbed")
+
+
+def _set_verbosity(level: int) -> None:
+    _logger.setLevel(level)
+
+
+logging = _namespace(
+    "logging",
+    "TF1's tf.logging over Python's logging (logger 'hetbed').",
+    {
+        "DEBUG": _pylogging.DEBUG,
+        "INFO": _pylogging.INFO,
+        "WARN": _pylogging.WARNING,
+        "WARNING": _pylogging.WARNING,
+        "ERROR": _pylogging.ERROR,
+        "FATAL": _pylogging.FATAL,
+        "set_verbosity": _set_verbosity,
+        "get_verbosity": _logger.getEffectiveLevel,
+        "debug": _logger.debug,
+        "info": _logger.info,
+        "warn": _logger.warning,
+        "warning": _logger.warning,
+        "error": _logger.error,
+        "fatal": _logger.critical,
+        "log": _logger.log,
+    },
+)
+
+del _name

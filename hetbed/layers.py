@@ -1,0 +1,44 @@
+"""``hb.layers`` (TF1's ``tf.layers``): layer classes and their functional forms."""
+
+from hetbed.runtime.layers import (
+    AveragePooling2D,
+    BatchNormalization,
+    Conv2D,
+    Dense,
+    Dropout,
+    Flatten,
+    Layer,
+    MaxPooling2D,
+    average_pooling2d,
+    batch_normalization,
+    conv2d,
+    dense,
+    dropout,
+    flatten,
+    max_pooling2d,
+)
+
+AvgPool2D = AveragePooling2D
+MaxPool2D = MaxPooling2D
+Convolution2D = Conv2D
+
+__all__ = [
+    "AvgPool2D",
+    "AveragePooling2D",
+    "BatchNormalization",
+    "Conv2D",
+    "Convolution2D",
+    "Dense",
+    "Dropout",
+    "Flatten",
+    "Layer",
+    "MaxPool2D",
+    "MaxPooling2D",
+    "average_pooling2d",
+    "batch_normalization",
+    "conv2d",
+    "dense",
+    "dropout",
+    "flatten",
+    "max_pooling2d",
+]

@@ -1,0 +1,74 @@
+"""Concrete shapes: run an op's shape rule on the actual input shapes of one step.
+
+A graph built with unknown dimensions (batch None) has partial static shapes; a simulated step
+without real values still needs every tensor's concrete shape for its cost and its bytes on the
+wire. ``output_shapes(op, in_shapes)`` gives them, falling back to the static shape (unknown
+dimensions as 1) where a rule cannot tell (a data-dependent size).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from .graph import TensorShape
+from .registry import _ShapeView
+
+
+class _ShapedInput:
+    """Stands in for an input Tensor: the real op/name/dtype, a concrete shape."""
+
+    __slots__ = ("op", "value_index", "dtype", "shape", "name", "graph")
+
+    def __init__(self, t: Any, shape: tuple):
+        self.op = t.op
+        self.value_index = t.value_index
+        self.dtype = t.dtype
+        self.shape = TensorShape(shape)
+        self.name = t.name
+        self.graph = t.graph
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+
+_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def output_shapes(op: Any, in_shapes: list[tuple], inputs: list | None = None) -> list[tuple]:
+    """Concrete output shapes of ``op`` for ``in_shapes``; ``inputs`` are the tensors feeding it
+    (defaults to ``op.inputs``; partitions may rewire inputs to Recv outputs)."""
+    per_op = _cache.get(op)
+    if per_op is None:
+        per_op = _cache[op] = {}
+    key = tuple(in_shapes)
+    hit = per_op.get(key)
+    if hit is not None:
+        return hit
+    statics = [t.shape for t in op.outputs]
+    out: list[tuple] = []
+    if op.op_def is not None and op.op_def.shape_fn is not None and op.inputs:
+        ins = inputs if inputs is not None else op.inputs
+        view = _ShapeView(
+            op.name,
+            op.type,
+            [_ShapedInput(t, s) for t, s in zip(ins, in_shapes)],
+            op.attrs,
+            op.graph,
+        )
+        try:
+            specs = op.op_def.shape_fn(view)
+            statics = [
+                TensorShape(sh) if not isinstance(sh, TensorShape) else sh for sh, _ in specs
+            ]
+        except Exception:  # noqa: BLE001 - fall back to the static shapes
+            pass
+    for s in statics:
+        if s.dims is None:
+            out.append(())
+        else:
+            out.append(tuple(1 if d is None else int(d) for d in s.dims))
+    if len(per_op) > 64:
+        per_op.clear()
+    per_op[key] = out
+    return out

@@ -1,0 +1,456 @@
+"""Variable scopes and ``get_variable``: TF1's named, shareable variables.
+
+Each graph has one variable store (name -> Variable, kept here in a weak map keyed by the graph)
+and, per thread, a current ``VariableScope``. The sharing rules are TF1's:
+
+- ``reuse=None/False``: ``get_variable`` creates; a name that exists is an error.
+- ``reuse=True``: ``get_variable`` returns the existing variable; a missing name is an error.
+- ``reuse=AUTO_REUSE``: returns it when it exists, creates it otherwise.
+
+Reuse is inherited by nested scopes. ``variable_scope`` also opens a name scope, so the ops built
+inside are named after it (``foo/MatMul``) while variables get the variable scope's name
+(``foo/w``) even when the name scope had to be made unique (``foo_1/MatMul``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import threading
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as _dt
+from . import initializers as _init
+from .graph import Graph, GraphKeys, Tensor, as_shape, get_default_graph
+from .variables import Variable
+
+
+class _ReuseMode(enum.Enum):
+    AUTO_REUSE = 1
+
+
+AUTO_REUSE = _ReuseMode.AUTO_REUSE
+
+
+class VariableScope:
+    """What ``get_variable`` uses in a scope: the name prefix, reuse mode and defaults."""
+
+    def __init__(
+        self,
+        reuse: Any,
+        name: str = "",
+        initializer: Any = None,
+        regularizer: Callable | None = None,
+        dtype: Any = _dt.float32,
+        custom_getter: Callable | None = None,
+        name_scope: str = "",
+        constraint: Callable | None = None,
+        **unused: Any,
+    ):
+        self._reuse = reuse
+        self._name = name
+        self._initializer = initializer
+        self._regularizer = regularizer
+        self._dtype = _dt.as_dtype(dtype)
+        self._custom_getter = custom_getter
+        self._name_scope = name_scope
+        self._constraint = constraint
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def original_name_scope(self) -> str:
+        return self._name_scope
+
+    @property
+    def reuse(self) -> Any:
+        return self._reuse
+
+    @property
+    def initializer(self) -> Any:
+        return self._initializer
+
+    @property
+    def regularizer(self) -> Callable | None:
+        return self._regularizer
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return self._dtype
+
+    @property
+    def custom_getter(self) -> Callable | None:
+        return self._custom_getter
+
+    @property
+    def constraint(self) -> Callable | None:
+        return self._constraint
+
+    def reuse_variables(self) -> None:
+        """From now on, ``get_variable`` in this scope returns existing variables."""
+        self._reuse = True
+
+    def set_initializer(self, initializer: Any) -> None:
+        self._initializer = initializer
+
+    def set_regularizer(self, regularizer: Callable | None) -> None:
+        self._regularizer = regularizer
+
+    def set_dtype(self, dtype: Any) -> None:
+        self._dtype = _dt.as_dtype(dtype)
+
+    def set_custom_getter(self, custom_getter: Callable | None) -> None:
+        self._custom_getter = custom_getter
+
+    def get_variable(self, name: str, shape: Any = None, dtype: Any = None, **kw: Any) -> Variable:
+        """``get_variable`` with this scope's name prefix and defaults."""
+        full = f"{self._name}/{name}" if self._name else name
+        if dtype is None:
+            dtype = self._dtype
+        if kw.get("initializer") is None:
+            kw["initializer"] = self._initializer
+        if kw.get("regularizer") is None:
+            kw["regularizer"] = self._regularizer
+        if kw.get("constraint") is None:
+            kw["constraint"] = self._constraint
+        reuse = kw.pop("reuse", None) or self._reuse
+        store = _state(get_default_graph()).store
+        getter = self._custom_getter
+        if getter is None:
+            return store.get_variable(full, shape, dtype, reuse=reuse, **kw)
+
+        def true_getter(name: str, shape: Any = None, dtype: Any = None, **kw2: Any) -> Variable:
+            kw2.setdefault("reuse", reuse)
+            return store.get_variable(name, shape, dtype, **kw2)
+
+        return getter(true_getter, full, shape=shape, dtype=dtype, **kw)
+
+    def global_variables(self) -> list[Variable]:
+        return get_default_graph().get_collection(GraphKeys.GLOBAL_VARIABLES, self._prefix())
+
+    def trainable_variables(self) -> list[Variable]:
+        return get_default_graph().get_collection(GraphKeys.TRAINABLE_VARIABLES, self._prefix())
+
+    def _prefix(self) -> str | None:
+        return None if not self._name else self._name + "/"
+
+    def __repr__(self) -> str:
+        return f"<hb.VariableScope {self._name!r} reuse={self._reuse}>"
+
+
+class _VariableStore:
+    """All variables made by ``get_variable`` in one graph, by full name."""
+
+    def __init__(self) -> None:
+        self.vars: dict[str, Variable] = {}
+
+    def get_variable(
+        self,
+        name: str,
+        shape: Any = None,
+        dtype: Any = _dt.float32,
+        initializer: Any = None,
+        regularizer: Callable | None = None,
+        reuse: Any = None,
+        trainable: bool | None = None,
+        collections: Iterable[str] | None = None,
+        validate_shape: bool = True,
+        constraint: Callable | None = None,
+        partitioner: Any = None,
+        **unused: Any,
+    ) -> Variable:
+        if partitioner is not None:
+            raise NotImplementedError(f"get_variable {name!r}: partitioned variables")
+        dtype = _dt.as_dtype(dtype if dtype is not None else _dt.float32)
+        shape = as_shape(shape) if shape is not None else None
+        if name in self.vars:
+            if reuse is not True and reuse is not AUTO_REUSE:
+                raise ValueError(
+                    f"Variable {name} already exists, disallowed. Did you mean to set "
+                    "reuse=True or reuse=hb.AUTO_REUSE in VarScope?"
+                )
+            v = self.vars[name]
+            if shape is not None and not shape.is_compatible_with(v.shape):
+                raise ValueError(
+                    f"Trying to share variable {name}, but specified shape {shape} and found "
+                    f"shape {v.shape}."
+                )
+            if dtype != v.dtype:
+                raise ValueError(
+                    f"Trying to share variable {name}, but specified dtype {dtype.name} and "
+                    f"found dtype {v.dtype.name}."
+                )
+            return v
+        if reuse is True:
+            raise ValueError(
+                f"Variable {name} does not exist, or was not created with get_variable(). "
+                "Did you mean to set reuse=hb.AUTO_REUSE in VarScope?"
+            )
+        g = get_default_graph()
+        if name in g._by_name:
+            raise ValueError(
+                f"get_variable {name!r}: the graph already has an op named {name!r} (made "
+                "outside get_variable); pick another name or scope"
+            )
+        init_value = _initial_value(name, shape, dtype, initializer, validate_shape)
+        v = Variable(
+            initial_value=init_value,
+            trainable=True if trainable is None else trainable,
+            collections=collections,
+            validate_shape=validate_shape,
+            name=name + "/",  # absolute: not prefixed by the current name scope
+            dtype=dtype,
+            constraint=constraint,
+        )
+        self.vars[name] = v
+        if regularizer is not None:
+            with g.name_scope(name + "/Regularizer/"):
+                loss = regularizer(v)
+            if loss is not None:
+                g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+        return v
+
+
+def _initial_value(name: str, shape: Any, dtype: _dt.DType, initializer: Any, validate: bool):
+    """A callable giving the initial value (built in the variable's Initializer scope)."""
+    if isinstance(initializer, Tensor) or (
+        initializer is not None and not callable(initializer) and not isinstance(initializer, str)
+    ):
+        if shape is not None:
+            raise ValueError(
+                f"get_variable {name!r}: if initializer is a constant, do not specify shape "
+                f"(got shape {shape})"
+            )
+        if isinstance(initializer, Tensor):
+            if initializer.dtype != dtype:
+                raise ValueError(
+                    f"get_variable {name!r}: initializer is {initializer.dtype.name}, but the "
+                    f"variable's dtype is {dtype.name}"
+                )
+            return initializer
+        return np.asarray(initializer, dtype=dtype.np)
+    init = _init.get(initializer)
+    if init is None:
+        if dtype.is_floating:
+            init = _init.GlorotUniform()
+        elif dtype.is_integer or dtype.is_bool:
+            init = _init.Zeros()
+        else:  # pragma: no cover - every hetbed dtype is one of the above
+            raise ValueError(f"an initializer for variable {name} of {dtype.name} is required")
+    if shape is None or (validate and not shape.is_fully_defined()):
+        raise ValueError(
+            f"Shape of a new variable ({name}) must be fully defined, but instead was {shape}."
+        )
+    return lambda: init(shape, dtype=dtype)
+
+
+class _ScopeState:
+    """Per-graph variable store, per-thread current scope, and default-name counts."""
+
+    def __init__(self) -> None:
+        self.store = _VariableStore()
+        self._local = threading.local()
+
+    @property
+    def current(self) -> VariableScope:
+        cur = getattr(self._local, "current", None)
+        if cur is None:
+            cur = self._local.current = VariableScope(False)
+        return cur
+
+    @current.setter
+    def current(self, scope: VariableScope) -> None:
+        self._local.current = scope
+
+    @property
+    def counts(self) -> dict[str, int]:
+        c = getattr(self._local, "counts", None)
+        if c is None:
+            c = self._local.counts = {}
+        return c
+
+    @counts.setter
+    def counts(self, value: dict[str, int]) -> None:
+        self._local.counts = value
+
+    def open(self, name: str) -> None:
+        self.counts[name] = self.counts.get(name, 0) + 1
+
+    def close_subscopes(self, name: str) -> None:
+        prefix = name + "/" if name else ""
+        for k in self.counts:
+            if k.startswith(prefix):
+                self.counts[k] = 0
+
+    def unique_name(self, prefix: str) -> str:
+        """``prefix``, or ``prefix_1``, ``prefix_2``, ... if used in the current scope."""
+        base = self.current.name
+        full = f"{base}/{prefix}" if base else prefix
+        if self.counts.get(full, 0) == 0:
+            return prefix
+        i = 1
+        while self.counts.get(f"{full}_{i}", 0) > 0:
+            i += 1
+        return f"{prefix}_{i}"
+
+
+_STATES: weakref.WeakKeyDictionary[Graph, _ScopeState] = weakref.WeakKeyDictionary()
+_STATES_LOCK = threading.Lock()
+
+
+def _state(g: Graph) -> _ScopeState:
+    with _STATES_LOCK:
+        s = _STATES.get(g)
+        if s is None:
+            s = _STATES[g] = _ScopeState()
+        return s
+
+
+def get_variable_scope() -> VariableScope:
+    """The current variable scope of the default graph (the root scope has name "")."""
+    return _state(get_default_graph()).current
+
+
+def get_variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Callable | None = None,
+    trainable: bool | None = None,
+    collections: Iterable[str] | None = None,
+    caching_device: Any = None,
+    partitioner: Any = None,
+    validate_shape: bool = True,
+    use_resource: Any = None,
+    custom_getter: Callable | None = None,
+    constraint: Callable | None = None,
+    **unused: Any,
+) -> Variable:
+    """Get the variable ``scope/name``, or create it (under the current scope's reuse rules).
+
+    ``initializer`` is an initializer, a name ("glorot_uniform"), a Tensor or a constant value (then
+    ``shape`` must be None, and a Tensor or numpy array gives the dtype); None uses the scope's initializer, else glorot_uniform for floats and
+    zeros for ints and bools. ``regularizer(v)`` adds its loss to REGULARIZATION_LOSSES.
+
+    Raises ValueError when the variable exists and the scope does not allow reuse, when it does not
+    exist under ``reuse=True``, when a shared variable's shape or dtype differ, and when a new
+    variable's shape is not fully defined.
+    """
+    scope = get_variable_scope()
+    if dtype is None and isinstance(initializer, (Tensor, np.ndarray)):
+        dtype = _dt.as_dtype(initializer.dtype)  # a constant initial value keeps its dtype
+    kw = dict(
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        partitioner=partitioner,
+        validate_shape=validate_shape,
+        constraint=constraint,
+    )
+    if custom_getter is not None:
+        store = _state(get_default_graph()).store
+        full = f"{scope.name}/{name}" if scope.name else name
+
+        def true_getter(name: str, shape: Any = None, dtype: Any = None, **kw2: Any) -> Variable:
+            kw2.setdefault("reuse", scope.reuse)
+            return store.get_variable(name, shape, dtype, **kw2)
+
+        if dtype is None:
+            dtype = scope.dtype
+        return custom_getter(true_getter, full, shape=shape, dtype=dtype, **kw)
+    return scope.get_variable(name, shape, dtype, **kw)
+
+
+def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kw: Any) -> Variable:
+    """``get_variable`` into LOCAL_VARIABLES, not trainable."""
+    kw["collections"] = list(kw.get("collections") or []) + [GraphKeys.LOCAL_VARIABLES]
+    kw["trainable"] = False
+    return get_variable(name, shape, dtype, **kw)
+
+
+@contextlib.contextmanager
+def variable_scope(
+    name_or_scope: str | VariableScope | None,
+    default_name: str | None = None,
+    values: Any = None,
+    initializer: Any = None,
+    regularizer: Callable | None = None,
+    caching_device: Any = None,
+    partitioner: Any = None,
+    custom_getter: Callable | None = None,
+    reuse: Any = None,
+    dtype: Any = None,
+    use_resource: Any = None,
+    constraint: Callable | None = None,
+    auxiliary_name_scope: bool = True,
+) -> Iterator[VariableScope]:
+    """Enter a variable scope (and a name scope for ops); yields the VariableScope.
+
+    ``name_or_scope`` is a name (nested under the current scope), a VariableScope (re-entered
+    by its absolute name), or None with ``default_name`` (made unique: dense, dense_1, ...).
+    ``reuse`` is True, AUTO_REUSE or None/False (inherit); arguments left None are inherited.
+    Raises ValueError when both ``name_or_scope`` and ``default_name`` are None, or when
+    ``reuse`` is not one of those values.
+    """
+    if name_or_scope is None and default_name is None:
+        raise ValueError("variable_scope: if name_or_scope is None, default_name is required")
+    if partitioner is not None:
+        raise NotImplementedError("variable_scope: partitioned variables are not supported")
+    if reuse not in (None, False, True, AUTO_REUSE):
+        raise ValueError(
+            f"variable_scope: reuse must be True, False, None or AUTO_REUSE: {reuse!r}"
+        )
+    g = get_default_graph()
+    st = _state(g)
+    old = st.current
+    is_object = isinstance(name_or_scope, VariableScope)
+    if is_object:
+        src: VariableScope = name_or_scope  # type: ignore[assignment]
+        new_name = src.name
+        ns_name: str | None = src.original_name_scope or (new_name + "/" if new_name else "")
+        scope_reuse = reuse if reuse else src.reuse
+        parent = src
+    else:
+        rel = name_or_scope if name_or_scope is not None else st.unique_name(default_name)  # type: ignore[arg-type]
+        new_name = f"{old.name}/{rel}" if old.name else rel
+        ns_name = name_or_scope if name_or_scope is not None else default_name
+        scope_reuse = reuse or old.reuse
+        parent = old
+    name_ctx = g.name_scope(ns_name) if auxiliary_name_scope else contextlib.nullcontext(None)
+    with name_ctx as opened:
+        if is_object:
+            name_scope = ns_name or ""
+        elif opened is not None:
+            name_scope = opened
+        else:
+            current = g.get_name_scope()
+            name_scope = current + "/" if current else ""
+        scope = VariableScope(
+            scope_reuse,
+            name=new_name,
+            initializer=initializer if initializer is not None else parent.initializer,
+            regularizer=regularizer if regularizer is not None else parent.regularizer,
+            dtype=dtype if dtype is not None else parent.dtype,
+            custom_getter=custom_getter if custom_getter is not None else parent.custom_getter,
+            name_scope=name_scope,
+            constraint=constraint if constraint is not None else parent.constraint,
+        )
+        st.open(new_name)
+        saved_counts = dict(st.counts) if is_object else None
+        st.current = scope
+        try:
+            yield scope
+        finally:
+            st.current = old
+            if saved_counts is not None:
+                st.counts = saved_counts
+            else:
+                st.close_subscopes(new_name)
