@@ -1,0 +1,1 @@
+"""Model builders written with hetbed's own graph API."""
