@@ -166,6 +166,10 @@ def _with_kernels(devices, has_kernels, members, spec, soft, default):
     ok = [d for d in devices if has_kernels(d)]
     if soft and ok:
         return default if default in ok else ok[0]
+    if not ok:  # no device at all can run it: say which kernel is missing
+        for m in members:
+            for d in devices:
+                m.op_def.find_kernel(d.kernel_type, kernel_dtype(m), m.name)
     bad = next(
         (
             m
