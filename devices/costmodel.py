@@ -47,7 +47,15 @@ def perf_from_spec(spec: Any) -> DevicePerf:
     """A DevicePerf from a catalog HardwareSpec (or anything with the same attribute names)."""
     if isinstance(spec, DevicePerf):
         return spec
-    return spec.perf()
+    return DevicePerf(
+        name=spec.key,
+        peak_flops=dict(spec.peak_flops),
+        matrix_flops=dict(spec.matrix_peak_flops),
+        memory_bandwidth=spec.memory_bandwidth_bytes_per_s,
+        memory_bytes=spec.memory_bytes,
+        launch_overhead_s=spec.kernel_launch_overhead_s,
+        systolic=spec.systolic_array_shape,
+    )
 
 
 def systolic_efficiency(m: int, k: int, n: int, rows: int, cols: int) -> float:

@@ -194,4 +194,12 @@ sub = subtract
 mul = multiply
 neg = negative
 
+
+def list_devices(config: ConfigProto | None = None) -> list:
+    """The devices a Session with ``config`` would have in this process."""
+    from hetbed.devices import local_devices
+
+    return local_devices(config)
+
+
 __version__ = "0.1.0"

@@ -1,5 +1,11 @@
 """``hb.train``: TF1's ``tf.train`` namespace (optimizers, Saver, global step, schedules)."""
 
+from hetbed.runtime.device_setter import (
+    GreedyLoadBalancingStrategy,
+    RoundRobinStrategy,
+    byte_size_load_fn,
+    replica_device_setter,
+)
 from hetbed.runtime.train.checkpoint import (
     CheckpointReader,
     CheckpointState,
@@ -36,6 +42,10 @@ from hetbed.runtime.train.training_util import (
 )
 
 __all__ = [
+    "GreedyLoadBalancingStrategy",
+    "RoundRobinStrategy",
+    "byte_size_load_fn",
+    "replica_device_setter",
     "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointReader",

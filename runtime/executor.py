@@ -410,7 +410,7 @@ def run_event_driven(
                 refs[s] -= 1
                 if refs[s] == 0:
                     if observer is not None:
-                        observer.value_freed(s, vals[s])
+                        observer.value_freed(s, vals[s], node)
                     vals[s] = None
             if observer is not None:
                 observer.node_started(node)
@@ -461,8 +461,8 @@ class StepObserver:
     def node_finished(self, node: Node, result: Any) -> None:
         """``node`` produced ``result`` (one value, a tuple, or None)."""
 
-    def value_freed(self, slot: int, value: Any) -> None:
-        """The last consumer of ``slot`` has taken ``value``; the step drops it now."""
+    def value_freed(self, slot: int, value: Any, consumer: Node) -> None:
+        """``consumer``, the last consumer of ``slot``, has taken ``value``; the step drops it."""
 
 
 def _abort(step: Any, err: BaseException) -> None:

@@ -197,7 +197,10 @@ class BaseSession:
 
         if fetches is not None:
             fetch = _Fetches(self.graph, fetches)
-            plan = self._plan(fetch.elements, [])
+            placeholders = [
+                op.outputs[0] for op in self.graph.get_operations() if op.type == "Placeholder"
+            ]
+            plan = self._plan(fetch.elements, placeholders)
         elif self._last_plan is not None:
             plan = self._last_plan
         else:

@@ -1,0 +1,176 @@
+"""A simulated cluster: tasks (hosts) with devices from the hardware catalog, host links, NICs
+and a fabric, on one SimPy clock.
+
+    c = Cluster(fabric="switch")
+    c.add_task("ps", 0, cpu="xeon_e5_2630v3_ps", nic="eth_10g")
+    c.add_task("worker", 0, gpu=("k40", 1), cpu="xeon_e5_2680v3_2s", nic="eth_10g")
+    sess = SimSession(c)              # then build and run graphs placed on /job:worker/task:0/gpu:0
+
+Device names are TensorFlow's (``/job:worker/replica:0/task:0/device:gpu:0``), so device scopes
+and ``replica_device_setter`` place ops on simulated devices exactly as on real ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from hetbed.devices.catalog import load_device, load_link
+from hetbed.devices.costmodel import CostModel, perf_from_spec
+from hetbed.devices.simulated import SimulatedDevice
+
+from .network import Network
+from .topology import Nic, SwitchFabric, TwoLevelFabric
+
+
+@dataclass
+class _TaskSpec:
+    host: str
+    nic: Any
+    devices: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, catalog key, n)
+    peer_link: str | None = None
+
+
+def _link_numbers(link: Any) -> tuple[float, float]:
+    if isinstance(link, tuple):
+        return float(link[0]), float(link[1])
+    spec = load_link(link)
+    return spec.bandwidth_bytes_per_s, spec.latency_s
+
+
+class Cluster:
+    """Hosts, devices and links of a simulated cluster (see the module docstring).
+
+    ``fabric`` is "switch" (one non-blocking switch) or "two_level" (racks of ``rack_size``
+    hosts behind ToR uplinks oversubscribed ``oversubscription`` times). ``hybrid=True`` makes
+    devices compute real values too. ``cost_model`` defaults to the roofline.
+    """
+
+    def __init__(
+        self,
+        fabric: str = "switch",
+        rack_size: int = 16,
+        oversubscription: float = 1.0,
+        cost_model: CostModel | None = None,
+        hybrid: bool = False,
+        env: simpy.Environment | None = None,
+    ):
+        if fabric not in ("switch", "two_level"):
+            raise ValueError(f"fabric must be 'switch' or 'two_level', got {fabric!r}")
+        self.env = env or simpy.Environment()
+        self.network = Network(self.env)
+        self.fabric_kind = fabric
+        self.rack_size = rack_size
+        self.oversubscription = oversubscription
+        self.cost_model = cost_model
+        self.hybrid = hybrid
+        self._tasks: list[_TaskSpec] = []
+        self._devices: list[SimulatedDevice] | None = None
+        self._fabric: Any = None
+
+    def add_task(
+        self,
+        job: str,
+        task: int,
+        cpu: str | None = "xeon_e5_2680v3_2s",
+        gpu: tuple[str, int] | str | None = None,
+        tpu: tuple[str, int] | str | None = None,
+        nic: str | tuple[float, float] = "eth_10g",
+        peer_link: str | None = None,
+        replica: int = 0,
+    ) -> str:
+        """Add one host running task ``/job:job/replica:replica/task:task``; returns its name.
+
+        ``gpu``/``tpu`` name a catalog device (or give a HardwareSpec or DevicePerf) and a count
+        (``("v100_sxm2", 8)``); ``cpu`` likewise, one per task; ``nic`` a
+        catalog link or (bytes/s, latency s); ``peer_link`` joins the accelerators pairwise (e.g.
+        "nvlink2"); without it they talk through host memory over their host link.
+        """
+        if self._devices is not None:
+            raise RuntimeError("the cluster is already in use; add tasks before running on it")
+        host = f"/job:{job}/replica:{replica}/task:{task}"
+        if any(t.host == host for t in self._tasks):
+            raise ValueError(f"task {host} is already in the cluster")
+        spec = _TaskSpec(host, nic, peer_link=peer_link)
+        if cpu:
+            spec.devices.append(("cpu", cpu, 1))
+        for kind, val in (("gpu", gpu), ("tpu", tpu)):
+            if val:
+                key, n = val if isinstance(val, tuple) else (val, 1)
+                if n < 1:
+                    raise ValueError(f"{host}: {kind} count must be >= 1, got {n}")
+                spec.devices.append((kind, key, int(n)))
+        if not spec.devices:
+            raise ValueError(f"{host}: a task needs at least one device")
+        self._tasks.append(spec)
+        return host
+
+    # ---- built on first use ---------------------------------------------------------------
+    def _build(self) -> None:
+        if self._devices is not None:
+            return
+        nics = {t.host: Nic(*_link_numbers(t.nic)) for t in self._tasks}
+        if self.fabric_kind == "switch":
+            self._fabric = SwitchFabric(self.network, nics)
+        else:
+            names = [t.host for t in self._tasks]
+            racks = [names[i : i + self.rack_size] for i in range(0, len(names), self.rack_size)]
+            nic_list = list(nics.values())
+            self._fabric = TwoLevelFabric(
+                self.network, racks, nic_list[0], oversubscription=self.oversubscription
+            )
+        devices = []
+        for t in self._tasks:
+            h = self._fabric.host(t.host)
+            accel = []
+            for kind, key, n in t.devices:
+                hw = load_device(key) if isinstance(key, str) else key
+                perf = perf_from_spec(hw)
+                for i in range(n):
+                    name = f"device:{kind}:{i}"
+                    dev = SimulatedDevice(
+                        f"{t.host}/{name}",
+                        perf,
+                        self.env,
+                        kind=kind,
+                        cost_model=self.cost_model,
+                        hybrid=self.hybrid,
+                    )
+                    dev.hardware = hw
+                    if kind == "cpu":
+                        h.add_memory_device(name)
+                    else:
+                        bw, lat = _link_numbers(getattr(hw, "host_link", None) or "pcie3_x16")
+                        h.add_device_link(name, bw, lat)
+                        accel.append(name)
+                    devices.append(dev)
+            if t.peer_link:
+                bw, lat = _link_numbers(t.peer_link)
+                for i, a in enumerate(accel):
+                    for b in accel[i + 1 :]:
+                        h.add_peer_link(a, b, bw, lat)
+        self._devices = devices
+
+    def devices(self) -> list[SimulatedDevice]:
+        self._build()
+        return list(self._devices or [])
+
+    def route(self, src_device: str, dst_device: str) -> list:
+        """The links a transfer from ``src_device`` to ``dst_device`` crosses."""
+        self._build()
+        return self._fabric.route_devices(src_device, dst_device)
+
+    def describe(self) -> list[dict]:
+        """One row per device: name, kind, catalog key, peak float32 FLOP/s, memory bytes."""
+        return [
+            {
+                "device": d.name,
+                "kind": d.device_type,
+                "hardware": getattr(d.hardware, "key", getattr(d.hardware, "name", "")),
+                "peak_float32_flops": d.perf_spec.peak("float32", False),
+                "memory_bytes": d.memory_limit_bytes,
+            }
+            for d in self.devices()
+        ]

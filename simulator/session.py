@@ -1,0 +1,241 @@
+"""``SimSession``: run the very same graph, placed and partitioned as for real, on a simulated
+cluster. Only the devices (simulated ones on a SimPy clock), the rendezvous (Send/Recv become
+network flows) and the executor's wait (advance the clock) differ from ``hb.Session``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hetbed.devices.simulated import SimulatedDevice, SimValue, value_nbytes
+from hetbed.runtime.errors import FailedPreconditionError
+from hetbed.runtime.executor import StepObserver
+from hetbed.runtime.rendezvous import LocalRendezvous
+from hetbed.runtime.session import BaseSession, ConfigProto
+
+from .network import Network
+
+
+class SimRendezvous(LocalRendezvous):
+    """A Send starts a network flow from its device to the Recv's; the value is delivered when
+    the flow's last byte arrives."""
+
+    __slots__ = ("network", "route")
+
+    def __init__(self, network: Network, route: Callable[[str, str], list]):
+        super().__init__()
+        self.network = network
+        self.route = route
+
+    def send(self, key: str, value: Any) -> None:
+        src, _inc, dst, tensor, _frame = key.split(";")
+        nbytes = value_nbytes(value)
+        ev = self.network.transfer(self.route(src, dst), nbytes, src=src, dst=dst, tag=tensor)
+        ev.callbacks.append(lambda _e: LocalRendezvous.send(self, key, value))
+
+
+class _MemoryObserver(StepObserver):
+    """Charges every new tensor to the memory of the device that produced it; frees it when its
+    last consumer has taken it. Views (reshape, identity, reads of variables) cost nothing."""
+
+    def __init__(self, prepared: Any):
+        self.slot_node = prepared.slot_node
+        self.charged: dict[int, int] = {}
+        self.deferred: dict[int, list[int]] = {}  # consumer index -> slots to free when it ends
+
+    def node_finished(self, node: Any, result: Any) -> None:
+        self._charge(node, result)
+        for slot in self.deferred.pop(node.index, ()):
+            self._free(slot)
+
+    def _charge(self, node: Any, result: Any) -> None:
+        dev = node.device
+        if not isinstance(dev, SimulatedDevice) or node.kernel.aliases_input:
+            return
+        if node.op.op_def.is_ref or node.n_out == 0:
+            return
+        outs = result if node.n_out > 1 else (result,)
+        total = 0
+        for s, v in zip(node.outs, outs):
+            if s is not None:
+                n = value_nbytes(v)
+                self.charged[s] = n
+                total += n
+        if total:
+            dev.alloc(total, node.op)
+
+    def value_freed(self, slot: int, value: Any, consumer: Any) -> None:
+        # An input stays allocated until the op reading it has finished.
+        self.deferred.setdefault(consumer.index, []).append(slot)
+
+    def _free(self, slot: int) -> None:
+        n = self.charged.pop(slot, 0)
+        if n:
+            node = self.slot_node[slot]
+            if node is not None:
+                node.device.free(n)
+
+
+class RunRecord:
+    """What a simulated step did, as tidy DataFrames (times in simulated seconds)."""
+
+    def __init__(
+        self, step_time_s: float, ops: pd.DataFrame, flows: pd.DataFrame, devices: pd.DataFrame
+    ):
+        self.step_time_s = step_time_s
+        self.ops = ops
+        self.flows = flows
+        self.devices = devices
+
+    def chrome_trace(self) -> dict:
+        from hetbed.runtime.timeline import chrome_trace
+
+        return chrome_trace(self.ops, self.flows)
+
+    def __repr__(self) -> str:
+        return (
+            f"<RunRecord step_time_s={self.step_time_s:.6g} ops={len(self.ops)} "
+            f"flows={len(self.flows)}>"
+        )
+
+
+class SimSession(BaseSession):
+    """A Session whose devices are the simulated devices of ``cluster``.
+
+    ``run`` returns the fetched values (real numbers in hybrid mode, ``SimValue`` shape-only
+    placeholders otherwise) and leaves the step's ``RunRecord`` in ``last_record``. Feeds may be
+    real arrays or ``SimValue``s (only their shapes matter without hybrid mode).
+    """
+
+    def __init__(self, cluster: Any, graph: Any = None, config: ConfigProto | None = None):
+        self.cluster = cluster
+        super().__init__("", graph, config)
+        self._wait = self._pump
+        self.last_record: RunRecord | None = None
+        self.records: list[RunRecord] = []
+        self._charged_vars: set[str] = set()
+
+    def _make_devices(self) -> list:
+        devs = list(self.cluster.devices())
+        if not devs:
+            raise ValueError("the simulated cluster has no devices")
+        return devs
+
+    def _rendezvous(self) -> Any:
+        return SimRendezvous(self.cluster.network, self.cluster.route)
+
+    def _observer(self, plan: Any) -> Any:
+        return _MemoryObserver(plan.prepared)
+
+    def _pump(self, completions: Any) -> tuple:
+        env = self.cluster.env
+        while completions.empty():
+            if env.peek() == float("inf"):
+                raise FailedPreconditionError(
+                    "simulated step is stuck: nothing is scheduled and nodes are still waiting "
+                    "(a Recv without its Send, or a collective missing a participant)"
+                )
+            env.step()
+        return completions.get_nowait()
+
+    def _build_plan(self, elements: list, fed: list) -> Any:
+        plan = super()._build_plan(elements, fed)
+        plan.prepared.straight_line = False  # every node goes through the simulated clock
+        # Variables live on their devices for the whole run: charge them once.
+        for node in plan.prepared.nodes:
+            if node.op.type == "VariableV2" and isinstance(node.device, SimulatedDevice):
+                if node.op.name not in self._charged_vars:
+                    self._charged_vars.add(node.op.name)
+                    shape = node.op.outputs[0].shape
+                    if shape.is_fully_defined():
+                        node.device.persistent_bytes += (
+                            shape.num_elements() * node.op.outputs[0].dtype.size
+                        )
+        return plan
+
+    def _resolve_feeds(self, feed_dict: dict) -> dict:
+        shaped = {k: v for k, v in feed_dict.items() if isinstance(v, SimValue)}
+        rest = super()._resolve_feeds({k: v for k, v in feed_dict.items() if k not in shaped})
+        for k, v in shaped.items():
+            el = self.graph.as_graph_element(k)
+            if not el.shape.is_compatible_with(v.shape):
+                from hetbed.runtime.errors import InvalidArgumentError
+
+                raise InvalidArgumentError(
+                    f"cannot feed shape {v.shape} for tensor {el.name!r}, which has shape {el.shape}"
+                )
+            rest[el] = v
+        return rest
+
+    def _to_host(self, v: Any) -> Any:
+        return v if isinstance(v, SimValue) else super()._to_host(v)
+
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
+        env = self.cluster.env
+        devices = [d for d in self._devices if isinstance(d, SimulatedDevice)]
+        for d in devices:
+            d.reset_stats()
+            d.busy_until = max(d.busy_until, env.now)
+        n_flows = len(self.cluster.network.records)
+        start = env.now
+        out = super().run(fetches, feed_dict, options, run_metadata)
+        end = env.now
+        self.last_record = self._record(start, end, devices, n_flows)
+        self.records.append(self.last_record)
+        return out
+
+    def _record(self, start: float, end: float, devices: list, n_flows: int) -> RunRecord:
+        rows = [
+            {
+                "op": op,
+                "type": t,
+                "device": d.name,
+                "start_s": s - start,
+                "end_s": e - start,
+                "duration_s": e - s,
+            }
+            for d in devices
+            for (op, t, s, e) in d.records
+        ]
+        ops = pd.DataFrame(rows, columns=["op", "type", "device", "start_s", "end_s", "duration_s"])
+        ops = ops.sort_values(["start_s", "device"], kind="stable").reset_index(drop=True)
+        frows = []
+        for r in self.cluster.network.records[n_flows:]:
+            r = dict(r)
+            r["start_s"] -= start
+            r["end_s"] -= start
+            if "first_byte_s" in r:
+                r["first_byte_s"] -= start
+            frows.append(r)
+        flows = pd.DataFrame(
+            frows,
+            columns=["src", "dst", "tag", "bytes", "start_s", "first_byte_s", "end_s", "path"],
+        )
+        span = max(end - start, 1e-30)
+        dev_rows = [
+            {
+                "device": d.name,
+                "kind": d.device_type,
+                "busy_s": d.busy_s,
+                "utilization": d.busy_s / span if end > start else 0.0,
+                "memory_peak_bytes": int(d.peak_bytes),
+                "memory_capacity_bytes": int(d.memory_limit_bytes or 0),
+            }
+            for d in devices
+        ]
+        return RunRecord(end - start, ops, flows, pd.DataFrame(dev_rows))
+
+
+def sim_value(shape: Any, dtype: Any = np.float32) -> SimValue:
+    """A shape-only feed value for pure simulation: ``sess.run(y, {x: sim_value([256, 784])})``."""
+    return SimValue(tuple(shape), dtype)

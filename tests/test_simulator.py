@@ -1,0 +1,227 @@
+"""The simulator runs the very graph a real session runs: closed-form timings, flows, memory,
+hybrid values and traces."""
+
+import json
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.devices.costmodel import DevicePerf, Roofline, systolic_efficiency
+from hetbed.simulator import Cluster, SimSession, sim_value
+
+# A device with round numbers: 1 TFLOP/s, 100 GB/s, 10 us per kernel, 1 GB of memory.
+TOY = DevicePerf(
+    "toy", {"float32": 1e12}, memory_bandwidth=100e9, memory_bytes=1e9, launch_overhead_s=10e-6
+)
+NIC = (1e9, 50e-6)  # 1 GB/s, 50 us end to end
+
+
+def cluster(n_workers=1, hybrid=False, memory=None, **kw):
+    perf = (
+        TOY
+        if memory is None
+        else DevicePerf(
+            "small",
+            {"float32": 1e12},
+            memory_bandwidth=100e9,
+            memory_bytes=memory,
+            launch_overhead_s=10e-6,
+        )
+    )
+    c = Cluster(hybrid=hybrid, **kw)
+    c.add_task("ps", 0, cpu=perf, nic=NIC)
+    for i in range(n_workers):
+        c.add_task("worker", i, cpu=perf, gpu=(perf, 1), nic=NIC)
+    return c
+
+
+def roofline(flops, nbytes):
+    return max(flops / 1e12, nbytes / 100e9) + 10e-6
+
+
+def test_chain_on_one_device_takes_the_sum_of_durations():
+    """Three dependent matmuls on one device take the sum of their roofline durations."""
+    c = cluster()
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [512, 512])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            y = x
+            for _ in range(3):
+                y = hb.matmul(y, y)
+        s = SimSession(c)
+        out = s.run(y, {x: sim_value([512, 512])})
+    one = roofline(2 * 512**3, 3 * 512 * 512 * 4)
+    assert out.shape == (512, 512)
+    mm = s.last_record.ops[s.last_record.ops.type == "MatMul"]
+    assert np.allclose(mm.duration_s, one, rtol=1e-12)
+    starts = mm.start_s.to_numpy()
+    assert np.allclose(np.diff(starts), one, rtol=1e-9)  # back to back on the stream
+
+
+def test_transfer_between_hosts_is_latency_plus_bytes_over_bandwidth():
+    """A tensor of B bytes from the PS host to a worker arrives after L + B/W."""
+    c = cluster()
+    n = 250_000  # 1 MB of float32
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            a = hb.identity(hb.placeholder(hb.float32, [n]))
+        with hb.device("/job:worker/task:0/device:cpu:0"):
+            b = hb.identity(a)
+        s = SimSession(c)
+        s.run(b, {a.op.inputs[0]: sim_value([n])})
+    f = s.last_record.flows
+    assert len(f) == 1 and f.bytes[0] == 4 * n
+    assert f.end_s[0] - f.start_s[0] == pytest.approx(NIC[1] + 4 * n / NIC[0], rel=1e-9)
+
+
+def test_two_equal_flows_share_the_nic():
+    """Two tensors of B bytes leaving one host together each take L + 2B/W."""
+    c = cluster()
+    n = 250_000
+    with hb.Graph().as_default():
+        p = hb.placeholder(hb.float32, [n])
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            a1, a2 = hb.identity(p), hb.identity(p)
+        with hb.device("/job:worker/task:0/device:cpu:0"):
+            out = hb.identity(a1), hb.identity(a2)
+        s = SimSession(c)
+        s.run(list(out), {p: sim_value([n])})
+    f = s.last_record.flows
+    assert len(f) == 2
+    assert np.allclose(f.end_s - f.start_s, NIC[1] + 2 * 4 * n / NIC[0], rtol=1e-9)
+
+
+def _mlp(setter):
+    with hb.device(setter):
+        x = hb.placeholder(hb.float32, [None, 20], name="x")
+        y = hb.placeholder(hb.int32, [None], name="y")
+        w1 = hb.Variable(
+            np.random.default_rng(0).standard_normal((20, 16)).astype(np.float32) * 0.3
+        )
+        w2 = hb.Variable(np.random.default_rng(1).standard_normal((16, 4)).astype(np.float32) * 0.3)
+        logits = hb.matmul(hb.nn.relu(hb.matmul(x, w1)), w2)
+        loss = hb.reduce_mean(
+            hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
+        train = hb.train.GradientDescentOptimizer(0.5).minimize(loss)
+    return x, y, loss, train
+
+
+def test_hybrid_mode_computes_the_real_values():
+    """In hybrid mode a simulated PS/worker training step yields exactly the real session's numbers."""
+    rng = np.random.default_rng(2)
+    xb = rng.standard_normal((8, 20)).astype(np.float32)
+    yb = rng.integers(0, 4, 8).astype(np.int32)
+    results = []
+    for sim in (True, False):
+        with hb.Graph().as_default():
+            setter = hb.train.replica_device_setter(
+                ps_tasks=1, worker_device="/job:worker/task:0/device:gpu:0"
+            )
+            x, y, loss, train = _mlp(setter)
+            if sim:
+                s = SimSession(cluster(hybrid=True))
+            else:
+                s = hb.Session(
+                    config=hb.ConfigProto(
+                        virtual_devices=["/job:ps/task:0/cpu:0", "/job:worker/task:0/cpu:0"]
+                    )
+                )
+            s.run(hb.global_variables_initializer())
+            for _ in range(3):
+                s.run(train, {x: xb, y: yb})
+            results.append(s.run(loss, {x: xb, y: yb}))
+            if sim:
+                rec = s.last_record
+    assert results[0] == results[1]
+    assert rec.step_time_s > 0 and len(rec.flows) > 0
+
+
+def test_out_of_memory_names_device_op_and_bytes():
+    """A tensor that does not fit the simulated device is an OOM error naming device, op, bytes."""
+    c = cluster(memory=3_000_000)
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [1000, 1000])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            big = hb.matmul(x, x, name="big_product")
+        s = SimSession(c)
+        with pytest.raises(
+            hb.errors.ResourceExhaustedError, match=r"gpu:0.*big_product.*4,000,000 bytes"
+        ):
+            s.run(big, {x: sim_value([1000, 1000])})
+
+
+def test_memory_peak_counts_live_tensors_only():
+    """Intermediates are freed after their last consumer: the peak is below the sum of all outputs."""
+    c = cluster()
+    n = 1000
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [n])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            y = x
+            for _ in range(10):
+                y = y * 2.0
+        s = SimSession(c)
+        s.run(y, {x: sim_value([n])})
+    gpu = s.last_record.devices.set_index("device").loc["/job:worker/replica:0/task:0/device:gpu:0"]
+    assert 2 * 4 * n <= gpu.memory_peak_bytes <= 3 * 4 * n + 64
+
+
+def test_same_placement_as_the_real_session():
+    """The simulated session places every op where a real session with the same devices does."""
+    placements = []
+    for sim in (True, False):
+        with hb.Graph().as_default():
+            setter = hb.train.replica_device_setter(ps_tasks=1, worker_device="/job:worker/task:0")
+            _, _, _, train = _mlp(setter)
+            if sim:
+                s = SimSession(cluster())
+            else:
+                s = hb.Session(
+                    config=hb.ConfigProto(
+                        virtual_devices=["/job:ps/task:0/cpu:0", "/job:worker/task:0/cpu:0"]
+                    )
+                )
+            df = s.placement(train).set_index("op")
+            placements.append(df.device[~df.type.isin(["_Send", "_Recv"])])
+    assert placements[0].sort_index().equals(placements[1].sort_index())
+
+
+def test_chrome_trace_has_device_and_link_tracks():
+    """The trace has one process per device that ran ops and one per link path used by flows."""
+    c = cluster()
+    with hb.Graph().as_default():
+        setter = hb.train.replica_device_setter(
+            ps_tasks=1, worker_device="/job:worker/task:0/device:gpu:0"
+        )
+        x, y, _, train = _mlp(setter)
+        s = SimSession(c)
+        s.run(hb.global_variables_initializer())
+        s.run(train, {x: sim_value([32, 20]), y: sim_value([32], np.int32)})
+    trace = json.loads(json.dumps(s.last_record.chrome_trace()))
+    names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+    assert any("gpu:0" in n for n in names) and any(n.startswith("link ") for n in names)
+    assert sum(e["ph"] == "X" for e in trace["traceEvents"]) == len(s.last_record.ops) + len(
+        s.last_record.flows
+    )
+
+
+def test_systolic_efficiency_closed_form():
+    """A 128x128 array is full for multiples of 128 and half used for 64-wide weights."""
+    assert systolic_efficiency(1000, 256, 384, 128, 128) == 1.0
+    assert systolic_efficiency(1000, 64, 128, 128, 128) == 0.5
+    tpu = DevicePerf(
+        "tpu",
+        {"float32": 1e12},
+        {"bfloat16": 100e12, "float32": 100e12},
+        memory_bandwidth=1e15,
+        systolic=(128, 128),
+        launch_overhead_s=0.0,
+    )
+    with hb.Graph().as_default():
+        a = hb.placeholder(hb.float32, [4096, 64])
+        b = hb.placeholder(hb.float32, [64, 128])
+        op = hb.matmul(a, b).op
+    t = Roofline().duration(op, [(4096, 64), (64, 128)], [(4096, 128)], tpu)
+    assert t == pytest.approx(2 * 4096 * 64 * 128 / (100e12 * 0.5), rel=1e-12)
