@@ -1,0 +1,402 @@
+"""Hardware catalog: devices and links as TOML data, every number with its source.
+
+One TOML file per device (``devices/<key>.toml``) or link (``links/<key>.toml``); the file stem is
+the key that ``load_device`` / ``load_link`` take. The scheme, one rule for every file:
+
+* **Every number is a sourced table** ``{ value = ..., source = "...", note = "..." }``. ``source``
+  names the datasheet, whitepaper or paper (with its year), or says ``"hetbed estimate"`` /
+  ``"measured by hetbed calibrate"``; ``note`` (optional) says how a value was derived or why it is
+  an estimate. A bare number is an error.
+* **Words may be bare** (``name``, ``kind``, ``description``, and link names such as ``host_link``),
+  or sourced tables of the same form when the choice itself needs a source or note.
+* Units are in the field names (``_bytes``, ``_bytes_per_s``, ``_s``, ``_hz``); rates are per
+  second, bandwidths per direction, FLOP counts per chip (or per die, as the name says).
+
+Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
+
+    name, kind                         required words
+    peak_flops.<dtype>                 required, at least one dtype: vector/SIMD peak FLOP/s
+    matrix_peak_flops.<dtype>          tensor cores / systolic arrays (required for tpu)
+    memory_bandwidth_bytes_per_s       required
+    memory_bytes                       required (device memory; host DRAM for a cpu)
+    kernel_launch_overhead_s           required: per-kernel launch (gpu), per-op dispatch (cpu, tpu)
+    host_link                          link key to the host (required for gpu and tpu)
+    peer_link, network_link            optional link keys: device-to-device, the host's NIC
+    systolic_array_shape = [rows, cols], matrix_units   (required for tpu; per chip)
+    cores, fp32_lanes, clock_hz        optional: how the peaks are derived
+    description                        optional words
+
+dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
+
+Link fields (``kind`` is ``"pcie"``, ``"nvlink"``, ``"ethernet"``, ``"infiniband"`` or
+``"other"``): ``name``, ``kind``, ``bandwidth_bytes_per_s`` (per direction), ``latency_s``
+(one-way, small message) required; ``links`` and ``per_link_bandwidth_bytes_per_s`` when the
+bandwidth aggregates several physical links (NVLink: per-GPU aggregate = links x per-link).
+
+Search order: the directories in ``HETBED_CATALOG_PATH`` (``os.pathsep``-separated), then the
+shipped catalog. A directory may hold ``devices/`` and ``links/`` subfolders like the shipped one,
+or flat ``<key>.toml`` files (device or link is then told by ``kind``). ``load_file(path)`` loads
+any single file. Validation errors are ``CatalogError`` naming the file and the field path, e.g.
+``v100.toml: peak_flops.float32: missing source``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10 needs the tomli backport
+    import tomli as tomllib  # type: ignore[no-redef]
+
+__all__ = [
+    "CatalogError",
+    "HardwareSpec",
+    "LinkSpec",
+    "load_device",
+    "load_link",
+    "load_file",
+    "list_devices",
+    "list_links",
+    "catalog_dirs",
+]
+
+BUILTIN_DIR = Path(__file__).resolve().parent
+DEVICE_KINDS = ("cpu", "gpu", "tpu")
+LINK_KINDS = ("pcie", "nvlink", "ethernet", "infiniband", "other")
+DTYPES = ("float64", "float32", "tensorfloat32", "float16", "bfloat16", "float8", "int8")
+_QUANTITY_KEYS = {"value", "source", "note"}
+
+
+class CatalogError(ValueError):
+    """A catalog file is missing, malformed, or fails validation; the message names file and field."""
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    """One device (a CPU host, a GPU die, a TPU chip), as read from its TOML file."""
+
+    key: str
+    name: str
+    kind: str
+    peak_flops: dict[str, float] = field(hash=False)
+    memory_bandwidth_bytes_per_s: float
+    memory_bytes: int
+    kernel_launch_overhead_s: float
+    matrix_peak_flops: dict[str, float] = field(default_factory=dict, hash=False)
+    host_link: str | None = None
+    peer_link: str | None = None
+    network_link: str | None = None
+    systolic_array_shape: tuple[int, int] | None = None
+    matrix_units: int | None = None
+    cores: int | None = None
+    fp32_lanes: int | None = None
+    clock_hz: float | None = None
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict, hash=False)
+    notes: dict[str, str] = field(default_factory=dict, hash=False)
+    path: str = ""
+
+    def peak(self, dtype: Any = "float32", matrix: bool = False) -> float:
+        """Peak FLOP/s for ``dtype`` (a name or anything with ``.name``).
+
+        With ``matrix=True`` the matrix-unit peak is returned when the device has one for that
+        dtype, else the vector peak. Raises KeyError naming the dtypes the device does list.
+        """
+        name = getattr(dtype, "name", dtype)
+        if matrix and name in self.matrix_peak_flops:
+            return self.matrix_peak_flops[name]
+        if name in self.peak_flops:
+            return self.peak_flops[name]
+        raise KeyError(
+            f"{self.key} has no {'matrix ' if matrix else ''}peak for {name!r}; peak_flops has "
+            f"{sorted(self.peak_flops)}, matrix_peak_flops has {sorted(self.matrix_peak_flops)}"
+        )
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """One link type; ``bandwidth_bytes_per_s`` is per direction."""
+
+    key: str
+    name: str
+    kind: str
+    bandwidth_bytes_per_s: float
+    latency_s: float
+    links: int | None = None
+    per_link_bandwidth_bytes_per_s: float | None = None
+    description: str = ""
+    sources: dict[str, str] = field(default_factory=dict, hash=False)
+    notes: dict[str, str] = field(default_factory=dict, hash=False)
+    path: str = ""
+
+    def transfer_time(self, nbytes: float) -> float:
+        """Seconds to move ``nbytes`` one way on an idle link: latency + bytes / bandwidth."""
+        return self.latency_s + nbytes / self.bandwidth_bytes_per_s
+
+    def with_links(self, n: int) -> LinkSpec:
+        """The same link type using ``n`` physical links (e.g. 2 of a V100's 6 NVLinks)."""
+        if self.per_link_bandwidth_bytes_per_s is None:
+            raise ValueError(f"link {self.key!r} has no per_link_bandwidth_bytes_per_s")
+        if n < 1:
+            raise ValueError(f"link count must be >= 1, got {n}")
+        return replace(
+            self,
+            key=f"{self.key}_x{n}",
+            name=f"{self.name}; {n} link(s) in use",
+            links=n,
+            bandwidth_bytes_per_s=n * self.per_link_bandwidth_bytes_per_s,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# lookup
+
+
+def catalog_dirs() -> list[Path]:
+    """Directories searched, first match wins: HETBED_CATALOG_PATH entries, then the shipped one."""
+    extra = os.environ.get("HETBED_CATALOG_PATH", "")
+    return [Path(p).expanduser() for p in extra.split(os.pathsep) if p] + [BUILTIN_DIR]
+
+
+def _candidates(root: Path, sub: str) -> list[Path]:
+    return sorted((root / sub).glob("*.toml")) + sorted(root.glob("*.toml"))
+
+
+def _find(key: str, sub: str, want: type) -> HardwareSpec | LinkSpec:
+    what = "device" if want is HardwareSpec else "link"
+    for root in catalog_dirs():
+        for path in (root / sub / f"{key}.toml", root / f"{key}.toml"):
+            if path.is_file():
+                spec = load_file(path)
+                if not isinstance(spec, want):
+                    raise CatalogError(f"{path.name}: kind {spec.kind!r} is not a {what} kind")
+                return spec
+    known = _list(sub, want)
+    dirs = ", ".join(str(d) for d in catalog_dirs())
+    raise CatalogError(
+        f"unknown {what} {key!r}; the catalog has {known}. Add {key}.toml under one of: {dirs} "
+        "(directories listed in HETBED_CATALOG_PATH are searched first)"
+    )
+
+
+def _list(sub: str, want: type) -> list[str]:
+    keys: set[str] = set()
+    for root in catalog_dirs():
+        for path in _candidates(root, sub):
+            if path.parent == root / sub or isinstance(load_file(path), want):
+                keys.add(path.stem)
+    return sorted(keys)
+
+
+def load_device(key: str) -> HardwareSpec:
+    """The device spec named ``key`` (a file stem, e.g. ``"v100_sxm2"``); CatalogError if unknown."""
+    return _find(key, "devices", HardwareSpec)  # type: ignore[return-value]
+
+
+def load_link(key: str) -> LinkSpec:
+    """The link spec named ``key`` (a file stem, e.g. ``"pcie3_x16"``); CatalogError if unknown."""
+    return _find(key, "links", LinkSpec)  # type: ignore[return-value]
+
+
+def list_devices() -> list[str]:
+    """Keys of every device in the search path, sorted."""
+    return _list("devices", HardwareSpec)
+
+
+def list_links() -> list[str]:
+    """Keys of every link in the search path, sorted."""
+    return _list("links", LinkSpec)
+
+
+# ---------------------------------------------------------------------------------------------
+# parsing and validation
+
+
+def load_file(path: str | os.PathLike) -> HardwareSpec | LinkSpec:
+    """Parse and validate one TOML file; a device or a link according to its ``kind``."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        raise CatalogError(f"{path}: no such catalog file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise CatalogError(f"{path.name}: invalid TOML: {e}") from None
+    r = _Reader(path, doc)
+    kind = r.word("kind")
+    if kind in DEVICE_KINDS:
+        return _device(r, kind)
+    if kind in LINK_KINDS:
+        return _link(r, kind)
+    raise r.error("kind", f"unknown kind {kind!r}; devices: {DEVICE_KINDS}, links: {LINK_KINDS}")
+
+
+class _Reader:
+    """Reads fields of one parsed file, recording sources and notes by field path."""
+
+    def __init__(self, path: Path, doc: dict):
+        self.path, self.doc = path, doc
+        self.sources: dict[str, str] = {}
+        self.notes: dict[str, str] = {}
+
+    def error(self, fpath: str, msg: str) -> CatalogError:
+        return CatalogError(f"{self.path.name}: {fpath}: {msg}")
+
+    def _get(self, fpath: str, required: bool) -> Any:
+        node: Any = self.doc
+        for part in fpath.split("."):
+            if not isinstance(node, dict) or part not in node:
+                if required:
+                    raise self.error(fpath, "missing required field")
+                return None
+            node = node[part]
+        return node
+
+    def _sourced(self, fpath: str, raw: Any, words: bool) -> Any:
+        """Unwrap ``{value, source, note}``; bare values are allowed only for words."""
+        if not isinstance(raw, dict):
+            if words:
+                return raw
+            if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+                hint = f'{{ value = {raw!r}, source = "datasheet (year)" }}'
+                raise self.error(fpath, f"missing source: write {hint}")
+            raise self.error(fpath, f"expected {{ value = <number>, source = ... }}, got {raw!r}")
+        unknown = set(raw) - _QUANTITY_KEYS
+        if unknown:
+            raise self.error(fpath, f"unknown key(s) {sorted(unknown)}; use value, source, note")
+        if "value" not in raw:
+            raise self.error(fpath, "missing value")
+        source = raw.get("source")
+        if not isinstance(source, str) or not source.strip():
+            raise self.error(fpath, "missing source")
+        self.sources[fpath] = source.strip()
+        note = raw.get("note")
+        if note is not None:
+            if not isinstance(note, str):
+                raise self.error(fpath, f"note must be a string, got {note!r}")
+            self.notes[fpath] = note.strip()
+        return raw["value"]
+
+    def word(self, fpath: str, required: bool = True) -> str | None:
+        raw = self._get(fpath, required)
+        if raw is None:
+            return None
+        value = self._sourced(fpath, raw, words=True)
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(fpath, f"expected a non-empty string, got {value!r}")
+        return value.strip()
+
+    def number(self, fpath: str, required: bool = True, integer: bool = False) -> Any:
+        raw = self._get(fpath, required)
+        if raw is None:
+            return None
+        return self._positive(fpath, self._sourced(fpath, raw, words=False), integer)
+
+    def _positive(self, fpath: str, value: Any, integer: bool) -> Any:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.error(fpath, f"expected a number, got {value!r}")
+        if not math.isfinite(value) or value <= 0:
+            raise self.error(fpath, f"must be positive, got {value:g}")
+        if integer:
+            if value != int(value):
+                raise self.error(fpath, f"expected a whole number, got {value!r}")
+            return int(value)
+        return float(value)
+
+    def per_dtype(self, fpath: str, required: bool) -> dict[str, float]:
+        table = self._get(fpath, required)
+        if table is None:
+            return {}
+        if not isinstance(table, dict) or not table or "value" in table:
+            raise self.error(fpath, "expected a table of dtype = { value, source }, e.g. float32")
+        out = {}
+        for dtype in table:
+            if dtype not in DTYPES:
+                raise self.error(f"{fpath}.{dtype}", f"unknown dtype; known: {', '.join(DTYPES)}")
+            out[dtype] = self.number(f"{fpath}.{dtype}")
+        return out
+
+    def shape(self, fpath: str, required: bool) -> tuple[int, int] | None:
+        raw = self._get(fpath, required)
+        if raw is None:
+            return None
+        value = self._sourced(fpath, raw, words=False)
+        if not isinstance(value, list) or len(value) != 2:
+            raise self.error(fpath, f"expected [rows, cols], got {value!r}")
+        rows, cols = (self._positive(fpath, v, integer=True) for v in value)
+        return (rows, cols)
+
+    def finish(self, allowed: set[str]) -> None:
+        unknown = set(self.doc) - allowed
+        if unknown:
+            name = sorted(unknown)[0]
+            raise self.error(name, f"unknown field; known: {', '.join(sorted(allowed))}")
+
+
+_DEVICE_FIELDS = set(
+    "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
+    " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
+    " cores fp32_lanes clock_hz".split()
+)
+_LINK_FIELDS = set(
+    "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
+)
+
+
+def _device(r: _Reader, kind: str) -> HardwareSpec:
+    tpu, accel = kind == "tpu", kind in ("gpu", "tpu")
+    spec = HardwareSpec(
+        key=r.path.stem,
+        name=r.word("name"),
+        kind=kind,
+        description=r.word("description", required=False) or "",
+        peak_flops=r.per_dtype("peak_flops", required=True),
+        matrix_peak_flops=r.per_dtype("matrix_peak_flops", required=tpu),
+        memory_bandwidth_bytes_per_s=r.number("memory_bandwidth_bytes_per_s"),
+        memory_bytes=r.number("memory_bytes", integer=True),
+        kernel_launch_overhead_s=r.number("kernel_launch_overhead_s"),
+        host_link=r.word("host_link", required=accel),
+        peer_link=r.word("peer_link", required=False),
+        network_link=r.word("network_link", required=False),
+        systolic_array_shape=r.shape("systolic_array_shape", required=tpu),
+        matrix_units=r.number("matrix_units", required=tpu, integer=True),
+        cores=r.number("cores", required=False, integer=True),
+        fp32_lanes=r.number("fp32_lanes", required=False, integer=True),
+        clock_hz=r.number("clock_hz", required=False),
+        sources=r.sources,
+        notes=r.notes,
+        path=str(r.path),
+    )
+    r.finish(_DEVICE_FIELDS)
+    return spec
+
+
+def _link(r: _Reader, kind: str) -> LinkSpec:
+    spec = LinkSpec(
+        key=r.path.stem,
+        name=r.word("name"),
+        kind=kind,
+        description=r.word("description", required=False) or "",
+        bandwidth_bytes_per_s=r.number("bandwidth_bytes_per_s"),
+        latency_s=r.number("latency_s"),
+        links=r.number("links", required=False, integer=True),
+        per_link_bandwidth_bytes_per_s=r.number("per_link_bandwidth_bytes_per_s", required=False),
+        sources=r.sources,
+        notes=r.notes,
+        path=str(r.path),
+    )
+    r.finish(_LINK_FIELDS)
+    if spec.links is not None and spec.per_link_bandwidth_bytes_per_s is not None:
+        total = spec.links * spec.per_link_bandwidth_bytes_per_s
+        if not math.isclose(total, spec.bandwidth_bytes_per_s, rel_tol=0.01):
+            raise r.error(
+                "bandwidth_bytes_per_s",
+                f"{spec.bandwidth_bytes_per_s:g} differs from links x per_link_bandwidth_bytes_per_s"
+                f" = {spec.links} x {spec.per_link_bandwidth_bytes_per_s:g} = {total:g}",
+            )
+    return spec
