@@ -69,12 +69,16 @@ def main() -> None:
     print("\npartition_overhead: MLP step (784-1024-1024-10, batch 256)")
     print(f"{'':34s} {'ms/step':>10s} {'x 1 device':>12s}")
     print(f"{'1 device':34s} {t1:10.2f} {1.0:12.2f}")
-    print(f"{'2 virtual devices (' + str(n_transfers) + ' transfers)':34s} {t2:10.2f} {t2 / t1:12.2f}")
+    print(
+        f"{'2 virtual devices (' + str(n_transfers) + ' transfers)':34s} {t2:10.2f} {t2 / t1:12.2f}"
+    )
     print("\nin-process Send/Recv (step time difference, 2 devices vs 1)")
     print(f"{'size':>10s} {'us/transfer':>14s} {'zero-copy':>10s} {'target <20us':>13s}")
     for label, n in (("1 KB", 1 << 10), ("1 MB", 1 << 20), ("64 MB", 64 << 20)):
         us, zero = transfer_us(n)
-        print(f"{label:>10s} {us:14.1f} {str(zero):>10s} {'met' if us < 20 and zero else 'NOT met':>13s}")
+        print(
+            f"{label:>10s} {us:14.1f} {str(zero):>10s} {'met' if us < 20 and zero else 'NOT met':>13s}"
+        )
 
 
 if __name__ == "__main__":

@@ -49,6 +49,26 @@ class SimValue:
         return f"SimValue(shape={self.shape}, dtype={self.dtype})"
 
 
+_SMALL = 256  # bytes: integer tensors this small are computed for real (shape arithmetic)
+
+
+def _small_int(v: Any) -> Any:
+    if isinstance(v, np.ndarray) and v.dtype.kind in "iu" and v.nbytes <= _SMALL:
+        return v
+    return None
+
+
+def _metadata_op(node: Any, inputs: list) -> bool:
+    """Ops a shape-only simulation still computes: shapes of values, and arithmetic on small
+    real integer tensors (so that shapes computed in the graph stay exact)."""
+    op = node.op
+    if op.type in ("Shape", "Size", "Rank"):
+        return True
+    if op.op_def.stateful or not inputs:
+        return op.type == "Const"
+    return all(_small_int(v) is not None for v in inputs)
+
+
 def value_shape(v: Any) -> tuple:
     s = getattr(v, "shape", None)
     if s is None:
@@ -103,9 +123,10 @@ class SimulatedDevice(Device):
             in_shapes = [value_shape(v) for v in inputs]
             from hetbed.runtime.shapes import output_shapes
 
-            out_shapes = output_shapes(node.op, in_shapes, node.input_tensors)
+            small = [_small_int(v) for v in inputs]
+            out_shapes = output_shapes(node.op, in_shapes, node.input_tensors, small)
             dur = self.cost_model.duration(node.op, in_shapes, out_shapes, self.perf_spec)
-            if self.hybrid:
+            if self.hybrid or _metadata_op(node, inputs):
                 result = node.fn(node.ctx, *inputs)
             else:
                 result = self._placeholders(node, out_shapes)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numpy as np
+
 from .graph import TensorShape
 from .registry import _ShapeView
 
@@ -18,9 +20,10 @@ from .registry import _ShapeView
 class _ShapedInput:
     """Stands in for an input Tensor: the real op/name/dtype, a concrete shape."""
 
-    __slots__ = ("op", "value_index", "dtype", "shape", "name", "graph")
+    __slots__ = ("op", "value_index", "dtype", "shape", "name", "graph", "value")
 
-    def __init__(self, t: Any, shape: tuple):
+    def __init__(self, t: Any, shape: tuple, value: Any = None):
+        self.value = value
         self.op = t.op
         self.value_index = t.value_index
         self.dtype = t.dtype
@@ -35,13 +38,20 @@ class _ShapedInput:
 _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def output_shapes(op: Any, in_shapes: list[tuple], inputs: list | None = None) -> list[tuple]:
+def output_shapes(
+    op: Any, in_shapes: list[tuple], inputs: list | None = None, values: list | None = None
+) -> list[tuple]:
     """Concrete output shapes of ``op`` for ``in_shapes``; ``inputs`` are the tensors feeding it
-    (defaults to ``op.inputs``; partitions may rewire inputs to Recv outputs)."""
+    (defaults to ``op.inputs``; partitions may rewire inputs to Recv outputs); ``values`` may give
+    the run-time value of small integer inputs (shape vectors), None elsewhere."""
     per_op = _cache.get(op)
     if per_op is None:
         per_op = _cache[op] = {}
-    key = tuple(in_shapes)
+    vals = values or [None] * len(in_shapes)
+    key = (
+        tuple(in_shapes),
+        tuple(None if v is None else tuple(np.asarray(v).reshape(-1).tolist()) for v in vals),
+    )
     hit = per_op.get(key)
     if hit is not None:
         return hit
@@ -52,7 +62,7 @@ def output_shapes(op: Any, in_shapes: list[tuple], inputs: list | None = None) -
         view = _ShapeView(
             op.name,
             op.type,
-            [_ShapedInput(t, s) for t, s in zip(ins, in_shapes)],
+            [_ShapedInput(t, s, v) for t, s, v in zip(ins, in_shapes, vals)],
             op.attrs,
             op.graph,
         )

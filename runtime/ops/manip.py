@@ -1004,6 +1004,9 @@ UnsortedSegmentSum = defop("UnsortedSegmentSum", cost=_scatter_cost)
 
 
 def _const_int(t: Tensor) -> int | None:
+    value = getattr(t, "value", None)  # a concrete run-time value (simulation's shape inference)
+    if value is not None:
+        return int(value)
     if t.op.type == "Const":
         return int(t.op.attrs["value"])
     return None

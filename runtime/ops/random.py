@@ -23,7 +23,14 @@ from ..registry import Cost, apply, convert_to_tensor, defop, nbytes, numel
 
 
 def static_shape_value(t: Tensor) -> TensorShape:
-    """What is statically known about the value of a 1-D int shape tensor ``t``."""
+    """What is statically known about the value of a 1-D int shape tensor ``t``.
+
+    A stand-in input with a known run-time ``value`` (concrete shape inference in simulation)
+    gives that value.
+    """
+    value = getattr(t, "value", None)
+    if value is not None:
+        return TensorShape([int(d) for d in np.asarray(value).reshape(-1)])
     if t.op.type == "Const":
         return TensorShape([int(d) for d in np.asarray(t.op.attrs["value"]).reshape(-1)])
     if t.op.type == "Shape":

@@ -1,0 +1,276 @@
+"""Calibration: measure this machine so that the simulator predicts what the real executor does.
+
+Two products, both written by ``hetbed calibrate``:
+
+* a catalog device file ``this_machine.toml``: float32 GEMM FLOP/s, streaming memory bandwidth
+  and the executor's per-op dispatch cost, measured here (the roofline's three numbers);
+* a profile table (``profile.json``): the measured time of every op of the given graphs, keyed by
+  op type, dtype, input shapes and attrs, for ``devices.costmodel.Profiled``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, profile_key
+from hetbed.devices.simulated import value_shape
+from hetbed.runtime import dtypes
+from hetbed.runtime.executor import new_step_id, run_event_driven
+from hetbed.runtime.graph import Graph
+from hetbed.runtime.ops.array import constant, placeholder
+from hetbed.runtime.session import Session, StepInfo, _Fetches
+from hetbed.runtime.timeline import TracingObserver
+from hetbed.runtime.variables import global_variables_initializer
+
+
+def _best(fn: Callable[[], Any], repeat: int = 5, number: int = 5) -> float:
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t) / number)
+    return best
+
+
+def gemm_flops(n: int = 1024) -> float:
+    """float32 GEMM FLOP/s of numpy here (an n x n x n product)."""
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    return 2.0 * n**3 / _best(lambda: a @ a)
+
+
+def stream_bandwidth(n: int = 1 << 23) -> float:
+    """Bytes/s of an out-of-place float32 add over arrays much larger than the caches."""
+    a = np.ones(n, np.float32)
+    b = np.ones(n, np.float32)
+    out = np.empty_like(a)
+    return 3.0 * 4 * n / _best(lambda: np.add(a, b, out=out))
+
+
+def dispatch_overhead(n_ops: int = 1000) -> float:
+    """Seconds the executor adds per op beyond the kernel itself (a chain of tiny adds)."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder(dtypes.float32, [4])
+        one = constant(np.ones(4, np.float32))
+        y = x
+        for _ in range(n_ops):
+            y = y + one
+        sess = Session(graph=g)
+        xv = np.zeros(4, np.float32)
+        total = _best(lambda: sess.run(y, {x: xv}), repeat=5, number=10)
+        a, o = np.zeros(4, np.float32), np.ones(4, np.float32)
+        kernel = _best(lambda: [np.add(a, o) for _ in range(n_ops)], repeat=5, number=10)
+    return max(total - kernel, 0.0) / n_ops
+
+
+def measure_machine() -> DevicePerf:
+    """This machine's roofline numbers, measured now."""
+    return DevicePerf(
+        "this_machine",
+        {"float32": gemm_flops(), "float64": gemm_flops() / 2},
+        memory_bandwidth=stream_bandwidth(),
+        memory_bytes=float(_host_memory()),
+        launch_overhead_s=dispatch_overhead(),
+    )
+
+
+def _host_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+class _ShapeTracer(TracingObserver):
+    """Records each op's wall time together with its input shapes."""
+
+    def __init__(self, prepared: Any, feeds: dict):
+        super().__init__()
+        self.slot_shape: dict[int, tuple] = {
+            s: value_shape(feeds[t]) for t, s in prepared.feed_slots.items()
+        }
+        self.samples: list[tuple[str, float]] = []
+
+    def node_finished(self, node: Any, result: Any) -> None:
+        super().node_finished(node, result)
+        outs = result if node.n_out > 1 else (result,)
+        for s, v in zip(node.outs, outs or ()):
+            if s is not None:
+                self.slot_shape[s] = value_shape(v)
+        ins = [self.slot_shape.get(s, ()) for s in node.ins]
+        row = self.rows[-1]
+        self.samples.append((profile_key(node.op, ins), row["duration_s"]))
+
+    def value_freed(self, slot: int, value: Any, consumer: Any) -> None:
+        pass
+
+
+def profile_ops(
+    sess: Any, fetches: Any, feed_dict: dict, repeats: int = 10, timed_between: int = 0
+) -> tuple[dict[str, float], list[float]]:
+    """Median measured seconds per profile key over ``repeats`` traced steps of ``fetches``.
+
+    With ``timed_between > 0``, that many untraced steps are timed between traced ones, so that
+    the measured step times and the op profile see the same machine state; their wall times are
+    returned as the second element.
+    """
+    fetch = _Fetches(sess.graph, fetches)
+    feeds = sess._resolve_feeds(feed_dict)
+    plan = sess._plan(fetch.elements, list(feeds))
+    sess.run(fetches, feed_dict)  # warm up caches and kernels
+    samples: dict[str, list[float]] = {}
+    step_times: list[float] = []
+    for _ in range(repeats):
+        for _ in range(timed_between):
+            t = time.perf_counter()
+            sess.run(fetches, feed_dict)
+            step_times.append(time.perf_counter() - t)
+        prep = plan.prepared
+        vals: list = [None] * prep.n_slots
+        for t, s in prep.feed_slots.items():
+            vals[s] = feeds[t]
+        tracer = _ShapeTracer(prep, feeds)
+        run_event_driven(
+            prep, vals, StepInfo(new_step_id(), sess._rendezvous(), sess), None, None, tracer
+        )
+        for key, d in tracer.samples:
+            samples.setdefault(key, []).append(d)
+    return {k: statistics.median(v) for k, v in samples.items()}, step_times
+
+
+def calibrate_models(builders: dict[str, Callable], repeats: int = 10) -> dict[str, float]:
+    """One profile table over the training steps of ``builders`` (name -> build fn)."""
+    table: dict[str, float] = {}
+    for build in builders.values():
+        g = Graph()
+        with g.as_default():
+            train, feed = build()
+            sess = Session(graph=g)
+            sess.run(global_variables_initializer())
+            table.update(profile_ops(sess, train, feed, repeats)[0])
+            sess.close()
+    return table
+
+
+def write_machine_toml(perf: DevicePerf, path: str) -> None:
+    """A catalog device file for ``perf`` (every number sourced as measured, with the date)."""
+    when = datetime.date.today().isoformat()
+    src = f"measured by hetbed calibrate on {when}"
+
+    def num(v: float, note: str) -> str:
+        return f'{{ value = {v!r}, source = "{src}", note = "{note}" }}'
+
+    text = "\n".join(
+        [
+            "# This machine, as measured by `hetbed calibrate`.",
+            'name = "this machine (measured)"',
+            'kind = "cpu"',
+            f"memory_bandwidth_bytes_per_s = {num(perf.memory_bandwidth, 'out-of-place float32 add, 3 x 32 MiB')}",
+            f"memory_bytes = {num(int(perf.memory_bytes), 'physical memory')}",
+            f"kernel_launch_overhead_s = {num(perf.launch_overhead_s, 'executor dispatch per op')}",
+            "",
+            "[peak_flops]",
+            f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",
+            f"float64 = {num(perf.peak_flops['float64'], 'half the float32 rate (estimate)')}",
+            "",
+        ]
+    )
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def calibrate(
+    out_dir: str,
+    builders: dict[str, Callable],
+    repeats: int = 10,
+    progress: Callable[[str], None] = print,
+) -> tuple[DevicePerf, Profiled]:
+    """Measure this machine and profile the training steps of ``builders`` (name -> function
+    adding a step to the default graph and returning (train_op, feed_dict)); write
+    ``this_machine.toml`` and ``profile.json`` into ``out_dir``."""
+    os.makedirs(out_dir, exist_ok=True)
+    progress("measuring GEMM rate, memory bandwidth and per-op dispatch cost ...")
+    perf = measure_machine()
+    write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
+    progress(
+        f"  {perf.peak_flops['float32'] / 1e9:.1f} GFLOP/s, "
+        f"{perf.memory_bandwidth / 1e9:.1f} GB/s, {perf.launch_overhead_s * 1e6:.2f} us/op"
+    )
+    progress(f"profiling the ops of {', '.join(builders)} ...")
+    table = calibrate_models(builders, repeats)
+    prof = Profiled(table, Roofline(), overhead_s=perf.launch_overhead_s, device="this_machine")
+    prof.save(os.path.join(out_dir, "profile.json"))
+    progress(f"  {len(table)} op entries -> {os.path.join(out_dir, 'profile.json')}")
+    return perf, prof
+
+
+def predict_step(build: Callable, perf: DevicePerf, cost_model: Any) -> float:
+    """Simulated step time of ``build``'s training step on one device of ``perf``."""
+    from .cluster import Cluster
+    from .session import SimSession
+
+    c = Cluster(cost_model=cost_model)
+    c.add_task("localhost", 0, cpu=perf, nic=(10e9, 1e-6))
+    g = Graph()
+    with g.as_default():
+        train, feed = build()
+        sess = SimSession(c, graph=g)
+        sess.run(global_variables_initializer())
+        sess.run(train, feed)
+        return sess.last_record.step_time_s
+
+
+def profile_and_measure(
+    build: Callable,
+    rounds: int = 15,
+    steps_per_round: int = 4,
+) -> tuple[dict[str, float], float]:
+    """Profile table of ``build``'s step and its median measured step time, interleaved."""
+    g = Graph()
+    with g.as_default():
+        train, feed = build()
+        sess = Session(graph=g)
+        sess.run(global_variables_initializer())
+        table, times = profile_ops(sess, train, feed, rounds, steps_per_round)
+        sess.close()
+    return table, statistics.median(times)
+
+
+def measure_step(build: Callable, steps: int = 40) -> float:
+    """Median wall time of one training step of ``build`` on the real executor (the statistic
+    the profile table uses too)."""
+    g = Graph()
+    with g.as_default():
+        train, feed = build()
+        sess = Session(graph=g)
+        sess.run(global_variables_initializer())
+        for _ in range(3):
+            sess.run(train, feed)
+        times = []
+        for _ in range(steps):
+            t = time.perf_counter()
+            sess.run(train, feed)
+            times.append(time.perf_counter() - t)
+        return statistics.median(times)
+
+
+__all__: Iterable[str] = [
+    "calibrate",
+    "measure_machine",
+    "profile_ops",
+    "predict_step",
+    "measure_step",
+]
