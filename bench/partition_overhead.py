@@ -54,9 +54,7 @@ def transfer_us(nbytes: int) -> tuple[float, bool]:
             with hb.device(f"/cpu:{1 if split else 0}"):
                 b = hb.identity(a)
             sess = hb.Session(graph=g, config=hb.ConfigProto(device_count={"CPU": 2}))
-            times.append(
-                best_of(lambda s=sess, b=b, x=x: s.run(b, {x: arr}), repeat=7, number=200)
-            )
+            times.append(best_of(lambda s=sess, b=b, x=x: s.run(b, {x: arr}), repeat=7, number=200))
             if split:
                 same = np.shares_memory(sess.run(b, {x: arr}), arr)
     return (times[1] - times[0]) * 1e6, bool(same)

@@ -11,7 +11,9 @@ def test_shape_mismatch_at_build_time_names_op_and_shapes():
     with hb.Graph().as_default():
         a = hb.placeholder(hb.float32, [2, 3], name="a")
         b = hb.placeholder(hb.float32, [4, 5], name="b")
-        with pytest.raises(hb.errors.InvalidArgumentError, match=r"(?s)MatMul.*a:0.*\(2, 3\).*b:0.*\(4, 5\)"):
+        with pytest.raises(
+            hb.errors.InvalidArgumentError, match=r"(?s)MatMul.*a:0.*\(2, 3\).*b:0.*\(4, 5\)"
+        ):
             hb.matmul(a, b)
         n_ops = len(hb.get_default_graph().get_operations())
         assert n_ops == 2  # nothing half-built was added
@@ -34,7 +36,9 @@ def test_feeding_wrong_shape_to_non_placeholder():
         y = hb.reduce_sum(h)
         with hb.Session() as s:
             assert s.run(y, {h: np.ones((4, 3))}) == 12.0  # feeding an intermediate works
-            with pytest.raises(hb.errors.InvalidArgumentError, match=r"shape \(4, 2\).*h:0.*\(\?, 3\)"):
+            with pytest.raises(
+                hb.errors.InvalidArgumentError, match=r"shape \(4, 2\).*h:0.*\(\?, 3\)"
+            ):
                 s.run(y, {h: np.ones((4, 2))})
             assert s.run(y, {x: np.ones((1, 2))}) == 6.0
 
@@ -58,7 +62,9 @@ def test_uninitialized_variable_names_it_and_session_survives():
         v = hb.Variable(hb.zeros([3]), name="weights")
         y = v * 2.0
         with hb.Session() as s:
-            with pytest.raises(hb.errors.FailedPreconditionError, match="uninitialized value weights"):
+            with pytest.raises(
+                hb.errors.FailedPreconditionError, match="uninitialized value weights"
+            ):
                 s.run(y)
             s.run(hb.global_variables_initializer())
             np.testing.assert_array_equal(s.run(y), [0, 0, 0])
@@ -70,7 +76,9 @@ def test_no_kernel_for_dtype_names_op_and_dtype():
         x = hb.placeholder(hb.int32, [2], name="ints")
         y = hb.exp(x, name="exp_of_ints")
         with hb.Session() as s:
-            with pytest.raises(hb.errors.UnimplementedError, match=r"Exp on cpu \(int32\).*exp_of_ints.*float"):
+            with pytest.raises(
+                hb.errors.UnimplementedError, match=r"Exp on cpu \(int32\).*exp_of_ints.*float"
+            ):
                 s.run(y, {x: [1, 2]})
             assert s.run(hb.constant(1.0) + 1.0) == 2.0
 

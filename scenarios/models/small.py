@@ -19,7 +19,9 @@ def _sgd(loss: Any, lr: float = 0.01) -> Any:
 
 
 def _ce(logits: Any, labels: Any) -> Any:
-    return hb.reduce_mean(hb.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    return hb.reduce_mean(
+        hb.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    )
 
 
 def build_mlp(batch: int = 128, sizes: tuple[int, ...] = (784, 512, 512, 10), seed: int = 0):
@@ -28,13 +30,17 @@ def build_mlp(batch: int = 128, sizes: tuple[int, ...] = (784, 512, 512, 10), se
     y = hb.placeholder(hb.int32, [None], name="y")
     h = x
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        w = hb.Variable((rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32), name=f"w{i}")
+        w = hb.Variable(
+            (rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32), name=f"w{i}"
+        )
         bias = hb.Variable(np.zeros(b, np.float32), name=f"b{i}")
         h = hb.nn.bias_add(hb.matmul(h, w), bias)
         if i < len(sizes) - 2:
             h = hb.nn.relu(h)
-    feed = {x: rng.standard_normal((batch, sizes[0])).astype(np.float32),
-            y: rng.integers(0, sizes[-1], batch).astype(np.int32)}
+    feed = {
+        x: rng.standard_normal((batch, sizes[0])).astype(np.float32),
+        y: rng.integers(0, sizes[-1], batch).astype(np.int32),
+    }
     return _sgd(_ce(h, y)), feed
 
 
@@ -53,32 +59,44 @@ def build_cnn(batch: int = 32, seed: int = 0):
     h = hb.reshape(h, [-1, 7 * 7 * 32])
     h = hb.nn.relu(hb.matmul(h, var((7 * 7 * 32, 128), 7 * 7 * 32)))
     logits = hb.matmul(h, var((128, 10), 128))
-    feed = {x: rng.standard_normal((batch, 28, 28, 1)).astype(np.float32),
-            y: rng.integers(0, 10, batch).astype(np.int32)}
+    feed = {
+        x: rng.standard_normal((batch, 28, 28, 1)).astype(np.float32),
+        y: rng.integers(0, 10, batch).astype(np.int32),
+    }
     return _sgd(_ce(logits, y)), feed
 
 
-def build_embedding(batch: int = 256, vocab: int = 16384, dim: int = 64, bag: int = 8, seed: int = 0):
+def build_embedding(
+    batch: int = 256, vocab: int = 16384, dim: int = 64, bag: int = 8, seed: int = 0
+):
     """A bag-of-ids classifier: 16,384 x 64 embedding (1.05M parameters), sparse gradient."""
     rng = np.random.default_rng(seed)
     ids = hb.placeholder(hb.int32, [None, bag], name="ids")
     y = hb.placeholder(hb.int32, [None], name="y")
-    emb = hb.Variable((rng.standard_normal((vocab, dim)) * 0.05).astype(np.float32), name="embedding")
+    emb = hb.Variable(
+        (rng.standard_normal((vocab, dim)) * 0.05).astype(np.float32), name="embedding"
+    )
     h = hb.reduce_mean(hb.nn.embedding_lookup(emb, ids), axis=1)
     w = hb.Variable((rng.standard_normal((dim, 32)) * 0.1).astype(np.float32), name="w")
     logits = hb.matmul(hb.nn.relu(h), w)
-    feed = {ids: rng.integers(0, vocab, (batch, bag)).astype(np.int32),
-            y: rng.integers(0, 32, batch).astype(np.int32)}
+    feed = {
+        ids: rng.integers(0, vocab, (batch, bag)).astype(np.int32),
+        y: rng.integers(0, 32, batch).astype(np.int32),
+    }
     return _sgd(_ce(logits, y)), feed
 
 
-def build_lstm(batch: int = 64, steps: int = 10, n_in: int = 64, n_hidden: int = 128, seed: int = 0):
+def build_lstm(
+    batch: int = 64, steps: int = 10, n_in: int = 64, n_hidden: int = 128, seed: int = 0
+):
     """An LSTM cell unrolled over ``steps`` time steps, classifying from the last hidden state."""
     rng = np.random.default_rng(seed)
     xs = hb.placeholder(hb.float32, [None, steps, n_in], name="xs")
     y = hb.placeholder(hb.int32, [None], name="y")
-    w = hb.Variable((rng.standard_normal((n_in + n_hidden, 4 * n_hidden)) * 0.05).astype(np.float32),
-                    name="lstm_w")
+    w = hb.Variable(
+        (rng.standard_normal((n_in + n_hidden, 4 * n_hidden)) * 0.05).astype(np.float32),
+        name="lstm_w",
+    )
     b = hb.Variable(np.zeros(4 * n_hidden, np.float32), name="lstm_b")
     h = hb.zeros([batch, n_hidden])
     c = hb.zeros([batch, n_hidden])
@@ -87,9 +105,13 @@ def build_lstm(batch: int = 64, steps: int = 10, n_in: int = 64, n_hidden: int =
         i, f, o, g = hb.split(gates, 4, axis=1)
         c = hb.sigmoid(f) * c + hb.sigmoid(i) * hb.tanh(g)
         h = hb.sigmoid(o) * hb.tanh(c)
-    w_out = hb.Variable((rng.standard_normal((n_hidden, 10)) * 0.1).astype(np.float32), name="w_out")
-    feed = {xs: rng.standard_normal((batch, steps, n_in)).astype(np.float32),
-            y: rng.integers(0, 10, batch).astype(np.int32)}
+    w_out = hb.Variable(
+        (rng.standard_normal((n_hidden, 10)) * 0.1).astype(np.float32), name="w_out"
+    )
+    feed = {
+        xs: rng.standard_normal((batch, steps, n_in)).astype(np.float32),
+        y: rng.integers(0, 10, batch).astype(np.int32),
+    }
     return _sgd(_ce(hb.matmul(h, w_out), y)), feed
 
 
