@@ -1,1 +1,5 @@
-"""hetbed.reports (see DESIGN.md)."""
+"""hetbed.reports: result frames (pandas) to figures (matplotlib) to Markdown/HTML."""
+
+from hetbed.reports.report import Report
+
+__all__ = ["Report"]

@@ -116,3 +116,48 @@ def build_lstm(
 
 
 BUILDERS = {"mlp": build_mlp, "cnn": build_cnn, "embedding": build_embedding, "lstm": build_lstm}
+
+
+def build_ps_towers(
+    n_workers: int,
+    sizes: tuple[int, ...] = (784, 1024, 1024, 10),
+    batch_per_worker: int = 64,
+    ps_device: str = "/job:ps/task:0/device:cpu:0",
+    worker_device: str = "/job:worker/task:{i}/device:gpu:0",
+    lr: float = 0.01,
+    seed: int = 0,
+):
+    """Synchronous in-graph data parallelism: variables on one PS device, one tower per worker
+    device, gradients averaged on the PS and applied once. Returns (train_op, feed_dict)."""
+    rng = np.random.default_rng(seed)
+    with hb.device(ps_device):
+        params = []
+        for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+            w0 = (rng.standard_normal((a, b)) * np.sqrt(2 / a)).astype(np.float32)
+            params += [
+                hb.Variable(w0, name=f"w{i}"),
+                hb.Variable(np.zeros(b, np.float32), name=f"b{i}"),
+            ]
+    feed = {}
+    tower_grads = []
+    for t in range(n_workers):
+        with hb.device(worker_device.format(i=t)), hb.name_scope(f"tower{t}"):
+            x = hb.placeholder(hb.float32, [None, sizes[0]], name="x")
+            y = hb.placeholder(hb.int32, [None], name="y")
+            h = x
+            for i in range(len(sizes) - 1):
+                h = hb.nn.bias_add(hb.matmul(h, params[2 * i]), params[2 * i + 1])
+                if i < len(sizes) - 2:
+                    h = hb.nn.relu(h)
+            tower_grads.append(hb.gradients(_ce(h, y), params))
+            feed[x] = rng.standard_normal((batch_per_worker, sizes[0])).astype(np.float32)
+            feed[y] = rng.integers(0, sizes[-1], batch_per_worker).astype(np.int32)
+    with hb.device(ps_device):
+        updates = []
+        for k, p in enumerate(params):
+            g = hb.add_n([tg[k] for tg in tower_grads])
+            if n_workers > 1:
+                g = g * (1.0 / n_workers)
+            updates.append(hb.assign_sub(p, g * lr))
+        train = hb.group(*updates)
+    return train, feed

@@ -1,0 +1,191 @@
+"""``make demo``: the headline study on its embedded defaults, written to out/demo/.
+
+1. Real: the digits MLP trained with hetbed on this machine's CPU (accuracy, step time).
+2. Fidelity: this machine calibrated, the simulator's predicted step time of four models against
+   the measured one.
+3. What-if (op-level simulation of the very graph hetbed runs): synchronous data-parallel
+   training of an MLP 784-1024-1024-10 with its parameters on one PS, 1 to 16 K40 workers, on
+   10 GbE vs 100 GbE: step time, throughput, and where the time goes (PS incast).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+import hetbed as hb
+from hetbed.devices.costmodel import Profiled, Roofline
+from hetbed.reports import Report, figures
+from hetbed.scenarios import datasets
+from hetbed.scenarios.models import digits, small
+from hetbed.simulator import Cluster, SimSession, sim_value
+from hetbed.simulator.calibrate import measure_machine, predict_step, profile_and_measure
+
+WORKERS = (1, 2, 4, 8, 16)
+NICS = {"10 GbE": "eth_10g", "100 GbE": "eth_100g"}
+BATCH = 64
+
+
+def _log(msg: str, quiet: bool) -> None:
+    if not quiet:
+        print(msg, flush=True)
+
+
+def train_digits(epochs: int = 40) -> dict:
+    data = datasets.digits()
+    rng = np.random.default_rng(0)
+    with hb.Graph().as_default():
+        m = digits.classifier(digits.mlp, optimizer=hb.train.AdamOptimizer(0.001))
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            steps, t0 = 0, time.perf_counter()
+            for _ in range(epochs):
+                for xb, yb in datasets.batches(data.x_train, data.y_train, 32, rng):
+                    s.run(m.train_op, {m.x: xb, m.y: yb})
+                    steps += 1
+            wall = time.perf_counter() - t0
+            acc = float(s.run(m.accuracy, {m.x: data.x_test, m.y: data.y_test}))
+    return {"test_accuracy": acc, "steps": steps, "step_time_ms": wall / steps * 1e3}
+
+
+def fidelity() -> pd.DataFrame:
+    perf = measure_machine()
+    rows = []
+    for name, build in small.BUILDERS.items():
+        table, measured = profile_and_measure(build, rounds=8)
+        prof = Profiled(table, Roofline(), overhead_s=perf.launch_overhead_s)
+        pred = predict_step(build, perf, prof)
+        rows.append(
+            {
+                "model": name,
+                "measured_ms": measured * 1e3,
+                "predicted_ms": pred * 1e3,
+                "error_pct": (pred - measured) / measured * 100,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def simulate_towers(n: int, nic: str) -> tuple[float, object]:
+    c = Cluster()
+    c.add_task("ps", 0, cpu="xeon_e5_2630v3_ps", nic=nic)
+    for i in range(n):
+        c.add_task("worker", i, cpu="xeon_e5_2680v3_2s", gpu=("k40", 1), nic=nic)
+    with hb.Graph().as_default():
+        train, feed = small.build_ps_towers(n, batch_per_worker=BATCH)
+        sess = SimSession(c)
+        sess.run(hb.global_variables_initializer())
+        shapes = {k: sim_value(v.shape, v.dtype) for k, v in feed.items()}
+        sess.run(train, shapes)
+        sess.run(train, shapes)  # the second step is the steady state
+    return sess.last_record.step_time_s, sess.last_record
+
+
+def what_if(progress: Callable[[str], None]) -> tuple[pd.DataFrame, object]:
+    rows = []
+    keep = None
+    for label, nic in NICS.items():
+        for n in WORKERS:
+            t, rec = simulate_towers(n, nic)
+            progress(f"  {label}, {n:2d} workers: {t * 1e3:8.2f} ms/step")
+            flows = rec.flows
+            rows.append(
+                {
+                    "network": label,
+                    "workers": n,
+                    "step_time_ms": t * 1e3,
+                    "images_per_s": n * BATCH / t,
+                    "bytes_per_step_MB": flows.bytes.sum() / 1e6,
+                    "worker_gpu_busy_pct": 100
+                    * rec.devices[rec.devices.kind == "gpu"].utilization.mean(),
+                }
+            )
+            if nic == "eth_10g" and n == 4:
+                keep = rec
+    return pd.DataFrame(rows), keep
+
+
+def run_demo(out_dir: str = "out/demo", quiet: bool = False) -> int:
+    t0 = time.perf_counter()
+    os.makedirs(out_dir, exist_ok=True)
+    log = lambda m: _log(m, quiet)  # noqa: E731
+    log("[1/3] training the digits MLP on this machine ...")
+    real = train_digits()
+    log(f"  test accuracy {real['test_accuracy']:.3f}, {real['step_time_ms']:.2f} ms/step")
+    log("[2/3] calibrating the simulator against the real executor ...")
+    fid = fidelity()
+    for r in fid.itertuples():
+        log(
+            f"  {r.model:10s} measured {r.measured_ms:7.3f} ms  predicted {r.predicted_ms:7.3f} ms"
+            f"  ({r.error_pct:+.1f}%)"
+        )
+    log("[3/3] what-if: synchronous data parallelism with one PS, K40 workers ...")
+    df, rec = what_if(log)
+
+    rep = Report("hetbed demo: one PS, many workers, two networks")
+    rep.text(
+        "Every number below comes from running hetbed in this process: a real training run on this "
+        "machine's CPU, and the discrete-event simulator executing the very same graphs, placed and "
+        "partitioned as a real session would, on simulated devices and links from the hardware "
+        "catalog (every catalog number names its source)."
+    )
+    rep.heading("What-if: 10 GbE vs 100 GbE for synchronous training with one PS")
+    sizes = (784, 1024, 1024, 10)
+    n_params = sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    mb = n_params * 4 / 1e6
+    rep.text(
+        f"An MLP 784-1024-1024-10 ({n_params / 1e6:.2f}M parameters, {mb:.1f} MB) trained with "
+        f"synchronous in-graph replication: parameters on one PS task (Xeon host), one tower of "
+        f"batch {BATCH} per K40 worker, gradients averaged on the PS. Each step every worker pulls "
+        f"all parameters and pushes all gradients, so the PS NIC carries 2 x {mb:.1f} MB x workers "
+        "per step; the slowdown at scale is incast on the PS link, emerging from the flow model."
+    )
+    fig = figures.lines(
+        df,
+        "workers",
+        "images_per_s",
+        "network",
+        "workers (K40 GPUs)",
+        "throughput (images/s)",
+        "Throughput vs workers, one PS",
+        logx=True,
+    )
+    rep.figure(
+        fig, "throughput", "Simulated throughput; 100 GbE keeps scaling where 10 GbE saturates."
+    )
+    rep.table(df, ".3g", "Simulated steady-state step (second step) per configuration.")
+    if rec is not None:
+        rep.heading("One step, 4 workers on 10 GbE")
+        rep.figure(
+            figures.step_timeline(rec.ops, rec.flows),
+            "timeline",
+            "Ops on devices (blue) and transfers between hosts (orange).",
+        )
+        with open(os.path.join(out_dir, "step_trace.json"), "w") as f:
+            json.dump(rec.chrome_trace(), f)
+        rep.text(
+            "The full step is in `step_trace.json` (open it in ui.perfetto.dev or chrome://tracing)."
+        )
+    rep.heading("Is the simulator right? Calibrated predictions on this machine")
+    rep.text(
+        "This machine's GEMM rate, memory bandwidth and per-op dispatch cost were measured, each "
+        "model's ops profiled, and the simulator's step time compared with the measured one "
+        "(median of interleaved runs)."
+    )
+    rep.table(fid, ".3g")
+    rep.heading("Real training on this machine")
+    rep.text(
+        f"The digits MLP (64-128-64-10, Adam) trained with hetbed's real executor: "
+        f"{real['steps']} steps, {real['step_time_ms']:.2f} ms per step, test accuracy "
+        f"{real['test_accuracy']:.3f}."
+    )
+    rep.text(f"Generated by `make demo` in {time.perf_counter() - t0:.0f} s.")
+    paths = rep.write(out_dir)
+    df.to_csv(os.path.join(out_dir, "what_if.csv"), index=False)
+    log(f"report: {paths['html']} ({time.perf_counter() - t0:.0f} s)")
+    return 0

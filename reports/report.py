@@ -1,0 +1,152 @@
+"""Reports: headings, paragraphs, tables (DataFrames) and figures (matplotlib), written as
+Markdown with PNG files beside it and as one self-contained HTML file (images inlined)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class _Block:
+    kind: str
+    payload: Any
+    extra: Any = None
+
+
+@dataclass
+class Report:
+    """Build with ``heading``/``text``/``table``/``figure``, then ``write(out_dir)``."""
+
+    title: str
+    blocks: list[_Block] = field(default_factory=list)
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.blocks.append(_Block("heading", text, level))
+
+    def text(self, text: str) -> None:
+        """A paragraph (plain text; ``code`` in backticks is kept as is in Markdown)."""
+        self.blocks.append(_Block("text", text))
+
+    def table(self, df: Any, floatfmt: str = ".4g", caption: str = "") -> None:
+        self.blocks.append(_Block("table", df, (floatfmt, caption)))
+
+    def figure(self, fig: Any, name: str, caption: str = "") -> None:
+        """A matplotlib figure, saved as ``name``.png (and closed)."""
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        self.blocks.append(_Block("figure", buf.getvalue(), (name, caption)))
+
+    # ---- output ---------------------------------------------------------------------------
+    def write(self, out_dir: str) -> dict[str, str]:
+        """Write report.md, report.html and the figures into ``out_dir``; return their paths."""
+        os.makedirs(out_dir, exist_ok=True)
+        paths = {}
+        for b in self.blocks:
+            if b.kind == "figure":
+                p = os.path.join(out_dir, f"{b.extra[0]}.png")
+                _atomic_write(p, b.payload)
+                paths[b.extra[0]] = p
+        md = os.path.join(out_dir, "report.md")
+        _atomic_write(md, self.markdown().encode())
+        page = os.path.join(out_dir, "report.html")
+        _atomic_write(page, self.html().encode())
+        paths.update({"markdown": md, "html": page})
+        return paths
+
+    def markdown(self) -> str:
+        out = [f"# {self.title}", ""]
+        for b in self.blocks:
+            if b.kind == "heading":
+                out += ["#" * b.extra + " " + b.payload, ""]
+            elif b.kind == "text":
+                out += [b.payload, ""]
+            elif b.kind == "table":
+                fmt, caption = b.extra
+                out += [_md_table(b.payload, fmt), ""]
+                if caption:
+                    out += [f"*{caption}*", ""]
+            elif b.kind == "figure":
+                name, caption = b.extra
+                out += [f"![{caption or name}]({name}.png)", ""]
+                if caption:
+                    out += [f"*{caption}*", ""]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        parts = [
+            "<!doctype html><html><head><meta charset='utf-8'>",
+            f"<title>{html.escape(self.title)}</title>",
+            "<style>body{font-family:system-ui,sans-serif;max-width:60em;margin:2em auto;"
+            "padding:0 1em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+            "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}"
+            "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}"
+            "img{max-width:100%}figcaption,.cap{color:#555;font-style:italic}"
+            "code{background:#f3f3f3;padding:0 .2em}</style></head><body>",
+            f"<h1>{html.escape(self.title)}</h1>",
+        ]
+        for b in self.blocks:
+            if b.kind == "heading":
+                parts.append(f"<h{b.extra}>{html.escape(b.payload)}</h{b.extra}>")
+            elif b.kind == "text":
+                parts.append(f"<p>{_inline_code(html.escape(b.payload))}</p>")
+            elif b.kind == "table":
+                fmt, caption = b.extra
+                parts.append(_html_table(b.payload, fmt))
+                if caption:
+                    parts.append(f"<p class='cap'>{html.escape(caption)}</p>")
+            elif b.kind == "figure":
+                name, caption = b.extra
+                data = base64.b64encode(b.payload).decode()
+                parts.append(
+                    f"<figure><img alt='{html.escape(caption or name)}' "
+                    f"src='data:image/png;base64,{data}'>"
+                    + (f"<figcaption>{html.escape(caption)}</figcaption>" if caption else "")
+                    + "</figure>"
+                )
+        parts.append("</body></html>")
+        return "\n".join(parts)
+
+
+def _fmt(v: Any, fmt: str) -> str:
+    if isinstance(v, float):
+        return format(v, fmt)
+    return str(v)
+
+
+def _md_table(df: Any, fmt: str) -> str:
+    cols = [str(c) for c in df.columns]
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    for row in df.itertuples(index=False):
+        lines.append("| " + " | ".join(_fmt(v, fmt) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _html_table(df: Any, fmt: str) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(v, fmt))}</td>" for v in row) + "</tr>"
+        for row in df.itertuples(index=False)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def _inline_code(s: str) -> str:
+    parts = s.split("`")
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
