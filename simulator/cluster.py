@@ -20,6 +20,7 @@ import simpy
 from hetbed.devices.catalog import load_device, load_link
 from hetbed.devices.costmodel import CostModel, perf_from_spec
 from hetbed.devices.simulated import SimulatedDevice
+from hetbed.runtime.shapes import output_shapes
 
 from .network import Network
 from .topology import Nic, SwitchFabric, TwoLevelFabric
@@ -137,6 +138,7 @@ class Cluster:
                         kind=kind,
                         cost_model=self.cost_model,
                         hybrid=self.hybrid,
+                        infer_shapes=output_shapes,
                     )
                     dev.hardware = hw
                     if kind == "cpu":

@@ -1,0 +1,113 @@
+"""Simulator speed: simulated events per second of hetbed's op-level simulation vs a bare SimPy
+loop doing the same number of timeouts (the floor), and the wall time to simulate one step of a
+1,000-op graph on 64 simulated devices.
+
+Target (issue): at least half the bare SimPy event rate for the same pattern.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import simpy
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import hetbed as hb  # noqa: E402
+from hetbed.devices.costmodel import DevicePerf  # noqa: E402
+from hetbed.simulator import Cluster, SimSession, sim_value  # noqa: E402
+
+PERF = DevicePerf("toy", {"float32": 1e12}, memory_bandwidth=1e11, launch_overhead_s=5e-6)
+
+
+def bare_simpy(n: int) -> float:
+    """Events/s of one SimPy process doing ``n`` timeouts in a row."""
+    env = simpy.Environment()
+
+    def proc():
+        for _ in range(n):
+            yield env.timeout(1e-6)
+
+    env.process(proc())
+    t = time.perf_counter()
+    env.run()
+    return n / (time.perf_counter() - t)
+
+
+def chain_graph(n_ops: int, n_devices: int):
+    """``n_devices`` chains of ops; op k of chain d also reads op k-1 of chain d-1 (a transfer)."""
+    c = Cluster()
+    per_task = 8
+    for t in range((n_devices + per_task - 1) // per_task):
+        c.add_task("worker", t, cpu=None, gpu=(PERF, per_task), nic=(1.25e9, 25e-6))
+    g = hb.Graph()
+    with g.as_default():
+        x = hb.placeholder(hb.float32, [64])
+        heads = []
+        for d in range(n_devices):
+            with hb.device(f"/job:worker/task:{d // per_task}/device:gpu:{d % per_task}"):
+                heads.append(hb.identity(x))
+        depth = max(n_ops // n_devices - 1, 1)
+        for _ in range(depth):
+            new = []
+            for d in range(n_devices):
+                with hb.device(f"/job:worker/task:{d // per_task}/device:gpu:{d % per_task}"):
+                    new.append(heads[d] * 2.0 + heads[d - 1] if n_devices > 1 else heads[d] * 2.0)
+            heads = new
+        out = hb.add_n(heads) if n_devices > 1 else heads[0]
+        sess = SimSession(c, graph=g)
+    return sess, out, x
+
+
+def hetbed_rate(n_ops: int, n_devices: int) -> tuple[float, float, int]:
+    sess, out, x = chain_graph(n_ops, n_devices)
+    feed = {x: sim_value([64])}
+    sess.run(out, feed)  # prepare (placement, partition) once
+    env = sess.cluster.env
+    # Count the events of one step (a counting run, not timed) ...
+    count = [0]
+    schedule = env.schedule
+
+    def counting(event, priority=1, delay=0):
+        count[0] += 1
+        return schedule(event, priority, delay)
+
+    env.schedule = counting
+    sess.run(out, feed)
+    env.schedule = schedule
+    events = count[0]
+    # ... then time steps without the counter.
+    best = float("inf")
+    for _ in range(3):
+        t = time.perf_counter()
+        sess.run(out, feed)
+        best = min(best, time.perf_counter() - t)
+    return events / best, best, events
+
+
+def main() -> None:
+    rows = []
+    for n_ops, n_dev in ((1000, 1), (1000, 64)):
+        rate, wall, events = hetbed_rate(n_ops, n_dev)
+        floor = bare_simpy(events)
+        rows.append((n_ops, n_dev, events, rate, floor, wall))
+    print("\nsim_speed: simulated events per second (one step, best of 3)")
+    print(
+        f"{'graph':>22s} {'events':>8s} {'hetbed ev/s':>12s} {'SimPy ev/s':>12s} "
+        f"{'x floor':>8s} {'step wall ms':>13s}"
+    )
+    for n_ops, n_dev, events, rate, floor, wall in rows:
+        print(
+            f"{f'{n_ops} ops, {n_dev} devices':>22s} {events:8d} {rate:12.0f} {floor:12.0f} "
+            f"{rate / floor:8.2f} {wall * 1e3:13.1f}"
+        )
+    worst = min(r[3] / r[4] for r in rows)
+    print(
+        f"target >= 0.5x the bare SimPy rate: {worst:.2f}x, {'met' if worst >= 0.5 else 'NOT met'}"
+    )
+
+
+if __name__ == "__main__":
+    main()
