@@ -2,20 +2,9 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+from hetbed.simulator.calibrate import best_of
 
-
-def best_of(fn: Callable[[], object], repeat: int = 5, number: int = 10) -> float:
-    """Best mean seconds per call over ``repeat`` rounds of ``number`` calls (after one warm-up)."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.perf_counter() - t) / number)
-    return best
+__all__ = ["best_of", "table", "optional"]
 
 
 def table(

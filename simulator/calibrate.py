@@ -30,7 +30,8 @@ from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
 
-def _best(fn: Callable[[], Any], repeat: int = 5, number: int = 5) -> float:
+def best_of(fn: Callable[[], Any], repeat: int = 5, number: int = 5) -> float:
+    """Best mean seconds per call over ``repeat`` rounds of ``number`` calls (after a warm-up)."""
     fn()
     best = float("inf")
     for _ in range(repeat):
@@ -44,7 +45,7 @@ def _best(fn: Callable[[], Any], repeat: int = 5, number: int = 5) -> float:
 def gemm_flops(n: int = 1024) -> float:
     """float32 GEMM FLOP/s of numpy here (an n x n x n product)."""
     a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
-    return 2.0 * n**3 / _best(lambda: a @ a)
+    return 2.0 * n**3 / best_of(lambda: a @ a)
 
 
 def stream_bandwidth(n: int = 1 << 23) -> float:
@@ -52,7 +53,7 @@ def stream_bandwidth(n: int = 1 << 23) -> float:
     a = np.ones(n, np.float32)
     b = np.ones(n, np.float32)
     out = np.empty_like(a)
-    return 3.0 * 4 * n / _best(lambda: np.add(a, b, out=out))
+    return 3.0 * 4 * n / best_of(lambda: np.add(a, b, out=out))
 
 
 def dispatch_overhead(n_ops: int = 1000) -> float:
@@ -66,9 +67,9 @@ def dispatch_overhead(n_ops: int = 1000) -> float:
             y = y + one
         sess = Session(graph=g)
         xv = np.zeros(4, np.float32)
-        total = _best(lambda: sess.run(y, {x: xv}), repeat=5, number=10)
+        total = best_of(lambda: sess.run(y, {x: xv}), repeat=5, number=10)
         a, o = np.zeros(4, np.float32), np.ones(4, np.float32)
-        kernel = _best(lambda: [np.add(a, o) for _ in range(n_ops)], repeat=5, number=10)
+        kernel = best_of(lambda: [np.add(a, o) for _ in range(n_ops)], repeat=5, number=10)
     return max(total - kernel, 0.0) / n_ops
 
 
