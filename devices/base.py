@@ -28,6 +28,8 @@ class Device:
         self.name = name
         self.memory_limit_bytes = memory_limit_bytes
         self.memory_in_use_bytes = 0
+        #: the session's per-device resources (variables), set when a session uses the device
+        self.resources: dict | None = None
 
     @property
     def kernel_type(self) -> str:

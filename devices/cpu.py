@@ -27,6 +27,19 @@ class CPUDevice(Device):
         self._pool: ThreadPoolExecutor | None = None
         self.synchronous = True
 
+    @property
+    def memory_in_use_bytes(self) -> int:  # type: ignore[override]
+        """Bytes of the state this device holds (its variables' buffers)."""
+        total = 0
+        for h in (self.resources or {}).values():
+            v = getattr(h, "value", None)
+            total += getattr(v, "nbytes", 0) if v is not None else 0
+        return total
+
+    @memory_in_use_bytes.setter
+    def memory_in_use_bytes(self, v: int) -> None:
+        pass
+
     def is_heavy(self, node: Any) -> bool:
         if self.threads <= 0:
             return False

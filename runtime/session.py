@@ -225,6 +225,7 @@ class BaseSession:
         ctx = self._contexts.get(key)
         if ctx is None:
             res = self._resources.setdefault(device.name, {})
+            device.resources = res
             ctx = self._contexts[key] = ex.KernelContext(op, device, res, self)
         return ctx
 

@@ -180,3 +180,16 @@ def test_list_devices():
         with hb.Session(config=hb.ConfigProto(device_count={"CPU": 3})) as s:
             names = [d.name for d in s.list_devices() if d.device_type == "cpu"]
     assert names == [f"/job:localhost/replica:0/task:0/device:cpu:{i}" for i in range(3)]
+
+
+def test_cpu_device_reports_memory_of_its_variables():
+    """A CPU device's memory in use counts the buffers of the variables placed on it."""
+    with hb.Graph().as_default():
+        with hb.device("/cpu:1"):
+            v = hb.Variable(np.zeros((256, 256), np.float32))
+        with hb.Session(config=hb.ConfigProto(device_count={"CPU": 2})) as s:
+            cpu0, cpu1 = s.list_devices()[:2]
+            assert cpu1.memory_in_use_bytes == 0
+            s.run(v.initializer)
+            assert cpu1.memory_in_use_bytes == 256 * 256 * 4
+            assert cpu0.memory_in_use_bytes == 0
