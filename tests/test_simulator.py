@@ -225,3 +225,25 @@ def test_systolic_efficiency_closed_form():
         op = hb.matmul(a, b).op
     t = Roofline().duration(op, [(4096, 64), (64, 128)], [(4096, 128)], tpu)
     assert t == pytest.approx(2 * 4096 * 64 * 128 / (100e12 * 0.5), rel=1e-12)
+
+
+def test_two_level_fabric_oversubscription_slows_cross_rack_transfers():
+    """With racks of one host behind 4x oversubscribed uplinks, a transfer takes 4x the bytes time."""
+    n = 250_000
+    times = {}
+    for fabric in ("switch", "two_level"):
+        c = Cluster(fabric=fabric, rack_size=1, oversubscription=4.0)
+        c.add_task("ps", 0, cpu=TOY, nic=(1e9, 0.0))
+        c.add_task("worker", 0, cpu=TOY, nic=(1e9, 0.0))
+        with hb.Graph().as_default():
+            p = hb.placeholder(hb.float32, [n])
+            with hb.device("/job:ps/task:0/device:cpu:0"):
+                a = hb.identity(p)
+            with hb.device("/job:worker/task:0/device:cpu:0"):
+                b = hb.identity(a)
+            s = SimSession(c)
+            s.run(b, {p: sim_value([n])})
+        f = s.last_record.flows
+        times[fabric] = float(f.end_s[0] - f.start_s[0])
+    assert times["switch"] == pytest.approx(4 * n / 1e9, rel=1e-9)
+    assert times["two_level"] == pytest.approx(4 * times["switch"], rel=1e-9)
