@@ -37,19 +37,34 @@ def _const_cost(op, ins, outs):
     return Cost(0.0, 0.0, 0.0)
 
 
+_INT32 = np.iinfo(np.int32)
+
+
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const") -> Tensor:
-    """A tensor with a fixed value; ``shape`` broadcasts a scalar or reshapes a same-size value."""
+    """A tensor with a fixed value; ``shape`` broadcasts a scalar or reshapes a same-size value.
+
+    Without ``dtype``, Python floats become float32 and Python ints int32 (int64 when a value
+    does not fit), as in TF; numpy values keep their dtype. Raises TypeError for a Python float
+    value with an integer ``dtype`` (numpy arrays are cast, as TF does).
+    """
     if isinstance(value, Tensor):
         raise TypeError(f"constant() takes a value, not the tensor {value.name}")
-    np_dtype = _dt.as_dtype(dtype).np if dtype is not None else None
-    arr = np.asarray(value, dtype=np_dtype)
-    if dtype is None:
-        if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+    from_python = not isinstance(value, (np.ndarray, np.generic))
+    want = _dt.as_dtype(dtype) if dtype is not None else None
+    arr = np.asarray(value)
+    if want is not None:
+        if from_python and arr.dtype.kind == "f" and not want.is_floating:
+            raise TypeError(f"constant {name}: expected {want.name}, got float value {value!r}")
+        arr = arr.astype(want.np, copy=False)
+    elif from_python:
+        if arr.dtype == np.float64:
             arr = arr.astype(np.float32)  # Python floats default to float32, as in TF
-        elif arr.dtype == np.int64 and not isinstance(value, (np.ndarray, np.integer)):
+        elif arr.dtype == np.int64 and (
+            arr.size == 0 or (_INT32.min <= arr.min() and arr.max() <= _INT32.max)
+        ):
             arr = arr.astype(np.int32)
     try:
-        _dt.as_dtype(arr.dtype)
+        arr = arr.astype(_dt.as_dtype(arr.dtype).np, copy=False)  # e.g. uint8 -> int32
     except TypeError as e:
         raise TypeError(f"constant {name}: {e}") from None
     if shape is not None:
@@ -160,8 +175,10 @@ Reshape = defop("Reshape")
 def _reshape_shape(op):
     x = op.inputs[0]
     shape = list(op.attrs["shape"])
-    if shape.count(-1) > 1:
-        raise InvalidArgumentError(f"Reshape: at most one -1 in shape, got {shape}")
+    if shape.count(-1) > 1 or any(d < -1 for d in shape):
+        raise InvalidArgumentError(
+            f"Reshape: shape must be sizes >= 0 with at most one -1, got {shape}"
+        )
     n = x.shape.num_elements()
     if -1 in shape:
         known = int(np.prod([d for d in shape if d != -1]))
@@ -251,16 +268,20 @@ def shape(input: Any, name: str | None = None, out_type: Any = _dt.int32) -> Ten
     return apply("Shape", [input], {"out_type": _dt.as_dtype(out_type)}, name or "Shape")
 
 
-def size(input: Any, name: str | None = None) -> Tensor:
+def size(input: Any, name: str | None = None, out_type: Any = _dt.int32) -> Tensor:
+    """The number of elements of ``input`` (``out_type``), computed at run time when not static."""
     from .math import reduce_prod
 
-    return reduce_prod(shape(input), name=name or "Size")
+    return reduce_prod(shape(input, out_type=out_type), name=name or "Size")
 
 
 def rank(input: Any, name: str | None = None) -> Tensor:
+    """The number of dimensions of ``input`` (int32): a constant when the rank is static."""
     x = convert_to_tensor(input)
     if x.shape.ndims is None:
-        raise InvalidArgumentError(f"rank of {x.name} is unknown")
+        from .math import reduce_prod
+
+        return reduce_prod(shape(shape(x)), name=name or "Rank")
     return constant(x.shape.ndims, dtype=_dt.int32, name=name or "Rank")
 
 

@@ -47,14 +47,20 @@ SumTo.cost(elementwise_cost(1))
 
 
 def sum_to_shape(xp: Any, g: Any, shape: tuple) -> Any:
-    """Sum ``g`` over the axes that broadcasting added or stretched to reach ``shape``."""
+    """Sum ``g`` over the axes that broadcasting added or stretched to reach ``shape``.
+
+    The result keeps ``g``'s dtype (numpy would widen int32 sums to int64).
+    """
+    shape = tuple(shape)
     if g.shape == shape:
         return g
+    if g.ndim < len(shape):
+        g = g.reshape((1,) * (len(shape) - g.ndim) + tuple(g.shape))
     lead = g.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(
         i + lead for i, d in enumerate(shape) if d == 1 and g.shape[i + lead] != 1
     )
-    r = g.sum(axis=axes, keepdims=True) if axes else g
+    r = g.sum(axis=axes, keepdims=True, dtype=g.dtype) if axes else g
     return r.reshape(shape)
 
 
@@ -82,7 +88,7 @@ def _bl_shape(op):
     ]
 
 
-@BroadcastLike.kernel("cpu", "gpu")
+@BroadcastLike.kernel("cpu", "gpu", aliases_input=True)  # a read-only view of x
 def _broadcast_like(ctx, x, like):
     return ctx.xp.broadcast_to(x, np.broadcast_shapes(x.shape, like.shape))
 
@@ -343,7 +349,7 @@ def _reciprocal_grad(op, g):
 
 # ---- AddN --------------------------------------------------------------------------------------
 
-AddN = defop("AddN", cost=elementwise_cost(1))
+AddN = defop("AddN")
 
 
 @AddN.shape
@@ -366,6 +372,13 @@ def _add_n(ctx, *xs):
 
 
 AddN.gradient(lambda op, g: [g] * len(op.inputs))
+
+
+@AddN.cost
+def _addn_cost(op, ins, outs):
+    """k inputs of n elements: k - 1 additions per element."""
+    base = elementwise_cost(1)(op, ins, outs)
+    return Cost(base.flops * max(len(ins) - 1, 0), base.bytes_read, base.bytes_written)
 
 
 def add_n(inputs: list, name: str | None = None) -> Tensor:
@@ -537,7 +550,7 @@ def _norm_axes(op_name: str, axis: Any, ndims: int | None) -> tuple | None:
         return None
     if isinstance(axis, Tensor):
         raise TypeError(f"{op_name}: axis must be a static int or list of ints in hetbed")
-    axes = [int(axis)] if np.isscalar(axis) else [int(a) for a in axis]
+    axes = [int(axis)] if np.ndim(axis) == 0 else [int(a) for a in np.ravel(axis)]
     if ndims is not None:
         for a in axes:
             if not -ndims <= a < ndims:
@@ -573,12 +586,26 @@ def _reduce_cost(op, ins, outs):
     )
 
 
+def _empty_identity(np_fn: str, dtype: Any) -> Any:
+    """What Max/Min/Mean give for an empty reduction (TF: lowest/highest value, NaN)."""
+    if np_fn == "mean":
+        return np.nan if dtype.kind == "f" else 0
+    if dtype.kind == "f":
+        return -np.inf if np_fn == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if np_fn == "max" else info.max
+
+
 def _reduction(name: str, np_fn: str, dtypes: Any = _dt.NUMERIC):
     d = defop(name, shape=_reduce_shape, cost=_reduce_cost)
 
     def kernel(ctx, x):
         at = ctx.attrs
-        r = getattr(ctx.xp, np_fn)(x, axis=at["axis"], keepdims=at["keepdims"])
+        xp = ctx.xp
+        if x.size == 0 and np_fn in ("max", "min", "mean"):
+            shape = xp.sum(x, axis=at["axis"], keepdims=at["keepdims"]).shape
+            return xp.full(shape, _empty_identity(np_fn, x.dtype), dtype=x.dtype)
+        r = getattr(xp, np_fn)(x, axis=at["axis"], keepdims=at["keepdims"])
         return r if r.dtype == x.dtype else r.astype(x.dtype)
 
     d.kernel("cpu", "gpu", dtypes=dtypes)(kernel)
@@ -687,10 +714,35 @@ Min.gradient(_minmax_reduce_grad)
 
 @Prod.gradient
 def _prod_grad(op, g):
-    x, y = op.inputs[0], op.outputs[0]
+    x = op.inputs[0]
     gk = broadcast_like(_keep_shape_grad(op, g), x)
-    yk = broadcast_like(_keep_shape_grad(op, y), x)
-    return [divide(multiply(gk, yk), x)]  # exact where x has no zeros
+    others = apply("ProdOthers", [x], {"axis": op.attrs["axis"]}, name="ProdOthers")
+    return [multiply(gk, others)]
+
+
+# Each element's d(prod)/dx: the product of the other elements of its reduced group, from
+# exclusive cumulative products (exact where x has zeros, unlike prod / x). No gradient itself.
+ProdOthers = defop("ProdOthers", shape=unchanged_shape, cost=elementwise_cost(3))
+
+
+@ProdOthers.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+def _prod_others(ctx, x):
+    xp = ctx.xp
+    axes = ctx.attrs["axis"]
+    axes = tuple(range(x.ndim)) if axes is None else tuple(axes)
+    if x.size == 0 or not axes:
+        return xp.zeros_like(x) if x.size == 0 else xp.ones_like(x)
+    perm = [i for i in range(x.ndim) if i not in axes] + list(axes)
+    xt = xp.transpose(x, perm)
+    lead = xt.shape[: x.ndim - len(axes)]
+    flat = xt.reshape(lead + (-1,))
+    ones = xp.ones(lead + (1,), dtype=x.dtype)
+    left = xp.cumprod(xp.concatenate([ones, flat[..., :-1]], axis=-1), axis=-1, dtype=x.dtype)
+    rev = xp.flip(flat, axis=-1)[..., :-1]
+    right = xp.cumprod(xp.concatenate([ones, rev], axis=-1), axis=-1, dtype=x.dtype)
+    out = (left * xp.flip(right, axis=-1)).reshape(xt.shape)
+    inverse = tuple(int(i) for i in np.argsort(perm))
+    return xp.ascontiguousarray(xp.transpose(out, inverse))
 
 
 def cast_like(x: Tensor, like: Tensor) -> Tensor:
@@ -833,18 +885,32 @@ round = _unary_fn("Round")  # noqa: A001
 
 
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
-    """``x / y``; integer inputs are divided as floats (TF's truediv), giving float64/float32."""
+    """``x / y``; int32/int64 inputs are divided as float64 (TF's truediv table).
+
+    Raises InvalidArgumentError when ``x`` and ``y`` have different dtypes.
+    """
     x, y = convert_pair(x, y)
+    if x.dtype != y.dtype:
+        raise InvalidArgumentError(
+            f"divide: x and y must have the same dtype, got {x.dtype.name} ({x.name}) "
+            f"and {y.dtype.name} ({y.name})"
+        )
     if x.dtype.is_integer:
         from .array import cast
 
-        fdt = _dt.float64 if x.dtype == _dt.int64 else _dt.float32
-        x, y = cast(x, fdt), cast(y, fdt)
+        x, y = cast(x, _dt.float64), cast(y, _dt.float64)
     return apply("RealDiv", [x, y], name=name or "truediv")
 
 
 truediv = divide
-div = divide
+
+
+def div(x: Any, y: Any, name: str | None = None) -> Tensor:
+    """TF1's ``div`` (Python 2 division): floor division for integers, ``x / y`` for floats."""
+    x, y = convert_pair(x, y)
+    if x.dtype.is_integer and y.dtype.is_integer:
+        return floordiv(x, y, name=name)
+    return divide(x, y, name=name)
 
 
 def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Tensor:

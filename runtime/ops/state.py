@@ -34,20 +34,21 @@ class VarHandle:
         return v
 
     def set(self, value: Any, validate_shape: bool = True) -> Any:
-        """Bind a new value, cast to the variable's dtype; the old buffer is left untouched."""
-        if validate_shape and not self.shape.is_compatible_with(tuple(value.shape)):
+        """Bind a copy of ``value``, cast to the variable's dtype; the old buffer is left untouched.
+
+        The variable always owns its buffer (a writeable, C-contiguous array, also for scalars):
+        in-place updates (assign_add, scatter_*, optimizers) must never write into a fed array,
+        another op's output or a fetched value.
+        """
+        if validate_shape and not self.shape.is_compatible_with(tuple(np.shape(value))):
             raise InvalidArgumentError(
-                f"assign to {self.name}: value of shape {tuple(value.shape)} does not match "
+                f"assign to {self.name}: value of shape {tuple(np.shape(value))} does not match "
                 f"the variable's shape {self.shape}"
             )
-        if (
-            value.dtype != self.dtype.np
-            or not getattr(value, "flags", None)
-            or not (value.flags.writeable and value.flags.c_contiguous)
-        ):
-            value = value.astype(self.dtype.np, copy=True)
-        elif value.base is not None:
-            value = value.copy()
+        if isinstance(value, (np.ndarray, np.generic)) or not hasattr(value, "astype"):
+            value = np.array(value, dtype=self.dtype.np, order="C", copy=True)
+        else:  # a device array (cupy): copy on its device
+            value = value.astype(self.dtype.np, order="C", copy=True)
         self.value = value
         return value
 
@@ -137,9 +138,15 @@ def _assign_shape(op):
 
 
 def _update_cost(op, ins, outs):
-    n = numel(ins[0]) if ins[0] else numel(ins[1])
+    """AssignAdd/AssignSub: one flop per element, read variable and value, write the variable."""
     b = nbytes(ins[1], op.inputs[1].dtype)
-    return Cost(float(n), 2.0 * b, float(b))
+    return Cost(float(numel(ins[1])), 2.0 * b, float(b))
+
+
+def _assign_cost(op, ins, outs):
+    """Assign copies the value: no arithmetic, read and write it once."""
+    b = nbytes(ins[1], op.inputs[1].dtype)
+    return Cost(0.0, float(b), float(b))
 
 
 Assign = defop("Assign", shape=_assign_shape, stateful=True, differentiable=False)
@@ -151,7 +158,7 @@ def _assign(ctx, h, value):
         return h.set(value, ctx.attrs.get("validate_shape", True))
 
 
-Assign.cost(_update_cost)
+Assign.cost(_assign_cost)
 
 AssignAdd = defop("AssignAdd", shape=_assign_shape, stateful=True, differentiable=False)
 
@@ -182,6 +189,10 @@ def _scatter_shape(op):
     ref, idx, upd = op.inputs
     if not idx.dtype.is_integer:
         raise InvalidArgumentError(f"{op.type}: indices must be int32/int64, got {idx.dtype.name}")
+    if ref.shape.ndims == 0:
+        raise InvalidArgumentError(
+            f"{op.type}: variable {ref.op.name} is a scalar; scatter needs rank >= 1 (use assign)"
+        )
     if ref.shape.ndims is not None and idx.shape.ndims is not None and upd.shape.ndims is not None:
         want = TensorShape(list(idx.shape.dims) + list(ref.shape.dims[1:]))
         if not want.is_compatible_with(upd.shape):
@@ -272,16 +283,26 @@ def assign_sub(ref: Any, value: Any, use_locking: bool = False, name=None):
     return apply("AssignSub", [r, v], {}, name or "AssignSub")
 
 
+def _scatter(op_type: str, ref: Any, indices: Any, updates: Any, name: str | None) -> Tensor:
+    r = _ref_of(ref)
+    if not isinstance(updates, Tensor):  # Python values take the variable's dtype, as in TF
+        updates = convert_to_tensor(updates, dtype=r.dtype)
+    return apply(op_type, [r, indices, updates], {}, name or op_type)
+
+
 def scatter_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name=None):
-    return apply("ScatterAdd", [_ref_of(ref), indices, updates], {}, name or "ScatterAdd")
+    """``ref[indices] += updates``; repeated indices all add (``np.add.at``)."""
+    return _scatter("ScatterAdd", ref, indices, updates, name)
 
 
 def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name=None):
-    return apply("ScatterSub", [_ref_of(ref), indices, updates], {}, name or "ScatterSub")
+    """``ref[indices] -= updates``; repeated indices all subtract."""
+    return _scatter("ScatterSub", ref, indices, updates, name)
 
 
 def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True, name=None):
-    return apply("ScatterUpdate", [_ref_of(ref), indices, updates], {}, name or "ScatterUpdate")
+    """``ref[indices] = updates``; with repeated indices one of the updates wins."""
+    return _scatter("ScatterUpdate", ref, indices, updates, name)
 
 
 def is_variable_initialized(ref: Any, name=None):
