@@ -30,8 +30,11 @@ from hetbed.runtime.ops.nn import (
     tanh,
     xw_plus_b,
 )
+from hetbed.runtime.ops.sampled import log_uniform_candidate_sampler, sampled_softmax_loss
 
 __all__ = [
+    "log_uniform_candidate_sampler",
+    "sampled_softmax_loss",
     "avg_pool",
     "batch_normalization",
     "bias_add",

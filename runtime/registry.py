@@ -85,6 +85,9 @@ class OpDef:
         # Ops sharing attrs["group_key"] (collectives) are pruned in or out together; they are
         # listed in the graph collection "collective:<group_key>".
         self.gang = gang
+        # Optional fn(op, in_shapes) -> [shape per output] for outputs whose size depends on the
+        # data (e.g. DynamicPartition): what a shape-only simulation should assume.
+        self.expected_shapes: Callable | None = None
 
     # ---- decorators ------------------------------------------------------------------
     def kernel(

@@ -73,11 +73,15 @@ def output_shapes(
             ]
         except Exception:  # noqa: BLE001 - fall back to the static shapes
             pass
-    for s in statics:
-        if s.dims is None:
-            out.append(())
-        else:
-            out.append(tuple(1 if d is None else int(d) for d in s.dims))
+    expected = getattr(op.op_def, "expected_shapes", None)
+    if expected is not None and any(s.dims is None or None in s.dims for s in statics):
+        out = [tuple(s) for s in expected(op, list(in_shapes))]  # data-dependent sizes
+    else:
+        for s in statics:
+            if s.dims is None:
+                out.append(())
+            else:
+                out.append(tuple(1 if d is None else int(d) for d in s.dims))
     if len(per_op) > 64:
         per_op.clear()
     per_op[key] = out

@@ -1,3 +1,15 @@
 """Op modules. Importing this package registers every op."""
 
-from . import array, collective, control, manip, math, nn, random, state, transfer  # noqa: F401
+from . import (  # noqa: F401
+    array,
+    collective,
+    control,
+    dynamic,
+    manip,
+    math,
+    nn,
+    random,
+    sampled,
+    state,
+    transfer,
+)

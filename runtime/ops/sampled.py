@@ -155,9 +155,7 @@ def log_uniform_candidate_sampler(
         from .array import cast
 
         t = cast(t, _dt.int64)
-    out = apply(
-        "LogUniformCandidateSampler", [t], attrs, name or "LogUniformCandidateSampler"
-    )
+    out = apply("LogUniformCandidateSampler", [t], attrs, name or "LogUniformCandidateSampler")
     return tuple(out)
 
 
@@ -232,9 +230,7 @@ def compute_sampled_logits(
             )
         # true logits: row-wise dot products of each input with its num_true weight rows
         true_w = array.reshape(true_w, [-1, num_true, dim])
-        true_logits = math.reduce_sum(
-            math.multiply(manip.expand_dims(inputs, 1), true_w), axis=2
-        )
+        true_logits = math.reduce_sum(math.multiply(manip.expand_dims(inputs, 1), true_w), axis=2)
         true_logits = math.add(true_logits, array.reshape(true_b, [-1, num_true]))
         sampled_logits = math.add(math.matmul(inputs, sampled_w, transpose_b=True), sampled_b)
         if remove_accidental_hits:
