@@ -1,0 +1,118 @@
+"""Cluster scale: wall time to simulate Inception-v3-like synchronous training at the scale of the
+TensorFlow paper (200 workers + 17 PS, 1,000 steps), and the same at 50 to 800 workers.
+
+The model is a ``ReplicaProfile``, no graph: 23.8M float32 parameters split evenly over 17 PS
+tasks (5.6 MB per shard), compute 1.5 s per step (K40-ish) times a lognormal straggler factor
+(sigma 0.1, so gradient pushes arrive spread out, the hard case for the flow model), 10 GbE NICs.
+Every step is 2 x workers x 17 (worker, shard) fluid max-min flows: pulls and pushes through the
+PS NICs, with the incast that follows.
+
+Printed per size: simulated events, wall seconds, events per wall second next to the bare SimPy
+floor (the same number of processes doing nothing but timeouts), and the cost ratio per doubling
+of workers, wall(2N) / (2 wall(N)) (1.00 = linear).
+
+Targets (issue): 200 workers x 1,000 steps in under 10 s on one core; no worse than 1.2x per
+doubling beyond linear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+import simpy
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from hetbed.simulator.stragglers import LogNormal  # noqa: E402
+from hetbed.simulator.training import ReplicaProfile, SyncPS  # noqa: E402
+
+PARAMS = 23_800_000
+N_PS = 17
+COMPUTE_S = 1.5
+
+
+def simulate(workers: int, steps: int) -> tuple[float, int, float]:
+    """(wall seconds, simulated events, median simulated step seconds) of one run."""
+    profile = ReplicaProfile.balanced(
+        PARAMS, N_PS, COMPUTE_S, apply_s_per_param=2e-11, examples_per_step=32
+    )
+    driver = SyncPS(
+        profile,
+        workers,
+        n_ps=N_PS,
+        nic="eth_10g",
+        straggler=LogNormal(0.1, np.random.default_rng(0)),
+    )
+    t = time.perf_counter()
+    result = driver.run(steps)
+    wall = time.perf_counter() - t
+    return wall, result.events, result.step_time()
+
+
+def bare_simpy(processes: int, events: int) -> float:
+    """Events/s of ``processes`` SimPy processes doing only random timeouts, ``events`` in all."""
+    env = simpy.Environment()
+    per = max(events // processes, 1)
+    delays = np.random.default_rng(0).random((processes, per)).tolist()
+
+    def proc(ds: list[float]):
+        for d in ds:
+            yield env.timeout(d)
+
+    for ds in delays:
+        env.process(proc(ds))
+    t = time.perf_counter()
+    env.run()
+    return processes * per / (time.perf_counter() - t)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--workers", type=int, nargs="*", default=[50, 100, 200, 400, 800])
+    args = ap.parse_args()
+    rows = []
+    for n in args.workers:
+        wall, events, step_s = simulate(n, args.steps)
+        floor = bare_simpy(n, min(events, 400_000))
+        rows.append((n, events, wall, events / wall, floor, step_s))
+    title = (
+        f"cluster_scale: Inception-v3-like SyncPS, {N_PS} PS, {args.steps} steps, "
+        f"{PARAMS / 1e6:.1f}M float32 params, compute {COMPUTE_S} s"
+    )
+    print(f"\n{title}\n{'-' * len(title)}")
+    print(
+        f"{'workers':>8s} {'flows/step':>10s} {'events':>10s} {'wall s':>8s} {'events/s':>10s} "
+        f"{'SimPy ev/s':>11s} {'x floor':>8s} {'sim step s':>10s} {'x linear/2N':>11s}"
+    )
+    prev = None
+    for n, events, wall, rate, floor, step_s in rows:
+        per_doubling = ""
+        if prev is not None:
+            pn, pwall = prev
+            per_doubling = f"{(wall / pwall) / (n / pn):11.2f}"
+        print(
+            f"{n:8d} {2 * n * N_PS:10d} {events:10d} {wall:8.2f} {rate:10.0f} {floor:11.0f} "
+            f"{rate / floor:8.2f} {step_s:10.3f} {per_doubling:>11s}"
+        )
+        prev = (n, wall)
+    by_n = {r[0]: r for r in rows}
+    if 200 in by_n and args.steps == 1000:
+        wall = by_n[200][2]
+        verdict = "met" if wall < 10 else "NOT met"
+        print(f"target: 200 workers x 1,000 steps under 10 s: {wall:.2f} s, {verdict}")
+    ratios = [
+        (rows[i][2] / rows[i - 1][2]) / (rows[i][0] / rows[i - 1][0]) for i in range(1, len(rows))
+    ]
+    if ratios:
+        worst = max(ratios)
+        verdict = "met" if worst <= 1.2 else "NOT met"
+        print(f"target: <= 1.2x per doubling beyond linear: worst {worst:.2f}x, {verdict}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,362 @@
+"""What one worker replica does per step, as the step-level drivers need it.
+
+``ReplicaProfile`` holds the numbers (compute time, variables' bytes and PS shards, PS apply
+costs); ``profile_from_graph`` measures them on a hetbed graph with the op-level simulator
+(``SimSession``), placing variables with ``runtime/device_setter``'s strategies. The drivers live in
+``simulator/training.py``, which re-exports both names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hetbed.devices.catalog import load_device
+from hetbed.devices.costmodel import CostModel, Roofline, perf_from_spec
+
+from .cluster import Cluster
+from .session import SimSession, sim_value
+
+__all__ = ["ReplicaProfile", "profile_from_graph"]
+
+# ---- what one replica does per step ----------------------------------------------------------
+
+
+@dataclass
+class ReplicaProfile:
+    """One worker replica's step, as the step-level drivers need it.
+
+    - ``compute_s``: seconds of forward + backward on one worker device (before stragglers);
+    - ``dense``: ``{variable: (bytes, ps index)}``, pulled and pushed whole every step;
+    - ``sparse``: ``{variable: (bytes per row, rows touched per step, ps index)}``: only the
+      touched rows are pulled (a gather on the PS) and pushed (IndexedSlices);
+    - ``apply_s``: PS seconds to apply one gradient to a variable, per variable or one number
+      for every variable (a PS shard applies its variables one after another);
+    - ``examples_per_step``: examples in one replica's mini-batch;
+    - ``resident_bytes``: PS memory per variable including optimizer slots (default: dense
+      bytes; a sparse variable's touched rows), checked against ``ps_capacity_bytes``;
+    - ``worker_memory_bytes``: peak memory of one step on the worker device, checked against
+      ``worker_capacity_bytes``; None where unknown.
+
+    Raises ValueError for a negative or non-finite time, byte count, row count or PS index.
+    """
+
+    compute_s: float
+    dense: dict[str, tuple[int, int]] = field(default_factory=dict)
+    sparse: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    apply_s: dict[str, float] | float = 0.0
+    examples_per_step: int = 1
+    resident_bytes: dict[str, float] = field(default_factory=dict)
+    worker_memory_bytes: float | None = None
+    worker_capacity_bytes: float | None = None
+    ps_capacity_bytes: float | None = None
+
+    def __post_init__(self) -> None:
+        _nonneg("compute_s", self.compute_s)
+        if int(self.examples_per_step) != self.examples_per_step or self.examples_per_step < 1:
+            raise ValueError(
+                f"examples_per_step must be an integer >= 1, got {self.examples_per_step!r}"
+            )
+        for name, (nbytes, ps) in self.dense.items():
+            _nonneg(f"dense variable {name!r} bytes", nbytes)
+            _index(f"dense variable {name!r} ps index", ps)
+        for name, (row_bytes, rows, ps) in self.sparse.items():
+            if name in self.dense:
+                raise ValueError(f"variable {name!r} is both dense and sparse")
+            _nonneg(f"sparse variable {name!r} bytes per row", row_bytes)
+            _nonneg(f"sparse variable {name!r} rows per step", rows)
+            _index(f"sparse variable {name!r} ps index", ps)
+        if isinstance(self.apply_s, Mapping):
+            for name, s in self.apply_s.items():
+                if name not in self.dense and name not in self.sparse:
+                    raise ValueError(f"apply_s names {name!r}, which is not a profile variable")
+                _nonneg(f"apply_s[{name!r}]", s)
+        else:
+            _nonneg("apply_s", self.apply_s)
+
+    # ---- derived per-shard numbers --------------------------------------------------------
+
+    @property
+    def variables(self) -> list[str]:
+        return list(self.dense) + list(self.sparse)
+
+    @property
+    def ps_tasks_needed(self) -> int:
+        """1 + the highest PS index any variable is on (0 without variables)."""
+        shards = [ps for _, ps in self.dense.values()] + [ps for *_, ps in self.sparse.values()]
+        return max(shards) + 1 if shards else 0
+
+    def ps_of(self, name: str) -> int:
+        return self.dense[name][1] if name in self.dense else self.sparse[name][2]
+
+    def step_bytes_of(self, name: str) -> float:
+        """Bytes of ``name`` pulled (and pushed) per step."""
+        if name in self.dense:
+            return float(self.dense[name][0])
+        row_bytes, rows, _ = self.sparse[name]
+        return float(row_bytes * rows)
+
+    def apply_s_of(self, name: str) -> float:
+        if isinstance(self.apply_s, Mapping):
+            return float(self.apply_s.get(name, 0.0))
+        return float(self.apply_s)
+
+    @property
+    def step_bytes(self) -> float:
+        """Bytes of all variables pulled (and pushed) per step by one worker."""
+        return sum(self.step_bytes_of(v) for v in self.variables)
+
+    def shard_table(self, n_ps: int) -> pd.DataFrame:
+        """One row per PS shard: variables, step_bytes, apply_s, resident_bytes."""
+        rows = [
+            {"ps": k, "variables": 0, "step_bytes": 0.0, "apply_s": 0.0, "resident_bytes": 0.0}
+            for k in range(n_ps)
+        ]
+        for name in self.variables:
+            k = self.ps_of(name)
+            if k >= n_ps:
+                raise ValueError(
+                    f"variable {name!r} is on PS {k} but there are only {n_ps} PS tasks; "
+                    f"use n_ps >= {self.ps_tasks_needed} or re-place with profile.placed(n_ps)"
+                )
+            r = rows[k]
+            r["variables"] += 1
+            r["step_bytes"] += self.step_bytes_of(name)
+            r["apply_s"] += self.apply_s_of(name)
+            r["resident_bytes"] += self.resident_bytes.get(name, self.step_bytes_of(name))
+        return pd.DataFrame(rows)
+
+    def placed(self, ps_tasks: int, strategy: str = "round_robin") -> ReplicaProfile:
+        """The same profile with its variables re-placed on ``ps_tasks`` PS tasks by
+        ``runtime/device_setter``'s strategies ("round_robin" in variable order, or "greedy":
+        each to the least-loaded task by resident bytes).
+
+        Raises ValueError for ps_tasks < 1 or an unknown strategy.
+        """
+        from hetbed.runtime.device_setter import GreedyLoadBalancingStrategy, RoundRobinStrategy
+
+        if int(ps_tasks) != ps_tasks or ps_tasks < 1:
+            raise ValueError(
+                f"a PS placement needs ps_tasks >= 1, got {ps_tasks!r} (strategy {strategy!r})"
+            )
+        if strategy in ("round_robin", "round-robin"):
+            choose: Any = RoundRobinStrategy(int(ps_tasks))
+        elif strategy == "greedy":
+            choose = GreedyLoadBalancingStrategy(
+                int(ps_tasks),
+                load_fn=lambda name: self.resident_bytes.get(name, self.step_bytes_of(name)),
+            )
+        else:
+            raise ValueError(f"unknown PS strategy {strategy!r}; use 'round_robin' or 'greedy'")
+        dense = {n: (b, choose(n)) for n, (b, _) in self.dense.items()}
+        sparse = {n: (rb, r, choose(n)) for n, (rb, r, _) in self.sparse.items()}
+        return replace(self, dense=dense, sparse=sparse)
+
+    @classmethod
+    def balanced(
+        cls,
+        n_params: int,
+        n_ps: int,
+        compute_s: float,
+        bytes_per_param: int = 4,
+        apply_s_per_param: float = 0.0,
+        examples_per_step: int = 1,
+    ) -> ReplicaProfile:
+        """A model of ``n_params`` parameters split as evenly as possible into one variable per PS
+        (e.g. Inception-v3: 23.8M float32 over 17 PS); apply cost proportional to parameters."""
+        if int(n_ps) != n_ps or n_ps < 1:
+            raise ValueError(f"balanced profile needs n_ps >= 1, got {n_ps!r}")
+        base, extra = divmod(int(n_params), int(n_ps))
+        sizes = [base + (k < extra) for k in range(n_ps)]
+        dense = {f"shard{k}": (sizes[k] * bytes_per_param, k) for k in range(n_ps)}
+        apply = {f"shard{k}": sizes[k] * apply_s_per_param for k in range(n_ps)}
+        return cls(compute_s, dense, apply_s=apply, examples_per_step=examples_per_step)
+
+
+def _nonneg(what: str, v: Any) -> None:
+    if (
+        isinstance(v, bool)
+        or not isinstance(v, (int, float, np.number))
+        or not (math.isfinite(v) and v >= 0)
+    ):
+        raise ValueError(f"{what} must be a finite number >= 0, got {v!r}")
+
+
+def _index(what: str, v: Any) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise ValueError(f"{what} must be an integer >= 0, got {v!r}")
+
+
+# ---- measuring a profile on a graph -----------------------------------------------------------
+
+
+def profile_from_graph(
+    train_op: Any,
+    feeds: Mapping[Any, Any],
+    worker: Any = "k40",
+    ps: Any = "xeon_e5_2630v3_ps",
+    ps_tasks: int = 1,
+    strategy: str = "round_robin",
+    variables: Iterable[Any] | None = None,
+    examples_per_step: int | None = None,
+    apply_s: Mapping[str, float] | float | None = None,
+    cost_model: CostModel | None = None,
+) -> ReplicaProfile:
+    """Measure one replica's ``ReplicaProfile`` with the op-level simulator.
+
+    ``train_op`` is one replica's training op (``opt.minimize(loss)``) built by the caller;
+    ``feeds`` maps its placeholders to shapes (or ``sim_value``s or arrays); ``worker`` and
+    ``ps`` are catalog keys, HardwareSpecs or DevicePerfs. Then:
+
+    - ``compute_s``: the simulated time of the forward + backward ops (fetching the gradients
+      that the update ops consume) on a one-worker cluster whose device is ``worker``, with the
+      variables local (device requests in the graph are relaxed by soft placement);
+    - variables (default: the trainable ones ``train_op`` updates) are placed on ``ps_tasks`` PS tasks by
+      ``runtime/device_setter``'s ``strategy`` ("round_robin" or "greedy") in creation order; a
+      variable whose update op takes row indices is sparse (rows = number of indices);
+    - ``apply_s``: the roofline (or ``cost_model``) time of each variable's update op on ``ps``,
+      unless given; ``resident_bytes`` counts the variable and its optimizer slots.
+
+    Raises ValueError when ``ps_tasks < 1`` or a variable has no update op under ``train_op``,
+    and the op-level simulator's ResourceExhaustedError when the step does not fit the worker.
+    """
+    from hetbed.runtime.device_setter import GreedyLoadBalancingStrategy, RoundRobinStrategy
+
+    if int(ps_tasks) != ps_tasks or ps_tasks < 1:
+        raise ValueError(f"profile_from_graph: ps_tasks must be >= 1, got {ps_tasks!r}")
+    if strategy in ("round_robin", "round-robin"):
+        choose: Any = RoundRobinStrategy(int(ps_tasks))
+    elif strategy == "greedy":
+        choose = GreedyLoadBalancingStrategy(int(ps_tasks))
+    else:
+        raise ValueError(f"unknown PS strategy {strategy!r}; use 'round_robin' or 'greedy'")
+    op = getattr(train_op, "op", train_op)
+    graph = op.graph
+    updates = _update_ops(op)
+    if variables is None:  # the trainable variables that train_op updates
+        from hetbed.runtime.graph import GraphKeys
+
+        trainable = {v.op for v in graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)}
+        var_ops = [v for v in graph.get_operations() if v in updates and v in trainable]
+        if not var_ops:
+            raise ValueError(f"{op.name!r} updates no trainable variable; pass variables=...")
+    else:
+        var_ops = [getattr(v, "op", v) for v in variables]
+    for v in var_ops:
+        if v not in updates:
+            raise ValueError(
+                f"variable {v.name!r} has no update op under {op.name!r}; "
+                f"updated variables: {sorted(u.name for u in updates)}"
+            )
+    # (a) forward + backward on one worker device
+    wspec = load_device(worker) if isinstance(worker, str) else worker
+    pspec = load_device(ps) if isinstance(ps, str) else ps
+    cluster = Cluster(cost_model=cost_model)
+    kind = getattr(wspec, "kind", "gpu")
+    if kind == "cpu":
+        cluster.add_task("worker", 0, cpu=wspec)
+    elif kind == "tpu":
+        cluster.add_task("worker", 0, tpu=(wspec, 1))
+    else:
+        cluster.add_task("worker", 0, gpu=(wspec, 1))
+    fetches, indices = [], {}
+    for v in var_ops:
+        u = updates[v]
+        for t in u.inputs[1:]:
+            if t.op.op_def is not None and t.op.op_def.is_ref:
+                continue  # slots
+            if t.dtype.is_integer:
+                indices[v] = t
+            if t.shape.ndims != 0:
+                fetches.append(t)
+    fetches += [t for t in indices.values() if t not in fetches]
+    feed_values = {k: _as_sim_value(v) for k, v in feeds.items()}
+    sess = _WorkerFirstSession(cluster, graph=graph)
+    try:
+        values = sess.run(fetches, feed_values)
+        rec = sess.last_record
+    finally:
+        sess.close()
+    compute_s = rec.step_time_s
+    dev = rec.devices.iloc[0]
+    shape_of = {t: tuple(getattr(val, "shape", ())) for t, val in zip(fetches, values)}
+    # (b) placement on PS tasks (choose(v) below, in creation order) and (c) apply costs
+    model = cost_model or Roofline()
+    pperf = perf_from_spec(pspec)
+    dense: dict[str, tuple[int, int]] = {}
+    sparse: dict[str, tuple[int, int, int]] = {}
+    apply: dict[str, float] = {}
+    resident: dict[str, float] = {}
+    for v in var_ops:
+        u = updates[v]
+        out = v.outputs[0]
+        vshape = tuple(out.shape.dims)
+        nbytes = int(np.prod(vshape, dtype=np.int64)) * out.dtype.size
+        task = choose(v)
+        ins = [
+            shape_of.get(t) or tuple(1 if d is None else d for d in (t.shape.dims or ()))
+            for t in u.inputs
+        ]
+        if v in indices:
+            rows = int(np.prod(shape_of[indices[v]], dtype=np.int64))
+            row_bytes = int(np.prod(vshape[1:], dtype=np.int64)) * out.dtype.size
+            sparse[v.name] = (row_bytes, rows, task)
+        else:
+            dense[v.name] = (nbytes, task)
+        slots = sum(1 for t in u.inputs[1:] if t.op.op_def is not None and t.op.op_def.is_ref)
+        resident[v.name] = float(nbytes * (1 + slots))
+        apply[v.name] = model.duration(u, ins, [vshape], pperf)
+    if apply_s is not None:
+        apply = dict(apply_s) if isinstance(apply_s, Mapping) else dict.fromkeys(apply, apply_s)
+    if examples_per_step is None:
+        shapes = [tuple(getattr(x, "shape", ())) for x in feed_values.values()]
+        examples_per_step = next((s[0] for s in shapes if s), 1)
+    return ReplicaProfile(
+        compute_s=compute_s,
+        dense=dense,
+        sparse=sparse,
+        apply_s=apply,
+        examples_per_step=int(examples_per_step),
+        resident_bytes=resident,
+        worker_memory_bytes=float(dev.memory_peak_bytes),
+        worker_capacity_bytes=float(dev.memory_capacity_bytes) or None,
+        ps_capacity_bytes=float(pperf.memory_bytes),
+    )
+
+
+def _update_ops(train_op: Any) -> dict[Any, Any]:
+    """{variable op: the stateful op under ``train_op`` whose first input is its reference}."""
+    seen, stack, out = set(), [train_op], {}
+    while stack:
+        op = stack.pop()
+        if op in seen:
+            continue
+        seen.add(op)
+        d = op.op_def
+        if d is not None and d.stateful and op.inputs and not d.is_ref:
+            src = op.inputs[0].op
+            if src.op_def is not None and src.op_def.is_ref and src.type == "VariableV2":
+                out.setdefault(src, op)
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return out
+
+
+def _as_sim_value(v: Any) -> Any:
+    if hasattr(v, "shape") and hasattr(v, "dtype"):
+        return v
+    if isinstance(v, tuple) and len(v) == 2 and not isinstance(v[1], (int, np.integer)):
+        return sim_value(v[0], v[1])
+    return sim_value(v)
+
+
+class _WorkerFirstSession(SimSession):
+    """A SimSession whose default device is the worker's accelerator (else its CPU)."""
+
+    def _make_devices(self) -> list:
+        return sorted(super()._make_devices(), key=lambda d: d.device_type == "cpu")
