@@ -89,16 +89,21 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "fabric": Field("choice", "switch", choices=("switch", "two_level")),
         "rack_size": Field("int+", 16),
         "oversubscription": Field("float+", 1.0),
+        "worker_efficiency": Field(
+            "float+", 1.0, doc="achieved fraction of the worker's roofline speed (calibration)"
+        ),
     },
     "strategy": {
         "kind": Field("choice", "sync", choices=("sync", "async", "allreduce")),
         "backup_workers": Field("int0", 0),
-        "placement": Field("choice", "greedy", choices=("round_robin", "greedy")),
+        "placement": Field("choice", "greedy", choices=("round_robin", "greedy", "balanced")),
         "fast_worker_can_contribute_twice": Field("bool", False),
     },
     "stragglers": {
         "lognormal_sigma": Field("float0", 0.0),
         "pareto_alpha": Field("float0", 0.0),
+        "pareto_probability": Field("float0", 1.0),
+        "pareto_scale": Field("float0", 1.0),
         "slow_fraction": Field("float0", 0.0),
         "slow_factor": Field("float+", 1.0),
         "empirical_file": Field("str", ""),
@@ -109,7 +114,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "checkpoint_every_steps": Field("int+", 100),
     },
     "run": {
-        "steps": Field("int+", 100),
+        "steps": Field("int+", 100, doc="training steps (per worker for async)"),
         "seed": Field("int0", 0),
     },
 }

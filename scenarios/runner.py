@@ -1,0 +1,228 @@
+"""Run a validated scenario (see ``schema``): build the model from the zoo, profile one replica
+with the op-level simulator, and drive the step-level training simulation.
+
+``run(sc)`` returns a ``ScenarioResult`` (per-step rows and a one-row summary); ``run_all(points)``
+runs sweep points in a process pool (or a Dask cluster) with the same results whichever runs them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+import hetbed as hb
+from hetbed.scenarios.models import zoo
+from hetbed.simulator import AllReduceRing, AsyncPS, SyncPS, profile_from_graph, sim_value
+from hetbed.simulator import stragglers as sg
+
+_profiles: dict[tuple, Any] = {}
+
+
+@dataclasses.dataclass
+class ScenarioResult:
+    scenario: dict
+    steps: pd.DataFrame
+    summary: dict
+    gradients: pd.DataFrame | None = None
+
+
+def replica_profile(sc: dict) -> Any:
+    """The ReplicaProfile of the scenario's model (cached per model, batch, devices, PS layout)."""
+    m, c, st = sc["model"], sc["cluster"], sc["strategy"]
+    n_ps = max(c["ps"], 1)
+    key = (
+        m["name"],
+        m["batch_size"],
+        m["dtype"],
+        m["optimizer"],
+        c["worker_device"],
+        c["ps_device"],
+        n_ps,
+        st["placement"],
+    )
+    prof = _profiles.get(key)
+    if prof is None:
+        with hb.Graph().as_default():
+            dtype = hb.float16 if m["dtype"] == "float16" else hb.float32
+            mg = zoo.build(m["name"], m["batch_size"], dtype=dtype, optimizer=m["optimizer"])
+            feeds = {ph: sim_value(mg.input_shapes[k], ph.dtype.np) for k, ph in mg.inputs.items()}
+            strategy = "greedy" if st["placement"] == "balanced" else st["placement"]
+            prof = profile_from_graph(
+                mg.train_op,
+                feeds,
+                worker=c["worker_device"],
+                ps=c["ps_device"],
+                ps_tasks=n_ps,
+                strategy=strategy,
+                examples_per_step=m["batch_size"],
+            )
+        if st["placement"] == "balanced":
+            prof = balanced(prof, n_ps)
+        _profiles[key] = prof
+    compute = (
+        m["compute_s"] if m["compute_s"] is not None else prof.compute_s / c["worker_efficiency"]
+    )
+    return dataclasses.replace(prof, compute_s=compute)
+
+
+def balanced(prof: Any, n_ps: int) -> Any:
+    """The profile with its dense variables partitioned evenly over ``n_ps`` PS tasks (as TF's
+    variable partitioners do for large variables): one shard of equal bytes and apply time on
+    each task. Sparse variables keep their placement."""
+    total = sum(b for b, _ in prof.dense.values())
+    apply = prof.apply_s
+    if isinstance(apply, dict):
+        apply_total = sum(apply.get(v, 0.0) for v in prof.dense)
+        sparse_apply = {v: apply[v] for v in prof.sparse if v in apply}
+    else:
+        apply_total = apply * len(prof.dense)
+        sparse_apply = dict.fromkeys(prof.sparse, apply)
+    dense = {f"dense_shard_{j}": (int(math.ceil(total / n_ps)), j) for j in range(n_ps)}
+    apply_s = {**dict.fromkeys(dense, apply_total / n_ps), **sparse_apply}
+    resident = {v: b for v, (b, _) in dense.items()}
+    if prof.resident_bytes:
+        ratio = sum(prof.resident_bytes.get(v, 0.0) for v in prof.dense) / max(total, 1)
+        resident = {v: b * ratio for v, b in resident.items()}
+        resident.update(
+            {v: prof.resident_bytes[v] for v in prof.sparse if v in prof.resident_bytes}
+        )
+    return dataclasses.replace(prof, dense=dense, apply_s=apply_s, resident_bytes=resident)
+
+
+def straggler_model(sc: dict, rng: np.random.Generator) -> Any:
+    s = sc["stragglers"]
+    n_tasks = sc["cluster"]["workers"] + sc["strategy"]["backup_workers"]
+    parts = []
+    if s["lognormal_sigma"] > 0:
+        parts.append(sg.LogNormal(s["lognormal_sigma"], rng))
+    if s["pareto_alpha"] > 0:
+        parts.append(
+            sg.ParetoTail(
+                s["pareto_alpha"], rng, probability=s["pareto_probability"], scale=s["pareto_scale"]
+            )
+        )
+    if s["slow_fraction"] > 0:
+        k = int(round(s["slow_fraction"] * n_tasks))
+        slow = rng.choice(n_tasks, size=k, replace=False) if k else []
+        if k:
+            parts.append(sg.SlowWorkers([int(w) for w in slow], s["slow_factor"]))
+    if s["empirical_file"]:
+        parts.append(sg.Empirical(s["empirical_file"], rng))
+    return sg.combine(*parts) if parts else None
+
+
+def run(sc: dict) -> ScenarioResult:
+    """Simulate one scenario point."""
+    c, st, r = sc["cluster"], sc["strategy"], sc["run"]
+    prof = replica_profile(sc)
+    rng = np.random.default_rng(r["seed"])
+    kw: dict[str, Any] = {"straggler": straggler_model(sc, rng)}
+    if st["kind"] == "sync":
+        drv = SyncPS(
+            prof,
+            c["workers"],
+            st["backup_workers"],
+            c["ps"],
+            c["nic"],
+            fast_worker_can_contribute_twice=st["fast_worker_can_contribute_twice"],
+            **kw,
+        )
+    elif st["kind"] == "async":
+        drv = AsyncPS(prof, c["workers"], c["ps"], c["nic"], **kw)
+    else:
+        drv = AllReduceRing(prof, c["workers"], nic=c["nic"], **kw)
+    # Async: a step is one applied gradient; run.steps counts steps per worker.
+    res = drv.run(r["steps"] * (c["workers"] if st["kind"] == "async" else 1))
+    steps = res.completed.copy()
+    examples_per_s = res.throughput()
+    if st["kind"] == "async":  # a worker's step: between its successive applied gradients
+        g = res.gradients[res.gradients.accepted].sort_values(["worker", "apply_s"])
+        per_worker = g.groupby("worker").apply_s.diff().dropna().to_numpy()
+    else:
+        per_worker = steps.step_time_s.to_numpy()
+    summary = {
+        "scenario": sc["scenario"]["name"],
+        **{k: v for k, v in sc.get("_point", {}).items()},
+        "workers": c["workers"],
+        "backup_workers": st["backup_workers"],
+        "strategy": st["kind"],
+        "ps": c["ps"],
+        "nic": c["nic"],
+        "steps": len(steps),
+        "compute_s": prof.compute_s,
+        "step_time_p50_s": _pct(per_worker, 50),
+        "step_time_p90_s": _pct(per_worker, 90),
+        "step_time_p99_s": _pct(per_worker, 99),
+        "mean_step_time_s": res.mean_step_time(),
+        "examples_per_s": examples_per_s,
+        "dropped_gradients": int(steps.dropped.sum()) if "dropped" in steps else 0,
+        "mean_staleness": res.mean_staleness if st["kind"] == "async" else 0.0,
+        "sim_time_s": res.sim_time_s,
+        "wall_s": res.wall_s,
+    }
+    return ScenarioResult(sc, steps, summary, res.gradients if st["kind"] == "async" else None)
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if len(x) else math.nan
+
+
+def _run_point(sc: dict) -> tuple[dict, pd.DataFrame, pd.DataFrame | None]:
+    res = run(sc)
+    return res.summary, res.steps, res.gradients
+
+
+def run_all(
+    points: list[dict],
+    jobs: int = 1,
+    dask_address: str | None = None,
+    progress: Callable[[int, int, dict], None] | None = None,
+) -> list[ScenarioResult]:
+    """Run sweep points: in this process (jobs=1), a process pool, or on a Dask cluster."""
+    out: list[Any] = [None] * len(points)
+    if dask_address:
+        from dask.distributed import Client, as_completed
+
+        with Client(dask_address) as client:
+            futs = {client.submit(_run_point, p, pure=False): i for i, p in enumerate(points)}
+            for done, fut in enumerate(as_completed(futs), 1):
+                i = futs[fut]
+                out[i] = fut.result()
+                if progress:
+                    progress(done, len(points), out[i][0])
+    elif jobs > 1 and len(points) > 1:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futs = {pool.submit(_run_point, p): i for i, p in enumerate(points)}
+            for done, fut in enumerate(as_completed(futs), 1):
+                i = futs[fut]
+                out[i] = fut.result()
+                if progress:
+                    progress(done, len(points), out[i][0])
+    else:
+        for i, p in enumerate(points):
+            out[i] = _run_point(p)
+            if progress:
+                progress(i + 1, len(points), out[i][0])
+    return [
+        ScenarioResult(p, steps, summary, grads) for p, (summary, steps, grads) in zip(points, out)
+    ]
+
+
+def summary_frame(results: list[ScenarioResult]) -> pd.DataFrame:
+    return pd.DataFrame([r.summary for r in results])
+
+
+def normalized_speedups(df: pd.DataFrame) -> pd.Series:
+    """t(0)/t(b) x N/(N+b) from median step times of a backup-worker sweep (one N)."""
+    base = df[df.backup_workers == 0].step_time_p50_s
+    if base.empty:
+        return pd.Series([math.nan] * len(df), index=df.index)
+    t0 = float(base.iloc[0])
+    return t0 / df.step_time_p50_s * df.workers / (df.workers + df.backup_workers)
