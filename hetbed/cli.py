@@ -1,4 +1,5 @@
-"""The ``hetbed`` command line: ``hetbed devices``, ``catalog``, ``calibrate``, ``demo``.
+"""The ``hetbed`` command line: ``run``, ``sweep``, ``describe``, ``report``, ``devices``,
+``catalog``, ``calibrate``, ``demo``.
 
 Exit codes: 0 ok, 2 bad input, 1 failure.
 """
@@ -93,6 +94,88 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
+    import os
+    import time
+
+    from hetbed.scenarios import report, results, runner, schema
+
+    sc = schema.load(args.file)
+    points = schema.expand(sc)
+    out = args.out or os.path.join("out", os.path.splitext(os.path.basename(args.file))[0])
+    bar = None
+    if not args.quiet and not args.json:
+        print(schema.describe(sc), file=sys.stderr)
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(points), unit="run", file=sys.stderr, mininterval=0.5)
+
+    def progress(done: int, total: int, summary: dict) -> None:
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix_str(f"{summary['step_time_p50_s']:.3g} s/step")
+
+    t0 = time.perf_counter()
+    res = runner.run_all(points, jobs=jobs, dask_address=dask, progress=progress)
+    if bar is not None:
+        bar.close()
+    paths = results.save(out, sc, res, time.perf_counter() - t0)
+    _, summary, steps, manifest = results.load(out)
+    paths.update(report.write(out, sc, summary, steps, manifest))
+    if args.json:
+        print(
+            json.dumps(
+                {"out": out, "report": paths["html"], "summary": summary.to_dict(orient="records")},
+                default=str,
+            )
+        )
+    elif not args.quiet:
+        cols = [
+            c
+            for c in (
+                "workers",
+                "backup_workers",
+                "strategy",
+                "nic",
+                "ps",
+                "step_time_p50_s",
+                "examples_per_s",
+            )
+            if c in summary
+        ]
+        print(summary[cols].to_string(index=False))
+        print(f"results: {out}  report: {paths['html']}")
+    return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    return _run_file(args, 1, None)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    return _run_file(args, args.jobs, args.dask)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    from hetbed.scenarios import schema
+
+    sc = schema.load(args.file)
+    if args.json:
+        print(json.dumps({k: v for k, v in sc.items() if not k.startswith("_")}, default=str))
+    else:
+        print(schema.describe(sc))
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from hetbed.scenarios import report
+
+    paths = report.regenerate(args.results)
+    if not args.quiet:
+        print(f"report: {paths['html']}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from hetbed.demo import run_demo
 
@@ -117,6 +200,32 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_calibrate)
+    for name, fn, helptext in (
+        ("run", _run, "simulate a scenario file (all its sweep points) and write results + report"),
+        ("sweep", _sweep, "like run, with sweep points in parallel processes or on Dask"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("file")
+        p.add_argument("--out", default=None, help="results folder (default out/<file stem>)")
+        p.add_argument("--quiet", action="store_true")
+        p.add_argument("--json", action="store_true")
+        if name == "sweep":
+            p.add_argument("--jobs", type=int, default=2)
+            p.add_argument(
+                "--dask",
+                default=None,
+                metavar="ADDRESS",
+                help="run on an existing Dask scheduler instead of local processes",
+            )
+        p.set_defaults(fn=fn)
+    p = sub.add_parser("describe", help="say what a scenario file will simulate")
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=_describe)
+    p = sub.add_parser("report", help="regenerate the report of a results folder")
+    p.add_argument("results")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(fn=_report)
     p = sub.add_parser("demo", help="run the headline study and write its report")
     p.add_argument("--out", default="out/demo")
     p.add_argument("--quiet", action="store_true")

@@ -57,3 +57,32 @@ def lines(
     ax.grid(alpha=0.3)
     ax.legend(title=by)
     return fig
+
+
+def step_time_cdf(steps: Any, by: str, labels: dict, title: str) -> Any:
+    """Empirical CDF of step times (s), one curve per value of ``by``."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for key, g in steps.groupby(by, sort=True):
+        t = np.sort(g.step_time_s.to_numpy())
+        if len(t) == 0:
+            continue
+        ax.plot(t, np.arange(1, len(t) + 1) / len(t), label=labels.get(key, str(key)))
+    ax.set_xlabel("step time (s)")
+    ax.set_ylabel("fraction of steps")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def bars(labels: list, values: list, ylabel: str, title: str) -> Any:
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.bar(range(len(values)), values, color="tab:blue")
+    ax.set_xticks(range(len(values)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return fig

@@ -32,6 +32,10 @@ class Report:
         """A paragraph (plain text; ``code`` in backticks is kept as is in Markdown)."""
         self.blocks.append(_Block("text", text))
 
+    def code(self, text: str) -> None:
+        """A preformatted block (kept verbatim)."""
+        self.blocks.append(_Block("code", text))
+
     def table(self, df: Any, floatfmt: str = ".4g", caption: str = "") -> None:
         self.blocks.append(_Block("table", df, (floatfmt, caption)))
 
@@ -68,6 +72,8 @@ class Report:
                 out += ["#" * b.extra + " " + b.payload, ""]
             elif b.kind == "text":
                 out += [b.payload, ""]
+            elif b.kind == "code":
+                out += ["```", b.payload, "```", ""]
             elif b.kind == "table":
                 fmt, caption = b.extra
                 out += [_md_table(b.payload, fmt), ""]
@@ -97,6 +103,8 @@ class Report:
                 parts.append(f"<h{b.extra}>{html.escape(b.payload)}</h{b.extra}>")
             elif b.kind == "text":
                 parts.append(f"<p>{_inline_code(html.escape(b.payload))}</p>")
+            elif b.kind == "code":
+                parts.append(f"<pre>{html.escape(b.payload)}</pre>")
             elif b.kind == "table":
                 fmt, caption = b.extra
                 parts.append(_html_table(b.payload, fmt))

@@ -72,6 +72,9 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "name": Field("str", required=True, doc="a title for reports"),
         "description": Field("str", ""),
         "reference": Field("str", "", doc="where published numbers come from"),
+        "published": Field(
+            "list", [], doc="published values: {point = {...}, metric = ..., value = ...}"
+        ),
     },
     "model": {
         "name": Field("str", required=True, doc="a model of the zoo"),

@@ -1,0 +1,96 @@
+"""Saved results of a scenario run: Parquet tables, the scenario file and a manifest, so that a
+report can be regenerated without rerunning (``hetbed report DIR``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from typing import Any
+
+import pandas as pd
+
+from . import schema
+
+
+def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]:
+    """Write summary.parquet, steps.parquet, scenario.toml and manifest.json into ``out_dir``."""
+    from .runner import summary_frame
+
+    os.makedirs(out_dir, exist_ok=True)
+    summary = summary_frame(results)
+    steps = []
+    for i, r in enumerate(results):
+        df = r.steps.copy()
+        df.insert(0, "point", i)
+        steps.append(df)
+    steps_df = pd.concat(steps, ignore_index=True) if steps else pd.DataFrame()
+    paths = {
+        "summary": os.path.join(out_dir, "summary.parquet"),
+        "steps": os.path.join(out_dir, "steps.parquet"),
+        "scenario": os.path.join(out_dir, "scenario.toml"),
+        "manifest": os.path.join(out_dir, "manifest.json"),
+    }
+    _atomic(paths["summary"], lambda p: summary.to_parquet(p, index=False))
+    _atomic(paths["steps"], lambda p: steps_df.to_parquet(p, index=False))
+    if sc.get("_path"):
+        _atomic(paths["scenario"], lambda p: shutil.copyfile(sc["_path"], p))
+    import hetbed
+
+    manifest = {
+        "format": "hetbed-results",
+        "version": 1,
+        "scenario": sc["scenario"]["name"],
+        "seed": sc["run"]["seed"],
+        "points": len(results),
+        "wall_s": wall_s,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "versions": {
+            "hetbed": hetbed.__version__,
+            "python": sys.version.split()[0],
+            "numpy": _version("numpy"),
+            "pandas": pd.__version__,
+            "simpy": _version("simpy"),
+        },
+        "platform": platform.platform(),
+    }
+    _atomic(paths["manifest"], lambda p: _write_json(p, manifest))
+    return paths
+
+
+def load(out_dir: str) -> tuple[dict, pd.DataFrame, pd.DataFrame, dict]:
+    """(scenario, summary, steps, manifest) from a results folder; raises ValueError naming
+    what is missing or malformed."""
+    need = ["summary.parquet", "steps.parquet", "scenario.toml", "manifest.json"]
+    missing = [n for n in need if not os.path.exists(os.path.join(out_dir, n))]
+    if missing:
+        raise ValueError(f"{out_dir}: not a hetbed results folder (missing {', '.join(missing)})")
+    with open(os.path.join(out_dir, "manifest.json")) as f:
+        manifest = json.load(f)
+    if manifest.get("format") != "hetbed-results":
+        raise ValueError(f"{out_dir}/manifest.json: not a hetbed-results manifest")
+    sc = schema.load(os.path.join(out_dir, "scenario.toml"))
+    summary = pd.read_parquet(os.path.join(out_dir, "summary.parquet"))
+    steps = pd.read_parquet(os.path.join(out_dir, "steps.parquet"))
+    return sc, summary, steps, manifest
+
+
+def _version(mod: str) -> str:
+    try:
+        return __import__(mod).__version__
+    except Exception:  # noqa: BLE001
+        return "?"
+
+
+def _write_json(path: str, obj: Any) -> None:
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1)
+
+
+def _atomic(path: str, write: Any) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    write(tmp)
+    os.replace(tmp, path)
