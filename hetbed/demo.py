@@ -130,7 +130,7 @@ def studies(out_dir: str, progress: Callable[[str], None]) -> list[tuple[dict, o
         sub = os.path.join(out_dir, name)
         results.save(sub, sc, res, wall)
         scn, summary, steps, manifest = results.load(sub)
-        rep = scenario_report.build(scn, summary, steps, manifest)
+        rep = scenario_report.build(scn, summary, steps, manifest, results.load_gradients(sub))
         rep.write(sub)
         progress(f"  {sc['scenario']['name']}: {len(res)} runs in {wall:.1f} s")
         done.append((sc, rep))
@@ -205,6 +205,17 @@ def run_demo(out_dir: str = "out/demo", quiet: bool = False) -> int:
             figures.step_timeline(rec.ops, rec.flows),
             "timeline",
             "Ops on devices (blue) and transfers between hosts (orange).",
+        )
+        links = rec.links.sort_values("utilization", ascending=False).head(12)
+        rep.figure(
+            figures.bars(
+                [name.replace("/replica:0", "") for name in links.link],
+                list(100 * links.utilization),
+                "utilization over the step (%)",
+                "Busiest links in that step",
+            ),
+            "links",
+            "The PS's NIC links carry every worker's pull and push: incast.",
         )
         with open(os.path.join(out_dir, "step_trace.json"), "w") as f:
             json.dump(rec.chrome_trace(), f)

@@ -86,3 +86,20 @@ def bars(labels: list, values: list, ylabel: str, title: str) -> Any:
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
     return fig
+
+
+def histograms(samples: dict, xlabel: str, title: str, bins: int = 40) -> Any:
+    """Overlaid histograms (fraction of samples), one per labelled array."""
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for label, x in samples.items():
+        x = np.asarray(x)
+        if len(x):
+            ax.hist(x, bins=bins, histtype="step", weights=np.full(len(x), 1 / len(x)), label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of gradients")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return fig

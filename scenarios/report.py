@@ -67,7 +67,13 @@ def comparison(sc: dict, summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build(sc: dict, summary: pd.DataFrame, steps: pd.DataFrame, manifest: dict) -> Report:
+def build(
+    sc: dict,
+    summary: pd.DataFrame,
+    steps: pd.DataFrame,
+    manifest: dict,
+    gradients: pd.DataFrame | None = None,
+) -> Report:
     keys = list(sc.get("sweep", {}))
     rep = Report(sc["scenario"]["name"])
     rep.code(describe(sc))
@@ -149,6 +155,18 @@ def build(sc: dict, summary: pd.DataFrame, steps: pd.DataFrame, manifest: dict) 
             ),
             "step_cdf",
         )
+    grads = gradients
+    if grads is not None and len(grads):
+        acc = grads[grads.accepted]
+        rep.heading("Staleness of asynchronous updates")
+        rep.figure(
+            figures.histograms(
+                {labels.get(i, str(i)): g.staleness.to_numpy() for i, g in acc.groupby("point")},
+                "staleness (global steps between read and apply)",
+                "Staleness of applied gradients",
+            ),
+            "staleness",
+        )
     if len(s) > 1 and not {"backup_workers", "workers"} & {k.split(".")[-1] for k in keys}:
         rep.heading("Throughput per configuration")
         rep.figure(
@@ -179,9 +197,14 @@ def build(sc: dict, summary: pd.DataFrame, steps: pd.DataFrame, manifest: dict) 
 
 
 def write(
-    out_dir: str, sc: dict, summary: pd.DataFrame, steps: pd.DataFrame, manifest: dict
+    out_dir: str,
+    sc: dict,
+    summary: pd.DataFrame,
+    steps: pd.DataFrame,
+    manifest: dict,
+    gradients: pd.DataFrame | None = None,
 ) -> dict:
-    return build(sc, summary, steps, manifest).write(out_dir)
+    return build(sc, summary, steps, manifest, gradients).write(out_dir)
 
 
 def regenerate(out_dir: str) -> dict:
@@ -189,7 +212,7 @@ def regenerate(out_dir: str) -> dict:
     from . import results
 
     sc, summary, steps, manifest = results.load(out_dir)
-    return write(out_dir, sc, summary, steps, manifest)
+    return write(out_dir, sc, summary, steps, manifest, results.load_gradients(out_dir))
 
 
 __all__ = ["build", "comparison", "regenerate", "write"]

@@ -28,7 +28,10 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
         df.insert(0, "point", i)
         steps.append(df)
     steps_df = pd.concat(steps, ignore_index=True) if steps else pd.DataFrame()
+    grads = [r.gradients.assign(point=i) for i, r in enumerate(results) if r.gradients is not None]
+    grads_df = pd.concat(grads, ignore_index=True) if grads else pd.DataFrame()
     paths = {
+        "gradients": os.path.join(out_dir, "gradients.parquet"),
         "summary": os.path.join(out_dir, "summary.parquet"),
         "steps": os.path.join(out_dir, "steps.parquet"),
         "scenario": os.path.join(out_dir, "scenario.toml"),
@@ -36,6 +39,7 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
     }
     _atomic(paths["summary"], lambda p: summary.to_parquet(p, index=False))
     _atomic(paths["steps"], lambda p: steps_df.to_parquet(p, index=False))
+    _atomic(paths["gradients"], lambda p: grads_df.to_parquet(p, index=False))
     if sc.get("_path"):
         _atomic(paths["scenario"], lambda p: shutil.copyfile(sc["_path"], p))
     import hetbed
@@ -76,6 +80,12 @@ def load(out_dir: str) -> tuple[dict, pd.DataFrame, pd.DataFrame, dict]:
     summary = pd.read_parquet(os.path.join(out_dir, "summary.parquet"))
     steps = pd.read_parquet(os.path.join(out_dir, "steps.parquet"))
     return sc, summary, steps, manifest
+
+
+def load_gradients(out_dir: str) -> pd.DataFrame:
+    """Per-gradient rows of the asynchronous points (empty when there are none)."""
+    path = os.path.join(out_dir, "gradients.parquet")
+    return pd.read_parquet(path) if os.path.exists(path) else pd.DataFrame()
 
 
 def _version(mod: str) -> str:

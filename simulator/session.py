@@ -80,16 +80,26 @@ class _MemoryObserver(StepObserver):
                 node.device.free(n)
 
 
+LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
+
+
 class RunRecord:
     """What a simulated step did, as tidy DataFrames (times in simulated seconds)."""
 
     def __init__(
-        self, step_time_s: float, ops: pd.DataFrame, flows: pd.DataFrame, devices: pd.DataFrame
+        self,
+        step_time_s: float,
+        ops: pd.DataFrame,
+        flows: pd.DataFrame,
+        devices: pd.DataFrame,
+        links: pd.DataFrame | None = None,
     ):
         self.step_time_s = step_time_s
         self.ops = ops
         self.flows = flows
         self.devices = devices
+        #: one row per link that carried bytes in the step: bytes, utilization over the step
+        self.links = links if links is not None else pd.DataFrame(columns=LINK_STEP_COLUMNS)
 
     def chrome_trace(self) -> dict:
         from hetbed.runtime.timeline import chrome_trace
@@ -188,9 +198,25 @@ class SimSession(BaseSession):
             d.busy_until = max(d.busy_until, env.now)
         n_flows = len(self.cluster.network.records)
         start = env.now
+        links_before = self.cluster.network.link_frame().set_index("link").bytes
         out = super().run(fetches, feed_dict, options, run_metadata)
         end = env.now
         self.last_record = self._record(start, end, devices, n_flows)
+        after = self.cluster.network.link_frame().set_index("link")
+        carried = after.bytes - links_before.reindex(after.index).fillna(0.0)
+        used = carried[carried > 0]
+        span = end - start
+        self.last_record.links = pd.DataFrame(
+            {
+                "link": used.index,
+                "bandwidth_bytes_per_s": after.bandwidth_bytes_per_s[used.index].to_numpy(),
+                "bytes": used.to_numpy(),
+                "utilization": (used / (after.bandwidth_bytes_per_s[used.index] * span)).to_numpy()
+                if span > 0
+                else 0.0,
+            },
+            columns=LINK_STEP_COLUMNS,
+        )
         self.records.append(self.last_record)
         return out
 

@@ -96,9 +96,10 @@ def test_small_and_sequence_model_params(built):
 
 
 def test_logits_shapes(built):
-    """Image models give [batch, 1000] logits; the full-softmax LM [batch * steps, vocab]."""
+    """Image models give [batch, 1000] logits (the MLPs and CNN 10); the full-softmax LM
+    [batch * steps, vocab]."""
     for name, (_, m, _) in built.items():
-        if name in ("mlp", "cnn"):
+        if name in ("mlp", "cnn", "dense_1gb"):
             want = [BATCH, 10]
         elif name == "lstm_lm":
             want = [BATCH * 20, 40_000]
@@ -523,3 +524,11 @@ def test_compute_sampled_logits_shapes():
             lv = s.run(lab)
     np.testing.assert_allclose(lv[:, :2], 0.5)
     np.testing.assert_allclose(lv[:, 2:], 0.0)
+
+
+def test_dense_1gb_is_one_gigabyte(built):
+    """dense_1gb: 784-16384-16384-10, 281.2M float32 parameters (closed form), 1.12 GB."""
+    _, m, _ = built["dense_1gb"]
+    want = 784 * 16384 + 16384 + 16384 * 16384 + 16384 + 16384 * 10 + 10
+    assert m.params == want
+    assert 1.1e9 < 4 * m.params < 1.15e9

@@ -40,6 +40,8 @@ from .sharded import embedding_lookup, wide_embedding
 
 ZOO: dict[str, Builder] = {
     "mlp": mlp,
+    # a 1.1 GB dense model (281M float32 parameters) for PS-count studies
+    "dense_1gb": functools.partial(mlp, hidden=(16384, 16384)),
     "cnn": cnn,
     "alexnet": alexnet,
     "alexnet_owt": functools.partial(alexnet, variant="owt"),
