@@ -121,7 +121,11 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
         bar.close()
     paths = results.save(out, sc, res, time.perf_counter() - t0)
     _, summary, steps, manifest = results.load(out)
-    paths.update(report.write(out, sc, summary, steps, manifest, results.load_gradients(out)))
+    paths.update(
+        report.write(
+            out, sc, summary, steps, manifest, results.load_gradients(out), results.load_curves(out)
+        )
+    )
     if args.json:
         print(
             json.dumps(

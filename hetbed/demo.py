@@ -130,7 +130,9 @@ def studies(out_dir: str, progress: Callable[[str], None]) -> list[tuple[dict, o
         sub = os.path.join(out_dir, name)
         results.save(sub, sc, res, wall)
         scn, summary, steps, manifest = results.load(sub)
-        rep = scenario_report.build(scn, summary, steps, manifest, results.load_gradients(sub))
+        rep = scenario_report.build(
+            scn, summary, steps, manifest, results.load_gradients(sub), results.load_curves(sub)
+        )
         rep.write(sub)
         progress(f"  {sc['scenario']['name']}: {len(res)} runs in {wall:.1f} s")
         done.append((sc, rep))

@@ -73,6 +73,7 @@ def build(
     steps: pd.DataFrame,
     manifest: dict,
     gradients: pd.DataFrame | None = None,
+    curves: pd.DataFrame | None = None,
 ) -> Report:
     keys = list(sc.get("sweep", {}))
     rep = Report(sc["scenario"]["name"])
@@ -155,6 +156,21 @@ def build(
             ),
             "step_cdf",
         )
+    if curves is not None and len(curves):
+        rep.heading("Time to accuracy (real gradients, simulated time)")
+        c = curves.assign(point=[labels.get(i, str(i)) for i in curves.point])
+        rep.figure(
+            figures.lines(
+                c,
+                "time_s",
+                "accuracy",
+                "point",
+                "simulated time (s)",
+                "test accuracy",
+                "Accuracy vs simulated time",
+            ),
+            "time_to_accuracy",
+        )
     grads = gradients
     if grads is not None and len(grads):
         acc = grads[grads.accepted]
@@ -203,8 +219,9 @@ def write(
     steps: pd.DataFrame,
     manifest: dict,
     gradients: pd.DataFrame | None = None,
+    curves: pd.DataFrame | None = None,
 ) -> dict:
-    return build(sc, summary, steps, manifest, gradients).write(out_dir)
+    return build(sc, summary, steps, manifest, gradients, curves).write(out_dir)
 
 
 def regenerate(out_dir: str) -> dict:
@@ -212,7 +229,15 @@ def regenerate(out_dir: str) -> dict:
     from . import results
 
     sc, summary, steps, manifest = results.load(out_dir)
-    return write(out_dir, sc, summary, steps, manifest, results.load_gradients(out_dir))
+    return write(
+        out_dir,
+        sc,
+        summary,
+        steps,
+        manifest,
+        results.load_gradients(out_dir),
+        results.load_curves(out_dir),
+    )
 
 
 __all__ = ["build", "comparison", "regenerate", "write"]

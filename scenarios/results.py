@@ -30,8 +30,11 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
     steps_df = pd.concat(steps, ignore_index=True) if steps else pd.DataFrame()
     grads = [r.gradients.assign(point=i) for i, r in enumerate(results) if r.gradients is not None]
     grads_df = pd.concat(grads, ignore_index=True) if grads else pd.DataFrame()
+    curves = [r.curve.assign(point=i) for i, r in enumerate(results) if r.curve is not None]
+    curve_df = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
     paths = {
         "gradients": os.path.join(out_dir, "gradients.parquet"),
+        "curves": os.path.join(out_dir, "curves.parquet"),
         "summary": os.path.join(out_dir, "summary.parquet"),
         "steps": os.path.join(out_dir, "steps.parquet"),
         "scenario": os.path.join(out_dir, "scenario.toml"),
@@ -40,6 +43,7 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
     _atomic(paths["summary"], lambda p: summary.to_parquet(p, index=False))
     _atomic(paths["steps"], lambda p: steps_df.to_parquet(p, index=False))
     _atomic(paths["gradients"], lambda p: grads_df.to_parquet(p, index=False))
+    _atomic(paths["curves"], lambda p: curve_df.to_parquet(p, index=False))
     if sc.get("_path"):
         _atomic(paths["scenario"], lambda p: shutil.copyfile(sc["_path"], p))
     import hetbed
@@ -84,7 +88,16 @@ def load(out_dir: str) -> tuple[dict, pd.DataFrame, pd.DataFrame, dict]:
 
 def load_gradients(out_dir: str) -> pd.DataFrame:
     """Per-gradient rows of the asynchronous points (empty when there are none)."""
-    path = os.path.join(out_dir, "gradients.parquet")
+    return _optional(out_dir, "gradients.parquet")
+
+
+def load_curves(out_dir: str) -> pd.DataFrame:
+    """Time-to-accuracy rows of hybrid points (empty when there are none)."""
+    return _optional(out_dir, "curves.parquet")
+
+
+def _optional(out_dir: str, name: str) -> pd.DataFrame:
+    path = os.path.join(out_dir, name)
     return pd.read_parquet(path) if os.path.exists(path) else pd.DataFrame()
 
 

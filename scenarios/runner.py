@@ -16,9 +16,11 @@ import numpy as np
 import pandas as pd
 
 import hetbed as hb
+from hetbed.scenarios.hybrid_models import HYBRID_MODELS, digits_learner
 from hetbed.scenarios.models import zoo
 from hetbed.simulator import AllReduceRing, AsyncPS, SyncPS, profile_from_graph, sim_value
 from hetbed.simulator import stragglers as sg
+from hetbed.simulator.hybrid import time_to_accuracy
 
 _profiles: dict[tuple, Any] = {}
 
@@ -29,6 +31,7 @@ class ScenarioResult:
     steps: pd.DataFrame
     summary: dict
     gradients: pd.DataFrame | None = None
+    curve: pd.DataFrame | None = None
 
 
 def replica_profile(sc: dict) -> Any:
@@ -118,10 +121,23 @@ def straggler_model(sc: dict, rng: np.random.Generator) -> Any:
 
 def run(sc: dict) -> ScenarioResult:
     """Simulate one scenario point."""
-    c, st, r = sc["cluster"], sc["strategy"], sc["run"]
-    prof = replica_profile(sc)
+    c, st, r, m = sc["cluster"], sc["strategy"], sc["run"], sc["model"]
     rng = np.random.default_rng(r["seed"])
     kw: dict[str, Any] = {"straggler": straggler_model(sc, rng)}
+    if m["name"] in HYBRID_MODELS:
+        hy = sc["hybrid"]
+        learner, prof = digits_learner(
+            m["name"],
+            m["batch_size"],
+            hy["learning_rate"],
+            hy["eval_every"],
+            max(c["ps"], 1),
+            m["compute_s"],
+            r["seed"],
+        )
+        kw["learner"] = learner
+    else:
+        prof = replica_profile(sc)
     if st["kind"] == "sync":
         drv = SyncPS(
             prof,
@@ -165,16 +181,20 @@ def run(sc: dict) -> ScenarioResult:
         "sim_time_s": res.sim_time_s,
         "wall_s": res.wall_s,
     }
-    return ScenarioResult(sc, steps, summary, res.gradients if st["kind"] == "async" else None)
+    if res.curve is not None:
+        summary["final_accuracy"] = float(res.curve.accuracy.iloc[-1])
+        summary["time_to_target_s"] = time_to_accuracy(res.curve, sc["hybrid"]["target_accuracy"])
+    grads = res.gradients if st["kind"] == "async" else None
+    return ScenarioResult(sc, steps, summary, grads, res.curve)
 
 
 def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else math.nan
 
 
-def _run_point(sc: dict) -> tuple[dict, pd.DataFrame, pd.DataFrame | None]:
+def _run_point(sc: dict) -> tuple:
     res = run(sc)
-    return res.summary, res.steps, res.gradients
+    return res.summary, res.steps, res.gradients, res.curve
 
 
 def run_all(
@@ -211,7 +231,8 @@ def run_all(
             if progress:
                 progress(i + 1, len(points), out[i][0])
     return [
-        ScenarioResult(p, steps, summary, grads) for p, (summary, steps, grads) in zip(points, out)
+        ScenarioResult(p, steps, summary, grads, curve)
+        for p, (summary, steps, grads, curve) in zip(points, out)
     ]
 
 

@@ -116,6 +116,11 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "restart_delay_s": Field("float0", 0.0),
         "checkpoint_every_steps": Field("int+", 100),
     },
+    "hybrid": {
+        "learning_rate": Field("float+", 0.5),
+        "eval_every": Field("int+", 10),
+        "target_accuracy": Field("float+", 0.9),
+    },
     "run": {
         "steps": Field("int+", 100, doc="training steps (per worker for async)"),
         "seed": Field("int0", 0),
@@ -193,6 +198,19 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
             else:
                 vals[name] = copy.deepcopy(f.default)
         out[sec] = vals
+    from .hybrid_models import HYBRID_MODELS
+    from .models.zoo import ZOO
+
+    known = sorted(ZOO) + sorted(HYBRID_MODELS)
+    if out["model"]["name"] not in known:
+        raise ScenarioError(
+            f"{where}: model.name: expected one of {', '.join(known)}, got {out['model']['name']!r}"
+        )
+    if out["model"]["name"] in HYBRID_MODELS and out["model"]["compute_s"] is None:
+        raise ScenarioError(
+            f"{where}: model.compute_s: a hybrid model ({out['model']['name']}) needs the "
+            "simulated compute time per step"
+        )
     cl, st = out["cluster"], out["strategy"]
     if st["kind"] != "allreduce" and cl["ps"] < 1:
         raise ScenarioError(

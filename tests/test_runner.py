@@ -115,3 +115,50 @@ def test_bad_file_exits_2(tmp_path, capsys):
     p.write_text(SMALL.replace("workers = 4", "workers = 0"))
     assert main(["describe", str(p)]) == 2
     assert "cluster.workers: expected a positive integer, got 0" in capsys.readouterr().err
+
+
+def test_hybrid_scenario_learns_with_real_gradients(tmp_path):
+    """A hybrid scenario (digits MLP) trains real parameters on simulated time: accuracy rises
+    from chance and the report gets a time-to-accuracy figure; async gradients are stale."""
+    text = """
+[scenario]
+name = "hybrid"
+[model]
+name = "digits_mlp"
+batch_size = 32
+compute_s = 0.05
+[cluster]
+workers = 4
+ps = 1
+[strategy]
+placement = "balanced"
+[hybrid]
+learning_rate = 0.1
+eval_every = 10
+target_accuracy = 0.8
+[run]
+steps = 60
+seed = 1
+[sweep]
+"strategy.kind" = ["sync", "async"]
+"""
+    p = tmp_path / "hy.toml"
+    p.write_text(text)
+    out = tmp_path / "out"
+    assert main(["run", str(p), "--out", str(out), "--quiet"]) == 0
+    summary = pd.read_parquet(out / "summary.parquet")
+    curves = results.load_curves(str(out))
+    assert (curves.groupby("point").accuracy.first() < 0.3).all()
+    assert (summary.final_accuracy > 0.8).all()
+    assert summary.set_index("strategy").mean_staleness["async"] > 1
+    assert "time_to_accuracy.png" in (out / "report.md").read_text()
+
+
+def test_unknown_model_name_is_a_field_error(tmp_path):
+    """model.name must be a zoo or hybrid model; the error lists them."""
+    p = tmp_path / "m.toml"
+    p.write_text(SMALL.replace('name = "mlp"', 'name = "gpt5"'))
+    with pytest.raises(
+        schema.ScenarioError, match=r"model.name: expected one of .*inception_v3.*got 'gpt5'"
+    ):
+        schema.load(str(p))
