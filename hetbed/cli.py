@@ -175,7 +175,9 @@ def _report(args: argparse.Namespace) -> int:
     from hetbed.scenarios import report
 
     paths = report.regenerate(args.results)
-    if not args.quiet:
+    if args.json:
+        print(json.dumps(paths))
+    elif not args.quiet:
         print(f"report: {paths['html']}")
     return 0
 
@@ -229,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("report", help="regenerate the report of a results folder")
     p.add_argument("results")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(fn=_report)
     p = sub.add_parser("demo", help="run the headline study and write its report")
     p.add_argument("--out", default="out/demo")

@@ -25,6 +25,9 @@ _SHOW = [
     "examples_per_s",
     "dropped_gradients",
     "mean_staleness",
+    "ps_nic_utilization",
+    "final_accuracy",
+    "time_to_target_s",
 ]
 
 
@@ -130,6 +133,32 @@ def build(
             ),
             "throughput",
         )
+        base = s.loc[s.workers.idxmin()]
+
+        def speedup(r: Any) -> float:
+            ref = s[(s.workers == base.workers) & (s.strategy == r.strategy)]
+            return (
+                r.examples_per_s / ref.examples_per_s.iloc[0] * base.workers
+                if len(ref)
+                else math.nan
+            )
+
+        s["speedup"] = [speedup(r) for r in s.itertuples()]
+        ideal = pd.DataFrame({"workers": sorted(s.workers.unique()), "strategy": "ideal"})
+        ideal["speedup"] = ideal.workers.astype(float)
+        rep.figure(
+            figures.lines(
+                pd.concat([s, ideal], ignore_index=True),
+                "workers",
+                "speedup",
+                "strategy",
+                "workers",
+                f"speedup (x one worker, scaled from {base.workers} workers)",
+                "Speedup vs workers",
+                logx=True,
+            ),
+            "speedup",
+        )
         rep.figure(
             figures.lines(
                 s,
@@ -182,6 +211,18 @@ def build(
                 "Staleness of applied gradients",
             ),
             "staleness",
+        )
+    if "ps_nic_utilization" in s and len(s) > 1:
+        rep.heading("Network: the busiest PS link")
+        rep.figure(
+            figures.bars(
+                [labels[i] for i in s.index],
+                list(100 * s.ps_nic_utilization),
+                "utilization (%)",
+                "Busiest PS NIC, per direction, over the run",
+            ),
+            "ps_link_utilization",
+            "Bytes moved by the busiest PS shard / (NIC bandwidth x simulated time).",
         )
     if len(s) > 1 and not {"backup_workers", "workers"} & {k.split(".")[-1] for k in keys}:
         rep.heading("Throughput per configuration")

@@ -181,6 +181,20 @@ def run(sc: dict) -> ScenarioResult:
         "sim_time_s": res.sim_time_s,
         "wall_s": res.wall_s,
     }
+    if st["kind"] != "allreduce" and res.sim_time_s > 0:
+        # Derived from the bytes each PS shard moved (every gradient that reached a shard was
+        # pulled from it first): the busiest shard's NIC, per direction, over the whole run.
+        shard_bytes: dict[int, float] = {}
+        for _name, (nbytes, ps) in prof.dense.items():
+            shard_bytes[ps] = shard_bytes.get(ps, 0.0) + nbytes
+        for _name, (row_bytes, rows, ps) in prof.sparse.items():
+            shard_bytes[ps] = shard_bytes.get(ps, 0.0) + row_bytes * rows
+        pushes = len(res.gradients) if res.gradients is not None else 0
+        if shard_bytes and pushes:
+            moved = max(shard_bytes.values()) * pushes
+            summary["ps_nic_utilization"] = moved / (
+                drv.ps_nic.bandwidth_bytes_per_s * res.sim_time_s
+            )
     if res.curve is not None:
         summary["final_accuracy"] = float(res.curve.accuracy.iloc[-1])
         summary["time_to_target_s"] = time_to_accuracy(res.curve, sc["hybrid"]["target_accuracy"])

@@ -162,3 +162,11 @@ def test_unknown_model_name_is_a_field_error(tmp_path):
         schema.ScenarioError, match=r"model.name: expected one of .*inception_v3.*got 'gpt5'"
     ):
         schema.load(str(p))
+
+
+def test_ps_link_utilization_is_a_fraction_that_grows_with_backups(study):
+    """The busiest PS NIC's utilization is in (0, 1] and grows as backups push more gradients."""
+    summary = runner.summary_frame(runner.run_all(schema.expand(schema.load(study))))
+    u = summary.ps_nic_utilization
+    assert ((u > 0) & (u <= 1)).all()
+    assert u.iloc[2] > u.iloc[0]
