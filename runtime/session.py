@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes as _dt
 from . import executor as ex
 from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
@@ -405,7 +404,17 @@ class BaseSession:
 
 
 class Session(BaseSession):
-    """A TF1-style session on this process's devices: ``with hb.Session() as sess: sess.run(y)``."""
+    """A TF1-style session on this process's devices: ``with hb.Session() as sess: sess.run(y)``.
+
+    With a ``"grpc://host:port"`` target it is a ``DistributedSession`` on that cluster.
+    """
+
+    def __new__(cls, target: str = "", *args: Any, **kwargs: Any) -> Session:
+        if cls is Session and isinstance(target, str) and target.startswith("grpc://"):
+            from .distributed.master import DistributedSession
+
+            return super().__new__(DistributedSession)
+        return super().__new__(cls)
 
 
 class InteractiveSession(Session):
@@ -498,4 +507,4 @@ def get_default_session() -> BaseSession | None:
     return stack[-1] if stack else None
 
 
-__all__ = ["Session", "InteractiveSession", "ConfigProto", "get_default_session", "_dt"]
+__all__ = ["Session", "InteractiveSession", "ConfigProto", "get_default_session"]

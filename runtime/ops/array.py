@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
-from ..graph import Tensor, TensorShape, as_shape, get_default_graph
+from ..graph import Tensor, TensorShape, as_shape
 from ..registry import Cost, apply, apply_op, convert_to_tensor, defop, unchanged_shape
 
 # ---- Const ------------------------------------------------------------------------------
@@ -326,10 +326,6 @@ def to_int32(x: Any, name: str = "ToInt32") -> Tensor:
 
 def to_int64(x: Any, name: str = "ToInt64") -> Tensor:
     return cast(x, _dt.int64, name)
-
-
-def _graph() -> Any:
-    return get_default_graph()
 
 
 __all__ = [
