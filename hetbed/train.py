@@ -6,6 +6,7 @@ from hetbed.runtime.device_setter import (
     byte_size_load_fn,
     replica_device_setter,
 )
+from hetbed.runtime.distributed import ClusterSpec, Server
 from hetbed.runtime.train.checkpoint import (
     CheckpointReader,
     CheckpointState,
@@ -42,6 +43,8 @@ from hetbed.runtime.train.training_util import (
 )
 
 __all__ = [
+    "ClusterSpec",
+    "Server",
     "GreedyLoadBalancingStrategy",
     "RoundRobinStrategy",
     "byte_size_load_fn",

@@ -1,0 +1,175 @@
+"""``hb.train.Server``: one task of a cluster, serving the worker service over gRPC.
+
+Binding: a server listens on its own address from the cluster spec when that host is loopback
+(127.0.0.0/8, ``localhost``, ``::1``). For any other host it refuses to start unless told where
+to listen: ``bind_all=True`` listens on every interface (``0.0.0.0``), ``bind_host="10.0.0.5"``
+on that one. Anyone who reaches the port can run graphs, so give non-loopback clusters a token:
+``token=`` (default: the ``HETBED_CLUSTER_TOKEN`` environment variable) is then required, in the
+``hetbed-token`` metadata of every call, from masters and peer tasks alike.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import threading
+from concurrent import futures
+from typing import Any
+
+from .cluster import ClusterSpec, split_address
+from .wire import MAX_MESSAGE_BYTES
+from .worker import Worker
+
+TOKEN_ENV = "HETBED_CLUSTER_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Server:
+    """A task of ``cluster`` (``job_name``, ``task_index``) serving its devices to masters.
+
+    Its devices are ``/job:J/replica:0/task:T/device:cpu:0`` (and more per ``config``, a
+    ConfigProto). ``target`` is ``"grpc://host:port"`` for ``hb.Session(target)``. Raises
+    ValueError for an unknown job/task or a non-loopback address without ``bind_all``/``bind_host``.
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterSpec | dict,
+        job_name: str | None = None,
+        task_index: int | None = None,
+        protocol: str | None = None,
+        config: Any = None,
+        start: bool = True,
+        token: str | None = None,
+        bind_all: bool = False,
+        bind_host: str | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        max_workers: int = 32,
+    ):
+        if protocol not in (None, "grpc"):
+            raise ValueError(f"Server: protocol {protocol!r} is not supported; use 'grpc'")
+        self.cluster = ClusterSpec(cluster)
+        if job_name is None:
+            jobs = self.cluster.jobs
+            if len(jobs) != 1:
+                raise ValueError(f"Server: pass job_name (the cluster has jobs {jobs})")
+            job_name = jobs[0]
+        if task_index is None:
+            task_index = 0
+        self.job_name, self.task_index = job_name, int(task_index)
+        address = self.cluster.task_address(job_name, self.task_index)
+        host, port = split_address(address, f"job {job_name!r} task {task_index}")
+        if bind_host is None:
+            if bind_all:
+                bind_host = "0.0.0.0"
+            elif is_loopback(host):
+                bind_host = host
+            else:
+                raise ValueError(
+                    f"Server {job_name}:{task_index}: refusing to listen on non-loopback address "
+                    f"{address!r}; pass bind_all=True (all interfaces) or bind_host=... and set a "
+                    "cluster token"
+                )
+        self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        self._max_bytes = int(max_message_bytes)
+        self.task_name = f"/job:{job_name}/replica:0/task:{self.task_index}"
+        from ...devices import local_devices
+
+        self._peers: dict[str, Any] = {}
+        self._peers_lock = threading.Lock()
+        self.worker = Worker(self.task_name, local_devices(config, self.task_name), self._peer)
+        self.worker.cluster = self.cluster
+        import grpc  # imported here so that `import hetbed` does not load gRPC
+
+        from .rpc import channel_options, service_handler
+
+        self._server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="hetbed-rpc"),
+            options=channel_options(self._max_bytes),
+        )
+        self._server.add_generic_rpc_handlers((service_handler(self.worker, self._token),))
+        bind = f"[{bind_host}]" if ":" in bind_host else bind_host
+        self._port = self._server.add_insecure_port(f"{bind}:{port}")
+        if self._port == 0:
+            raise ValueError(f"Server {self.task_name}: cannot listen on {bind}:{port}")
+        self._address = f"[{host}]:{self._port}" if ":" in host else f"{host}:{self._port}"
+        if port == 0:  # a free port was asked for: the cluster spec now names the real one
+            self.cluster._jobs[job_name][self.task_index] = self._address
+        self._started = False
+        self._stopped = threading.Event()
+        if start:
+            self.start()
+
+    @property
+    def target(self) -> str:
+        """``grpc://host:port`` of this task, for ``hb.Session(target)``."""
+        host, _ = split_address(self._address)
+        host = f"[{host}]" if ":" in host else host
+        return f"grpc://{host}:{self._port}"
+
+    @property
+    def server_def(self) -> dict:
+        return {
+            "cluster": self.cluster.as_dict(),
+            "job_name": self.job_name,
+            "task_index": self.task_index,
+            "protocol": "grpc",
+        }
+
+    def start(self) -> None:
+        if not self._started:
+            self._server.start()
+            self._started = True
+
+    def join(self, timeout: float | None = None) -> None:
+        """Block until the server stops (``stop()`` from another thread, or shutdown)."""
+        self._stopped.wait(timeout)
+
+    def stop(self, grace: float | None = 0.5) -> None:
+        """Stop serving, abort running steps, close peer channels and the devices."""
+        if self._stopped.is_set():
+            return
+        self.worker.close()
+        self._server.stop(grace).wait()
+        with self._peers_lock:
+            peers, self._peers = self._peers, {}
+        for p in peers.values():
+            p.close()
+        self._stopped.set()
+
+    def _peer(self, task: str) -> Any:
+        with self._peers_lock:
+            client = self._peers.get(task)
+            if client is None:
+                from ...devices.naming import DeviceSpec
+                from .rpc import WorkerClient
+
+                spec = DeviceSpec.from_string(task)
+                if spec.job is None or spec.task is None:
+                    raise ValueError(f"rendezvous names task {task!r}, which is not a task name")
+                address = self.cluster.task_address(spec.job, spec.task)
+                client = self._peers[task] = WorkerClient(
+                    address, task, self._token, self._max_bytes
+                )
+            return client
+
+    @staticmethod
+    def create_local_server(config: Any = None, start: bool = True, **kw: Any) -> Server:
+        """A one-task cluster (job ``localhost``) on a free loopback port."""
+        return Server(
+            {"localhost": ["127.0.0.1:0"]}, "localhost", 0, config=config, start=start, **kw
+        )
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
