@@ -45,3 +45,15 @@ class DeadlineExceededError(OpError, TimeoutError):
 
 class AbortedError(OpError):
     """A step was cancelled because another part of it failed."""
+
+
+class UnauthenticatedError(OpError):
+    """A server rejected the cluster token (missing or wrong)."""
+
+
+class UnavailableError(OpError):
+    """A task of the cluster cannot be reached."""
+
+
+class InternalError(OpError):
+    """A server failed in a way that is not the request's fault."""

@@ -322,21 +322,7 @@ class BaseSession:
         return plan
 
     def _build_plan(self, elements: list, fed: list[Tensor]) -> _Plan:
-        fed_set = set(fed)
-        targets = []
-        for e in elements:
-            if isinstance(e, Operation):
-                targets.append(e)
-            elif e not in fed_set:
-                targets.append(e.op)
-        order = ex.prune(targets, fed_set)
-        for op in order:
-            if op.type == "Placeholder" and all(t not in fed_set for t in op.outputs):
-                raise InvalidArgumentError(
-                    f"you must feed a value for placeholder {op.name!r} "
-                    f"(dtype {op.attrs['dtype'].name}, shape {op.attrs['shape']}); "
-                    f"it is needed to compute {', '.join(e.name for e in elements)}"
-                )
+        order = pruned_order(elements, fed)
         placed = self._place(order)
         devices_used = {placed[op].name for op in order}
         if len(devices_used) <= 1:
@@ -434,6 +420,24 @@ class InteractiveSession(Session):
             self._cm = None
             with contextlib.suppress(Exception):
                 cm.__exit__(None, None, None)
+
+
+def pruned_order(elements: list, fed: list[Tensor]) -> list[Operation]:
+    """The ops that fetching ``elements`` with ``fed`` fed needs, in topological order.
+
+    Raises InvalidArgumentError naming a placeholder that is needed but not fed.
+    """
+    fed_set = set(fed)
+    targets = [e if isinstance(e, Operation) else e.op for e in elements if e not in fed_set]
+    order = ex.prune(targets, fed_set)
+    for op in order:
+        if op.type == "Placeholder" and all(t not in fed_set for t in op.outputs):
+            raise InvalidArgumentError(
+                f"you must feed a value for placeholder {op.name!r} "
+                f"(dtype {op.attrs['dtype'].name}, shape {op.attrs['shape']}); "
+                f"it is needed to compute {', '.join(e.name for e in elements)}"
+            )
+    return order
 
 
 def _static_cost(op: Operation) -> Any:

@@ -4,10 +4,10 @@ gRPC code stays in this package and only translates messages (``rpc.py``); the w
 itself (``worker.py``) is transport-neutral.
 """
 
+from ..errors import InternalError, UnauthenticatedError, UnavailableError
 from .cluster import ClusterSpec
 from .master import DistributedSession
 from .server import Server
-from .wire import InternalError, UnauthenticatedError, UnavailableError
 
 __all__ = [
     "ClusterSpec",

@@ -17,12 +17,11 @@ import secrets
 from typing import Any
 
 from ... import devices as _devices
-from .. import executor as ex
 from ..errors import AbortedError, InvalidArgumentError
 from ..graph import Graph, Operation, Tensor
 from ..partition import Partitions, partition
 from ..serialize import FORMAT, VERSION, _node_to_dict, encode_value
-from ..session import ConfigProto, Session
+from ..session import ConfigProto, Session, pruned_order
 from .cluster import ClusterSpec
 from .server import TOKEN_ENV
 from .wire import tensor_from_wire, tensor_to_wire
@@ -120,15 +119,7 @@ class DistributedSession(Session):
     # ---- planning ------------------------------------------------------------------------
     def _build_plan(self, elements: list, fed: list[Tensor]) -> _DistPlan:
         fed_set = set(fed)
-        targets = [e if isinstance(e, Operation) else e.op for e in elements if e not in fed_set]
-        order = ex.prune(targets, fed_set)
-        for op in order:
-            if op.type == "Placeholder" and all(t not in fed_set for t in op.outputs):
-                raise InvalidArgumentError(
-                    f"you must feed a value for placeholder {op.name!r} "
-                    f"(dtype {op.attrs['dtype'].name}, shape {op.attrs['shape']}); "
-                    f"it is needed to compute {', '.join(e.name for e in elements)}"
-                )
+        order = pruned_order(elements, fed)
         placed = self._place(order)
         parts = partition(order, placed.__getitem__, compress=self._compress_rule())
         tasks: dict[str, None] = {}

@@ -20,12 +20,10 @@ from typing import Any
 import grpc
 
 from .. import errors as E
+from ..errors import InternalError, UnauthenticatedError, UnavailableError
 from ..serialize import GraphFormatError
 from .wire import (
     MAX_MESSAGE_BYTES,
-    InternalError,
-    UnauthenticatedError,
-    UnavailableError,
     WireError,
     field,
     pack,

@@ -13,8 +13,6 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from ..errors import OpError
-
 #: default max gRPC message size each way (bytes): large tensors are sent whole, not chunked
 MAX_MESSAGE_BYTES = 1 << 30
 
@@ -23,18 +21,6 @@ _DTYPE_RE = re.compile(r"^[<|][biufcSU][1-9][0-9]*$")
 
 class WireError(ValueError):
     """A message is not valid msgpack, or lacks a field, or a field has the wrong type."""
-
-
-class UnauthenticatedError(OpError):
-    """A server rejected the cluster token (missing or wrong)."""
-
-
-class UnavailableError(OpError):
-    """A task of the cluster cannot be reached."""
-
-
-class InternalError(OpError):
-    """A server failed in a way that is not the request's fault."""
 
 
 def pack(msg: dict) -> bytes:
