@@ -296,3 +296,18 @@ def test_local_server_join_and_stop():
     finally:
         server.stop()
     assert server._stopped.is_set()
+
+
+def test_placement_on_a_distributed_session_is_a_clear_error():
+    """placement() on a grpc session says it is not available instead of crashing."""
+    cluster = hb.train.ClusterSpec({"worker": [f"127.0.0.1:{_free_port()}"]})
+    server = hb.train.Server(cluster, "worker", 0)
+    try:
+        with hb.Graph().as_default():
+            y = hb.constant(1.0) + 1.0
+            with hb.Session(server.target) as s:
+                assert s.run(y) == 2.0
+                with pytest.raises(hb.errors.UnimplementedError, match="virtual_devices"):
+                    s.placement()
+    finally:
+        server.stop()

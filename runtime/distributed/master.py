@@ -117,6 +117,15 @@ class DistributedSession(Session):
         return [RemoteDevice(d) for descs in self._task_devices.values() for d in descs]
 
     # ---- planning ------------------------------------------------------------------------
+    def placement(self, fetches: Any = None) -> Any:
+        """Not available yet for a distributed session (the plan lives on the tasks)."""
+        from ..errors import UnimplementedError
+
+        raise UnimplementedError(
+            "placement() is not available on a distributed session yet; build the same graph in "
+            "a local Session with ConfigProto(virtual_devices=[...]) to inspect its placement"
+        )
+
     def _build_plan(self, elements: list, fed: list[Tensor]) -> _DistPlan:
         fed_set = set(fed)
         order = pruned_order(elements, fed)
