@@ -4,9 +4,6 @@
 ``hb.train``, ...); ``import hetbed.compat.v1 as tf`` gives the same names in TF1's layout.
 """
 
-# --- nn and random ops (runtime/ops/nn.py, runtime/ops/random.py) ---
-# --- training (runtime/train) ---
-# --- layers, initializers, variable scopes ---
 from hetbed import initializers, layers, losses, nn, train
 from hetbed.devices.naming import DeviceSpec
 from hetbed.runtime import errors
@@ -67,8 +64,6 @@ from hetbed.runtime.ops.array import (
 )
 from hetbed.runtime.ops.control import group, no_op
 from hetbed.runtime.ops.control import tuple_ as tuple
-
-# --- array ops (runtime/ops/manip.py) ---
 from hetbed.runtime.ops.manip import (
     concat,
     expand_dims,
@@ -154,8 +149,6 @@ from hetbed.runtime.ops.state import (
     scatter_update,
 )
 from hetbed.runtime.registry import convert_to_tensor
-
-# --- serialization (runtime/serialize.py) ---
 from hetbed.runtime.serialize import (
     graph_from_dict,
     graph_to_dict,
@@ -190,6 +183,7 @@ from hetbed.runtime.variables import (
     variables_initializer,
 )
 
+bool = bool_  # noqa: A001 - TF's name
 sub = subtract
 mul = multiply
 neg = negative
