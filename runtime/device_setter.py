@@ -54,13 +54,19 @@ def replica_device_setter(
     cluster: Any = None,
     ps_ops: Iterable[str] | None = None,
     ps_strategy: Callable[[Any], int] | str | None = None,
+    strategy: Callable[[Any], int] | str | None = None,
 ) -> Callable[[Any], str] | None:
     """A device function for ``hb.device(...)``: ops of ``ps_ops`` types go to a PS task chosen by
-    ``ps_strategy`` (round robin by default; ``"greedy"`` balances bytes), others to ``worker_device``.
+    ``ps_strategy`` (round robin by default; ``"greedy"`` balances bytes; ``strategy`` is a
+    shorthand), others to ``worker_device``.
 
     Fields the op already asked for (through outer device scopes) are kept. Returns None when
     there are no PS tasks (as TensorFlow does), so ``hb.device(None)`` leaves placement alone.
     """
+    if strategy is not None:  # shorthand for ps_strategy
+        if ps_strategy is not None:
+            raise ValueError("replica_device_setter: give ps_strategy or strategy, not both")
+        ps_strategy = strategy
     if cluster is not None:
         jobs = cluster.as_dict() if hasattr(cluster, "as_dict") else dict(cluster)
         ps_tasks = len(jobs.get(DeviceSpec.from_string(ps_device).job or "ps", []))

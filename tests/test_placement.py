@@ -193,3 +193,14 @@ def test_cpu_device_reports_memory_of_its_variables():
             s.run(v.initializer)
             assert cpu1.memory_in_use_bytes == 256 * 256 * 4
             assert cpu0.memory_in_use_bytes == 0
+
+
+def test_replica_device_setter_strategy_shorthand():
+    """strategy="greedy" is the same as ps_strategy="greedy"; giving both is an error."""
+    g1 = _vars_for_ps("greedy")[1]
+    with hb.Graph().as_default():
+        with hb.device(replica_device_setter(ps_tasks=2, strategy="greedy")):
+            vs = [hb.Variable(np.zeros(s, np.float32)) for s in [(1000, 100), 10, (1000, 100), 10]]
+    assert [v.device for v in vs] == [v.device for v in g1]
+    with pytest.raises(ValueError, match="not both"):
+        replica_device_setter(ps_tasks=2, strategy="greedy", ps_strategy="greedy")
