@@ -1,5 +1,5 @@
 """The ``hetbed`` command line: ``run``, ``sweep``, ``describe``, ``report``, ``devices``,
-``catalog``, ``calibrate``, ``demo``.
+``catalog``, ``calibrate``, ``demo``, ``cluster``.
 
 Exit codes: 0 ok, 2 bad input, 1 failure.
 """
@@ -188,6 +188,19 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args.out, quiet=args.quiet)
 
 
+def _cluster(args: argparse.Namespace) -> int:
+    from hetbed.runtime.distributed.launcher import launch
+
+    command = list(args.command)
+    if command and command[0] == "--":
+        command = command[1:]
+    try:
+        return launch(command, args.ps, args.workers, token=args.token, grace_s=args.grace)
+    except OSError as e:  # the command could not be started
+        print(f"hetbed cluster: cannot start {command!r}: {e}", file=sys.stderr)
+        return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="hetbed", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -237,6 +250,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="out/demo")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(fn=_demo)
+    p = sub.add_parser(
+        "cluster",
+        help="run a command as the PS and worker tasks of a local gRPC cluster",
+        description="Start --ps + --workers processes running COMMAND on free loopback ports, "
+        "each with HETBED_CONFIG naming the cluster and its task (hb.train.cluster_from_env()); "
+        "stop the PS tasks once every worker has exited. Exit 0 when all workers exited 0.",
+    )
+    p.add_argument("--ps", type=int, default=1, help="number of PS tasks (default 1)")
+    p.add_argument("--workers", type=int, default=1, help="number of worker tasks (default 1)")
+    p.add_argument("--token", default=None, help="cluster token (also set as HETBED_CLUSTER_TOKEN)")
+    p.add_argument(
+        "--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL (default 5)"
+    )
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
+    p.set_defaults(fn=_cluster)
     args = parser.parse_args(argv)
     try:
         return args.fn(args)

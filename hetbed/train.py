@@ -7,6 +7,7 @@ from hetbed.runtime.device_setter import (
     replica_device_setter,
 )
 from hetbed.runtime.distributed import ClusterSpec, Server
+from hetbed.runtime.distributed.launcher import cluster_from_env
 from hetbed.runtime.train.checkpoint import (
     CheckpointReader,
     CheckpointState,
@@ -19,6 +20,15 @@ from hetbed.runtime.train.checkpoint import (
     update_checkpoint_state,
 )
 from hetbed.runtime.train.checkpoint import CheckpointReader as NewCheckpointReader
+from hetbed.runtime.train.monitored import (
+    CheckpointSaverHook,
+    MonitoredTrainingSession,
+    SessionRunArgs,
+    SessionRunContext,
+    SessionRunHook,
+    SessionRunValues,
+    StopAtStepHook,
+)
 from hetbed.runtime.train.optimizers import (
     AdagradOptimizer,
     AdamOptimizer,
@@ -45,6 +55,14 @@ from hetbed.runtime.train.training_util import (
 __all__ = [
     "ClusterSpec",
     "Server",
+    "cluster_from_env",
+    "CheckpointSaverHook",
+    "MonitoredTrainingSession",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "StopAtStepHook",
     "GreedyLoadBalancingStrategy",
     "RoundRobinStrategy",
     "byte_size_load_fn",

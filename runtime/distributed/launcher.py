@@ -1,0 +1,196 @@
+"""``hetbed cluster``: start a PS/worker cluster of local processes, and ``cluster_from_env``.
+
+``launch(["python", "train.py"], num_ps=1, num_workers=2)`` picks free loopback ports, starts one
+child process per task with the ``HETBED_CONFIG`` environment variable (JSON, like TF_CONFIG)::
+
+    {"cluster": {"ps": ["127.0.0.1:P0"], "worker": ["127.0.0.1:W0", "127.0.0.1:W1"]},
+     "task": {"type": "worker", "index": 1}, "token": null}
+
+prefixes every line the children print with ``[ps:0]`` / ``[worker:1]``, waits for all workers
+to exit, then stops the PS tasks (SIGTERM, then SIGKILL after a grace period). It only ever
+signals the processes it started, by their pid. Inside a child, ``cluster_from_env()`` gives the
+cluster spec, job name and task index for ``hb.train.Server``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+from .cluster import ClusterSpec
+from .server import TOKEN_ENV
+
+CONFIG_ENV = "HETBED_CONFIG"
+
+
+# ---- inside a task ----------------------------------------------------------------------------
+
+
+def cluster_from_env(env: Mapping[str, str] | None = None) -> tuple[ClusterSpec, str, int]:
+    """(ClusterSpec, job name, task index) of this process, read from ``HETBED_CONFIG``.
+
+    Raises ValueError naming the problem when the variable is missing, not JSON, or does not
+    name a task of its cluster.
+    """
+    env = os.environ if env is None else env
+    raw = env.get(CONFIG_ENV)
+    example = '{"cluster": {"ps": ["127.0.0.1:2222"], ...}, "task": {"type": "ps", "index": 0}}'
+    if not raw:
+        raise ValueError(
+            f"{CONFIG_ENV} is not set; start this program with `hetbed cluster --ps N --workers M "
+            f"-- python ...` or set {CONFIG_ENV} to JSON like {example}"
+        )
+    try:
+        cfg = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{CONFIG_ENV} is not valid JSON ({e}): {raw[:200]!r}") from None
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("cluster"), dict):
+        raise ValueError(
+            f"{CONFIG_ENV} needs a 'cluster' object (job -> addresses), got {raw[:200]!r}"
+        )
+    task = cfg.get("task")
+    if not isinstance(task, dict) or "type" not in task or "index" not in task:
+        raise ValueError(
+            f"{CONFIG_ENV} needs a 'task' object with 'type' and 'index', got {task!r}"
+        )
+    job, index = task["type"], task["index"]
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise ValueError(f"{CONFIG_ENV}: task index must be an integer, got {index!r}")
+    cluster = ClusterSpec(cfg["cluster"])
+    if not isinstance(job, str) or job not in cluster.jobs:
+        raise ValueError(
+            f"{CONFIG_ENV}: task type {job!r} is not a job of the cluster {cluster.jobs}"
+        )
+    if index not in cluster.task_indices(job):
+        raise ValueError(
+            f"{CONFIG_ENV}: job {job!r} has tasks {cluster.task_indices(job)}, not task {index}"
+        )
+    return cluster, job, index
+
+
+# ---- the launcher -----------------------------------------------------------------------------
+
+
+def free_ports(n: int, host: str = "127.0.0.1") -> list[int]:
+    """``n`` distinct ports free on ``host`` right now (all held open together while picked)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((host, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _pump(src: IO[bytes], dst: IO[str], prefix: str, lock: threading.Lock) -> None:
+    for line in iter(src.readline, b""):
+        text = line.decode("utf-8", errors="replace").rstrip("\n")
+        with lock:
+            dst.write(f"{prefix} {text}\n")
+            dst.flush()
+    src.close()
+
+
+def _stop(procs: Sequence[subprocess.Popen], grace_s: float) -> None:
+    """SIGTERM every process still running, SIGKILL those alive after ``grace_s``."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def launch(
+    command: Sequence[str],
+    num_ps: int,
+    num_workers: int,
+    token: str | None = None,
+    host: str = "127.0.0.1",
+    grace_s: float = 5.0,
+    stdout: IO[str] | None = None,
+    stderr: IO[str] | None = None,
+) -> int:
+    """Run ``command`` as ``num_ps`` PS tasks and ``num_workers`` worker tasks; see the module
+    docstring. Returns 0 when every worker exited 0, else 1 (the failed ones are printed to
+    ``stderr``). Ctrl-C (or SIGTERM) stops every child and re-raises KeyboardInterrupt."""
+    if not command:
+        raise ValueError(
+            "hetbed cluster: no command given; use `hetbed cluster ... -- python x.py`"
+        )
+    if num_ps < 0 or num_workers < 1:
+        raise ValueError(
+            f"hetbed cluster: need --ps >= 0 and --workers >= 1, got {num_ps}, {num_workers}"
+        )
+    stdout = stdout or sys.stdout
+    stderr = stderr or sys.stderr
+    ports = free_ports(num_ps + num_workers, host)
+    cluster = {
+        "ps": [f"{host}:{p}" for p in ports[:num_ps]],
+        "worker": [f"{host}:{p}" for p in ports[num_ps:]],
+    }
+    if not num_ps:
+        del cluster["ps"]
+    tasks = [("ps", i) for i in range(num_ps)] + [("worker", i) for i in range(num_workers)]
+    lock = threading.Lock()
+    procs: dict[tuple[str, int], subprocess.Popen] = {}
+    pumps: list[threading.Thread] = []
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    in_main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    try:
+        for job, i in tasks:
+            env = dict(os.environ)
+            env[CONFIG_ENV] = json.dumps(
+                {"cluster": cluster, "task": {"type": job, "index": i}, "token": token}
+            )
+            if token:
+                env[TOKEN_ENV] = token
+            env["PYTHONUNBUFFERED"] = "1"
+            p = subprocess.Popen(
+                list(command), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
+            procs[(job, i)] = p
+            for src, dst in ((p.stdout, stdout), (p.stderr, stderr)):
+                t = threading.Thread(
+                    target=_pump, args=(src, dst, f"[{job}:{i}]", lock), daemon=True
+                )
+                t.start()
+                pumps.append(t)
+        workers = [(k, p) for k, p in procs.items() if k[0] == "worker"]
+        codes = {k: p.wait() for k, p in workers}
+        _stop([p for k, p in procs.items() if k[0] == "ps"], grace_s)
+    except BaseException:
+        _stop(list(procs.values()), grace_s)
+        raise
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, old)
+        for t in pumps:
+            t.join(timeout=grace_s)
+    failed = [f"{job}:{i} exited with status {rc}" for (job, i), rc in codes.items() if rc != 0]
+    if failed:
+        with lock:
+            stderr.write(f"hetbed cluster: {'; '.join(failed)}\n")
+            stderr.flush()
+        return 1
+    return 0
+
+
+__all__ = ["CONFIG_ENV", "cluster_from_env", "free_ports", "launch"]

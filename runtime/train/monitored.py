@@ -1,0 +1,362 @@
+"""``hb.train.MonitoredTrainingSession``: a session that initializes or restores, runs hooks and
+saves checkpoints, like TF1's.
+
+The chief initializes the variables, or restores them from the latest checkpoint in
+``checkpoint_dir``; other workers wait until the chief has done so. Each ``run`` asks every hook
+what to fetch as well (``before_run``), runs it all in one step and hands the hooks their values
+(``after_run``); a hook may ask the session to stop (``should_stop()``). The chief saves a
+checkpoint every ``save_checkpoint_steps`` global steps or ``save_checkpoint_secs`` seconds, and
+when it closes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from ..errors import DeadlineExceededError, UnavailableError
+from ..graph import get_default_graph
+from ..session import ConfigProto, Session
+from ..variables import (
+    global_variables,
+    global_variables_initializer,
+    local_variables_initializer,
+    report_uninitialized_variables,
+)
+from .checkpoint import latest_checkpoint
+from .saver import Saver
+from .training_util import get_global_step, get_or_create_global_step
+
+# ---- hooks -------------------------------------------------------------------------------------
+
+
+class SessionRunArgs:
+    """What a hook adds to a step: ``fetches`` (any fetch structure) and ``feed_dict``."""
+
+    def __init__(self, fetches: Any, feed_dict: dict | None = None, options: Any = None):
+        self.fetches = fetches
+        self.feed_dict = feed_dict
+        self.options = options
+
+
+class SessionRunContext:
+    """Given to hooks around a step: the step's ``original_args`` and ``session``; a hook calls
+    ``request_stop()`` to end training after this step."""
+
+    def __init__(self, original_args: SessionRunArgs, session: Any):
+        self.original_args = original_args
+        self.session = session
+        self.stop_requested = False
+
+    def request_stop(self) -> None:
+        self.stop_requested = True
+
+
+class SessionRunValues:
+    """The values of a hook's ``SessionRunArgs.fetches`` after a step (``results``)."""
+
+    def __init__(self, results: Any, options: Any = None, run_metadata: Any = None):
+        self.results = results
+        self.options = options
+        self.run_metadata = run_metadata
+
+
+class SessionRunHook:
+    """Base class of hooks; every method does nothing unless overridden.
+
+    ``begin()`` (graph may still change), ``after_create_session(session, coord)``,
+    ``before_run(run_context) -> SessionRunArgs | None``, ``after_run(run_context, run_values)``,
+    ``end(session)`` (on a clean close only).
+    """
+
+    def begin(self) -> None:
+        pass
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        pass
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs | None:
+        return None
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        pass
+
+    def end(self, session: Any) -> None:
+        pass
+
+
+class StopAtStepHook(SessionRunHook):
+    """Requests a stop once the global step reaches ``last_step`` (or ``num_steps`` more steps
+    than it had when the session was created). Give exactly one of them."""
+
+    def __init__(self, num_steps: int | None = None, last_step: int | None = None):
+        if (num_steps is None) == (last_step is None):
+            raise ValueError(
+                f"StopAtStepHook: give exactly one of num_steps and last_step, "
+                f"got num_steps={num_steps}, last_step={last_step}"
+            )
+        self._num_steps = num_steps
+        self._last_step = last_step
+        self._gs: Any = None
+
+    def begin(self) -> None:
+        self._gs = get_global_step()
+        if self._gs is None:
+            raise RuntimeError(
+                "StopAtStepHook needs a global step; create it with "
+                "hb.train.get_or_create_global_step()"
+            )
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        if self._last_step is None:
+            self._last_step = int(session.run(self._gs)) + int(self._num_steps)
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        return SessionRunArgs(self._gs)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        # the value fetched may have been read before this step's increment: confirm it
+        if int(run_values.results) + 1 >= self._last_step:
+            if int(run_context.session.run(self._gs)) >= self._last_step:
+                run_context.request_stop()
+
+
+class CheckpointSaverHook(SessionRunHook):
+    """Saves ``checkpoint_dir/model.ckpt-<global step>`` every ``save_steps`` steps or
+    ``save_secs`` seconds (give one), and at the end."""
+
+    def __init__(
+        self,
+        checkpoint_dir: str,
+        save_secs: float | None = None,
+        save_steps: int | None = None,
+        saver: Saver | None = None,
+        checkpoint_basename: str = "model.ckpt",
+    ):
+        if (save_secs is None) == (save_steps is None):
+            raise ValueError(
+                f"CheckpointSaverHook: give exactly one of save_secs and save_steps, "
+                f"got save_secs={save_secs}, save_steps={save_steps}"
+            )
+        self._dir = checkpoint_dir
+        self._path = os.path.join(checkpoint_dir, checkpoint_basename)
+        self._secs, self._steps = save_secs, save_steps
+        self._saver = saver
+        self._gs: Any = None
+        self._last_step = -1
+        self._last_time = 0.0
+
+    def begin(self) -> None:
+        self._gs = get_global_step()
+        if self._gs is None:
+            raise RuntimeError(
+                "CheckpointSaverHook needs a global step; create it with "
+                "hb.train.get_or_create_global_step()"
+            )
+        if self._saver is None:
+            self._saver = Saver()
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        os.makedirs(self._dir, exist_ok=True)
+        self._last_step = int(session.run(self._gs))
+        self._last_time = time.monotonic()
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
+        return SessionRunArgs(self._gs)
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        if self._steps is not None:
+            # the value fetched may have been read before this step's increment: confirm it
+            if int(run_values.results) + 1 >= self._last_step + self._steps:
+                step = int(run_context.session.run(self._gs))
+                if step >= self._last_step + self._steps:
+                    self._save(run_context.session, step)
+        elif time.monotonic() - self._last_time >= self._secs:
+            self._save(run_context.session)
+
+    def end(self, session: Any) -> None:
+        if int(session.run(self._gs)) != self._last_step:
+            self._save(session)
+
+    def _save(self, session: Any, step: int | None = None) -> None:
+        if step is None:
+            step = int(session.run(self._gs))
+        self._saver.save(session, self._path, global_step=step)
+        self._last_step, self._last_time = step, time.monotonic()
+
+
+# ---- the session ---------------------------------------------------------------------------------
+
+
+class MonitoredTrainingSession:
+    """A training session for one task: ``with MonitoredTrainingSession(...) as sess:
+    while not sess.should_stop(): sess.run(train_op)``.
+
+    ``master``: "" (an in-process Session) or ``"grpc://host:port"`` (usually ``server.target``).
+    The chief initializes the variables or restores them from ``checkpoint_dir``'s latest
+    checkpoint and saves checkpoints there (every ``save_checkpoint_steps`` global steps or
+    ``save_checkpoint_secs`` seconds, 600 s when neither is given, and at close); non-chiefs wait
+    up to ``init_timeout_s`` for the chief and raise DeadlineExceededError naming the variables
+    still uninitialized. Session creation is retried while the cluster's tasks are not up yet
+    (UnavailableError) for ``init_timeout_s``. The global step is created if the graph has none
+    (in a cluster, create it yourself inside the ``replica_device_setter`` scope so that it is
+    shared). The graph is finalized.
+    """
+
+    def __init__(
+        self,
+        master: str = "",
+        is_chief: bool = True,
+        checkpoint_dir: str | None = None,
+        save_checkpoint_steps: int | None = None,
+        save_checkpoint_secs: float | None = None,
+        hooks: list[SessionRunHook] | None = None,
+        config: ConfigProto | None = None,
+        token: str | None = None,
+        init_timeout_s: float = 60.0,
+        poll_interval_s: float = 0.1,
+    ):
+        self.graph = get_default_graph()
+        self.is_chief = bool(is_chief)
+        self._hooks = list(hooks or [])
+        with self.graph.as_default():
+            get_or_create_global_step(self.graph)
+            if is_chief and checkpoint_dir:
+                if save_checkpoint_steps is None and save_checkpoint_secs is None:
+                    save_checkpoint_secs = 600.0
+                if save_checkpoint_steps is not None:
+                    save_checkpoint_secs = None
+                saver = Saver()
+                self._hooks.append(
+                    CheckpointSaverHook(
+                        checkpoint_dir, save_checkpoint_secs, save_checkpoint_steps, saver
+                    )
+                )
+            else:
+                saver = None
+            variables = global_variables()
+            init_op = global_variables_initializer()
+            local_init_op = local_variables_initializer()
+            ready = report_uninitialized_variables(variables)
+            for h in self._hooks:
+                h.begin()
+        self.graph.finalize()
+        self._stop = False
+        self._closed = False
+        self._sess = self._create_session(master, config, token, init_timeout_s, poll_interval_s)
+        try:
+            if self.is_chief:
+                ckpt = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
+                if ckpt is not None:
+                    saver.restore(self._sess, ckpt)
+                else:
+                    self._sess.run(init_op)
+            else:
+                self._wait_until_ready(variables, ready, init_timeout_s, poll_interval_s)
+            self._sess.run(local_init_op)
+            for h in self._hooks:
+                h.after_create_session(self._sess, None)
+        except BaseException:
+            self._sess.close()
+            raise
+
+    def _create_session(
+        self, master: str, config: Any, token: str | None, timeout_s: float, poll_s: float
+    ) -> Session:
+        kw = {"token": token} if master else {}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                return Session(master, graph=self.graph, config=config, **kw)
+            except UnavailableError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(poll_s)
+
+    def _wait_until_ready(
+        self, variables: list, ready: list, timeout_s: float, poll_s: float
+    ) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            flags = self._sess.run(ready) if ready else []
+            missing = [v.op.name for v, ok in zip(variables, flags) if not ok]
+            if not missing:
+                return
+            if time.monotonic() >= deadline:
+                shown = ", ".join(missing[:10]) + (" ..." if len(missing) > 10 else "")
+                raise DeadlineExceededError(
+                    f"MonitoredTrainingSession (non-chief): {len(missing)} variables still "
+                    f"uninitialized after {timeout_s:g} s: {shown}; is the chief (is_chief=True) "
+                    "running and using the same variables?"
+                )
+            time.sleep(poll_s)
+
+    # ---- running ---------------------------------------------------------------------------
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
+        """Run ``fetches`` (plus what the hooks ask for) in one step; return ``fetches``' values."""
+        if self._closed:
+            raise RuntimeError("MonitoredTrainingSession.run: the session is closed")
+        context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._sess)
+        hook_fetches, feeds = [], dict(feed_dict or {})
+        for h in self._hooks:
+            args = h.before_run(context)
+            hook_fetches.append(args.fetches if args is not None else [])
+            for k, v in ((args.feed_dict or {}) if args is not None else {}).items():
+                if k in feeds:
+                    raise RuntimeError(f"hook {type(h).__name__} feeds {k!r}, which is already fed")
+                feeds[k] = v
+        results, hook_results = self._sess.run(
+            [fetches, hook_fetches], feeds or None, options, run_metadata
+        )
+        for h, r in zip(self._hooks, hook_results):
+            h.after_run(context, SessionRunValues(r, options, run_metadata))
+        self._stop = self._stop or context.stop_requested
+        return results
+
+    def should_stop(self) -> bool:
+        """True once a hook asked to stop (or the session is closed)."""
+        return self._stop or self._closed
+
+    def raw_session(self) -> Session:
+        """The Session underneath (hooks do not run for its steps)."""
+        return self._sess
+
+    def close(self) -> None:
+        self._close(clean=True)
+
+    def _close(self, clean: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if clean:
+                for h in self._hooks:
+                    h.end(self._sess)
+        finally:
+            self._sess.close()
+
+    def __enter__(self) -> MonitoredTrainingSession:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+        clean = exc_type is None or issubclass(exc_type, StopIteration)
+        self._close(clean)
+        return exc_type is not None and clean
+
+
+__all__ = [
+    "CheckpointSaverHook",
+    "MonitoredTrainingSession",
+    "SessionRunArgs",
+    "SessionRunContext",
+    "SessionRunHook",
+    "SessionRunValues",
+    "StopAtStepHook",
+]
