@@ -21,26 +21,20 @@ from .costmodel import CostModel, DevicePerf, Roofline
 class SimValue:
     """A tensor value known only by shape and dtype (pure simulation)."""
 
-    __slots__ = ("shape", "dtype")
+    __slots__ = ("shape", "dtype", "size", "nbytes")
 
     def __init__(self, shape: tuple, dtype: Any):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-
-    @property
-    def size(self) -> int:
         n = 1
         for d in self.shape:
             n *= d
-        return n
+        self.size = n
+        self.nbytes = n * self.dtype.itemsize
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
 
     def astype(self, dtype: Any, copy: bool = True) -> SimValue:
         return SimValue(self.shape, dtype)

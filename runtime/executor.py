@@ -372,6 +372,9 @@ def run_event_driven(
     failure: BaseException | None = None
     failed_node = None
     started: set[int] = set()
+    on_start = None
+    if observer is not None and type(observer).node_started is not StepObserver.node_started:
+        on_start = observer.node_started
     if wait is None:
 
         def wait(q: queue.SimpleQueue) -> tuple:
@@ -412,8 +415,8 @@ def run_event_driven(
                     if observer is not None:
                         observer.value_freed(s, vals[s], node)
                     vals[s] = None
-            if observer is not None:
-                observer.node_started(node)
+            if on_start is not None:
+                on_start(node)
             if node.is_async:
                 outstanding += 1
                 started.add(node.index)

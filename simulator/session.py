@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from simpy.core import EmptySchedule
 
 from hetbed.devices.simulated import SimulatedDevice, SimValue, value_nbytes
 from hetbed.runtime.errors import FailedPreconditionError
@@ -142,14 +143,15 @@ class SimSession(BaseSession):
         return _MemoryObserver(plan.prepared)
 
     def _pump(self, completions: Any) -> tuple:
-        env = self.cluster.env
+        step = self.cluster.env.step
         while completions.empty():
-            if env.peek() == float("inf"):
+            try:
+                step()
+            except EmptySchedule:
                 raise FailedPreconditionError(
                     "simulated step is stuck: nothing is scheduled and nodes are still waiting "
                     "(a Recv without its Send, or a collective missing a participant)"
-                )
-            env.step()
+                ) from None
         return completions.get_nowait()
 
     def _build_plan(self, elements: list, fed: list) -> Any:
