@@ -64,6 +64,7 @@ from hetbed.runtime.ops.array import (
 )
 from hetbed.runtime.ops.control import group, no_op
 from hetbed.runtime.ops.control import tuple_ as tuple
+from hetbed.runtime.ops.data_flow import ConditionalAccumulator, FIFOQueue
 from hetbed.runtime.ops.manip import (
     concat,
     expand_dims,

@@ -39,6 +39,7 @@ from hetbed.runtime.train.optimizers import (
     RMSPropOptimizer,
 )
 from hetbed.runtime.train.saver import Saver
+from hetbed.runtime.train.sync_replicas import SyncReplicasOptimizer
 from hetbed.runtime.train.training_util import (
     assert_global_step,
     create_global_step,
@@ -78,6 +79,7 @@ __all__ = [
     "Optimizer",
     "RMSPropOptimizer",
     "Saver",
+    "SyncReplicasOptimizer",
     "assert_global_step",
     "checkpoint_exists",
     "create_global_step",

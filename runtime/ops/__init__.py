@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     array,
     collective,
     control,
+    data_flow,
     dynamic,
     manip,
     math,

@@ -1,0 +1,324 @@
+"""``hb.train.SyncReplicasOptimizer``: synchronous data-parallel training with backup workers.
+
+As in TensorFlow 1.x (and the OSDI paper, section 4.4): every worker replica computes gradients on
+its own batch and pushes them into one ``ConditionalAccumulator`` per variable, colocated with the
+variable, tagged with the worker's ``local_step``; a gradient whose local step is behind the
+accumulator's global step is stale and dropped. The chief takes the average of
+``replicas_to_aggregate`` gradients per variable, applies it with the wrapped optimizer,
+increments the global step and puts ``max(total_num_replicas, replicas_to_aggregate)`` tokens
+(the new global step) into the ``sync_token_q`` queue, colocated with the global step. A worker's
+train op applies its gradients, then dequeues a token into its ``local_step``, so it cannot start
+its next step before the aggregate it contributed to (or a later one) has been applied. With
+``total_num_replicas > replicas_to_aggregate`` the slowest workers are backups whose late
+gradients are dropped.
+
+What hetbed does like TensorFlow: the same graph (accumulators with ``shared_name``
+``<var>/grad_accum``, the token queue ``sync_token_q``, the local step variable
+``sync_rep_local_step`` in LOCAL_VARIABLES), the same train op (apply, then a control dependency
+on the token dequeue, then ``assign(local_step, token)``), the same ``chief_init_op``,
+``local_step_init_op``, ``ready_for_local_init_op`` and ``get_init_tokens_op``, and the chief's
+"sync op" (take, apply, increment, enqueue) running in its own thread beside the chief's training
+loop (``get_chief_queue_runner()``, started by the hook).
+
+Where it differs: the chief's runner is a small thread object, not a ``tf.train.QueueRunner``
+(there are no queue runners or coordinators here); stopping it fails the waiting takes with
+AbortedError through ``AccumulatorCancelTakes`` (TF cancels them when the session closes);
+IndexedSlices gradients are densified before accumulation (TF uses a
+SparseConditionalAccumulator); ``variable_averages`` is not supported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..gradients import IndexedSlices, to_dense
+from ..graph import GraphKeys, Operation, Tensor
+from ..ops import state
+from ..ops.control import group, no_op
+from ..ops.data_flow import ConditionalAccumulator, FIFOQueue
+from ..ops.manip import fill
+from ..registry import apply
+from ..variables import Variable, global_variables, report_uninitialized_variables
+from .monitored import SessionRunHook
+from .optimizers import Optimizer, _on
+
+
+class SyncReplicasOptimizer(Optimizer):
+    """Wraps ``opt`` so that ``replicas_to_aggregate`` gradients are averaged per update.
+
+    ``total_num_replicas`` (default: ``replicas_to_aggregate``) is the number of worker replicas;
+    more replicas than gradients to aggregate means backup workers. Raises ValueError for a
+    non-positive count and NotImplementedError for ``variable_averages``.
+    """
+
+    def __init__(
+        self,
+        opt: Optimizer,
+        replicas_to_aggregate: int,
+        total_num_replicas: int | None = None,
+        variable_averages: Any = None,
+        variables_to_average: Any = None,
+        use_locking: bool = False,
+        name: str = "sync_replicas",
+    ):
+        super().__init__(use_locking, name)
+        if total_num_replicas is None:
+            total_num_replicas = replicas_to_aggregate
+        if replicas_to_aggregate < 1 or total_num_replicas < 1:
+            raise ValueError(
+                f"SyncReplicasOptimizer: replicas_to_aggregate ({replicas_to_aggregate}) and "
+                f"total_num_replicas ({total_num_replicas}) must be >= 1"
+            )
+        if variable_averages is not None or variables_to_average is not None:
+            raise NotImplementedError(
+                "SyncReplicasOptimizer: variable_averages is not supported; apply "
+                "ExponentialMovingAverage yourself after the train op"
+            )
+        self._opt = opt
+        self._replicas_to_aggregate = int(replicas_to_aggregate)
+        self._total_num_replicas = int(total_num_replicas)
+        self._tokens_per_step = max(self._total_num_replicas, self._replicas_to_aggregate)
+        self._gradients_applied = False
+        self._global_step: Any = None
+        self._sync_token_queue: FIFOQueue | None = None
+        self._accumulators: list[ConditionalAccumulator] = []
+        self._chief_sync_op: Operation | None = None
+        self._cancel_sync_op: Operation | None = None
+        self._local_step: Variable | None = None
+        self.local_step_init_op: Operation | None = None
+        self.chief_init_op: Operation | None = None
+        #: one IsVariableInitialized flag per global variable (as hb's report_uninitialized_...)
+        self.ready_for_local_init_op: list[Tensor] | None = None
+        self._ready_vars: list[Variable] = []
+
+    def compute_gradients(self, *args: Any, **kwargs: Any) -> list:
+        """The wrapped optimizer's ``compute_gradients``."""
+        return self._opt.compute_gradients(*args, **kwargs)
+
+    def apply_gradients(
+        self, grads_and_vars: Iterable, global_step: Any = None, name: str | None = None
+    ) -> Operation:
+        """Build the accumulators, the chief's sync op and this worker's train op; return it.
+
+        The train op pushes this worker's gradients (tagged with its local step) and then waits
+        for a token, which becomes its next local step. Raises ValueError without a global step
+        or without any gradient.
+        """
+        if global_step is None:
+            raise ValueError("SyncReplicasOptimizer.apply_gradients: global_step is required")
+        pairs = [(g, v) for g, v in grads_and_vars]
+        if not any(g is not None for g, _ in pairs):
+            names = ", ".join(v.op.name for _, v in pairs) or "none"
+            raise ValueError(f"SyncReplicasOptimizer: no gradients for any variable: {names}")
+        gs_ref = state._ref_of(global_step)
+        graph = gs_ref.graph
+        self._global_step = global_step
+        with graph.as_default():
+            with graph.control_dependencies(None):
+                anchor = no_op(name="sync_rep_local_anchor")
+                with graph.colocate_with(anchor):
+                    self._local_step = Variable(
+                        _zero(gs_ref.dtype),
+                        trainable=False,
+                        collections=[GraphKeys.LOCAL_VARIABLES],
+                        name="sync_rep_local_step",
+                    )
+                self.local_step_init_op = state.assign(self._local_step, _read(gs_ref)).op
+                self._ready_vars = global_variables()
+                self.ready_for_local_init_op = report_uninitialized_variables(self._ready_vars)
+            local_step = self._local_step.value()
+            push_ops, averaged, var_list = [], [], []
+            with graph.name_scope(name or self._name):
+                for g, v in pairs:
+                    var_list.append(v)
+                    if g is None:
+                        averaged.append(None)
+                        continue
+                    if isinstance(g, IndexedSlices):
+                        g = to_dense(g)  # densified: no sparse accumulator yet
+                    with _on(graph, v.op):
+                        acc = ConditionalAccumulator(
+                            g.dtype, shape=v.shape, shared_name=v.op.name + "/grad_accum"
+                        )
+                        push_ops.append(acc.apply_grad(g, local_step=local_step))
+                        averaged.append(acc.take_grad(self._replicas_to_aggregate))
+                    self._accumulators.append(acc)
+            with _on(graph, gs_ref.op):
+                update_op = self._opt.apply_gradients(list(zip(averaged, var_list)), global_step)
+                queue = FIFOQueue(
+                    -1, gs_ref.dtype, shapes=(), name="sync_token_q", shared_name="sync_token_q"
+                )
+                self._sync_token_queue = queue
+                with graph.control_dependencies(push_ops):
+                    token = queue.dequeue()
+                with graph.control_dependencies([update_op]):
+                    tokens = fill([self._tokens_per_step], _read(gs_ref))
+                    self._chief_sync_op = queue.enqueue_many(tokens, name="sync_op")
+            train_op = state.assign(self._local_step, token, name="sync_rep_train_op").op
+            with graph.control_dependencies(None):
+                init = [self.local_step_init_op]
+                cancel = []
+                for acc in self._accumulators:
+                    with _on(graph, acc.accumulator_ref.op):
+                        init.append(acc.set_global_step(_read(gs_ref), name="SetGlobalStep"))
+                        cancel.append(acc.cancel_takes())
+                self.chief_init_op = group(*init, name="sync_rep_chief_init")
+                self._cancel_sync_op = group(*cancel, name="sync_rep_cancel_takes")
+        ref = graph.get_collection_ref(GraphKeys.TRAIN_OP)
+        if train_op not in ref:
+            ref.append(train_op)
+        self._gradients_applied = True
+        return train_op
+
+    @property
+    def chief_sync_op(self) -> Operation:
+        """The chief's op: take the averages, apply them, increment, enqueue the tokens."""
+        self._need_applied("chief_sync_op")
+        return self._chief_sync_op
+
+    def get_chief_queue_runner(self) -> _ChiefSyncRunner:
+        """A runner whose thread runs ``chief_sync_op`` in a loop (start it on the chief only)."""
+        self._need_applied("get_chief_queue_runner()")
+        return _ChiefSyncRunner(self._chief_sync_op, self._cancel_sync_op)
+
+    def get_init_tokens_op(self, num_tokens: int = -1) -> Operation:
+        """An op that enqueues ``num_tokens`` tokens (the global step) so that workers can start.
+
+        ``-1`` means ``replicas_to_aggregate``, as in TF. Raises ValueError before
+        ``apply_gradients`` or when fewer than ``replicas_to_aggregate - total_num_replicas``
+        tokens are asked for (the first step could not finish).
+        """
+        self._need_applied("get_init_tokens_op()")
+        needed = self._replicas_to_aggregate - self._total_num_replicas
+        if num_tokens == -1:
+            num_tokens = self._replicas_to_aggregate
+        elif num_tokens < needed:
+            raise ValueError(
+                f"too few tokens to finish the first step: {num_tokens} (given) vs {needed} "
+                "(needed: replicas_to_aggregate - total_num_replicas)"
+            )
+        gs_ref = state._ref_of(self._global_step)
+        g = gs_ref.graph
+        with g.as_default(), g.control_dependencies(None), _on(g, gs_ref.op):
+            if num_tokens <= 0:
+                return no_op(name="no_init_tokens")
+            tokens = fill([num_tokens], _read(gs_ref))
+            return self._sync_token_queue.enqueue_many(tokens, name="init_tokens")
+
+    def make_session_run_hook(self, is_chief: bool, num_tokens: int = -1) -> SessionRunHook:
+        """A hook for MonitoredTrainingSession that runs the init ops (and, on the chief, the
+        init tokens once and the sync runner thread)."""
+        return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
+
+    def get_slot(self, *args: Any, **kwargs: Any) -> Any:
+        return self._opt.get_slot(*args, **kwargs)
+
+    def get_slot_names(self, *args: Any, **kwargs: Any) -> list[str]:
+        return self._opt.get_slot_names(*args, **kwargs)
+
+    def variables(self) -> list[Variable]:
+        return self._opt.variables()
+
+    def _need_applied(self, what: str) -> None:
+        if not self._gradients_applied:
+            raise ValueError(f"SyncReplicasOptimizer: call apply_gradients() before {what}")
+
+
+def _zero(dtype: _dt.DType) -> Any:
+    return np.zeros((), dtype=dtype.np)
+
+
+def _read(ref: Tensor) -> Tensor:
+    """A fresh read of a variable, so that control dependencies around it take effect."""
+    return apply("ReadVariable", [ref], name="read_global_step")
+
+
+class _ChiefSyncRunner:
+    """Runs the chief's sync op in a loop on one thread, like TF's chief queue runner."""
+
+    def __init__(self, sync_op: Operation, cancel_op: Operation):
+        self._sync_op = sync_op
+        self._cancel_op = cancel_op
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._sess: Any = None
+        self.exceptions: list[BaseException] = []
+
+    def create_threads(
+        self, sess: Any, coord: Any = None, daemon: bool = True, start: bool = False
+    ) -> list[threading.Thread]:
+        """The runner's thread (started when ``start``); one runner, one thread."""
+        if self._thread is None:
+            self._sess = sess
+            self._thread = threading.Thread(
+                target=self._loop, name="sync_replicas_chief", daemon=daemon
+            )
+            if start:
+                self._thread.start()
+        return [self._thread]
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._sess.run(self._sync_op)
+            except Exception as e:  # noqa: BLE001 - a stop cancels the take; else report it
+                if not self._stop.is_set():
+                    self.exceptions.append(e)
+                return
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Cancel the waiting take and join the thread."""
+        self._stop.set()
+        t = self._thread
+        if t is None or not t.is_alive():
+            return
+        try:
+            self._sess.run(self._cancel_op)
+        except Exception:  # noqa: BLE001 - session already closed: the daemon stays blocked
+            return
+        t.join(timeout_s)
+
+
+class _SyncReplicasOptimizerHook(SessionRunHook):
+    """Runs SyncReplicasOptimizer's init ops after the session is created (see
+    ``make_session_run_hook``) and, on the chief, the sync runner until the session ends."""
+
+    def __init__(self, opt: SyncReplicasOptimizer, is_chief: bool, num_tokens: int):
+        self._opt = opt
+        self._is_chief = bool(is_chief)
+        self._num_tokens = num_tokens
+        self._runner: _ChiefSyncRunner | None = None
+
+    def begin(self) -> None:
+        self._opt._need_applied("using its session hook")
+        if self._is_chief:
+            self._local_init_op = self._opt.chief_init_op
+            self._init_tokens_op = self._opt.get_init_tokens_op(self._num_tokens)
+            self._runner = self._opt.get_chief_queue_runner()
+        else:
+            self._local_init_op = self._opt.local_step_init_op
+            self._init_tokens_op = None
+        self._ready = self._opt.ready_for_local_init_op
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        flags = session.run(self._ready)
+        missing = [v.op.name for v, ok in zip(self._opt._ready_vars, flags) if not ok]
+        if missing:
+            names = ", ".join(missing[:10])
+            raise RuntimeError(
+                f"model is not ready for SyncReplicasOptimizer local init: uninitialized {names}"
+            )
+        session.run(self._local_init_op)
+        if self._init_tokens_op is not None:
+            session.run(self._init_tokens_op)
+        if self._runner is not None:
+            self._runner.create_threads(session, coord, daemon=True, start=True)
+
+    def end(self, session: Any) -> None:
+        if self._runner is not None:
+            self._runner.stop()
