@@ -469,10 +469,16 @@ class StepObserver:
 
 
 def _abort(step: Any, err: BaseException) -> None:
-    """Fail the step's pending receives so that nothing waits for a peer that will not send."""
+    """Fail the step's pending receives and waiters so that nothing waits for a peer that will
+    not come (a Recv without its Send, a dequeue on an empty queue)."""
+    error = AbortedError(f"step aborted: another node failed: {err}")
+    cancel = getattr(step, "cancel", None)
+    if cancel is not None:
+        cancel(error)
+        return
     rv = getattr(step, "rendezvous", None)
     if rv is not None:
-        rv.abort(AbortedError(f"step aborted: another node failed: {err}"))
+        rv.abort(error)
 
 
 def _completer(completions: queue.SimpleQueue, node: Node) -> Callable:

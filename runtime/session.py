@@ -45,7 +45,7 @@ class ConfigProto:
 class StepInfo:
     """Per-step data that async kernels (Send/Recv, collectives) and devices may need."""
 
-    __slots__ = ("step_id", "rendezvous", "session", "lock", "_shared")
+    __slots__ = ("step_id", "rendezvous", "session", "lock", "_shared", "_cancel")
 
     def __init__(self, step_id: int, rendezvous: Any, session: Any):
         self.step_id = step_id
@@ -53,6 +53,23 @@ class StepInfo:
         self.session = session
         self.lock = threading.Lock()
         self._shared: dict | None = None
+        self._cancel: list[Callable] | None = None
+
+    def on_cancel(self, fn: Callable[[BaseException], None]) -> None:
+        """Call ``fn(error)`` if the step is aborted (an async kernel withdrawing a waiter)."""
+        with self.lock:
+            if self._cancel is None:
+                self._cancel = []
+            self._cancel.append(fn)
+
+    def cancel(self, error: BaseException) -> None:
+        """Abort the step: fail its pending receives and run its cancel callbacks (once)."""
+        if self.rendezvous is not None:
+            self.rendezvous.abort(error)
+        with self.lock:
+            fns, self._cancel = self._cancel or [], []
+        for fn in fns:
+            fn(error)
 
     def shared(self, key: str, factory: Callable) -> Any:
         """Per-step state shared by the kernels of this step (created on first use)."""
@@ -149,6 +166,7 @@ class BaseSession:
         self._wait: Callable | None = None
         self._pinned: dict[str, Any] = {}
         self._last_plan: _Plan | None = None
+        self._active: set[StepInfo] = set()  # steps in flight (cancelled by close)
 
     # ---- devices -------------------------------------------------------------------------
     def _make_devices(self) -> list:
@@ -279,6 +297,16 @@ class BaseSession:
             vals[s] = feeds[t]
         self._last_plan = plan
         step = StepInfo(ex.new_step_id(), self._rendezvous() if plan.multi_device else None, self)
+        self._active.add(step)
+        try:
+            return self._execute(plan, vals, step, observer, options)
+        finally:
+            self._active.discard(step)
+
+    def _execute(
+        self, plan: _Plan, vals: list, step: StepInfo, observer: Any, options: Any
+    ) -> list:
+        prep = plan.prepared
         observer = observer or self._observer(plan)
         if prep.straight_line and observer is None:
             ex.run_straight_line(prep, vals, step)
@@ -362,6 +390,10 @@ class BaseSession:
         if self._closed:
             return
         self._closed = True
+        from .errors import AbortedError
+
+        for step in list(self._active):  # steps still waiting (a dequeue, a take) fail now
+            step.cancel(AbortedError("the session was closed while the step was running"))
         for d in self._devices:
             d.close()
         self._plans.clear()

@@ -171,13 +171,13 @@ def test_waiting_ops_complete_in_one_step_without_a_pool_thread(monkeypatch):
     waited = []
     orig_dequeue, orig_take = data_flow._Queue.dequeue, data_flow._Accumulator.take
 
-    def dequeue(self, done):
+    def dequeue(self, done, step=None):
         waited.append(("dequeue", not self.items))
-        orig_dequeue(self, done)
+        orig_dequeue(self, done, step)
 
-    def take(self, n, done):
+    def take(self, n, done, step=None):
         waited.append(("take", self.count < n))
-        orig_take(self, n, done)
+        orig_take(self, n, done, step)
 
     monkeypatch.setattr(data_flow._Queue, "dequeue", dequeue)
     monkeypatch.setattr(data_flow._Accumulator, "take", take)
@@ -324,3 +324,39 @@ def test_two_workers_through_grpc_match_synchronous_sgd(cluster):
     finally:
         for sess, *_ in workers:
             sess.close()
+
+
+def test_a_timed_out_dequeue_does_not_swallow_the_next_element():
+    """A dequeue whose step times out is withdrawn: the next element goes to a live step."""
+    with hb.Graph().as_default():
+        q = data_flow.FIFOQueue(-1, hb.int64, shapes=())
+        deq = q.dequeue()
+        enq = q.enqueue_many(hb.constant(np.array([42], np.int64)))
+        config = hb.ConfigProto(operation_timeout_in_ms=200)
+        with hb.Session(config=config) as sess:
+            with pytest.raises(hb.errors.DeadlineExceededError):
+                sess.run(deq)
+            sess.run(enq)
+            assert int(sess.run(deq)) == 42
+
+
+def test_closing_the_session_fails_a_waiting_take():
+    """Closing a session aborts a step blocked in a take instead of leaving it waiting forever."""
+    with hb.Graph().as_default():
+        acc = data_flow.ConditionalAccumulator(hb.float32, shape=[])
+        took = acc.take_grad(1)
+        sess = hb.Session()
+        errors = []
+
+        def run():
+            try:
+                sess.run(took)
+            except hb.errors.OpError as e:
+                errors.append(e)
+
+        t = threading.Thread(target=run)
+        t.start()
+        wait_for(lambda: len(sess._active) == 1, "the take to start waiting")
+        sess.close()
+        t.join(timeout=10)
+        assert not t.is_alive() and errors and "closed" in str(errors[0])

@@ -103,13 +103,24 @@ class _Queue:
         for done, v in served:  # outside the lock: done wakes another step
             done(v)
 
-    def dequeue(self, done: Callable) -> None:
+    def dequeue(self, done: Callable, step: Any = None) -> None:
         with self.lock:
             if not self.items:
                 self.waiters.append(done)
+                if step is not None:
+                    step.on_cancel(lambda err: self._withdraw(done, err))
                 return
             v = self.items.popleft()
         done(v)
+
+    def _withdraw(self, done: Callable, err: BaseException) -> None:
+        """A waiting dequeue's step was aborted: forget it (it gets the error, not an element)."""
+        with self.lock:
+            try:
+                self.waiters.remove(done)
+            except ValueError:
+                return  # already served
+        done(None, err)
 
 
 FIFOQueueOp = defop("FIFOQueue", stateful=True, is_ref=True, differentiable=False)
@@ -168,7 +179,7 @@ def _dequeue_shape(op):
 
 @QueueDequeue.kernel("cpu", is_async=True)
 def _dequeue(ctx, step, inputs, done):
-    inputs[0].dequeue(done)
+    inputs[0].dequeue(done, step)
 
 
 QueueDequeue.cost(_no_cost)
@@ -301,12 +312,24 @@ class _Accumulator:
         for done, avg in served:
             done(avg)
 
-    def take(self, num_required: int, done: Callable) -> None:
+    def take(self, num_required: int, done: Callable, step: Any = None) -> None:
+        entry = (num_required, done)
         with self.lock:
-            self.takers.append((num_required, done))
+            self.takers.append(entry)
             served = self._serve()
         for d, avg in served:
             d(avg)
+        if step is not None and not any(d is done for d, _ in served):
+            step.on_cancel(lambda err: self._withdraw(entry, err))
+
+    def _withdraw(self, entry: tuple, err: BaseException) -> None:
+        """A waiting take's step was aborted: forget it (it gets the error, not an average)."""
+        with self.lock:
+            try:
+                self.takers.remove(entry)
+            except ValueError:
+                return  # already served
+        entry[1](None, err)
 
     def _serve(self) -> list:
         """Under the lock: complete the first taker if enough gradients have arrived."""
@@ -387,7 +410,7 @@ def _take_grad(ctx, step, inputs, done):
     if int(n) < 1:
         done(None, InvalidArgumentError(f"{ctx.op.name}: num_required must be >= 1, got {int(n)}"))
         return
-    acc.take(int(n), done)
+    acc.take(int(n), done, step)
 
 
 @AccumulatorTakeGradient.cost
