@@ -280,3 +280,21 @@ def test_stop_at_step_hook_needs_one_bound():
         hb.train.StopAtStepHook()
     with pytest.raises(ValueError, match="exactly one"):
         hb.train.StopAtStepHook(num_steps=1, last_step=2)
+
+
+def test_restarted_chief_still_honours_max_to_keep(tmp_path):
+    """After restarts, checkpoints written before them still count toward max_to_keep (5):
+    nine saves over three runs leave the newest five."""
+    ckpt = str(tmp_path / "ckpt")
+    for _ in range(3):
+        with hb.Graph().as_default():
+            inc = hb.assign_add(hb.train.get_or_create_global_step(), 1)
+            with hb.train.MonitoredTrainingSession(
+                master="", is_chief=True, checkpoint_dir=ckpt, save_checkpoint_steps=1
+            ) as sess:
+                for _ in range(3):
+                    sess.run(inc)
+    steps = sorted(
+        int(f.split("-")[1]) for f in os.listdir(ckpt) if re.fullmatch(r"model\.ckpt-\d+", f)
+    )
+    assert steps == [5, 6, 7, 8, 9]

@@ -205,11 +205,18 @@ class WorkerClient:
         return unpack(reply, f"{name} reply")
 
     def call_async(
-        self, name: str, req: dict, timeout: float | None, callback: Callable
+        self,
+        name: str,
+        req: dict,
+        timeout: float | None,
+        callback: Callable,
+        wait_for_ready: bool | None = None,
     ) -> Callable[[], None]:
         """Start ``name``; ``callback(reply_dict)`` or ``callback(None, error)`` once. Returns a
         function that cancels the call."""
-        fut = self._calls[name].future(pack(req), timeout=timeout, metadata=self._metadata)
+        fut = self._calls[name].future(
+            pack(req), timeout=timeout, metadata=self._metadata, wait_for_ready=wait_for_ready
+        )
 
         def finished(f: Any) -> None:
             try:
@@ -256,7 +263,10 @@ class WorkerClient:
                 return
             callback(value)
 
-        return self.call_async("RecvTensor", {"step_id": step_id, "key": key}, timeout_s, got)
+        # wait_for_ready: a peer task restarted at the same address is served as soon as it is
+        # up, instead of failing fast while this channel backs off from the dead incarnation
+        req = {"step_id": step_id, "key": key}
+        return self.call_async("RecvTensor", req, timeout_s, got, wait_for_ready=True)
 
     def close(self) -> None:
         self._channel.close()

@@ -24,7 +24,7 @@ from ..variables import (
     local_variables_initializer,
     report_uninitialized_variables,
 )
-from .checkpoint import latest_checkpoint
+from .checkpoint import get_checkpoint_state, latest_checkpoint
 from .saver import Saver
 from .training_util import get_global_step, get_or_create_global_step
 
@@ -159,6 +159,10 @@ class CheckpointSaverHook(SessionRunHook):
 
     def after_create_session(self, session: Any, coord: Any) -> None:
         os.makedirs(self._dir, exist_ok=True)
+        # Checkpoints written before a restart keep counting toward the saver's max_to_keep.
+        state = get_checkpoint_state(self._dir)
+        if state is not None and not self._saver.last_checkpoints:
+            self._saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
         self._last_step = int(session.run(self._gs))
         self._last_time = time.monotonic()
 
