@@ -75,7 +75,9 @@ def numpy_step_fn():
     return step
 
 
-def hetbed_step_fn(threads: int = 0):
+def hetbed_step_fn(threads: int = 0, layer_device=None, config=None):
+    """The hetbed step; ``layer_device(i)`` may place layer i (partition_overhead splits it).
+    Returns (step function, session)."""
     x_np, y_np, ws, bs = data()
     g = hb.Graph()
     with g.as_default():
@@ -83,18 +85,19 @@ def hetbed_step_fn(threads: int = 0):
         y = hb.placeholder(hb.int32, [None])
         h = x
         for i, (w0, b0) in enumerate(zip(ws, bs)):
-            w = hb.Variable(w0, name=f"w{i}")
-            b = hb.Variable(b0, name=f"b{i}")
-            h = hb.nn.bias_add(hb.matmul(h, w), b)
-            if i < len(ws) - 1:
-                h = hb.nn.relu(h)
+            with hb.device(layer_device(i) if layer_device else None):
+                w = hb.Variable(w0, name=f"w{i}")
+                b = hb.Variable(b0, name=f"b{i}")
+                h = hb.nn.bias_add(hb.matmul(h, w), b)
+                if i < len(ws) - 1:
+                    h = hb.nn.relu(h)
         loss = hb.reduce_mean(hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
         train = hb.train.GradientDescentOptimizer(LR).minimize(loss)
-        cfg = hb.ConfigProto(inter_op_parallelism_threads=threads)
+        cfg = config or hb.ConfigProto(inter_op_parallelism_threads=threads)
         sess = hb.Session(graph=g, config=cfg)
         sess.run(hb.global_variables_initializer())
     feed = {x: x_np, y: y_np}
-    return lambda: sess.run(train, feed)
+    return (lambda: sess.run(train, feed)), sess
 
 
 def torch_step_fn():
@@ -162,8 +165,8 @@ def tf_step_fns():
 
 def main() -> None:
     rows = [
-        ("hetbed", best_of(hetbed_step_fn(), repeat=5, number=10) * 1e3),
-        ("hetbed, 2 inter-op threads", best_of(hetbed_step_fn(2), repeat=5, number=10) * 1e3),
+        ("hetbed", best_of(hetbed_step_fn()[0], repeat=5, number=10) * 1e3),
+        ("hetbed, 2 inter-op threads", best_of(hetbed_step_fn(2)[0], repeat=5, number=10) * 1e3),
         ("numpy by hand", best_of(numpy_step_fn(), repeat=5, number=10) * 1e3),
         ("FLOP floor", step_flops() / gemm_rate() * 1e3),
     ]

@@ -13,31 +13,17 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import best_of  # noqa: E402
-from mlp_step import LR, SIZES, data  # noqa: E402
+from mlp_step import hetbed_step_fn  # noqa: E402
 
 import hetbed as hb  # noqa: E402
 
 
 def mlp_step(split: bool):
-    x_np, y_np, ws, bs = data()
-    g = hb.Graph()
-    with g.as_default():
-        x = hb.placeholder(hb.float32, [None, SIZES[0]])
-        y = hb.placeholder(hb.int32, [None])
-        h = x
-        for i, (w0, b0) in enumerate(zip(ws, bs)):
-            with hb.device(f"/cpu:{i % 2 if split else 0}"):
-                w = hb.Variable(w0, name=f"w{i}")
-                b = hb.Variable(b0, name=f"b{i}")
-                h = hb.nn.bias_add(hb.matmul(h, w), b)
-                if i < len(ws) - 1:
-                    h = hb.nn.relu(h)
-        loss = hb.reduce_mean(hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=h))
-        train = hb.train.GradientDescentOptimizer(LR).minimize(loss)
-        sess = hb.Session(graph=g, config=hb.ConfigProto(device_count={"CPU": 2}))
-        sess.run(hb.global_variables_initializer())
-    feed = {x: x_np, y: y_np}
-    return lambda: sess.run(train, feed), sess
+    """The mlp_step benchmark's step, its layers alternating over cpu:0 and cpu:1 if ``split``."""
+    return hetbed_step_fn(
+        layer_device=lambda i: f"/cpu:{i % 2 if split else 0}",
+        config=hb.ConfigProto(device_count={"CPU": 2}),
+    )
 
 
 def transfer_us(nbytes: int) -> tuple[float, bool]:

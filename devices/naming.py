@@ -98,7 +98,3 @@ class DeviceSpec:
 
 def merge_device(current: str, spec: str | DeviceSpec) -> str:
     return DeviceSpec.from_string(current).merge_from(DeviceSpec.from_string(spec)).to_string()
-
-
-def canonical(spec: str | DeviceSpec) -> str:
-    return DeviceSpec.from_string(spec).to_string()

@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
-from .errors import InvalidArgumentError
 
 
 class TensorShape:
@@ -574,8 +573,3 @@ def get_collection_ref(name: str) -> list:
 def set_random_seed(seed: int | None) -> None:
     """Set the graph-level seed of the default graph (ops combine it with their own seed)."""
     get_default_graph().seed = seed
-
-
-def check_shape_match(op_name: str, what: str, a: TensorShape, b: TensorShape) -> None:
-    if not a.is_compatible_with(b):
-        raise InvalidArgumentError(f"{op_name}: {what}: shapes {a} and {b} are incompatible")

@@ -487,11 +487,7 @@ def _may_alias_state(t: Tensor) -> bool:
     while seen < 64:
         op = t.op
         d = op.op_def
-        if (
-            d.stateful
-            or op.type in ("ReadVariable", "Const", "VariableV2")
-            or d.name.startswith("Apply")
-        ):
+        if d.stateful or op.type in ("ReadVariable", "Const"):  # update ops are stateful
             return True
         if not any(k.aliases_input for ks in d.kernels.values() for k in ks) or not op.inputs:
             return False
