@@ -17,11 +17,20 @@ import numpy as np
 from .base import Device
 from .costmodel import CostModel, DevicePerf, Roofline
 
+_SIGS: dict = {}  # (shape, dtype[, small int bytes]) -> a small int naming that signature
+
+
+def _intern(key: tuple) -> int:
+    sig = _SIGS.get(key)
+    if sig is None:
+        sig = _SIGS[key] = len(_SIGS)
+    return sig
+
 
 class SimValue:
     """A tensor value known only by shape and dtype (pure simulation)."""
 
-    __slots__ = ("shape", "dtype", "size", "nbytes")
+    __slots__ = ("shape", "dtype", "size", "nbytes", "sig")
 
     def __init__(self, shape: tuple, dtype: Any):
         self.shape = tuple(shape)
@@ -31,6 +40,8 @@ class SimValue:
             n *= d
         self.size = n
         self.nbytes = n * self.dtype.itemsize
+        #: an int naming (shape, dtype): what a simulated device keys its per-node plans by
+        self.sig = _intern((self.shape, self.dtype.str))
 
     @property
     def ndim(self) -> int:
@@ -52,9 +63,17 @@ def _static_shapes(op: Any, in_shapes: list, inputs: Any, values: Any) -> list[t
     return [tuple(1 if d is None else d for d in (t.shape.dims or ())) for t in op.outputs]
 
 
-def _small_key(v: Any) -> Any:
-    s = _small_int(v)
-    return None if s is None else s.tobytes()
+def _signature(v: Any) -> int:
+    """The int naming what a device's plan for a node depends on in input ``v``: its shape and
+    dtype, and its values when it is a small integer tensor (shape arithmetic)."""
+    if v.__class__ is SimValue:
+        return v.sig
+    small = _small_int(v)
+    dtype = getattr(v, "dtype", None)
+    return _intern(
+        (value_shape(v), type(v).__name__, str(dtype))
+        + (() if small is None else (small.tobytes(),))
+    )
 
 
 def _small_int(v: Any) -> Any:
@@ -97,6 +116,7 @@ class SimulatedDevice(Device):
     """A device of a simulated cluster (``kind`` "cpu", "gpu" or "tpu")."""
 
     synchronous = False
+    timed = True  # the executor calls ``start`` and keeps the end times (see executor.py)
     xp = np
 
     def __init__(
@@ -119,36 +139,42 @@ class SimulatedDevice(Device):
         self.hybrid = hybrid
         self.busy_until = 0.0
         self.busy_s = 0.0
-        self.records: list[tuple] = []  # (op, type, start_s, end_s)
+        self.records: list[tuple] = []  # (operation, start_s, end_s)
         self.peak_bytes = 0
         self.persistent_bytes = 0
         self.infer_shapes = infer_shapes or _static_shapes
         self._memo: dict = {}
 
     # ---- the Device interface ----------------------------------------------------------
+    def start(self, node: Any, inputs: list) -> tuple[float, Any]:
+        """Queue ``node`` on this device's stream; returns (simulated end time, result). The
+        executor completes the node when the clock reaches the end time."""
+        key = (node, *[v.sig if v.__class__ is SimValue else _signature(v) for v in inputs])
+        memo = self._memo.get(key)
+        if memo is None:
+            memo = self._memo[key] = self._plan_node(node, inputs)
+        dur, placeholders, compute = memo
+        result = node.fn(node.ctx, *inputs) if compute else placeholders
+        now = self.env._now  # the hot path reads SimPy's clock attribute directly
+        begin = now if now > self.busy_until else self.busy_until
+        end = begin + dur
+        self.busy_until = end
+        self.busy_s += dur
+        self.records.append((node.op, begin, end))
+        return end, result
+
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
+        """The generic Device interface: ``start`` plus a SimPy timeout that calls ``done``."""
         try:
-            in_shapes = tuple([value_shape(v) for v in inputs])
-            small = tuple([_small_key(v) for v in inputs])
-            key = (node, in_shapes, small)
-            memo = self._memo.get(key)
-            if memo is None:
-                memo = self._memo[key] = self._plan_node(node, inputs, in_shapes)
-            dur, placeholders, compute = memo
-            result = node.fn(node.ctx, *inputs) if compute else placeholders
+            end, result = self.start(node, inputs)
         except Exception as e:  # noqa: BLE001 - handed to the executor, which names the node
             done(None, e)
             return
-        now = self.env.now
-        start = now if now > self.busy_until else self.busy_until
-        end = start + dur
-        self.busy_until = end
-        self.busy_s += dur
-        self.records.append((node.op.name, node.op.type, start, end))
-        self.env.timeout(end - now).callbacks.append(lambda _e: done(result))
+        self.env.timeout(end - self.env.now).callbacks.append(lambda _e: done(result))
 
-    def _plan_node(self, node: Any, inputs: list, in_shapes: tuple) -> tuple:
+    def _plan_node(self, node: Any, inputs: list) -> tuple:
         """(duration, placeholder result, whether to run the real kernel) for these inputs."""
+        in_shapes = tuple([value_shape(v) for v in inputs])
         small = [_small_int(v) for v in inputs]
         out_shapes = self.infer_shapes(node.op, list(in_shapes), node.input_tensors, small)
         dur = self.cost_model.duration(node.op, list(in_shapes), out_shapes, self.perf_spec)

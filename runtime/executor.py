@@ -15,7 +15,10 @@ Two schedules run the same PreparedGraph:
 * event-driven: ready nodes are handed to their device with ``device.run(node, inputs, done)``;
   a device may complete them later, from another thread (thread pools) or from a simulated
   clock. Completions come back through a queue owned by the step; ``wait`` says how to block for
-  the next one (a real queue wait, or pumping a discrete-event clock).
+  the next one (a real queue wait, or pumping a discrete-event clock). Timed (simulated) devices
+  take the short road: ``device.start(node, inputs)`` returns the node's end time and result at
+  once, the step keeps those ends in a heap, and ``wait`` merges the heap with the clock's own
+  events (network flows), so a simulated op costs one heap push and pop.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ class Node:
         "n_preds",
         "heavy",
         "is_async",
+        "timed",
         "input_tensors",
     )
 
@@ -116,6 +120,9 @@ class Node:
         self.n_preds = 0
         self.heavy = False
         self.is_async = kernel.is_async
+        # A timed device (a simulated one) starts a node and says when it ends: ``device.start(
+        # node, inputs) -> (end_time, result)``; the executor keeps the pending ends in a heap.
+        self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
         self.input_tensors: list[Tensor] = list(op.inputs)
 
     def __repr__(self) -> str:
@@ -364,6 +371,8 @@ def run_event_driven(
     and memory accounting hang off it; an exception it raises fails the node it concerns.
     """
     nodes = plan.nodes
+    timers: list = []  # (end time, seq, node, result) of nodes running on timed devices
+    seq = 0
     pending = list(plan.initial_pending)
     refs = list(plan.initial_refs)
     ready = list(reversed(plan.roots))
@@ -377,7 +386,10 @@ def run_event_driven(
         on_start = observer.node_started
     if wait is None:
 
-        def wait(q: queue.SimpleQueue) -> tuple:
+        def wait(q: queue.SimpleQueue, timers: list) -> tuple:
+            if timers and q.empty():  # timed devices without a clock: complete in time order
+                _end, _seq, node, r = heapq.heappop(timers)
+                return node, r, None
             try:
                 return q.get(timeout=timeout_s)
             except queue.Empty:
@@ -417,7 +429,17 @@ def run_event_driven(
                     vals[s] = None
             if on_start is not None:
                 on_start(node)
-            if node.is_async:
+            if node.timed:
+                try:
+                    end, r = node.device.start(node, inputs)
+                except Exception as e:  # noqa: BLE001 - reported below with the node
+                    failure, failed_node = e, node
+                    _abort(step, e)
+                    break
+                outstanding += 1
+                heapq.heappush(timers, (end, seq, node, r))
+                seq += 1
+            elif node.is_async:
                 outstanding += 1
                 started.add(node.index)
                 node.fn(node.ctx, step, inputs, _completer(completions, node))
@@ -435,7 +457,7 @@ def run_event_driven(
                     break
         if outstanding == 0:
             break
-        node, r, err = wait(completions)
+        node, r, err = wait(completions, timers)
         outstanding -= 1
         started.discard(node.index)
         if err is not None:

@@ -314,6 +314,14 @@ class Network:
         (after the path latency), end_s (last byte), path (link names joined by '>')."""
         return pd.DataFrame(self.records, columns=list(FLOW_COLUMNS))
 
+    def carried_bytes(self) -> dict[str, float]:
+        """Bytes each link has carried so far (cheaper than ``link_frame`` for per-step diffs)."""
+        now = self.env.now
+        return {
+            name: link._bytes + link._load * (now - link._since)
+            for name, link in self.links.items()
+        }
+
     def link_frame(self, horizon_s: float | None = None) -> pd.DataFrame:
         """One row per link: bytes carried and busy time so far, and utilization.
 

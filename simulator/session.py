@@ -5,6 +5,7 @@ network flows) and the executor's wait (advance the clock) differ from ``hb.Sess
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ from hetbed.runtime.executor import StepObserver
 from hetbed.runtime.rendezvous import LocalRendezvous
 from hetbed.runtime.session import BaseSession, ConfigProto
 
+from .gcguard import relaxed_gc
 from .network import Network
 
 
@@ -47,18 +49,24 @@ class _MemoryObserver(StepObserver):
         self.slot_node = prepared.slot_node
         self.charged: dict[int, int] = {}
         self.deferred: dict[int, list[int]] = {}  # consumer index -> slots to free when it ends
+        # Nodes whose outputs are new tensors on a simulated device (decided once per plan).
+        self.allocates = [
+            isinstance(n.device, SimulatedDevice)
+            and not n.kernel.aliases_input
+            and not n.op.op_def.is_ref
+            and n.n_out > 0
+            for n in prepared.nodes
+        ]
 
     def node_finished(self, node: Any, result: Any) -> None:
-        self._charge(node, result)
-        for slot in self.deferred.pop(node.index, ()):
-            self._free(slot)
+        if self.allocates[node.index]:
+            self._charge(node, result)
+        if self.deferred:
+            for slot in self.deferred.pop(node.index, ()):
+                self._free(slot)
 
     def _charge(self, node: Any, result: Any) -> None:
         dev = node.device
-        if not isinstance(dev, SimulatedDevice) or node.kernel.aliases_input:
-            return
-        if node.op.op_def.is_ref or node.n_out == 0:
-            return
         outs = result if node.n_out > 1 else (result,)
         total = 0
         for s, v in zip(node.outs, outs):
@@ -84,23 +92,84 @@ class _MemoryObserver(StepObserver):
 LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
 
 
+OP_COLUMNS = ["op", "type", "device", "start_s", "end_s", "duration_s"]
+FLOW_STEP_COLUMNS = ["src", "dst", "tag", "bytes", "start_s", "first_byte_s", "end_s", "path"]
+DEVICE_COLUMNS = [
+    "device",
+    "kind",
+    "busy_s",
+    "utilization",
+    "memory_peak_bytes",
+    "memory_capacity_bytes",
+]
+
+
 class RunRecord:
-    """What a simulated step did, as tidy DataFrames (times in simulated seconds)."""
+    """What a simulated step did, as tidy DataFrames (times in simulated seconds, from the
+    step's start): ``ops`` (op, type, device, start_s, end_s, duration_s), ``flows`` (src, dst,
+    tag, bytes, start_s, first_byte_s, end_s, path), ``devices`` (busy time, utilization, memory
+    peak and capacity) and ``links`` (bytes and utilization of each link that carried bytes).
+
+    The frames are built on first access: a step keeps only the raw tuples it recorded.
+    """
 
     def __init__(
         self,
         step_time_s: float,
-        ops: pd.DataFrame,
-        flows: pd.DataFrame,
-        devices: pd.DataFrame,
-        links: pd.DataFrame | None = None,
+        op_rows: list,
+        flow_rows: list,
+        device_rows: list,
+        link_rows: list | None = None,
+        start_s: float = 0.0,
     ):
         self.step_time_s = step_time_s
-        self.ops = ops
-        self.flows = flows
-        self.devices = devices
-        #: one row per link that carried bytes in the step: bytes, utilization over the step
-        self.links = links if links is not None else pd.DataFrame(columns=LINK_STEP_COLUMNS)
+        self._raw = (op_rows, flow_rows, device_rows, link_rows or [], start_s)
+        self._frames: dict[str, pd.DataFrame] = {}
+
+    @property
+    def ops(self) -> pd.DataFrame:
+        f = self._frames.get("ops")
+        if f is None:
+            start = self._raw[4]
+            rows = [
+                (op.name, op.type, dev, s - start, e - start, e - s)
+                for dev, recs in self._raw[0]
+                for (op, s, e) in recs
+            ]
+            f = pd.DataFrame(rows, columns=OP_COLUMNS)
+            f = f.sort_values(["start_s", "device"], kind="stable", ignore_index=True)
+            self._frames["ops"] = f
+        return f
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        f = self._frames.get("flows")
+        if f is None:
+            start = self._raw[4]
+            rows = []
+            for r in self._raw[1]:
+                r = dict(r)
+                for k in ("start_s", "end_s", "first_byte_s"):
+                    if k in r:
+                        r[k] -= start
+                rows.append(r)
+            f = self._frames["flows"] = pd.DataFrame(rows, columns=FLOW_STEP_COLUMNS)
+        return f
+
+    @property
+    def devices(self) -> pd.DataFrame:
+        f = self._frames.get("devices")
+        if f is None:
+            f = self._frames["devices"] = pd.DataFrame(self._raw[2], columns=DEVICE_COLUMNS)
+        return f
+
+    @property
+    def links(self) -> pd.DataFrame:
+        """One row per link that carried bytes in the step: bytes, utilization over the step."""
+        f = self._frames.get("links")
+        if f is None:
+            f = self._frames["links"] = pd.DataFrame(self._raw[3], columns=LINK_STEP_COLUMNS)
+        return f
 
     def chrome_trace(self) -> dict:
         from hetbed.runtime.timeline import chrome_trace
@@ -142,11 +211,18 @@ class SimSession(BaseSession):
     def _observer(self, plan: Any) -> Any:
         return _MemoryObserver(plan.prepared)
 
-    def _pump(self, completions: Any) -> tuple:
-        step = self.cluster.env.step
+    def _pump(self, completions: Any, timers: list) -> tuple:
+        """The executor's wait: the next completion in simulated time, from the heap of ops
+        running on devices (``timers``) or from SimPy's own events (flows, Send/Recv)."""
+        env = self.cluster.env
+        queue = env._queue  # SimPy's event heap: (time, priority, id, event)
         while completions.empty():
+            if timers and (not queue or timers[0][0] < queue[0][0]):
+                end, _seq, node, result = heapq.heappop(timers)
+                env._now = end  # nothing else is scheduled before ``end``: advance the clock
+                return node, result, None
             try:
-                step()
+                env.step()
             except EmptySchedule:
                 raise FailedPreconditionError(
                     "simulated step is stuck: nothing is scheduled and nodes are still waiting "
@@ -198,70 +274,41 @@ class SimSession(BaseSession):
         for d in devices:
             d.reset_stats()
             d.busy_until = max(d.busy_until, env.now)
-        n_flows = len(self.cluster.network.records)
+        network = self.cluster.network
+        n_flows = len(network.records)
         start = env.now
-        links_before = self.cluster.network.link_frame().set_index("link").bytes
-        out = super().run(fetches, feed_dict, options, run_metadata)
+        before = network.carried_bytes()
+        with relaxed_gc():
+            out = super().run(fetches, feed_dict, options, run_metadata)
         end = env.now
-        self.last_record = self._record(start, end, devices, n_flows)
-        after = self.cluster.network.link_frame().set_index("link")
-        carried = after.bytes - links_before.reindex(after.index).fillna(0.0)
-        used = carried[carried > 0]
         span = end - start
-        self.last_record.links = pd.DataFrame(
-            {
-                "link": used.index,
-                "bandwidth_bytes_per_s": after.bandwidth_bytes_per_s[used.index].to_numpy(),
-                "bytes": used.to_numpy(),
-                "utilization": (used / (after.bandwidth_bytes_per_s[used.index] * span)).to_numpy()
-                if span > 0
-                else 0.0,
-            },
-            columns=LINK_STEP_COLUMNS,
+        link_rows = []
+        for name, carried in network.carried_bytes().items():
+            moved = carried - before.get(name, 0.0)
+            if moved > 0:
+                bw = network.links[name].bandwidth_bytes_per_s
+                link_rows.append((name, bw, moved, moved / (bw * span) if span > 0 else 0.0))
+        dev_rows = [
+            (
+                d.name,
+                d.device_type,
+                d.busy_s,
+                d.busy_s / span if span > 0 else 0.0,
+                int(d.peak_bytes),
+                int(d.memory_limit_bytes or 0),
+            )
+            for d in devices
+        ]
+        self.last_record = RunRecord(
+            span,
+            [(d.name, d.records) for d in devices],
+            network.records[n_flows:],
+            dev_rows,
+            link_rows,
+            start,
         )
         self.records.append(self.last_record)
         return out
-
-    def _record(self, start: float, end: float, devices: list, n_flows: int) -> RunRecord:
-        rows = [
-            {
-                "op": op,
-                "type": t,
-                "device": d.name,
-                "start_s": s - start,
-                "end_s": e - start,
-                "duration_s": e - s,
-            }
-            for d in devices
-            for (op, t, s, e) in d.records
-        ]
-        ops = pd.DataFrame(rows, columns=["op", "type", "device", "start_s", "end_s", "duration_s"])
-        ops = ops.sort_values(["start_s", "device"], kind="stable").reset_index(drop=True)
-        frows = []
-        for r in self.cluster.network.records[n_flows:]:
-            r = dict(r)
-            r["start_s"] -= start
-            r["end_s"] -= start
-            if "first_byte_s" in r:
-                r["first_byte_s"] -= start
-            frows.append(r)
-        flows = pd.DataFrame(
-            frows,
-            columns=["src", "dst", "tag", "bytes", "start_s", "first_byte_s", "end_s", "path"],
-        )
-        span = max(end - start, 1e-30)
-        dev_rows = [
-            {
-                "device": d.name,
-                "kind": d.device_type,
-                "busy_s": d.busy_s,
-                "utilization": d.busy_s / span if end > start else 0.0,
-                "memory_peak_bytes": int(d.peak_bytes),
-                "memory_capacity_bytes": int(d.memory_limit_bytes or 0),
-            }
-            for d in devices
-        ]
-        return RunRecord(end - start, ops, flows, pd.DataFrame(dev_rows))
 
 
 def sim_value(shape: Any, dtype: Any = np.float32) -> SimValue:

@@ -22,7 +22,6 @@ straggler models' explicitly seeded generators, so one seed gives one result.
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from collections import deque
@@ -38,6 +37,7 @@ from hetbed.devices.catalog import LinkSpec, load_device, load_link
 
 from .failures import FAILURE_COLUMNS, Failure
 from .fluid import PSNetwork, Transfer, ring_allreduce_time
+from .gcguard import GC_THRESHOLD, relaxed_gc
 from .profile import ReplicaProfile, _nonneg, profile_from_graph
 from .stragglers import StragglerModel, combine
 from .topology import Nic
@@ -75,7 +75,7 @@ GRADIENT_COLUMNS = (
     "accepted",
 )
 
-_GC_THRESHOLD = 100_000
+_GC_THRESHOLD = GC_THRESHOLD
 
 # ---- results --------------------------------------------------------------------------------
 
@@ -432,11 +432,9 @@ class _Driver:
         if self.failures:
             env.process(self._fail_loop())
         t0 = time.perf_counter()
-        threshold = gc.get_threshold()
-        if 0 < threshold[0] < _GC_THRESHOLD:
-            gc.set_threshold(_GC_THRESHOLD, *threshold[1:])
         try:
-            env.run(until=self.done)
+            with relaxed_gc(_GC_THRESHOLD):
+                env.run(until=self.done)
         except RuntimeError as e:
             if "until" not in str(e):
                 raise
@@ -444,8 +442,6 @@ class _Driver:
                 f"{self.kind}: the simulation stopped at step {self.step} of {self.target} with "
                 "nothing left to do (every worker is waiting)"
             ) from None
-        finally:
-            gc.set_threshold(*threshold)
         wall = time.perf_counter() - t0
         return self._result(wall)
 
