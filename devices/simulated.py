@@ -68,12 +68,12 @@ def _signature(v: Any) -> int:
     dtype, and its values when it is a small integer tensor (shape arithmetic)."""
     if v.__class__ is SimValue:
         return v.sig
-    small = _small_int(v)
-    dtype = getattr(v, "dtype", None)
-    return _intern(
-        (value_shape(v), type(v).__name__, str(dtype))
-        + (() if small is None else (small.tobytes(),))
-    )
+    if v.__class__ is np.ndarray:
+        dt = v.dtype
+        if dt.kind in "iu" and v.nbytes <= _SMALL:
+            return _intern((v.shape, dt, v.tobytes()))
+        return _intern((v.shape, dt))
+    return _intern((value_shape(v), type(v).__name__, str(getattr(v, "dtype", None))))
 
 
 def _small_int(v: Any) -> Any:
@@ -135,25 +135,29 @@ class SimulatedDevice(Device):
         self.kernel_type = "cpu" if kind == "cpu" else "gpu"  # which kernels it can run
         self.perf_spec = perf
         self.env = env
-        self.cost_model = cost_model or Roofline()
-        self.hybrid = hybrid
+        self._cost_model = cost_model or Roofline()
+        self._hybrid = hybrid
         self.busy_until = 0.0
         self.busy_s = 0.0
         self.records: list[tuple] = []  # (operation, start_s, end_s)
         self.peak_bytes = 0
         self.persistent_bytes = 0
         self.infer_shapes = infer_shapes or _static_shapes
-        self._memo: dict = {}
+        self._planned: list = []  # nodes holding plans of this device (see ``start``)
 
     # ---- the Device interface ----------------------------------------------------------
     def start(self, node: Any, inputs: list) -> tuple[float, Any]:
         """Queue ``node`` on this device's stream; returns (simulated end time, result). The
         executor completes the node when the clock reaches the end time."""
-        key = (node, *[v.sig if v.__class__ is SimValue else _signature(v) for v in inputs])
-        memo = self._memo.get(key)
-        if memo is None:
-            memo = self._memo[key] = self._plan_node(node, inputs)
-        dur, placeholders, compute = memo
+        key = tuple([v.sig if v.__class__ is SimValue else _signature(v) for v in inputs])
+        plans = node.memo  # this node's plans by input signature (a node runs on one device)
+        if plans is None:
+            plans = node.memo = {}
+            self._planned.append(node)
+        plan = plans.get(key)
+        if plan is None:
+            plan = plans[key] = self._plan_node(node, inputs)
+        dur, placeholders, compute = plan
         result = node.fn(node.ctx, *inputs) if compute else placeholders
         now = self.env._now  # the hot path reads SimPy's clock attribute directly
         begin = now if now > self.busy_until else self.busy_until
@@ -162,6 +166,30 @@ class SimulatedDevice(Device):
         self.busy_s += dur
         self.records.append((node.op, begin, end))
         return end, result
+
+    @property
+    def cost_model(self) -> CostModel:
+        return self._cost_model
+
+    @cost_model.setter
+    def cost_model(self, model: CostModel) -> None:
+        self._cost_model = model
+        self._forget_plans()
+
+    @property
+    def hybrid(self) -> bool:
+        """Whether nodes also compute their real values (numpy), not only shapes and times."""
+        return self._hybrid
+
+    @hybrid.setter
+    def hybrid(self, on: bool) -> None:
+        self._hybrid = bool(on)
+        self._forget_plans()
+
+    def _forget_plans(self) -> None:
+        for node in self._planned:
+            node.memo = None
+        self._planned = []
 
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
         """The generic Device interface: ``start`` plus a SimPy timeout that calls ``done``."""

@@ -103,6 +103,7 @@ class Node:
         "is_async",
         "timed",
         "input_tensors",
+        "memo",
     )
 
     def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
@@ -124,6 +125,7 @@ class Node:
         # node, inputs) -> (end_time, result)``; the executor keeps the pending ends in a heap.
         self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
         self.input_tensors: list[Tensor] = list(op.inputs)
+        self.memo: Any = None  # free for the device's per-node cache (simulated devices' plans)
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name} on {getattr(self.device, 'name', self.device)}>"

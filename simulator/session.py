@@ -59,34 +59,45 @@ class _MemoryObserver(StepObserver):
         ]
 
     def node_finished(self, node: Any, result: Any) -> None:
+        # The hot path of memory accounting: one call per node, no nested calls unless a
+        # device runs out of memory.
         if self.allocates[node.index]:
-            self._charge(node, result)
+            charged = self.charged
+            total = 0
+            if node.n_out == 1:
+                s = node.outs[0]
+                if s is not None:
+                    total = charged[s] = value_nbytes(result)
+            else:
+                for s, v in zip(node.outs, result):
+                    if s is not None:
+                        n = charged[s] = value_nbytes(v)
+                        total += n
+            if total:
+                dev = node.device
+                dev.memory_in_use_bytes += total
+                in_use = dev.memory_in_use_bytes + dev.persistent_bytes
+                if in_use > dev.peak_bytes:
+                    if dev.memory_limit_bytes and in_use > dev.memory_limit_bytes:
+                        dev.memory_in_use_bytes -= total
+                        dev.alloc(total, node.op)  # raises the simulated out-of-memory error
+                    dev.peak_bytes = in_use
         if self.deferred:
-            for slot in self.deferred.pop(node.index, ()):
-                self._free(slot)
-
-    def _charge(self, node: Any, result: Any) -> None:
-        dev = node.device
-        outs = result if node.n_out > 1 else (result,)
-        total = 0
-        for s, v in zip(node.outs, outs):
-            if s is not None:
-                n = value_nbytes(v)
-                self.charged[s] = n
-                total += n
-        if total:
-            dev.alloc(total, node.op)
+            slots = self.deferred.pop(node.index, None)
+            if slots:
+                for slot in slots:
+                    n = self.charged.pop(slot, 0)
+                    if n:
+                        self.slot_node[slot].device.memory_in_use_bytes -= n
 
     def value_freed(self, slot: int, value: Any, consumer: Any) -> None:
         # An input stays allocated until the op reading it has finished.
-        self.deferred.setdefault(consumer.index, []).append(slot)
-
-    def _free(self, slot: int) -> None:
-        n = self.charged.pop(slot, 0)
-        if n:
-            node = self.slot_node[slot]
-            if node is not None:
-                node.device.free(n)
+        if slot in self.charged:
+            d = self.deferred.get(consumer.index)
+            if d is None:
+                self.deferred[consumer.index] = [slot]
+            else:
+                d.append(slot)
 
 
 LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
@@ -216,6 +227,10 @@ class SimSession(BaseSession):
         running on devices (``timers``) or from SimPy's own events (flows, Send/Recv)."""
         env = self.cluster.env
         queue = env._queue  # SimPy's event heap: (time, priority, id, event)
+        if timers and (not queue or timers[0][0] < queue[0][0]) and completions.empty():
+            end, _seq, node, result = heapq.heappop(timers)
+            env._now = end  # nothing else is scheduled before ``end``: advance the clock
+            return node, result, None
         while completions.empty():
             if timers and (not queue or timers[0][0] < queue[0][0]):
                 end, _seq, node, result = heapq.heappop(timers)

@@ -8,6 +8,7 @@ import pytest
 
 import hetbed as hb
 from hetbed.devices.costmodel import DevicePerf, Roofline, systolic_efficiency
+from hetbed.devices.simulated import SimValue
 from hetbed.simulator import Cluster, SimSession, sim_value
 
 # A device with round numbers: 1 TFLOP/s, 100 GB/s, 10 us per kernel, 1 GB of memory.
@@ -57,6 +58,32 @@ def test_chain_on_one_device_takes_the_sum_of_durations():
     assert np.allclose(mm.duration_s, one, rtol=1e-12)
     starts = mm.start_s.to_numpy()
     assert np.allclose(np.diff(starts), one, rtol=1e-9)  # back to back on the stream
+
+
+def test_changing_the_cost_model_or_hybrid_mode_replans_the_next_step():
+    """Steps reuse per-node plans, but a new cost model or hybrid mode takes effect at once."""
+
+    class Doubled(Roofline):
+        def duration(self, op, in_shapes, out_shapes, perf):
+            return 2.0 * super().duration(op, in_shapes, out_shapes, perf)
+
+    c = cluster()
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [256, 256])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            y = hb.matmul(x, x)
+        s = SimSession(c)
+        s.run(y, {x: sim_value([256, 256])})
+        one = s.last_record.step_time_s
+        dev = next(d for d in c.devices() if d.name.endswith("gpu:0"))
+        dev.cost_model = Doubled()
+        s.run(y, {x: sim_value([256, 256])})
+        assert s.last_record.step_time_s == pytest.approx(2 * one, rel=1e-12)
+        assert one == pytest.approx(roofline(2 * 256**3, 3 * 256 * 256 * 4), rel=1e-12)
+        a = np.arange(256 * 256, dtype=np.float32).reshape(256, 256) / 1e5
+        assert isinstance(s.run(y, {x: a}), SimValue)
+        dev.hybrid = True
+        np.testing.assert_allclose(s.run(y, {x: a}), a @ a, rtol=1e-5)
 
 
 def test_transfer_between_hosts_is_latency_plus_bytes_over_bandwidth():
