@@ -69,6 +69,7 @@ class Cluster:
         self.hybrid = hybrid
         self._tasks: list[_TaskSpec] = []
         self._devices: list[SimulatedDevice] | None = None
+        self._routes: dict[tuple[str, str], tuple] = {}
         self._fabric: Any = None
 
     def add_task(
@@ -161,8 +162,12 @@ class Cluster:
 
     def route(self, src_device: str, dst_device: str) -> list:
         """The links a transfer from ``src_device`` to ``dst_device`` crosses."""
-        self._build()
-        return self._fabric.route_devices(src_device, dst_device)
+        key = (src_device, dst_device)
+        path = self._routes.get(key)
+        if path is None:  # the topology is fixed once built: each pair is routed once
+            self._build()
+            path = self._routes[key] = tuple(self._fabric.route_devices(src_device, dst_device))
+        return list(path)
 
     def describe(self) -> list[dict]:
         """One row per device: name, kind, catalog key, peak float32 FLOP/s, memory bytes."""

@@ -103,6 +103,7 @@ class Network:
         self.env = env
         self.links: dict[str, Link] = {}
         self.records: list[dict[str, Any]] = []
+        self._checked_paths: dict[tuple, str] = {}  # validated paths -> their names
         self.recomputations = 0  # rate recomputations so far (for benchmarks)
         self._seq = 0
         self._active = 0
@@ -151,15 +152,10 @@ class Network:
             raise ValueError(
                 f"flow {src!r}->{dst!r}: bytes must be finite and >= 0, got {nbytes!r}"
             )
-        for link in path:
-            if not isinstance(link, Link) or self.links.get(link.name) is not link:
-                raise ValueError(
-                    f"flow {src!r}->{dst!r}: {link!r} is not a link of this network "
-                    "(create links with Network.add_link)"
-                )
-        if len({id(link) for link in path}) != len(path):
-            names = [link.name for link in path]
-            raise ValueError(f"flow {src!r}->{dst!r}: path crosses a link twice: {names}")
+        key = tuple(path)
+        joined = self._checked_paths.get(key)
+        if joined is None:
+            joined = self._check_path(path, src, dst)
         now = self.env.now
         record = {
             "src": src,
@@ -169,7 +165,7 @@ class Network:
             "start_s": now,
             "first_byte_s": math.nan,
             "end_s": math.nan,
-            "path": ">".join(link.name for link in path),
+            "path": joined,
         }
         event = self.env.event()
         flow = _Flow(self._seq, path, size, event, record)
@@ -180,6 +176,20 @@ class Network:
         else:
             self._arrive(flow)
         return event
+
+    def _check_path(self, path: list, src: str, dst: str) -> str:
+        """Validate a path once (links of this network, none twice); returns its name."""
+        for link in path:
+            if not isinstance(link, Link) or self.links.get(link.name) is not link:
+                raise ValueError(
+                    f"flow {src!r}->{dst!r}: {link!r} is not a link of this network "
+                    "(create links with Network.add_link)"
+                )
+        if len({id(link) for link in path}) != len(path):
+            names = [link.name for link in path]
+            raise ValueError(f"flow {src!r}->{dst!r}: path crosses a link twice: {names}")
+        joined = self._checked_paths[tuple(path)] = ">".join(link.name for link in path)
+        return joined
 
     def _arrive(self, flow: _Flow) -> None:
         now = self.env.now
