@@ -1,20 +1,39 @@
 """Messages between master and workers: msgpack dicts; tensors as dtype + shape + raw bytes.
 
 No pickle: a message is plain data (str-keyed maps, lists, strings, numbers, bytes), and a tensor
-is ``{"dtype": "<f4", "shape": [2, 3], "data": <little-endian bytes>, "scalar": false}``. Every
-decoder validates what it reads and raises ``WireError`` (a ValueError) naming the field.
+in a message (RunGraph feeds and fetches) is ``{"dtype": "<f4", "shape": [2, 3], "data":
+<little-endian bytes>, "scalar": false}``. Every decoder validates what it reads and raises
+``WireError`` (a ValueError) naming the field.
+
+Tensors between tasks (RecvTensor) are streamed instead: a header ``{"dtype", "shape", "nbytes",
+"scalar"}`` then the raw bytes. The sender keeps an ``OutTensor`` (the bytes are a memoryview of
+the array, or of a snapshot when the value could change while being sent); the receiver checks the
+header against its size limit, preallocates the array and writes the bytes straight into it
+(``InTensor``), and raises DataLossError when the stream is short or long.
 """
 
 from __future__ import annotations
 
+import collections
+import math
 import re
+import threading
 from typing import Any
 
 import msgpack
 import numpy as np
 
-#: default max gRPC message size each way (bytes): large tensors are sent whole, not chunked
+from ..errors import DataLossError, ResourceExhaustedError
+
+#: default max size of one gRPC message each way (bytes): a request, a RunGraph feed or fetch
+#: (sent whole), one message of a RecvTensor stream
 MAX_MESSAGE_BYTES = 1 << 30
+#: default max size of one tensor received by RecvTensor (streamed in chunks, either protocol)
+MAX_TENSOR_BYTES = 1 << 34
+#: bytes per message of a RecvTensor stream over gRPC (measured best on loopback: 1 MiB)
+CHUNK_BYTES = 1 << 20
+#: a tensor up to this size travels inside the RecvTensor header message
+INLINE_BYTES = 64 << 10
 
 _DTYPE_RE = re.compile(r"^[<|][biufcSU][1-9][0-9]*$")
 
@@ -98,3 +117,186 @@ def tensor_from_wire(obj: Any, where: str = "tensor") -> Any:
         )
     arr = np.frombuffer(data, dtype=dtype).reshape(shape).astype(dtype.newbyteorder("="))
     return arr[()] if obj.get("scalar") and arr.ndim == 0 else arr
+
+
+# ---- streamed tensors (RecvTensor) ---------------------------------------------------------
+
+
+class OutTensor:
+    """A tensor ready to stream: its ``header`` (dtype, shape, nbytes, scalar) and ``payload``,
+    a flat byte memoryview of a C-contiguous little-endian array (no copy of it is made to send).
+    ``release()`` once it is sent returns a snapshot buffer to the pool for the next Send.
+    """
+
+    __slots__ = ("header", "payload", "array", "_pooled")
+
+    def __init__(self, header: dict, array: np.ndarray, pooled: np.ndarray | None = None):
+        self.header = header
+        self.array = array
+        self.payload = memoryview(array.reshape(-1).view(np.uint8))
+        self._pooled = pooled
+
+    @property
+    def nbytes(self) -> int:
+        return self.header["nbytes"]
+
+    def release(self) -> None:
+        """The payload was sent (or will never be): recycle a pooled snapshot buffer. The
+        OutTensor must not be used afterwards."""
+        buf, self._pooled = self._pooled, None
+        if buf is not None:
+            self.payload.release()
+            self.array = None  # type: ignore[assignment]
+            SNAPSHOTS.give(buf)
+
+
+class _BufferPool:
+    """Reusable byte buffers for Send snapshots of large tensors, by exact size (a variable is
+    sent with the same size every step). A fresh buffer costs page faults that, on some virtual
+    machines, cost more than the copy itself; a recycled one is already mapped. At most
+    ``max_bytes`` are kept idle, the most recently returned first."""
+
+    def __init__(self, max_bytes: int, min_bytes: int):
+        self.max_bytes = max_bytes
+        self.min_bytes = min_bytes
+        self._lock = threading.Lock()
+        self._free: collections.OrderedDict[int, np.ndarray] = collections.OrderedDict()
+        self._idle = 0
+
+    def take(self, nbytes: int) -> np.ndarray:
+        if nbytes >= self.min_bytes:
+            with self._lock:
+                buf = self._free.pop(nbytes, None)
+                if buf is not None:
+                    self._idle -= nbytes
+                    return buf
+        return np.empty(nbytes, np.uint8)
+
+    def give(self, buf: np.ndarray) -> None:
+        n = buf.nbytes
+        if n < self.min_bytes or n > self.max_bytes:
+            return
+        with self._lock:
+            if n in self._free:  # one idle buffer per size
+                return
+            self._free[n] = buf
+            self._idle += n
+            while self._idle > self.max_bytes:
+                _, old = self._free.popitem(last=False)
+                self._idle -= old.nbytes
+
+
+#: snapshot buffers of tensors of at least 1 MiB, at most 512 MiB of them kept idle
+SNAPSHOTS = _BufferPool(512 << 20, 1 << 20)
+
+
+def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTensor:
+    """``value`` (a numpy array or scalar, or a device array) as an OutTensor.
+
+    With ``copy`` the payload is a private snapshot; without, it aliases ``value`` when that is
+    already a C-contiguous little-endian array (pass ``copy=False`` only for a value nothing else
+    can write to while it is being sent). Raises TypeError for values that cannot cross tasks.
+
+    (Copying a large snapshot in pieces while the first ones are already being sent was tried:
+    on a 2-core machine it was slower, the transfer itself keeping both cores busy.)
+    """
+    get = getattr(value, "get", None)
+    if get is not None and not isinstance(value, (np.ndarray, np.generic, dict)):
+        value, copy = get(), False  # a cupy array: brought to the host, a fresh array already
+    if not isinstance(value, (np.ndarray, np.generic, int, float, bool, complex)):
+        raise TypeError(
+            f"{where}: a {type(value).__name__} cannot cross tasks; only numpy values can "
+            "(variable references stay on the task that owns the variable)"
+        )
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "biufcSU":
+        raise TypeError(f"{where}: numpy dtype {arr.dtype} cannot cross tasks")
+    le = arr.dtype.newbyteorder("<") if arr.dtype.byteorder != "|" else arr.dtype
+    header = {
+        "dtype": le.str,
+        "shape": list(arr.shape),
+        "nbytes": int(arr.nbytes),
+        "scalar": isinstance(value, np.generic),
+    }
+    if arr.dtype == le and arr.flags.c_contiguous and not (copy and isinstance(value, np.ndarray)):
+        return OutTensor(header, arr)  # a fresh array (np.asarray of a scalar) or one nobody writes
+    if arr.nbytes == 0:
+        return OutTensor(header, np.empty(arr.shape, le))
+    pooled = SNAPSHOTS.take(arr.nbytes)  # a snapshot, also the conversion to contiguous LE
+    snap = pooled.view(le).reshape(arr.shape)
+    np.copyto(snap, arr, casting="equiv")
+    return OutTensor(header, snap, pooled)
+
+
+def _check_header(obj: Any, where: str) -> tuple[np.dtype, list, int]:
+    if not isinstance(obj, dict):
+        raise WireError(f"{where}: a tensor header is a map, got {type(obj).__name__}")
+    dt = obj.get("dtype")
+    if not isinstance(dt, str) or not _DTYPE_RE.match(dt):
+        raise WireError(f"{where}: unsupported dtype {dt!r:.60}")
+    shape = obj.get("shape")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 32
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
+        raise WireError(f"{where}: shape must be a list of at most 32 ints >= 0, got {shape!r:.60}")
+    try:
+        dtype = np.dtype(dt)
+    except TypeError:
+        raise WireError(f"{where}: unsupported dtype {dt!r}") from None
+    return dtype, shape, math.prod(shape) * dtype.itemsize
+
+
+class InTensor:
+    """The receiving end of a streamed tensor: a preallocated array that chunks are written into.
+
+    ``InTensor(header, where, max_bytes)`` validates the header (WireError when malformed,
+    ResourceExhaustedError when over ``max_bytes``); ``view`` is the flat byte memoryview to
+    fill (``recv_into`` it, or ``write`` chunks in order); ``value()`` checks every byte arrived
+    (DataLossError otherwise) and returns the numpy value.
+    """
+
+    __slots__ = ("where", "nbytes", "filled", "view", "_array", "_scalar")
+
+    def __init__(self, header: Any, where: str, max_bytes: int):
+        self.where = where
+        dtype, shape, n = _check_header(header, where)
+        nbytes = header.get("nbytes")
+        if nbytes != n or isinstance(nbytes, bool):
+            raise WireError(
+                f"{where}: header says {nbytes!r:.30} bytes but shape {shape} of {dtype.str} "
+                f"holds {n}"
+            )
+        if n > max_bytes:
+            raise ResourceExhaustedError(
+                f"{where}: a tensor of {n} bytes (shape {shape}, {dtype.str}) is over the "
+                f"{max_bytes}-byte limit for one tensor"
+            )
+        self.nbytes = n
+        self.filled = 0
+        self._array = np.empty(shape, dtype)
+        self.view = memoryview(self._array.reshape(-1).view(np.uint8))
+        self._scalar = bool(header.get("scalar")) and not shape
+
+    def write(self, chunk: Any) -> None:
+        """Append ``chunk`` (bytes-like); DataLossError when it runs past the header's size."""
+        n = len(chunk)
+        end = self.filled + n
+        if end > self.nbytes:
+            raise DataLossError(
+                f"{self.where}: stream carries more than the {self.nbytes} bytes its header "
+                f"announced ({end} so far)"
+            )
+        self.view[self.filled : end] = chunk
+        self.filled = end
+
+    def value(self) -> Any:
+        if self.filled != self.nbytes:
+            raise DataLossError(
+                f"{self.where}: stream truncated after {self.filled} of {self.nbytes} bytes"
+            )
+        arr = self._array
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return arr[()] if self._scalar else arr

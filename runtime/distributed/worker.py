@@ -12,20 +12,26 @@ from __future__ import annotations
 
 import collections
 import itertools
+import secrets
 import threading
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from .. import executor as ex
 from ..errors import AbortedError, DeadlineExceededError, InvalidArgumentError, NotFoundError
 from ..graph import Operation, Tensor, TensorShape
+from ..ops.state import VarHandle
 from ..partition import _free_op
 from ..rendezvous import LocalRendezvous, Rendezvous
 from ..serialize import GraphFormatError, decode_value, graph_from_dict
-from .wire import WireError, tensor_from_wire, tensor_to_wire
+from .wire import OutTensor, WireError, out_tensor, tensor_from_wire
 
 #: how long a Recv waits for a tensor from another task when the step sets no timeout
 DEFAULT_RECV_TIMEOUT_S = 300.0
+#: arrays below this size are snapshot on Send without checking whether they alias a variable
+_ALIAS_CHECK_BYTES = 64 << 10
 
 
 def task_of(device: str) -> str:
@@ -43,15 +49,24 @@ def _key_devices(key: Any) -> tuple[str, str]:
 class RemoteRendezvous(Rendezvous):
     """One step's rendezvous on one task; see the module docstring.
 
-    A value bound for another task is encoded (copied to bytes) when it is sent, so the receiver
-    sees the value as of the Send even if a variable buffer it aliased changes afterwards.
+    A value bound for another task is kept as an ``OutTensor`` (streamed from there by RecvTensor):
+    a private snapshot when ``aliases_state(value)`` says a variable buffer could change under it
+    (so the receiver sees the value as of the Send), else the array itself, not copied.
     """
 
-    def __init__(self, step_id: int, task: str, peer: Callable[[str], Any], timeout_s: float):
+    def __init__(
+        self,
+        step_id: int,
+        task: str,
+        peer: Callable[[str], Any],
+        timeout_s: float,
+        aliases_state: Callable[[Any], bool] = lambda v: True,
+    ):
         self.step_id = step_id
         self.task = task
         self.timeout_s = timeout_s
         self._peer = peer
+        self._aliases_state = aliases_state
         self._local = LocalRendezvous()
         self._lock = threading.Lock()
         self._remote: dict[str, Callable] = {}  # key -> cancel the remote call
@@ -60,7 +75,8 @@ class RemoteRendezvous(Rendezvous):
     def send(self, key: str, value: Any) -> None:
         _, dst = _key_devices(key)
         if task_of(dst) != self.task:
-            value = tensor_to_wire(value, f"tensor of rendezvous key {key!r}")
+            where = f"tensor of rendezvous key {key!r}"
+            value = out_tensor(value, where, copy=self._aliases_state(value))
         self._local.send(key, value)
 
     def recv(self, key: str, done: Callable) -> None:
@@ -203,11 +219,23 @@ class Worker:
         self._graphs: dict[str, _Registered] = {}
         self._lock = threading.Lock()
         self._handles = itertools.count(1)
-        self.steps = _Steps(lambda s, t: RemoteRendezvous(s, task, peer, t))
+        self.steps = _Steps(lambda s, t: RemoteRendezvous(s, task, peer, t, self.aliases_state))
+        #: a new number each time the task starts (TF's device incarnation): a master that planned
+        #: against an earlier incarnation learns that the task restarted (AbortedError)
+        self.incarnation = secrets.randbits(62) + 1
 
     # ---- status ------------------------------------------------------------------------------
     def list_devices(self) -> list[dict]:
-        return [d.describe() for d in self.devices.values()]
+        return [d.describe() | {"incarnation": self.incarnation} for d in self.devices.values()]
+
+    def _check_incarnation(self, want: Any, what: str) -> None:
+        """AbortedError when a master planned against another incarnation of this task."""
+        if want is not None and want != self.incarnation:
+            raise AbortedError(
+                f"{what} on {self.task}: the task has restarted since the session was created "
+                "(its variables and registered graphs are gone); create a new session "
+                "(MonitoredTrainingSession does so itself)"
+            )
 
     # ---- graphs ------------------------------------------------------------------------------
     def register_graph(self, spec: dict) -> str:
@@ -216,9 +244,10 @@ class Worker:
         Raises WireError / GraphFormatError (malformed), InvalidArgumentError (a device of
         another task), UnimplementedError (an unknown op type).
         """
+        self._check_incarnation(spec.get("incarnation"), "RegisterGraph")
         prepared, feeds, fetches = self._build(spec)
         with self._lock:
-            handle = f"g{next(self._handles)}"
+            handle = f"g{next(self._handles)}.{self.incarnation:x}"
             self._graphs[handle] = _Registered(prepared, feeds, fetches)
         return handle
 
@@ -351,11 +380,22 @@ class Worker:
     ) -> list:
         """Run one step of a registered graph; return its fetched values in order.
 
-        Raises NotFoundError (unknown handle), InvalidArgumentError (missing feeds) or the OpError
-        of the failing node; the step's rendezvous is aborted on failure.
+        Raises AbortedError (a handle of an earlier incarnation: this task restarted since the
+        graph was registered), NotFoundError (another unknown handle), InvalidArgumentError
+        (missing feeds), DeadlineExceededError naming this task and the
+        nodes still waiting when ``timeout_s`` passes without progress, or the OpError of the
+        failing node; the step's rendezvous is aborted on failure.
         """
         reg = self._graphs.get(handle)
         if reg is None:
+            _, dot, inc = handle.rpartition(".")
+            if dot and inc != f"{self.incarnation:x}":
+                raise AbortedError(
+                    f"RunGraph on {self.task}: graph {handle!r} was registered with an earlier "
+                    "incarnation of this task, which has restarted since (its variables and "
+                    "graphs are gone); create a new session (MonitoredTrainingSession does so "
+                    "itself)"
+                )
             raise NotFoundError(f"no graph registered under handle {handle!r} on {self.task}")
         prep = reg.prepared
         vals: list = [None] * prep.n_slots
@@ -372,6 +412,11 @@ class Worker:
                 ex.run_straight_line(prep, vals, step)
             else:
                 ex.run_event_driven(prep, vals, step, None, timeout_s if timeout_s > 0 else None)
+        except DeadlineExceededError as e:
+            self.steps.abort(step_id, e)
+            if self.task in str(e):
+                raise
+            raise DeadlineExceededError(self._explain_wait(prep, str(e))) from None
         except BaseException as e:
             self.steps.abort(step_id, e)
             raise
@@ -379,8 +424,24 @@ class Worker:
             self.steps.leave(step_id)
         return [vals[s] for s in prep.fetch_slots]
 
-    def recv_tensor(self, step_id: int, key: str, timeout_s: float) -> dict:
-        """The wire form of the tensor this task sent under ``key`` in ``step_id``; blocks until
+    def aliases_state(self, value: Any) -> bool:
+        """Whether ``value`` could share memory with a variable buffer of this task (which
+        in-place updates write to). Small arrays count as aliasing: copying them is cheaper."""
+        if not isinstance(value, np.ndarray):
+            return False  # numpy scalars are immutable; device arrays are copied to the host
+        if value.nbytes < _ALIAS_CHECK_BYTES:
+            return True
+        root = value
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        for res in list(self.resources.values()):
+            for h in list(res.values()):
+                if isinstance(h, VarHandle) and h.value is root:
+                    return True
+        return False
+
+    def recv_tensor(self, step_id: int, key: str, timeout_s: float) -> OutTensor:
+        """The tensor this task sent under ``key`` in ``step_id``, ready to stream; blocks until
         the Send has run, at most ``timeout_s`` (DeadlineExceededError then)."""
         src, _ = _key_devices(key)
         if task_of(src) != self.task:
@@ -407,6 +468,25 @@ class Worker:
         if error is not None:
             raise error
         return value
+
+    def _explain_wait(self, prep: ex.PreparedGraph, msg: str) -> str:
+        """The executor's "step timed out ... waiting for: a, b" with this task's name and, for
+        each node, what it waits for (a Recv: the tensor and the device it comes from)."""
+        head, sep, names = msg.partition("waiting for: ")
+        if not sep:
+            return f"{self.task}: {msg}"
+        ops = {n.op.name: n for n in prep.nodes}
+        shown = []
+        for name in names.split(", "):
+            node = ops.get(name)
+            if node is None:
+                shown.append(name)
+            elif node.op.type == "_Recv":
+                a = node.op.attrs
+                shown.append(f"{name} (tensor {a.get('tensor_name')} from {a.get('send_device')})")
+            else:
+                shown.append(f"{name} ({node.op.type} on {node.device.name})")
+        return f"{self.task}: {head}{sep}{', '.join(shown)}"
 
     def cleanup_step(self, step_id: int, reason: str = "cleanup") -> None:
         """Abort ``step_id`` here: pending Recvs fail, later RecvTensors for it are refused."""

@@ -1,0 +1,434 @@
+"""Streamed RecvTensor: chunked gRPC and the TCP data channel (grpc+tcp) between real servers."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from concurrent import futures
+
+import grpc
+import msgpack
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.runtime.distributed import rpc, wire
+from hetbed.runtime.distributed.cluster import ClusterSpec
+from hetbed.runtime.errors import (
+    AbortedError,
+    DataLossError,
+    DeadlineExceededError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+)
+
+PROTOCOLS = ["grpc+tcp", "grpc"]
+PS = "/job:ps/replica:0/task:0"
+WK = "/job:worker/replica:0/task:0"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _key(name: str) -> str:
+    return f"{PS}/device:cpu:0;1;{WK}/device:cpu:0;{name};0:0"
+
+
+@pytest.fixture
+def pair():
+    """Start a ps + worker Server pair (protocol, token); stop them at the end."""
+    made: list = []
+
+    def make(protocol: str, token: str | None = None, **kw):
+        spec = ClusterSpec(
+            {"ps": [f"127.0.0.1:{_free_port()}"], "worker": [f"127.0.0.1:{_free_port()}"]}
+        )
+        ps = hb.train.Server(spec, "ps", 0, protocol=protocol, token=token, **kw)
+        made.append(ps)
+        wk = hb.train.Server(spec, "worker", 0, protocol=protocol, token=token, **kw)
+        made.append(wk)
+        return ps, wk
+
+    yield make
+    for s in made:
+        s.stop(grace=0)
+
+
+_steps = iter(range(1, 1 << 30))
+
+
+def _transfer(ps, client, value, name="t", timeout=20.0):
+    """Send ``value`` on the PS task and fetch it with ``client`` (as a Recv does)."""
+    step = next(_steps)
+    ps.worker.steps.get(step).send(_key(name), value)
+    return client.recv_tensor(step, _key(name), timeout)
+
+
+def _same(got, want):
+    want_arr = np.asarray(want)
+    assert type(got) is type(want) or (
+        isinstance(got, np.ndarray) and isinstance(want, np.ndarray)
+    ), (type(got), type(want))
+    assert np.asarray(got).dtype == want_arr.dtype.newbyteorder("=")
+    assert np.asarray(got).shape == want_arr.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_round_trip_of_dtypes_and_shapes(pair, protocol):
+    """Every dtype/shape (0-d, scalar, empty, strided, big-endian, >64 MB) arrives value-equal."""
+    ps, wk = pair(protocol)
+    client = wk._peer(PS)
+    rng = np.random.default_rng(0)
+    big = rng.integers(0, 255, (64 << 20) + 5, dtype=np.uint8)
+    values = [
+        rng.standard_normal((2, 3)).astype(np.float32),
+        np.array(3.5),  # 0-d array
+        np.float32(2.25),  # numpy scalar stays a scalar
+        np.int64(-7),
+        np.zeros((0, 3), np.float64),  # empty
+        np.zeros((4, 0, 2), np.int32),
+        rng.integers(-100, 100, (5, 7)).astype(np.int8),
+        rng.integers(0, 60000, 11).astype(np.uint16),
+        np.arange(6, dtype=">i8").reshape(2, 3),  # big-endian: arrives native
+        np.array([True, False, True]),
+        (rng.standard_normal(4) + 1j).astype(np.complex64),
+        np.array([b"ab", b"xyz"], dtype="S3"),
+        np.array(["hé", "wörld"], dtype="U5"),
+        rng.standard_normal((6, 8)).astype(np.float16).T,  # not contiguous
+        np.arange(100, dtype=np.float64)[::3],  # strided
+        big,
+    ]
+    for i, v in enumerate(values):
+        _same(_transfer(ps, client, v, f"v{i}"), v)
+    assert client._data_port == (ps._data.port if protocol == "grpc+tcp" else 0)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_chunk_and_inline_boundaries(pair, protocol):
+    """Sizes at, one under and one over the inline limit and multiples of the chunk size."""
+    ps, wk = pair(protocol)
+    client = wk._peer(PS)
+    rng = np.random.default_rng(1)
+    c, inline = wire.CHUNK_BYTES, wire.INLINE_BYTES
+    for n in (1, inline - 1, inline, inline + 1, c, 3 * c, 3 * c + 1, 2 * c - 1):
+        v = rng.integers(0, 255, n, dtype=np.uint8)
+        _same(_transfer(ps, client, v, f"n{n}"), v)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_steps_move_changing_variables_between_tasks(pair, protocol):
+    """Steps reading PS variables (several at once, > the snapshot-pool size) see every update."""
+    ps, wk = pair(protocol)
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device("/job:ps/task:0"):
+            a = hb.Variable(np.zeros(600_000, np.float32), name="a")  # 2.4 MB: pooled snapshot
+            b = hb.Variable(np.arange(5, dtype=np.int64), name="b")
+            bump = [a.assign_add(np.ones(600_000, np.float32)), b.assign_add(np.ones(5, np.int64))]
+        with hb.device("/job:worker/task:0"):
+            total = hb.reduce_sum(a * 2.0) + hb.cast(hb.reduce_sum(b), hb.float32)
+            both = [hb.identity(a), hb.identity(b)]
+        init = hb.global_variables_initializer()
+    with hb.Session(wk.target, graph=g) as sess:
+        sess.run(init)
+        for k in range(4):
+            got_a, got_b = sess.run(both)
+            np.testing.assert_array_equal(got_a, np.full(600_000, k, np.float32))
+            np.testing.assert_array_equal(got_b, np.arange(5) + k)
+            assert sess.run(total) == pytest.approx(2.0 * 600_000 * k + 10 + 5 * k)
+            sess.run(bump)
+
+
+def test_snapshot_and_alias_rules(pair):
+    """A Send of a variable's buffer is a snapshot; a fresh array is streamed without a copy."""
+    ps, _ = pair("grpc+tcp")
+    w = ps.worker
+    from hetbed.runtime.graph import TensorShape
+    from hetbed.runtime.ops.state import VarHandle
+
+    n = (1 << 18) + 3  # a size no other test pools
+    h = VarHandle("v", hb.float32, TensorShape([n]))
+    h.set(np.ones(n, np.float32))
+    w.resources[next(iter(w.resources))]["v"] = h
+    assert w.aliases_state(h.value) and w.aliases_state(h.value[10:]) and w.aliases_state(h.value.T)
+    fresh = np.ones(1 << 18, np.float32)
+    assert not w.aliases_state(fresh) and not w.aliases_state(np.float32(1))
+    assert w.aliases_state(np.ones(4, np.float32))  # small: always copied
+    snap = wire.out_tensor(h.value, "v", copy=True)
+    h.value += 1.0  # an in-place update after the Send
+    assert np.frombuffer(snap.payload, np.float32).max() == 1.0
+    shared = wire.out_tensor(fresh, "f", copy=False)
+    assert np.shares_memory(shared.array, fresh)
+    buf = snap._pooled
+    snap.release()
+    again = wire.out_tensor(h.value, "v", copy=True)  # the released buffer is reused
+    assert again._pooled is buf
+    assert np.frombuffer(again.payload, np.float32).min() == 2.0
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_wrong_token_is_rejected_on_the_data_path(pair, protocol):
+    """RecvTensor without the cluster token fails UNAUTHENTICATED; with it, the data flows."""
+    ps, wk = pair(protocol, token="s3cret")
+    addr = ps.cluster.task_address("ps", 0)
+    good = wk._peer(PS)
+    v = np.arange(300_000, dtype=np.float32)
+    _same(_transfer(ps, good, v, "ok"), v)
+    for token in (None, "guess"):
+        bad = rpc.WorkerClient(addr, PS, token)
+        if protocol == "grpc+tcp":  # skip discovery (gRPC, refused anyway): the HMAC is checked
+            bad._data_port = ps._data.port
+        with pytest.raises(UnauthenticatedError, match="token"):
+            _transfer(ps, bad, v, f"bad{token}")
+        bad.close()
+    _same(_transfer(ps, good, v, "ok2"), v)  # the server still serves
+
+
+class _FakeTask:
+    """A gRPC server answering GetStatus (advertising ``data_port``) and RecvTensor with the
+    given raw messages, and optionally a TCP data server sending ``tcp_reply`` bytes."""
+
+    def __init__(self, messages: list[bytes], tcp_reply: bytes | None = None):
+        self.tcp = None
+        data_port = None
+        if tcp_reply is not None:
+            self.tcp = socket.create_server(("127.0.0.1", 0))
+            data_port = self.tcp.getsockname()[1]
+            threading.Thread(target=self._serve_tcp, args=(tcp_reply,), daemon=True).start()
+
+        def status(req, ctx):
+            return msgpack.packb({"task": PS, "data_port": data_port})
+
+        def recv(req, ctx):
+            yield from messages
+
+        handler = grpc.method_handlers_generic_handler(
+            rpc.SERVICE,
+            {
+                "GetStatus": grpc.unary_unary_rpc_method_handler(status),
+                "RecvTensor": grpc.unary_stream_rpc_method_handler(recv),
+            },
+        )
+        self.server = grpc.server(futures.ThreadPoolExecutor(4))
+        self.server.add_generic_rpc_handlers((handler,))
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+        self.server.start()
+        self.client = rpc.WorkerClient(f"127.0.0.1:{self.port}", PS, max_tensor_bytes=1 << 20)
+
+    def _serve_tcp(self, reply: bytes) -> None:
+        conn, _ = self.tcp.accept()
+        with conn:
+            conn.sendall(rpc.MAGIC + bytes(32) + bytes([len(PS)]) + PS.encode())
+            rpc._recv_exact(conn, 36)  # the client's greeting
+            (n,) = struct.unpack(">I", rpc._recv_exact(conn, 4))
+            rpc._recv_exact(conn, n)  # the request
+            conn.sendall(reply)
+            conn.shutdown(socket.SHUT_WR)
+            conn.settimeout(5)
+            while conn.recv(1 << 16):  # until the client hangs up: no reset, nothing lost
+                pass
+
+    def close(self) -> None:
+        self.client.close()
+        self.server.stop(0)
+        if self.tcp is not None:
+            self.tcp.close()
+
+
+def _header(n: int, **extra) -> dict:
+    return {"dtype": "|u1", "shape": [n], "nbytes": n, "scalar": False, **extra}
+
+
+def _tcp_frame(msg: dict) -> bytes:
+    data = msgpack.packb(msg)
+    return struct.pack(">I", len(data)) + data
+
+
+@pytest.mark.parametrize(
+    "messages, tcp_reply, err, match",
+    [
+        (
+            [msgpack.packb(_header(100)), b"x" * 50],
+            None,
+            DataLossError,
+            "truncated after 50 of 100",
+        ),
+        ([msgpack.packb(_header(4)), b"x" * 6], None, DataLossError, "more than the 4 bytes"),
+        ([b"\xc1garbage"], None, DataLossError, "malformed"),
+        ([msgpack.packb(_header(4, nbytes=5))], None, DataLossError, "header says 5 bytes"),
+        ([msgpack.packb(_header(4, dtype="|O8"))], None, DataLossError, "unsupported dtype"),
+        ([], None, DataLossError, "ended without a header"),
+        ([msgpack.packb(_header(2 << 20))], None, ResourceExhaustedError, "over the 1048576"),
+        (None, _tcp_frame({"ok": True, **_header(100)}) + b"x" * 50, UnavailableError, "50 of 100"),
+        (None, _tcp_frame({"ok": True, **_header(4, shape=[-1])}), DataLossError, "shape"),
+        (None, _tcp_frame({"ok": False, "code": "BOGUS"}), DataLossError, "malformed reply"),
+        (None, _tcp_frame({"ok": True, **_header(2 << 20)}), ResourceExhaustedError, "limit"),
+        (None, struct.pack(">I", 1 << 30), ResourceExhaustedError, "frame of 1073741824"),
+    ],
+)
+def test_bad_streams_raise_clear_errors(messages, tcp_reply, err, match):
+    """Truncated, overlong, malformed or oversized streams fail naming the key and the task."""
+    fake = _FakeTask(messages or [], tcp_reply)
+    try:
+        with pytest.raises(err, match=match) as e:
+            _ = fake.client.recv_tensor(1, _key("bad"), 5.0)
+        if err is not UnavailableError:
+            assert "bad" in str(e.value) and PS in str(e.value)
+        else:
+            assert PS in str(e.value) and "data channel" in str(e.value)
+    finally:
+        fake.close()
+
+
+def _data_conn(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    hello = rpc._recv_exact(s, 4 + 32 + 1)
+    assert hello[:4] == rpc.MAGIC
+    assert rpc._recv_exact(s, hello[-1]).decode() == PS
+    return s
+
+
+def _read_frame(s: socket.socket) -> dict:
+    (n,) = struct.unpack(">I", rpc._recv_exact(s, 4))
+    return msgpack.unpackb(bytes(rpc._recv_exact(s, n)))
+
+
+def test_data_server_rejects_malformed_requests_and_keeps_serving(pair):
+    """Bad greetings and frames get a status frame and a hang-up; real transfers go on."""
+    ps, wk = pair("grpc+tcp")
+    port = ps._data.port
+    s = _data_conn(port)
+    s.sendall(b"GET / HTTP/1.1\r\n" + bytes(20))
+    assert _read_frame(s)["code"] == "INVALID_ARGUMENT"
+    s.close()
+    for payload, code in [
+        (struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1", "INVALID_ARGUMENT"),
+        (_tcp_frame({"step_id": "x", "key": "k", "timeout_s": 1}), "INVALID_ARGUMENT"),
+        (_tcp_frame({"step_id": 1, "key": "a;b", "timeout_s": 1}), "INVALID_ARGUMENT"),
+        (struct.pack(">I", 1 << 20), "RESOURCE_EXHAUSTED"),
+    ]:
+        s = _data_conn(port)
+        s.sendall(rpc.MAGIC + bytes(32) + payload)
+        reply = _read_frame(s)
+        assert reply["ok"] is False and reply["code"] == code, reply
+        s.close()
+    v = np.arange(1000, dtype=np.float64)
+    _same(_transfer(ps, wk._peer(PS), v, "after"), v)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_malformed_grpc_recv_request_and_server_keeps_serving(pair, protocol):
+    """A malformed RecvTensor request over gRPC gets INVALID_ARGUMENT; serving goes on."""
+    ps, wk = pair(protocol)
+    address = ps.cluster.task_address("ps", 0)
+    with grpc.insecure_channel(address) as ch:
+        call = ch.unary_stream(f"/{rpc.SERVICE}/RecvTensor")
+        for bad in (
+            b"\xc1",
+            msgpack.packb({"step_id": 1}),
+            msgpack.packb({"step_id": 1, "key": 3}),
+        ):
+            with pytest.raises(grpc.RpcError) as e:
+                list(call(bad, timeout=5))
+            assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    v = np.ones((3, 3), np.float32)
+    _same(_transfer(ps, wk._peer(PS), v, "after"), v)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_recv_times_out_and_cancels_without_hanging(pair, protocol):
+    """A tensor never sent fails DeadlineExceeded after the timeout; cancel fails it at once."""
+    ps, wk = pair(protocol)
+    client = wk._peer(PS)
+    t0 = time.monotonic()
+    with pytest.raises(DeadlineExceededError, match="never"):
+        client.recv_tensor(next(_steps), _key("never"), 0.5)
+    assert time.monotonic() - t0 < 3.5
+    box, done = [], threading.Event()
+    cancel = client.recv_tensor_async(
+        next(_steps), _key("later"), 30.0, lambda v=None, e=None: (box.append(e), done.set())
+    )
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    cancel()
+    assert done.wait(5.0) and time.monotonic() - t0 < 2.0
+    assert isinstance(box[0], AbortedError) and "cancelled" in str(box[0])
+
+
+def test_restarted_task_is_found_on_its_new_data_port():
+    """After the sending task restarts (new data port), pooled connections are replaced."""
+    spec = ClusterSpec({"ps": [f"127.0.0.1:{_free_port()}"], "worker": ["127.0.0.1:1"]})
+    ps = hb.train.Server(spec, "ps", 0)
+    client = rpc.WorkerClient(spec.task_address("ps", 0), PS)
+    try:
+        v = np.arange(10.0)
+        _same(_transfer(ps, client, v, "a"), v)
+        old = ps._data.port
+        ps.stop(grace=0)
+        ps = hb.train.Server(spec, "ps", 0)
+        assert ps._data.port != old
+        _same(_transfer(ps, client, v, "b"), v)
+        assert client._data_port == ps._data.port
+    finally:
+        client.close()
+        ps.stop(grace=0)
+
+
+def test_lost_data_connection_is_unavailable_naming_the_task(pair):
+    """The sending task stopping mid-wait fails the Recv promptly (aborted or unavailable),
+    naming the task."""
+    ps, wk = pair("grpc+tcp")
+    client = wk._peer(PS)
+    _same(_transfer(ps, client, np.ones(3), "warm"), np.ones(3))
+    box, done = [], threading.Event()
+    client.recv_tensor_async(
+        next(_steps), _key("gone"), 30.0, lambda v=None, e=None: (box.append(e), done.set())
+    )
+    t0 = time.monotonic()
+    while not len(ps.worker.steps) and time.monotonic() - t0 < 5:
+        time.sleep(0.01)  # until the request waits on the PS
+    t0 = time.monotonic()
+    ps.stop(grace=0)
+    assert done.wait(5.0) and time.monotonic() - t0 < 3.0
+    assert isinstance(box[0], (UnavailableError, AbortedError)), box[0]
+    assert PS in str(box[0])
+
+
+def test_unknown_protocol_is_rejected():
+    """Server(protocol=...) takes 'grpc+tcp' or 'grpc' only."""
+    with pytest.raises(ValueError, match="protocol 'grpc\\+verbs' is not supported"):
+        hb.train.Server({"ps": ["127.0.0.1:0"]}, "ps", 0, protocol="grpc+verbs")
+    s = hb.train.Server({"ps": ["127.0.0.1:0"]}, "ps", 0, start=False)
+    assert s.protocol == "grpc+tcp" and s.server_def["protocol"] == "grpc+tcp"
+    s.stop(grace=0)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_tensor_over_the_size_limit_is_refused_before_allocation(pair, protocol):
+    """A tensor over max_tensor_bytes fails RESOURCE_EXHAUSTED naming the key; serving goes on."""
+    ps, wk = pair(protocol, max_tensor_bytes=1 << 20)
+    client = wk._peer(PS)
+    with pytest.raises(ResourceExhaustedError, match=r"huge.*over the 1048576-byte limit"):
+        _transfer(ps, client, np.zeros((2 << 20) + 1, np.uint8), "huge")
+    v = np.arange(1 << 18, dtype=np.float32)  # exactly 1 MiB: allowed
+    _same(_transfer(ps, client, v, "fits"), v)
+
+
+def test_data_port_of_another_task_is_noticed_and_rediscovered(pair):
+    """A cached data port that now serves another task is dropped and asked for again."""
+    ps, wk = pair("grpc+tcp")
+    client = rpc.WorkerClient(ps.cluster.task_address("ps", 0), PS)
+    try:
+        client._data_port = wk._data.port  # stale: the worker task's data channel
+        v = np.arange(7, dtype=np.int32)
+        _same(_transfer(ps, client, v, "moved"), v)
+        assert client._data_port == ps._data.port
+    finally:
+        client.close()
