@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -83,7 +83,7 @@ class _Flow:
     __slots__ = ("seq", "path", "size", "remaining", "rate", "t0", "finish_s", "version")
     __slots__ += ("event", "record")
 
-    def __init__(self, seq: int, path: list[Link], size: float, event: simpy.Event, record: dict):
+    def __init__(self, seq: int, path: list[Link], size: float, event: Any, record: dict):
         self.seq = seq
         self.path = path
         self.size = size
@@ -139,8 +139,12 @@ class Network:
         src: str = "",
         dst: str = "",
         tag: Any = None,
-    ) -> simpy.Event:
+        on_done: Callable[[dict], None] | None = None,
+    ) -> simpy.Event | None:
         """Send ``nbytes`` over ``path``; the event succeeds, with the flow's record, at the last byte.
+
+        With ``on_done``, no event is made: ``on_done(record)`` is called at the last byte instead
+        (and ``None`` is returned), which saves a SimPy event per flow.
 
         An empty path is a hand-off in place: it completes at once. A zero-byte flow completes
         after the path's latency. Raises ValueError for a negative or non-finite size, a link of
@@ -167,7 +171,7 @@ class Network:
             "end_s": math.nan,
             "path": joined,
         }
-        event = self.env.event()
+        event = self.env.event() if on_done is None else on_done
         flow = _Flow(self._seq, path, size, event, record)
         self._seq += 1
         latency = sum(link.latency_s for link in path)
@@ -175,7 +179,7 @@ class Network:
             self.env.timeout(latency).callbacks.append(lambda _ev: self._arrive(flow))
         else:
             self._arrive(flow)
-        return event
+        return event if on_done is None else None
 
     def _check_path(self, path: list, src: str, dst: str) -> str:
         """Validate a path once (links of this network, none twice); returns its name."""
@@ -214,7 +218,10 @@ class Network:
         flow.version = -1
         flow.record["end_s"] = now
         self.records.append(flow.record)
-        flow.event.succeed(flow.record)
+        if flow.event.__class__ is simpy.Event:
+            flow.event.succeed(flow.record)
+        else:  # a callback: called at once, in this instant (no SimPy event)
+            flow.event(flow.record)
 
     def _request_recompute(self) -> None:
         # A zero delay timeout runs after every event already queued for this instant, so that

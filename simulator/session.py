@@ -37,8 +37,14 @@ class SimRendezvous(LocalRendezvous):
     def send(self, key: str, value: Any) -> None:
         src, _inc, dst, tensor, _frame = key.split(";")
         nbytes = value_nbytes(value)
-        ev = self.network.transfer(self.route(src, dst), nbytes, src=src, dst=dst, tag=tensor)
-        ev.callbacks.append(lambda _e: LocalRendezvous.send(self, key, value))
+        self.network.transfer(
+            self.route(src, dst),
+            nbytes,
+            src=src,
+            dst=dst,
+            tag=tensor,
+            on_done=lambda _record: LocalRendezvous.send(self, key, value),
+        )
 
 
 class _MemoryObserver(StepObserver):

@@ -29,6 +29,20 @@ def start(env, net, path, nbytes, at=0.0, **kw):
     return out
 
 
+def test_on_done_callback_sees_the_same_times_as_the_event():
+    """A flow with ``on_done`` makes no event and calls back at L + B/W, sharing the link fairly."""
+    env = simpy.Environment()
+    net = Network(env)
+    link = net.add_link("l", 1e9, 5e-6)
+    got = []
+    assert net.transfer([link], 2e6, on_done=lambda r: got.append((env.now, r))) is None
+    other = start(env, net, [link], 2e6)
+    env.run()
+    (now, r), (o,) = got, other
+    assert close(now, 5e-6 + 4e6 / 1e9) and close(r["end_s"], now)  # two equal flows share W
+    assert close(o["end_s"], r["end_s"])
+
+
 def test_one_flow_takes_latency_plus_size_over_bandwidth():
     """One flow of B bytes over one link (W, L) ends at L + B/W; its first byte at L."""
     env = simpy.Environment()
