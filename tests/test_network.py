@@ -38,7 +38,7 @@ def test_on_done_callback_sees_the_same_times_as_the_event():
     assert net.transfer([link], 2e6, on_done=lambda r: got.append((env.now, r))) is None
     other = start(env, net, [link], 2e6)
     env.run()
-    (now, r), (o,) = got, other
+    ((now, r),), (o,) = got, other
     assert close(now, 5e-6 + 4e6 / 1e9) and close(r["end_s"], now)  # two equal flows share W
     assert close(o["end_s"], r["end_s"])
 
