@@ -149,6 +149,12 @@ from hetbed.runtime.ops.state import (
     scatter_sub,
     scatter_update,
 )
+from hetbed.runtime.partitioned import (
+    PartitionedVariable,
+    fixed_size_partitioner,
+    min_max_variable_partitioner,
+    variable_axis_size_partitioner,
+)
 from hetbed.runtime.registry import convert_to_tensor
 from hetbed.runtime.serialize import (
     graph_from_dict,

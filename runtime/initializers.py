@@ -78,7 +78,12 @@ class Ones(Initializer):
 
 
 class Constant(Initializer):
-    """A scalar filled everywhere, or a value (list/array) whose size matches the shape."""
+    """A scalar filled everywhere, or a value (list/array) whose size matches the shape.
+
+    For a shard of a partitioned variable (``partition_info`` given), a value of the full
+    variable's size is reshaped to the full shape and the shard's slice taken (TF1 raises there);
+    a value of the shard's own size fills each shard as it would an unpartitioned variable.
+    """
 
     def __init__(self, value: Any = 0, dtype: Any = _dt.float32, verify_shape: bool = False):
         if isinstance(value, Tensor):
@@ -95,6 +100,10 @@ class Constant(Initializer):
             from .ops.manip import fill
 
             return fill(dims, arr.reshape(()))
+        full = getattr(partition_info, "full_shape", None)
+        if full is not None and arr.size != int(np.prod(dims)) and arr.size == int(np.prod(full)):
+            offset = partition_info.var_offset
+            arr = arr.reshape(full)[tuple(slice(o, o + d) for o, d in zip(offset, dims))]
         if self.verify_shape and list(arr.shape) != dims:
             raise ValueError(f"constant_initializer: value has shape {arr.shape}, expected {dims}")
         if arr.size != int(np.prod(dims)):
@@ -200,6 +209,9 @@ _TRUNCATED_STDDEV = 0.87962566103423978
 class VarianceScaling(Initializer):
     """Samples with variance ``scale / n``, n = fan_in, fan_out or their mean (``mode``).
 
+    For a shard of a partitioned variable (``partition_info`` given) the fans are those of the
+    full shape, so every shard has the unpartitioned variable's scale (TF1).
+
     ``distribution`` is "truncated_normal" (alias "normal", as in TF1), "untruncated_normal" or
     "uniform" (limit ``sqrt(3 * scale / n)``). Raises ValueError for any other mode, distribution
     or a non-positive scale.
@@ -233,7 +245,9 @@ class VarianceScaling(Initializer):
         dt = self._dtype(dtype)
         if not dt.is_floating:
             raise TypeError(f"variance_scaling needs a floating dtype, got {dt.name}")
-        fan_in, fan_out = compute_fans(dims)
+        # a shard of a partitioned variable scales by the whole variable's fans, as in TF1
+        full = getattr(partition_info, "full_shape", None)
+        fan_in, fan_out = compute_fans(dims if full is None else full)
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         variance = self.scale / max(1.0, n)
         if self.distribution in ("normal", "truncated_normal"):

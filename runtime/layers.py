@@ -17,6 +17,7 @@ from . import initializers as _init
 from .graph import GraphKeys, Tensor, TensorShape, get_default_graph
 from .ops import array as _array
 from .ops import math as _math
+from .partitioned import PartitionedVariable
 from .registry import convert_to_tensor
 from .variable_scope import get_variable as _get_variable
 from .variable_scope import variable_scope
@@ -147,8 +148,11 @@ class Layer:
         if regularizer is not None:
             g = get_default_graph()
             for loss in g.get_collection(GraphKeys.REGULARIZATION_LOSSES):
+                prefix = v.name if isinstance(v, PartitionedVariable) else v.op.name
+                name = loss.op.name
                 if (
-                    loss.op.name.startswith(v.op.name + "/Regularizer/")
+                    name.startswith(prefix + "/")
+                    and "/Regularizer/" in name
                     and loss not in self._losses
                 ):
                     self._losses.append(loss)

@@ -10,12 +10,16 @@ and, per thread, a current ``VariableScope``. The sharing rules are TF1's:
 Reuse is inherited by nested scopes. ``variable_scope`` also opens a name scope, so the ops built
 inside are named after it (``foo/MatMul``) while variables get the variable scope's name
 (``foo/w``) even when the name scope had to be made unique (``foo_1/MatMul``).
+
+With a partitioner (argument or scope default) ``get_variable`` makes a ``PartitionedVariable``
+(``runtime/partitioned.py``) whose shards ``<name>/part_<i>`` are stored here like any variable.
 """
 
 from __future__ import annotations
 
 import contextlib
 import enum
+import inspect
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -25,7 +29,15 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import initializers as _init
-from .graph import Graph, GraphKeys, Tensor, as_shape, get_default_graph
+from .graph import Graph, GraphKeys, Tensor, TensorShape, as_shape, get_default_graph
+from .partitioned import (
+    PartitionedVariable,
+    PartitionInfo,
+    SaveSliceInfo,
+    call_partitioner,
+    iter_slices,
+    slice_dim_and_count,
+)
 from .variables import Variable
 
 
@@ -49,9 +61,11 @@ class VariableScope:
         custom_getter: Callable | None = None,
         name_scope: str = "",
         constraint: Callable | None = None,
+        partitioner: Callable | None = None,
         **unused: Any,
     ):
         self._reuse = reuse
+        self._partitioner = partitioner
         self._name = name
         self._initializer = initializer
         self._regularizer = regularizer
@@ -92,6 +106,10 @@ class VariableScope:
     def constraint(self) -> Callable | None:
         return self._constraint
 
+    @property
+    def partitioner(self) -> Callable | None:
+        return self._partitioner
+
     def reuse_variables(self) -> None:
         """From now on, ``get_variable`` in this scope returns existing variables."""
         self._reuse = True
@@ -108,7 +126,12 @@ class VariableScope:
     def set_custom_getter(self, custom_getter: Callable | None) -> None:
         self._custom_getter = custom_getter
 
-    def get_variable(self, name: str, shape: Any = None, dtype: Any = None, **kw: Any) -> Variable:
+    def set_partitioner(self, partitioner: Callable | None) -> None:
+        self._partitioner = partitioner
+
+    def get_variable(
+        self, name: str, shape: Any = None, dtype: Any = None, **kw: Any
+    ) -> Variable | PartitionedVariable:
         """``get_variable`` with this scope's name prefix and defaults."""
         full = f"{self._name}/{name}" if self._name else name
         if dtype is None:
@@ -119,13 +142,15 @@ class VariableScope:
             kw["regularizer"] = self._regularizer
         if kw.get("constraint") is None:
             kw["constraint"] = self._constraint
+        if kw.get("partitioner") is None:
+            kw["partitioner"] = self._partitioner
         reuse = kw.pop("reuse", None) or self._reuse
         store = _state(get_default_graph()).store
         getter = self._custom_getter
         if getter is None:
             return store.get_variable(full, shape, dtype, reuse=reuse, **kw)
 
-        def true_getter(name: str, shape: Any = None, dtype: Any = None, **kw2: Any) -> Variable:
+        def true_getter(name: str, shape: Any = None, dtype: Any = None, **kw2: Any) -> Any:
             kw2.setdefault("reuse", reuse)
             return store.get_variable(name, shape, dtype, **kw2)
 
@@ -145,10 +170,12 @@ class VariableScope:
 
 
 class _VariableStore:
-    """All variables made by ``get_variable`` in one graph, by full name."""
+    """All variables made by ``get_variable`` in one graph, by full name (shards of partitioned
+    variables included, as ``<name>/part_<i>``), and the partitioned variables by name."""
 
     def __init__(self) -> None:
         self.vars: dict[str, Variable] = {}
+        self.partitioned: dict[str, PartitionedVariable] = {}
 
     def get_variable(
         self,
@@ -163,12 +190,47 @@ class _VariableStore:
         validate_shape: bool = True,
         constraint: Callable | None = None,
         partitioner: Any = None,
+        partition_info: Any = None,
         **unused: Any,
-    ) -> Variable:
-        if partitioner is not None:
-            raise NotImplementedError(f"get_variable {name!r}: partitioned variables")
+    ) -> Variable | PartitionedVariable:
         dtype = _dt.as_dtype(dtype if dtype is not None else _dt.float32)
         shape = as_shape(shape) if shape is not None else None
+        kw = dict(
+            initializer=initializer,
+            regularizer=regularizer,
+            reuse=reuse,
+            trainable=trainable,
+            collections=collections,
+            validate_shape=validate_shape,
+            constraint=constraint,
+        )
+        reusing = reuse is True or reuse is AUTO_REUSE
+        if partitioner is not None and not _is_scalar(shape, initializer):
+            return self._get_partitioned(name, shape, dtype, partitioner, **kw)
+        if partitioner is None and reusing and name in self.partitioned:
+            return self._get_partitioned(name, shape, dtype, None, **kw)
+        if f"{name}/part_0" in self.vars and name not in self.vars:
+            raise ValueError(
+                f"No partitioner was provided, but a partitioned version of the variable was "
+                f"found: {name}/part_0. Perhaps a variable of the same name was already created "
+                "with partitioning?"
+            )
+        return self._get_single(name, shape, dtype, partition_info=partition_info, **kw)
+
+    def _get_single(
+        self,
+        name: str,
+        shape: TensorShape | None,
+        dtype: _dt.DType,
+        initializer: Any = None,
+        regularizer: Callable | None = None,
+        reuse: Any = None,
+        trainable: bool | None = None,
+        collections: Iterable[str] | None = None,
+        validate_shape: bool = True,
+        constraint: Callable | None = None,
+        partition_info: Any = None,
+    ) -> Variable:
         if name in self.vars:
             if reuse is not True and reuse is not AUTO_REUSE:
                 raise ValueError(
@@ -198,7 +260,7 @@ class _VariableStore:
                 f"get_variable {name!r}: the graph already has an op named {name!r} (made "
                 "outside get_variable); pick another name or scope"
             )
-        init_value = _initial_value(name, shape, dtype, initializer, validate_shape)
+        init_value = _initial_value(name, shape, dtype, initializer, validate_shape, partition_info)
         v = Variable(
             initial_value=init_value,
             trainable=True if trainable is None else trainable,
@@ -216,9 +278,147 @@ class _VariableStore:
                 g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
         return v
 
+    def _get_partitioned(
+        self,
+        name: str,
+        shape: TensorShape | None,
+        dtype: _dt.DType,
+        partitioner: Any,
+        initializer: Any = None,
+        reuse: Any = None,
+        **kw: Any,
+    ) -> PartitionedVariable:
+        """TF1's ``_get_partitioned_variable``: shards ``name/part_i`` made (or found) through
+        ``_get_single``, each initialized with its ``PartitionInfo``."""
+        if name in self.vars:
+            raise ValueError(
+                f"A partitioner was provided, but an unpartitioned version of the variable was "
+                f"found: {name}. Perhaps a variable of the same name was already created without "
+                "partitioning?"
+            )
+        shape, initializer = _partitioned_shape(name, shape, dtype, initializer)
+        existing = self.partitioned.get(name)
+        if existing is not None:
+            if reuse is not True and reuse is not AUTO_REUSE:
+                raise ValueError(
+                    f"Partitioned variable with name {name} already exists. Did you mean to set "
+                    "reuse=True or reuse=hb.AUTO_REUSE in VarScope?"
+                )
+            if not shape.is_compatible_with(existing.shape):
+                raise ValueError(
+                    f"Trying to reuse partitioned variable {name}, but specified shape {shape} "
+                    f"and found shape {existing.shape}."
+                )
+            if dtype != existing.dtype:
+                raise ValueError(
+                    f"Trying to reuse partitioned variable {name}, but specified dtype "
+                    f"{dtype.name} and found dtype {existing.dtype.name}."
+                )
+            if partitioner is not None:
+                parts = call_partitioner(partitioner, name, existing.shape, dtype)
+                if parts != existing._get_partitions():
+                    raise ValueError(
+                        f"Trying to reuse partitioned variable {name}, but specified partitions "
+                        f"{parts} and found partitions {existing._get_partitions()}."
+                    )
+            return existing
+        if reuse is True:
+            raise ValueError(
+                f"PartitionedVariable {name} does not exist, or was not created with "
+                "get_variable(). Did you mean to set reuse=False or reuse=hb.AUTO_REUSE in "
+                "VarScope?"
+            )
+        parts = call_partitioner(partitioner, name, shape, dtype)
+        axis, n = slice_dim_and_count(parts)
+        if f"{name}/part_0" in self.vars:
+            if f"{name}/part_{n - 1}" not in self.vars or f"{name}/part_{n}" in self.vars:
+                raise ValueError(
+                    f"Partitioner returned a different partitioning than what was already "
+                    f"found: it returned {n} shards for {name}, but the existing shards "
+                    f"{name}/part_* are not {n}"
+                )
+        g = get_default_graph()
+        full = shape.as_list()
+        shards = []
+        for i, (offset, shard_shape) in enumerate(iter_slices(full, n, axis)):
+            info = PartitionInfo(full, offset)
+            shard = f"{name}/part_{i}"
+            init, init_shape = initializer, as_shape(shard_shape)
+            if isinstance(initializer, Tensor):
+                with g.name_scope(shard + "/PartitionedInitializer/"), g.control_dependencies(None):
+                    init = _slice(initializer, offset, shard_shape)
+                init_shape = None
+            elif isinstance(initializer, np.ndarray):
+                init, init_shape = initializer[info.slices(shard_shape)], None
+            v = self._get_single(
+                shard, init_shape, dtype, init, reuse=reuse, partition_info=info, **kw
+            )
+            v._save_slice_info = SaveSliceInfo(name, full, offset, shard_shape)
+            shards.append(v)
+        pv = PartitionedVariable(name, shape, dtype, shards, parts)
+        self.partitioned[name] = pv
+        return pv
 
-def _initial_value(name: str, shape: Any, dtype: _dt.DType, initializer: Any, validate: bool):
-    """A callable giving the initial value (built in the variable's Initializer scope)."""
+
+def _is_scalar(shape: TensorShape | None, initializer: Any) -> bool:
+    """Scalars are never partitioned (TF1), whether the shape is given or the value's."""
+    if shape is not None:
+        return shape.ndims == 0
+    if isinstance(initializer, Tensor):
+        return initializer.shape.ndims == 0
+    if initializer is not None and not callable(initializer) and not isinstance(initializer, str):
+        return np.ndim(initializer) == 0
+    return False
+
+
+def _partitioned_shape(
+    name: str, shape: TensorShape | None, dtype: _dt.DType, initializer: Any
+) -> tuple[TensorShape, Any]:
+    """The full shape of a partitioned variable (from ``shape`` or a constant initial value) and
+    the initializer with a constant made a numpy array of ``dtype``."""
+    if isinstance(initializer, Tensor) or (
+        initializer is not None and not callable(initializer) and not isinstance(initializer, str)
+    ):
+        if isinstance(initializer, Tensor):
+            if initializer.dtype != dtype:
+                raise ValueError(
+                    f"get_variable {name!r}: initializer is {initializer.dtype.name}, but the "
+                    f"variable's dtype is {dtype.name}"
+                )
+            value_shape = initializer.shape
+        else:
+            initializer = np.asarray(initializer, dtype=dtype.np)
+            value_shape = as_shape(initializer.shape)
+        if shape is not None and not shape.is_compatible_with(value_shape):
+            raise ValueError(
+                f"get_variable {name!r}: shape {shape} and the initial value's shape "
+                f"{value_shape} differ"
+            )
+        shape = value_shape if shape is None else shape.merge_with(value_shape)
+    if shape is None:
+        shape = TensorShape(None)
+    return shape, initializer
+
+
+def _slice(value: Tensor, begin: list[int], size: list[int]) -> Tensor:
+    from .ops.manip import slice_
+
+    return slice_(value, begin, size)
+
+
+def _initial_value(
+    name: str,
+    shape: Any,
+    dtype: _dt.DType,
+    initializer: Any,
+    validate: bool,
+    partition_info: Any = None,
+):
+    """A callable giving the initial value (built in the variable's Initializer scope).
+
+    A shard's ``partition_info`` reaches initializers that accept a ``partition_info`` argument
+    (all of hetbed's, and TF1-style ones); other callables get ``(shape, dtype=...)`` only.
+    """
     if isinstance(initializer, Tensor) or (
         initializer is not None and not callable(initializer) and not isinstance(initializer, str)
     ):
@@ -247,7 +447,17 @@ def _initial_value(name: str, shape: Any, dtype: _dt.DType, initializer: Any, va
         raise ValueError(
             f"Shape of a new variable ({name}) must be fully defined, but instead was {shape}."
         )
+    if partition_info is not None and _takes_partition_info(init):
+        return lambda: init(shape, dtype=dtype, partition_info=partition_info)
     return lambda: init(shape, dtype=dtype)
+
+
+def _takes_partition_info(fn: Any) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # pragma: no cover - builtins without a signature
+        return False
+    return any(p.name == "partition_info" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 class _ScopeState:
@@ -332,16 +542,29 @@ def get_variable(
     custom_getter: Callable | None = None,
     constraint: Callable | None = None,
     **unused: Any,
-) -> Variable:
+) -> Variable | PartitionedVariable:
     """Get the variable ``scope/name``, or create it (under the current scope's reuse rules).
 
-    ``initializer`` is an initializer, a name ("glorot_uniform"), a Tensor or a constant value (then
-    ``shape`` must be None, and a Tensor or numpy array gives the dtype); None uses the scope's initializer, else glorot_uniform for floats and
-    zeros for ints and bools. ``regularizer(v)`` adds its loss to REGULARIZATION_LOSSES.
+    ``initializer`` is an initializer, a name ("glorot_uniform"), a Tensor or a constant value
+    (then ``shape`` must be None, and a Tensor or numpy array gives the dtype); None uses the
+    scope's initializer, else glorot_uniform for floats and zeros for ints and bools.
+    ``regularizer(v)`` adds its loss to REGULARIZATION_LOSSES.
+
+    With a ``partitioner`` (or the scope's), a variable of rank >= 1 is a ``PartitionedVariable``
+    of shards ``name/part_<i>`` (even when the partitioner asks for one shard, as in TF1); scalars
+    are never partitioned. Each shard is initialized with its own shape and a ``partition_info``
+    (full shape, offset): a constant or Tensor initial value is sliced; an initializer is called
+    per shard (the variance-scaling family scales by the full shape; a seeded random initializer
+    gives equal-shaped shards the same values, as in TF1). Under reuse the PartitionedVariable is
+    returned as it was made; ``partitioner`` may then be omitted. Differences from TF1: a numpy or
+    list initial value fixes the shape without ``shape=``; reuse under ``AUTO_REUSE`` without a
+    partitioner also finds a partitioned variable (TF1 needs ``reuse=True``).
 
     Raises ValueError when the variable exists and the scope does not allow reuse, when it does not
-    exist under ``reuse=True``, when a shared variable's shape or dtype differ, and when a new
-    variable's shape is not fully defined.
+    exist under ``reuse=True``, when a shared variable's shape, dtype or partitions differ, when a
+    new variable's shape is not fully defined, when a partitioned and an unpartitioned variable
+    would share a name, and when a partitioner's answer is not one count (1..size) per dimension
+    with at most one dimension cut.
     """
     scope = get_variable_scope()
     if dtype is None and isinstance(initializer, (Tensor, np.ndarray)):
@@ -359,17 +582,19 @@ def get_variable(
         store = _state(get_default_graph()).store
         full = f"{scope.name}/{name}" if scope.name else name
 
-        def true_getter(name: str, shape: Any = None, dtype: Any = None, **kw2: Any) -> Variable:
+        def true_getter(name: str, shape: Any = None, dtype: Any = None, **kw2: Any) -> Any:
             kw2.setdefault("reuse", scope.reuse)
             return store.get_variable(name, shape, dtype, **kw2)
 
         if dtype is None:
             dtype = scope.dtype
+        if partitioner is None:
+            kw["partitioner"] = scope.partitioner
         return custom_getter(true_getter, full, shape=shape, dtype=dtype, **kw)
     return scope.get_variable(name, shape, dtype, **kw)
 
 
-def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kw: Any) -> Variable:
+def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kw: Any) -> Any:
     """``get_variable`` into LOCAL_VARIABLES, not trainable."""
     kw["collections"] = list(kw.get("collections") or []) + [GraphKeys.LOCAL_VARIABLES]
     kw["trainable"] = False
@@ -396,14 +621,13 @@ def variable_scope(
 
     ``name_or_scope`` is a name (nested under the current scope), a VariableScope (re-entered
     by its absolute name), or None with ``default_name`` (made unique: dense, dense_1, ...).
-    ``reuse`` is True, AUTO_REUSE or None/False (inherit); arguments left None are inherited.
+    ``reuse`` is True, AUTO_REUSE or None/False (inherit); arguments left None are inherited
+    (``initializer``, ``regularizer``, ``partitioner``, ... become ``get_variable``'s defaults).
     Raises ValueError when both ``name_or_scope`` and ``default_name`` are None, or when
     ``reuse`` is not one of those values.
     """
     if name_or_scope is None and default_name is None:
         raise ValueError("variable_scope: if name_or_scope is None, default_name is required")
-    if partitioner is not None:
-        raise NotImplementedError("variable_scope: partitioned variables are not supported")
     if reuse not in (None, False, True, AUTO_REUSE):
         raise ValueError(
             f"variable_scope: reuse must be True, False, None or AUTO_REUSE: {reuse!r}"
@@ -442,6 +666,7 @@ def variable_scope(
             custom_getter=custom_getter if custom_getter is not None else parent.custom_getter,
             name_scope=name_scope,
             constraint=constraint if constraint is not None else parent.constraint,
+            partitioner=partitioner if partitioner is not None else parent.partitioner,
         )
         st.open(new_name)
         saved_counts = dict(st.counts) if is_object else None

@@ -722,8 +722,11 @@ def test_embedding_lookup():
         np.testing.assert_array_equal(
             hb.Session().run(hb.nn.embedding_lookup([p], [1, 5])), params[[1, 5]]
         )
-        with pytest.raises(hb.errors.UnimplementedError, match="sharded"):
-            hb.nn.embedding_lookup([p, p], [0])
+        np.testing.assert_array_equal(
+            hb.Session().run(hb.nn.embedding_lookup([p, p], [0, 3])), params[[0, 1]]
+        )
+        with pytest.raises(hb.errors.UnimplementedError, match="max_norm"):
+            hb.nn.embedding_lookup(p, [0], max_norm=1.0)
 
 
 # ---- namespace -----------------------------------------------------------------------------

@@ -1672,23 +1672,141 @@ def embedding_lookup(
     validate_indices: bool = True,
     max_norm: float | None = None,
 ) -> Tensor:
-    """Rows ``params[ids]`` (a gather on axis 0); the result has shape ids.shape + row shape.
+    """Rows ``params[ids]``; the result has shape ids.shape + row shape (TF1's lookup).
 
-    ``params`` may be a tensor, a variable, or a list holding one of them; sharded lists and
-    ``max_norm`` are not supported (UnimplementedError).
+    ``params`` is a tensor, a Variable, a ``PartitionedVariable`` (cut along axis 0) or a list of
+    shards (tensors or Variables with the same row shape). With n > 1 shards, id ``i`` lives in
+    shard ``i % n`` at row ``i // n`` (``partition_strategy="mod"``) or, with ``"div"``, the ids
+    are cut into contiguous ranges, the first ``rows % n`` one id longer: either way the shards
+    must hold the rows a ``fixed_size_partitioner`` gives them (a PartitionedVariable from
+    ``get_variable`` does). ``"div"`` matches ``pv.as_tensor()[ids]``; ``"mod"`` interleaves. The
+    ids are split by shard (DynamicPartition), each shard gathers its rows on its own device
+    (the gather is colocated with the shard, so only the rows travel) and the rows are put back
+    in the ids' order (DynamicStitch). The gradient of each shard is an IndexedSlices of the rows
+    it served (a sparse update on the PS). A single Variable's gather is colocated with it, too.
+
+    Raises ValueError for an unknown strategy, an empty list, shards whose dtypes, row shapes or
+    row counts do not fit, or a PartitionedVariable cut along another axis; UnimplementedError for
+    ``max_norm``. Ids outside [0, rows) fail when the step runs. ``validate_indices`` is ignored.
     """
+    import contextlib
+
+    from ..graph import get_default_graph
+    from ..partitioned import PartitionedVariable
+    from ..variables import Variable
     from .manip import gather
 
-    if isinstance(params, (list, tuple)):
-        if len(params) != 1:
-            raise UnimplementedError(
-                f"embedding_lookup: sharded params ({len(params)} shards) are not supported; "
-                "pass a single tensor or variable"
-            )
-        params = params[0]
+    if partition_strategy not in ("mod", "div"):
+        raise ValueError(
+            f"embedding_lookup: partition_strategy must be 'mod' or 'div', got "
+            f"{partition_strategy!r}"
+        )
     if max_norm is not None:
         raise UnimplementedError("embedding_lookup: max_norm is not supported")
-    return gather(params, ids, name=name or "embedding_lookup")
+    if isinstance(params, PartitionedVariable):
+        if params.partition_axis != 0:
+            raise ValueError(
+                f"embedding_lookup: {params.name} is partitioned along axis "
+                f"{params.partition_axis}; a lookup needs shards along axis 0"
+            )
+        params = list(params)
+    elif isinstance(params, (list, tuple)):
+        params = list(params)
+        if not params:
+            raise ValueError("embedding_lookup: params is an empty list")
+    else:
+        params = [params]
+    g = get_default_graph()
+    if len(params) == 1:
+        p = params[0]
+        where = g.colocate_with(p) if isinstance(p, Variable) else contextlib.nullcontext()
+        with where:
+            return gather(p, ids, name=name or "embedding_lookup")
+    with g.name_scope(name or "embedding_lookup"):
+        return _sharded_lookup(
+            [convert_to_tensor(p) for p in params], params, ids, partition_strategy
+        )
+
+
+def _shard_layout(reads: list[Tensor], strategy: str) -> tuple[int | None, list]:
+    """(total rows or None when some are unknown, the row shape), validating the shards."""
+    dtype = reads[0].dtype
+    rest: TensorShape | None = None
+    rows: list[int | None] = []
+    for t in reads:
+        if t.dtype != dtype:
+            raise ValueError(
+                f"embedding_lookup: shard {t.name} is {t.dtype.name}, shard {reads[0].name} is "
+                f"{dtype.name}"
+            )
+        if t.shape.ndims is None or t.shape.ndims < 1:
+            raise ValueError(f"embedding_lookup: shard {t.name} needs a known rank >= 1: {t.shape}")
+        r = t.shape[1:]
+        if rest is not None and not rest.is_compatible_with(r):
+            raise ValueError(
+                f"embedding_lookup: shards have different row shapes: {reads[0].name} "
+                f"{reads[0].shape} and {t.name} {t.shape}"
+            )
+        rest = r if rest is None else rest.merge_with(r)
+        rows.append(t.shape[0])
+    if rest is None or not rest.is_fully_defined():
+        raise ValueError(f"embedding_lookup: the shards' row shape must be known, got {rest}")
+    if any(r is None for r in rows):
+        if strategy == "div":
+            raise ValueError(
+                f"embedding_lookup: 'div' needs each shard's row count, got {[t.shape for t in reads]}"
+            )
+        return None, rest.as_list()
+    total, n = sum(rows), len(rows)  # type: ignore[arg-type]
+    base, extra = divmod(total, n)
+    expected = [base + (1 if i < extra else 0) for i in range(n)]
+    if rows != expected:
+        raise ValueError(
+            f"embedding_lookup: shards of {rows} rows do not hold {total} ids as "
+            f"partition_strategy={strategy!r} expects ({expected}: the first {extra} shards one "
+            "row longer, as a fixed_size_partitioner cuts them)"
+        )
+    return total, rest.as_list()
+
+
+def _sharded_lookup(reads: list[Tensor], params: list, ids: Any, strategy: str) -> Tensor:
+    from ..graph import get_default_graph
+    from .array import cast, reshape, reshape_like
+    from .dynamic import dynamic_partition, dynamic_stitch, range_like
+    from .manip import gather, zeros
+    from .math import floordiv, floormod, less, maximum, subtract, where, zeros_like
+
+    n = len(reads)
+    total, rest = _shard_layout(reads, strategy)
+    ids = convert_to_tensor(ids)
+    if not ids.dtype.is_integer:
+        raise ValueError(
+            f"embedding_lookup: ids {ids.name} must be int32 or int64, got {ids.dtype.name}"
+        )
+    flat = reshape(ids, [-1])
+    if strategy == "mod":
+        shard, row = floormod(flat, n), floordiv(flat, n)
+    else:
+        base, extra = divmod(int(total), n)  # type: ignore[arg-type]
+        shifted = subtract(flat, extra)
+        shard = maximum(floordiv(flat, base + 1), floordiv(shifted, base))
+        row = where(less(shard, extra), floormod(flat, base + 1), floormod(shifted, base))
+    shard = cast(shard, _dt.int32)
+    rows_by_shard = dynamic_partition(row, shard, n)
+    positions = dynamic_partition(range_like(flat), shard, n)
+    g = get_default_graph()
+    gathered = []
+    for p, r in zip(params, rows_by_shard):
+        with g.colocate_with(p):  # the gather runs where the shard lives: only rows travel
+            gathered.append(gather(p, r))
+    out = dynamic_stitch(positions, gathered)
+    dims = ids.shape.dims
+    if dims is not None and sum(d is None for d in dims) <= 1:
+        return reshape(out, [-1 if d is None else d for d in dims] + rest)
+    # ids with several unknown dimensions: reshape to the run-time shape of a zeros tensor of
+    # shape ids.shape + rest (its branch has no gradient)
+    like = gather(zeros([1, *rest], dtype=out.dtype), zeros_like(ids))
+    return reshape_like(out, like)
 
 
 __all__ = [

@@ -21,6 +21,7 @@ from ..ops import state
 from ..ops.array import cast, constant, identity
 from ..ops.control import group
 from ..ops.math import multiply, ones_like, zeros_like
+from ..partitioned import expand_partitioned
 from ..registry import convert_to_tensor
 from ..variables import Variable
 from . import training_ops as ops
@@ -111,7 +112,7 @@ class Optimizer:
         _check_float(loss.dtype, f"loss {loss.name}")
         if var_list is None:
             var_list = loss.graph.get_collection(GraphKeys.TRAINABLE_VARIABLES)
-        var_list = list(var_list)
+        var_list = expand_partitioned(var_list)
         if not var_list:
             raise ValueError(
                 "no variables to optimize: var_list is empty and no trainable variables"

@@ -18,6 +18,7 @@ from ..graph import GraphKeys, get_default_graph
 from ..ops import state
 from ..ops.array import placeholder
 from ..ops.control import group
+from ..partitioned import PartitionedVariable, expand_partitioned
 from ..variables import Variable
 from .checkpoint import CheckpointReader, update_checkpoint_state, write_checkpoint
 
@@ -187,10 +188,15 @@ def _names_to_vars(var_list: Any, graph: Any) -> dict[str, Variable]:
     if var_list is None:
         var_list = graph.get_collection(GraphKeys.GLOBAL_VARIABLES)
     if isinstance(var_list, dict):
-        items = list(var_list.items())
+        items = []
+        for key, v in var_list.items():
+            if isinstance(v, PartitionedVariable):  # each shard under KEY/part_i
+                items.extend((f"{key}/part_{i}", s) for i, s in enumerate(v))
+            else:
+                items.append((key, v))
     else:
         items = []
-        for v in var_list:
+        for v in expand_partitioned(var_list):
             if not isinstance(v, Variable):
                 raise TypeError(f"Saver saves hb.Variable objects; got {v!r}")
             items.append((v.op.name, v))

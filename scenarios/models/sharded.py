@@ -1,13 +1,14 @@
-"""Sharded embeddings: a large table kept as N shard variables ``<name>/part_i`` (one per
-parameter-server task under a ``replica_device_setter``) and looked up like TF1's
-``tf.nn.embedding_lookup(params=[part_0, ...], ids, partition_strategy)``: the ids are split by
-shard, each shard gathers its rows (colocated with the shard, so only those rows travel), and the
-rows are stitched back in the ids' order. Each shard's gradient is an IndexedSlices of the rows
-it served: the table never receives a dense update.
+"""Sharded embeddings: the wide embedding model, built on hetbed's partitioned variables.
 
-The ops TF uses for this, ``DynamicPartition`` and ``DynamicStitch`` (and ``RangeLike``, the
-indices 0..n-1 of a tensor with n elements), are defined here with their TF1 semantics and
-gradients. Their outputs have a data-dependent first dimension (None in the static shape).
+The table is ``hb.get_variable(name, shape, partitioner=hb.fixed_size_partitioner(n))``: N shard
+variables ``<name>/part_i`` (one per parameter-server task under a ``replica_device_setter``),
+looked up with ``hb.nn.embedding_lookup(shards, ids, partition_strategy)``, which splits the ids
+by shard, gathers each shard's rows where the shard lives and stitches them back in the ids'
+order; each shard's gradient is an IndexedSlices of the rows it served.
+
+The names this module had before those moved into the runtime stay importable from here:
+``shard_rows``, ``sharded_variable``, ``embedding_lookup``, ``dynamic_partition``,
+``dynamic_stitch`` and ``range_like``.
 """
 
 from __future__ import annotations
@@ -17,12 +18,9 @@ from typing import Any
 import numpy as np
 
 import hetbed as hb
-from hetbed.runtime.errors import InvalidArgumentError
 from hetbed.runtime.graph import Tensor
-
-# ---- DynamicPartition(data, partitions) -> num_partitions outputs -----------------------------
 from hetbed.runtime.ops.dynamic import dynamic_partition, dynamic_stitch, range_like  # noqa: F401
-from hetbed.runtime.registry import convert_to_tensor
+from hetbed.runtime.partitioned import iter_slices
 
 from .modelgraph import ModelGraph, Recorder, training_step
 
@@ -30,8 +28,7 @@ from .modelgraph import ModelGraph, Recorder, training_step
 def shard_rows(total: int, num_shards: int) -> list[int]:
     """Rows of each shard as TF's fixed_size_partitioner cuts them: the first ``total %
     num_shards`` shards hold one row more."""
-    base, extra = divmod(int(total), int(num_shards))
-    return [base + (1 if i < extra else 0) for i in range(num_shards)]
+    return [s[0] for _, s in iter_slices([int(total)], int(num_shards), 0)]
 
 
 def sharded_variable(
@@ -41,87 +38,29 @@ def sharded_variable(
     dtype: Any = hb.float32,
     initializer: Any = None,
 ) -> list:
-    """``num_shards`` variables ``name/part_i`` splitting a ``shape`` table along its rows.
+    """The ``num_shards`` shard variables ``name/part_i`` of a ``shape`` table cut along its
+    rows (``hb.get_variable`` with a ``fixed_size_partitioner``), as a list.
 
     Raises ValueError when there are fewer rows than shards.
     """
-    rows, *rest = (int(d) for d in shape)
+    rows = int(shape[0])
     if num_shards < 1 or rows < num_shards:
         raise ValueError(f"sharded_variable {name!r}: cannot cut {rows} rows into {num_shards}")
-    with hb.variable_scope(name):
-        return [
-            hb.get_variable(f"part_{i}", [r, *rest], dtype=dtype, initializer=initializer)
-            for i, r in enumerate(shard_rows(rows, num_shards))
-        ]
-
-
-def _static_rows(params: list) -> int:
-    total = 0
-    for p in params:
-        d = p.shape[0] if p.shape.ndims else None
-        if d is None:
-            raise InvalidArgumentError(
-                f"embedding_lookup: shard {p.name} needs a static number of rows, got {p.shape}"
-            )
-        total += int(d)
-    return total
-
-
-def _assign(flat_ids: Tensor, params: list, strategy: str) -> tuple[Tensor, Tensor]:
-    """(shard of each id as int32, row of each id inside its shard), as TF1 computes them."""
-    n = len(params)
-    if strategy == "mod":
-        return hb.cast(hb.floormod(flat_ids, n), hb.int32), hb.floordiv(flat_ids, n)
-    total = _static_rows(params)
-    per, extras = divmod(total, n)
-    if per == 0:
-        raise InvalidArgumentError(
-            f"embedding_lookup: 'div' needs at least one row per shard, got {total} rows in {n}"
-        )
-    shard = hb.maximum(hb.floordiv(flat_ids, per + 1), hb.floordiv(flat_ids - extras, per))
-    first = hb.less(shard, extras)
-    row = hb.where(first, hb.floormod(flat_ids, per + 1), hb.floormod(flat_ids - extras, per))
-    return hb.cast(shard, hb.int32), row
+    table = hb.get_variable(
+        name,
+        list(shape),
+        dtype=dtype,
+        initializer=initializer,
+        partitioner=hb.fixed_size_partitioner(num_shards),
+    )
+    return list(table)
 
 
 def embedding_lookup(
     params: Any, ids: Any, partition_strategy: str = "mod", name: str | None = None
 ) -> Tensor:
-    """Rows of a table kept whole or as a list of shards, with TF1's partition strategies.
-
-    With ``partition_strategy="mod"`` id ``i`` lives in shard ``i % n`` at row ``i // n``; with
-    ``"div"`` the ids are cut into contiguous ranges (the first ``rows % n`` shards one id
-    longer). The result has shape ``ids.shape + row shape``. Raises InvalidArgumentError for an
-    unknown strategy or when ``ids`` has more than one unknown dimension.
-    """
-    if partition_strategy not in ("mod", "div"):
-        raise InvalidArgumentError(
-            f"embedding_lookup: partition_strategy must be 'mod' or 'div', got "
-            f"{partition_strategy!r}"
-        )
-    params = list(params) if isinstance(params, (list, tuple)) else [params]
-    if len(params) == 1:
-        return hb.gather(params[0], ids, name=name or "embedding_lookup")
-    g = hb.get_default_graph()
-    with g.name_scope(name or "embedding_lookup"):
-        ids = convert_to_tensor(ids)
-        dims = ids.shape.as_list() if ids.shape.ndims is not None else None
-        if dims is None or sum(d is None for d in dims) > 1:
-            raise InvalidArgumentError(
-                f"embedding_lookup: ids {ids.name} may have at most one unknown dimension, got "
-                f"{ids.shape}"
-            )
-        flat = hb.reshape(ids, [-1])
-        shard, row = _assign(flat, params, partition_strategy)
-        rows_by_shard = dynamic_partition(row, shard, len(params))
-        positions = dynamic_partition(range_like(flat), shard, len(params))
-        gathered = []
-        for p, r in zip(params, rows_by_shard):
-            with hb.colocate_with(p):  # the gather runs where the shard lives
-                gathered.append(hb.gather(p, r))
-        out = dynamic_stitch(positions, gathered)
-        rest = params[0].shape.as_list()[1:]
-        return hb.reshape(out, [-1 if d is None else d for d in dims] + rest)
+    """``hb.nn.embedding_lookup`` (kept here for this module's callers)."""
+    return hb.nn.embedding_lookup(params, ids, partition_strategy=partition_strategy, name=name)
 
 
 # ---- the wide embedding model ----------------------------------------------------------------------
