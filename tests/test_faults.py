@@ -1,5 +1,8 @@
 """Fault tolerance of the gRPC runtime with real processes killed by SIGKILL: a backup worker
-lets sync training go on, a dead PS fails the workers promptly, a chief killed while saving
+lets sync training go on; without one, a killed chief makes the other workers' steps fail after
+the operation timeout until it is restarted and rejoins; a killed PS makes the workers recover
+(MonitoredTrainingSession recreates its session) and resume from the last checkpoint once the PS
+is back, or fail after the recovery timeout when it stays down; a chief killed while saving
 leaves a restorable newest checkpoint.
 
 Each test starts its PS and worker processes itself (``hetbed cluster`` stops every task when one
@@ -9,6 +12,7 @@ kills only those processes, by pid, at the end.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -23,12 +27,17 @@ import pytest
 
 import hetbed as hb
 from hetbed.runtime.distributed.launcher import CONFIG_ENV, free_ports
+from hetbed.scenarios import datasets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Linear regression, 1 PS + N workers, SyncReplicasOptimizer(2 of total) through
-# MonitoredTrainingSession. Every worker prints the global step after each of its steps; an error
-# is printed as "ERROR <class>: <message>" with exit status 3.
+# Linear regression, 1 PS + N workers, SyncReplicasOptimizer through MonitoredTrainingSession.
+# Arguments: last step, replicas to aggregate, total replicas, operation timeout (ms), checkpoint
+# dir ("-": none), recovery timeout (s). Every worker prints "start <global step>" once its
+# session is ready and the global step read in each of its steps (fetched through the monitored
+# session, which recovers from a failed PS; its raw session would not). A step that fails with
+# DeadlineExceededError prints "ERROR <class>: <message>" and is run again (as a TF1 program's
+# retry loop would); any other error prints "FATAL <class>: <message>" and exits with status 3.
 SYNC = textwrap.dedent(
     """
     import sys
@@ -37,7 +46,8 @@ SYNC = textwrap.dedent(
 
     import hetbed as hb
 
-    last_step, total = int(sys.argv[1]), int(sys.argv[2])
+    last_step, aggregate, total, timeout_ms = (int(a) for a in sys.argv[1:5])
+    ckpt_dir, init_timeout_s = sys.argv[5], float(sys.argv[6])
     cluster, job, index = hb.train.cluster_from_env()
     server = hb.train.Server(cluster, job, index)
     print(f"pid {__import__('os').getpid()}", flush=True)
@@ -57,25 +67,96 @@ SYNC = textwrap.dedent(
             w = hb.Variable(np.zeros((3, 1), np.float32), name="w")
             loss = hb.reduce_mean(hb.square(hb.matmul(hb.constant(x_np), w) - hb.constant(y_np)))
             opt = hb.train.SyncReplicasOptimizer(
-                hb.train.GradientDescentOptimizer(0.05), 2, total_num_replicas=total
+                hb.train.GradientDescentOptimizer(0.05), aggregate, total_num_replicas=total
             )
             train = opt.minimize(loss, global_step=step)
         hooks = [
             opt.make_session_run_hook(is_chief=(index == 0)),
             hb.train.StopAtStepHook(last_step=last_step),
         ]
-        config = hb.ConfigProto(operation_timeout_in_ms=20000)
+        config = hb.ConfigProto(operation_timeout_in_ms=timeout_ms)
         try:
             with hb.train.MonitoredTrainingSession(
-                master=server.target, is_chief=(index == 0), hooks=hooks, config=config
+                master=server.target,
+                is_chief=(index == 0),
+                checkpoint_dir=None if ckpt_dir == "-" else ckpt_dir,
+                save_checkpoint_steps=5,
+                hooks=hooks,
+                config=config,
+                init_timeout_s=init_timeout_s,
             ) as sess:
+                print(f"start {int(sess.raw_session().run(step))}", flush=True)
                 while not sess.should_stop():
-                    sess.run(train)
-                    print(f"step {int(sess.raw_session().run(step))}", flush=True)
+                    try:
+                        _, now = sess.run([train, step])
+                    except hb.errors.DeadlineExceededError as e:
+                        print(f"ERROR {type(e).__name__}: {e}", flush=True)
+                        continue
+                    print(f"step {now}", flush=True)
                 print(f"done {int(sess.raw_session().run(step))}", flush=True)
         except hb.errors.OpError as e:
-            print(f"ERROR {type(e).__name__}: {e}", flush=True)
+            print(f"FATAL {type(e).__name__}: {e}", flush=True)
             sys.exit(3)
+    server.stop()
+    """
+)
+
+# The digits MLP (as in test_launcher.py), 1 PS + 2 asynchronous workers, the chief saving a
+# checkpoint every 50 global steps. Arguments: checkpoint dir, last step. Every worker prints the
+# global step read in each of its steps, then "done <global step> recoveries <n>".
+MLP = textwrap.dedent(
+    """
+    import sys
+
+    import numpy as np
+
+    import hetbed as hb
+    from hetbed.scenarios import datasets
+
+    ckpt_dir, last_step = sys.argv[1], int(sys.argv[2])
+    cluster, job, index = hb.train.cluster_from_env()
+    server = hb.train.Server(cluster, job, index)
+    print(f"pid {__import__('os').getpid()}", flush=True)
+    if job == "ps":
+        server.join()
+        sys.exit(0)
+    data = datasets.digits()
+    mean, std = data.x_train.mean(0), data.x_train.std(0) + 0.1
+    x_train = (data.x_train - mean) / std
+    g = hb.Graph()
+    g.seed = 1
+    setter = hb.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{index}"
+    )
+    with g.as_default():
+        with hb.device(setter):
+            step = hb.train.get_or_create_global_step()
+            x = hb.placeholder(hb.float32, [None, 64], name="x")
+            y = hb.placeholder(hb.int32, [None], name="y")
+            w1 = hb.Variable(hb.truncated_normal([64, 256], stddev=0.125), name="w1")
+            b1 = hb.Variable(hb.zeros([256]), name="b1")
+            w2 = hb.Variable(hb.truncated_normal([256, 10], stddev=0.0625), name="w2")
+            b2 = hb.Variable(hb.zeros([10]), name="b2")
+            logits = hb.matmul(hb.nn.relu(hb.matmul(x, w1) + b1), w2) + b2
+            xent = hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            loss = hb.reduce_mean(xent) + 1e-3 * (hb.nn.l2_loss(w1) + hb.nn.l2_loss(w2))
+            rate = hb.train.exponential_decay(0.01, step, last_step, 0.05)
+            train = hb.train.AdamOptimizer(rate).minimize(loss, global_step=step)
+        rng = np.random.default_rng(index)
+        with hb.train.MonitoredTrainingSession(
+            master=server.target,
+            is_chief=(index == 0),
+            checkpoint_dir=ckpt_dir,
+            save_checkpoint_steps=50,
+            hooks=[hb.train.StopAtStepHook(last_step=last_step)],
+            init_timeout_s=30,
+        ) as sess:
+            while not sess.should_stop():
+                idx = rng.integers(0, len(x_train), 128)
+                _, now = sess.run([train, step], {x: x_train[idx], y: data.y_train[idx]})
+                print(f"step {now}", flush=True)
+            done = int(sess.raw_session().run(step))
+            print(f"done {done} recoveries {sess.recoveries}", flush=True)
     server.stop()
     """
 )
@@ -207,9 +288,9 @@ def make_cluster(tmp_path):
 
 def test_sync_training_with_a_backup_worker_survives_a_killed_worker(make_cluster):
     """2 of 3 sync replicas aggregate: after worker 2 is SIGKILLed the other two reach the last
-    global step and exit 0."""
+    global step and exit 0, no step of theirs failing."""
     last = 25
-    c = make_cluster(SYNC, [str(last), "3"], num_workers=3)
+    c = make_cluster(SYNC, [str(last), "2", "3", "20000", "-", "20"], num_workers=3)
     c.wait_for(lambda: max(c.steps("worker0"), default=0) >= 4, "global step 4", 20)
     c.kill("worker2")
     killed_at = max(c.steps("worker0"))
@@ -221,14 +302,142 @@ def test_sync_training_with_a_backup_worker_survives_a_killed_worker(make_cluste
         assert rc == 0, c.logs()
         done = re.search(r"^done (\d+)$", c.log(w), re.M)
         assert done is not None and int(done.group(1)) >= last, c.logs()
+        assert "ERROR" not in c.log(w), c.logs()
     assert killed_at < last
     assert c.procs["worker2"].returncode == -signal.SIGKILL
 
 
-def test_killing_the_ps_fails_the_workers_promptly(make_cluster):
-    """SIGKILL of the only PS makes every worker's step fail with an OpError naming the PS task
-    within 15 s, instead of hanging."""
-    c = make_cluster(SYNC, ["1000000", "2"], num_workers=2)
+def test_sync_without_backup_goes_on_after_a_killed_non_chief_fails_a_step(make_cluster):
+    """2 of 2, operation timeout 2 s, SIGKILL of worker 1: worker 0 reaches the last step alone.
+    Its step may wait for the missing gradient and fail after 2 s with DeadlineExceededError
+    (never another error); run again, it pushes a fresh gradient that completes the aggregate,
+    since, as in TF, tokens and gradients are not tied to a worker."""
+    last = 40
+    c = make_cluster(SYNC, [str(last), "2", "2", "2000", "-", "20"], num_workers=2)
+    c.wait_for(lambda: max(c.steps("worker0"), default=0) >= 4, "global step 4", 20)
+    c.kill("worker1")
+    try:
+        rc = c.procs["worker0"].wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"worker 0 did not finish within 30 s:\n{c.logs()}")
+    assert rc == 0, c.logs()
+    done = re.search(r"^done (\d+)$", c.log("worker0"), re.M)
+    assert done is not None and int(done.group(1)) >= last, c.logs()
+    errors = re.findall(r"^ERROR (\w+): (.*)$", c.log("worker0"), re.M)
+    assert len(errors) <= 3, c.logs()
+    for cls, msg in errors:
+        assert cls == "DeadlineExceededError" and "Dequeue" in msg, c.logs()
+
+
+def test_killed_chief_without_backup_fails_steps_after_the_deadline_and_rejoins(
+    make_cluster, tmp_path
+):
+    """Sync 2 of 2, operation timeout 2 s, SIGKILL of the chief (whose thread applies the
+    updates): the other worker's steps fail with DeadlineExceededError naming its task, the
+    2 s, and the token it waited for from the PS, within 12 s (no hang), and it retries. The
+    chief restarted as the same task on the same port restores its newest checkpoint, and both
+    workers reach the last step."""
+    last = 40
+    ckpt = tmp_path / "ckpt"
+    c = make_cluster(SYNC, [str(last), "2", "2", "2000", str(ckpt), "20"], num_workers=2)
+    c.wait_for(lambda: max(c.steps("worker1"), default=0) >= 8, "global step 8", 20)
+    c.kill("worker0")
+    t_kill = time.monotonic()
+    saved = hb.train.latest_checkpoint(str(ckpt))
+    assert saved is not None
+    c.wait_for(lambda: "ERROR" in c.log("worker1"), "worker 1's step to fail", 12)
+    err = re.search(r"^ERROR (\w+): (.*)$", c.log("worker1"), re.M)
+    assert err.group(1) == "DeadlineExceededError", c.logs()
+    msg = err.group(2)
+    # whichever part times out first (the PS's dequeue, the worker's Recv of the token, or the
+    # PS's RecvTensor serving it) names its task, the 2 s and the token dequeued on the PS
+    assert re.search(r"^RunGraph on /job:(ps|worker)/replica:0/task:(0|1) ", msg), msg
+    assert re.search(r"(timed out after 2\.0 s waiting for: |not sent within 1\.9\d* s)", msg)
+    assert re.search(r"Dequeue.*/job:ps/replica:0/task:0/device:cpu:0|/job:ps.*Dequeue:0", msg)
+    assert time.monotonic() - t_kill >= 1.0
+    assert c.procs["worker1"].poll() is None  # it retries instead of giving up
+    before = len(c.steps("worker1"))
+    c.start("worker", 0)
+    for w in ("worker0", "worker1"):
+        try:
+            rc = c.procs[w].wait(timeout=40)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{w} did not finish within 40 s of the restart:\n{c.logs()}")
+        assert rc == 0, c.logs()
+        done = re.search(r"^done (\d+)$", c.log(w), re.M)
+        assert done is not None and int(done.group(1)) >= last, c.logs()
+    starts = [int(s) for s in re.findall(r"^start (\d+)$", c.log("worker0"), re.M)]
+    # restored from the newest checkpoint (the gradients worker 1 pushed while waiting may
+    # complete an update before the chief prints its first global step)
+    n = int(saved.rsplit("-", 1)[1])
+    assert len(starts) == 2 and starts[0] == 0 and n <= starts[1] <= n + 2, (starts, n)
+    assert len(c.steps("worker1")) > before  # worker 1 trained alongside the restarted chief
+    assert "FATAL" not in c.logs()
+
+
+def _accuracy(ckpt_path: str) -> float:
+    """Test accuracy of the MLP restored from a checkpoint file (numpy); every value finite."""
+    reader = hb.train.load_checkpoint(ckpt_path)
+    p = {n: reader.get_tensor(n) for n in ("w1", "b1", "w2", "b2")}
+    assert all(np.isfinite(v).all() for v in p.values())
+    d = datasets.digits()
+    mean, std = d.x_train.mean(0), d.x_train.std(0) + 0.1
+    h = np.maximum((d.x_test - mean) / std @ p["w1"] + p["b1"], 0)
+    return float(np.mean(np.argmax(h @ p["w2"] + p["b2"], 1) == d.y_test))
+
+
+def test_killed_ps_restarted_resumes_from_the_last_checkpoint(make_cluster, tmp_path):
+    """SIGKILL of the only PS of async training: both workers report UnavailableError naming
+    the PS task and recreate their sessions; once the PS is restarted on the same port the
+    chief restores the newest checkpoint (global step continues from it: only the steps since it
+    are lost), both reach the last step, and every checkpoint on disk restores with finite
+    values, the last one to >= 0.97 test accuracy."""
+    last = 300
+    ckpt = tmp_path / "ckpt"
+    c = make_cluster(MLP, [str(ckpt), str(last)], num_workers=2)
+
+    def saved() -> int:
+        path = hb.train.latest_checkpoint(str(ckpt))
+        return int(path.rsplit("-", 1)[1]) if path else 0
+
+    c.wait_for(lambda: saved() >= 100, "the checkpoint of step 100", 60)
+    c.kill("ps0")
+    at_kill = saved()
+    seen = max(c.steps("worker0") + c.steps("worker1"))
+    assert seen - at_kill <= 50 + 2  # what the restart may lose: steps since the checkpoint
+    for w in ("worker0", "worker1"):
+        report = r"MonitoredTrainingSession \((non-)?chief\): UnavailableError: (.*?); recreat"
+        c.wait_for(lambda w=w, r=report: re.search(r, c.log(w), re.S), f"{w} to report", 15)
+        why = re.search(report, c.log(w), re.S).group(2)
+        assert "/job:ps/replica:0/task:0" in why, why
+    assert c.procs["worker0"].poll() is None and c.procs["worker1"].poll() is None
+    c.start("ps", 0)
+    for w in ("worker0", "worker1"):
+        try:
+            rc = c.procs[w].wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{w} did not finish within 60 s of the PS restart:\n{c.logs()}")
+        assert rc == 0, c.logs()
+        done = re.search(r"^done (\d+) recoveries (\d+)$", c.log(w), re.M)
+        assert done is not None and int(done.group(1)) >= last, c.logs()
+        assert int(done.group(2)) >= 1, c.logs()
+    chief = c.log("worker0")
+    restored = f"restored {ckpt / f'model.ckpt-{at_kill}'}"
+    assert restored in chief, c.logs()
+    after = [int(s) for s in re.findall(r"^step (\d+)$", chief.split(restored, 1)[1], re.M)]
+    assert at_kill <= after[0] <= at_kill + 3, after[:5]  # continued from the checkpoint
+    state = hb.train.get_checkpoint_state(str(ckpt))
+    assert int(state.model_checkpoint_path.rsplit("-", 1)[1]) >= last
+    for path in state.all_model_checkpoint_paths:
+        assert _accuracy(path) > 0.5, path  # whole and finite
+    assert _accuracy(state.model_checkpoint_path) >= 0.97
+
+
+def test_ps_that_stays_down_fails_the_workers_after_the_recovery_timeout(make_cluster):
+    """SIGKILL of the only PS, never restarted: each worker logs the UnavailableError, tries to
+    recreate its session for the 3 s recovery timeout, then fails with UnavailableError naming
+    the PS task (exit status 3) well within 15 s instead of hanging."""
+    c = make_cluster(SYNC, ["1000000", "2", "2", "20000", "-", "3"], num_workers=2)
     c.wait_for(lambda: max(c.steps("worker1"), default=0) >= 3, "global step 3", 20)
     c.kill("ps0")
     t0 = time.monotonic()
@@ -238,10 +447,44 @@ def test_killing_the_ps_fails_the_workers_promptly(make_cluster):
         except subprocess.TimeoutExpired:
             pytest.fail(f"{w} still running 15 s after the PS was killed:\n{c.logs()}")
         assert rc == 3, c.logs()
-        err = re.search(r"^ERROR (\w+): (.*)$", c.log(w), re.M)
+        assert "recreating the session" in c.log(w), c.logs()
+        err = re.search(r"^FATAL (\w+): (.*)$", c.log(w), re.M)
         assert err is not None, c.logs()
-        assert err.group(1) in ("UnavailableError", "AbortedError"), c.logs()
+        assert err.group(1) == "UnavailableError", c.logs()
         assert "/job:ps/replica:0/task:0" in err.group(2), c.logs()
+    assert time.monotonic() - t0 >= 2.5  # it did wait for the PS to come back
+
+
+@dataclasses.dataclass
+class _FilteredConfig(hb.ConfigProto):
+    device_filters: list = dataclasses.field(default_factory=list)
+
+
+def test_device_filters_let_a_worker_start_while_another_is_down():
+    """With TF1's device_filters ["/job:ps", "/job:worker/task:0"] a worker's session contacts
+    only the PS and itself, so it runs while worker 1 is down; without filters the session
+    fails with UnavailableError naming worker 1."""
+    ports = free_ports(3)
+    spec = {"ps": [f"127.0.0.1:{ports[0]}"], "worker": [f"127.0.0.1:{p}" for p in ports[1:]]}
+    ps = hb.train.Server(spec, "ps", 0)
+    worker = hb.train.Server(spec, "worker", 0)
+    try:
+        with hb.Graph().as_default():
+            with hb.device("/job:ps/task:0"):
+                v = hb.Variable(3.0, name="v")
+            with hb.device("/job:worker/task:0"):
+                doubled = v * 2.0
+            config = _FilteredConfig(device_filters=["/job:ps", "/job:worker/task:0"])
+            with hb.Session(worker.target, config=config) as sess:
+                sess.run(v.initializer)
+                assert sess.run(doubled) == 6.0
+            with pytest.raises(hb.errors.UnavailableError, match="/job:worker/replica:0/task:1"):
+                hb.Session(worker.target)
+            with pytest.raises(hb.errors.InvalidArgumentError, match="names no job"):
+                hb.Session(worker.target, config=_FilteredConfig(device_filters=["/cpu:0"]))
+    finally:
+        worker.stop()
+        ps.stop()
 
 
 def _restore(path: str) -> tuple[int, np.ndarray]:
@@ -299,3 +542,42 @@ def test_chief_killed_while_saving_every_step_leaves_a_restorable_checkpoint(
         assert n <= max(on_disk) <= n + 1
         assert _restore(str(ckpt / f"model.ckpt-{max(on_disk)}"))[0] == max(on_disk)
         previous = n
+
+
+def test_cleanup_and_shutdown_end_steps_blocked_on_a_queue():
+    """A task's step blocked in a dequeue ends with AbortedError naming the reason when the
+    master cleans the step up (CleanupStep) or when the task shuts down, instead of holding a
+    server thread forever (the process could not exit)."""
+    import threading
+
+    server = hb.train.Server.create_local_server()
+    try:
+        with hb.Graph().as_default():
+            q = hb.FIFOQueue(-1, hb.float32, shapes=(), shared_name="q")
+            with hb.Session(server.target) as sess:
+                (part,) = sess._plan([q.dequeue()], []).parts
+                got = {}
+
+                def run(step_id: int) -> None:
+                    try:
+                        server.worker.run_graph(part.handle, step_id, {}, 0.0)
+                    except hb.errors.OpError as e:
+                        got[step_id] = e
+
+                stops = {
+                    101: lambda: server.worker.cleanup_step(101, "the master went away"),
+                    102: server.worker.close,
+                }
+                for step_id, stop in stops.items():
+                    t = threading.Thread(target=run, args=(step_id,))
+                    t.start()
+                    time.sleep(0.2)
+                    assert t.is_alive()  # waiting for an element
+                    stop()
+                    t.join(5)
+                    assert not t.is_alive()
+    finally:
+        server.stop()
+    assert [type(got[k]).__name__ for k in (101, 102)] == ["AbortedError", "AbortedError"]
+    assert "the master went away" in str(got[101])
+    assert "is shutting down" in str(got[102])

@@ -6,10 +6,12 @@ child process per task with the ``HETBED_CONFIG`` environment variable (JSON, li
     {"cluster": {"ps": ["127.0.0.1:P0"], "worker": ["127.0.0.1:W0", "127.0.0.1:W1"]},
      "task": {"type": "worker", "index": 1}, "token": null}
 
-prefixes every line the children print with ``[ps:0]`` / ``[worker:1]``, waits for all workers
-to exit, then stops the PS tasks (SIGTERM, then SIGKILL after a grace period). It only ever
-signals the processes it started, by their pid. Inside a child, ``cluster_from_env()`` gives the
-cluster spec, job name and task index for ``hb.train.Server``.
+and the same JSON in ``TF_CONFIG``, so that a TF1 program that reads its role from there runs
+unchanged (TF ignores the extra ``token`` field). It prefixes every line the children print with
+``[ps:0]`` / ``[worker:1]``, waits for all workers to exit, then stops the PS tasks (SIGTERM, then
+SIGKILL after a grace period). It only ever signals the processes it started, by their pid.
+Inside a child, ``cluster_from_env()`` gives the cluster spec, job name and task index for
+``hb.train.Server``.
 """
 
 from __future__ import annotations
@@ -28,24 +30,27 @@ from .cluster import ClusterSpec
 from .server import TOKEN_ENV
 
 CONFIG_ENV = "HETBED_CONFIG"
+#: the same JSON under TensorFlow's name, so that TF1 programs that read TF_CONFIG run unchanged
+TF_CONFIG_ENV = "TF_CONFIG"
 
 
 # ---- inside a task ----------------------------------------------------------------------------
 
 
 def cluster_from_env(env: Mapping[str, str] | None = None) -> tuple[ClusterSpec, str, int]:
-    """(ClusterSpec, job name, task index) of this process, read from ``HETBED_CONFIG``.
+    """(ClusterSpec, job name, task index) of this process, read from ``HETBED_CONFIG`` (or,
+    when it is not set, from TensorFlow's ``TF_CONFIG``, which has the same layout).
 
-    Raises ValueError naming the problem when the variable is missing, not JSON, or does not
-    name a task of its cluster.
+    Raises ValueError naming the problem when neither variable is set, or the value is not JSON
+    or does not name a task of its cluster.
     """
     env = os.environ if env is None else env
-    raw = env.get(CONFIG_ENV)
+    raw = env.get(CONFIG_ENV) or env.get(TF_CONFIG_ENV)
     example = '{"cluster": {"ps": ["127.0.0.1:2222"], ...}, "task": {"type": "ps", "index": 0}}'
     if not raw:
         raise ValueError(
-            f"{CONFIG_ENV} is not set; start this program with `hetbed cluster --ps N --workers M "
-            f"-- python ...` or set {CONFIG_ENV} to JSON like {example}"
+            f"{CONFIG_ENV} is not set (nor {TF_CONFIG_ENV}); start this program with `hetbed "
+            f"cluster --ps N --workers M -- python ...` or set {CONFIG_ENV} to JSON like {example}"
         )
     try:
         cfg = json.loads(raw)
@@ -157,9 +162,11 @@ def launch(
     try:
         for job, i in tasks:
             env = dict(os.environ)
-            env[CONFIG_ENV] = json.dumps(
+            config = json.dumps(
                 {"cluster": cluster, "task": {"type": job, "index": i}, "token": token}
             )
+            env[CONFIG_ENV] = config
+            env[TF_CONFIG_ENV] = config  # TF1 programs read their role from TF_CONFIG
             if token:
                 env[TOKEN_ENV] = token
             env["PYTHONUNBUFFERED"] = "1"
@@ -193,4 +200,4 @@ def launch(
     return 0
 
 
-__all__ = ["CONFIG_ENV", "cluster_from_env", "free_ports", "launch"]
+__all__ = ["CONFIG_ENV", "TF_CONFIG_ENV", "cluster_from_env", "free_ports", "launch"]

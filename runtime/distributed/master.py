@@ -67,8 +67,10 @@ class DistributedSession(Session):
     """A Session whose devices are the tasks of a gRPC cluster; see the module docstring.
 
     ``token`` (default: the HETBED_CLUSTER_TOKEN environment variable) is sent with every call.
-    Raises UnauthenticatedError when the cluster rejects the token, UnavailableError when a task
-    cannot be reached within ``connect_timeout_s``.
+    With ``config.device_filters`` (TF1's ``["/job:ps", "/job:worker/task:1"]``) it contacts and
+    places on only the tasks they match, and its own task: a worker then does not depend on the
+    other workers being up. Raises UnauthenticatedError when the cluster rejects the token,
+    UnavailableError when a task cannot be reached within ``connect_timeout_s``.
     """
 
     def __init__(
@@ -95,9 +97,10 @@ class DistributedSession(Session):
             self._task_devices: dict[str, list[dict]] = {self._task: list(status["devices"])}
             main.task = self._task
             self._clients[self._task] = main
+            filters = _task_filters(getattr(config, "device_filters", None))
             for job, idx, addr in self.cluster.tasks():
                 task = f"/job:{job}/replica:0/task:{idx}"
-                if task in self._clients:
+                if task in self._clients or not _matches(filters, job, idx):
                     continue
                 client = WorkerClient(addr, task, self._token)
                 self._clients[task] = client
@@ -145,6 +148,10 @@ class DistributedSession(Session):
                     source[i] = ("task", len(plan_parts), len(fetch_names))
                     fetch_names.append(e.name)
             spec, feeds = task_spec(task, parts, fed_set, fetch_names, self.graph.seed)
+            # the task refuses (AbortedError) if it restarted since this session saw it
+            spec["incarnation"] = next(
+                (d.get("incarnation") for d in self._task_devices[task]), None
+            )
             client = self._clients[task]
             handle = client.call("RegisterGraph", {"graph": spec})["handle"]
             self._handles.append((client, handle))
@@ -222,6 +229,31 @@ class DistributedSession(Session):
         super().close()
         for c in self._clients.values():
             c.close()
+
+
+def _task_filters(filters: Any) -> list[tuple[str, int | None]]:
+    """ConfigProto.device_filters (``"/job:ps"``, ``"/job:worker/task:1"``) as (job, task)."""
+    from ...devices.naming import DeviceSpec
+
+    out = []
+    for f in filters or []:
+        try:
+            spec = DeviceSpec.from_string(str(f))
+        except (ValueError, TypeError) as e:
+            raise InvalidArgumentError(
+                f"ConfigProto.device_filters: bad filter {f!r}: {e}"
+            ) from None
+        if spec.job is None:
+            raise InvalidArgumentError(
+                f"ConfigProto.device_filters: filter {f!r} names no job (e.g. '/job:ps')"
+            )
+        out.append((spec.job, spec.task))
+    return out
+
+
+def _matches(filters: list[tuple[str, int | None]], job: str, index: int) -> bool:
+    """True without filters, or when a filter names ``job`` (and ``index``, if it gives one)."""
+    return not filters or any(j == job and t in (None, index) for j, t in filters)
 
 
 def task_spec(

@@ -223,6 +223,9 @@ class Worker:
         #: a new number each time the task starts (TF's device incarnation): a master that planned
         #: against an earlier incarnation learns that the task restarted (AbortedError)
         self.incarnation = secrets.randbits(62) + 1
+        #: the StepInfo of every RunGraph in progress, by step id: cleanup_step and close cancel
+        #: them, so that kernels waiting on a queue or an accumulator give up too
+        self._live: dict[int, list] = {}
 
     # ---- status ------------------------------------------------------------------------------
     def list_devices(self) -> list[dict]:
@@ -406,8 +409,10 @@ class Worker:
         from ..session import StepInfo
 
         rv = self.steps.enter(step_id, timeout_s if timeout_s > 0 else DEFAULT_RECV_TIMEOUT_S)
+        step = StepInfo(step_id, rv, self)
+        with self._lock:
+            self._live.setdefault(step_id, []).append(step)
         try:
-            step = StepInfo(step_id, rv, self)
             if prep.straight_line:
                 ex.run_straight_line(prep, vals, step)
             else:
@@ -421,6 +426,12 @@ class Worker:
             self.steps.abort(step_id, e)
             raise
         finally:
+            with self._lock:
+                live = self._live.get(step_id, [])
+                if step in live:
+                    live.remove(step)
+                if not live:
+                    self._live.pop(step_id, None)
             self.steps.leave(step_id)
         return [vals[s] for s in prep.fetch_slots]
 
@@ -489,11 +500,22 @@ class Worker:
         return f"{self.task}: {head}{sep}{', '.join(shown)}"
 
     def cleanup_step(self, step_id: int, reason: str = "cleanup") -> None:
-        """Abort ``step_id`` here: pending Recvs fail, later RecvTensors for it are refused."""
-        self.steps.abort(step_id, AbortedError(reason))
+        """Abort ``step_id`` here: pending Recvs fail, kernels waiting in it (a dequeue, a take)
+        give up, later RecvTensors for it are refused."""
+        err = AbortedError(reason)
+        self.steps.abort(step_id, err)
+        with self._lock:
+            live = list(self._live.get(step_id, ()))
+        for step in live:
+            step.cancel(err)
 
     def close(self) -> None:
-        self.steps.abort_all(AbortedError(f"task {self.task} is shutting down"))
+        err = AbortedError(f"task {self.task} is shutting down")
+        self.steps.abort_all(err)
+        with self._lock:
+            live = [st for steps in self._live.values() for st in steps]
+        for step in live:  # steps blocked on a queue or an accumulator end too
+            step.cancel(err)
         for d in self.devices.values():
             d.close()
 

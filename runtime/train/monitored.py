@@ -11,11 +11,12 @@ when it closes.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from typing import Any
 
-from ..errors import DeadlineExceededError, UnavailableError
+from ..errors import AbortedError, DeadlineExceededError, UnavailableError
 from ..graph import get_default_graph
 from ..session import ConfigProto, Session
 from ..variables import (
@@ -27,6 +28,12 @@ from ..variables import (
 from .checkpoint import get_checkpoint_state, latest_checkpoint
 from .saver import Saver
 from .training_util import get_global_step, get_or_create_global_step
+
+_log = logging.getLogger("hetbed.train")
+
+#: errors after which MonitoredTrainingSession recreates its session, as TF's _RecoverableSession
+#: does: a task went away (Unavailable) or restarted / aborted the step (Aborted)
+RECOVERABLE_ERRORS = (AbortedError, UnavailableError)
 
 # ---- hooks -------------------------------------------------------------------------------------
 
@@ -206,6 +213,17 @@ class MonitoredTrainingSession:
     (UnavailableError) for ``init_timeout_s``. The global step is created if the graph has none
     (in a cluster, create it yourself inside the ``replica_device_setter`` scope so that it is
     shared). The graph is finalized.
+
+    Recovery, as TF's recoverable session: when a step fails with AbortedError or
+    UnavailableError (a task died or restarted), the error is logged (logger ``hetbed.train``),
+    the session is closed and a new one is created (retrying for ``init_timeout_s`` while tasks
+    are down), and the step is run again. On the new session the chief keeps the variables if
+    every one is still initialized (the PS tasks survived; TF would restore the checkpoint
+    anyway), else restores the latest checkpoint (initializes when there is none), so at most the
+    steps since that checkpoint are lost; non-chiefs wait for the chief again; every hook's
+    ``after_create_session`` runs again. ``recoveries`` counts them. Other errors (e.g.
+    DeadlineExceededError after ``ConfigProto.operation_timeout_in_ms``) reach the caller, who
+    may simply call ``run`` again.
     """
 
     def __init__(
@@ -248,22 +266,79 @@ class MonitoredTrainingSession:
         self.graph.finalize()
         self._stop = False
         self._closed = False
-        self._sess = self._create_session(master, config, token, init_timeout_s, poll_interval_s)
+        self._master, self._config, self._token = master, config, token
+        self._timeout_s, self._poll_s = init_timeout_s, poll_interval_s
+        self._saver, self._checkpoint_dir = saver, checkpoint_dir
+        self._variables, self._ready = variables, ready
+        self._init_op, self._local_init_op = init_op, local_init_op
+        #: how many times the session was recreated after a recoverable error
+        self.recoveries = 0
+        self._sess: Session | None = None
+        self._sess = self._open(recovering=False)
+
+    def _open(self, recovering: bool) -> Session:
+        """``_new_session``, tried again while it fails with a recoverable error (a task that
+        restarts meanwhile), for ``init_timeout_s``."""
+        deadline = time.monotonic() + self._timeout_s
+        while True:
+            try:
+                sess = self._new_session(recovering)
+            except RECOVERABLE_ERRORS as e:
+                if time.monotonic() >= deadline:
+                    raise
+                _log.warning("MonitoredTrainingSession: %s: %s; trying again", type(e).__name__, e)
+                time.sleep(self._poll_s)
+                continue
+            if recovering:
+                self.recoveries += 1
+            return sess
+
+    def _new_session(self, recovering: bool) -> Session:
+        """Create a session, initialize/restore or wait for the model, run the hooks'
+        ``after_create_session``."""
+        sess = self._create_session(
+            self._master, self._config, self._token, self._timeout_s, self._poll_s
+        )
         try:
             if self.is_chief:
-                ckpt = latest_checkpoint(checkpoint_dir) if checkpoint_dir else None
-                if ckpt is not None:
-                    saver.restore(self._sess, ckpt)
-                else:
-                    self._sess.run(init_op)
+                self._prepare_chief(sess, recovering)
             else:
-                self._wait_until_ready(variables, ready, init_timeout_s, poll_interval_s)
-            self._sess.run(local_init_op)
+                self._wait_until_ready(sess, self._timeout_s, self._poll_s)
+            sess.run(self._local_init_op)
             for h in self._hooks:
-                h.after_create_session(self._sess, None)
+                h.after_create_session(sess, None)
         except BaseException:
-            self._sess.close()
+            sess.close()
             raise
+        return sess
+
+    def _prepare_chief(self, sess: Session, recovering: bool) -> None:
+        """Restore the latest checkpoint or initialize; after a recoverable error, keep the
+        variables as they are when every one of them is still initialized (the PS tasks
+        survived)."""
+        if recovering and not self._uninitialized(sess):
+            _log.warning(
+                "MonitoredTrainingSession (chief): every variable is still initialized; "
+                "continuing from global step %d",
+                int(sess.run(get_global_step(self.graph))),
+            )
+            return
+        ckpt = latest_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None
+        if ckpt is not None:
+            self._saver.restore(sess, ckpt)
+            if recovering:
+                _log.warning("MonitoredTrainingSession (chief): restored %s", ckpt)
+        else:
+            sess.run(self._init_op)
+            if recovering:
+                _log.warning(
+                    "MonitoredTrainingSession (chief): no checkpoint to restore; the variables "
+                    "were initialized again"
+                )
+
+    def _uninitialized(self, sess: Session) -> list[str]:
+        flags = sess.run(self._ready) if self._ready else []
+        return [v.op.name for v, ok in zip(self._variables, flags) if not ok]
 
     def _create_session(
         self, master: str, config: Any, token: str | None, timeout_s: float, poll_s: float
@@ -278,13 +353,16 @@ class MonitoredTrainingSession:
                     raise
                 time.sleep(poll_s)
 
-    def _wait_until_ready(
-        self, variables: list, ready: list, timeout_s: float, poll_s: float
-    ) -> None:
+    def _wait_until_ready(self, sess: Session, timeout_s: float, poll_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while True:
-            flags = self._sess.run(ready) if ready else []
-            missing = [v.op.name for v, ok in zip(variables, flags) if not ok]
+            try:
+                missing = self._uninitialized(sess)
+            except UnavailableError:  # a PS task is (re)starting: ask again
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(poll_s)
+                continue
             if not missing:
                 return
             if time.monotonic() >= deadline:
@@ -307,6 +385,27 @@ class MonitoredTrainingSession:
         """Run ``fetches`` (plus what the hooks ask for) in one step; return ``fetches``' values."""
         if self._closed:
             raise RuntimeError("MonitoredTrainingSession.run: the session is closed")
+        while True:
+            if self._sess is None:
+                self._sess = self._open(recovering=True)
+            try:
+                return self._run_once(fetches, feed_dict, options, run_metadata)
+            except RECOVERABLE_ERRORS as e:
+                _log.warning(
+                    "MonitoredTrainingSession (%s): %s: %s; recreating the session",
+                    "chief" if self.is_chief else "non-chief",
+                    type(e).__name__,
+                    e,
+                )
+                sess, self._sess = self._sess, None
+                try:
+                    sess.close()
+                except Exception:  # noqa: BLE001 - its tasks may be gone
+                    pass
+
+    def _run_once(
+        self, fetches: Any, feed_dict: dict | None, options: Any, run_metadata: Any
+    ) -> Any:
         context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._sess)
         hook_fetches, feeds = [], dict(feed_dict or {})
         for h in self._hooks:
@@ -329,7 +428,10 @@ class MonitoredTrainingSession:
         return self._stop or self._closed
 
     def raw_session(self) -> Session:
-        """The Session underneath (hooks do not run for its steps)."""
+        """The Session underneath (hooks do not run for its steps); a new one after a
+        recovery."""
+        if self._sess is None and not self._closed:
+            self._sess = self._open(recovering=True)
         return self._sess
 
     def close(self) -> None:
@@ -339,6 +441,8 @@ class MonitoredTrainingSession:
         if self._closed:
             return
         self._closed = True
+        if self._sess is None:
+            return
         try:
             if clean:
                 for h in self._hooks:

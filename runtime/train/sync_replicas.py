@@ -20,15 +20,31 @@ on the token dequeue, then ``assign(local_step, token)``), the same ``chief_init
 "sync op" (take, apply, increment, enqueue) running in its own thread beside the chief's training
 loop (``get_chief_queue_runner()``, started by the hook).
 
+As in TF, tokens and gradients are not tied to a worker: a fast worker may contribute several
+gradients to one update, and when a worker dies the others fill in. Without backup workers a
+dead worker can still leave the others waiting at the barrier (its token taken, its gradient
+missing); with ``ConfigProto.operation_timeout_in_ms`` their step then fails with
+DeadlineExceededError, and running it again pushes a fresh gradient that completes the update.
+A dead chief stops all updates until it is restarted (it restores its latest checkpoint, or
+initializes, runs ``chief_init_op`` and the init tokens again, and the workers go on).
+
 Where it differs: the chief's runner is a small thread object, not a ``tf.train.QueueRunner``
 (there are no queue runners or coordinators here); stopping it fails the waiting takes with
-AbortedError through ``AccumulatorCancelTakes`` (TF cancels them when the session closes);
-IndexedSlices gradients are densified before accumulation (TF uses a
-SparseConditionalAccumulator); ``variable_averages`` is not supported.
+AbortedError through ``AccumulatorCancelTakes`` (TF cancels them when the session closes). A
+take that runs past the operation timeout is withdrawn and the runner waits again (TF's runner
+would report the error to the coordinator and stop training); any other error that ends the
+runner fails the chief's next step (so MonitoredTrainingSession recovers from Aborted and
+Unavailable). On a session recreated after such an error, the hook retires the old runner,
+cancels its waiting take and starts a new one. When the chief's session ends, the hook enqueues
+``total_num_replicas`` more tokens so that workers waiting at the barrier finish their step and
+see the final global step (TF leaves them blocked). IndexedSlices gradients are densified
+before accumulation (TF uses a SparseConditionalAccumulator); ``variable_averages`` is not
+supported.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -36,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
+from ..errors import DeadlineExceededError
 from ..gradients import IndexedSlices, to_dense
 from ..graph import GraphKeys, Operation, Tensor
 from ..ops import state
@@ -46,6 +63,8 @@ from ..registry import apply
 from ..variables import Variable, global_variables, report_uninitialized_variables
 from .monitored import SessionRunHook
 from .optimizers import Optimizer, _on
+
+_log = logging.getLogger("hetbed.train")
 
 
 class SyncReplicasOptimizer(Optimizer):
@@ -148,8 +167,11 @@ class SyncReplicasOptimizer(Optimizer):
                         push_ops.append(acc.apply_grad(g, local_step=local_step))
                         averaged.append(acc.take_grad(self._replicas_to_aggregate))
                     self._accumulators.append(acc)
-            with _on(graph, gs_ref.op):
+            # As TF: on the global step's device (a device scope, not colocation with it), so
+            # that the wrapped optimizer keeps each update and slot with its variable.
+            with graph.device(None), graph.device(gs_ref.op.device or None):
                 update_op = self._opt.apply_gradients(list(zip(averaged, var_list)), global_step)
+            with _on(graph, gs_ref.op):
                 queue = FIFOQueue(
                     -1, gs_ref.dtype, shapes=(), name="sync_token_q", shared_name="sync_token_q"
                 )
@@ -215,6 +237,16 @@ class SyncReplicasOptimizer(Optimizer):
         init tokens once and the sync runner thread)."""
         return _SyncReplicasOptimizerHook(self, is_chief, num_tokens)
 
+    def _release_tokens_op(self) -> Operation:
+        """The chief's op at the end of training: ``total_num_replicas`` tokens (the global step),
+        one for every worker that may wait at the barrier."""
+        self._need_applied("_release_tokens_op()")
+        gs_ref = state._ref_of(self._global_step)
+        g = gs_ref.graph
+        with g.as_default(), g.control_dependencies(None), _on(g, gs_ref.op):
+            tokens = fill([self._total_num_replicas], _read(gs_ref))
+            return self._sync_token_queue.enqueue_many(tokens, name="release_tokens")
+
     def get_slot(self, *args: Any, **kwargs: Any) -> Any:
         return self._opt.get_slot(*args, **kwargs)
 
@@ -263,13 +295,34 @@ class _ChiefSyncRunner:
         return [self._thread]
 
     def _loop(self) -> None:
+        waited = 0
         while not self._stop.is_set():
             try:
                 self._sess.run(self._sync_op)
+                waited = 0
+            except DeadlineExceededError as e:
+                # Too few gradients within the session's operation timeout (a worker is slow or
+                # dead): the waiting takes were withdrawn with nothing consumed; wait again.
+                if self._stop.is_set():
+                    return
+                waited += 1
+                if waited == 1:
+                    _log.warning(
+                        "SyncReplicasOptimizer chief: no aggregate within the operation "
+                        "timeout, still waiting for gradients (%s)",
+                        e,
+                    )
             except Exception as e:  # noqa: BLE001 - a stop cancels the take; else report it
                 if not self._stop.is_set():
                     self.exceptions.append(e)
                 return
+
+    def failed(self) -> BaseException | None:
+        """The error that ended the runner's thread (not a stop), if it ended."""
+        t = self._thread
+        if self.exceptions and t is not None and not t.is_alive():
+            return self.exceptions[0]
+        return None
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Cancel the waiting take and join the thread."""
@@ -293,13 +346,14 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         self._is_chief = bool(is_chief)
         self._num_tokens = num_tokens
         self._runner: _ChiefSyncRunner | None = None
+        self._release_op: Operation | None = None
 
     def begin(self) -> None:
         self._opt._need_applied("using its session hook")
         if self._is_chief:
             self._local_init_op = self._opt.chief_init_op
             self._init_tokens_op = self._opt.get_init_tokens_op(self._num_tokens)
-            self._runner = self._opt.get_chief_queue_runner()
+            self._release_op = self._opt._release_tokens_op()
         else:
             self._local_init_op = self._opt.local_step_init_op
             self._init_tokens_op = None
@@ -313,12 +367,30 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             raise RuntimeError(
                 f"model is not ready for SyncReplicasOptimizer local init: uninitialized {names}"
             )
+        if self._runner is not None:
+            # a new session after a recoverable error: retire the old runner and withdraw its
+            # waiting take, so that only the new runner takes aggregates
+            self._runner._stop.set()
+            session.run(self._opt._cancel_sync_op)
+            self._runner = None
         session.run(self._local_init_op)
         if self._init_tokens_op is not None:
             session.run(self._init_tokens_op)
-        if self._runner is not None:
+        if self._is_chief:
+            self._runner = self._opt.get_chief_queue_runner()
             self._runner.create_threads(session, coord, daemon=True, start=True)
+
+    def after_run(self, run_context: Any, run_values: Any) -> None:
+        # like TF's coordinator: an error that ended the chief's sync thread fails the chief's
+        # next step (MonitoredTrainingSession recovers from Aborted/Unavailable by recreating it)
+        err = self._runner.failed() if self._runner is not None else None
+        if err is not None:
+            raise err
 
     def end(self, session: Any) -> None:
         if self._runner is not None:
             self._runner.stop()
+        if self._release_op is not None:
+            # workers waiting at the barrier get a token, finish their step and see the final
+            # global step (in TF they stay blocked until killed)
+            session.run(self._release_op)

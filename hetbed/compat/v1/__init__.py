@@ -4,8 +4,9 @@ Every public name of ``hetbed`` is here (``tf.placeholder``, ``tf.Session``, ``t
 ``tf.train``, ``tf.layers``, ``tf.get_variable``, ...), plus what TF1 lays out differently:
 ``tf.random``, ``tf.math``, ``tf.dtypes``, ``tf.logging``, ``tf.bool`` and the switches of TF2
 (``tf.disable_v2_behavior()`` and ``tf.disable_eager_execution()`` do nothing: hetbed always
-builds graphs). The names are copied from ``hetbed`` when this module is imported, so it mirrors
-whatever ``hetbed`` exports.
+builds graphs), ``tf.app.run`` with ``tf.app.flags`` (= ``tf.flags``, see ``flags.py``) and
+``tf.clip_by_value``. The names are copied from ``hetbed`` when this module is imported, so it
+mirrors whatever ``hetbed`` exports.
 """
 
 from __future__ import annotations
@@ -111,6 +112,23 @@ dtypes = _namespace(
     _pick("DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "cast")
     | {"bool": _hb.bool_},
 )
+
+
+# ---- TF1 names hetbed has no op for, composed from hetbed ops ----------------------------
+
+
+def clip_by_value(t: _Any, clip_value_min: _Any, clip_value_max: _Any, name: str | None = None):
+    """TF1's ``tf.clip_by_value``: ``minimum(maximum(t, min), max)``; the gradient flows where
+    ``t`` is inside the bounds, as in TF."""
+    with _hb.name_scope(name or "clip_by_value"):
+        return _hb.minimum(_hb.maximum(t, clip_value_min), clip_value_max)
+
+
+# ---- tf.app and tf.flags -------------------------------------------------------------------
+
+from . import flags  # noqa: E402 - after the names copied from hetbed, which has no `flags`
+
+app = _namespace("app", "TF1's tf.app: run() and flags.", {"run": flags.run, "flags": flags})
 
 
 # ---- TF2 switches: hetbed is graph mode only -----------------------------------------------
