@@ -14,6 +14,7 @@ from . import executor as ex
 from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
 from .graph import Graph, Operation, Tensor, get_default_graph
+from .ops.state import VarHandle
 
 
 @dataclass
@@ -40,6 +41,9 @@ class ConfigProto:
     virtual_devices: list = field(default_factory=list)
     #: cast float32 transfers between devices to float16 (True, or fn(tensor, src, dst) -> bool)
     compress_transfers: Any = False
+    #: distributed sessions contact and place on only these tasks (``["/job:ps",
+    #: "/job:worker/task:1"]``); empty: every task of the cluster
+    device_filters: list = field(default_factory=list)
 
 
 class StepInfo:
@@ -279,6 +283,8 @@ class BaseSession:
                 out.append(None)
             else:
                 v = self._to_host(v)
+                if v.__class__ is VarHandle:  # a variable's reference: its value, as in TF
+                    v, copy = v.read(), True
                 out.append(v.copy() if copy and isinstance(v, np.ndarray) else v)
         return fetch.build(out)
 

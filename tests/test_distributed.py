@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 
 import grpc
 import msgpack
@@ -311,3 +312,44 @@ def test_placement_on_a_distributed_session_is_a_clear_error():
                     s.placement()
     finally:
         server.stop()
+
+
+def test_fetching_a_variable_reference_gives_its_value(make_cluster):
+    """Fetching a variable's own tensor ("global_step:0") returns a snapshot of its value, locally
+    and from a PS task, as TF does; get_global_step finds such a variable by name."""
+    spec, s = make_cluster(1, 1)
+    for target in ("", s[("worker", 0)].target):
+        with hb.Graph().as_default() as g:
+            with hb.device(hb.train.replica_device_setter(cluster=spec if target else None)):
+                gs = hb.Variable(0, name="global_step", trainable=False, dtype=hb.int64)
+                bump = hb.assign_add(gs, 1)
+            assert hb.train.get_global_step() is gs
+            with hb.Session(target, graph=g) as sess:
+                sess.run(gs.initializer)
+                sess.run(bump)
+                before = sess.run("global_step:0")
+                sess.run(bump)
+                assert isinstance(before, np.ndarray) and before == 1  # a snapshot, not a view
+                assert sess.run("global_step:0") == 2
+
+
+def test_step_is_aborted_when_the_masters_call_ends(make_cluster):
+    """When the master's RunGraph call ends early (it died or gave up), the task aborts the step:
+    a dequeue left waiting in it does not take an element enqueued later."""
+    spec, s = make_cluster(1, 1)
+    with hb.Graph().as_default() as g:
+        with hb.device("/job:ps/task:0"):
+            q = hb.FIFOQueue(-1, hb.float32, shapes=[[]])
+            enq = q.enqueue(hb.placeholder_with_default(7.0, []))
+            deq = q.dequeue()
+        with hb.Session(s[("worker", 0)].target, graph=g) as sess:
+            sess.run(enq)
+            assert sess.run(deq) == 7.0  # registers the dequeue's graph on the PS
+            part = next(p for p in sess._last_plan.parts if "ps" in p.task)
+            req = {"handle": part.handle, "step_id": 424242, "timeout_s": 0.0, "feeds": {}}
+            with pytest.raises(hb.errors.DeadlineExceededError):
+                part.client.call("RunGraph", req, timeout=0.5)  # the call ends; the step waits
+            time.sleep(0.2)
+            sess.run(enq)
+            opts = hb.RunOptions(timeout_in_ms=3000)
+            assert sess.run(deq, options=opts) == 7.0  # not taken by the abandoned step

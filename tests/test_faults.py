@@ -12,7 +12,6 @@ kills only those processes, by pid, at the end.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -455,11 +454,6 @@ def test_ps_that_stays_down_fails_the_workers_after_the_recovery_timeout(make_cl
     assert time.monotonic() - t0 >= 2.5  # it did wait for the PS to come back
 
 
-@dataclasses.dataclass
-class _FilteredConfig(hb.ConfigProto):
-    device_filters: list = dataclasses.field(default_factory=list)
-
-
 def test_device_filters_let_a_worker_start_while_another_is_down():
     """With TF1's device_filters ["/job:ps", "/job:worker/task:0"] a worker's session contacts
     only the PS and itself, so it runs while worker 1 is down; without filters the session
@@ -474,14 +468,14 @@ def test_device_filters_let_a_worker_start_while_another_is_down():
                 v = hb.Variable(3.0, name="v")
             with hb.device("/job:worker/task:0"):
                 doubled = v * 2.0
-            config = _FilteredConfig(device_filters=["/job:ps", "/job:worker/task:0"])
+            config = hb.ConfigProto(device_filters=["/job:ps", "/job:worker/task:0"])
             with hb.Session(worker.target, config=config) as sess:
                 sess.run(v.initializer)
                 assert sess.run(doubled) == 6.0
             with pytest.raises(hb.errors.UnavailableError, match="/job:worker/replica:0/task:1"):
                 hb.Session(worker.target)
             with pytest.raises(hb.errors.InvalidArgumentError, match="names no job"):
-                hb.Session(worker.target, config=_FilteredConfig(device_filters=["/cpu:0"]))
+                hb.Session(worker.target, config=hb.ConfigProto(device_filters=["/cpu:0"]))
     finally:
         worker.stop()
         ps.stop()

@@ -156,7 +156,7 @@ def service_handler(
         worker.deregister_graph(field(req, "handle", str, "DeregisterGraph"))
         return {}
 
-    def run(req: dict) -> dict:
+    def run(req: dict, context: grpc.ServicerContext) -> dict:
         from .worker import decode_feeds
 
         handle = field(req, "handle", str, "RunGraph")
@@ -165,7 +165,21 @@ def service_handler(
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
             raise WireError(f"RunGraph: field 'timeout_s' must be a number >= 0, got {timeout!r}")
         feeds = decode_feeds(req.get("feeds", {}), "RunGraph")
-        values = worker.run_graph(handle, step_id, feeds, float(timeout))
+        finished = threading.Event()
+
+        def call_ended() -> None:
+            # The master's call ended (it died, or gave up) while the step still runs here:
+            # abort the step so that nothing keeps waiting in it (a dequeue taking a token later).
+            if not finished.is_set():
+                worker.cleanup_step(
+                    step_id, "the master's RunGraph call ended before the step finished"
+                )
+
+        context.add_callback(call_ended)
+        try:
+            values = worker.run_graph(handle, step_id, feeds, float(timeout))
+        finally:
+            finished.set()
         return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
 
     def cleanup(req: dict) -> dict:
@@ -192,10 +206,13 @@ def service_handler(
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, _token_error(worker, name, got))
 
     def wrap(name: str, fn: Callable) -> Callable:
+        takes_context = fn is run
+
         def behavior(request: bytes, context: grpc.ServicerContext) -> bytes:
             check_token(name, context)
             try:
-                return pack(fn(unpack(request, name)))
+                req = unpack(request, name)
+                return pack(fn(req, context) if takes_context else fn(req))
             except BaseException as e:  # noqa: BLE001 - every failure becomes a status
                 context.abort(status_code(e), f"{type(e).__name__}: {e}")
 

@@ -433,7 +433,11 @@ class Worker:
                 if not live:
                     self._live.pop(step_id, None)
             self.steps.leave(step_id)
-        return [vals[s] for s in prep.fetch_slots]
+        # A fetched variable reference gives the variable's value (a snapshot), as in TF.
+        return [
+            np.array(v.read()) if v.__class__ is VarHandle else v
+            for v in (vals[s] for s in prep.fetch_slots)
+        ]
 
     def aliases_state(self, value: Any) -> bool:
         """Whether ``value`` could share memory with a variable buffer of this task (which
@@ -470,7 +474,7 @@ class Worker:
         rv.take(key, done)
         if not ready.wait(timeout_s):
             err = DeadlineExceededError(
-                f"RecvTensor on {self.task}: {key!r} was not sent within {timeout_s} s"
+                f"RecvTensor on {self.task}: {key!r} was not sent within {timeout_s:g} s"
             )
             self.steps.abort(step_id, err)
             raise err

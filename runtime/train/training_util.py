@@ -35,6 +35,10 @@ def get_global_step(graph: Graph | None = None) -> Variable | Tensor | None:
             gs = graph.get_tensor_by_name(GLOBAL_STEP_NAME + ":0")
         except KeyError:
             return None
+        for v in graph.get_collection(GraphKeys.GLOBAL_VARIABLES):  # the Variable, when it is one
+            if getattr(v, "op", None) is gs.op:
+                gs = v
+                break
     assert_global_step(gs)
     return gs
 
