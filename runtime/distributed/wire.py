@@ -71,11 +71,13 @@ def _kind_name(kind: type | tuple) -> str:
     return kind.__name__
 
 
-def tensor_to_wire(value: Any, where: str = "tensor") -> dict:
-    """The wire form of a numpy value (array or scalar); raises TypeError for anything else."""
+def _host_array(value: Any, where: str) -> tuple[Any, Any, Any, bool]:
+    """(value on the host, as an array, its little-endian dtype, whether it came from a device);
+    raises TypeError for values that cannot cross tasks."""
     get = getattr(value, "get", None)
-    if get is not None and not isinstance(value, (np.ndarray, np.generic, dict)):
-        value = get()  # a cupy array: bring it to the host
+    from_device = get is not None and not isinstance(value, (np.ndarray, np.generic, dict))
+    if from_device:
+        value = get()  # a cupy array: brought to the host, a fresh array already
     if not isinstance(value, (np.ndarray, np.generic, int, float, bool, complex)):
         raise TypeError(
             f"{where}: a {type(value).__name__} cannot cross tasks; only numpy values can "
@@ -85,6 +87,12 @@ def tensor_to_wire(value: Any, where: str = "tensor") -> dict:
     if arr.dtype.kind not in "biufcSU":
         raise TypeError(f"{where}: numpy dtype {arr.dtype} cannot cross tasks")
     le = arr.dtype.newbyteorder("<") if arr.dtype.byteorder != "|" else arr.dtype
+    return value, arr, le, from_device
+
+
+def tensor_to_wire(value: Any, where: str = "tensor") -> dict:
+    """The wire form of a numpy value (array or scalar); raises TypeError for anything else."""
+    value, arr, le, _ = _host_array(value, where)
     return {
         "dtype": le.str,
         "shape": list(arr.shape),
@@ -200,18 +208,9 @@ def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTenso
     (Copying a large snapshot in pieces while the first ones are already being sent was tried:
     on a 2-core machine it was slower, the transfer itself keeping both cores busy.)
     """
-    get = getattr(value, "get", None)
-    if get is not None and not isinstance(value, (np.ndarray, np.generic, dict)):
-        value, copy = get(), False  # a cupy array: brought to the host, a fresh array already
-    if not isinstance(value, (np.ndarray, np.generic, int, float, bool, complex)):
-        raise TypeError(
-            f"{where}: a {type(value).__name__} cannot cross tasks; only numpy values can "
-            "(variable references stay on the task that owns the variable)"
-        )
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "biufcSU":
-        raise TypeError(f"{where}: numpy dtype {arr.dtype} cannot cross tasks")
-    le = arr.dtype.newbyteorder("<") if arr.dtype.byteorder != "|" else arr.dtype
+    value, arr, le, from_device = _host_array(value, where)
+    if from_device:
+        copy = False
     header = {
         "dtype": le.str,
         "shape": list(arr.shape),
