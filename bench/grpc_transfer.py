@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import best_of, optional  # noqa: E402
+from common import best_of  # noqa: E402
 
 import hetbed as hb  # noqa: E402
 
@@ -129,6 +129,68 @@ def measure(protocol: str) -> tuple[dict, dict, float]:
             s.stop()
 
 
+# TensorFlow's own gRPC runtime doing the same step (a PS variable read by an O(1) op on the
+# worker), in a child process so that TF's import and threads stay out of hetbed's numbers. It
+# prints one JSON object: {"tiny": s, "<nbytes>": s, ...} (best step times).
+_TF_SCRIPT = r"""
+import json, socket, sys, time
+import numpy as np
+import tensorflow.compat.v1 as tf
+tf.disable_eager_execution()
+sizes = [int(a) for a in sys.argv[1:]]
+def port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port()}"], "worker": [f"127.0.0.1:{port()}"]})
+ps = tf.distribute.Server(spec, "ps", 0, start=True)
+wk = tf.distribute.Server(spec, "worker", 0, start=True)
+def step_s(nbytes, repeat):
+    g = tf.Graph()
+    with g.as_default():
+        with tf.device("/job:ps/task:0"):
+            v = tf.Variable(np.ones(max(nbytes // 4, 1), np.float32))
+        with tf.device("/job:worker/task:0"):
+            y = tf.identity(v)[:1]
+        with tf.Session(wk.target, graph=g) as s:
+            s.run(v.initializer)
+            s.run(y)
+            best = float("inf")
+            for _ in range(repeat):
+                t = time.perf_counter()
+                s.run(y)
+                best = min(best, time.perf_counter() - t)
+            return best
+out = {"tiny": step_s(4, 60)}
+for n in sizes:
+    out[str(n)] = step_s(n, 40 if n <= (1 << 20) else 6) - out["tiny"]
+print(json.dumps(out))
+"""
+
+
+def tensorflow_step_s(sizes: list[int]) -> dict | None:
+    """Step times of TensorFlow's gRPC runtime (None when tensorflow is not installed or fails)."""
+    import importlib.util
+    import json
+    import subprocess
+
+    if importlib.util.find_spec("tensorflow") is None:  # no import here: TF stays in the child
+        return None
+
+    r = subprocess.run(
+        [sys.executable, "-c", _TF_SCRIPT, *map(str, sizes)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("{")]
+    if r.returncode != 0 or not lines:
+        print(f"(tensorflow side-by-side failed: {r.stderr.strip().splitlines()[-1:]})")
+        return None
+    return json.loads(lines[-1])
+
+
 def main() -> None:
     t_start = time.perf_counter()
     floor = {n: raw_socket_s(n, 50 if n <= (1 << 20) else 5) for _, n in SIZES}
@@ -164,8 +226,24 @@ def main() -> None:
     for p in PROTOCOLS:
         ok = "met" if worst[p] >= 0.5 else "NOT met"
         print(f"target: large transfers >= 0.5x raw socket ({p}): worst {worst[p]:.2f}x, {ok}")
-    if optional("tensorflow") is not None:
-        print("(tensorflow is installed; a side-by-side TF gRPC server run is not implemented yet)")
+    tf_times = tensorflow_step_s([n for _, n in SIZES if n >= (1 << 20)])
+    if tf_times is None:
+        print(
+            "(TensorFlow's gRPC server: not measured, tensorflow is not installed: pip install .[peers])"
+        )
+    else:
+        print(
+            "\nsame step on TensorFlow's gRPC runtime (tensorflow-cpu), GB/s (x raw socket; x hetbed)"
+        )
+        for label, n in SIZES:
+            t = tf_times.get(str(n))
+            if t is None or t <= 20e-6:
+                continue
+            rate = n / t / 1e9
+            ours = {p: n / results[p][1][n] / 1e9 for p in PROTOCOLS if results[p][1][n] > 20e-6}
+            rel = "  ".join(f"{p} {v / rate:.2f}x" for p, v in ours.items())
+            print(f"{label:>7s} {rate:8.2f} {rate / (n / floor[n] / 1e9):6.2f}   hetbed: {rel}")
+        print(f"trivial remote step latency (TensorFlow): {tf_times['tiny'] * 1e6:.0f} us")
     print(f"(benchmark ran in {time.perf_counter() - t_start:.0f} s)")
 
 
