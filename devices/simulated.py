@@ -69,10 +69,8 @@ def _signature(v: Any) -> int:
     if v.__class__ is SimValue:
         return v.sig
     if v.__class__ is np.ndarray:
-        dt = v.dtype
-        if dt.kind in "iu" and v.nbytes <= _SMALL:
-            return _intern((v.shape, dt, v.tobytes()))
-        return _intern((v.shape, dt))
+        small = _small_int(v)
+        return _intern((v.shape, v.dtype) if small is None else (v.shape, v.dtype, v.tobytes()))
     return _intern((value_shape(v), type(v).__name__, str(getattr(v, "dtype", None))))
 
 
@@ -222,21 +220,23 @@ class SimulatedDevice(Device):
     # ---- memory ------------------------------------------------------------------------
     def alloc(self, nbytes: int, op: Any) -> None:
         """Account ``nbytes`` of a new tensor; raises ResourceExhaustedError past capacity."""
-        self.memory_in_use_bytes += nbytes
-        total = self.memory_in_use_bytes + self.persistent_bytes
-        if self.memory_limit_bytes and total > self.memory_limit_bytes:
+        total = self.memory_in_use_bytes + nbytes + self.persistent_bytes
+        limit = self.memory_limit_bytes
+        if limit and total > limit:
             from hetbed.runtime.errors import ResourceExhaustedError
 
-            self.memory_in_use_bytes -= nbytes
             raise ResourceExhaustedError(
-                f"simulated out of memory on {self.name}: op {op.name!r} ({op.type}) allocates "
-                f"{nbytes:,} bytes with {self.memory_in_use_bytes + self.persistent_bytes:,} of "
-                f"{self.memory_limit_bytes:,} bytes in use"
+                f"simulated out of memory on {self.name}: op {op.name!r} ({op.type}) "
+                f"allocates {nbytes:,} bytes with "
+                f"{self.memory_in_use_bytes + self.persistent_bytes:,} of {limit:,} bytes in use"
             )
-        self.peak_bytes = max(self.peak_bytes, total)
+        if total > self.peak_bytes:
+            self.peak_bytes = total
+        self.memory_in_use_bytes += nbytes
 
     def free(self, nbytes: int) -> None:
-        self.memory_in_use_bytes = max(0, self.memory_in_use_bytes - nbytes)
+        left = self.memory_in_use_bytes - nbytes
+        self.memory_in_use_bytes = left if left > 0 else 0
 
     def reset_stats(self) -> None:
         self.busy_s = 0.0

@@ -160,14 +160,14 @@ class Cluster:
         self._build()
         return list(self._devices or [])
 
-    def route(self, src_device: str, dst_device: str) -> list:
-        """The links a transfer from ``src_device`` to ``dst_device`` crosses."""
+    def route(self, src_device: str, dst_device: str) -> tuple:
+        """The links a transfer from ``src_device`` to ``dst_device`` crosses (a shared tuple)."""
         key = (src_device, dst_device)
         path = self._routes.get(key)
         if path is None:  # the topology is fixed once built: each pair is routed once
             self._build()
             path = self._routes[key] = tuple(self._fabric.route_devices(src_device, dst_device))
-        return list(path)
+        return path
 
     def describe(self) -> list[dict]:
         """One row per device: name, kind, catalog key, peak float32 FLOP/s, memory bytes."""

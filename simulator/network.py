@@ -81,9 +81,9 @@ class Link:
 
 class _Flow:
     __slots__ = ("seq", "path", "size", "remaining", "rate", "t0", "finish_s", "version")
-    __slots__ += ("event", "record")
+    __slots__ += ("done", "record")
 
-    def __init__(self, seq: int, path: list[Link], size: float, event: Any, record: dict):
+    def __init__(self, seq: int, path: tuple[Link, ...], size: float, done: Callable, record: dict):
         self.seq = seq
         self.path = path
         self.size = size
@@ -92,7 +92,7 @@ class _Flow:
         self.t0 = 0.0
         self.finish_s = math.inf
         self.version = 0  # bumped at each new rate; -1 once finished
-        self.event = event
+        self.done = done  # called with the record at the last byte
         self.record = record
 
 
@@ -150,14 +150,13 @@ class Network:
         after the path's latency. Raises ValueError for a negative or non-finite size, a link of
         another network, or a path that crosses a link twice.
         """
-        path = list(path)
+        path = tuple(path)  # (a tuple is taken as it is)
         size = float(nbytes)
         if not (math.isfinite(size) and size >= 0):
             raise ValueError(
                 f"flow {src!r}->{dst!r}: bytes must be finite and >= 0, got {nbytes!r}"
             )
-        key = tuple(path)
-        joined = self._checked_paths.get(key)
+        joined = self._checked_paths.get(path)
         if joined is None:
             joined = self._check_path(path, src, dst)
         now = self.env.now
@@ -171,17 +170,17 @@ class Network:
             "end_s": math.nan,
             "path": joined,
         }
-        event = self.env.event() if on_done is None else on_done
-        flow = _Flow(self._seq, path, size, event, record)
+        event = self.env.event() if on_done is None else None
+        flow = _Flow(self._seq, path, size, event.succeed if on_done is None else on_done, record)
         self._seq += 1
         latency = sum(link.latency_s for link in path)
         if latency > 0:
             self.env.timeout(latency).callbacks.append(lambda _ev: self._arrive(flow))
         else:
             self._arrive(flow)
-        return event if on_done is None else None
+        return event
 
-    def _check_path(self, path: list, src: str, dst: str) -> str:
+    def _check_path(self, path: tuple, src: str, dst: str) -> str:
         """Validate a path once (links of this network, none twice); returns its name."""
         for link in path:
             if not isinstance(link, Link) or self.links.get(link.name) is not link:
@@ -192,7 +191,7 @@ class Network:
         if len({id(link) for link in path}) != len(path):
             names = [link.name for link in path]
             raise ValueError(f"flow {src!r}->{dst!r}: path crosses a link twice: {names}")
-        joined = self._checked_paths[tuple(path)] = ">".join(link.name for link in path)
+        joined = self._checked_paths[path] = ">".join(link.name for link in path)
         return joined
 
     def _arrive(self, flow: _Flow) -> None:
@@ -218,10 +217,7 @@ class Network:
         flow.version = -1
         flow.record["end_s"] = now
         self.records.append(flow.record)
-        if flow.event.__class__ is simpy.Event:
-            flow.event.succeed(flow.record)
-        else:  # a callback: called at once, in this instant (no SimPy event)
-            flow.event(flow.record)
+        flow.done(flow.record)  # an event's succeed, or the caller's on_done, at once
 
     def _request_recompute(self) -> None:
         # A zero delay timeout runs after every event already queued for this instant, so that
@@ -348,10 +344,11 @@ class Network:
         """
         now = self.env.now
         horizon = now if horizon_s is None else float(horizon_s)
+        carried_bytes = self.carried_bytes()
         rows = []
         for link in self.links.values():
             dt = now - link._since
-            carried = link._bytes + link._load * dt
+            carried = carried_bytes[link.name]
             busy = link._busy_s + (dt if link._load > 0 else 0.0)
             capacity = link.bandwidth_bytes_per_s * horizon
             rows.append(

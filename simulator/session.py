@@ -55,18 +55,9 @@ class _MemoryObserver(StepObserver):
         self.slot_node = prepared.slot_node
         self.charged: dict[int, int] = {}
         self.deferred: dict[int, list[int]] = {}  # consumer index -> slots to free when it ends
-        # Nodes whose outputs are new tensors on a simulated device (decided once per plan).
-        self.allocates = [
-            isinstance(n.device, SimulatedDevice)
-            and not n.kernel.aliases_input
-            and not n.op.op_def.is_ref
-            and n.n_out > 0
-            for n in prepared.nodes
-        ]
+        self.allocates = prepared.sim_allocates  # see SimSession._build_plan
 
     def node_finished(self, node: Any, result: Any) -> None:
-        # The hot path of memory accounting: one call per node, no nested calls unless a
-        # device runs out of memory.
         if self.allocates[node.index]:
             charged = self.charged
             total = 0
@@ -80,21 +71,14 @@ class _MemoryObserver(StepObserver):
                         n = charged[s] = value_nbytes(v)
                         total += n
             if total:
-                dev = node.device
-                dev.memory_in_use_bytes += total
-                in_use = dev.memory_in_use_bytes + dev.persistent_bytes
-                if in_use > dev.peak_bytes:
-                    if dev.memory_limit_bytes and in_use > dev.memory_limit_bytes:
-                        dev.memory_in_use_bytes -= total
-                        dev.alloc(total, node.op)  # raises the simulated out-of-memory error
-                    dev.peak_bytes = in_use
+                node.device.alloc(total, node.op)  # raises the simulated out-of-memory error
         if self.deferred:
             slots = self.deferred.pop(node.index, None)
             if slots:
                 for slot in slots:
                     n = self.charged.pop(slot, 0)
                     if n:
-                        self.slot_node[slot].device.memory_in_use_bytes -= n
+                        self.slot_node[slot].device.free(n)
 
     def value_freed(self, slot: int, value: Any, consumer: Any) -> None:
         # An input stays allocated until the op reading it has finished.
@@ -233,10 +217,6 @@ class SimSession(BaseSession):
         running on devices (``timers``) or from SimPy's own events (flows, Send/Recv)."""
         env = self.cluster.env
         queue = env._queue  # SimPy's event heap: (time, priority, id, event)
-        if timers and (not queue or timers[0][0] < queue[0][0]) and completions.empty():
-            end, _seq, node, result = heapq.heappop(timers)
-            env._now = end  # nothing else is scheduled before ``end``: advance the clock
-            return node, result, None
         while completions.empty():
             if timers and (not queue or timers[0][0] < queue[0][0]):
                 end, _seq, node, result = heapq.heappop(timers)
@@ -254,6 +234,14 @@ class SimSession(BaseSession):
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
         plan.prepared.straight_line = False  # every node goes through the simulated clock
+        # Nodes whose outputs are new tensors on a simulated device (memory accounting).
+        plan.prepared.sim_allocates = [
+            isinstance(n.device, SimulatedDevice)
+            and not n.kernel.aliases_input
+            and not n.op.op_def.is_ref
+            and n.n_out > 0
+            for n in plan.prepared.nodes
+        ]
         # Variables live on their devices for the whole run: charge them once.
         for node in plan.prepared.nodes:
             if node.op.type == "VariableV2" and isinstance(node.device, SimulatedDevice):

@@ -37,7 +37,7 @@ from hetbed.devices.catalog import LinkSpec, load_device, load_link
 
 from .failures import FAILURE_COLUMNS, Failure
 from .fluid import PSNetwork, Transfer, ring_allreduce_time
-from .gcguard import GC_THRESHOLD, relaxed_gc
+from .gcguard import relaxed_gc
 from .profile import ReplicaProfile, _nonneg, profile_from_graph
 from .stragglers import StragglerModel, combine
 from .topology import Nic
@@ -75,7 +75,6 @@ GRADIENT_COLUMNS = (
     "accepted",
 )
 
-_GC_THRESHOLD = GC_THRESHOLD
 
 # ---- results --------------------------------------------------------------------------------
 
@@ -400,7 +399,7 @@ class _Driver:
 
         Raises ValueError for steps < 1, RuntimeError when called twice or when the simulation
         can make no progress. While it runs, the cyclic garbage collector's first threshold is
-        raised to ``_GC_THRESHOLD`` allocations (restored afterwards): the drivers leave no
+        raised to ``gcguard.GC_THRESHOLD`` allocations (restored afterwards): the drivers leave no
         reference cycles, and frequent collections of their many short-lived objects cost more
         than the simulation itself at 800 workers.
         """
@@ -433,7 +432,7 @@ class _Driver:
             env.process(self._fail_loop())
         t0 = time.perf_counter()
         try:
-            with relaxed_gc(_GC_THRESHOLD):
+            with relaxed_gc():
                 env.run(until=self.done)
         except RuntimeError as e:
             if "until" not in str(e):
