@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from hetbed.runtime.distributed.launcher import CONFIG_ENV, free_ports
 from hetbed.scenarios import datasets
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TESTS_DIR = os.path.join(ROOT, "tests")
 
 # Linear regression, 1 PS + N workers, SyncReplicasOptimizer through MonitoredTrainingSession.
 # Arguments: last step, replicas to aggregate, total replicas, operation timeout (ms), checkpoint
@@ -100,7 +102,7 @@ SYNC = textwrap.dedent(
     """
 )
 
-# The digits MLP (as in test_launcher.py), 1 PS + 2 asynchronous workers, the chief saving a
+# The digits MLP of digits_mlp_task.py, 1 PS + 2 asynchronous workers, the chief saving a
 # checkpoint every 50 global steps. Arguments: checkpoint dir, last step. Every worker prints the
 # global step read in each of its steps, then "done <global step> recoveries <n>".
 MLP = textwrap.dedent(
@@ -109,8 +111,8 @@ MLP = textwrap.dedent(
 
     import numpy as np
 
+    import digits_mlp_task  # the tests copy it next to this script
     import hetbed as hb
-    from hetbed.scenarios import datasets
 
     ckpt_dir, last_step = sys.argv[1], int(sys.argv[2])
     cluster, job, index = hb.train.cluster_from_env()
@@ -119,28 +121,11 @@ MLP = textwrap.dedent(
     if job == "ps":
         server.join()
         sys.exit(0)
-    data = datasets.digits()
-    mean, std = data.x_train.mean(0), data.x_train.std(0) + 0.1
-    x_train = (data.x_train - mean) / std
-    g = hb.Graph()
-    g.seed = 1
-    setter = hb.train.replica_device_setter(
-        cluster=cluster, worker_device=f"/job:worker/task:{index}"
-    )
-    with g.as_default():
-        with hb.device(setter):
-            step = hb.train.get_or_create_global_step()
-            x = hb.placeholder(hb.float32, [None, 64], name="x")
-            y = hb.placeholder(hb.int32, [None], name="y")
-            w1 = hb.Variable(hb.truncated_normal([64, 256], stddev=0.125), name="w1")
-            b1 = hb.Variable(hb.zeros([256]), name="b1")
-            w2 = hb.Variable(hb.truncated_normal([256, 10], stddev=0.0625), name="w2")
-            b2 = hb.Variable(hb.zeros([10]), name="b2")
-            logits = hb.matmul(hb.nn.relu(hb.matmul(x, w1) + b1), w2) + b2
-            xent = hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-            loss = hb.reduce_mean(xent) + 1e-3 * (hb.nn.l2_loss(w1) + hb.nn.l2_loss(w2))
-            rate = hb.train.exponential_decay(0.01, step, last_step, 0.05)
-            train = hb.train.AdamOptimizer(rate).minimize(loss, global_step=step)
+    m = digits_mlp_task.build(cluster, index, last_step)
+    data, x_train, x, y, step = m.data, m.x_train, m.x, m.y, m.step
+    with m.g.as_default():
+        with hb.device(m.setter):
+            train = m.opt.minimize(m.loss, global_step=step)
         rng = np.random.default_rng(index)
         with hb.train.MonitoredTrainingSession(
             master=server.target,
@@ -211,6 +196,7 @@ class _Cluster:
         self.dir = tmp_path
         path = tmp_path / "task.py"
         path.write_text(script)
+        shutil.copy(os.path.join(TESTS_DIR, "digits_mlp_task.py"), tmp_path)
         ports = free_ports(1 + num_workers)
         self.spec = {
             "ps": [f"127.0.0.1:{ports[0]}"],

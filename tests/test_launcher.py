@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,8 +19,7 @@ import hetbed as hb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# The digits MLP (64-256-10, inputs standardized, L2 1e-3, Adam with the learning rate decaying
-# from 0.01 to 0.0005 over the run), between-graph replicated over the PS tasks. Arguments:
+# The digits MLP of digits_mlp_task.py, between-graph replicated over the PS tasks. Arguments:
 # checkpoint dir, last global step, replicas to aggregate (0: asynchronous training), batch size
 # per worker. Steps cost little more with larger batches here: the per-step overhead of the
 # runtime dominates, so 128-example batches cut the steps needed for 0.97. The chief
@@ -30,8 +30,8 @@ TRAIN = textwrap.dedent(
 
     import numpy as np
 
+    import digits_mlp_task  # the tests copy it next to this script
     import hetbed as hb
-    from hetbed.scenarios import datasets
 
     ckpt_dir, last_step, aggregate, batch = sys.argv[1], *map(int, sys.argv[2:5])
     cluster, job, index = hb.train.cluster_from_env()
@@ -39,28 +39,11 @@ TRAIN = textwrap.dedent(
     if job == "ps":
         server.join()
         sys.exit(0)
-    data = datasets.digits()
-    mean, std = data.x_train.mean(0), data.x_train.std(0) + 0.1
-    x_train, x_test = (data.x_train - mean) / std, (data.x_test - mean) / std
-    g = hb.Graph()
-    g.seed = 1
-    setter = hb.train.replica_device_setter(
-        cluster=cluster, worker_device=f"/job:worker/task:{index}"
-    )
-    with g.as_default():
-        with hb.device(setter):
-            step = hb.train.get_or_create_global_step()
-            x = hb.placeholder(hb.float32, [None, 64], name="x")
-            y = hb.placeholder(hb.int32, [None], name="y")
-            w1 = hb.Variable(hb.truncated_normal([64, 256], stddev=0.125), name="w1")
-            b1 = hb.Variable(hb.zeros([256]), name="b1")
-            w2 = hb.Variable(hb.truncated_normal([256, 10], stddev=0.0625), name="w2")
-            b2 = hb.Variable(hb.zeros([10]), name="b2")
-            logits = hb.matmul(hb.nn.relu(hb.matmul(x, w1) + b1), w2) + b2
-            xent = hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
-            loss = hb.reduce_mean(xent) + 1e-3 * (hb.nn.l2_loss(w1) + hb.nn.l2_loss(w2))
-            rate = hb.train.exponential_decay(0.01, step, last_step, 0.05)
-            opt = hb.train.AdamOptimizer(rate)
+    m = digits_mlp_task.build(cluster, index, last_step)
+    data, x_train, x_test, x, y, acc = m.data, m.x_train, m.x_test, m.x, m.y, m.acc
+    with m.g.as_default():
+        with hb.device(m.setter):
+            opt, step, loss = m.opt, m.step, m.loss
             hooks = [hb.train.StopAtStepHook(last_step=last_step)]
             if aggregate:
                 opt = hb.train.SyncReplicasOptimizer(
@@ -68,8 +51,6 @@ TRAIN = textwrap.dedent(
                 )
                 hooks.append(opt.make_session_run_hook(is_chief=(index == 0)))
             train = opt.minimize(loss, global_step=step)
-            hit = hb.equal(hb.cast(hb.argmax(logits, 1), hb.int32), y)
-            acc = hb.reduce_mean(hb.cast(hit, hb.float32))
         if index == 0:
             for v in hb.global_variables():
                 print(f"variable {v.op.name} on {v.device}")
@@ -113,6 +94,7 @@ FAIL = textwrap.dedent(
 def _command(tmp_path, script: str, *args: str, ps: int = 1, workers: int = 2) -> list[str]:
     path = tmp_path / "task.py"
     path.write_text(script)
+    shutil.copy(os.path.join(ROOT, "tests", "digits_mlp_task.py"), tmp_path)
     cmd = [sys.executable, "-m", "hetbed.cli", "cluster", "--ps", str(ps), "--workers"]
     return cmd + [str(workers), "--grace", "2", "--", sys.executable, str(path), *args]
 
