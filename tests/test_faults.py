@@ -241,6 +241,13 @@ class _Cluster:
                 pytest.fail(f"timed out after {timeout_s} s waiting for {what}:\n{self.logs()}")
             time.sleep(0.05)
 
+    def finish(self, task: str, timeout_s: float, when: str = "") -> int:
+        """``task``'s exit code; fails the test naming ``when`` if it runs ``timeout_s`` more."""
+        try:
+            return self.procs[task].wait(timeout=max(0.1, timeout_s))
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{task} did not finish within {timeout_s:.0f} s{when}:\n{self.logs()}")
+
     def kill(self, task: str) -> None:
         p = self.procs[task]
         if p.poll() is None:
@@ -280,11 +287,7 @@ def test_sync_training_with_a_backup_worker_survives_a_killed_worker(make_cluste
     c.kill("worker2")
     killed_at = max(c.steps("worker0"))
     for w in ("worker0", "worker1"):
-        try:
-            rc = c.procs[w].wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{w} did not finish within 20 s:\n{c.logs()}")
-        assert rc == 0, c.logs()
+        assert c.finish(w, 20) == 0, c.logs()
         done = re.search(r"^done (\d+)$", c.log(w), re.M)
         assert done is not None and int(done.group(1)) >= last, c.logs()
         assert "ERROR" not in c.log(w), c.logs()
@@ -301,11 +304,7 @@ def test_sync_without_backup_goes_on_after_a_killed_non_chief_fails_a_step(make_
     c = make_cluster(SYNC, [str(last), "2", "2", "2000", "-", "20"], num_workers=2)
     c.wait_for(lambda: max(c.steps("worker0"), default=0) >= 4, "global step 4", 20)
     c.kill("worker1")
-    try:
-        rc = c.procs["worker0"].wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"worker 0 did not finish within 30 s:\n{c.logs()}")
-    assert rc == 0, c.logs()
+    assert c.finish("worker0", 30) == 0, c.logs()
     done = re.search(r"^done (\d+)$", c.log("worker0"), re.M)
     assert done is not None and int(done.group(1)) >= last, c.logs()
     errors = re.findall(r"^ERROR (\w+): (.*)$", c.log("worker0"), re.M)
@@ -344,11 +343,7 @@ def test_killed_chief_without_backup_fails_steps_after_the_deadline_and_rejoins(
     before = len(c.steps("worker1"))
     c.start("worker", 0)
     for w in ("worker0", "worker1"):
-        try:
-            rc = c.procs[w].wait(timeout=40)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{w} did not finish within 40 s of the restart:\n{c.logs()}")
-        assert rc == 0, c.logs()
+        assert c.finish(w, 40, " of the restart") == 0, c.logs()
         done = re.search(r"^done (\d+)$", c.log(w), re.M)
         assert done is not None and int(done.group(1)) >= last, c.logs()
     starts = [int(s) for s in re.findall(r"^start (\d+)$", c.log("worker0"), re.M)]
@@ -398,11 +393,7 @@ def test_killed_ps_restarted_resumes_from_the_last_checkpoint(make_cluster, tmp_
     assert c.procs["worker0"].poll() is None and c.procs["worker1"].poll() is None
     c.start("ps", 0)
     for w in ("worker0", "worker1"):
-        try:
-            rc = c.procs[w].wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{w} did not finish within 60 s of the PS restart:\n{c.logs()}")
-        assert rc == 0, c.logs()
+        assert c.finish(w, 60, " of the PS restart") == 0, c.logs()
         done = re.search(r"^done (\d+) recoveries (\d+)$", c.log(w), re.M)
         assert done is not None and int(done.group(1)) >= last, c.logs()
         assert int(done.group(2)) >= 1, c.logs()
@@ -427,10 +418,7 @@ def test_ps_that_stays_down_fails_the_workers_after_the_recovery_timeout(make_cl
     c.kill("ps0")
     t0 = time.monotonic()
     for w in ("worker0", "worker1"):
-        try:
-            rc = c.procs[w].wait(timeout=max(0.1, 15 - (time.monotonic() - t0)))
-        except subprocess.TimeoutExpired:
-            pytest.fail(f"{w} still running 15 s after the PS was killed:\n{c.logs()}")
+        rc = c.finish(w, 15 - (time.monotonic() - t0), " of the PS kill")
         assert rc == 3, c.logs()
         assert "recreating the session" in c.log(w), c.logs()
         err = re.search(r"^FATAL (\w+): (.*)$", c.log(w), re.M)
