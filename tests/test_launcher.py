@@ -74,18 +74,26 @@ TRAIN = textwrap.dedent(
     """
 )
 
+# The workers wait until the PS has printed its pid (it writes ps_ready afterwards): without
+# that, the launcher may stop the PS while it is still importing, before it prints anything.
 FAIL = textwrap.dedent(
     """
+    import os
     import sys
+    import time
 
     import hetbed as hb
 
     cluster, job, index = hb.train.cluster_from_env()
     server = hb.train.Server(cluster, job, index)
-    print(f"pid {__import__('os').getpid()}", flush=True)
+    print(f"pid {os.getpid()}", flush=True)
     if job == "ps":
+        open("ps_ready", "w").close()
         server.join()
-    elif index == 1:
+    deadline = time.monotonic() + 60
+    while not os.path.exists("ps_ready") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if index == 1:
         sys.exit(1)
     """
 )
