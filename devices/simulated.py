@@ -66,12 +66,20 @@ def _static_shapes(op: Any, in_shapes: list, inputs: Any, values: Any) -> list[t
 def _signature(v: Any) -> int:
     """The int naming what a device's plan for a node depends on in input ``v``: its shape and
     dtype, and its values when it is a small integer tensor (shape arithmetic)."""
-    if v.__class__ is SimValue:
+    cls = v.__class__
+    if cls is SimValue:
         return v.sig
-    if v.__class__ is np.ndarray:
-        small = _small_int(v)
-        return _intern((v.shape, v.dtype) if small is None else (v.shape, v.dtype, v.tobytes()))
-    return _intern((value_shape(v), type(v).__name__, str(getattr(v, "dtype", None))))
+    if cls is np.ndarray:
+        dt = v.dtype
+        key = (
+            (v.shape, dt, v.tobytes()) if dt.kind in "iu" and v.nbytes <= _SMALL else (v.shape, dt)
+        )
+    else:
+        key = (value_shape(v), cls.__name__, str(getattr(v, "dtype", None)))
+    sig = _SIGS.get(key)
+    if sig is None:
+        sig = _SIGS[key] = len(_SIGS)
+    return sig
 
 
 def _small_int(v: Any) -> Any:
@@ -147,7 +155,11 @@ class SimulatedDevice(Device):
     def start(self, node: Any, inputs: list) -> tuple[float, Any]:
         """Queue ``node`` on this device's stream; returns (simulated end time, result). The
         executor completes the node when the clock reaches the end time."""
-        key = tuple([v.sig if v.__class__ is SimValue else _signature(v) for v in inputs])
+        if len(inputs) == 1:  # the key is an int for one input, a tuple of ints otherwise
+            v = inputs[0]
+            key = v.sig if v.__class__ is SimValue else _signature(v)
+        else:
+            key = tuple(map(_signature, inputs))
         plans = node.memo  # this node's plans by input signature (a node runs on one device)
         if plans is None:
             plans = node.memo = {}

@@ -369,8 +369,9 @@ def run_event_driven(
 
     With ``timeout_s``, a step that waits that long for any completion fails with
     DeadlineExceededError naming the nodes still outstanding (instead of hanging).
-    ``observer`` (see StepObserver) hears when nodes start and finish and when buffers die: tracing
-    and memory accounting hang off it; an exception it raises fails the node it concerns.
+    ``observer`` (see StepObserver) hears when nodes start and finish and which buffers die with
+    them: tracing and memory accounting hang off it; an exception it raises fails the node it
+    concerns.
     """
     nodes = plan.nodes
     timers: list = []  # (end time, seq, node, result) of nodes running on timed devices
@@ -402,9 +403,11 @@ def run_event_driven(
                 _abort(step, err)
                 raise err from None
 
+    released: dict[int, list[int]] = {}  # node -> slots it was the last consumer of
+
     def store(node: Node, r: Any) -> None:
         if observer is not None:
-            observer.node_finished(node, r)
+            observer.node_finished(node, r, released.pop(node.index, ()) if released else ())
         n_out = node.n_out
         if n_out == 1:
             s = node.outs[0]
@@ -427,7 +430,7 @@ def run_event_driven(
                 refs[s] -= 1
                 if refs[s] == 0:
                     if observer is not None:
-                        observer.value_freed(s, vals[s], node)
+                        released.setdefault(node.index, []).append(s)
                     vals[s] = None
             if on_start is not None:
                 on_start(node)
@@ -479,17 +482,173 @@ def run_event_driven(
         raise _wrap(failure, failed_node, vals) from failure
 
 
+def run_timed(
+    plan: PreparedGraph,
+    vals: list,
+    step: Any,
+    clock: Any,
+    observer: Any = None,
+    charges: Sequence[bool] | None = None,
+) -> None:
+    """The event-driven schedule specialised for a step whose nodes all run on timed devices or
+    are asynchronous (Send/Recv through the step's rendezvous): a simulated step.
+
+    Same semantics as ``run_event_driven`` (ready nodes in the same order, inputs released at the
+    same points, the observer told the same things), with the wait inlined: ``clock`` is a
+    discrete-event environment exposing its event heap as ``_queue`` (entries start with their
+    time), its time as ``_now`` and ``step()`` (SimPy's Environment). A timed node's completion
+    is taken from the step's heap when nothing on the clock is earlier; otherwise the clock
+    steps (network flows, Send/Recv deliveries), which may complete asynchronous nodes.
+
+    ``charges`` turns on memory accounting through the buffer lifetimes: when node ``i`` with
+    ``charges[i]`` finishes, the bytes of its new outputs are allocated on its device
+    (``device.alloc(nbytes, op)``, which may raise the device's out-of-memory error), and a buffer
+    is freed on its producer's device (``device.free(nbytes)``) when its last consumer finishes;
+    what is still charged when the step ends (fetched values, or everything after a failure) is
+    freed then.
+    """
+    nodes = plan.nodes
+    pending = plan.initial_pending[:]
+    refs = plan.initial_refs[:]
+    ready = plan.roots[::-1]
+    timers: list = []  # (end time, seq, node, result, slots whose last consumer is the node)
+    completions: list = []  # (node, result, error) of asynchronous nodes, in completion order
+    waiting: dict[int, tuple] = {}  # asynchronous node started -> its released slots
+    events = clock._queue
+    push, pop = heapq.heappush, heapq.heappop
+    finished = None
+    if observer is not None and type(observer).node_finished is not StepObserver.node_finished:
+        finished = observer.node_finished
+    charged = [0] * plan.n_slots if charges is not None else None
+    slot_node = plan.slot_node
+    seq = 0
+    outstanding = 0
+    node = None
+    try:
+        while True:
+            while ready:
+                node = nodes[ready.pop()]
+                ins = node.ins
+                dead = ()
+                if len(ins) == 1:
+                    s = ins[0]
+                    inputs = [vals[s]]
+                    left = refs[s] - 1
+                    refs[s] = left
+                    if not left:
+                        dead = (s,)
+                        vals[s] = None
+                else:
+                    inputs = [vals[s] for s in ins]
+                    for s in ins:
+                        left = refs[s] - 1
+                        refs[s] = left
+                        if not left:
+                            dead = (*dead, s)
+                            vals[s] = None
+                if node.timed:
+                    end, r = node.device.start(node, inputs)
+                    push(timers, (end, seq, node, r, dead))
+                    seq += 1
+                else:
+                    waiting[node.index] = dead
+                    node.fn(node.ctx, step, inputs, _lister(completions, node))
+                outstanding += 1
+            if not outstanding:
+                break
+            # The next completion in simulated time.
+            if completions:
+                node, r, err = completions.pop(0)
+                dead = waiting.pop(node.index)
+                if err is not None:
+                    raise err
+            elif timers and (not events or timers[0][0] < events[0][0]):
+                end, _seq, node, r, dead = pop(timers)
+                clock._now = end  # nothing on the clock is earlier: advance it
+            elif events:
+                node = None
+                clock.step()
+                continue
+            else:
+                node = None
+                names = ", ".join(nodes[i].op.name for i in list(waiting)[:8])
+                raise FailedPreconditionError(
+                    "simulated step is stuck: nothing is scheduled and nodes are still waiting "
+                    f"(a Recv without its Send, or a collective missing a participant): {names}"
+                )
+            outstanding -= 1
+            if finished is not None:
+                finished(node, r, dead)
+            n_out = node.n_out
+            if n_out == 1:
+                s = node.outs[0]
+                if s is not None:
+                    vals[s] = r
+                    if charged is not None and charges[node.index]:
+                        n = getattr(r, "nbytes", 0)
+                        if n:
+                            node.device.alloc(n, node.op)  # may raise the simulated OOM
+                            charged[s] = n
+            elif n_out:
+                total = 0
+                for s, v in zip(node.outs, r):
+                    if s is not None:
+                        vals[s] = v
+                        if charged is not None and charges[node.index]:
+                            n = charged[s] = getattr(v, "nbytes", 0)
+                            total += n
+                if total:
+                    node.device.alloc(total, node.op)
+            if charged is not None:
+                for s in dead:
+                    n = charged[s]
+                    if n:
+                        charged[s] = 0
+                        slot_node[s].device.free(n)
+            for c in node.consumers:
+                left = pending[c] - 1
+                pending[c] = left
+                if not left:
+                    ready.append(c)
+    except Exception as e:
+        _abort(step, e)
+        if charged is not None:
+            _free_all(charged, slot_node)
+        if isinstance(e, OpError):
+            raise _annotate(e, node, vals) from None
+        raise _wrap(e, node, vals) from e
+    if charged is not None:  # what is left is fetched: it goes to the client, the step ends
+        for s in plan.fetch_slots:
+            if s is not None and charged[s]:
+                _free_all(charged, slot_node)
+                break
+
+
+def _free_all(charged: list, slot_node: list) -> None:
+    """Free every buffer still charged to a device (the step is over)."""
+    for s, n in enumerate(charged):
+        if n:
+            charged[s] = 0
+            slot_node[s].device.free(n)
+
+
+def _lister(completions: list, node: Node) -> Callable:
+    def done(result: Any = None, error: BaseException | None = None) -> None:
+        completions.append((node, result, error))
+
+    return done
+
+
 class StepObserver:
     """Hooks the event-driven schedule calls; subclass and override what you need."""
 
     def node_started(self, node: Node) -> None:
         """``node`` is about to run (inline) or has been handed to its device."""
 
-    def node_finished(self, node: Node, result: Any) -> None:
-        """``node`` produced ``result`` (one value, a tuple, or None)."""
-
-    def value_freed(self, slot: int, value: Any, consumer: Node) -> None:
-        """``consumer``, the last consumer of ``slot``, has taken ``value``; the step drops it."""
+    def node_finished(self, node: Node, result: Any, released: Sequence[int] = ()) -> None:
+        """``node`` produced ``result`` (one value, a tuple, or None). ``released``: the slots
+        whose last consumer was ``node``; their buffers die now (an input stays allocated until
+        the op reading it has finished)."""
 
 
 def _abort(step: Any, err: BaseException) -> None:

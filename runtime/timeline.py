@@ -52,7 +52,7 @@ class TracingObserver(StepObserver):
     def node_started(self, node: Any) -> None:
         self.starts[node.index] = time.perf_counter() - self.t0
 
-    def node_finished(self, node: Any, result: Any) -> None:
+    def node_finished(self, node: Any, result: Any, released: Any = ()) -> None:
         end = time.perf_counter() - self.t0
         start = self.starts.get(node.index, end)
         self.rows.append(

@@ -101,7 +101,7 @@ class _ShapeTracer(TracingObserver):
         }
         self.samples: list[tuple[str, float]] = []
 
-    def node_finished(self, node: Any, result: Any) -> None:
+    def node_finished(self, node: Any, result: Any, released: Any = ()) -> None:
         super().node_finished(node, result)
         outs = result if node.n_out > 1 else (result,)
         for s, v in zip(node.outs, outs or ()):
@@ -110,9 +110,6 @@ class _ShapeTracer(TracingObserver):
         ins = [self.slot_shape.get(s, ()) for s in node.ins]
         row = self.rows[-1]
         self.samples.append((profile_key(node.op, ins), row["duration_s"]))
-
-    def value_freed(self, slot: int, value: Any, consumer: Any) -> None:
-        pass
 
 
 def profile_ops(

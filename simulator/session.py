@@ -5,17 +5,15 @@ network flows) and the executor's wait (advance the clock) differ from ``hb.Sess
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from simpy.core import EmptySchedule
 
 from hetbed.devices.simulated import SimulatedDevice, SimValue, value_nbytes
 from hetbed.runtime.errors import FailedPreconditionError
-from hetbed.runtime.executor import StepObserver
+from hetbed.runtime.executor import run_timed
 from hetbed.runtime.rendezvous import LocalRendezvous
 from hetbed.runtime.session import BaseSession, ConfigProto
 
@@ -45,49 +43,6 @@ class SimRendezvous(LocalRendezvous):
             tag=tensor,
             on_done=lambda _record: LocalRendezvous.send(self, key, value),
         )
-
-
-class _MemoryObserver(StepObserver):
-    """Charges every new tensor to the memory of the device that produced it; frees it when its
-    last consumer has taken it. Views (reshape, identity, reads of variables) cost nothing."""
-
-    def __init__(self, prepared: Any):
-        self.slot_node = prepared.slot_node
-        self.charged: dict[int, int] = {}
-        self.deferred: dict[int, list[int]] = {}  # consumer index -> slots to free when it ends
-        self.allocates = prepared.sim_allocates  # see SimSession._build_plan
-
-    def node_finished(self, node: Any, result: Any) -> None:
-        if self.allocates[node.index]:
-            charged = self.charged
-            total = 0
-            if node.n_out == 1:
-                s = node.outs[0]
-                if s is not None:
-                    total = charged[s] = value_nbytes(result)
-            else:
-                for s, v in zip(node.outs, result):
-                    if s is not None:
-                        n = charged[s] = value_nbytes(v)
-                        total += n
-            if total:
-                node.device.alloc(total, node.op)  # raises the simulated out-of-memory error
-        if self.deferred:
-            slots = self.deferred.pop(node.index, None)
-            if slots:
-                for slot in slots:
-                    n = self.charged.pop(slot, 0)
-                    if n:
-                        self.slot_node[slot].device.free(n)
-
-    def value_freed(self, slot: int, value: Any, consumer: Any) -> None:
-        # An input stays allocated until the op reading it has finished.
-        if slot in self.charged:
-            d = self.deferred.get(consumer.index)
-            if d is None:
-                self.deferred[consumer.index] = [slot]
-            else:
-                d.append(slot)
 
 
 LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
@@ -195,7 +150,6 @@ class SimSession(BaseSession):
     def __init__(self, cluster: Any, graph: Any = None, config: ConfigProto | None = None):
         self.cluster = cluster
         super().__init__("", graph, config)
-        self._wait = self._pump
         self.last_record: RunRecord | None = None
         self.records: list[RunRecord] = []
         self._charged_vars: set[str] = set()
@@ -209,32 +163,20 @@ class SimSession(BaseSession):
     def _rendezvous(self) -> Any:
         return SimRendezvous(self.cluster.network, self.cluster.route)
 
-    def _observer(self, plan: Any) -> Any:
-        return _MemoryObserver(plan.prepared)
-
-    def _pump(self, completions: Any, timers: list) -> tuple:
-        """The executor's wait: the next completion in simulated time, from the heap of ops
-        running on devices (``timers``) or from SimPy's own events (flows, Send/Recv)."""
-        env = self.cluster.env
-        queue = env._queue  # SimPy's event heap: (time, priority, id, event)
-        while completions.empty():
-            if timers and (not queue or timers[0][0] < queue[0][0]):
-                end, _seq, node, result = heapq.heappop(timers)
-                env._now = end  # nothing else is scheduled before ``end``: advance the clock
-                return node, result, None
-            try:
-                env.step()
-            except EmptySchedule:
-                raise FailedPreconditionError(
-                    "simulated step is stuck: nothing is scheduled and nodes are still waiting "
-                    "(a Recv without its Send, or a collective missing a participant)"
-                ) from None
-        return completions.get_nowait()
+    def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:
+        """Every node runs on a simulated device's clock or is asynchronous (Send/Recv, queues):
+        the executor's timed schedule, with memory accounting through the buffer lifetimes.
+        A wall-clock tracer is not used: a traced step's stats are its simulated ops and flows
+        (see ``run``)."""
+        prep = plan.prepared
+        run_timed(prep, vals, step, self.cluster.env, None, prep.sim_allocates)
+        return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
         plan.prepared.straight_line = False  # every node goes through the simulated clock
-        # Nodes whose outputs are new tensors on a simulated device (memory accounting).
+        # Nodes whose outputs are new tensors on a simulated device (memory accounting: their
+        # bytes are charged when they finish, freed when the last consumer has finished).
         plan.prepared.sim_allocates = [
             isinstance(n.device, SimulatedDevice)
             and not n.kernel.aliases_input
@@ -242,6 +184,9 @@ class SimSession(BaseSession):
             and n.n_out > 0
             for n in plan.prepared.nodes
         ]
+        for n in plan.prepared.nodes:
+            if not (n.timed or n.is_async):
+                raise FailedPreconditionError(f"{n!r} is not on a simulated device's clock")
         # Variables live on their devices for the whole run: charge them once.
         for node in plan.prepared.nodes:
             if node.op.type == "VariableV2" and isinstance(node.device, SimulatedDevice):
@@ -317,6 +262,10 @@ class SimSession(BaseSession):
             start,
         )
         self.records.append(self.last_record)
+        if run_metadata is not None and getattr(options, "trace_level", 0) > 0:
+            # A traced simulated step: its simulated ops and flows (not the host's wall clock).
+            run_metadata.step_stats = self.last_record.ops
+            run_metadata.flow_stats = self.last_record.flows
         return out
 
 

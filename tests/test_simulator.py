@@ -195,6 +195,52 @@ def test_memory_peak_counts_live_tensors_only():
     assert 2 * 4 * n <= gpu.memory_peak_bytes <= 3 * 4 * n + 64
 
 
+def test_an_input_stays_allocated_until_its_last_consumer_has_finished():
+    """t feeds a and then b (b = a * t): when b's output is allocated, t and a are still live,
+    so the peak is exactly three tensors, step after step; when a step ends (b fetched, or the
+    step failed) nothing stays charged to the device."""
+    c = cluster()
+    n = 1000
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [n])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            t = x * 2.0
+            a = t * 3.0
+            b = a * t
+        s = SimSession(c)
+        gpu = next(d for d in c.devices() if d.name.endswith("gpu:0"))
+        for _ in range(3):
+            s.run(b, {x: sim_value([n])})
+            assert gpu.peak_bytes == 3 * 4 * n
+            assert gpu.memory_in_use_bytes == 0
+        gpu.memory_limit_bytes = 3 * 4 * n - 1  # b no longer fits: the step fails ...
+        with pytest.raises(hb.errors.ResourceExhaustedError, match="gpu:0"):
+            s.run(b, {x: sim_value([n])})
+        assert gpu.memory_in_use_bytes == 0  # ... and leaves nothing charged
+        gpu.memory_limit_bytes = 3 * 4 * n
+        s.run(b, {x: sim_value([n])})
+        assert gpu.peak_bytes == 3 * 4 * n
+
+
+def test_traced_simulated_step_reports_simulated_times():
+    """RunOptions(trace_level=FULL_TRACE) on a simulated session fills RunMetadata with the
+    step's simulated ops and flows (the same rows as the RunRecord), not host wall-clock times."""
+    c = cluster()
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [512, 512])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            y = hb.matmul(x, x)
+        s = SimSession(c)
+        meta = hb.RunMetadata()
+        s.run(
+            y, {x: sim_value([512, 512])}, options=hb.RunOptions(trace_level=3), run_metadata=meta
+        )
+    mm = meta.step_stats[meta.step_stats.type == "MatMul"]
+    assert np.allclose(mm.duration_s, roofline(2 * 512**3, 3 * 512 * 512 * 4), rtol=1e-12)
+    assert meta.step_stats.equals(s.last_record.ops)
+    assert meta.flow_stats.equals(s.last_record.flows)
+
+
 def test_same_placement_as_the_real_session():
     """The simulated session places every op where a real session with the same devices does."""
     placements = []
