@@ -620,8 +620,8 @@ def run_timed(
     if charged is not None:  # what is left is fetched: it goes to the client, the step ends
         for s in plan.fetch_slots:
             if s is not None and charged[s]:
-                _free_all(charged, slot_node)
-                break
+                slot_node[s].device.free(charged[s])
+                charged[s] = 0
 
 
 def _free_all(charged: list, slot_node: list) -> None:

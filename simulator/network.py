@@ -173,7 +173,9 @@ class Network:
         event = self.env.event() if on_done is None else None
         flow = _Flow(self._seq, path, size, event.succeed if on_done is None else on_done, record)
         self._seq += 1
-        latency = sum(link.latency_s for link in path)
+        latency = 0.0
+        for link in path:
+            latency += link.latency_s
         if latency > 0:
             self.env.timeout(latency).callbacks.append(lambda _ev: self._arrive(flow))
         else:
@@ -202,10 +204,40 @@ class Network:
             return
         flow.t0 = now
         self._active += 1
-        for link in flow.path:
+        path = flow.path
+        for link in path:
+            if link._flows:
+                break
+        else:  # every link idle: the flow is alone in its component and gets the narrowest link
+            self._start_alone(flow, now)
+            return
+        for link in path:
             link._flows[flow] = None
             self._dirty[link] = None
         self._request_recompute()
+
+    def _start_alone(self, flow: _Flow, now: float) -> None:
+        """Rate a flow that arrives on idle links at once: what the max-min recomputation at
+        this instant would give it (its narrowest link). A flow arriving later at the same
+        instant on one of these links makes the links dirty and the usual recomputation re-rates
+        both; no time has passed, so nothing is lost."""
+        rate = math.inf
+        for link in flow.path:
+            dt = now - link._since
+            if link._load > 0 and dt > 0:  # a flow finished here at this instant: account it
+                link._bytes += link._load * dt
+                link._busy_s += dt
+            link._since = now
+            link._flows[flow] = None
+            if link.bandwidth_bytes_per_s < rate:
+                rate = link.bandwidth_bytes_per_s
+        for link in flow.path:
+            link._load = rate
+        flow.rate = rate
+        flow.version += 1
+        flow.finish_s = now + flow.remaining / rate
+        heapq.heappush(self._finish, (flow.finish_s, flow.seq, flow.version, flow))
+        self._arm_timer()
 
     def _finish_flow(self, flow: _Flow, now: float) -> None:
         """Take ``flow`` off its links (their rates are recomputed at this instant) and report it."""
@@ -315,10 +347,23 @@ class Network:
                 done.append(f)
         for f in done:
             self._finish_flow(f, now)
-        if done:
-            self._request_recompute()
-        else:
+        if not done:
             self._arm_timer()
+            return
+        dirty = self._dirty
+        for link in dirty:
+            if link._flows:  # flows left on a changed link: re-rate its component
+                self._request_recompute()
+                return
+        for link in dirty:  # the finished flows had their links to themselves: close the books
+            dt = now - link._since
+            if link._load > 0 and dt > 0:
+                link._bytes += link._load * dt
+                link._busy_s += dt
+            link._since = now
+            link._load = 0.0
+        dirty.clear()
+        self._arm_timer()
 
     # ---- results --------------------------------------------------------------------------
 

@@ -25,23 +25,26 @@ class SimRendezvous(LocalRendezvous):
     """A Send starts a network flow from its device to the Recv's; the value is delivered when
     the flow's last byte arrives."""
 
-    __slots__ = ("network", "route")
+    __slots__ = ("network", "route", "parsed")
 
-    def __init__(self, network: Network, route: Callable[[str, str], list]):
+    def __init__(self, network: Network, route: Callable[[str, str], list], parsed: dict):
         super().__init__()
         self.network = network
         self.route = route
+        self.parsed = parsed  # key -> (path, src, dst, tensor), shared by a session's steps
 
     def send(self, key: str, value: Any) -> None:
-        src, _inc, dst, tensor, _frame = key.split(";")
-        nbytes = value_nbytes(value)
+        p = self.parsed.get(key)
+        if p is None:
+            src, _inc, dst, tensor, _frame = key.split(";")
+            p = self.parsed[key] = (self.route(src, dst), src, dst, tensor)
         self.network.transfer(
-            self.route(src, dst),
-            nbytes,
-            src=src,
-            dst=dst,
-            tag=tensor,
-            on_done=lambda _record: LocalRendezvous.send(self, key, value),
+            p[0],
+            value_nbytes(value),
+            p[1],
+            p[2],
+            p[3],
+            lambda _record: LocalRendezvous.send(self, key, value),
         )
 
 
@@ -153,6 +156,7 @@ class SimSession(BaseSession):
         self.last_record: RunRecord | None = None
         self.records: list[RunRecord] = []
         self._charged_vars: set[str] = set()
+        self._parsed_keys: dict[str, tuple] = {}  # rendezvous key -> route and names
 
     def _make_devices(self) -> list:
         devs = list(self.cluster.devices())
@@ -161,7 +165,7 @@ class SimSession(BaseSession):
         return devs
 
     def _rendezvous(self) -> Any:
-        return SimRendezvous(self.cluster.network, self.cluster.route)
+        return SimRendezvous(self.cluster.network, self.cluster.route, self._parsed_keys)
 
     def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:
         """Every node runs on a simulated device's clock or is asynchronous (Send/Recv, queues):
