@@ -222,6 +222,34 @@ def test_an_input_stays_allocated_until_its_last_consumer_has_finished():
         assert gpu.peak_bytes == 3 * 4 * n
 
 
+def test_a_step_failing_with_transfers_in_flight_leaves_the_next_step_intact():
+    """Worker 0 sends a to worker 1 (a 4 ms flow) and runs out of memory on d meanwhile: the
+    step fails with the OOM; the flow still in flight finishes during the next step, sharing the
+    NIC with that step's own transfer of a, without failing it."""
+    n = 1_000_000
+    c = cluster(n_workers=2, memory=3 * 4 * n - 1)
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            a = x * 2.0
+            b = a * 3.0
+            cc = b * 3.0
+            d = hb.multiply(cc, b, name="d")
+        with hb.device("/job:worker/task:1/device:gpu:0"):
+            y = a + 1.0
+        s = SimSession(c)
+        with pytest.raises(hb.errors.ResourceExhaustedError, match="'d'"):
+            s.run([d, y], {x: sim_value([n])})
+        assert s.run(y, {x: sim_value([n])}).shape == (n,)
+    flows = c.network.flow_frame()
+    assert list(flows.bytes) == [4 * n, 4 * n]  # the first step's transfer, then the second's
+    first, second = flows.itertuples()
+    assert first.end_s < second.end_s
+    # they shared the NIC: the second took longer than alone (latency + bytes / 1 GB/s)
+    assert second.end_s - second.start_s > 50e-6 + 4 * n / 1e9 * 1.1
+    assert all(dev.memory_in_use_bytes == 0 for dev in c.devices())
+
+
 def test_traced_simulated_step_reports_simulated_times():
     """RunOptions(trace_level=FULL_TRACE) on a simulated session fills RunMetadata with the
     step's simulated ops and flows (the same rows as the RunRecord), not host wall-clock times."""
