@@ -8,17 +8,20 @@ State is split as in TensorFlow's common runtime:
 * ``StepState`` (a list of slot values plus pending counts) is made anew for each step, so several
   threads may run steps of one PreparedGraph at once.
 
-Two schedules run the same PreparedGraph:
+Three schedules run the same PreparedGraph:
 
 * straight-line: when every node runs inline on a synchronous device, the nodes run in
   topological order on the calling thread, with no queue at all (the common CPU case);
 * event-driven: ready nodes are handed to their device with ``device.run(node, inputs, done)``;
   a device may complete them later, from another thread (thread pools) or from a simulated
   clock. Completions come back through a queue owned by the step; ``wait`` says how to block for
-  the next one (a real queue wait, or pumping a discrete-event clock). Timed (simulated) devices
-  take the short road: ``device.start(node, inputs)`` returns the node's end time and result at
-  once, the step keeps those ends in a heap, and ``wait`` merges the heap with the clock's own
-  events (network flows), so a simulated op costs one heap push and pop.
+  the next one (a real queue wait, or pumping a discrete-event clock). Timed devices (simulated
+  ones) take a short road: ``device.start(node, inputs)`` returns the node's end time and result
+  at once and the step keeps those ends in a heap;
+* timed (``run_timed``): the event-driven schedule for a step whose nodes all run on timed
+  devices or are asynchronous (a simulated step), with the wait inlined (the heap merged with
+  the discrete-event clock's own events: network flows, Send/Recv deliveries) and memory
+  accounting through the buffer lifetimes in the same loop.
 """
 
 from __future__ import annotations
