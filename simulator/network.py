@@ -72,6 +72,14 @@ class Link:
         """How many flows are transferring over this link now (not counting their latency)."""
         return len(self._flows)
 
+    def _settle(self, now: float) -> None:
+        """Account the bytes and busy time carried at the current load up to ``now``."""
+        dt = now - self._since
+        if self._load > 0 and dt > 0:
+            self._bytes += self._load * dt
+            self._busy_s += dt
+        self._since = now
+
     def __repr__(self) -> str:
         return (
             f"Link({self.name!r}, bandwidth_bytes_per_s={self.bandwidth_bytes_per_s!r}, "
@@ -223,11 +231,7 @@ class Network:
         both; no time has passed, so nothing is lost."""
         rate = math.inf
         for link in flow.path:
-            dt = now - link._since
-            if link._load > 0 and dt > 0:  # a flow finished here at this instant: account it
-                link._bytes += link._load * dt
-                link._busy_s += dt
-            link._since = now
+            link._settle(now)  # a flow may have finished here at this instant
             link._flows[flow] = None
             if link.bandwidth_bytes_per_s < rate:
                 rate = link.bandwidth_bytes_per_s
@@ -268,11 +272,7 @@ class Network:
         links, flows = self._component(list(self._dirty))
         self._dirty.clear()
         for link in links:  # account for the old rates up to now
-            dt = now - link._since
-            if link._load > 0 and dt > 0:
-                link._bytes += link._load * dt
-                link._busy_s += dt
-            link._since = now
+            link._settle(now)
             link._load = 0.0
         live = []
         for f in flows:  # advance remaining bytes at the old rates
@@ -356,11 +356,7 @@ class Network:
                 self._request_recompute()
                 return
         for link in dirty:  # the finished flows had their links to themselves: close the books
-            dt = now - link._since
-            if link._load > 0 and dt > 0:
-                link._bytes += link._load * dt
-                link._busy_s += dt
-            link._since = now
+            link._settle(now)
             link._load = 0.0
         dirty.clear()
         self._arm_timer()
