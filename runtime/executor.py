@@ -450,11 +450,11 @@ def run_event_driven(
             elif node.is_async:
                 outstanding += 1
                 started.add(node.index)
-                node.fn(node.ctx, step, inputs, _completer(completions, node))
+                node.fn(node.ctx, step, inputs, _completer(completions.put, node))
             elif node.heavy or not node.device.synchronous:
                 outstanding += 1
                 started.add(node.index)
-                node.device.run(node, inputs, _completer(completions, node), step)
+                node.device.run(node, inputs, _completer(completions.put, node), step)
             else:
                 try:
                     r = node.fn(node.ctx, *inputs)
@@ -490,23 +490,23 @@ def run_timed(
     vals: list,
     step: Any,
     clock: Any,
-    observer: Any = None,
-    charges: Sequence[bool] | None = None,
+    charges: Sequence[int] | None = None,
 ) -> None:
     """The event-driven schedule specialised for a step whose nodes all run on timed devices or
     are asynchronous (Send/Recv through the step's rendezvous): a simulated step.
 
     Same semantics as ``run_event_driven`` (ready nodes in the same order, inputs released at the
-    same points, the observer told the same things), with the wait inlined: ``clock`` is a
+    same points), with the wait inlined: ``clock`` is a
     discrete-event environment exposing its event heap as ``_queue`` (entries start with their
     time), its time as ``_now`` and ``step()`` (SimPy's Environment). A timed node's completion
     is taken from the step's heap when nothing on the clock is earlier; otherwise the clock
     steps (network flows, Send/Recv deliveries), which may complete asynchronous nodes.
 
     ``charges`` turns on memory accounting through the buffer lifetimes: when node ``i`` with
-    ``charges[i]`` finishes, the bytes of its new outputs are allocated on its device
-    (``device.alloc(nbytes, op)``, which may raise the device's out-of-memory error), and a buffer
-    is freed on its producer's device (``device.free(nbytes)``) when its last consumer finishes;
+    ``charges[i] == ALLOCATES`` finishes, the bytes of its new outputs are allocated on its device
+    (``device.alloc(nbytes, op)``, which may raise the device's out-of-memory error); the outputs
+    of a node with ``VIEWS`` share its input 0's buffer. A buffer is freed on its producer's device
+    (``device.free(nbytes)``) when the last consumer of the last slot holding it has finished;
     what is still charged when the step ends (fetched values, or everything after a failure) is
     freed then.
     """
@@ -519,10 +519,11 @@ def run_timed(
     waiting: dict[int, tuple] = {}  # asynchronous node started -> its released slots
     events = clock._queue
     push, pop = heapq.heappush, heapq.heappop
-    finished = None
-    if observer is not None and type(observer).node_finished is not StepObserver.node_finished:
-        finished = observer.node_finished
-    charged = [0] * plan.n_slots if charges is not None else None
+    charged = owner = shares = None
+    if charges is not None:
+        charged = [0] * plan.n_slots  # bytes charged for the buffer each slot owns
+        owner = list(range(plan.n_slots))  # the slot whose buffer a slot uses (views: another)
+        shares = [0] * plan.n_slots  # live slots sharing a buffer, beyond the first
     slot_node = plan.slot_node
     seq = 0
     outstanding = 0
@@ -555,7 +556,7 @@ def run_timed(
                     seq += 1
                 else:
                     waiting[node.index] = dead
-                    node.fn(node.ctx, step, inputs, _lister(completions, node))
+                    node.fn(node.ctx, step, inputs, _completer(completions.append, node))
                 outstanding += 1
             if not outstanding:
                 break
@@ -580,34 +581,41 @@ def run_timed(
                     f"(a Recv without its Send, or a collective missing a participant): {names}"
                 )
             outstanding -= 1
-            if finished is not None:
-                finished(node, r, dead)
             n_out = node.n_out
             if n_out == 1:
                 s = node.outs[0]
                 if s is not None:
                     vals[s] = r
-                    if charged is not None and charges[node.index]:
-                        n = getattr(r, "nbytes", 0)
-                        if n:
-                            node.device.alloc(n, node.op)  # may raise the simulated OOM
-                            charged[s] = n
             elif n_out:
-                total = 0
                 for s, v in zip(node.outs, r):
                     if s is not None:
                         vals[s] = v
-                        if charged is not None and charges[node.index]:
-                            n = charged[s] = getattr(v, "nbytes", 0)
-                            total += n
-                if total:
-                    node.device.alloc(total, node.op)
             if charged is not None:
+                how = charges[node.index]
+                if how == ALLOCATES:
+                    if n_out == 1:
+                        if s is not None:
+                            n = getattr(r, "nbytes", 0)
+                            if n:
+                                node.device.alloc(n, node.op)  # may raise the simulated OOM
+                                charged[s] = n
+                    else:
+                        _charge_outputs(node, r, charged)
+                elif how == VIEWS:  # the outputs share input 0's buffer and keep it alive
+                    b = owner[node.ins[0]]
+                    for s in node.outs:
+                        if s is not None:
+                            owner[s] = b
+                            shares[b] += 1
                 for s in dead:
-                    n = charged[s]
-                    if n:
-                        charged[s] = 0
-                        slot_node[s].device.free(n)
+                    b = owner[s]
+                    if shares[b]:
+                        shares[b] -= 1  # another slot still holds the buffer
+                    else:
+                        n = charged[b]
+                        if n:
+                            charged[b] = 0
+                            slot_node[b].device.free(n)
             for c in node.consumers:
                 left = pending[c] - 1
                 pending[c] = left
@@ -616,30 +624,34 @@ def run_timed(
     except Exception as e:
         _abort(step, e)
         if charged is not None:
-            _free_all(charged, slot_node)
+            _free(charged, slot_node, range(len(charged)))
         if isinstance(e, OpError):
             raise _annotate(e, node, vals) from None
         raise _wrap(e, node, vals) from e
     if charged is not None:  # what is left is fetched: it goes to the client, the step ends
-        for s in plan.fetch_slots:
-            if s is not None and charged[s]:
-                slot_node[s].device.free(charged[s])
-                charged[s] = 0
+        _free(charged, slot_node, {owner[s] for s in plan.fetch_slots if s is not None})
 
 
-def _free_all(charged: list, slot_node: list) -> None:
-    """Free every buffer still charged to a device (the step is over)."""
-    for s, n in enumerate(charged):
-        if n:
+#: ``charges`` values of ``run_timed``: a node's outputs are new buffers, or views of input 0
+ALLOCATES, VIEWS = 1, 2
+
+
+def _charge_outputs(node: Node, r: Any, charged: list) -> None:
+    """Allocate the new buffers of a multi-output node on its device (all or none)."""
+    sizes = [(s, getattr(v, "nbytes", 0)) for s, v in zip(node.outs, r) if s is not None]
+    total = sum(n for _s, n in sizes)
+    if total:
+        node.device.alloc(total, node.op)  # may raise the simulated OOM
+        for s, n in sizes:
+            charged[s] = n
+
+
+def _free(charged: list, slot_node: list, slots: Any) -> None:
+    """Free the buffers of ``slots`` still charged to their devices (the step is over)."""
+    for s in slots:
+        if charged[s]:
+            slot_node[s].device.free(charged[s])
             charged[s] = 0
-            slot_node[s].device.free(n)
-
-
-def _lister(completions: list, node: Node) -> Callable:
-    def done(result: Any = None, error: BaseException | None = None) -> None:
-        completions.append((node, result, error))
-
-    return done
 
 
 class StepObserver:
@@ -667,9 +679,11 @@ def _abort(step: Any, err: BaseException) -> None:
         rv.abort(error)
 
 
-def _completer(completions: queue.SimpleQueue, node: Node) -> Callable:
+def _completer(put: Callable, node: Node) -> Callable:
+    """The ``done`` callback of an asynchronous node: ``put((node, result, error))``."""
+
     def done(result: Any = None, error: BaseException | None = None) -> None:
-        completions.put((node, result, error))
+        put((node, result, error))
 
     return done
 

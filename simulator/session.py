@@ -13,7 +13,7 @@ import pandas as pd
 
 from hetbed.devices.simulated import SimulatedDevice, SimValue, value_nbytes
 from hetbed.runtime.errors import FailedPreconditionError
-from hetbed.runtime.executor import run_timed
+from hetbed.runtime.executor import ALLOCATES, VIEWS, run_timed
 from hetbed.runtime.rendezvous import LocalRendezvous
 from hetbed.runtime.session import BaseSession, ConfigProto
 
@@ -179,19 +179,20 @@ class SimSession(BaseSession):
         A wall-clock tracer is not used: a traced step's stats are its simulated ops and flows
         (see ``run``)."""
         prep = plan.prepared
-        run_timed(prep, vals, step, self.cluster.env, None, prep.sim_allocates)
+        run_timed(prep, vals, step, self.cluster.env, prep.sim_allocates)
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
         plan.prepared.straight_line = False  # every node goes through the simulated clock
-        # Nodes whose outputs are new tensors on a simulated device (memory accounting: their
-        # bytes are charged when they finish, freed when the last consumer has finished).
+        # Memory accounting (see run_timed): nodes on simulated devices whose outputs are new
+        # buffers, or views sharing their input's buffer; variables are charged apart, below.
         plan.prepared.sim_allocates = [
-            isinstance(n.device, SimulatedDevice)
-            and not n.kernel.aliases_input
-            and not n.op.op_def.is_ref
-            and n.n_out > 0
+            0
+            if not isinstance(n.device, SimulatedDevice) or n.op.op_def.is_ref or not n.n_out
+            else VIEWS
+            if n.kernel.aliases_input
+            else ALLOCATES
             for n in plan.prepared.nodes
         ]
         for n in plan.prepared.nodes:

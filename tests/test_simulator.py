@@ -222,6 +222,51 @@ def test_an_input_stays_allocated_until_its_last_consumer_has_finished():
         assert gpu.peak_bytes == 3 * 4 * n
 
 
+def test_views_keep_their_buffer_alive():
+    """split(t, 2) returns two views of t (no new bytes), yet t's buffer lives as long as either
+    half does: when b = a + h1 is allocated, t (2n floats), a and b are live, 4n floats; without
+    the views holding t, the peak would be t alone."""
+    c = cluster()
+    n = 1000
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [2 * n])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            t = x * 2.0
+            h0, h1 = hb.split(t, 2)
+            a = h0 * 3.0
+            b = a + h1
+        s = SimSession(c)
+        s.run(b, {x: sim_value([2 * n])})
+    gpu = next(d for d in c.devices() if d.name.endswith("gpu:0"))
+    assert gpu.peak_bytes == 4 * 4 * n
+    assert gpu.memory_in_use_bytes == 0
+
+
+def test_a_multi_output_op_allocates_all_its_outputs_at_once():
+    """SoftmaxCrossEntropyWithLogits makes the loss [b] and the backprop [b, k]: both are
+    charged when it finishes (one byte short of both: the OOM names their sum), and with room
+    for both the peak is exactly their sum."""
+    b, k = 100, 50
+    both = b * 4 + b * k * 4
+    for limit in (both - 1, both):
+        c = cluster(memory=limit)
+        with hb.Graph().as_default():
+            x = hb.placeholder(hb.float32, [b, k])
+            y = hb.placeholder(hb.float32, [b, k])
+            with hb.device("/job:worker/task:0/device:gpu:0"):
+                loss = hb.nn.softmax_cross_entropy_with_logits(labels=y, logits=x)
+            s = SimSession(c)
+            feed = {x: sim_value([b, k]), y: sim_value([b, k])}
+            if limit < both:
+                with pytest.raises(hb.errors.ResourceExhaustedError, match=f"{both:,} bytes"):
+                    s.run(list(loss.op.outputs), feed)
+            else:
+                s.run(list(loss.op.outputs), feed)
+        gpu = next(d for d in c.devices() if d.name.endswith("gpu:0"))
+        assert gpu.peak_bytes == (both if limit == both else 0)
+        assert gpu.memory_in_use_bytes == 0
+
+
 def test_a_step_failing_with_transfers_in_flight_leaves_the_next_step_intact():
     """Worker 0 sends a to worker 1 (a 4 ms flow) and runs out of memory on d meanwhile: the
     step fails with the OOM; the flow still in flight finishes during the next step, sharing the
