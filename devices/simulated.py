@@ -76,10 +76,7 @@ def _signature(v: Any) -> int:
         )
     else:
         key = (value_shape(v), cls.__name__, str(getattr(v, "dtype", None)))
-    sig = _SIGS.get(key)
-    if sig is None:
-        sig = _SIGS[key] = len(_SIGS)
-    return sig
+    return _intern(key)
 
 
 def _small_int(v: Any) -> Any:

@@ -179,35 +179,27 @@ class SimSession(BaseSession):
         A wall-clock tracer is not used: a traced step's stats are its simulated ops and flows
         (see ``run``)."""
         prep = plan.prepared
-        run_timed(prep, vals, step, self.cluster.env, prep.sim_allocates)
+        run_timed(prep, vals, step, self.cluster.env, prep.sim_charges)
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
         plan.prepared.straight_line = False  # every node goes through the simulated clock
-        # Memory accounting (see run_timed): nodes on simulated devices whose outputs are new
-        # buffers, or views sharing their input's buffer; variables are charged apart, below.
-        plan.prepared.sim_allocates = [
-            0
-            if not isinstance(n.device, SimulatedDevice) or n.op.op_def.is_ref or not n.n_out
-            else VIEWS
-            if n.kernel.aliases_input
-            else ALLOCATES
-            for n in plan.prepared.nodes
-        ]
+        # Memory accounting (see run_timed): whether each node's outputs are new buffers or
+        # views sharing their input's buffer; variables are charged once, apart.
+        charges = plan.prepared.sim_charges = []
         for n in plan.prepared.nodes:
             if not (n.timed or n.is_async):
                 raise FailedPreconditionError(f"{n!r} is not on a simulated device's clock")
-        # Variables live on their devices for the whole run: charge them once.
-        for node in plan.prepared.nodes:
-            if node.op.type == "VariableV2" and isinstance(node.device, SimulatedDevice):
-                if node.op.name not in self._charged_vars:
-                    self._charged_vars.add(node.op.name)
-                    shape = node.op.outputs[0].shape
-                    if shape.is_fully_defined():
-                        node.device.persistent_bytes += (
-                            shape.num_elements() * node.op.outputs[0].dtype.size
-                        )
+            if n.op.op_def.is_ref or not n.n_out:
+                charges.append(0)
+            else:
+                charges.append(VIEWS if n.kernel.aliases_input else ALLOCATES)
+            if n.op.type == "VariableV2" and n.op.name not in self._charged_vars:
+                self._charged_vars.add(n.op.name)  # variables live on their devices for the run
+                shape = n.op.outputs[0].shape
+                if shape.is_fully_defined():
+                    n.device.persistent_bytes += shape.num_elements() * n.op.outputs[0].dtype.size
         return plan
 
     def _resolve_feeds(self, feed_dict: dict) -> dict:
