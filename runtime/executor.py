@@ -491,6 +491,7 @@ def run_timed(
     step: Any,
     clock: Any,
     charges: Sequence[int] | None = None,
+    trace: list | None = None,
 ) -> None:
     """The event-driven schedule specialised for a step whose nodes all run on timed devices or
     are asynchronous (Send/Recv through the step's rendezvous): a simulated step.
@@ -509,6 +510,10 @@ def run_timed(
     (``device.free(nbytes)``) when the last consumer of the last slot holding it has finished;
     what is still charged when the step ends (fetched values, or everything after a failure) is
     freed then.
+
+    ``trace``, when given, receives ``(node, inputs, result)`` for each timed node as it starts
+    and ``(node, None, result)`` for each asynchronous node as it completes (what a simulator
+    needs to replay the step's timing without its values).
     """
     nodes = plan.nodes
     pending = plan.initial_pending[:]
@@ -552,6 +557,8 @@ def run_timed(
                             vals[s] = None
                 if node.timed:
                     end, r = node.device.start(node, inputs)
+                    if trace is not None:
+                        trace.append((node, inputs, r))
                     push(timers, (end, seq, node, r, dead))
                     seq += 1
                 else:
@@ -566,6 +573,8 @@ def run_timed(
                 dead = waiting.pop(node.index)
                 if err is not None:
                     raise err
+                if trace is not None:
+                    trace.append((node, None, r))
             elif timers and (not events or timers[0][0] < events[0][0]):
                 end, _seq, node, r, dead = pop(timers)
                 clock._now = end  # nothing on the clock is earlier: advance it

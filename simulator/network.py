@@ -329,9 +329,8 @@ class Network:
         self._timer_version += 1
         self._timer_at = at
         if at is not None:
-            version = self._timer_version
             delay = max(0.0, at - self.env.now)
-            self.env.timeout(delay).callbacks.append(lambda _ev: self._on_timer(version))
+            self.env.timeout(delay).callbacks.append(_Timer(self, self._timer_version))
 
     def _on_timer(self, version: int) -> None:
         if version != self._timer_version:
@@ -360,6 +359,23 @@ class Network:
             link._load = 0.0
         dirty.clear()
         self._arm_timer()
+
+    def quiescent(self, env: simpy.Environment) -> bool:
+        """Whether nothing is under way: no flow in flight or waiting for a recomputation, and
+        nothing on ``env``'s queue but this network's stale timers (which are then dropped:
+        they would do nothing). A step program (see ``program.py``) runs only then."""
+        if self._active or self._recompute_pending or self._timer_at is not None:
+            return False
+        queue = env._queue
+        if queue:
+            for entry in queue:
+                for cb in entry[3].callbacks or ():
+                    if cb.__class__ is not _Timer or cb.network is not self:
+                        return False
+                    if cb.version == self._timer_version:
+                        return False
+            queue.clear()
+        return True
 
     # ---- results --------------------------------------------------------------------------
 
@@ -403,6 +419,19 @@ class Network:
                 }
             )
         return pd.DataFrame(rows, columns=list(LINK_COLUMNS))
+
+
+class _Timer:
+    """The callback of a network's next-completion timer; stale once the version moved on."""
+
+    __slots__ = ("network", "version")
+
+    def __init__(self, network: Network, version: int):
+        self.network = network
+        self.version = version
+
+    def __call__(self, _event: Any) -> None:
+        self.network._on_timer(self.version)
 
 
 def _max_min_rates(links: list[Link], flows: list[_Flow]) -> dict[_Flow, float]:

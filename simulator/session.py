@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hetbed.devices.simulated import SimulatedDevice, SimValue, value_nbytes
+from hetbed.devices.simulated import SimulatedDevice, SimValue, _signature, value_nbytes
 from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.executor import ALLOCATES, VIEWS, run_timed
 from hetbed.runtime.rendezvous import LocalRendezvous
@@ -19,28 +19,35 @@ from hetbed.runtime.session import BaseSession, ConfigProto
 
 from .gcguard import relaxed_gc
 from .network import Network
+from .program import StepProgram
+
+_MAX_PROGRAMS = 16  # step programs kept per prepared graph (one per signature of the feeds)
 
 
 class SimRendezvous(LocalRendezvous):
     """A Send starts a network flow from its device to the Recv's; the value is delivered when
     the flow's last byte arrives."""
 
-    __slots__ = ("network", "route", "parsed")
+    __slots__ = ("network", "route", "parsed", "sent")
 
     def __init__(self, network: Network, route: Callable[[str, str], list], parsed: dict):
         super().__init__()
         self.network = network
         self.route = route
         self.parsed = parsed  # key -> (path, src, dst, tensor), shared by a session's steps
+        self.sent: dict[str, int] | None = None  # key -> bytes, when a step is recorded
 
     def send(self, key: str, value: Any) -> None:
         p = self.parsed.get(key)
         if p is None:
             src, _inc, dst, tensor, _frame = key.split(";")
             p = self.parsed[key] = (self.route(src, dst), src, dst, tensor)
+        nbytes = value_nbytes(value)
+        if self.sent is not None:
+            self.sent[key] = nbytes
         self.network.transfer(
             p[0],
-            value_nbytes(value),
+            nbytes,
             p[1],
             p[2],
             p[3],
@@ -156,8 +163,18 @@ class SimSession(BaseSession):
     real arrays or ``SimValue``s (only their shapes matter without hybrid mode).
     """
 
-    def __init__(self, cluster: Any, graph: Any = None, config: ConfigProto | None = None):
+    def __init__(
+        self,
+        cluster: Any,
+        graph: Any = None,
+        config: ConfigProto | None = None,
+        replay: bool = True,
+    ):
         self.cluster = cluster
+        #: replay recorded step programs (``program.py``) for shape-only steps whose feeds have
+        #: the signature of an earlier step; False runs every step through the full schedule
+        self.replay = bool(replay)
+        self.replayed_steps = 0  # steps served by a step program
         super().__init__("", graph, config)
         self.last_record: RunRecord | None = None
         self.records: list[RunRecord] = []
@@ -177,10 +194,38 @@ class SimSession(BaseSession):
         """Every node runs on a simulated device's clock or is asynchronous (Send/Recv, queues):
         the executor's timed schedule, with memory accounting through the buffer lifetimes.
         A wall-clock tracer is not used: a traced step's stats are its simulated ops and flows
-        (see ``run``)."""
+        (see ``run``).
+
+        A shape-only step whose feeds have the signature of an earlier step replays that
+        step's program (``program.py``: the same schedule without the values, same results);
+        the first step of each signature runs in full and records the program."""
         prep = plan.prepared
-        run_timed(prep, vals, step, self.cluster.env, prep.sim_charges)
-        return [vals[s] if s is not None else None for s in prep.fetch_slots]
+        programs = prep.sim_programs
+        key = None
+        if programs is not None:
+            key = tuple([_signature(vals[s]) for s in prep.feed_slots.values()])
+            prog = programs.get(key)
+            if prog is not None:
+                out = prog.run()
+                if out is not None:
+                    self.replayed_steps += 1
+                    return out
+        trace = sent = None
+        if key is not None:
+            trace = []
+            if step.rendezvous is not None:
+                sent = step.rendezvous.sent = {}
+        run_timed(prep, vals, step, self.cluster.env, prep.sim_charges, trace)
+        fetched = [vals[s] if s is not None else None for s in prep.fetch_slots]
+        if trace is not None:
+            prog = StepProgram.build(prep, trace, sent or {}, self, fetched)
+            if prog is None:
+                prep.sim_programs = None  # not replayable: never record this graph again
+            else:
+                if len(programs) >= _MAX_PROGRAMS:
+                    programs.pop(next(iter(programs)))
+                programs[key] = prog
+        return fetched
 
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
@@ -188,9 +233,12 @@ class SimSession(BaseSession):
         # Memory accounting (see run_timed): whether each node's outputs are new buffers or
         # views sharing their input's buffer; variables are charged once, apart.
         charges = plan.prepared.sim_charges = []
+        replayable = True
         for n in plan.prepared.nodes:
             if not (n.timed or n.is_async):
                 raise FailedPreconditionError(f"{n!r} is not on a simulated device's clock")
+            if n.is_async and n.op.type not in ("_Send", "_Recv"):
+                replayable = False
             if n.op.op_def.is_ref or not n.n_out:
                 charges.append(0)
             else:
@@ -200,6 +248,8 @@ class SimSession(BaseSession):
                 shape = n.op.outputs[0].shape
                 if shape.is_fully_defined():
                     n.device.persistent_bytes += shape.num_elements() * n.op.outputs[0].dtype.size
+        # Step programs of this graph by the signature of its feeds (see ``_execute``).
+        plan.prepared.sim_programs = {} if replayable and self.replay else None
         return plan
 
     def _resolve_feeds(self, feed_dict: dict) -> dict:
