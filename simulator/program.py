@@ -30,9 +30,9 @@ from hetbed.devices import simulated
 from hetbed.devices.simulated import SimValue, plan_key
 from hetbed.runtime.executor import ALLOCATES
 
-from . import replay
 from .network import Network
-from .replay import RECV, SEND, TIMED
+
+TIMED, SEND, RECV = 0, 1, 2  # node kinds of a program
 
 
 class StepProgram:
@@ -44,7 +44,7 @@ class StepProgram:
     """
 
     __slots__ = ("generation", "nodes", "devices", "dev", "ops", "links", "flows", "arrays")
-    __slots__ += ("fetched", "network", "env")
+    __slots__ += ("fetched", "network", "env", "steps")
 
     @classmethod
     def build(cls, prep: Any, trace: list, sent: dict, session: Any, fetched: list) -> Any:
@@ -61,6 +61,7 @@ class StepProgram:
                 return None
         self = cls()
         self.generation = simulated.generation()
+        self.steps = 1  # steps of its signature so far (see SimSession.replay_after)
         self.nodes = nodes
         self.fetched = [v.copy() if v.__class__ is np.ndarray else v for v in fetched]
         network: Network = session.cluster.network
@@ -169,6 +170,8 @@ class StepProgram:
         env, network = self.env, self.network
         if not network.quiescent(env):
             return None
+        from . import replay  # numba: imported (and compiled, or loaded from its cache) on use
+
         devs, links = self.devices, self.links
         mem = (
             np.array([d.busy_until for d in devs], np.float64),

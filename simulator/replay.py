@@ -23,16 +23,57 @@ except ImportError:  # pragma: no cover - numba is a dependency; plain Python st
         return lambda fn: fn
 
 
-TIMED, SEND, RECV = 0, 1, 2  # node kinds
-ALLOCATES, VIEWS = 1, 2  # as in runtime.executor
+from hetbed.runtime.executor import ALLOCATES, VIEWS
+
+from .network import _REL_EPS as REL_EPS
+from .program import SEND, TIMED
+
 _ARRIVE, _RECOMPUTE, _TIMER = 0, 1, 2  # clock events of the network
-REL_EPS = 1e-12  # as network._REL_EPS
 
 # int state (``ist``): flows in flight, a recomputation pending, the timer version, the clock's
 # event counter, the network's flow counter, recomputations, completions queued, dirty links,
 # finished flows, whether a timer is armed, the marking epoch, an error
 ACTIVE, PENDING, TV, EID, SEQ, RECOMP, CTAIL, NDIRTY, NFIN, HAS_AT, EPOCH, ERR = range(12)
 N_IST = 12
+
+# positions in the network tuple (``net``) the helpers share
+(
+    N_FL_PTR,
+    N_FL_LINKS,
+    N_FSIZE,
+    N_FRECV,
+    N_FSEQ,
+    N_BW,
+    N_LF,
+    N_LFCNT,
+    N_MOVING,
+    N_FVER,
+    N_FREM,
+    N_FRATE,
+    N_FT0,
+    N_FFIN,
+    N_FFIRST,
+    N_FEND,
+    N_FORDER,
+    N_RSTATE,
+    N_LLOAD,
+    N_LSINCE,
+    N_LBYTES,
+    N_LBUSY,
+    N_DIRTY,
+    N_DFLAG,
+    N_FHEAP,
+    N_EVENTS,
+    N_FST,
+    N_COMP_L,
+    N_COMP_F,
+    N_LSEEN,
+    N_FSEEN,
+    N_CAP,
+    N_COUNT,
+    N_NEWRATE,
+    N_RATED,
+) = range(35)
 
 
 @njit(cache=True)
@@ -76,9 +117,18 @@ def _clear_dirty(dirty, dflag, ist):
 
 @njit(cache=True)
 def _finish_flow(f, now, net, ist, comps):
-    (fl_ptr, fl_links, fsize, frecv, fseq, bw, lf, lfcnt, moving, fver, frem, frate, ft0, ffin,
-     ffirst, fend, forder, rstate, lload, lsince, lbytes, lbusy, dirty, dflag, fheap, events,
-     fst, scratch_l, scratch_f, lseen, fseen, cap, count, newrate, rated) = net  # fmt: skip
+    fl_ptr = net[N_FL_PTR]
+    fl_links = net[N_FL_LINKS]
+    frecv = net[N_FRECV]
+    lf = net[N_LF]
+    lfcnt = net[N_LFCNT]
+    moving = net[N_MOVING]
+    fver = net[N_FVER]
+    fend = net[N_FEND]
+    forder = net[N_FORDER]
+    rstate = net[N_RSTATE]
+    dirty = net[N_DIRTY]
+    dflag = net[N_DFLAG]
     a = fl_ptr[f]
     b = fl_ptr[f + 1]
     if b > a and moving[f]:  # it was transferring (not zero bytes)
@@ -107,7 +157,7 @@ def _finish_flow(f, now, net, ist, comps):
 
 @njit(cache=True)
 def _arm_timer(now, net, ist):
-    fver, fheap, events, fst = net[9], net[24], net[25], net[26]
+    fver, fheap, events, fst = net[N_FVER], net[N_FHEAP], net[N_EVENTS], net[N_FST]
     while len(fheap) and fheap[0][2] != fver[fheap[0][3]]:
         heapq.heappop(fheap)  # a rate changed since, or the flow finished
     has = 1 if len(fheap) else 0
@@ -126,14 +176,27 @@ def _arm_timer(now, net, ist):
 def _request_recompute(now, net, ist):
     if not ist[PENDING]:
         ist[PENDING] = 1
-        _schedule(net[25], now + 0.0, _RECOMPUTE, 0, ist)
+        _schedule(net[N_EVENTS], now + 0.0, _RECOMPUTE, 0, ist)
 
 
 @njit(cache=True)
 def _start_alone(f, now, net, ist):
-    (fl_ptr, fl_links, fsize, frecv, fseq, bw, lf, lfcnt, moving, fver, frem, frate, ft0, ffin,
-     ffirst, fend, forder, rstate, lload, lsince, lbytes, lbusy, dirty, dflag, fheap, events,
-     fst, scratch_l, scratch_f, lseen, fseen, cap, count, newrate, rated) = net  # fmt: skip
+    fl_ptr = net[N_FL_PTR]
+    fl_links = net[N_FL_LINKS]
+    fseq = net[N_FSEQ]
+    bw = net[N_BW]
+    lf = net[N_LF]
+    lfcnt = net[N_LFCNT]
+    moving = net[N_MOVING]
+    fver = net[N_FVER]
+    frem = net[N_FREM]
+    frate = net[N_FRATE]
+    ffin = net[N_FFIN]
+    lload = net[N_LLOAD]
+    lsince = net[N_LSINCE]
+    lbytes = net[N_LBYTES]
+    lbusy = net[N_LBUSY]
+    fheap = net[N_FHEAP]
     rate = np.inf
     for p in range(fl_ptr[f], fl_ptr[f + 1]):
         k = fl_links[p]
@@ -154,9 +217,16 @@ def _start_alone(f, now, net, ist):
 
 @njit(cache=True)
 def _arrive(f, now, net, ist, comps):
-    (fl_ptr, fl_links, fsize, frecv, fseq, bw, lf, lfcnt, moving, fver, frem, frate, ft0, ffin,
-     ffirst, fend, forder, rstate, lload, lsince, lbytes, lbusy, dirty, dflag, fheap, events,
-     fst, scratch_l, scratch_f, lseen, fseen, cap, count, newrate, rated) = net  # fmt: skip
+    fl_ptr = net[N_FL_PTR]
+    fl_links = net[N_FL_LINKS]
+    fsize = net[N_FSIZE]
+    lf = net[N_LF]
+    lfcnt = net[N_LFCNT]
+    moving = net[N_MOVING]
+    ft0 = net[N_FT0]
+    ffirst = net[N_FFIRST]
+    dirty = net[N_DIRTY]
+    dflag = net[N_DFLAG]
     ffirst[f] = now
     a = fl_ptr[f]
     b = fl_ptr[f + 1]
@@ -185,8 +255,14 @@ def _arrive(f, now, net, ist, comps):
 @njit(cache=True)
 def _component(net, ist):
     """Links and flows connected to the dirty links, in discovery order (scratch arrays)."""
-    fl_ptr, fl_links, lf, lfcnt, dirty = net[0], net[1], net[6], net[7], net[22]
-    comp_l, comp_f, lseen, fseen = net[27], net[28], net[29], net[30]
+    fl_ptr, fl_links, lf, lfcnt, dirty = (
+        net[N_FL_PTR],
+        net[N_FL_LINKS],
+        net[N_LF],
+        net[N_LFCNT],
+        net[N_DIRTY],
+    )
+    comp_l, comp_f, lseen, fseen = net[N_COMP_L], net[N_COMP_F], net[N_LSEEN], net[N_FSEEN]
     ist[EPOCH] += 1
     epoch = ist[EPOCH]
     nl = 0
@@ -220,8 +296,20 @@ def _component(net, ist):
 def _rates(nl, live, nlive, net, ist):
     """Max-min fair rates of the live flows of the component (``newrate``), by progressive
     filling; ties between links broken by their creation order (their ids here)."""
-    fl_ptr, fl_links, bw, lf, lfcnt = net[0], net[1], net[5], net[6], net[7]
-    comp_l, cap, count, newrate, rated = net[27], net[31], net[32], net[33], net[34]
+    fl_ptr, fl_links, bw, lf, lfcnt = (
+        net[N_FL_PTR],
+        net[N_FL_LINKS],
+        net[N_BW],
+        net[N_LF],
+        net[N_LFCNT],
+    )
+    comp_l, cap, count, newrate, rated = (
+        net[N_COMP_L],
+        net[N_CAP],
+        net[N_COUNT],
+        net[N_NEWRATE],
+        net[N_RATED],
+    )
     simple = True
     for j in range(nl):
         if lfcnt[comp_l[j]] > 1:
@@ -236,7 +324,7 @@ def _rates(nl, live, nlive, net, ist):
                     r = bw[fl_links[p]]
             newrate[f] = r
         return
-    heap = [(0.0, 0)]
+    heap = [(0.0, 0, 0, 0)]  # every heap here holds (float, int, int, int): one compilation
     heap.pop()
     for j in range(nl):
         k = comp_l[j]
@@ -244,13 +332,13 @@ def _rates(nl, live, nlive, net, ist):
         count[k] = n
         if n:
             cap[k] = bw[k]
-            heap.append((bw[k] / n, k))
+            heap.append((bw[k] / n, k, 0, 0))
     heapq.heapify(heap)
     ist[EPOCH] += 1
     epoch = ist[EPOCH]
     done = 0
     while len(heap) and done < nlive:
-        share, k = heapq.heappop(heap)
+        share, k, _a, _b = heapq.heappop(heap)
         n = count[k]
         if n == 0:
             continue
@@ -272,15 +360,31 @@ def _rates(nl, live, nlive, net, ist):
                     cap[o] -= share
                     if m:
                         c = cap[o]
-                        heapq.heappush(heap, ((0.0 if c < 0.0 else c) / m, o))
+                        heapq.heappush(heap, ((0.0 if c < 0.0 else c) / m, o, 0, 0))
         count[k] = 0
 
 
 @njit(cache=True)
 def _recompute(now, net, ist, comps):
-    (fl_ptr, fl_links, fsize, frecv, fseq, bw, lf, lfcnt, moving, fver, frem, frate, ft0, ffin,
-     ffirst, fend, forder, rstate, lload, lsince, lbytes, lbusy, dirty, dflag, fheap, events,
-     fst, comp_l, comp_f, lseen, fseen, cap, count, newrate, rated) = net  # fmt: skip
+    fl_ptr = net[N_FL_PTR]
+    fl_links = net[N_FL_LINKS]
+    fsize = net[N_FSIZE]
+    fseq = net[N_FSEQ]
+    fver = net[N_FVER]
+    frem = net[N_FREM]
+    frate = net[N_FRATE]
+    ft0 = net[N_FT0]
+    ffin = net[N_FFIN]
+    lload = net[N_LLOAD]
+    lsince = net[N_LSINCE]
+    lbytes = net[N_LBYTES]
+    lbusy = net[N_LBUSY]
+    dirty = net[N_DIRTY]
+    dflag = net[N_DFLAG]
+    fheap = net[N_FHEAP]
+    comp_l = net[N_COMP_L]
+    comp_f = net[N_COMP_F]
+    newrate = net[N_NEWRATE]
     ist[PENDING] = 0
     ist[RECOMP] += 1
     tol = _tol(now)
@@ -321,20 +425,30 @@ def _recompute(now, net, ist, comps):
 
 @njit(cache=True)
 def _on_timer(version, now, net, ist, comps):
-    lfcnt, fver, lload, dirty, dflag, fheap = net[7], net[9], net[18], net[22], net[23], net[24]
-    lsince, lbytes, lbusy = net[19], net[20], net[21]
+    lfcnt, fver, lload, dirty, dflag, fheap = (
+        net[N_LFCNT],
+        net[N_FVER],
+        net[N_LLOAD],
+        net[N_DIRTY],
+        net[N_DFLAG],
+        net[N_FHEAP],
+    )
+    lsince, lbytes, lbusy = net[N_LSINCE], net[N_LBYTES], net[N_LBUSY]
     if version != ist[TV]:
         return  # stale: rates changed after this timer was set
     ist[HAS_AT] = 0
     limit = now + _tol(now)
-    done = []
+    done = np.empty(len(fheap), np.int64)
+    nd = 0
     while len(fheap) and fheap[0][0] <= limit:
         e = heapq.heappop(fheap)
         if e[2] == fver[e[3]]:
-            done.append(e[3])
-    for f in done:
+            done[nd] = e[3]
+            nd += 1
+    for j in range(nd):
+        f = done[j]
         _finish_flow(f, now, net, ist, comps)
-    if not len(done):
+    if not nd:
         _arm_timer(now, net, ist)
         return
     for j in range(ist[NDIRTY]):
@@ -388,7 +502,7 @@ def replay(now, nodes, flows, links, mem, ist, out):
         np.zeros(nfl, np.int64), np.zeros(nlk), np.zeros(nlk, np.int64), np.zeros(nfl),
         np.zeros(nfl, np.int64),
     )  # fmt: skip
-    fseq = net[4]
+    fseq = net[N_FSEQ]
     pending = pending0.copy()
     refs = refs0.copy()
     n_slots = refs.shape[0]
@@ -401,7 +515,7 @@ def replay(now, nodes, flows, links, mem, ist, out):
     for j in range(roots.shape[0] - 1, -1, -1):  # popped first to last, as run_timed does
         ready[top] = roots[j]
         top += 1
-    timers = [(0.0, 0, 0)]
+    timers = [(0.0, 0, 0, 0)]
     timers.pop()
     seq = 0
     chead = 0
@@ -430,7 +544,7 @@ def replay(now, nodes, flows, links, mem, ist, out):
                 end_[i] = e
                 order[norder] = i
                 norder += 1
-                heapq.heappush(timers, (e, seq, i))
+                heapq.heappush(timers, (e, seq, i, 0))
                 seq += 1
             else:
                 f = flow_of[i]

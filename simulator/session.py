@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from hetbed.devices.simulated import SimulatedDevice, SimValue, _signature, value_nbytes
+from hetbed.devices.simulated import generation as simulated_generation
 from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.executor import ALLOCATES, VIEWS, run_timed
 from hetbed.runtime.rendezvous import LocalRendezvous
@@ -175,6 +176,10 @@ class SimSession(BaseSession):
         #: the signature of an earlier step; False runs every step through the full schedule
         self.replay = bool(replay)
         self.replayed_steps = 0  # steps served by a step program
+        #: steps of a feed signature that run in full before its program replays (the first
+        #: records it); replaying pays off over many steps (the kernel is compiled once per
+        #: machine and loaded by each process)
+        self.replay_after = 2
         super().__init__("", graph, config)
         self.last_record: RunRecord | None = None
         self.records: list[RunRecord] = []
@@ -185,6 +190,7 @@ class SimSession(BaseSession):
         devs = list(self.cluster.devices())
         if not devs:
             raise ValueError("the simulated cluster has no devices")
+        self._sim_devices = [d for d in devs if isinstance(d, SimulatedDevice)]
         return devs
 
     def _rendezvous(self) -> Any:
@@ -196,31 +202,35 @@ class SimSession(BaseSession):
         A wall-clock tracer is not used: a traced step's stats are its simulated ops and flows
         (see ``run``).
 
-        A shape-only step whose feeds have the signature of an earlier step replays that
-        step's program (``program.py``: the same schedule without the values, same results);
-        the first step of each signature runs in full and records the program."""
+        A shape-only step whose feeds have the signature of earlier steps replays the program
+        the first of them recorded (``program.py``: the same schedule without the values, the
+        same results) once ``replay_after`` steps of that signature have run in full."""
         prep = plan.prepared
         programs = prep.sim_programs
-        key = None
+        trace = sent = None
         if programs is not None:
             key = tuple([_signature(vals[s]) for s in prep.feed_slots.values()])
             prog = programs.get(key)
-            if prog is not None:
-                out = prog.run()
-                if out is not None:
-                    self.replayed_steps += 1
-                    return out
-        trace = sent = None
-        if key is not None:
-            trace = []
-            if step.rendezvous is not None:
-                sent = step.rendezvous.sent = {}
+            if prog is not None and prog.generation != simulated_generation():
+                prog = None  # a device's cost model or mode changed: record anew
+            if prog is None:
+                if not any(d.hybrid for d in self._sim_devices):
+                    trace = []  # record this step (hybrid steps compute values: not replayable)
+                    if step.rendezvous is not None:
+                        sent = step.rendezvous.sent = {}
+            else:
+                prog.steps += 1
+                if prog.steps > self.replay_after:
+                    out = prog.run()
+                    if out is not None:
+                        self.replayed_steps += 1
+                        return out
         run_timed(prep, vals, step, self.cluster.env, prep.sim_charges, trace)
         fetched = [vals[s] if s is not None else None for s in prep.fetch_slots]
         if trace is not None:
             prog = StepProgram.build(prep, trace, sent or {}, self, fetched)
             if prog is None:
-                prep.sim_programs = None  # not replayable: never record this graph again
+                prep.sim_programs = None  # not replayable (see build): not recorded again
             else:
                 if len(programs) >= _MAX_PROGRAMS:
                     programs.pop(next(iter(programs)))

@@ -108,7 +108,8 @@ def test_a_replayed_step_equals_the_full_schedule_to_the_last_bit(fabric, latenc
     full_sess, full = _run(fabric, latency, seed, False, batches)
     fast_sess, fast = _run(fabric, latency, seed, True, batches)
     assert full_sess.replayed_steps == 0
-    assert fast_sess.replayed_steps == 5  # each batch size's first step records its program
+    # each batch size's first step records its program; its second runs in full too
+    assert fast_sess.replayed_steps == 3
     assert len(full[0]["flows"]) > 10  # transfers took place
     assert any(s["recomputations"] for s in full)  # flows shared links
     for k, (a, b) in enumerate(zip(full, fast)):
@@ -136,6 +137,7 @@ def _small():
 def test_replay_steps_aside_when_something_else_is_on_the_clock():
     c, g, x, z = _small()
     sess = SimSession(c, graph=g)
+    sess.replay_after = 1  # replay from the second step of a signature
     feed = {x: sim_value([256, 256])}
     sess.run(z, feed)
     sess.run(z, feed)
@@ -152,6 +154,7 @@ def test_replay_steps_aside_when_something_else_is_on_the_clock():
 def test_a_replay_that_would_run_out_of_memory_runs_in_full_and_raises():
     c, g, x, z = _small()
     sess = SimSession(c, graph=g)
+    sess.replay_after = 1
     feed = {x: sim_value([256, 256])}
     sess.run(z, feed)
     sess.run(z, feed)
@@ -173,6 +176,7 @@ def test_a_replay_that_would_run_out_of_memory_runs_in_full_and_raises():
 def test_a_new_cost_model_or_hybrid_mode_is_not_replayed_from_an_old_program():
     c, g, x, z = _small()
     sess = SimSession(c, graph=g)
+    sess.replay_after = 1
     feed = {x: sim_value([256, 256])}
     sess.run(z, feed)
     sess.run(z, feed)
