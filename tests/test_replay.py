@@ -134,14 +134,21 @@ def _small():
     return c, g, x, z
 
 
-def test_replay_steps_aside_when_something_else_is_on_the_clock():
+def _replaying():
+    """A session that has replayed one step of ``_small`` (it replays from a signature's
+    second step); returns the cluster, the session, the fetch and the feed."""
     c, g, x, z = _small()
     sess = SimSession(c, graph=g)
-    sess.replay_after = 1  # replay from the second step of a signature
+    sess.replay_after = 1
     feed = {x: sim_value([256, 256])}
     sess.run(z, feed)
     sess.run(z, feed)
     assert sess.replayed_steps == 1
+    return c, sess, x, z, feed
+
+
+def test_replay_steps_aside_when_something_else_is_on_the_clock():
+    c, sess, _x, z, feed = _replaying()
     fired = []
     c.env.timeout(10.0).callbacks.append(lambda _e: fired.append(c.env.now))
     sess.run(z, feed)
@@ -152,13 +159,7 @@ def test_replay_steps_aside_when_something_else_is_on_the_clock():
 
 
 def test_a_replay_that_would_run_out_of_memory_runs_in_full_and_raises():
-    c, g, x, z = _small()
-    sess = SimSession(c, graph=g)
-    sess.replay_after = 1
-    feed = {x: sim_value([256, 256])}
-    sess.run(z, feed)
-    sess.run(z, feed)
-    assert sess.replayed_steps == 1
+    c, sess, _x, z, feed = _replaying()
     dev = c.devices()[-1]  # worker 1's gpu
     assert dev.name.endswith("task:1/device:gpu:0")
     dev.memory_limit_bytes = 300_000  # less than the two 256 KiB tensors it holds at once
@@ -174,14 +175,8 @@ def test_a_replay_that_would_run_out_of_memory_runs_in_full_and_raises():
 
 
 def test_a_new_cost_model_or_hybrid_mode_is_not_replayed_from_an_old_program():
-    c, g, x, z = _small()
-    sess = SimSession(c, graph=g)
-    sess.replay_after = 1
-    feed = {x: sim_value([256, 256])}
-    sess.run(z, feed)
-    sess.run(z, feed)
+    c, sess, x, z, feed = _replaying()
     before = sess.last_record.step_time_s
-    assert sess.replayed_steps == 1
 
     class Slower(Roofline):
         def duration(self, op, in_shapes, out_shapes, perf):
