@@ -36,44 +36,62 @@ _ARRIVE, _RECOMPUTE, _TIMER = 0, 1, 2  # clock events of the network
 ACTIVE, PENDING, TV, EID, SEQ, RECOMP, CTAIL, NDIRTY, NFIN, HAS_AT, EPOCH, ERR = range(12)
 N_IST = 12
 
-# positions in the network tuple (``net``) the helpers share
+# the network tuple (``net``) the helpers share: flow paths (CSR), each link's flows in
+# arrival order, int and float rows per flow (FI, FF) and per link (LI, LFL), the finish
+# heap, the clock's events, the armed timer's time
 (
     N_FL_PTR,
     N_FL_LINKS,
-    N_FSIZE,
-    N_FRECV,
-    N_FSEQ,
-    N_BW,
     N_LF,
-    N_LFCNT,
-    N_MOVING,
-    N_FVER,
-    N_FREM,
-    N_FRATE,
-    N_FT0,
-    N_FFIN,
-    N_FFIRST,
-    N_FEND,
-    N_FORDER,
-    N_RSTATE,
-    N_LLOAD,
-    N_LSINCE,
-    N_LBYTES,
-    N_LBUSY,
-    N_DIRTY,
-    N_DFLAG,
+    N_FI,
+    N_FF,
+    N_LI,
+    N_LFL,
     N_FHEAP,
     N_EVENTS,
     N_FST,
-    N_COMP_L,
-    N_COMP_F,
-    N_LSEEN,
-    N_FSEEN,
-    N_CAP,
-    N_COUNT,
-    N_NEWRATE,
-    N_RATED,
-) = range(35)
+) = range(10)
+# rows of FI
+(
+    R_FRECV,
+    R_FSEQ,
+    R_MOVING,
+    R_FVER,
+    R_FORDER,
+    R_RSTATE,
+    R_COMP_F,
+    R_FSEEN,
+    R_RATED,
+) = range(9)
+# rows of FF
+(
+    R_FSIZE,
+    R_FREM,
+    R_FRATE,
+    R_FT0,
+    R_FFIN,
+    R_FFIRST,
+    R_FEND,
+    R_NEWRATE,
+) = range(8)
+# rows of LI
+(
+    R_LFCNT,
+    R_DIRTY,
+    R_DFLAG,
+    R_COMP_L,
+    R_LSEEN,
+    R_COUNT,
+) = range(6)
+# rows of LFL
+(
+    R_BW,
+    R_LLOAD,
+    R_LSINCE,
+    R_LBYTES,
+    R_LBUSY,
+    R_CAP,
+) = range(6)
 
 
 @njit(cache=True)
@@ -119,16 +137,16 @@ def _clear_dirty(dirty, dflag, ist):
 def _finish_flow(f, now, net, ist, comps):
     fl_ptr = net[N_FL_PTR]
     fl_links = net[N_FL_LINKS]
-    frecv = net[N_FRECV]
+    frecv = net[N_FI][R_FRECV]
     lf = net[N_LF]
-    lfcnt = net[N_LFCNT]
-    moving = net[N_MOVING]
-    fver = net[N_FVER]
-    fend = net[N_FEND]
-    forder = net[N_FORDER]
-    rstate = net[N_RSTATE]
-    dirty = net[N_DIRTY]
-    dflag = net[N_DFLAG]
+    lfcnt = net[N_LI][R_LFCNT]
+    moving = net[N_FI][R_MOVING]
+    fver = net[N_FI][R_FVER]
+    fend = net[N_FF][R_FEND]
+    forder = net[N_FI][R_FORDER]
+    rstate = net[N_FI][R_RSTATE]
+    dirty = net[N_LI][R_DIRTY]
+    dflag = net[N_LI][R_DFLAG]
     a = fl_ptr[f]
     b = fl_ptr[f + 1]
     if b > a and moving[f]:  # it was transferring (not zero bytes)
@@ -157,7 +175,7 @@ def _finish_flow(f, now, net, ist, comps):
 
 @njit(cache=True)
 def _arm_timer(now, net, ist):
-    fver, fheap, events, fst = net[N_FVER], net[N_FHEAP], net[N_EVENTS], net[N_FST]
+    fver, fheap, events, fst = net[N_FI][R_FVER], net[N_FHEAP], net[N_EVENTS], net[N_FST]
     while len(fheap) and fheap[0][2] != fver[fheap[0][3]]:
         heapq.heappop(fheap)  # a rate changed since, or the flow finished
     has = 1 if len(fheap) else 0
@@ -183,19 +201,19 @@ def _request_recompute(now, net, ist):
 def _start_alone(f, now, net, ist):
     fl_ptr = net[N_FL_PTR]
     fl_links = net[N_FL_LINKS]
-    fseq = net[N_FSEQ]
-    bw = net[N_BW]
+    fseq = net[N_FI][R_FSEQ]
+    bw = net[N_LFL][R_BW]
     lf = net[N_LF]
-    lfcnt = net[N_LFCNT]
-    moving = net[N_MOVING]
-    fver = net[N_FVER]
-    frem = net[N_FREM]
-    frate = net[N_FRATE]
-    ffin = net[N_FFIN]
-    lload = net[N_LLOAD]
-    lsince = net[N_LSINCE]
-    lbytes = net[N_LBYTES]
-    lbusy = net[N_LBUSY]
+    lfcnt = net[N_LI][R_LFCNT]
+    moving = net[N_FI][R_MOVING]
+    fver = net[N_FI][R_FVER]
+    frem = net[N_FF][R_FREM]
+    frate = net[N_FF][R_FRATE]
+    ffin = net[N_FF][R_FFIN]
+    lload = net[N_LFL][R_LLOAD]
+    lsince = net[N_LFL][R_LSINCE]
+    lbytes = net[N_LFL][R_LBYTES]
+    lbusy = net[N_LFL][R_LBUSY]
     fheap = net[N_FHEAP]
     rate = np.inf
     for p in range(fl_ptr[f], fl_ptr[f + 1]):
@@ -219,14 +237,14 @@ def _start_alone(f, now, net, ist):
 def _arrive(f, now, net, ist, comps):
     fl_ptr = net[N_FL_PTR]
     fl_links = net[N_FL_LINKS]
-    fsize = net[N_FSIZE]
+    fsize = net[N_FF][R_FSIZE]
     lf = net[N_LF]
-    lfcnt = net[N_LFCNT]
-    moving = net[N_MOVING]
-    ft0 = net[N_FT0]
-    ffirst = net[N_FFIRST]
-    dirty = net[N_DIRTY]
-    dflag = net[N_DFLAG]
+    lfcnt = net[N_LI][R_LFCNT]
+    moving = net[N_FI][R_MOVING]
+    ft0 = net[N_FF][R_FT0]
+    ffirst = net[N_FF][R_FFIRST]
+    dirty = net[N_LI][R_DIRTY]
+    dflag = net[N_LI][R_DFLAG]
     ffirst[f] = now
     a = fl_ptr[f]
     b = fl_ptr[f + 1]
@@ -259,10 +277,15 @@ def _component(net, ist):
         net[N_FL_PTR],
         net[N_FL_LINKS],
         net[N_LF],
-        net[N_LFCNT],
-        net[N_DIRTY],
+        net[N_LI][R_LFCNT],
+        net[N_LI][R_DIRTY],
     )
-    comp_l, comp_f, lseen, fseen = net[N_COMP_L], net[N_COMP_F], net[N_LSEEN], net[N_FSEEN]
+    comp_l, comp_f, lseen, fseen = (
+        net[N_LI][R_COMP_L],
+        net[N_FI][R_COMP_F],
+        net[N_LI][R_LSEEN],
+        net[N_FI][R_FSEEN],
+    )
     ist[EPOCH] += 1
     epoch = ist[EPOCH]
     nl = 0
@@ -293,22 +316,23 @@ def _component(net, ist):
 
 
 @njit(cache=True)
-def _rates(nl, live, nlive, net, ist):
+def _rates(nl, live, net, ist):
     """Max-min fair rates of the live flows of the component (``newrate``), by progressive
     filling; ties between links broken by their creation order (their ids here)."""
+    nlive = live.shape[0]
     fl_ptr, fl_links, bw, lf, lfcnt = (
         net[N_FL_PTR],
         net[N_FL_LINKS],
-        net[N_BW],
+        net[N_LFL][R_BW],
         net[N_LF],
-        net[N_LFCNT],
+        net[N_LI][R_LFCNT],
     )
     comp_l, cap, count, newrate, rated = (
-        net[N_COMP_L],
-        net[N_CAP],
-        net[N_COUNT],
-        net[N_NEWRATE],
-        net[N_RATED],
+        net[N_LI][R_COMP_L],
+        net[N_LFL][R_CAP],
+        net[N_LI][R_COUNT],
+        net[N_FF][R_NEWRATE],
+        net[N_FI][R_RATED],
     )
     simple = True
     for j in range(nl):
@@ -368,23 +392,23 @@ def _rates(nl, live, nlive, net, ist):
 def _recompute(now, net, ist, comps):
     fl_ptr = net[N_FL_PTR]
     fl_links = net[N_FL_LINKS]
-    fsize = net[N_FSIZE]
-    fseq = net[N_FSEQ]
-    fver = net[N_FVER]
-    frem = net[N_FREM]
-    frate = net[N_FRATE]
-    ft0 = net[N_FT0]
-    ffin = net[N_FFIN]
-    lload = net[N_LLOAD]
-    lsince = net[N_LSINCE]
-    lbytes = net[N_LBYTES]
-    lbusy = net[N_LBUSY]
-    dirty = net[N_DIRTY]
-    dflag = net[N_DFLAG]
+    fsize = net[N_FF][R_FSIZE]
+    fseq = net[N_FI][R_FSEQ]
+    fver = net[N_FI][R_FVER]
+    frem = net[N_FF][R_FREM]
+    frate = net[N_FF][R_FRATE]
+    ft0 = net[N_FF][R_FT0]
+    ffin = net[N_FF][R_FFIN]
+    lload = net[N_LFL][R_LLOAD]
+    lsince = net[N_LFL][R_LSINCE]
+    lbytes = net[N_LFL][R_LBYTES]
+    lbusy = net[N_LFL][R_LBUSY]
+    dirty = net[N_LI][R_DIRTY]
+    dflag = net[N_LI][R_DFLAG]
     fheap = net[N_FHEAP]
-    comp_l = net[N_COMP_L]
-    comp_f = net[N_COMP_F]
-    newrate = net[N_NEWRATE]
+    comp_l = net[N_LI][R_COMP_L]
+    comp_f = net[N_FI][R_COMP_F]
+    newrate = net[N_FF][R_NEWRATE]
     ist[PENDING] = 0
     ist[RECOMP] += 1
     tol = _tol(now)
@@ -406,7 +430,7 @@ def _recompute(now, net, ist, comps):
             live[nlive] = f
             nlive += 1
     _clear_dirty(dirty, dflag, ist)
-    _rates(nl, live, nlive, net, ist)
+    _rates(nl, live[:nlive], net, ist)
     for j in range(nlive):
         f = live[j]
         rate = newrate[f]
@@ -426,14 +450,14 @@ def _recompute(now, net, ist, comps):
 @njit(cache=True)
 def _on_timer(version, now, net, ist, comps):
     lfcnt, fver, lload, dirty, dflag, fheap = (
-        net[N_LFCNT],
-        net[N_FVER],
-        net[N_LLOAD],
-        net[N_DIRTY],
-        net[N_DFLAG],
+        net[N_LI][R_LFCNT],
+        net[N_FI][R_FVER],
+        net[N_LFL][R_LLOAD],
+        net[N_LI][R_DIRTY],
+        net[N_LI][R_DFLAG],
         net[N_FHEAP],
     )
-    lsince, lbytes, lbusy = net[N_LSINCE], net[N_LBYTES], net[N_LBUSY]
+    lsince, lbytes, lbusy = net[N_LFL][R_LSINCE], net[N_LFL][R_LBYTES], net[N_LFL][R_LBUSY]
     if version != ist[TV]:
         return  # stale: rates changed after this timer was set
     ist[HAS_AT] = 0
@@ -489,20 +513,28 @@ def replay(now, nodes, flows, links, mem, ist, out):
     fheap.pop()
     events = [(0.0, 0, 0, 0)]
     events.pop()
-    fver = np.zeros(nfl, np.int64)
-    rstate = np.zeros(nfl, np.int64)
     comps = np.empty(n + 1, np.int64)
+    fi = np.zeros((R_RATED + 1, nfl), np.int64)
+    ff = np.zeros((R_NEWRATE + 1, nfl))
+    for f in range(nfl):  # (loops: no broadcasting code to compile)
+        fi[R_FRECV, f] = frecv[f]
+        ff[R_FSIZE, f] = fsize[f]
+        ff[R_FREM, f] = fsize[f]
+        ff[R_FFIN, f] = np.inf
+    li = np.zeros((R_COUNT + 1, nlk), np.int64)
+    lfl = np.zeros((R_CAP + 1, nlk))
+    for k in range(nlk):
+        lfl[R_BW, k] = bw[k]
+        lfl[R_LLOAD, k] = lload[k]
+        lfl[R_LSINCE, k] = lsince[k]
+        lfl[R_LBYTES, k] = lbytes[k]
+        lfl[R_LBUSY, k] = lbusy[k]
     net = (
-        fl_ptr, fl_links, fsize, frecv, np.zeros(nfl, np.int64), bw,
-        np.empty((nlk, maxcap), np.int64), np.zeros(nlk, np.int64), np.zeros(nfl, np.int8),
-        fver, fsize.copy(), np.zeros(nfl), np.zeros(nfl), np.full(nfl, np.inf),
-        ffirst, fend, forder, rstate, lload, lsince, lbytes, lbusy,
-        np.empty(nlk, np.int64), np.zeros(nlk, np.int8), fheap, events, np.zeros(1),
-        np.empty(nlk, np.int64), np.empty(nfl, np.int64), np.zeros(nlk, np.int64),
-        np.zeros(nfl, np.int64), np.zeros(nlk), np.zeros(nlk, np.int64), np.zeros(nfl),
-        np.zeros(nfl, np.int64),
+        fl_ptr, fl_links, np.empty((nlk, maxcap), np.int64), fi, ff, li, lfl, fheap, events,
+        np.zeros(1),
     )  # fmt: skip
-    fseq = net[N_FSEQ]
+    rstate = fi[R_RSTATE]
+    fseq = fi[R_FSEQ]
     pending = pending0.copy()
     refs = refs0.copy()
     n_slots = refs.shape[0]
@@ -640,6 +672,16 @@ def replay(now, nodes, flows, links, mem, ist, out):
                 d = slot_dev[b0]
                 left = in_use[d] - m
                 in_use[d] = left if left > 0 else 0
+    # Hand back the flows' times and order and the links' books.
+    for f in range(nfl):
+        ffirst[f] = ff[R_FFIRST, f]
+        fend[f] = ff[R_FEND, f]
+        forder[f] = fi[R_FORDER, f]
+    for k in range(nlk):
+        lload[k] = lfl[R_LLOAD, k]
+        lsince[k] = lfl[R_LSINCE, k]
+        lbytes[k] = lfl[R_LBYTES, k]
+        lbusy[k] = lfl[R_LBUSY, k]
     # A step leaves the network idle; anything else is for the full schedule.
     ok = not ist[ACTIVE] and not ist[PENDING] and not ist[HAS_AT]
     return ok, now, norder
