@@ -32,7 +32,8 @@ DEVICES = [
 
 def _model(seed: int, n_ops: int = 60):
     """A random graph over 12 devices on 4 hosts: matmuls, adds, views (split, reshape),
-    concats, so that transfers of two sizes cross shared links at once."""
+    concats and control edges, so that transfers of two sizes (and of none) cross shared links
+    at once."""
     rng = np.random.default_rng(seed)
     g = hb.Graph()
     with g.as_default():
@@ -42,7 +43,7 @@ def _model(seed: int, n_ops: int = 60):
         w_down = np.full((256, 64), 0.01, np.float32)
         for _ in range(n_ops):
             with hb.device(DEVICES[rng.integers(len(DEVICES))]):
-                kind = rng.integers(6)
+                kind = rng.integers(7)
                 a = pool[64][rng.integers(len(pool[64]))]
                 if kind == 0:
                     pool[256].append(hb.matmul(a, hb.constant(w_up)))
@@ -57,8 +58,12 @@ def _model(seed: int, n_ops: int = 60):
                     pool[64].append(hb.concat([right, left], axis=1))
                 elif kind == 4:
                     pool[64].append(hb.reshape(hb.reshape(a, [-1]), [-1, 64]) * 2.0)
-                else:
+                elif kind == 5:
                     pool[64].append(hb.tanh(a))
+                else:  # a control edge, often across devices: a zero-byte transfer
+                    b = pool[64][rng.integers(len(pool[64]))]
+                    with hb.control_dependencies([b.op]):
+                        pool[64].append(hb.identity(a))
         with hb.device(DEVICES[0]):
             total = hb.add_n(pool[64][-6:])
             shape = hb.shape(total)
@@ -111,6 +116,7 @@ def test_a_replayed_step_equals_the_full_schedule_to_the_last_bit(fabric, latenc
     # each batch size's first step records its program; its second runs in full too
     assert fast_sess.replayed_steps == 3
     assert len(full[0]["flows"]) > 10  # transfers took place
+    assert (full[0]["flows"].bytes == 0).any()  # control edges across devices
     assert any(s["recomputations"] for s in full)  # flows shared links
     for k, (a, b) in enumerate(zip(full, fast)):
         for key in ("ops", "flows", "devices", "links", "all_flows", "all_links"):
