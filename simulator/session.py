@@ -173,7 +173,7 @@ class SimSession(BaseSession):
     ):
         self.cluster = cluster
         #: replay recorded step programs (``program.py``) for shape-only steps whose feeds have
-        #: the signature of an earlier step; False runs every step through the full schedule
+        #: the signature of earlier steps; False runs every step through the full schedule
         self.replay = bool(replay)
         self.replayed_steps = 0  # steps served by a step program
         #: steps of a feed signature that run in full before its program replays (the first
@@ -208,7 +208,7 @@ class SimSession(BaseSession):
         prep = plan.prepared
         programs = prep.sim_programs
         trace = sent = None
-        if programs is not None:
+        if programs is not None and self.replay:
             key = tuple([_signature(vals[s]) for s in prep.feed_slots.values()])
             prog = programs.get(key)
             if prog is not None and prog.generation != simulated_generation():
@@ -259,7 +259,7 @@ class SimSession(BaseSession):
                 if shape.is_fully_defined():
                     n.device.persistent_bytes += shape.num_elements() * n.op.outputs[0].dtype.size
         # Step programs of this graph by the signature of its feeds (see ``_execute``).
-        plan.prepared.sim_programs = {} if replayable and self.replay else None
+        plan.prepared.sim_programs = {} if replayable else None
         return plan
 
     def _resolve_feeds(self, feed_dict: dict) -> dict:

@@ -178,6 +178,9 @@ def test_a_replay_that_would_run_out_of_memory_runs_in_full_and_raises():
     dev.memory_limit_bytes = 0
     sess.run(z, feed)
     assert sess.replayed_steps == 2
+    sess.replay = False  # turned off: every step runs in full
+    sess.run(z, feed)
+    assert sess.replayed_steps == 2
 
 
 def test_a_new_cost_model_or_hybrid_mode_is_not_replayed_from_an_old_program():
