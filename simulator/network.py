@@ -364,7 +364,7 @@ class Network:
         """Whether nothing is under way: no flow in flight or waiting for a recomputation, and
         nothing on ``env``'s queue but this network's stale timers (which are then dropped:
         they would do nothing). A step program (see ``program.py``) runs only then."""
-        if self._active or self._recompute_pending or self._timer_at is not None:
+        if self._active or self._recompute_pending or self._timer_at is not None or self._dirty:
             return False
         queue = env._queue
         if queue:
