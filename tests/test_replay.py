@@ -207,3 +207,40 @@ def test_a_new_cost_model_or_hybrid_mode_is_not_replayed_from_an_old_program():
         out = sess.run(z, {x: xv})
         assert np.allclose(out, np.tanh((xv @ xv) @ (xv @ xv)), rtol=1e-5)
     assert sess.replayed_steps == 2  # hybrid steps compute values: never replayed
+
+
+@pytest.mark.parametrize("name,batch", [("cnn", 16), ("lstm_lm", 8)])
+def test_a_zoo_models_replayed_training_steps_equal_the_full_schedule(name, batch):
+    """Data-parallel training steps (variables on two PS tasks, updates, Send/Recv both ways)."""
+    from hetbed.scenarios.models import zoo
+
+    def steps(replay: bool):
+        c = Cluster()
+        c.add_task("ps", 0, cpu=GPU, nic=(1.25e9, 20e-6))
+        c.add_task("ps", 1, cpu=GPU, nic=(1.25e9, 20e-6))
+        c.add_task("worker", 0, cpu=GPU, gpu=(GPU, 1), nic=(1.25e9, 20e-6))
+        g = hb.Graph()
+        with g.as_default():
+            with hb.device(
+                hb.train.replica_device_setter(
+                    ps_tasks=2, worker_device="/job:worker/task:0/device:gpu:0"
+                )
+            ):
+                m = zoo.build(name, batch)
+            sess = SimSession(c, graph=g, replay=replay)
+            sess.run(hb.global_variables_initializer())
+            feed = {ph: sim_value(m.input_shapes[k], ph.dtype.np) for k, ph in m.inputs.items()}
+            out = []
+            for _ in range(4):
+                sess.run(m.train_op, feed)
+                r = sess.last_record
+                out.append((r.step_time_s, r.ops, r.flows, r.devices, r.links, c.env.now))
+        return sess, out
+
+    full_sess, full = steps(False)
+    fast_sess, fast = steps(True)
+    assert fast_sess.replayed_steps == 2 and full_sess.replayed_steps == 0
+    assert len(full[-1][2]) > 4  # variables and gradients crossed the network
+    for a, b in zip(full, fast):
+        assert a[0] == b[0] and a[5] == b[5]
+        assert all(u.equals(v) for u, v in zip(a[1:5], b[1:5]))
