@@ -43,7 +43,7 @@ class StepProgram:
     fetched value that is not a placeholder or an array).
     """
 
-    __slots__ = ("generation", "nodes", "devices", "dev", "ops", "links", "flows", "arrays")
+    __slots__ = ("generation", "devices", "dev", "ops", "links", "flows", "arrays")
     __slots__ += ("fetched", "network", "env", "steps")
 
     @classmethod
@@ -62,7 +62,6 @@ class StepProgram:
         self = cls()
         self.generation = simulated.generation()
         self.steps = 1  # steps of its signature so far (see SimSession.replay_after)
-        self.nodes = nodes
         self.fetched = [v.copy() if v.__class__ is np.ndarray else v for v in fetched]
         network: Network = session.cluster.network
         self.network = network
@@ -192,7 +191,7 @@ class StepProgram:
         ist = np.zeros(replay.N_IST, np.int64)
         ist[replay.SEQ] = network._seq
         ist[replay.TV] = network._timer_version
-        n, nfl = len(self.nodes), len(self.flows)
+        n, nfl = len(self.ops), len(self.flows)
         out = (
             np.zeros(n),
             np.zeros(n),
