@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 from hetbed.simulator.calibrate import best_of
 
-__all__ = ["best_of", "table", "optional"]
+__all__ = ["best_of", "table", "optional", "verdict"]
 
 
 def table(
@@ -31,3 +34,13 @@ def optional(module: str):
         return __import__(module)
     except Exception:  # noqa: BLE001 - any import failure means "not available"
         return None
+
+
+def verdict(values: list[float], passes: Callable[[float], bool]) -> str:
+    """A target line's word: 'met' only when there are measurements, all finite and all passing;
+    'NOT measured' when there are none or one failed (NaN, inf), so a failed measurement can never
+    read as a pass; else 'NOT met'."""
+    vals = [float(v) for v in values]
+    if not vals or not all(math.isfinite(v) for v in vals):
+        return "NOT measured"
+    return "met" if all(passes(v) for v in vals) else "NOT met"

@@ -941,6 +941,17 @@ def _sizes(v: Any) -> tuple:
     return tuple(int(d) for d in (v.tolist() if hasattr(v, "tolist") else v))
 
 
+def _cpu_fast(*arrays: Any) -> Any:
+    """The compiled CPU kernels (``conv_cpu``) when they apply to these arrays, else None.
+
+    Imported on first use: numba's import would otherwise add to every ``import hetbed``."""
+    if not all(isinstance(a, np.ndarray) for a in arrays):
+        return None
+    from . import conv_cpu
+
+    return conv_cpu if conv_cpu.supports(*arrays) else None
+
+
 # ---- Conv2D ------------------------------------------------------------------------------------
 
 Conv2D = defop("Conv2D")
@@ -985,6 +996,9 @@ def _conv2d(ctx, x, f):
     n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
         "Conv2D", ctx.attrs, x.shape, f.shape
     )
+    fast = _cpu_fast(x, f)
+    if fast is not None:
+        return fast.conv2d(x, f, sh, sw, ho, wo, ph, pw)
     cols = _im2col(xp, _pad_hw(xp, x, ph, pw), kh, kw, sh, sw, ho, wo)
     return (cols @ f.reshape(kh * kw * c, co)).reshape(n, ho, wo, co)
 
@@ -1043,6 +1057,9 @@ def _conv2d_backprop_input(ctx, sizes, f, dy):
             f"Conv2DBackpropInput: out_backprop shape {dy.shape} does not match the conv2d "
             f"output shape {(n, ho, wo, co)}"
         )
+    fast = _cpu_fast(f, dy)
+    if fast is not None:
+        return fast.conv2d_backprop_input((n, h, w, c), f, dy, sh, sw, ph, pw)
     dy2 = dy.reshape(n * ho * wo, co)
     if kh == kw == sh == sw == 1:
         return (dy2 @ f.reshape(c, co).T).reshape(n, h, w, c)
@@ -1105,6 +1122,9 @@ def _conv2d_backprop_filter(ctx, x, sizes, dy):
             f"Conv2DBackpropFilter: out_backprop shape {dy.shape} does not match the conv2d "
             f"output shape {(n, ho, wo, co)}"
         )
+    fast = _cpu_fast(x, dy)
+    if fast is not None:
+        return fast.conv2d_backprop_filter(x, dy, kh, kw, sh, sw, ph, pw)
     cols = _im2col(xp, _pad_hw(xp, x, ph, pw), kh, kw, sh, sw, ho, wo)
     return (cols.T @ dy.reshape(n * ho * wo, co)).reshape(kh, kw, c, co)
 
@@ -1253,6 +1273,9 @@ MaxPool = defop("MaxPool", shape=_pool_shape, cost=_pool_cost(1))
 def _max_pool(ctx, x):
     xp = ctx.xp
     n, h, w, c, kh, kw, sh, sw, ho, wo, ph, pw = _pool_dims("MaxPool", ctx.attrs, x.shape)
+    fast = _cpu_fast(x)
+    if fast is not None:
+        return fast.max_pool(x, kh, kw, sh, sw, ho, wo, ph, pw)
     xpad = _pad_hw(xp, x, ph, pw, _lowest(x.dtype))
     out = None
     for i in range(kh):
@@ -1282,6 +1305,9 @@ def _max_pool_grad_kernel(ctx, x, y, g):
     """Each window's gradient goes to its maximum; on ties, to the first in row-major order."""
     xp = ctx.xp
     n, h, w, c, kh, kw, sh, sw, ho, wo, ph, pw = _pool_dims("MaxPoolGrad", ctx.attrs, x.shape)
+    fast = _cpu_fast(x, y, g)
+    if fast is not None:
+        return fast.max_pool_grad(x, y, g, kh, kw, sh, sw, ph, pw)
     xpad = _pad_hw(xp, x, ph, pw, _lowest(x.dtype))
     dxp = xp.zeros(xpad.shape, dtype=g.dtype)
     open_ = xp.ones(y.shape, dtype=bool)  # windows whose maximum is not yet found
