@@ -35,6 +35,24 @@ def _zero(x: Any) -> Any:
     return x.dtype.type(0)
 
 
+_nn_cpu: Any = None  # the nn_cpu module once imported
+
+
+def _cpu_fast(*arrays: Any) -> Any:
+    """The compiled CPU kernels (``nn_cpu``) when they apply to these arrays, else None.
+
+    Imported on first use: numba's import would otherwise add to every ``import hetbed``."""
+    global _nn_cpu
+    for a in arrays:
+        if type(a) is not np.ndarray:
+            return None
+    if _nn_cpu is None:
+        from . import nn_cpu
+
+        _nn_cpu = nn_cpu
+    return _nn_cpu if _nn_cpu.supports(*arrays) else None
+
+
 def _rw_cost(op, ins, outs, flops: float) -> Cost:
     r = sum(nbytes(s, t.dtype) for s, t in zip(ins, op.inputs))
     w = sum(nbytes(s, t.dtype) for s, t in zip(outs, op.outputs))
@@ -57,6 +75,9 @@ Relu = defop("Relu", shape=unchanged_shape, cost=elementwise_cost(1))
 
 @Relu.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
 def _relu(ctx, x):
+    fast = _cpu_fast(x)
+    if fast is not None:
+        return fast.relu(x)
     return ctx.xp.maximum(x, _zero(x))
 
 
@@ -65,6 +86,9 @@ ReluGrad = defop("ReluGrad", shape=_grad_shape, cost=elementwise_cost(2))
 
 @ReluGrad.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
 def _relu_grad_kernel(ctx, g, y):
+    fast = _cpu_fast(g, y)
+    if fast is not None and g.shape == y.shape:
+        return fast.relu_grad(g, y)
     return g * (y > 0)
 
 
@@ -658,6 +682,9 @@ def _bias_add_shape(op):
 
 @BiasAdd.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
 def _bias_add(ctx, v, b):
+    fast = _cpu_fast(v, b)
+    if fast is not None and v.size and v.ndim >= 1 and b.shape == v.shape[-1:]:
+        return fast.bias_add(v, b)
     return v + b
 
 
@@ -673,6 +700,9 @@ def _bias_add_grad_shape(op):
 
 @BiasAddGrad.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
 def _bias_add_grad_kernel(ctx, g):
+    fast = _cpu_fast(g)
+    if fast is not None and g.size:
+        return fast.bias_add_grad(g)
     return g.reshape(-1, g.shape[-1]).sum(axis=0, dtype=g.dtype)
 
 
@@ -939,17 +969,6 @@ def _shape_tensor(t: Tensor) -> Tensor:
 
 def _sizes(v: Any) -> tuple:
     return tuple(int(d) for d in (v.tolist() if hasattr(v, "tolist") else v))
-
-
-def _cpu_fast(*arrays: Any) -> Any:
-    """The compiled CPU kernels (``conv_cpu``) when they apply to these arrays, else None.
-
-    Imported on first use: numba's import would otherwise add to every ``import hetbed``."""
-    if not all(isinstance(a, np.ndarray) for a in arrays):
-        return None
-    from . import conv_cpu
-
-    return conv_cpu if conv_cpu.supports(*arrays) else None
 
 
 # ---- Conv2D ------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Compiled CPU conv/pool kernels (runtime/ops/conv_cpu.py) against direct-loop references:
+"""Compiled CPU conv/pool kernels (runtime/ops/nn_cpu.py) against direct-loop references:
 forward, input and filter gradients, for SAME/VALID, strides 1-3 (unequal too), odd sizes, 1x1
 filters, float32 and float64, blocks that split images and leave a remainder."""
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hetbed as hb
-from hetbed.runtime.ops import conv_cpu, nn
+from hetbed.runtime.ops import nn, nn_cpu
 
 RNG = np.random.default_rng(7)
 
@@ -82,7 +82,7 @@ def _pads(case):
 def block(request, monkeypatch):
     """Default blocking, or blocks of a few rows: every block boundary and a short last block."""
     if request.param is not None:
-        monkeypatch.setattr(conv_cpu, "_BLOCK_ELEMS", request.param)
+        monkeypatch.setattr(nn_cpu, "_BLOCK_ELEMS", request.param)
     return request.param
 
 
@@ -96,12 +96,12 @@ def test_conv_kernels_match_direct_loops(case, dtype, block):
     f = RNG.standard_normal((kh, kw, c, co)).astype(dtype)
     dy = RNG.standard_normal((n, ho, wo, co)).astype(dtype)
     tol = {"rtol": 1e-4, "atol": 1e-4} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-10}
-    y = conv_cpu.conv2d(x, f, sh, sw, ho, wo, ph, pw)
+    y = nn_cpu.conv2d(x, f, sh, sw, ho, wo, ph, pw)
     assert y.dtype == dtype and y.shape == (n, ho, wo, co)
     np.testing.assert_allclose(y, naive_conv(x, f, sh, sw, pad), **tol)
     dx_want, df_want = naive_adjoints(x, f, dy, sh, sw, pad)
-    dx = conv_cpu.conv2d_backprop_input(x.shape, f, dy, sh, sw, ph, pw)
-    df = conv_cpu.conv2d_backprop_filter(x, dy, kh, kw, sh, sw, ph, pw)
+    dx = nn_cpu.conv2d_backprop_input(x.shape, f, dy, sh, sw, ph, pw)
+    df = nn_cpu.conv2d_backprop_filter(x, dy, kh, kw, sh, sw, ph, pw)
     assert dx.dtype == df.dtype == dtype
     np.testing.assert_allclose(dx, dx_want, **tol)
     np.testing.assert_allclose(df, df_want, **tol)
@@ -115,14 +115,14 @@ def test_conv_kernels_take_strided_inputs():
     dy = RNG.standard_normal((2, wo, ho, 4)).astype(np.float32).transpose(0, 2, 1, 3)
     xc, fc, dyc = (np.ascontiguousarray(a) for a in (x, f, dy))
     for fn, args, argsc in [
-        (conv_cpu.conv2d, (x, f, 2, 2, ho, wo, ph, pw), (xc, fc, 2, 2, ho, wo, ph, pw)),
+        (nn_cpu.conv2d, (x, f, 2, 2, ho, wo, ph, pw), (xc, fc, 2, 2, ho, wo, ph, pw)),
         (
-            conv_cpu.conv2d_backprop_filter,
+            nn_cpu.conv2d_backprop_filter,
             (x, dy, 3, 3, 2, 2, ph, pw),
             (xc, dyc, 3, 3, 2, 2, ph, pw),
         ),
         (
-            conv_cpu.conv2d_backprop_input,
+            nn_cpu.conv2d_backprop_input,
             (x.shape, f, dy, 2, 2, ph, pw),
             (x.shape, fc, dyc, 2, 2, ph, pw),
         ),
@@ -174,13 +174,13 @@ def test_max_pool_kernels_match_loops(kh, kw, sh, sw, pad, dtype):
     y_want, first = naive_max_pool(x, kh, kw, sh, sw, pad)
     ho, pt, pb = _geom(7, kh, sh, pad)
     wo, pl, pr = _geom(6, kw, sw, pad)
-    y = conv_cpu.max_pool(x, kh, kw, sh, sw, ho, wo, (pt, pb), (pl, pr))
+    y = nn_cpu.max_pool(x, kh, kw, sh, sw, ho, wo, (pt, pb), (pl, pr))
     np.testing.assert_array_equal(y, y_want)
     g = RNG.standard_normal(y.shape).astype(dtype)
     dx_want = np.zeros(x.shape)
     for (b, i, j, ch), (r, s) in first.items():
         dx_want[b, r, s, ch] += g[b, i, j, ch]
-    dx = conv_cpu.max_pool_grad(x, y, g, kh, kw, sh, sw, (pt, pb), (pl, pr))
+    dx = nn_cpu.max_pool_grad(x, y, g, kh, kw, sh, sw, (pt, pb), (pl, pr))
     np.testing.assert_allclose(dx, dx_want, rtol=1e-6, atol=1e-6)
 
 
@@ -190,7 +190,7 @@ def test_max_pool_propagates_nan():
     x[0, 1, 1, 0] = np.nan  # second cell of window (0, 0) of channel 0
     x[0, 2, 2, 1] = np.nan  # first cell of window (1, 1) of channel 1
     x[0, 3, 3, 1] = 5.0
-    y = conv_cpu.max_pool(x, 2, 2, 2, 2, 2, 2, (0, 0), (0, 0))
+    y = nn_cpu.max_pool(x, 2, 2, 2, 2, 2, 2, (0, 0), (0, 0))
     assert np.isnan(y[0, 0, 0, 0]) and np.isnan(y[0, 1, 1, 1])
     assert y[0, 1, 1, 0] == 0 and y[0, 0, 0, 1] == 0
 
@@ -198,7 +198,7 @@ def test_max_pool_propagates_nan():
 def test_fast_path_only_for_numpy_float32_float64():
     """supports() admits float32/float64 numpy arrays of one dtype; others use the numpy kernels."""
     a32, a64 = np.zeros((1, 2, 2, 1), np.float32), np.zeros((1, 2, 2, 1))
-    assert nn._cpu_fast(a32, a32) is conv_cpu and nn._cpu_fast(a64) is conv_cpu
+    assert nn._cpu_fast(a32, a32) is nn_cpu and nn._cpu_fast(a64) is nn_cpu
     assert nn._cpu_fast(a32, a64) is None
     assert nn._cpu_fast(a32.astype(np.float16)) is None
     assert nn._cpu_fast(a32.astype(np.int32)) is None
@@ -239,3 +239,46 @@ def test_lenet_gradients_through_the_graph_match_loops():
     dx, df = naive_adjoints(x, f, dc, 1, 1, "SAME")
     np.testing.assert_allclose(gx, dx, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(gf, df, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_elementwise_kernels_match_numpy(dtype):
+    """relu, relu_grad, bias_add and bias_add_grad equal numpy's expressions, NaN and inf included,
+    on 0-d, 2-D, 4-D and non-contiguous arrays."""
+    x = RNG.standard_normal((3, 4, 5, 6)).astype(dtype)
+    x[0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    g[1, 1, 1, :2] = [np.nan, np.inf]
+    y = np.maximum(x, 0)
+    b = RNG.standard_normal(6).astype(dtype)
+    for a, gg in [
+        (x, g),
+        (x[:, ::2], g[:, ::2]),
+        (x[0, 0], g[0, 0]),
+        (x[0, 0, 0, 4], g[0, 0, 0, 4]),
+    ]:
+        np.testing.assert_array_equal(nn_cpu.relu(a), np.maximum(a, 0))
+        yy = np.maximum(a, 0)
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(nn_cpu.relu_grad(gg, yy), gg * (yy > 0))
+        assert nn_cpu.relu(a).shape == np.shape(a)
+    for a in (x, x[:, ::2], x[0, 0], g):
+        np.testing.assert_array_equal(nn_cpu.bias_add(a, b), a + b)
+        np.testing.assert_array_equal(
+            nn_cpu.bias_add_grad(a), a.reshape(-1, 6).sum(axis=0, dtype=dtype)
+        )
+    assert nn_cpu.relu_grad(g, y).dtype == dtype
+
+
+def test_bias_add_and_relu_gradients_through_the_graph():
+    """A float32 dense layer's bias and input gradients through relu equal numpy's."""
+    x = RNG.standard_normal((5, 3)).astype(np.float32)
+    b = RNG.standard_normal(3).astype(np.float32)
+    w = RNG.standard_normal((5, 3)).astype(np.float32)
+    with hb.Graph().as_default(), hb.Session() as s:
+        xt, bt = hb.constant(x), hb.constant(b)
+        loss = hb.reduce_sum(hb.nn.relu(hb.nn.bias_add(xt, bt)) * hb.constant(w))
+        gx, gb = s.run(hb.gradients(loss, [xt, bt]))
+    dz = w * (x + b > 0)
+    np.testing.assert_allclose(gx, dz, rtol=1e-6)
+    np.testing.assert_allclose(gb, dz.sum(axis=0), rtol=1e-5)

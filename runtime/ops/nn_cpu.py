@@ -1,4 +1,5 @@
-"""CPU kernels for convolution and max pooling (NHWC, float32/float64), called by ``nn.py``.
+"""Compiled CPU kernels for ``nn.py``'s ops (NHWC, float32/float64): convolution, max pooling,
+and the one-pass elementwise work around them (ReLU, its gradient, bias add and its gradient).
 
 Convolutions are im2col-to-GEMM done in blocks of output rows: each block's patch matrix is
 built by a compiled loop into one reused buffer small enough to stay in cache, then multiplied
@@ -7,7 +8,9 @@ whole batch (tens of MB) costs a trip to memory to write and another to read, an
 these tall-and-narrow products faster on a block of ~1-2k rows than on 12k. The gradient with
 respect to the input multiplies each block of the output gradient by the filter and scatters the
 block back into the (padded) input gradient with the compiled inverse loop (col2im). Max pooling
-and its gradient are compiled loops over the windows that never build the padded input.
+and its gradient are compiled loops over the windows that never build the padded input. The
+elementwise kernels read each input once and write one output, where numpy's expressions build
+temporaries (``g * (y > 0)`` makes a bool array, then a float product).
 
 Each function takes the geometry ``nn.py`` has already checked: strides (sh, sw), window sizes,
 and the SAME/VALID padding before/after each spatial axis. Only float32 and float64 come here
@@ -34,7 +37,17 @@ _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 def supports(*arrays: Any) -> bool:
     """True when these kernels apply: numpy arrays of one float dtype they are compiled for."""
     dt = arrays[0].dtype
-    return all(isinstance(a, np.ndarray) and a.dtype == dt for a in arrays) and dt in _FAST
+    if dt not in _FAST:
+        return False
+    for a in arrays:
+        if not isinstance(a, np.ndarray) or a.dtype != dt:
+            return False
+    return True
+
+
+def _c(a: np.ndarray) -> np.ndarray:
+    """``a`` if C-contiguous, else a C-contiguous copy (0-d arrays stay 0-d)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _block_rows(k: int, rows: int) -> int:
@@ -120,7 +133,7 @@ def _max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - c
     """Each window's gradient to the first cell (row-major) of ``x`` equal to its maximum."""
     nb, h, w, c = x.shape
     ho, wo = y.shape[1], y.shape[2]
-    open_ = np.empty(c, dtype=np.bool_)  # channels whose maximum this window has not met yet
+    open_ = np.empty(c, dtype=np.uint8)  # 1: channels whose maximum this window has not met yet
     for b in range(nb):
         for oy in range(ho):
             ya, yb = max(oy * sh - pt, 0), min(oy * sh - pt + kh, h)
@@ -128,15 +141,15 @@ def _max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - c
                 xa, xb = max(ox * sw - pl, 0), min(ox * sw - pl + kw, w)
                 m = y[b, oy, ox]
                 gr = g[b, oy, ox]
-                open_[:] = True
+                open_[:] = 1
                 for yy in range(ya, yb):
                     for xx in range(xa, xb):
                         src = x[b, yy, xx]
                         dst = dx[b, yy, xx]
                         for ch in range(c):
-                            hit = open_[ch] and src[ch] == m[ch]
-                            dst[ch] += gr[ch] if hit else 0.0
-                            open_[ch] = open_[ch] and not hit
+                            hit = open_[ch] & np.uint8(src[ch] == m[ch])
+                            dst[ch] += gr[ch] if hit else 0
+                            open_[ch] ^= hit
 
 
 # ---- convolution -----------------------------------------------------------------------------
@@ -227,3 +240,69 @@ def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.nda
     dx = np.zeros_like(x)
     _max_pool_grad(x, y, g, kh, kw, sh, sw, ph[0], pw[0], dx)
     return dx
+
+
+# ---- elementwise: ReLU, its gradient, bias add and its gradient -------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _relu(x, out):  # pragma: no cover - compiled
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v if (v > 0 or v != v) else 0  # NaN stays NaN, as in np.maximum
+
+
+@njit(cache=True, nogil=True)
+def _relu_grad(g, y, out):  # pragma: no cover - compiled
+    for i in range(g.size):
+        out[i] = g[i] * (1 if y[i] > 0 else 0)  # g * (y > 0): a NaN gradient stays NaN
+
+
+@njit(cache=True, nogil=True)
+def _bias_add(v, b, out):  # pragma: no cover - compiled
+    c = b.size
+    for r in range(v.shape[0]):
+        src, dst = v[r], out[r]
+        for k in range(c):
+            dst[k] = src[k] + b[k]
+
+
+@njit(cache=True, nogil=True)
+def _bias_add_grad(g, out):  # pragma: no cover - compiled
+    """Column sums of ``g``, row after row (the order, and so the rounding, of numpy's sum)."""
+    out[:] = 0
+    for r in range(g.shape[0]):
+        src = g[r]
+        for k in range(out.size):
+            out[k] += src[k]
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    x = _c(x)
+    out = np.empty_like(x)
+    _relu(x.reshape(-1), out.reshape(-1))
+    return out
+
+
+def relu_grad(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``g`` where ``y > 0``, else 0 (``g * (y > 0)``: a NaN or inf in ``g`` gives NaN there)."""
+    g, y = _c(g), _c(y)
+    out = np.empty_like(g)
+    _relu_grad(g.reshape(-1), y.reshape(-1), out.reshape(-1))
+    return out
+
+
+def bias_add(v: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``v + b`` with ``b`` (C,) added along the last axis of ``v``."""
+    v, b = _c(v), _c(b)
+    out = np.empty_like(v)
+    _bias_add(v.reshape(-1, b.size), b, out.reshape(-1, b.size))
+    return out
+
+
+def bias_add_grad(g: np.ndarray) -> np.ndarray:
+    """Sums of ``g`` over all axes but the last."""
+    g = _c(g)
+    out = np.empty(g.shape[-1], dtype=g.dtype)
+    _bias_add_grad(g.reshape(-1, g.shape[-1]), out)
+    return out
