@@ -165,9 +165,10 @@ class SimulatedDevice(Device):
         self._planned: list = []  # nodes holding plans of this device (see ``start``)
 
     # ---- the Device interface ----------------------------------------------------------
-    def start(self, node: Any, inputs: list) -> tuple[float, Any]:
-        """Queue ``node`` on this device's stream; returns (simulated end time, result). The
-        executor completes the node when the clock reaches the end time."""
+    def start(self, node: Any, inputs: list, now: float | None = None) -> tuple[float, Any]:
+        """Queue ``node`` on this device's stream at time ``now`` (the clock's time when not
+        given); returns (simulated end time, result). The executor completes the node when its
+        step's time reaches the end time."""
         if len(inputs) == 1:  # the key is an int for one input, a tuple of ints otherwise
             v = inputs[0]
             key = v.sig if v.__class__ is SimValue else _signature(v)
@@ -182,7 +183,8 @@ class SimulatedDevice(Device):
             plan = plans[key] = self._plan_node(node, inputs)
         dur, placeholders, compute = plan
         result = node.fn(node.ctx, *inputs) if compute else placeholders
-        now = self.env._now  # the hot path reads SimPy's clock attribute directly
+        if now is None:
+            now = self.env.now
         begin = now if now > self.busy_until else self.busy_until
         end = begin + dur
         self.busy_until = end

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import queue
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -164,6 +165,7 @@ class PreparedGraph:
 
 
 _step_ids = itertools.count(1)
+_INF = math.inf
 
 
 def new_step_id() -> int:
@@ -497,11 +499,14 @@ def run_timed(
     are asynchronous (Send/Recv through the step's rendezvous): a simulated step.
 
     Same semantics as ``run_event_driven`` (ready nodes in the same order, inputs released at the
-    same points), with the wait inlined: ``clock`` is a
-    discrete-event environment exposing its event heap as ``_queue`` (entries start with their
-    time), its time as ``_now`` and ``step()`` (SimPy's Environment). A timed node's completion
-    is taken from the step's heap when nothing on the clock is earlier; otherwise the clock
-    steps (network flows, Send/Recv deliveries), which may complete asynchronous nodes.
+    same points), with the wait inlined: ``clock`` follows the clock protocol
+    (``hetbed.devices.clock.Clock``: ``now``, ``peek``, ``step``, ``advance``). A timed node's
+    completion is taken from the step's heap when nothing on the clock is earlier (the step's
+    time moves to its end without a clock event); otherwise the clock steps (network flows,
+    Send/Recv deliveries), which may complete asynchronous nodes. The clock is advanced to the
+    step's time only before something else may read or schedule on it (an asynchronous node
+    starts, the clock steps, the step ends): devices are told the time by ``start(node,
+    inputs, now)``.
 
     ``charges`` turns on memory accounting through the buffer lifetimes: when node ``i`` with
     ``charges[i] == ALLOCATES`` finishes, the bytes of its new outputs are allocated on its device
@@ -522,7 +527,8 @@ def run_timed(
     timers: list = []  # (end time, seq, node, result, slots whose last consumer is the node)
     completions: list = []  # (node, result, error) of asynchronous nodes, in completion order
     waiting: dict[int, tuple] = {}  # asynchronous node started -> its released slots
-    events = clock._queue
+    peek, advance = clock.peek, clock.advance
+    now = clock.now  # the step's time; the clock catches up before anything else reads it
     push, pop = heapq.heappush, heapq.heappop
     charged = owner = shares = None
     if charges is not None:
@@ -556,12 +562,14 @@ def run_timed(
                             dead = (*dead, s)
                             vals[s] = None
                 if node.timed:
-                    end, r = node.device.start(node, inputs)
+                    end, r = node.device.start(node, inputs, now)
                     if trace is not None:
                         trace.append((node, inputs, r))
                     push(timers, (end, seq, node, r, dead))
                     seq += 1
                 else:
+                    if clock.now != now:
+                        advance(now)
                     waiting[node.index] = dead
                     node.fn(node.ctx, step, inputs, _completer(completions.append, node))
                 outstanding += 1
@@ -575,12 +583,14 @@ def run_timed(
                     raise err
                 if trace is not None:
                     trace.append((node, None, r))
-            elif timers and (not events or timers[0][0] < events[0][0]):
-                end, _seq, node, r, dead = pop(timers)
-                clock._now = end  # nothing on the clock is earlier: advance it
-            elif events:
+            elif timers and timers[0][0] < peek():
+                now, _seq, node, r, dead = pop(timers)  # nothing on the clock is earlier
+            elif peek() != _INF:
                 node = None
+                if clock.now != now:
+                    advance(now)
                 clock.step()
+                now = clock.now
                 continue
             else:
                 node = None
@@ -630,7 +640,11 @@ def run_timed(
                 pending[c] = left
                 if not left:
                     ready.append(c)
+        if clock.now != now:
+            advance(now)
     except Exception as e:
+        if clock.now != now:
+            advance(now)
         _abort(step, e)
         if charged is not None:
             _free(charged, slot_node, range(len(charged)))

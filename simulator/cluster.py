@@ -22,6 +22,7 @@ from hetbed.devices.costmodel import CostModel, perf_from_spec
 from hetbed.devices.simulated import SimulatedDevice
 from hetbed.runtime.shapes import output_shapes
 
+from .clock import SimClock, as_clock
 from .network import Network
 from .topology import Nic, SwitchFabric, TwoLevelFabric
 
@@ -60,7 +61,7 @@ class Cluster:
     ):
         if fabric not in ("switch", "two_level"):
             raise ValueError(f"fabric must be 'switch' or 'two_level', got {fabric!r}")
-        self.env = env or simpy.Environment()
+        self.env = as_clock(env) if env is not None else SimClock()
         self.network = Network(self.env)
         self.fabric_kind = fabric
         self.rack_size = rack_size

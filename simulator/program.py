@@ -201,7 +201,7 @@ class StepProgram:
             np.zeros(nfl),
             np.empty(nfl, np.int64),
         )
-        ok, now, norder = replay.replay(env._now, self.arrays[0], self.arrays[1], lk, mem, ist, out)
+        ok, now, norder = replay.replay(env.now, self.arrays[0], self.arrays[1], lk, mem, ist, out)
         if not ok:
             return None
         # Commit: devices, links, the network, the clock.
@@ -243,7 +243,7 @@ class StepProgram:
                     "path": joined,
                 }
             )
-        env._now = now
+        env.advance(now)  # through this network's stale timers, if any (they do nothing)
         return [v.copy() if v.__class__ is np.ndarray else v for v in self.fetched]
 
 

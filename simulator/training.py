@@ -32,9 +32,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import simpy
+from simpy.core import EmptySchedule
 
 from hetbed.devices.catalog import LinkSpec, load_device, load_link
 
+from .clock import run_until
 from .failures import FAILURE_COLUMNS, Failure
 from .fluid import PSNetwork, Transfer, ring_allreduce_time
 from .gcguard import relaxed_gc
@@ -433,10 +435,8 @@ class _Driver:
         t0 = time.perf_counter()
         try:
             with relaxed_gc():
-                env.run(until=self.done)
-        except RuntimeError as e:
-            if "until" not in str(e):
-                raise
+                self.events = run_until(env, self.done)
+        except EmptySchedule:
             raise RuntimeError(
                 f"{self.kind}: the simulation stopped at step {self.step} of {self.target} with "
                 "nothing left to do (every worker is waiting)"
@@ -624,10 +624,7 @@ class _Driver:
         )
         grads = self.grad_log.frame()
         fails = pd.DataFrame(self.failure_rows, columns=list(FAILURE_COLUMNS))
-        try:
-            events = next(self.env._eid)  # SimPy's count of scheduled events
-        except Exception:  # noqa: BLE001 - private attribute; absent in other SimPy versions
-            events = 0
+        events = self.events  # SimPy events processed (see clock.run_until)
         config = {
             "driver": self.kind,
             "n_workers": self.n_workers,
