@@ -282,3 +282,38 @@ def test_bias_add_and_relu_gradients_through_the_graph():
     dz = w * (x + b > 0)
     np.testing.assert_allclose(gx, dz, rtol=1e-6)
     np.testing.assert_allclose(gb, dz.sum(axis=0), rtol=1e-5)
+
+
+def _bn_ref(x, scale, offset, eps):
+    """Batch norm in float64 by numpy: (y, mean, Bessel-corrected variance)."""
+    x2 = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    m, v = x2.mean(axis=0), x2.var(axis=0)
+    y = (x2 - m) / np.sqrt(v + eps) * scale + offset
+    return y.reshape(x.shape), m, v * len(x2) / (len(x2) - 1)
+
+
+def test_fused_batch_norm_float32_matches_float64_reference():
+    """float32 training batch norm on a large, far-from-zero batch (the two-pass float64
+    moments avoid cancellation) equals a float64 reference; gradients equal the float64 kernel's,
+    batch-stat gradients (g_mean, g_var) included."""
+    x = (RNG.standard_normal((16, 9, 9, 5)) * 0.5 + 300.0).astype(np.float32)
+    scale, offset = (
+        RNG.standard_normal(5).astype(np.float32),
+        RNG.standard_normal(5).astype(np.float32),
+    )
+    y, m, v = nn_cpu.fused_batch_norm(x, scale, offset, None, None, 1e-3, True)
+    y_ref, m_ref, v_ref = _bn_ref(x, scale, offset, 1e-3)
+    np.testing.assert_allclose(y, y_ref, rtol=1e-3, atol=2e-3)
+    np.testing.assert_allclose(m, m_ref, rtol=1e-6)
+    np.testing.assert_allclose(v, v_ref, rtol=1e-4)
+    assert y.dtype == m.dtype == v.dtype == np.float32
+    dy = RNG.standard_normal(x.shape).astype(np.float32)
+    gm, gv = RNG.standard_normal(5).astype(np.float32), RNG.standard_normal(5).astype(np.float32)
+    for training, mean, var in [(True, m, v), (False, m_ref.astype(np.float32), v)]:
+        got = nn_cpu.fused_batch_norm_grad(dy, x, scale, mean, var, gm, gv, 1e-3, training)
+        args64 = [a.astype(np.float64) for a in (dy, x, scale, mean, var, gm, gv)]
+        want = nn_cpu.fused_batch_norm_grad(*args64, 1e-3, training)
+        assert len(got) == (3 if training else 5)
+        for a, b in zip(got, want):
+            assert a.dtype == np.float32
+            np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3 * np.abs(b).max())

@@ -1505,6 +1505,10 @@ def _fbn_shape(op):
 def _fused_batch_norm(ctx, x, scale, offset, *stats):
     xp = ctx.xp
     eps = ctx.attrs["epsilon"]
+    fast = _cpu_fast(x, scale, offset, *stats)
+    if fast is not None and x.size:
+        mean, var = stats if stats else (None, None)
+        return fast.fused_batch_norm(x, scale, offset, mean, var, eps, ctx.attrs["is_training"])
     c = x.shape[-1]
     x2 = x.reshape(-1, c)
     if ctx.attrs["is_training"]:
@@ -1553,6 +1557,9 @@ def _fused_batch_norm_grad(ctx, dy, x, scale, mean, var, g_mean, g_var):
     xp = ctx.xp
     eps = ctx.attrs["epsilon"]
     training = ctx.attrs["is_training"]
+    fast = _cpu_fast(dy, x, scale, mean, var, g_mean, g_var)
+    if fast is not None and x.size:
+        return fast.fused_batch_norm_grad(dy, x, scale, mean, var, g_mean, g_var, eps, training)
     c = x.shape[-1]
     x2, dy2 = x.reshape(-1, c), dy.reshape(-1, c)
     m = x2.shape[0]

@@ -306,3 +306,112 @@ def bias_add_grad(g: np.ndarray) -> np.ndarray:
     out = np.empty(g.shape[-1], dtype=g.dtype)
     _bias_add_grad(g.reshape(-1, g.shape[-1]), out)
     return out
+
+
+# ---- batch normalization (channels last) ------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _channel_moments(x, mean, var):  # pragma: no cover - compiled
+    """Per-channel mean and population variance of (rows, C) ``x``, in float64: two passes (the
+    sum, then the sum of squares about the mean), so no cancellation."""
+    rows, c = x.shape
+    acc = np.zeros(c, np.float64)
+    for r in range(rows):
+        src = x[r]
+        for k in range(c):
+            acc[k] += src[k]
+    for k in range(c):
+        mean[k] = acc[k] / max(rows, 1)
+        acc[k] = 0.0
+    for r in range(rows):
+        src = x[r]
+        for k in range(c):
+            d = src[k] - mean[k]
+            acc[k] += d * d
+    for k in range(c):
+        var[k] = acc[k] / max(rows, 1)
+
+
+@njit(cache=True, nogil=True)
+def _center_scale(x, mean, a, b, out):  # pragma: no cover - compiled
+    """out = (x - mean) * a + b, per channel (the batch-norm output)."""
+    for r in range(x.shape[0]):
+        src, dst = x[r], out[r]
+        for k in range(x.shape[1]):
+            dst[k] = (src[k] - mean[k]) * a[k] + b[k]
+
+
+@njit(cache=True, nogil=True)
+def _bn_grad_sums(dy, x, mean, sum_dy, sum_dy_xc):  # pragma: no cover - compiled
+    """Per-channel sums of dy and of dy * (x - mean), in float64."""
+    sum_dy[:] = 0.0
+    sum_dy_xc[:] = 0.0
+    for r in range(x.shape[0]):
+        d, src = dy[r], x[r]
+        for k in range(x.shape[1]):
+            sum_dy[k] += d[k]
+            sum_dy_xc[k] += d[k] * (src[k] - mean[k])
+
+
+@njit(cache=True, nogil=True)
+def _bn_grad_dx(dy, x, mean, a, b, cc, out):  # pragma: no cover - compiled
+    """out = dy * a - b + (x - mean) * cc, per channel."""
+    for r in range(x.shape[0]):
+        d, src, dst = dy[r], x[r], out[r]
+        for k in range(x.shape[1]):
+            dst[k] = d[k] * a[k] - b[k] + (src[k] - mean[k]) * cc[k]
+
+
+def fused_batch_norm(x, scale, offset, mean, var, eps: float, training: bool):
+    """(y, batch mean, Bessel-corrected batch variance) in training, (y, mean, var) in inference:
+    FusedBatchNorm over all axes but the last. ``mean``/``var`` are used only in inference."""
+    c = x.shape[-1]
+    x2 = _c(x).reshape(-1, c)
+    m = x2.shape[0]
+    if training:
+        mean64, var64 = np.empty(c), np.empty(c)
+        _channel_moments(x2, mean64, var64)
+        var_out = var64 * (m / (m - 1)) if m > 1 else var64
+    else:
+        mean64, var64 = mean.astype(np.float64), var.astype(np.float64)
+        var_out = var
+    a = scale / np.sqrt(var64 + eps)
+    out = np.empty_like(x2)
+    dt = x.dtype
+    _center_scale(x2, mean64.astype(dt), a.astype(dt), offset.astype(dt), out)
+    sdt = scale.dtype
+    return out.reshape(x.shape), mean64.astype(sdt), np.asarray(var_out).astype(sdt)
+
+
+def fused_batch_norm_grad(dy, x, scale, mean, var, g_mean, g_var, eps: float, training: bool):
+    """FusedBatchNormGrad: (dx, d_scale, d_offset), plus (d_mean, d_var) in inference. ``mean``
+    and ``var`` are what the forward pass used (in training its Bessel-corrected output)."""
+    c = x.shape[-1]
+    x2, dy2 = _c(x).reshape(-1, c), _c(dy).reshape(-1, c)
+    m = x2.shape[0]
+    var64 = var.astype(np.float64)
+    if training and m > 1:
+        var64 = var64 * ((m - 1) / m)  # back to the population variance used for y
+    inv = 1.0 / np.sqrt(var64 + eps)
+    mean_x = mean.astype(x.dtype)
+    sum_dy, sum_dy_xc = np.empty(c), np.empty(c)
+    _bn_grad_sums(dy2, x2, mean_x, sum_dy, sum_dy_xc)
+    d_offset = sum_dy
+    d_scale = sum_dy_xc * inv
+    a = scale * inv
+    if training:
+        b = a * d_offset / m - g_mean / m
+        cc = 2.0 * g_var / max(m - 1, 1) - a * inv * d_scale / m
+    else:
+        b = cc = np.zeros(c)
+    dt, sdt = x.dtype, scale.dtype
+    dx = np.empty_like(x2)
+    _bn_grad_dx(dy2, x2, mean_x, a.astype(dt), b.astype(dt), cc.astype(dt), dx)
+    outs = [dx.reshape(x.shape), d_scale.astype(sdt), d_offset.astype(sdt)]
+    if not training:
+        outs += [
+            (-a * d_offset + g_mean).astype(sdt),
+            (-0.5 * a * inv * d_scale + g_var).astype(sdt),
+        ]
+    return tuple(outs)
