@@ -16,6 +16,7 @@ import numpy as np
 
 from .base import Device
 from .costmodel import CostModel, DevicePerf, Roofline
+from .errors import ResourceExhaustedError
 
 _SIGS: dict = {}  # (shape, dtype[, small int bytes]) -> a small int naming that signature
 
@@ -251,8 +252,6 @@ class SimulatedDevice(Device):
         total = self.memory_in_use_bytes + nbytes + self.persistent_bytes
         limit = self.memory_limit_bytes
         if limit and total > limit:
-            from hetbed.runtime.errors import ResourceExhaustedError
-
             raise ResourceExhaustedError(
                 f"simulated out of memory on {self.name}: op {op.name!r} ({op.type}) "
                 f"allocates {nbytes:,} bytes with "

@@ -168,6 +168,7 @@ from hetbed.runtime.session import (
     InteractiveSession,
     Session,
     get_default_session,
+    register_session_kind,
 )
 from hetbed.runtime.timeline import RunMetadata, RunOptions
 from hetbed.runtime.variable_scope import (
@@ -204,3 +205,12 @@ def list_devices(config: ConfigProto | None = None) -> list:
 
 
 __version__ = "0.1.0"
+
+
+def _distributed_session() -> type:
+    from hetbed.runtime.distributed.master import DistributedSession
+
+    return DistributedSession
+
+
+register_session_kind("grpc://", _distributed_session)  # hb.Session("grpc://host:port")

@@ -1,59 +1,32 @@
-"""Error types, named as in TensorFlow 1.x so that programs catching them keep working."""
+"""Error types, named as in TensorFlow 1.x (defined in ``hetbed.devices.errors``, below the
+runtime, so that devices raise them too without importing the runtime)."""
 
-from __future__ import annotations
+from hetbed.devices.errors import (
+    AbortedError,
+    DataLossError,
+    DeadlineExceededError,
+    FailedPreconditionError,
+    InternalError,
+    InvalidArgumentError,
+    NotFoundError,
+    OpError,
+    ResourceExhaustedError,
+    UnauthenticatedError,
+    UnavailableError,
+    UnimplementedError,
+)
 
-
-class OpError(Exception):
-    """An error raised while building or running an op; ``op`` names it when known."""
-
-    def __init__(self, message: str, op: object = None):
-        super().__init__(message)
-        self.message = message
-        self.op = op
-
-
-class InvalidArgumentError(OpError, ValueError):
-    """Bad shapes, dtypes, feeds or attribute values."""
-
-
-class NotFoundError(OpError, KeyError):
-    """A named thing (device, checkpoint, tensor) does not exist."""
-
-    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
-        return self.message
-
-
-class FailedPreconditionError(OpError):
-    """The system is not in a state to run the op (e.g. an uninitialized variable)."""
-
-
-class UnimplementedError(OpError, NotImplementedError):
-    """No kernel or rule exists for what was asked."""
-
-
-class DataLossError(OpError):
-    """Stored data is corrupt or truncated (e.g. a checkpoint with a bad checksum)."""
-
-
-class ResourceExhaustedError(OpError, MemoryError):
-    """A device ran out of memory (real or simulated)."""
-
-
-class DeadlineExceededError(OpError, TimeoutError):
-    """A step or remote call did not finish in time."""
-
-
-class AbortedError(OpError):
-    """A step was cancelled because another part of it failed."""
-
-
-class UnauthenticatedError(OpError):
-    """A server rejected the cluster token (missing or wrong)."""
-
-
-class UnavailableError(OpError):
-    """A task of the cluster cannot be reached."""
-
-
-class InternalError(OpError):
-    """A server failed in a way that is not the request's fault."""
+__all__ = [
+    "AbortedError",
+    "DataLossError",
+    "DeadlineExceededError",
+    "FailedPreconditionError",
+    "InternalError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "OpError",
+    "ResourceExhaustedError",
+    "UnauthenticatedError",
+    "UnavailableError",
+    "UnimplementedError",
+]

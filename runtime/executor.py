@@ -151,6 +151,9 @@ class PreparedGraph:
         self.feed_slots = feed_slots
         self.fetch_slots = fetch_slots
         self.straight_line = straight_line
+        #: the extension point of other layers: data they keep per prepared graph, by owner
+        #: (the simulator keeps its memory charges and step programs under "sim")
+        self.extensions: dict[str, Any] = {}
         self.roots = [n.index for n in nodes if n.n_preds == 0]
         self.initial_pending = [n.n_preds for n in nodes]
         # Reference counts for the event-driven path: consumers that still need each slot.

@@ -147,6 +147,19 @@ class _Plan:
         self.multi_device = False
 
 
+#: session classes by target scheme ("grpc://" -> DistributedSession), see register_session_kind
+_SESSION_KINDS: dict[str, Callable[[], type]] = {}
+
+
+def register_session_kind(scheme: str, load: Callable[[], type]) -> None:
+    """Make ``hb.Session(target)`` with a target starting with ``scheme`` build ``load()``'s
+    class (a BaseSession subclass; ``load`` is called at the first such session, so that the
+    package serving it is imported only then). The runtime itself knows no session kinds."""
+    if not scheme or not callable(load):
+        raise ValueError(f"register_session_kind: need a scheme and a loader, got {scheme!r}")
+    _SESSION_KINDS[scheme] = load
+
+
 class BaseSession:
     """Runs steps of a graph on this process's devices (see ``Session``)."""
 
@@ -154,9 +167,10 @@ class BaseSession:
         self, target: str = "", graph: Graph | None = None, config: ConfigProto | None = None
     ):
         if target:
+            kinds = ", ".join(sorted(_SESSION_KINDS)) or "none"
             raise InvalidArgumentError(
-                f"target {target!r}: the distributed runtime is not available in this build; "
-                "use hb.Session() for an in-process session"
+                f"target {target!r}: no session kind serves this target here (registered: "
+                f"{kinds}); use hb.Session() for an in-process session"
             )
         self.graph = graph or get_default_graph()
         self.config = config or ConfigProto()
@@ -287,6 +301,22 @@ class BaseSession:
                     v, copy = v.read(), True
                 out.append(v.copy() if copy and isinstance(v, np.ndarray) else v)
         return fetch.build(out)
+
+    def run_observed(self, fetches: Any, feed_dict: dict | None, make_observer: Callable) -> Any:
+        """Run one step of ``fetches`` with a StepObserver (see executor.py) and return it.
+
+        ``make_observer(prepared, feeds)`` builds the observer from the step's PreparedGraph and
+        its resolved feeds (tensor -> value); it hears every node start and finish (profiling,
+        calibration). The fetched values are not returned.
+        """
+        if self._closed:
+            raise RuntimeError("attempted to use a closed Session")
+        fetch = _Fetches(self.graph, fetches)
+        feeds = self._resolve_feeds(feed_dict or {})
+        plan = self._plan(fetch.elements, list(feeds))
+        observer = make_observer(plan.prepared, feeds)
+        self._run_plan(plan, feeds, observer)
+        return observer
 
     def _to_host(self, v: Any) -> Any:
         if isinstance(v, np.ndarray) or np.isscalar(v) or v is None:
@@ -434,10 +464,10 @@ class Session(BaseSession):
     """
 
     def __new__(cls, target: str = "", *args: Any, **kwargs: Any) -> Session:
-        if cls is Session and isinstance(target, str) and target.startswith("grpc://"):
-            from .distributed.master import DistributedSession
-
-            return super().__new__(DistributedSession)
+        if cls is Session and isinstance(target, str) and target:
+            for scheme, load in _SESSION_KINDS.items():
+                if target.startswith(scheme):
+                    return super().__new__(load())
         return super().__new__(cls)
 
 

@@ -22,10 +22,9 @@ import numpy as np
 from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, profile_key
 from hetbed.devices.simulated import value_shape
 from hetbed.runtime import dtypes
-from hetbed.runtime.executor import new_step_id, run_event_driven
 from hetbed.runtime.graph import Graph
 from hetbed.runtime.ops.array import constant, placeholder
-from hetbed.runtime.session import Session, StepInfo, _Fetches
+from hetbed.runtime.session import Session
 from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
@@ -121,9 +120,6 @@ def profile_ops(
     the measured step times and the op profile see the same machine state; their wall times are
     returned as the second element.
     """
-    fetch = _Fetches(sess.graph, fetches)
-    feeds = sess._resolve_feeds(feed_dict)
-    plan = sess._plan(fetch.elements, list(feeds))
     sess.run(fetches, feed_dict)  # warm up caches and kernels
     samples: dict[str, list[float]] = {}
     step_times: list[float] = []
@@ -132,14 +128,7 @@ def profile_ops(
             t = time.perf_counter()
             sess.run(fetches, feed_dict)
             step_times.append(time.perf_counter() - t)
-        prep = plan.prepared
-        vals: list = [None] * prep.n_slots
-        for t, s in prep.feed_slots.items():
-            vals[s] = feeds[t]
-        tracer = _ShapeTracer(prep, feeds)
-        run_event_driven(
-            prep, vals, StepInfo(new_step_id(), sess._rendezvous(), sess), None, None, tracer
-        )
+        tracer = sess.run_observed(fetches, feed_dict, _ShapeTracer)
         for key, d in tracer.samples:
             samples.setdefault(key, []).append(d)
     return {k: statistics.median(v) for k, v in samples.items()}, step_times

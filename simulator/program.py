@@ -67,7 +67,7 @@ class StepProgram:
         self.network = network
         self.env = session.cluster.env
         devices: dict[Any, int] = {}
-        kind, dev, dur, ops, how = [], [], [], [], list(prep.sim_charges)
+        kind, dev, dur, ops, how = [], [], [], [], list(prep.extensions["sim"].charges)
         allocs: list = []
         sends: dict[str, int] = {}
         recvs: dict[str, int] = {}

@@ -62,6 +62,18 @@ class SimRendezvous(LocalRendezvous):
             LocalRendezvous.send(self, key, value)
 
 
+class SimPrepared:
+    """What the simulator keeps per prepared graph (``PreparedGraph.extensions["sim"]``):
+    ``charges`` (per node: whether its outputs are new buffers or views, see ``run_timed``) and
+    ``programs`` (step programs by feed signature, or None when the graph is not replayable)."""
+
+    __slots__ = ("charges", "programs")
+
+    def __init__(self, charges: list[int], programs: dict | None):
+        self.charges = charges
+        self.programs = programs
+
+
 LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
 
 
@@ -206,7 +218,8 @@ class SimSession(BaseSession):
         the first of them recorded (``program.py``: the same schedule without the values, the
         same results) once ``replay_after`` steps of that signature have run in full."""
         prep = plan.prepared
-        programs = prep.sim_programs
+        ext = prep.extensions["sim"]
+        programs = ext.programs
         trace = sent = None
         if programs is not None and self.replay:
             key = tuple([_signature(vals[s]) for s in prep.feed_slots.values()])
@@ -225,12 +238,12 @@ class SimSession(BaseSession):
                     if out is not None:
                         self.replayed_steps += 1
                         return out
-        run_timed(prep, vals, step, self.cluster.env, prep.sim_charges, trace)
+        run_timed(prep, vals, step, self.cluster.env, ext.charges, trace)
         fetched = [vals[s] if s is not None else None for s in prep.fetch_slots]
         if trace is not None:
             prog = StepProgram.build(prep, trace, sent or {}, self, fetched)
             if prog is None:
-                prep.sim_programs = None  # not replayable (see build): not recorded again
+                ext.programs = None  # not replayable (see build): not recorded again
             else:
                 if len(programs) >= _MAX_PROGRAMS:
                     programs.pop(next(iter(programs)))
@@ -242,7 +255,7 @@ class SimSession(BaseSession):
         plan.prepared.straight_line = False  # every node goes through the simulated clock
         # Memory accounting (see run_timed): whether each node's outputs are new buffers or
         # views sharing their input's buffer; variables are charged once, apart.
-        charges = plan.prepared.sim_charges = []
+        charges: list[int] = []
         replayable = True
         for n in plan.prepared.nodes:
             if not (n.timed or n.is_async):
@@ -259,7 +272,7 @@ class SimSession(BaseSession):
                 if shape.is_fully_defined():
                     n.device.persistent_bytes += shape.num_elements() * n.op.outputs[0].dtype.size
         # Step programs of this graph by the signature of its feeds (see ``_execute``).
-        plan.prepared.sim_programs = {} if replayable else None
+        plan.prepared.extensions["sim"] = SimPrepared(charges, {} if replayable else None)
         return plan
 
     def _resolve_feeds(self, feed_dict: dict) -> dict:
