@@ -1,5 +1,6 @@
-"""The ``hetbed`` command line: ``run``, ``sweep``, ``describe``, ``report``, ``devices``,
-``catalog``, ``calibrate``, ``demo``, ``cluster``.
+"""The ``hetbed`` command line: ``run``, ``sweep``, ``describe``, ``report``, ``compare``,
+``devices``, ``catalog``, ``calibrate``, ``demo``, ``cluster``. ``hetbed COMMAND -h`` explains
+each command and all of its flags.
 
 Exit codes: 0 ok, 2 bad input, 1 failure.
 """
@@ -7,6 +8,7 @@ Exit codes: 0 ok, 2 bad input, 1 failure.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import sys
 
@@ -34,8 +36,12 @@ def _catalog(args: argparse.Namespace) -> int:
             try:
                 spec = catalog.load_link(args.name)
             except Exception:  # noqa: BLE001
+                known = catalog.list_devices() + catalog.list_links()
+                near = difflib.get_close_matches(args.name, known, n=3, cutoff=0.5)
                 print(
-                    f"hetbed catalog: no device or link named {args.name!r}; devices: "
+                    f"hetbed catalog: no device or link named {args.name!r}"
+                    + (f" (did you mean {' or '.join(near)}?)" if near else "")
+                    + "; devices: "
                     f"{', '.join(catalog.list_devices())}; links: {', '.join(catalog.list_links())}",
                     file=sys.stderr,
                 )
@@ -98,11 +104,16 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
     import os
     import time
 
-    from hetbed.scenarios import report, results, runner, schema
+    from hetbed.scenarios import results, runner, schema
 
-    sc = schema.load(args.file)
+    sc = schema.load(runner.find_scenario(args.file))
+    if args.seeds is not None:
+        if args.seeds < 1:
+            raise ValueError(f"--seeds: expected a positive integer, got {args.seeds}")
+        sc["run"]["seeds"] = args.seeds
     points = schema.expand(sc)
-    out = args.out or os.path.join("out", os.path.splitext(os.path.basename(args.file))[0])
+    stem = os.path.splitext(os.path.basename(args.file))[0]
+    out = args.out or os.path.join("out", stem)
     bar = None
     if not args.quiet and not args.json:
         print(schema.describe(sc), file=sys.stderr)
@@ -116,16 +127,20 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             bar.set_postfix_str(f"{summary['step_time_p50_s']:.3g} s/step")
 
     t0 = time.perf_counter()
-    res = runner.run_all(points, jobs=jobs, dask_address=dask, progress=progress)
-    if bar is not None:
-        bar.close()
-    paths = results.save(out, sc, res, time.perf_counter() - t0)
-    _, summary, steps, manifest = results.load(out)
-    paths.update(
-        report.write(
-            out, sc, summary, steps, manifest, results.load_gradients(out), results.load_curves(out)
+    try:
+        res = runner.run_all(
+            points,
+            jobs=jobs,
+            dask_address=dask,
+            progress=progress,
+            dask_timeout_s=getattr(args, "dask_timeout", 5.0),
         )
-    )
+    finally:
+        if bar is not None:
+            bar.close()
+    paths = results.save(out, sc, res, time.perf_counter() - t0)
+    paths.update(results.report(out))
+    summary = results.load(out)[1]
     if args.json:
         print(
             json.dumps(
@@ -134,20 +149,11 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             )
         )
     elif not args.quiet:
-        cols = [
-            c
-            for c in (
-                "workers",
-                "backup_workers",
-                "strategy",
-                "nic",
-                "ps",
-                "step_time_p50_s",
-                "examples_per_s",
-            )
-            if c in summary
-        ]
-        print(summary[cols].to_string(index=False))
+        from hetbed.reports import study
+
+        keys = [study.col(k) for k in sc.get("sweep", {})]
+        cols = ["point"] + keys + ["run_seed", "step_time_p50_s", "examples_per_s"]
+        print(summary[[c for c in dict.fromkeys(cols) if c in summary]].to_string(index=False))
         print(f"results: {out}  report: {paths['html']}")
     return 0
 
@@ -161,20 +167,33 @@ def _sweep(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from hetbed.scenarios import schema
+    from hetbed.scenarios import runner, schema
 
-    sc = schema.load(args.file)
+    sc = schema.load(runner.find_scenario(args.file))
     if args.json:
-        print(json.dumps({k: v for k, v in sc.items() if not k.startswith("_")}, default=str))
+        doc = {k: v for k, v in sc.items() if not k.startswith("_")}
+        doc["non_defaults"] = schema.non_defaults(sc)
+        print(json.dumps(doc, default=str))
     else:
         print(schema.describe(sc))
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    from hetbed.scenarios import report
+    from hetbed.scenarios import results
 
-    paths = report.regenerate(args.results)
+    paths = results.report(args.results)
+    if args.json:
+        print(json.dumps(paths))
+    elif not args.quiet:
+        print(f"report: {paths['html']}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from hetbed.scenarios import results
+
+    paths = results.compare(args.a, args.b, args.out)
     if args.json:
         print(json.dumps(paths))
     elif not args.quiet:
@@ -201,54 +220,128 @@ def _cluster(args: argparse.Namespace) -> int:
         return 2
 
 
-def main(argv: list[str] | None = None) -> int:
+_JSON = "print a machine-readable JSON document instead of text"
+_QUIET = "print nothing but errors"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command (``hetbed COMMAND -h`` prints one's flags)."""
     parser = argparse.ArgumentParser(
         prog="hetbed", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p = sub.add_parser("devices", help="list the real devices of this process")
-    p.add_argument("--json", action="store_true")
+    sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    p = sub.add_parser(
+        "devices",
+        help="list the real devices of this process",
+        description="List the real devices of this process (CPU, GPUs).",
+    )
+    p.add_argument("--json", action="store_true", help=_JSON)
     p.set_defaults(fn=_devices)
-    p = sub.add_parser("catalog", help="list simulated hardware (or show one entry with sources)")
-    p.add_argument("name", nargs="?")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "catalog",
+        help="list simulated hardware (or show one entry with sources)",
+        description="List the simulated devices and links of the hardware "
+        "catalog, or show one entry with the source of every number.",
+    )
+    p.add_argument("name", nargs="?", help="a device or link key, e.g. v100_sxm2 or eth_25g")
+    p.add_argument("--json", action="store_true", help=_JSON)
     p.set_defaults(fn=_catalog)
-    p = sub.add_parser("calibrate", help="measure this machine and profile ops for the cost model")
-    p.add_argument("--out", default="out/calibration")
-    p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--quiet", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "calibrate",
+        help="measure this machine and profile ops for the cost model",
+        description="Measure this machine (GEMM rate, memory bandwidth, dispatch "
+        "cost) and profile the small models' ops for the cost model.",
+    )
+    p.add_argument(
+        "--out",
+        default="out/calibration",
+        help="folder for the device entry and profile (default out/calibration)",
+    )
+    p.add_argument(
+        "--repeats", type=int, default=10, help="timed repeats per measurement (default 10)"
+    )
+    p.add_argument("--quiet", action="store_true", help=_QUIET)
+    p.add_argument("--json", action="store_true", help=_JSON)
     p.set_defaults(fn=_calibrate)
     for name, fn, helptext in (
-        ("run", _run, "simulate a scenario file (all its sweep points) and write results + report"),
+        ("run", _run, "simulate a scenario (all its sweep points) and write results + report"),
         ("sweep", _sweep, "like run, with sweep points in parallel processes or on Dask"),
     ):
-        p = sub.add_parser(name, help=helptext)
-        p.add_argument("file")
-        p.add_argument("--out", default=None, help="results folder (default out/<file stem>)")
-        p.add_argument("--quiet", action="store_true")
-        p.add_argument("--json", action="store_true")
+        p = sub.add_parser(
+            name,
+            help=helptext,
+            description=helptext[0].upper()
+            + helptext[1:]
+            + ". FILE is a scenario file or the name of a library study "
+            "(hetbed run paper_backup_workers).",
+        )
+        p.add_argument("file", metavar="FILE|NAME", help="scenario file or library study name")
+        p.add_argument("--out", default=None, help="results folder (default out/<name>)")
+        p.add_argument(
+            "--seeds",
+            type=int,
+            default=None,
+            metavar="N",
+            help="repeat every point with N seeds (overrides run.seeds)",
+        )
+        p.add_argument("--quiet", action="store_true", help=_QUIET)
+        p.add_argument("--json", action="store_true", help=_JSON)
         if name == "sweep":
-            p.add_argument("--jobs", type=int, default=2)
+            p.add_argument("--jobs", type=int, default=2, help="local worker processes (default 2)")
             p.add_argument(
                 "--dask",
                 default=None,
                 metavar="ADDRESS",
-                help="run on an existing Dask scheduler instead of local processes",
+                help="run on an existing Dask scheduler (tcp://host:8786) instead of local "
+                "processes",
+            )
+            p.add_argument(
+                "--dask-timeout",
+                type=float,
+                default=5.0,
+                metavar="S",
+                help="give up connecting to the Dask scheduler after S seconds (default 5)",
             )
         p.set_defaults(fn=fn)
-    p = sub.add_parser("describe", help="say what a scenario file will simulate")
-    p.add_argument("file")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "describe",
+        help="say what a scenario will simulate",
+        description="Say what a scenario will simulate: every setting that "
+        "differs from its default, and the sweep.",
+    )
+    p.add_argument("file", metavar="FILE|NAME", help="scenario file or library study name")
+    p.add_argument("--json", action="store_true", help=_JSON)
     p.set_defaults(fn=_describe)
-    p = sub.add_parser("report", help="regenerate the report of a results folder")
-    p.add_argument("results")
-    p.add_argument("--quiet", action="store_true")
-    p.add_argument("--json", action="store_true")
+    p = sub.add_parser(
+        "report",
+        help="regenerate the report of a results folder",
+        description="Regenerate report.md and report.html of a results folder "
+        "from its saved tables (no simulation).",
+    )
+    p.add_argument("results", help="a results folder written by hetbed run or sweep")
+    p.add_argument("--quiet", action="store_true", help=_QUIET)
+    p.add_argument("--json", action="store_true", help=_JSON)
     p.set_defaults(fn=_report)
-    p = sub.add_parser("demo", help="run the headline study and write its report")
-    p.add_argument("--out", default="out/demo")
-    p.add_argument("--quiet", action="store_true")
+    p = sub.add_parser(
+        "compare",
+        help="compare two results folders side by side",
+        description="Compare two results folders: the same figures with both "
+        "studies, and a table of metric deltas per setting (B - A).",
+    )
+    p.add_argument("a", metavar="A", help="the first results folder (the reference)")
+    p.add_argument("b", metavar="B", help="the second results folder")
+    p.add_argument("--out", default="out/compare", help="report folder (default out/compare)")
+    p.add_argument("--quiet", action="store_true", help=_QUIET)
+    p.add_argument("--json", action="store_true", help=_JSON)
+    p.set_defaults(fn=_compare)
+    p = sub.add_parser(
+        "demo",
+        help="run the headline study and write its report",
+        description="Run the headline study (the paper's experiments, a network "
+        "what-if, calibration, real training) and write its report.",
+    )
+    p.add_argument("--out", default="out/demo", help="report folder (default out/demo)")
+    p.add_argument("--quiet", action="store_true", help=_QUIET)
     p.set_defaults(fn=_demo)
     p = sub.add_parser(
         "cluster",
@@ -265,10 +358,28 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     p.set_defaults(fn=_cluster)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # answered by the command's own usage, with the closest flag
+        cmd = sub.choices[args.cmd]
+        flags = [o for a in cmd._actions for o in a.option_strings]
+        unknown = [x for x in extra if x.startswith("-")] or extra
+        near = difflib.get_close_matches(unknown[0].split("=")[0], flags, n=1, cutoff=0.5)
+        cmd.error(
+            f"unrecognized arguments: {' '.join(extra)}"
+            + (f" (did you mean {near[0]}?)" if near else "")
+        )
     try:
         return args.fn(args)
     except KeyboardInterrupt:
+        return 1
+    except ConnectionError as e:
+        print(f"hetbed {args.cmd}: {e}", file=sys.stderr)
         return 1
     except (ValueError, TypeError, KeyError) as e:
         print(f"hetbed {args.cmd}: {e}", file=sys.stderr)

@@ -24,7 +24,6 @@ import hetbed as hb
 from hetbed.devices.costmodel import Profiled, Roofline
 from hetbed.reports import Report, figures
 from hetbed.scenarios import datasets, runner, schema
-from hetbed.scenarios import report as scenario_report
 from hetbed.scenarios.models import digits, small
 from hetbed.simulator import Cluster, SimSession, sim_value
 from hetbed.simulator.calibrate import measure_machine, predict_step, profile_and_measure
@@ -129,10 +128,7 @@ def studies(out_dir: str, progress: Callable[[str], None]) -> list[tuple[dict, o
         wall = time.perf_counter() - t
         sub = os.path.join(out_dir, name)
         results.save(sub, sc, res, wall)
-        scn, summary, steps, manifest = results.load(sub)
-        rep = scenario_report.build(
-            scn, summary, steps, manifest, results.load_gradients(sub), results.load_curves(sub)
-        )
+        rep = results.build_report(sub)
         rep.write(sub)
         progress(f"  {sc['scenario']['name']}: {len(res)} runs in {wall:.1f} s")
         done.append((sc, rep))

@@ -24,6 +24,13 @@ class Report:
 
     title: str
     blocks: list[_Block] = field(default_factory=list)
+    data: dict[str, list] = field(default_factory=dict)
+
+    def figure_data(self, name: str) -> list[dict]:
+        """Panels of figure ``name`` as ``figures.describe`` gives them."""
+        if name not in self.data:
+            raise KeyError(f"no figure {name!r}; this report has {', '.join(self.data)}")
+        return self.data[name]
 
     def heading(self, text: str, level: int = 2) -> None:
         self.blocks.append(_Block("heading", text, level))
@@ -40,7 +47,16 @@ class Report:
         self.blocks.append(_Block("table", df, (floatfmt, caption)))
 
     def figure(self, fig: Any, name: str, caption: str = "") -> None:
-        """A matplotlib figure, saved as ``name``.png (and closed)."""
+        """A matplotlib figure, saved as ``name``.png (and closed); raises ValueError (naming
+        the figure) when a panel lacks axis labels with units or a legend it needs. What the
+        figure shows stays readable as ``figure_data(name)``."""
+        from . import figures
+
+        try:
+            figures.check(fig)
+        except ValueError as e:
+            raise ValueError(f"report {self.title!r}, figure {name!r}: {e}") from None
+        self.data[name] = figures.describe(fig)
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
         import matplotlib.pyplot as plt
@@ -81,7 +97,7 @@ class Report:
                     out += [f"*{caption}*", ""]
             elif b.kind == "figure":
                 name, caption = b.extra
-                out += [f"![{caption or name}]({name}.png)", ""]
+                out += [f"![{name}]({name}.png)", ""]
                 if caption:
                     out += [f"*{caption}*", ""]
         return "\n".join(out)
@@ -95,7 +111,8 @@ class Report:
             "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}"
             "th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}"
             "img{max-width:100%}figcaption,.cap{color:#555;font-style:italic}"
-            "code{background:#f3f3f3;padding:0 .2em}</style></head><body>",
+            "code{background:#f3f3f3;padding:0 .2em}.wide{overflow-x:auto}"
+            "pre{overflow-x:auto;background:#f7f7f7;padding:.5em}</style></head><body>",
             f"<h1>{html.escape(self.title)}</h1>",
         ]
         for b in self.blocks:
@@ -107,7 +124,7 @@ class Report:
                 parts.append(f"<pre>{html.escape(b.payload)}</pre>")
             elif b.kind == "table":
                 fmt, caption = b.extra
-                parts.append(_html_table(b.payload, fmt))
+                parts.append(f"<div class='wide'>{_html_table(b.payload, fmt)}</div>")
                 if caption:
                     parts.append(f"<p class='cap'>{html.escape(caption)}</p>")
             elif b.kind == "figure":

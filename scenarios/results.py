@@ -33,8 +33,6 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
     curves = [r.curve.assign(point=i) for i, r in enumerate(results) if r.curve is not None]
     curve_df = pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()
     paths = {
-        "gradients": os.path.join(out_dir, "gradients.parquet"),
-        "curves": os.path.join(out_dir, "curves.parquet"),
         "summary": os.path.join(out_dir, "summary.parquet"),
         "steps": os.path.join(out_dir, "steps.parquet"),
         "scenario": os.path.join(out_dir, "scenario.toml"),
@@ -42,8 +40,13 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
     }
     _atomic(paths["summary"], lambda p: summary.to_parquet(p, index=False))
     _atomic(paths["steps"], lambda p: steps_df.to_parquet(p, index=False))
-    _atomic(paths["gradients"], lambda p: grads_df.to_parquet(p, index=False))
-    _atomic(paths["curves"], lambda p: curve_df.to_parquet(p, index=False))
+    for name, df in (("gradients", grads_df), ("curves", curve_df)):
+        path = os.path.join(out_dir, f"{name}.parquet")
+        if len(df):  # no empty files; none left over from an earlier run in this folder
+            _atomic(path, lambda p, df=df: df.to_parquet(p, index=False))
+            paths[name] = path
+        elif os.path.exists(path):
+            os.remove(path)
     if sc.get("_path"):
         _atomic(paths["scenario"], lambda p: shutil.copyfile(sc["_path"], p))
     import hetbed
@@ -53,6 +56,7 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
         "version": 1,
         "scenario": sc["scenario"]["name"],
         "seed": sc["run"]["seed"],
+        "seeds": sc["run"].get("seeds", 1),
         "points": len(results),
         "wall_s": wall_s,
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -62,8 +66,11 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
             "numpy": _version("numpy"),
             "pandas": pd.__version__,
             "simpy": _version("simpy"),
+            "matplotlib": _version("matplotlib"),
         },
         "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
     }
     _atomic(paths["manifest"], lambda p: _write_json(p, manifest))
     return paths
@@ -81,9 +88,44 @@ def load(out_dir: str) -> tuple[dict, pd.DataFrame, pd.DataFrame, dict]:
     if manifest.get("format") != "hetbed-results":
         raise ValueError(f"{out_dir}/manifest.json: not a hetbed-results manifest")
     sc = schema.load(os.path.join(out_dir, "scenario.toml"))
+    sc["run"]["seeds"] = manifest.get("seeds", sc["run"]["seeds"])  # --seeds N overrides
     summary = pd.read_parquet(os.path.join(out_dir, "summary.parquet"))
     steps = pd.read_parquet(os.path.join(out_dir, "steps.parquet"))
     return sc, summary, steps, manifest
+
+
+def report(out_dir: str) -> dict[str, str]:
+    """Write the report of a saved results folder into it (``hetbed report DIR``); return the
+    paths written."""
+    return build_report(out_dir).write(out_dir)
+
+
+def build_report(out_dir: str) -> Any:
+    """The ``hetbed.reports.Report`` of a saved results folder."""
+    from hetbed.reports import study
+
+    sc, summary, steps, manifest = load(out_dir)
+    return study.build(
+        sc,
+        summary,
+        steps,
+        manifest,
+        load_gradients(out_dir),
+        load_curves(out_dir),
+        schema.describe(sc),
+    )
+
+
+def compare(a_dir: str, b_dir: str, out_dir: str) -> dict[str, str]:
+    """Write the report comparing results folders ``a_dir`` and ``b_dir`` into ``out_dir``."""
+    from hetbed.reports import study
+
+    a, b = load(a_dir), load(b_dir)
+    names = (os.path.basename(os.path.normpath(a_dir)), os.path.basename(os.path.normpath(b_dir)))
+    if names[0] == names[1]:
+        names = (a_dir, b_dir)
+    rep = study.compare((a[0], a[1], a[3]), (b[0], b[1], b[3]), names)
+    return rep.write(out_dir)
 
 
 def load_gradients(out_dir: str) -> pd.DataFrame:

@@ -8,7 +8,10 @@ runs sweep points in a process pool (or a Dask cluster) with the same results wh
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import json
 import math
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -162,14 +165,7 @@ def run(sc: dict) -> ScenarioResult:
     else:
         per_worker = steps.step_time_s.to_numpy()
     summary = {
-        "scenario": sc["scenario"]["name"],
-        **{k: v for k, v in sc.get("_point", {}).items()},
-        "workers": c["workers"],
-        "backup_workers": st["backup_workers"],
-        "strategy": st["kind"],
-        "ps": c["ps"],
-        "nic": c["nic"],
-        "steps": len(steps),
+        "steps_completed": len(steps),
         "compute_s": prof.compute_s,
         "step_time_p50_s": _pct(per_worker, 50),
         "step_time_p90_s": _pct(per_worker, 90),
@@ -216,13 +212,22 @@ def run_all(
     jobs: int = 1,
     dask_address: str | None = None,
     progress: Callable[[int, int, dict], None] | None = None,
+    dask_timeout_s: float = 5.0,
 ) -> list[ScenarioResult]:
     """Run sweep points: in this process (jobs=1), a process pool, or on a Dask cluster."""
     out: list[Any] = [None] * len(points)
     if dask_address:
         from dask.distributed import Client, as_completed
 
-        with Client(dask_address) as client:
+        try:
+            client = Client(dask_address, timeout=f"{dask_timeout_s}s")
+        except (OSError, TimeoutError) as e:
+            raise ConnectionError(
+                f"cannot reach the Dask scheduler at {dask_address} within {dask_timeout_s:g} s "
+                f"({type(e).__name__}); start one (`dask scheduler`, then `dask worker "
+                f"{dask_address}`) or leave out --dask to use local processes"
+            ) from None
+        with client:
             futs = {client.submit(_run_point, p, pure=False): i for i, p in enumerate(points)}
             for done, fut in enumerate(as_completed(futs), 1):
                 i = futs[fut]
@@ -250,14 +255,49 @@ def run_all(
     ]
 
 
+LIBRARY = os.path.join(os.path.dirname(__file__), "library")
+
+
+def library() -> list[str]:
+    """Names of the scenario library's studies (``hetbed run NAME`` finds them)."""
+    return sorted(f[:-5] for f in os.listdir(LIBRARY) if f.endswith(".toml"))
+
+
+def find_scenario(name: str) -> str:
+    """The path of scenario ``name``: a file, or a study of the library by name (with or
+    without ``.toml``); raises ScenarioError with the closest library names."""
+    if os.path.isfile(name):
+        return name
+    stem = os.path.basename(name)
+    stem = stem[:-5] if stem.endswith(".toml") else stem
+    if os.sep not in name and stem in library():
+        return os.path.join(LIBRARY, f"{stem}.toml")
+    from .schema import ScenarioError
+
+    near = difflib.get_close_matches(stem, library(), n=3, cutoff=0.4)
+    hint = f"did you mean {' or '.join(near)}? " if near else ""
+    raise ScenarioError(
+        f"{name}: no such scenario file or library study; {hint}library: {', '.join(library())}"
+    )
+
+
+def settings(sc: dict) -> dict[str, Any]:
+    """Every setting of a scenario point as a flat ``section_field`` column (lists as JSON)."""
+    from .schema import SCHEMA
+
+    out: dict[str, Any] = {}
+    for sec, fields in SCHEMA.items():
+        if sec == "scenario":
+            continue
+        for name in fields:
+            v = sc[sec][name]
+            out[f"{sec}_{name}"] = json.dumps(v) if isinstance(v, (list, dict)) else v
+    return out
+
+
 def summary_frame(results: list[ScenarioResult]) -> pd.DataFrame:
-    return pd.DataFrame([r.summary for r in results])
-
-
-def normalized_speedups(df: pd.DataFrame) -> pd.Series:
-    """t(0)/t(b) x N/(N+b) from median step times of a backup-worker sweep (one N)."""
-    base = df[df.backup_workers == 0].step_time_p50_s
-    if base.empty:
-        return pd.Series([math.nan] * len(df), index=df.index)
-    t0 = float(base.iloc[0])
-    return t0 / df.step_time_p50_s * df.workers / (df.workers + df.backup_workers)
+    """One row per run: ``point`` (the run's index, the key of ``steps.point``), every setting
+    as a ``section_field`` column (``cluster_workers``, ``strategy_kind``, ``run_seed``), then
+    the run's metrics (units in their names)."""
+    rows = [{"point": i, **settings(r.scenario), **r.summary} for i, r in enumerate(results)]
+    return pd.DataFrame(rows)

@@ -41,6 +41,7 @@ Errors name the file, the field path and what was expected
 from __future__ import annotations
 
 import copy
+import difflib
 import itertools
 import os
 import sys
@@ -124,6 +125,7 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "run": {
         "steps": Field("int+", 100, doc="training steps (per worker for async)"),
         "seed": Field("int0", 0),
+        "seeds": Field("int+", 1, doc="repeat every point with seeds seed, seed+1, ..."),
     },
 }
 REQUIRED_SECTIONS = ("scenario", "model", "cluster")
@@ -186,7 +188,8 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
         if extra:
             name = sorted(extra)[0]
             raise ScenarioError(
-                f"{where}: {sec}.{name}: unknown field; [{sec}] has {', '.join(fields)}"
+                f"{where}: {sec}.{name}: unknown field{did_you_mean(name, fields)}; "
+                f"[{sec}] has {', '.join(fields)}"
             )
         vals = {}
         for name, f in fields.items():
@@ -204,8 +207,10 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
     known = sorted(ZOO) + sorted(HYBRID_MODELS)
     if out["model"]["name"] not in known:
         raise ScenarioError(
-            f"{where}: model.name: expected one of {', '.join(known)}, got {out['model']['name']!r}"
+            f"{where}: model.name: expected one of {', '.join(known)}, got "
+            f"{out['model']['name']!r}{did_you_mean(out['model']['name'], known)}"
         )
+    _check_catalog(out, where)
     if out["model"]["name"] in HYBRID_MODELS and out["model"]["compute_s"] is None:
         raise ScenarioError(
             f"{where}: model.compute_s: a hybrid model ({out['model']['name']}) needs the "
@@ -233,13 +238,40 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
     for key, values in sweep.items():
         sec, _, name = key.partition(".")
         if sec not in SCHEMA or name not in SCHEMA[sec]:
-            raise ScenarioError(f"{where}: sweep.{key}: not a field of the scenario")
+            paths = [f"{x}.{n}" for x, fs in SCHEMA.items() for n in fs]
+            raise ScenarioError(
+                f"{where}: sweep.{key}: not a field of the scenario{did_you_mean(key, paths)}"
+            )
         if not isinstance(values, list) or not values:
             raise ScenarioError(f"{where}: sweep.{key}: expected a non-empty list of values")
         for v in values:
             _check(key, where, SCHEMA[sec][name], v)
     out["sweep"] = {k: list(v) for k, v in sweep.items()}
     return out
+
+
+def did_you_mean(name: str, known: Any) -> str:
+    """`` (did you mean X?)`` naming the closest of ``known``, or nothing."""
+    near = difflib.get_close_matches(str(name), list(known), n=2, cutoff=0.5)
+    return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+def _check_catalog(out: dict, where: str) -> None:
+    """Devices and links must be catalog keys; the error names the closest ones."""
+    from hetbed.devices import catalog
+
+    for path, known in (
+        ("cluster.worker_device", catalog.list_devices()),
+        ("cluster.ps_device", catalog.list_devices()),
+        ("cluster.nic", catalog.list_links()),
+    ):
+        sec, _, name = path.partition(".")
+        v = out[sec][name]
+        if v not in known:
+            raise ScenarioError(
+                f"{where}: {path}: no catalog entry {v!r}{did_you_mean(v, known)}; "
+                f"`hetbed catalog` lists {', '.join(known)}"
+            )
 
 
 def load(path: str) -> dict:
@@ -261,10 +293,9 @@ def expand(sc: dict) -> list[dict]:
     """One scenario per point of the sweep grid (the scenario itself when there is no sweep),
     each validated again so that combinations are checked too."""
     sweep = sc.get("sweep") or {}
-    if not sweep:
-        return [sc]
     keys = list(sweep)
     where = os.path.basename(sc.get("_path", "<scenario>"))
+    seeds = sc["run"].get("seeds", 1)
     points = []
     for combo in itertools.product(*(sweep[k] for k in keys)):
         point = copy.deepcopy({k: v for k, v in sc.items() if k not in ("sweep",)})
@@ -273,30 +304,64 @@ def expand(sc: dict) -> list[dict]:
             point[sec][name] = v
         doc = {k: v for k, v in point.items() if k in SCHEMA}
         checked = validate(doc, f"{where} (sweep point {dict(zip(keys, combo))})")
-        checked["_path"] = sc.get("_path", "")
-        checked["_point"] = dict(zip(keys, combo))
-        points.append(checked)
+        for rep in range(seeds):  # replicates: the same setting with seeds seed, seed+1, ...
+            one = copy.deepcopy(checked)
+            one["run"]["seed"] = checked["run"]["seed"] + rep
+            one["_path"] = sc.get("_path", "")
+            one["_point"] = dict(zip(keys, combo))
+            one["_replicate"] = rep
+            points.append(one)
     return points
+
+
+def non_defaults(sc: dict) -> dict[str, Any]:
+    """Every setting (``section.field``) whose value differs from the schema's default, in schema
+    order; swept fields map to their list of values."""
+    out: dict[str, Any] = {}
+    sweep = sc.get("sweep") or {}
+    for sec, fields in SCHEMA.items():
+        if sec == "scenario":
+            continue
+        for name, f in fields.items():
+            key = f"{sec}.{name}"
+            if key in sweep:
+                out[key] = list(sweep[key])
+            elif sc[sec][name] != f.default:
+                out[key] = sc[sec][name]
+    return out
 
 
 def describe(sc: dict, fmt: Callable[[str], str] = str) -> str:
     """A few lines saying what the scenario will simulate."""
-    m, c, s, r = sc["model"], sc["cluster"], sc["strategy"], sc["run"]
+    sweep = sc.get("sweep") or {}
+
+    def v(path: str) -> Any:  # the value, or the swept values
+        sec, _, name = path.partition(".")
+        return "[" + ", ".join(map(str, sweep[path])) + "]" if path in sweep else sc[sec][name]
+
+    r = sc["run"]
     lines = [
         fmt(sc["scenario"]["name"]),
-        f"  model    {m['name']}, batch {m['batch_size']} per worker, {m['dtype']}, {m['optimizer']}",
-        f"  cluster  {c['workers']} x {c['worker_device']} workers, {c['ps']} x {c['ps_device']} PS, "
-        f"{c['nic']}, {c['fabric']} fabric",
-        f"  strategy {s['kind']}"
-        + (f", {s['backup_workers']} backup workers" if s["backup_workers"] else "")
-        + f", {s['placement']} placement",
-        f"  run      {r['steps']} steps, seed {r['seed']}",
+        f"  model    {v('model.name')}, batch {v('model.batch_size')} per worker, "
+        f"{v('model.dtype')}, {v('model.optimizer')}",
+        f"  cluster  {v('cluster.workers')} x {v('cluster.worker_device')} workers, "
+        f"{v('cluster.ps')} x {v('cluster.ps_device')} PS, {v('cluster.nic')}, "
+        f"{v('cluster.fabric')} fabric",
+        f"  strategy {v('strategy.kind')}, {v('strategy.backup_workers')} backup workers, "
+        f"{v('strategy.placement')} placement",
+        f"  run      {v('run.steps')} steps, seed {r['seed']}"
+        + (f", {r['seeds']} seeds per point" if r.get("seeds", 1) > 1 else ""),
     ]
-    if sc.get("sweep"):
-        n = 1
-        for v in sc["sweep"].values():
-            n *= len(v)
-        lines.append(
-            f"  sweep    {', '.join(f'{k}={v}' for k, v in sc['sweep'].items())} ({n} runs)"
-        )
+    shown = {"model.name", "model.batch_size", "model.dtype", "model.optimizer", "run.steps"}
+    shown |= {"run.seed", "run.seeds", "strategy.kind", "strategy.backup_workers"}
+    shown |= {"strategy.placement"} | {f"cluster.{k}" for k in ("workers", "worker_device")}
+    shown |= {f"cluster.{k}" for k in ("ps", "ps_device", "nic", "fabric")}
+    other = {k: x for k, x in non_defaults(sc).items() if k not in shown and k not in sweep}
+    if other:
+        lines.append("  also     " + ", ".join(f"{k} = {x}" for k, x in other.items()))
+    if sweep:
+        n = r.get("seeds", 1)
+        for x in sweep.values():
+            n *= len(x)
+        lines.append(f"  sweep    {', '.join(f'{k}={x}' for k, x in sweep.items())} ({n} runs)")
     return "\n".join(lines)

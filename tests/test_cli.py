@@ -56,3 +56,77 @@ def test_demo_writes_report_and_incast_emerges(tmp_path):
         assert hundred.loc[n].step_time_ms < row.step_time_ms
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in html
+
+
+def test_every_command_and_flag_has_help():
+    """Each command has a description and every one of its arguments a help line."""
+    import argparse
+
+    from hetbed.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert {"run", "sweep", "describe", "report", "compare", "catalog", "demo"} <= set(sub.choices)
+    for name, p in sub.choices.items():
+        if name == "cluster":  # its flags belong to the launcher's owner (issue 15)
+            continue
+        assert p.description, name
+        for a in p._actions:
+            assert a.help, f"hetbed {name} {a.option_strings or a.dest}: no help line"
+
+
+def test_unknown_flag_gets_the_commands_usage_and_a_close_match(capsys):
+    """`hetbed run FILE --output D` is answered with `hetbed run`'s usage and --out."""
+    with pytest.raises(SystemExit) as e:
+        main(["run", "x.toml", "--output", "d"])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert "usage: hetbed run" in err and "did you mean --out?" in err
+
+
+def test_library_studies_run_by_name_and_close_names_are_suggested(capsys):
+    """A library study is found by name; a near miss names the study it probably meant."""
+    assert main(["describe", "paper_backup_workers"]) == 0
+    assert "50 x k40 workers" in capsys.readouterr().out
+    assert main(["describe", "paper_backup_worker"]) == 2
+    assert "did you mean paper_backup_workers" in capsys.readouterr().err
+
+
+def test_did_you_mean_for_devices_links_models_and_fields(tmp_path, capsys):
+    """Unknown catalog names, models and scenario fields get the closest known name."""
+    assert main(["catalog", "v100"]) == 2
+    assert "did you mean v100_sxm2" in capsys.readouterr().err
+    base = '[scenario]\nname = "x"\n[model]\nname = "resnet50"\n[cluster]\nworkers = 2\n'
+    for change, want in (
+        (("workers = 2", 'workers = 2\nworker_device = "v100"'), "did you mean v100_sxm2"),
+        (("workers = 2", 'workers = 2\nnic = "eth_25"'), "did you mean eth_25g"),
+        (("resnet50", "resnet5"), "did you mean resnet50"),
+        (("workers = 2", "workers = 2\nworker = 3"), "cluster.worker: unknown field (did you mean"),
+    ):
+        p = tmp_path / "s.toml"
+        p.write_text(base.replace(*change))
+        assert main(["describe", str(p)]) == 2
+        assert want in capsys.readouterr().err
+
+
+def test_unreachable_dask_scheduler_is_one_line_after_a_short_timeout(tmp_path, capsys):
+    """An unreachable scheduler: exit 1 within seconds, one line naming the address and a way
+    out, no traceback."""
+    import socket
+    import time
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = tmp_path / "s.toml"
+    p.write_text(
+        '[scenario]\nname = "x"\n[model]\nname = "mlp"\ncompute_s = 0.1\n'
+        "[cluster]\nworkers = 2\n[run]\nsteps = 5\n"
+    )
+    pytest.importorskip("dask.distributed")
+    t = time.perf_counter()
+    addr = f"tcp://127.0.0.1:{port}"
+    assert main(["sweep", str(p), "--dask", addr, "--dask-timeout", "1", "--quiet"]) == 1
+    assert time.perf_counter() - t < 10
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and addr in err and "leave out --dask" in err

@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from hetbed.cli import main
-from hetbed.scenarios import report, results, runner, schema
+from hetbed.reports import study as studies
+from hetbed.scenarios import results, runner, schema
 
 SMALL = """
 [scenario]
@@ -57,7 +58,7 @@ def test_run_saves_results_and_report(study, tmp_path, capsys):
     assert len(doc["summary"]) == 3
     sc, summary, steps, manifest = results.load(str(out))
     assert manifest["seed"] == 7 and manifest["points"] == 3
-    assert list(summary.backup_workers) == [0, 1, 2]
+    assert list(summary.strategy_backup_workers) == [0, 1, 2]
     assert set(steps.point) == {0, 1, 2} and (steps.step_time_s > 0).all()
     md = (out / "report.md").read_text()
     assert "Predicted vs published" in md and "backup_speedup.png" in md
@@ -71,8 +72,11 @@ def test_backup_workers_cut_the_straggler_tail(study):
     summary = runner.summary_frame(runner.run_all(schema.expand(schema.load(study))))
     assert summary.step_time_p90_s.iloc[2] < summary.step_time_p90_s.iloc[0]
     assert summary.dropped_gradients.iloc[0] == 0 and summary.dropped_gradients.iloc[2] > 0
-    ns = runner.normalized_speedups(summary)
-    assert ns.iloc[0] == 1.0
+    runs, _ = studies.derive(summary, ["strategy.backup_workers"])
+    t = summary.step_time_p50_s
+    assert runs.normalized_speedup.tolist() == pytest.approx(
+        [t[0] / t[b] * 4 / (4 + b) for b in range(3)]
+    )
 
 
 def test_same_results_in_a_process_pool(study):
@@ -103,7 +107,7 @@ def test_comparison_reports_error(study):
     """The predicted-vs-published table carries the relative error."""
     sc = schema.load(study)
     summary = runner.summary_frame(runner.run_all(schema.expand(sc)))
-    cmp = report.comparison(sc, summary)
+    cmp = studies.comparison(sc, studies.aggregate(summary, ["strategy.backup_workers"]))
     row = cmp.iloc[0]
     assert row.published == 1000.0
     assert row.error_pct == pytest.approx((row.predicted - 1000.0) / 10.0)
@@ -150,7 +154,7 @@ seed = 1
     curves = results.load_curves(str(out))
     assert (curves.groupby("point").accuracy.first() < 0.3).all()
     assert (summary.final_accuracy > 0.8).all()
-    assert summary.set_index("strategy").mean_staleness["async"] > 1
+    assert summary.set_index("strategy_kind").mean_staleness["async"] > 1
     assert "time_to_accuracy.png" in (out / "report.md").read_text()
 
 

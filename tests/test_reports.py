@@ -1,0 +1,302 @@
+"""Study reports: sweeps of any dimension (a line per series, baselines per group), seeds with
+intervals, published overlays, self-describing results, comparisons, and figures that carry
+axis labels with units and legends. Figures are checked on their data, not their pixels."""
+
+import json
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from hetbed.cli import main
+from hetbed.reports import Report, figures, study
+from hetbed.scenarios import results, schema
+
+# A study over workers x backup workers with 2 seeds whose numbers are known in closed form:
+# t(N, b, seed) = 0.1 * N**0.5 / (1 + 0.1 b) * (1 + 0.01 seed).
+W, B, SEEDS = (4, 8, 16), (0, 1, 2), (1, 2)
+
+
+def _t(n, b, s):
+    return 0.1 * n**0.5 / (1 + 0.1 * b) * (1 + 0.01 * s)
+
+
+def synthetic():
+    rows = []
+    for n in W:
+        for b in B:
+            for s in SEEDS:
+                t = _t(n, b, s)
+                rows.append(
+                    {
+                        "point": len(rows),
+                        "cluster_workers": n,
+                        "strategy_backup_workers": b,
+                        "strategy_kind": "sync",
+                        "run_seed": s,
+                        "step_time_p50_s": t,
+                        "step_time_p99_s": 1.5 * t,
+                        "examples_per_s": 32 * n / t,
+                        "dropped_gradients": 10 * b,
+                    }
+                )
+    summary = pd.DataFrame(rows)
+    rng = np.random.default_rng(0)
+    steps = pd.DataFrame(
+        [
+            {"point": r.point, "step": k, "step_time_s": r.step_time_p50_s * rng.uniform(0.9, 1.1)}
+            for r in summary.itertuples()
+            for k in range(20)
+        ]
+    )
+    sc = schema.validate(
+        {
+            "scenario": {
+                "name": "synthetic 2-D study",
+                "published": [
+                    {
+                        "point": {"cluster.workers": 8, "strategy.backup_workers": 2},
+                        "metric": "normalized_speedup",
+                        "value": 1.1,
+                        "fitted": True,
+                    },
+                    {
+                        "point": {"cluster.workers": 16, "strategy.backup_workers": 0},
+                        "metric": "examples_per_s",
+                        "value": 1500.0,
+                    },
+                ],
+            },
+            "model": {"name": "mlp"},
+            "cluster": {"workers": 4},
+            "sweep": {"cluster.workers": list(W), "strategy.backup_workers": list(B)},
+        }
+    )
+    manifest = {"wall_s": 1.0, "platform": "test", "cpus": 2, "versions": {"hetbed": "x"}}
+    return sc, summary, steps, manifest
+
+
+@pytest.fixture(scope="module")
+def rep():
+    sc, summary, steps, manifest = synthetic()
+    return study.build(sc, summary, steps, manifest, describe_text=schema.describe(sc))
+
+
+def test_two_settings_give_a_line_per_value_and_a_baseline_per_group(rep):
+    """Normalized speedup: backup workers on x, one line per worker count, each against b = 0
+    of its own worker count and seed (closed form); speedup: one line per backup count, each
+    against the fewest workers of its group."""
+    (panel,) = rep.figure_data("backup_speedup")
+    assert {k for k in panel["lines"] if not k.startswith("published")} == {
+        f"workers = {n}" for n in W
+    }
+    for n in W:
+        xs, ys = panel["lines"][f"workers = {n}"]
+        assert xs == list(B)
+        want = [np.median([_t(n, 0, s) / _t(n, b, s) * n / (n + b) for s in SEEDS]) for b in B]
+        assert ys == pytest.approx(want)
+    (panel,) = rep.figure_data("speedup")
+    assert {k for k in panel["lines"] if k.startswith("backup")} == {
+        f"backup_workers = {b}" for b in B
+    }
+    for b in B:
+        xs, ys = panel["lines"][f"backup_workers = {b}"]
+        assert xs == list(W) and ys[0] == pytest.approx(4)  # its own baseline: 4 workers
+        assert ys[2] == pytest.approx(
+            np.median([_t(4, b, s) / _t(16, b, s) * 16 / 4 * 4 for s in SEEDS])
+        )
+    assert "ideal (linear)" in panel["lines"]
+    md = rep.markdown()
+    assert "against b0 = 0 backup workers of the same group" in md
+    assert "throughput at the fewest workers of the same group" in md
+
+
+def test_seeds_give_a_median_with_a_min_max_band_and_table_spread(rep):
+    """Every point is the median over seeds; the table gives median [min, max]."""
+    (panel,) = rep.figure_data("step_time")
+    xs, ys = panel["lines"]["backup_workers = 1"]
+    assert ys == pytest.approx([np.median([_t(n, 1, s) for s in SEEDS]) for n in W])
+    agg = study.aggregate(synthetic()[1], ["cluster.workers", "strategy.backup_workers"])
+    row = agg[(agg.cluster_workers == 8) & (agg.strategy_backup_workers == 2)].iloc[0]
+    assert row.step_time_p50_s_min == pytest.approx(_t(8, 2, 1))
+    assert row.step_time_p50_s_max == pytest.approx(_t(8, 2, 2)) and row.seeds == 2
+    assert f"{row.step_time_p50_s:.4g} [{_t(8, 2, 1):.4g}, {_t(8, 2, 2):.4g}]" in rep.markdown()
+    assert "band: min to max over seeds" in rep.markdown()
+
+
+def test_published_values_are_drawn_beside_the_prediction(rep):
+    """A published value appears on its figure at its setting, labelled fitted or out of sample,
+    and the table carries its error."""
+    (panel,) = rep.figure_data("backup_speedup")
+    assert panel["lines"]["published (fitted, in sample)"] == ([2.0], [1.1])
+    (panel,) = rep.figure_data("throughput")
+    assert panel["lines"]["published (out of sample)"] == ([16.0], [1500.0])
+    sc, summary, *_ = synthetic()
+    runs, _ = study.derive(summary, ["cluster.workers", "strategy.backup_workers"])
+    cmp = study.comparison(
+        sc, study.aggregate(runs, ["cluster.workers", "strategy.backup_workers"])
+    )
+    assert list(cmp.kind) == ["fitted", "predicted"]
+    pred = np.median([32 * 16 / _t(16, 0, s) for s in SEEDS])
+    assert cmp.predicted[1] == pytest.approx(pred)
+    assert cmp.error_pct[1] == pytest.approx((pred - 1500) / 15)
+
+
+def test_a_third_setting_gives_small_multiples():
+    """With three swept settings the third gives a panel per value, each with its lines."""
+    sc, summary, steps, manifest = synthetic()
+    both = pd.concat(
+        [summary.assign(cluster_nic="eth_10g"), summary.assign(cluster_nic="eth_100g")]
+    )
+    both["point"] = range(len(both))
+    both.loc[both.cluster_nic == "eth_100g", "examples_per_s"] *= 2
+    sc["sweep"]["cluster.nic"] = ["eth_10g", "eth_100g"]
+    rep = study.build(sc, both, steps.iloc[:0], manifest)
+    panels = rep.figure_data("throughput")
+    assert [p["title"] for p in panels] == ["nic=eth_10g", "nic=eth_100g"]
+    for p in panels:
+        assert len([k for k in p["lines"] if k.startswith("backup")]) == len(B)
+    a = panels[0]["lines"]["backup_workers = 0"][1]
+    b = panels[1]["lines"]["backup_workers = 0"][1]
+    assert b == pytest.approx([2 * v for v in a])
+
+
+def test_figures_need_axis_labels_with_units_and_a_legend(rep):
+    """Every figure of a report passes the check; a panel without a unit, or with two series
+    and no legend, is refused with the panel named."""
+    assert {"step_time", "throughput", "backup_speedup", "speedup", "step_cdf"} <= set(rep.data)
+    for panels in rep.data.values():
+        for p in panels:
+            assert re.search(r"\(.+\)$", p["xlabel"]) and re.search(r"\(.+\)$", p["ylabel"])
+            if len(p["lines"]) > 1:
+                assert sorted(p["legend"]) == sorted(p["lines"])
+    fig = figures.grid(
+        pd.DataFrame({"x": [1, 2, 1, 2], "y": [1, 2, 3, 4], "s": [0, 0, 1, 1]}),
+        "x",
+        "y",
+        "s",
+        None,
+        "workers",
+        "time (s)",
+        "t",
+    )
+    with pytest.raises(ValueError, match=r"panel 't': x label 'workers' names no unit"):
+        figures.check(fig)
+    fig.axes[0].set_xlabel("workers (count)")
+    fig.axes[0].get_legend().remove()
+    with pytest.raises(ValueError, match="2 series and no legend"):
+        Report("r").figure(fig, "f")
+
+
+def test_many_series_keep_distinct_styles():
+    """Up to 48 series, no two share colour, marker and line style."""
+    for n in (3, 10, 12, 48):
+        looks = {
+            (
+                tuple(figures.style(i, n)["color"]),
+                figures.style(i, n)["marker"],
+                figures.style(i, n)["linestyle"],
+            )
+            for i in range(n)
+        }
+        assert len(looks) == n
+
+
+def test_staleness_histograms_share_bins():
+    """Every series of the staleness figure is binned on the same integer edges."""
+    fig = figures.histograms({"a": [0, 1, 1, 2], "b": [0, 5, 9, 9]}, "staleness (steps)", "s")
+    edges = [tuple(np.unique(p.get_xy()[:, 0])) for p in fig.axes[0].patches]
+    assert len(edges) == 2 and edges[0] == edges[1]
+
+
+SMALL = """
+[scenario]
+name = "small"
+[model]
+name = "mlp"
+batch_size = 64
+compute_s = 0.2
+[cluster]
+workers = 4
+ps = 2
+[strategy]
+placement = "balanced"
+[stragglers]
+lognormal_sigma = 0.3
+[run]
+steps = 20
+seed = 5
+seeds = 2
+[sweep]
+"strategy.backup_workers" = [0, 1]
+"""
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("studies")
+    (d / "a.toml").write_text(SMALL)
+    (d / "b.toml").write_text(SMALL.replace("\nps = 2", '\nps = 2\nnic = "eth_100g"'))
+    for name in ("a", "b"):
+        assert main(["run", str(d / f"{name}.toml"), "--out", str(d / name), "--quiet"]) == 0
+    return d
+
+
+def test_results_are_self_describing(two_runs):
+    """summary.parquet: a unique `point` key that joins steps.point, every setting (fixed ones
+    too) as a snake_case column, no duplicates, one row per seed; no empty files; the report
+    header lists non-default settings, machine, versions and wall time."""
+    out = two_runs / "a"
+    summary = pd.read_parquet(out / "summary.parquet")
+    steps = pd.read_parquet(out / "steps.parquet")
+    assert summary.point.is_unique and set(steps.point) == set(summary.point)
+    assert len(summary.columns) == len(set(summary.columns))
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", c) for c in summary.columns)
+    assert {"cluster_nic", "cluster_ps", "stragglers_lognormal_sigma", "run_seed"} <= set(summary)
+    assert "workers" not in summary and "cluster.workers" not in summary
+    assert sorted(zip(summary.strategy_backup_workers, summary.run_seed)) == [
+        (0, 5),
+        (0, 6),
+        (1, 5),
+        (1, 6),
+    ]
+    assert summary.groupby("strategy_backup_workers").step_time_p50_s.nunique().min() == 2
+    assert not (out / "gradients.parquet").exists() and not (out / "curves.parquet").exists()
+    md = (out / "report.md").read_text()
+    assert "stragglers.lognormal_sigma = 0.3" in md and "model.compute_s = 0.2" in md
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seeds"] == 2 and manifest["cpus"] >= 1
+    assert f"pandas {pd.__version__}" in md and "s of wall time" in md
+
+
+def test_compare_shows_settings_figures_and_deltas(two_runs, capsys):
+    """`hetbed compare A B` names the settings that differ, draws both studies, and tabulates
+    B - A per setting and metric."""
+    out = two_runs / "cmp"
+    assert main(["compare", str(two_runs / "a"), str(two_runs / "b"), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert "| cluster_nic | eth_10g | eth_100g |" in md
+    a = pd.read_parquet(two_runs / "a" / "summary.parquet")
+    b = pd.read_parquet(two_runs / "b" / "summary.parquet")
+    rep = study.compare(
+        (schema.load(str(two_runs / "a.toml")), a, {}),
+        (schema.load(str(two_runs / "b.toml")), b, {}),
+    )
+    deltas = pd.DataFrame(rep.data["deltas"])
+    row = deltas[(deltas.backup_workers == 1) & (deltas.metric == "examples_per_s")].iloc[0]
+    med = lambda s: s[s.strategy_backup_workers == 1].examples_per_s.median()  # noqa: E731
+    assert row.A == pytest.approx(med(a)) and row.B == pytest.approx(med(b))
+    assert row.delta_pct == pytest.approx((med(b) - med(a)) / med(a) * 100)
+    (panel,) = rep.figure_data("compare_examples_per_s")
+    assert {"study = A", "study = B"} <= set(panel["lines"])
+
+
+def test_describe_lists_every_non_default_and_swept_setting(tmp_path):
+    """describe shows swept values where a setting is swept and every other non-default."""
+    p = tmp_path / "s.toml"
+    p.write_text(SMALL.replace('"strategy.backup_workers" = [0, 1]', '"cluster.workers" = [4, 8]'))
+    text = schema.describe(schema.load(str(p)))
+    assert "[4, 8] x k40 workers" in text and "2 seeds per point" in text
+    assert "stragglers.lognormal_sigma = 0.3" in text and "(4 runs)" in text
+    assert schema.non_defaults(schema.load(str(p)))["cluster.workers"] == [4, 8]
