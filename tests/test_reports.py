@@ -11,7 +11,7 @@ import pytest
 
 from hetbed.cli import main
 from hetbed.reports import Report, figures, study
-from hetbed.scenarios import results, schema
+from hetbed.scenarios import schema
 
 # A study over workers x backup workers with 2 seeds whose numbers are known in closed form:
 # t(N, b, seed) = 0.1 * N**0.5 / (1 + 0.1 b) * (1 + 0.01 seed).
