@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import hetbed as hb
-from hetbed.runtime.distributed import rpc, wire
+from hetbed.runtime.distributed import client as rpc_client
+from hetbed.runtime.distributed import datachannel, rpc, wire
 from hetbed.runtime.distributed.cluster import ClusterSpec
 from hetbed.runtime.errors import (
     AbortedError,
@@ -182,7 +183,7 @@ def test_wrong_token_is_rejected_on_the_data_path(pair, protocol):
     v = np.arange(300_000, dtype=np.float32)
     _same(_transfer(ps, good, v, "ok"), v)
     for token in (None, "guess"):
-        bad = rpc.WorkerClient(addr, PS, token)
+        bad = rpc_client.WorkerClient(addr, PS, token)
         if protocol == "grpc+tcp":  # skip discovery (gRPC, refused anyway): the HMAC is checked
             bad._data_port = ps._data.port
         with pytest.raises(UnauthenticatedError, match="token"):
@@ -220,15 +221,17 @@ class _FakeTask:
         self.server.add_generic_rpc_handlers((handler,))
         self.port = self.server.add_insecure_port("127.0.0.1:0")
         self.server.start()
-        self.client = rpc.WorkerClient(f"127.0.0.1:{self.port}", PS, max_tensor_bytes=1 << 20)
+        self.client = rpc_client.WorkerClient(
+            f"127.0.0.1:{self.port}", PS, max_tensor_bytes=1 << 20
+        )
 
     def _serve_tcp(self, reply: bytes) -> None:
         conn, _ = self.tcp.accept()
         with conn:
-            conn.sendall(rpc.MAGIC + bytes(32) + bytes([len(PS)]) + PS.encode())
-            rpc._recv_exact(conn, 36)  # the client's greeting
-            (n,) = struct.unpack(">I", rpc._recv_exact(conn, 4))
-            rpc._recv_exact(conn, n)  # the request
+            conn.sendall(datachannel.MAGIC + bytes(32) + bytes([len(PS)]) + PS.encode())
+            datachannel._recv_exact(conn, 36)  # the client's greeting
+            (n,) = struct.unpack(">I", datachannel._recv_exact(conn, 4))
+            datachannel._recv_exact(conn, n)  # the request
             conn.sendall(reply)
             conn.shutdown(socket.SHUT_WR)
             conn.settimeout(5)
@@ -289,15 +292,15 @@ def test_bad_streams_raise_clear_errors(messages, tcp_reply, err, match):
 
 def _data_conn(port: int) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    hello = rpc._recv_exact(s, 4 + 32 + 1)
-    assert hello[:4] == rpc.MAGIC
-    assert rpc._recv_exact(s, hello[-1]).decode() == PS
+    hello = datachannel._recv_exact(s, 4 + 32 + 1)
+    assert hello[:4] == datachannel.MAGIC
+    assert datachannel._recv_exact(s, hello[-1]).decode() == PS
     return s
 
 
 def _read_frame(s: socket.socket) -> dict:
-    (n,) = struct.unpack(">I", rpc._recv_exact(s, 4))
-    return msgpack.unpackb(bytes(rpc._recv_exact(s, n)))
+    (n,) = struct.unpack(">I", datachannel._recv_exact(s, 4))
+    return msgpack.unpackb(bytes(datachannel._recv_exact(s, n)))
 
 
 def test_data_server_rejects_malformed_requests_and_keeps_serving(pair):
@@ -315,7 +318,7 @@ def test_data_server_rejects_malformed_requests_and_keeps_serving(pair):
         (struct.pack(">I", 1 << 20), "RESOURCE_EXHAUSTED"),
     ]:
         s = _data_conn(port)
-        s.sendall(rpc.MAGIC + bytes(32) + payload)
+        s.sendall(datachannel.MAGIC + bytes(32) + payload)
         reply = _read_frame(s)
         assert reply["ok"] is False and reply["code"] == code, reply
         s.close()
@@ -366,7 +369,7 @@ def test_restarted_task_is_found_on_its_new_data_port():
     """After the sending task restarts (new data port), pooled connections are replaced."""
     spec = ClusterSpec({"ps": [f"127.0.0.1:{_free_port()}"], "worker": ["127.0.0.1:1"]})
     ps = hb.train.Server(spec, "ps", 0)
-    client = rpc.WorkerClient(spec.task_address("ps", 0), PS)
+    client = rpc_client.WorkerClient(spec.task_address("ps", 0), PS)
     try:
         v = np.arange(10.0)
         _same(_transfer(ps, client, v, "a"), v)
@@ -424,7 +427,7 @@ def test_tensor_over_the_size_limit_is_refused_before_allocation(pair, protocol)
 def test_data_port_of_another_task_is_noticed_and_rediscovered(pair):
     """A cached data port that now serves another task is dropped and asked for again."""
     ps, wk = pair("grpc+tcp")
-    client = rpc.WorkerClient(ps.cluster.task_address("ps", 0), PS)
+    client = rpc_client.WorkerClient(ps.cluster.task_address("ps", 0), PS)
     try:
         client._data_port = wk._data.port  # stale: the worker task's data channel
         v = np.arange(7, dtype=np.int32)

@@ -86,7 +86,7 @@ class DistributedSession(Session):
         self.target = target
         self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
         address = target[len(GRPC_PREFIX) :]
-        from .rpc import WorkerClient
+        from .client import WorkerClient
 
         main = WorkerClient(address, target, self._token)
         self._clients: dict[str, Any] = {}

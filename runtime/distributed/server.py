@@ -106,7 +106,9 @@ class Server:
         self.worker.cluster = self.cluster
         import grpc  # imported here so that `import hetbed` does not load gRPC
 
-        from .rpc import DataServer, channel_options, service_handler
+        from .datachannel import DataServer
+        from .grpc_server import service_handler
+        from .rpc import channel_options
 
         self._data = DataServer(self.worker, bind_host, self._token) if protocol != "grpc" else None
         self._server = grpc.server(
@@ -183,7 +185,7 @@ class Server:
             client = self._peers.get(task)
             if client is None:
                 from ...devices.naming import DeviceSpec
-                from .rpc import WorkerClient
+                from .client import WorkerClient
 
                 spec = DeviceSpec.from_string(task)
                 if spec.job is None or spec.task is None:

@@ -1,0 +1,434 @@
+"""``WorkerClient``: calls one task's worker service over gRPC and fetches its tensors over the
+TCP data channel or a gRPC stream (``rpc.py`` describes both)."""
+
+from __future__ import annotations
+
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from .. import errors as E
+from ..errors import InternalError, UnauthenticatedError, UnavailableError
+from .cluster import split_address
+from .datachannel import (
+    _MAX_IDLE,
+    HANDSHAKE_TIMEOUT_S,
+    MAGIC,
+    NONCE_BYTES,
+    _frame,
+    _idle_ok,
+    _mac,
+    _recv_exact,
+    _recv_frame,
+    _shutdown,
+)
+from .rpc import _FROM_CODE, SERVICE, TOKEN_KEY, channel_options
+from .wire import MAX_MESSAGE_BYTES, MAX_TENSOR_BYTES, InTensor, WireError, pack, unpack
+
+
+class _Threads:
+    """Daemon threads reused across transfers. A new one starts whenever none is idle: there is
+    no cap, since a pending Recv may wait for a Send that depends on another pending Recv. Idle
+    threads exit after a minute; daemon threads never hold up interpreter exit."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = 0  # threads waiting for work and not yet claimed by a submit
+
+    def submit(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            spawn = self._idle == 0
+            if not spawn:
+                self._idle -= 1
+        self._queue.put(fn)
+        if spawn:
+            threading.Thread(target=self._loop, name="hetbed-recv", daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                fn = self._queue.get(timeout=60.0)
+            except queue.Empty:
+                with self._lock:
+                    if self._idle > 0:  # nobody claimed this thread: leave
+                        self._idle -= 1
+                        return
+                continue  # claimed: the work is on its way
+            try:
+                fn()
+            except BaseException:  # noqa: BLE001, S110 - fn reports its own errors
+                pass
+            with self._lock:
+                self._idle += 1
+
+
+_THREADS = _Threads()
+
+
+class _Transfer:
+    """Cancellation of one RecvTensor in flight: cancels the gRPC call or shuts the socket."""
+
+    __slots__ = ("cancelled", "_lock", "_handle")
+
+    def __init__(self) -> None:
+        self.cancelled = False
+        self._lock = threading.Lock()
+        self._handle: Any = None
+
+    def attach(self, handle: Any) -> None:
+        """Track ``handle`` (a gRPC call/future or a socket); cancel it now if already cancelled."""
+        with self._lock:
+            self._handle = handle
+            if not self.cancelled:
+                return
+        self._stop(handle)
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self.cancelled:
+                return
+            self.cancelled = True
+            handle = self._handle
+        self._stop(handle)
+
+    @staticmethod
+    def _stop(handle: Any) -> None:
+        if isinstance(handle, socket.socket):
+            _shutdown(handle)
+        elif handle is not None:
+            handle.cancel()
+
+
+class WorkerClient:
+    """Calls one task's worker service; raises hetbed errors (OpError subclasses) on failure."""
+
+    def __init__(
+        self,
+        address: str,
+        task: str = "",
+        token: str | None = None,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        max_tensor_bytes: int = MAX_TENSOR_BYTES,
+    ):
+        self.address = address
+        self.task = task or address
+        self.max_tensor_bytes = int(max_tensor_bytes)
+        self._token = token.encode() if token else None
+        self._metadata = ((TOKEN_KEY, token),) if token else ()
+        self._channel = grpc.insecure_channel(address, options=channel_options(max_message_bytes))
+        self._calls = {
+            name: self._channel.unary_unary(
+                f"/{SERVICE}/{name}", request_serializer=None, response_deserializer=None
+            )
+            for name in ("GetStatus", "RegisterGraph", "DeregisterGraph", "RunGraph", "CleanupStep")
+        }
+        self._stream = self._channel.unary_stream(
+            f"/{SERVICE}/RecvTensor", request_serializer=None, response_deserializer=None
+        )
+        self._lock = threading.Lock()
+        self._data_port: int | None = None  # None: not asked yet; 0: the task has no data channel
+        self._idle: list[socket.socket] = []
+        self._closed = False
+
+    def call(self, name: str, req: dict, timeout: float | None = None) -> dict:
+        try:
+            reply = self._calls[name](pack(req), timeout=timeout, metadata=self._metadata)
+        except grpc.RpcError as e:
+            raise self.error(name, e) from None
+        return unpack(reply, f"{name} reply")
+
+    def call_async(
+        self,
+        name: str,
+        req: dict,
+        timeout: float | None,
+        callback: Callable,
+        wait_for_ready: bool | None = None,
+    ) -> Callable[[], None]:
+        """Start ``name``; ``callback(reply_dict)`` or ``callback(None, error)`` once. Returns a
+        function that cancels the call."""
+        fut = self._calls[name].future(
+            pack(req), timeout=timeout, metadata=self._metadata, wait_for_ready=wait_for_ready
+        )
+
+        def finished(f: Any) -> None:
+            try:
+                reply = unpack(f.result(), f"{name} reply")
+            except grpc.RpcError as e:
+                callback(None, self.error(name, e))
+            except grpc.FutureCancelledError:
+                callback(None, E.AbortedError(f"{name} to {self.task} was cancelled"))
+            except Exception as e:  # noqa: BLE001 - a malformed reply
+                callback(None, e)
+            else:
+                callback(reply)
+
+        fut.add_done_callback(finished)
+        return fut.cancel
+
+    def error(self, name: str, e: grpc.RpcError) -> E.OpError:
+        code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
+        details = e.details() if hasattr(e, "details") else str(e)
+        return self._coded_error(name, code, details, self.address)
+
+    def _coded_error(self, name: str, code: grpc.StatusCode, details: str, where: str) -> E.OpError:
+        cls = _FROM_CODE.get(code, InternalError)
+        msg = f"{name} on {self.task} ({where}) failed with {code.name}: {details}"
+        if cls is UnauthenticatedError:
+            msg += (
+                "; pass the cluster's token (hb.Session(target, token=...) or the "
+                "HETBED_CLUSTER_TOKEN environment variable)"
+            )
+        elif cls is UnavailableError:
+            msg += "; is the server for this task running?"
+        err = cls(msg)
+        err.grpc_code = code
+        return err
+
+    # ---- RecvTensor --------------------------------------------------------------------------
+    def recv_tensor_async(
+        self, step_id: int, key: str, timeout_s: float, callback: Callable
+    ) -> Callable[[], None]:
+        """Fetch the tensor the task sent under ``key`` in ``step_id`` (on a pooled thread);
+        ``callback(value)`` or ``callback(None, error)`` once. Returns a function that cancels."""
+        xfer = _Transfer()
+
+        def run() -> None:
+            try:
+                value = self.recv_tensor(step_id, key, timeout_s, xfer)
+            except BaseException as e:  # noqa: BLE001 - reported through the callback
+                err = e
+                if xfer.cancelled:
+                    err = E.AbortedError(f"RecvTensor {key!r} from {self.task} was cancelled")
+                callback(None, err)
+                return
+            callback(value)
+
+        _THREADS.submit(run)
+        return xfer.cancel
+
+    def recv_tensor(
+        self, step_id: int, key: str, timeout_s: float, xfer: _Transfer | None = None
+    ) -> Any:
+        """The tensor the task sent under ``key`` in ``step_id``, over the data channel when the
+        task advertises one, else as a gRPC stream. Blocks at most about ``timeout_s``."""
+        xfer = xfer or _Transfer()
+        deadline = time.monotonic() + timeout_s
+        req = {"step_id": step_id, "key": key}
+        port = self._discover(key, deadline, xfer)
+        if port:
+            value = self._recv_tcp(req, deadline, xfer)
+            if value is not _NO_DATA_CHANNEL:
+                return value
+        return self._recv_grpc(req, deadline, xfer)
+
+    def _where(self, key: str) -> str:
+        return f"RecvTensor {key!r} from {self.task}"
+
+    def _discover(self, key: str, deadline: float, xfer: _Transfer) -> int:
+        """The task's data port (0: none), from its GetStatus reply (asked once). Waits for a
+        task that is not up yet, as gRPC's wait_for_ready, until ``deadline``."""
+        port = self._data_port
+        if port is not None:
+            return port
+        fut = self._calls["GetStatus"].future(
+            pack({}),
+            timeout=max(deadline - time.monotonic(), 0.001),
+            metadata=self._metadata,
+            wait_for_ready=True,
+        )
+        xfer.attach(fut)
+        try:
+            reply = unpack(fut.result(), "GetStatus reply")
+        except grpc.RpcError as e:  # named for the Recv that waited, not for GetStatus
+            raise self.error(f"RecvTensor {key!r} (GetStatus for the data port)", e) from None
+        port = reply.get("data_port") or 0
+        if not isinstance(port, int) or not 0 <= port < 65536:
+            raise E.DataLossError(f"GetStatus reply of {self.task}: bad data_port {port!r:.30}")
+        self._data_port = port
+        return port
+
+    # -- over gRPC ----------------------------------------------------------------------------
+    def _recv_grpc(self, req: dict, deadline: float, xfer: _Transfer) -> Any:
+        where = self._where(req["key"])
+        # wait_for_ready: a peer task restarted at the same address is served as soon as it is
+        # up, instead of failing fast while this channel backs off from the dead incarnation
+        call = self._stream(
+            pack(req),
+            timeout=max(deadline - time.monotonic(), 0.001),
+            metadata=self._metadata,
+            wait_for_ready=True,
+        )
+        xfer.attach(call)
+        try:
+            chunks = iter(call)
+            first = next(chunks, None)
+            if first is None:
+                raise E.DataLossError(f"{where}: the stream ended without a header")
+            try:
+                header = unpack(first, f"{where} header")
+                incoming = InTensor(header, where, self.max_tensor_bytes)
+                data = header.get("data")
+                if data is not None:
+                    if not isinstance(data, bytes):
+                        raise WireError(f"{where}: inline data must be bytes")
+                    incoming.write(data)
+            except WireError as e:
+                raise E.DataLossError(f"malformed stream: {e}") from None
+            for chunk in chunks:
+                incoming.write(chunk)
+            return incoming.value()
+        except grpc.RpcError as e:
+            raise self.error(f"RecvTensor {req['key']!r}", e) from None
+        finally:
+            call.cancel()  # a no-op once the stream ended; stops it after a local error
+
+    # -- over the data channel ------------------------------------------------------------------
+    def _recv_tcp(self, req: dict, deadline: float, xfer: _Transfer) -> Any:
+        where = self._where(req["key"])
+        try:
+            sock = self._data_conn(req["key"], deadline, xfer)
+        except BaseException as e:  # noqa: BLE001
+            raise self._tcp_error(where, e) from None
+        if sock is None:
+            return _NO_DATA_CHANNEL  # the task came back without one
+        xfer.attach(sock)
+        try:
+            req["timeout_s"] = max(deadline - time.monotonic(), 0.0)
+            sock.settimeout(req["timeout_s"] + 2.0)  # the task answers first when it times out
+            sock.sendall(_frame(req))
+            header = _recv_frame(sock, f"{where} header")
+        except BaseException as e:  # noqa: BLE001 - the call was in flight: no retry
+            sock.close()
+            raise self._tcp_error(where, e) from None
+        if header.get("ok") is not True:
+            raise self._reply_error(sock, header, req["key"])
+        try:
+            return self._read_payload(sock, header, where, deadline)
+        except BaseException as e:  # noqa: BLE001
+            sock.close()
+            raise self._tcp_error(where, e) from None
+
+    def _reply_error(self, sock: socket.socket, header: dict, key: str) -> BaseException:
+        code = header.get("code")
+        if not isinstance(code, str) or code not in grpc.StatusCode.__members__:
+            sock.close()
+            return E.DataLossError(f"{self._where(key)}: malformed reply {header!r:.200}")
+        self._pool(sock)  # the connection is still in step
+        details = str(header.get("message", ""))[:4000]
+        code_ = grpc.StatusCode[code]
+        return self._coded_error(f"RecvTensor {key!r}", code_, details, self._data_where())
+
+    def _read_payload(self, sock: socket.socket, header: dict, where: str, deadline: float) -> Any:
+        try:
+            incoming = InTensor(header, where, self.max_tensor_bytes)
+        except WireError as e:
+            raise E.DataLossError(f"malformed stream: {e}") from None
+        view, n, got = incoming.view, incoming.nbytes, 0
+        while got < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise E.DeadlineExceededError(
+                    f"{where} ({self._data_where()}): {got} of {n} bytes arrived before the "
+                    "deadline"
+                )
+            sock.settimeout(left)
+            k = sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise EOFError(f"connection closed after {got} of {n} bytes")
+            got += k
+        incoming.filled = got
+        value = incoming.value()
+        self._pool(sock)
+        return value
+
+    def _data_where(self) -> str:
+        host, _ = split_address(self.address)
+        return f"{host}:{self._data_port}, data channel"
+
+    def _tcp_error(self, where: str, e: BaseException) -> BaseException:
+        """``e`` from the data channel as a hetbed error naming the key and the task."""
+        if isinstance(e, E.OpError):
+            return e
+        if isinstance(e, (TimeoutError, socket.timeout)):
+            err: E.OpError = E.DeadlineExceededError(f"{where} ({self._data_where()}): timed out")
+        elif isinstance(e, WireError):
+            err = E.DataLossError(f"malformed stream: {e}")
+        elif isinstance(e, (OSError, EOFError)):
+            err = UnavailableError(
+                f"{where} ({self._data_where()}): connection lost ({e}); is the server for this "
+                "task running?"
+            )
+            err.grpc_code = grpc.StatusCode.UNAVAILABLE
+        else:
+            return e
+        return err
+
+    def _data_conn(self, key: str, deadline: float, xfer: _Transfer) -> socket.socket | None:
+        """A connection to the task's data port: an idle one still open, else a new one; None
+        when the task (restarted) has no data channel."""
+        while True:
+            with self._lock:
+                sock = self._idle.pop() if self._idle else None
+            if sock is None:
+                break
+            if _idle_ok(sock):
+                return sock
+            sock.close()  # closed by the task (it stopped or restarted)
+        port = self._discover(key, deadline, xfer)
+        try:
+            return self._connect(port, deadline, xfer) if port else None
+        except ConnectionRefusedError:
+            if xfer.cancelled:
+                raise
+        with self._lock:  # the task may have restarted on another port: ask it again
+            if self._data_port == port:
+                self._data_port = None
+        port = self._discover(key, deadline, xfer)
+        return self._connect(port, deadline, xfer) if port else None
+
+    def _connect(self, port: int, deadline: float, xfer: _Transfer) -> socket.socket:
+        host, _ = split_address(self.address)
+        left = max(deadline - time.monotonic(), 0.001)
+        sock = socket.create_connection((host, port), timeout=min(left, HANDSHAKE_TIMEOUT_S))
+        xfer.attach(sock)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            hello = _recv_exact(sock, len(MAGIC) + NONCE_BYTES + 1)
+            if hello[: len(MAGIC)] != MAGIC:
+                raise E.DataLossError(
+                    f"{host}:{port} (data channel of {self.task}) is not a hetbed data channel"
+                )
+            task = bytes(_recv_exact(sock, hello[-1])).decode(errors="replace")
+            if task != self.task and self.task.startswith("/job:"):
+                # the port now belongs to another task (this one restarted elsewhere): ask again
+                raise ConnectionRefusedError(f"data port {port} now serves {task}")
+            sock.sendall(MAGIC + _mac(self._token, bytes(hello[len(MAGIC) : -1])))
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+
+    def _pool(self, sock: socket.socket) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < _MAX_IDLE:
+                self._idle.append(sock)
+                return
+        sock.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for s in idle:
+            s.close()
+        self._channel.close()
+
+
+_NO_DATA_CHANNEL = object()

@@ -1,0 +1,218 @@
+"""The TCP data channel (``grpc+tcp``; protocol in ``rpc.py``): the sending side's server, the
+framing and the challenge shared with the client."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import socket
+import struct
+import threading
+from typing import Any
+
+from .. import errors as E
+from .rpc import status_code
+from .wire import INLINE_BYTES, OutTensor, WireError, field, pack, unpack
+
+MAGIC = b"HBD1"
+NONCE_BYTES = 32
+#: max size of one msgpack frame (request or reply header) on the data channel
+MAX_FRAME_BYTES = 64 << 10
+#: seconds a new data connection has to complete the challenge
+HANDSHAKE_TIMEOUT_S = 10.0
+_LEN = struct.Struct(">I")
+_MAC_CONTEXT = b"hetbed-data-v1"
+#: idle data connections kept per peer
+_MAX_IDLE = 8
+
+
+def _mac(token: bytes | None, nonce: bytes) -> bytes:
+    if token is None:
+        return bytes(32)
+    return hmac.new(token, _MAC_CONTEXT + nonce, hashlib.sha256).digest()
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray:
+    """Exactly ``n`` bytes; EOFError when the peer closes first."""
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = sock.recv_into(view[got:], n - got)
+        if k == 0:
+            raise EOFError(f"connection closed after {got} of {n} bytes")
+        got += k
+    return buf
+
+
+def _frame(msg: dict) -> bytes:
+    data = pack(msg)
+    return _LEN.pack(len(data)) + data
+
+
+def _recv_frame(sock: socket.socket, what: str) -> dict:
+    (n,) = _LEN.unpack(_recv_exact(sock, 4))
+    if n > MAX_FRAME_BYTES:
+        raise E.ResourceExhaustedError(
+            f"{what}: a frame of {n} bytes is over the {MAX_FRAME_BYTES}-byte limit"
+        )
+    return unpack(bytes(_recv_exact(sock, n)), what)
+
+
+class DataServer:
+    """The sending side of the TCP data channel of one task (see the module docstring): a
+    listening socket on ``host`` (a free port) and a thread per connection."""
+
+    def __init__(self, worker: Any, host: str, token: str | None):
+        self._worker = worker
+        self._token = token.encode() if token else None
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._sock = socket.create_server((host, 0), family=family, backlog=128)
+        self.port: int = self._sock.getsockname()[1]
+        self._conns: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._accept, name=f"hetbed-data-{self.port}", daemon=True
+            )
+            self._thread.start()
+
+    def stop(self) -> None:
+        with self._lock:
+            self._closed = True
+            conns, self._conns = list(self._conns), set()
+        _shutdown(self._sock)
+        self._sock.close()
+        for c in conns:
+            _shutdown(c)
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return  # closed
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                    return
+                self._conns.add(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        task = self._worker.task
+        try:
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            conn.settimeout(HANDSHAKE_TIMEOUT_S)
+            nonce = secrets.token_bytes(NONCE_BYTES)
+            name = task.encode()[:255]
+            conn.sendall(MAGIC + nonce + bytes([len(name)]) + name)
+            hello = _recv_exact(conn, len(MAGIC) + 32)
+            if hello[: len(MAGIC)] != MAGIC:
+                msg = f"{task}: not a hetbed data channel client (bad greeting)"
+                _hang_up(conn, _frame({"ok": False, "code": "INVALID_ARGUMENT", "message": msg}))
+                return
+            if self._token is not None and not hmac.compare_digest(
+                bytes(hello[len(MAGIC) :]), _mac(self._token, nonce)
+            ):
+                msg = (
+                    f"{task}: RecvTensor on the data channel with no or a wrong cluster token "
+                    "(HMAC of the challenge does not match)"
+                )
+                _hang_up(conn, _frame({"ok": False, "code": "UNAUTHENTICATED", "message": msg}))
+                return
+            while True:
+                conn.settimeout(None)  # an idle connection waits for its next request
+                try:
+                    (n,) = _LEN.unpack(_recv_exact(conn, 4))
+                except EOFError:
+                    return  # the client closed an idle connection
+                conn.settimeout(HANDSHAKE_TIMEOUT_S)
+                if not self._answer(conn, n):
+                    return
+        except (OSError, EOFError):
+            return  # the client went away, or the server is stopping
+        finally:
+            with self._lock:
+                self._conns.discard(conn)
+            conn.close()
+
+    def _answer(self, conn: socket.socket, n: int) -> bool:
+        """Read one request of ``n`` bytes and answer it; False to close the connection."""
+        try:
+            if n > MAX_FRAME_BYTES:
+                raise E.ResourceExhaustedError(
+                    f"RecvTensor: a request of {n} bytes is over the {MAX_FRAME_BYTES}-byte "
+                    "frame limit of the data channel"
+                )
+            req = unpack(bytes(_recv_exact(conn, n)), "RecvTensor")
+            step_id = field(req, "step_id", int, "RecvTensor")
+            key = field(req, "key", str, "RecvTensor")
+            timeout = req.get("timeout_s")
+            if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
+                raise WireError(
+                    f"RecvTensor: field 'timeout_s' must be a number >= 0, got {timeout!r:.30}"
+                )
+        except (OSError, EOFError):
+            raise
+        except BaseException as e:  # noqa: BLE001 - malformed: say why, then hang up
+            _hang_up(conn, _error_frame(e))
+            return False
+        try:
+            out: OutTensor = self._worker.recv_tensor(step_id, key, min(float(timeout), 3600.0))
+        except BaseException as e:  # noqa: BLE001 - the connection stays usable
+            conn.sendall(_error_frame(e))
+            return True
+        try:
+            head = _frame({"ok": True, **out.header})
+            # a stalled reader must not hold this thread forever: 60 s plus 10 MB/s
+            conn.settimeout(60.0 + out.nbytes / 10e6)
+            if out.nbytes <= INLINE_BYTES:
+                conn.sendall(head + out.payload)
+            else:
+                conn.sendall(head)
+                conn.sendall(out.payload)
+        finally:
+            out.release()
+        return True
+
+
+def _error_frame(e: BaseException) -> bytes:
+    return _frame({"ok": False, "code": status_code(e).name, "message": f"{type(e).__name__}: {e}"})
+
+
+def _hang_up(conn: socket.socket, last: bytes) -> None:
+    """Send ``last``, then close without a reset: unread input would make the kernel reset the
+    connection and the peer could lose ``last``. Reads (and drops) at most 1 MiB, for 1 s."""
+    conn.sendall(last)
+    conn.shutdown(socket.SHUT_WR)
+    conn.settimeout(1.0)
+    dropped = 0
+    while dropped < (1 << 20):
+        k = len(conn.recv(1 << 16))
+        if not k:
+            return
+        dropped += k
+
+
+def _shutdown(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
+def _idle_ok(sock: socket.socket) -> bool:
+    """An idle data connection has nothing to read: not closed, reset, or sent garbage."""
+    try:
+        sock.settimeout(0.0)
+        sock.recv(1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    return False

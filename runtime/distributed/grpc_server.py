@@ -1,0 +1,137 @@
+"""The worker service as raw-bytes gRPC methods under ``rpc.SERVICE`` (see ``rpc.py``)."""
+
+from __future__ import annotations
+
+import hmac
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from .rpc import SERVICE, TOKEN_KEY, _recv_chunk_bytes, status_code
+from .wire import INLINE_BYTES, MAX_MESSAGE_BYTES, WireError, field, pack, tensor_to_wire, unpack
+
+
+def _token_error(worker: Any, name: str, got: Any) -> str:
+    why = "no cluster token" if not got else "a wrong cluster token"
+    return f"{worker.task}: {name} call with {why} (metadata {TOKEN_KEY!r})"
+
+
+def service_handler(
+    worker: Any,
+    token: str | None,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    data_port: int | None = None,
+) -> grpc.GenericRpcHandler:
+    """The generic handler serving ``worker`` (a ``Worker``) under ``SERVICE``; ``data_port``
+    (the TCP data channel's port, if any) is advertised in GetStatus replies."""
+
+    def status(req: dict) -> dict:
+        return {
+            "task": worker.task,
+            "devices": worker.list_devices(),
+            "cluster": worker.cluster.as_dict(),
+            "protocol": "grpc+tcp" if data_port else "grpc",
+            "data_port": data_port,
+        }
+
+    def register(req: dict) -> dict:
+        return {"handle": worker.register_graph(field(req, "graph", dict, "RegisterGraph"))}
+
+    def deregister(req: dict) -> dict:
+        worker.deregister_graph(field(req, "handle", str, "DeregisterGraph"))
+        return {}
+
+    def run(req: dict, context: grpc.ServicerContext) -> dict:
+        from .worker import decode_feeds
+
+        handle = field(req, "handle", str, "RunGraph")
+        step_id = field(req, "step_id", int, "RunGraph")
+        timeout = req.get("timeout_s", 0.0)
+        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
+            raise WireError(f"RunGraph: field 'timeout_s' must be a number >= 0, got {timeout!r}")
+        feeds = decode_feeds(req.get("feeds", {}), "RunGraph")
+        finished = threading.Event()
+
+        def call_ended() -> None:
+            # The master's call ended (it died, or gave up) while the step still runs here:
+            # abort the step so that nothing keeps waiting in it (a dequeue taking a token later).
+            if not finished.is_set():
+                worker.cleanup_step(
+                    step_id, "the master's RunGraph call ended before the step finished"
+                )
+
+        context.add_callback(call_ended)
+        try:
+            values = worker.run_graph(handle, step_id, feeds, float(timeout))
+        finally:
+            finished.set()
+        return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
+
+    def cleanup(req: dict) -> dict:
+        step_id = field(req, "step_id", int, "CleanupStep")
+        reason = req.get("reason", "the master cleaned up the step")
+        worker.cleanup_step(step_id, str(reason))
+        return {}
+
+    methods = {
+        "GetStatus": status,
+        "RegisterGraph": register,
+        "DeregisterGraph": deregister,
+        "RunGraph": run,
+        "CleanupStep": cleanup,
+    }
+    expected = token.encode() if token else None
+    chunk = _recv_chunk_bytes(max_message_bytes)
+
+    def check_token(name: str, context: grpc.ServicerContext) -> None:
+        if expected is not None:
+            got = dict(context.invocation_metadata()).get(TOKEN_KEY)
+            got_b = got.encode() if isinstance(got, str) else (got or b"")
+            if not hmac.compare_digest(got_b, expected):
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, _token_error(worker, name, got))
+
+    def wrap(name: str, fn: Callable) -> Callable:
+        takes_context = fn is run
+
+        def behavior(request: bytes, context: grpc.ServicerContext) -> bytes:
+            check_token(name, context)
+            try:
+                req = unpack(request, name)
+                return pack(fn(req, context) if takes_context else fn(req))
+            except BaseException as e:  # noqa: BLE001 - every failure becomes a status
+                context.abort(status_code(e), f"{type(e).__name__}: {e}")
+
+        return grpc.unary_unary_rpc_method_handler(
+            behavior, request_deserializer=None, response_serializer=None
+        )
+
+    def recv_tensor(request: bytes, context: grpc.ServicerContext) -> Any:
+        """RecvTensor: the header message, then the payload in chunks (module docstring)."""
+        check_token("RecvTensor", context)
+        try:
+            req = unpack(request, "RecvTensor")
+            step_id = field(req, "step_id", int, "RecvTensor")
+            key = field(req, "key", str, "RecvTensor")
+            left = context.time_remaining()
+            timeout = min(left, 3600.0) if left is not None else 3600.0
+            out = worker.recv_tensor(step_id, key, timeout)
+        except BaseException as e:  # noqa: BLE001 - every failure becomes a status
+            context.abort(status_code(e), f"{type(e).__name__}: {e}")
+        payload, n = out.payload, out.nbytes
+        try:
+            if n <= INLINE_BYTES and n + 1024 <= max_message_bytes:
+                yield pack({**out.header, "data": payload.tobytes()})
+                return
+            yield pack(out.header)
+            for off in range(0, n, chunk):
+                yield payload[off : off + chunk].tobytes()  # gRPC Python sends only bytes
+        finally:
+            out.release()
+
+    handlers = {name: wrap(name, fn) for name, fn in methods.items()}
+    handlers["RecvTensor"] = grpc.unary_stream_rpc_method_handler(
+        recv_tensor, request_deserializer=None, response_serializer=None
+    )
+    return grpc.method_handlers_generic_handler(SERVICE, handlers)
