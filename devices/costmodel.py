@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .fileio import atomic_write
 
 MATRIX_OPS = {"MatMul", "BatchMatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
 
@@ -193,12 +194,7 @@ class Profiled(CostModel):
             "overhead_s": self.overhead_s,
             "table": self.table,
         }
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=0, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        atomic_write(path, json.dumps(doc, indent=0, sort_keys=True))
 
     @classmethod
     def load(cls, path: str, fallback: CostModel | None = None) -> Profiled:

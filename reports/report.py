@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from hetbed.devices.fileio import atomic_write as _atomic_write
+
 
 @dataclass
 class _Block:
@@ -166,12 +168,3 @@ def _html_table(df: Any, fmt: str) -> str:
 def _inline_code(s: str) -> str:
     parts = s.split("`")
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)

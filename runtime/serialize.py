@@ -31,13 +31,13 @@ import json
 import math
 import os
 import re
-import tempfile
 import warnings
 from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
+from ..devices.fileio import atomic_write
 from . import dtypes as _dt
 from . import ops as _ops  # noqa: F401  (registers every op type a document may use)
 from .errors import InvalidArgumentError, UnimplementedError
@@ -592,18 +592,7 @@ def write_graph(
         data = graph_to_msgpack(graph)
     else:
         raise ValueError(f"unknown graph file format {format!r}; use 'json' or 'msgpack'")
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".graph-", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, data)
 
 
 def read_graph(path: str | os.PathLike) -> Graph:

@@ -13,6 +13,8 @@ from typing import Any
 
 import pandas as pd
 
+from hetbed.devices.fileio import atomic_write as _atomic
+
 from . import schema
 
 
@@ -153,9 +155,3 @@ def _version(mod: str) -> str:
 def _write_json(path: str, obj: Any) -> None:
     with open(path, "w") as f:
         json.dump(obj, f, indent=1)
-
-
-def _atomic(path: str, write: Any) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    write(tmp)
-    os.replace(tmp, path)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, profile_key
+from hetbed.devices.fileio import atomic_write
 from hetbed.devices.simulated import value_shape
 from hetbed.runtime import dtypes
 from hetbed.runtime.graph import Graph
@@ -171,12 +172,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             "",
         ]
     )
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def calibrate(

@@ -16,19 +16,18 @@ index named ``checkpoint`` (written the same way) lists the latest and all kept 
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import struct
-import tempfile
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ...devices.fileio import atomic_write
 from .. import dtypes as _dt
 from ..errors import DataLossError, NotFoundError
 
@@ -89,45 +88,6 @@ def write_checkpoint(path: str, tensors: dict[str, np.ndarray]) -> None:
             pos = off + raw.nbytes
 
     atomic_write(path, chunks(), digest=True)
-
-
-def atomic_write(path: str, chunks: Iterable[Any], digest: bool = False) -> None:
-    """Write ``chunks`` to a temporary file beside ``path``, fsync it, rename it over ``path``,
-    and fsync the directory; with ``digest``, append the SHA-256 of all the chunks."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(
-        prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory
-    )
-    try:
-        with os.fdopen(fd, "wb") as f:
-            h = hashlib.sha256() if digest else None
-            for c in chunks:
-                if h is not None:
-                    h.update(c)
-                f.write(c)
-            if h is not None:
-                f.write(h.digest())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
-
-
-def _fsync_dir(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # e.g. Windows: directories cannot be opened
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 @dataclass(frozen=True)
