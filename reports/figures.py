@@ -368,3 +368,26 @@ def histograms(samples: dict, xlabel: str, title: str, ylabel: str = "gradients 
     if len(arrays) > 1:
         ax.legend(fontsize=8)
     return fig
+
+
+def stacked(
+    labels: list, parts: dict, ylabel: str, title: str, xlabel: str = "configuration"
+) -> Any:
+    """A stacked bar per label: ``parts`` maps a part's name to its value per label."""
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.55 * len(labels) + 2.5), 4.0))
+    bottom = np.zeros(len(labels))
+    names = list(parts)
+    for i, name in enumerate(names):
+        v = np.nan_to_num(np.asarray(parts[name], float))
+        ax.bar(
+            range(len(labels)), v, bottom=bottom, label=name, color=plt.get_cmap("tab10")(i % 10)
+        )
+        bottom += v
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig

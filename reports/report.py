@@ -66,6 +66,10 @@ class Report:
         plt.close(fig)
         self.blocks.append(_Block("figure", buf.getvalue(), (name, caption)))
 
+    def attachment(self, filename: str, data: bytes, text: str) -> None:
+        """A file written beside the report (a trace, say), introduced by ``text``."""
+        self.blocks.append(_Block("file", data, (filename, text)))
+
     # ---- output ---------------------------------------------------------------------------
     def write(self, out_dir: str) -> dict[str, str]:
         """Write report.md, report.html and the figures into ``out_dir``; return their paths."""
@@ -74,6 +78,10 @@ class Report:
         for b in self.blocks:
             if b.kind == "figure":
                 p = os.path.join(out_dir, f"{b.extra[0]}.png")
+                _atomic_write(p, b.payload)
+                paths[b.extra[0]] = p
+            elif b.kind == "file":
+                p = os.path.join(out_dir, b.extra[0])
                 _atomic_write(p, b.payload)
                 paths[b.extra[0]] = p
         md = os.path.join(out_dir, "report.md")
@@ -92,6 +100,8 @@ class Report:
                 out += [b.payload, ""]
             elif b.kind == "code":
                 out += ["```", b.payload, "```", ""]
+            elif b.kind == "file":
+                out += [f"{b.extra[1]} [`{b.extra[0]}`]({b.extra[0]})", ""]
             elif b.kind == "table":
                 fmt, caption = b.extra
                 out += [_md_table(b.payload, fmt), ""]
@@ -124,6 +134,11 @@ class Report:
                 parts.append(f"<p>{_inline_code(html.escape(b.payload))}</p>")
             elif b.kind == "code":
                 parts.append(f"<pre>{html.escape(b.payload)}</pre>")
+            elif b.kind == "file":
+                name = html.escape(b.extra[0])
+                parts.append(
+                    f"<p>{_inline_code(html.escape(b.extra[1]))} <a href='{name}'>{name}</a></p>"
+                )
             elif b.kind == "table":
                 fmt, caption = b.extra
                 parts.append(f"<div class='wide'>{_html_table(b.payload, fmt)}</div>")

@@ -379,6 +379,7 @@ def build(
             note=notes["speedup"] + "; dashed grey: ideal.",
             ideal=True,
         )
+    _breakdown(rep, runs, agg, steps, gradients)
     _distributions(rep, sc, runs, agg, keys, steps, gradients, curves)
     if "ps_nic_utilization" in agg and len(agg) > 1 and not agg.ps_nic_utilization.isna().all():
         rep.heading("Network: the busiest PS link")
@@ -420,6 +421,61 @@ def build(
     return rep
 
 
+_PARTS = {
+    "wait": "wait to start (barrier)",
+    "pull": "pull parameters",
+    "compute": "compute (median worker)",
+    "straggler": "wait for stragglers",
+    "push": "push gradients",
+    "apply": "PS aggregate + apply",
+}
+
+
+def _breakdown(
+    rep: Report, runs: pd.DataFrame, agg: pd.DataFrame, steps: pd.DataFrame, gradients: Any
+) -> None:
+    cols = [f"breakdown_{p}_s" for p in _PARTS]
+    if not all(c in runs for c in cols) or runs[cols].isna().all().all():
+        return
+    med = {p: [] for p in _PARTS}
+    for r in agg.itertuples():
+        sel = runs[runs.point.isin(r.points)]
+        for p in _PARTS:
+            med[p].append(float(sel[f"breakdown_{p}_s"].median()))
+    rep.heading("Where the time goes")
+    rep.figure(
+        figures.stacked(
+            list(agg.setting),
+            {_PARTS[p]: [v * 1e3 for v in med[p]] for p in _PARTS},
+            "time per step on the critical path (ms)",
+            "Step-time breakdown",
+        ),
+        "breakdown",
+        "Mean over steps (median over seeds). Sync: the critical worker of a step is the accepted "
+        "gradient that finished its push last; its time from the step's start splits into "
+        "waiting to start, pull, compute up to the step's median compute, compute beyond it "
+        "(stragglers), push, and PS aggregation and apply until the step ends. Workers do not "
+        "overlap transfers with compute in the step-level model, so the parts are disjoint and "
+        "add up to the mean step time. Async: the same parts per applied gradient.",
+    )
+    if gradients is None or not len(gradients) or "pull_start_s" not in gradients:
+        return
+    from .trace import step_trace
+
+    picked = [(r.setting, r.points[0]) for r in agg.itertuples()][:12]
+    doc = step_trace(
+        [(s, steps[steps.point == p], gradients[gradients.point == p]) for s, p in picked]
+    )
+    import json
+
+    rep.attachment(
+        "step_trace.json",
+        json.dumps(doc).encode(),
+        "A trace of the first 10 steps of each setting (first seed; a track per worker, up to 32; "
+        "pulls, compute and pushes as slices): open it in ui.perfetto.dev:",
+    )
+
+
 def _distributions(
     rep: Report,
     sc: dict,
@@ -457,8 +513,12 @@ def _distributions(
             "step_cdf",
             "Steps of every seed pooled per setting." if int(agg.seeds.max()) > 1 else "",
         )
-    if gradients is not None and len(gradients):
-        acc = gradients[gradients.accepted]
+    if gradients is not None and len(gradients) and "strategy_kind" in runs:
+        async_points = set(runs.point[runs.strategy_kind == "async"])
+        acc = gradients[gradients.accepted & gradients.point.isin(async_points)]
+    else:
+        acc = gradients[gradients.accepted] if gradients is not None and len(gradients) else None
+    if acc is not None and len(acc):
         rep.heading("Staleness of asynchronous updates")
         rep.figure(
             figures.histograms(

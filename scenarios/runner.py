@@ -194,8 +194,54 @@ def run(sc: dict) -> ScenarioResult:
     if res.curve is not None:
         summary["final_accuracy"] = float(res.curve.accuracy.iloc[-1])
         summary["time_to_target_s"] = time_to_accuracy(res.curve, sc["hybrid"]["target_accuracy"])
-    grads = res.gradients if st["kind"] == "async" else None
+    grads = res.gradients if st["kind"] != "allreduce" else None
+    if grads is not None and len(grads):
+        summary.update(breakdown(steps, grads, st["kind"]))
     return ScenarioResult(sc, steps, summary, grads, res.curve)
+
+
+BREAKDOWN = ("wait", "pull", "compute", "straggler", "push", "apply")
+
+
+def breakdown(steps: pd.DataFrame, grads: pd.DataFrame, kind: str) -> dict[str, float]:
+    """Where a step's time went on its critical path, as the mean over steps of
+    ``breakdown_<part>_s`` for the parts of ``BREAKDOWN``; the parts add up to the mean step
+    time (sync) or to a worker's mean time per applied gradient (async).
+
+    Rule (sync): the critical worker of a step is the accepted gradient that finished its push
+    last. Its time from the step's start splits into waiting to start (``wait``: the barrier of
+    the previous step, a token), its ``pull``, its compute up to the median compute of that
+    step's accepted gradients (``compute``) and beyond it (``straggler``), its ``push``, and the
+    rest up to the step's end (``apply``: PS aggregation and apply). A worker's transfers and
+    compute do not overlap in the step-level model, so the parts are disjoint. Async: per
+    applied gradient the same parts, with ``apply`` from the end of the push to the apply and
+    ``wait`` 0 (no barrier), ``straggler`` 0 (nobody waits for a slow worker)."""
+    g = grads[grads.accepted].dropna(subset=["pull_start_s", "push_end_s"])
+    if not len(g):
+        return {}
+    compute = g.compute_end_s - g.pull_end_s
+    parts = {
+        "pull": g.pull_end_s - g.pull_start_s,
+        "push": g.push_end_s - g.compute_end_s,
+    }
+    if kind == "async":
+        parts.update(compute=compute, apply=g.apply_s - g.push_end_s)
+        out = {k: float(v.mean()) for k, v in parts.items()}
+        out.update(wait=0.0, straggler=0.0)
+    else:
+        g = g.assign(compute=compute, typical=compute.groupby(g.step).transform("median"))
+        crit = g.loc[g.groupby("step").push_end_s.idxmax()].set_index("step")
+        st = steps.set_index("step").loc[crit.index]
+        straggler = (crit.compute - crit.typical).clip(lower=0)
+        out = {
+            "wait": float((crit.pull_start_s - st.start_s).mean()),
+            "pull": float((crit.pull_end_s - crit.pull_start_s).mean()),
+            "compute": float((crit.compute - straggler).mean()),
+            "straggler": float(straggler.mean()),
+            "push": float((crit.push_end_s - crit.compute_end_s).mean()),
+            "apply": float((st.end_s - crit.push_end_s).mean()),
+        }
+    return {f"breakdown_{k}_s": out[k] for k in BREAKDOWN}
 
 
 def _pct(x: np.ndarray, q: float) -> float:

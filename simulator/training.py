@@ -75,6 +75,10 @@ GRADIENT_COLUMNS = (
     "staleness",
     "apply_s",
     "accepted",
+    "pull_start_s",
+    "pull_end_s",
+    "compute_end_s",
+    "push_end_s",
 )
 
 
@@ -94,7 +98,10 @@ class TrainingResult:
     - ``gradients``: one row per gradient that reached the PS (``GRADIENT_COLUMNS``): the
       worker, the global step it read, the step it was computed for, the global step at which
       it was applied (NaN if dropped), the staleness (apply_step - read_step), when it was
-      applied (async) or arrived (sync), and whether it was accepted.
+      applied (async) or arrived (sync), and whether it was accepted; and its worker's phases in
+      simulated seconds: the pull of the parameters (``pull_start_s`` to ``pull_end_s``), the
+      compute (to ``compute_end_s``) and the push of the gradient (to ``push_end_s``), one
+      after the other (a worker does not overlap transfers with compute in this model).
     - ``failures``: one row per failure (``FAILURE_COLUMNS``), ``steps_lost`` = steps redone.
     - ``curve``: (hybrid mode) time_s, step, loss, accuracy; else None.
     """
@@ -238,8 +245,19 @@ class _GradLog:
         self.applied: list[int] = []  # -1: dropped
         self.time: list[float] = []
         self.accepted: list[bool] = []
+        self.phases: list[tuple[float, float, float, float]] = []
 
-    def add(self, worker: int, read: int, step: int, applied: int, t: float, ok: bool) -> None:
+    def add(
+        self,
+        worker: int,
+        read: int,
+        step: int,
+        applied: int,
+        t: float,
+        ok: bool,
+        phases: tuple[float, float, float, float] = (math.nan,) * 4,
+    ) -> None:
+        self.phases.append(phases)
         self.worker.append(worker)
         self.read.append(read)
         self.step.append(step)
@@ -260,13 +278,14 @@ class _GradLog:
                 "staleness": applied - read,
                 "apply_s": np.array(self.time, dtype=float),
                 "accepted": np.array(self.accepted, dtype=bool),
+                **dict(zip(GRADIENT_COLUMNS[-4:], np.array(self.phases, float).reshape(-1, 4).T)),
             },
             columns=list(GRADIENT_COLUMNS),
         )
 
 
 class _Grad:
-    __slots__ = ("worker", "tag", "read", "value", "ok", "bad", "left", "event")
+    __slots__ = ("worker", "tag", "read", "value", "ok", "bad", "left", "event", "phases")
 
     def __init__(self, worker: int, tag: int, read: int):
         self.worker, self.tag, self.read = worker, tag, read
@@ -275,6 +294,7 @@ class _Grad:
         self.bad = 0
         self.left = 0
         self.event: simpy.Event | None = None
+        self.phases: tuple[float, float, float, float] = (math.nan,) * 4
 
 
 class _Driver:
@@ -736,15 +756,19 @@ class SyncPS(_Driver):
                 tag = self.step
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
+            t0 = env.now
             tr = self.inflight[i] = net.pull(i, parts)
             yield tr.event
+            t1 = env.now
             yield env.timeout(self._compute_s(i, tag))
             g = _Grad(i, tag, read)
+            t2 = env.now
             if learner is not None:
                 g.value = learner.gradient(i, params, env.now)
             tr = self.inflight[i] = net.push(i, parts, lambda grp, now, g=g: self._arrive(g, grp))
             yield tr.event
             self.inflight[i] = None
+            g.phases = (t0, t1, t2, env.now)
             self._pushed(g)
             self.last_tag[i] = tag
 
@@ -777,7 +801,7 @@ class SyncPS(_Driver):
             if rec is not None:
                 rec[4] += 1
         self.grad_log.add(
-            g.worker, g.read, g.tag, g.tag if accepted else -1, self.env.now, accepted
+            g.worker, g.read, g.tag, g.tag if accepted else -1, self.env.now, accepted, g.phases
         )
 
     def _applied(self, epoch: int) -> None:
@@ -872,15 +896,19 @@ class AsyncPS(_Driver):
         while True:
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
+            t0 = env.now
             tr = self.inflight[i] = net.pull(i, parts)
             yield tr.event
+            t1 = env.now
             yield env.timeout(self._compute_s(i, read))
             g = _Grad(i, read, read)
+            g.phases = (t0, t1, env.now, math.nan)
             if learner is not None:
                 g.value = learner.gradient(i, params, env.now)
             g.left = len(parts)
             g.event = env.event()
             tr = self.inflight[i] = net.push(i, parts, lambda grp, now, g=g: self._arrive(g, grp))
+            tr.event.callbacks.append(lambda _e, g=g: self._push_done(g))
             yield g.event
             self.inflight[i] = None
 
@@ -894,6 +922,9 @@ class AsyncPS(_Driver):
             epoch = self.epoch
             self.env.timeout(end - now).callbacks.append(lambda _e: self._part_applied(g, epoch))
 
+    def _push_done(self, g: _Grad) -> None:
+        g.phases = (*g.phases[:3], self.env.now)
+
     def _part_applied(self, g: _Grad, epoch: int) -> None:
         if epoch != self.epoch:
             return
@@ -902,7 +933,7 @@ class AsyncPS(_Driver):
             return
         now = self.env.now
         step = self.step
-        self.grad_log.add(g.worker, g.read, g.read, step, now, True)
+        self.grad_log.add(g.worker, g.read, g.read, step, now, True, g.phases)
         rec = self.rec_of[step]
         rec[2] = now
         rec[3] = 1

@@ -262,7 +262,9 @@ def test_results_are_self_describing(two_runs):
         (1, 6),
     ]
     assert summary.groupby("strategy_backup_workers").step_time_p50_s.nunique().min() == 2
-    assert not (out / "gradients.parquet").exists() and not (out / "curves.parquet").exists()
+    assert not (out / "curves.parquet").exists()  # no hybrid model: no empty file
+    grads = pd.read_parquet(out / "gradients.parquet")
+    assert len(grads) and set(grads.point) <= set(summary.point)
     md = (out / "report.md").read_text()
     assert "stragglers.lognormal_sigma = 0.3" in md and "model.compute_s = 0.2" in md
     manifest = json.loads((out / "manifest.json").read_text())
@@ -300,3 +302,53 @@ def test_describe_lists_every_non_default_and_swept_setting(tmp_path):
     assert "[4, 8] x k40 workers" in text and "2 seeds per point" in text
     assert "stragglers.lognormal_sigma = 0.3" in text and "(4 runs)" in text
     assert schema.non_defaults(schema.load(str(p)))["cluster.workers"] == [4, 8]
+
+
+BREAKDOWN = """
+[scenario]
+name = "breakdown"
+[model]
+name = "mlp"
+batch_size = 64
+compute_s = 0.1
+[cluster]
+workers = 3
+ps = 1
+[strategy]
+kind = "sync"
+[stragglers]
+slow_fraction = 0.34
+slow_factor = 3.0
+[run]
+steps = 10
+seed = 1
+"""
+
+
+def test_breakdown_follows_the_critical_worker_and_adds_up(tmp_path):
+    """3 workers, one 3x slow: per step the critical path is the slow worker, whose compute
+    splits into the median worker's compute (c) and 2c waiting for the straggler; the parts
+    add up to the mean step time. The report stacks them and writes a step-level trace with a
+    track per worker whose pull, compute and push follow one another."""
+    p = tmp_path / "b.toml"
+    p.write_text(BREAKDOWN)
+    out = tmp_path / "out"
+    assert main(["run", str(p), "--out", str(out), "--quiet"]) == 0
+    s = pd.read_parquet(out / "summary.parquet").iloc[0]
+    steps = pd.read_parquet(out / "steps.parquet")
+    parts = [
+        s[f"breakdown_{k}_s"] for k in ("wait", "pull", "compute", "straggler", "push", "apply")
+    ]
+    assert sum(parts) == pytest.approx(steps.step_time_s.mean(), rel=1e-9)
+    assert s.breakdown_compute_s == pytest.approx(0.1, rel=1e-9)
+    assert s.breakdown_straggler_s == pytest.approx(0.2, rel=1e-9)
+    assert s.breakdown_pull_s > 0 and s.breakdown_push_s > 0
+    assert "breakdown.png" in (out / "report.md").read_text()
+    trace = json.loads((out / "step_trace.json").read_text())["traceEvents"]
+    slices = [e for e in trace if e["ph"] == "X" and e["tid"] > 0]
+    assert {e["tid"] for e in slices} == {1, 2, 3}
+    for tid in (1, 2, 3):
+        mine = sorted((e for e in slices if e["tid"] == tid), key=lambda e: e["ts"])
+        assert [e["name"] for e in mine[:3]] == ["pull", "compute", "push"]
+        for a, b in zip(mine, mine[1:]):
+            assert a["ts"] + a["dur"] <= b["ts"] + 1e-6
