@@ -169,8 +169,8 @@ def run_demo(out_dir: str = "out/demo", quiet: bool = False) -> int:
         for b in sub.blocks:
             if b.kind == "heading":
                 b = type(b)("heading", b.payload, 3)
-            elif b.kind == "figure":  # keep figure files of different studies apart
-                b = type(b)("figure", b.payload, (f"{name}_{b.extra[0]}", b.extra[1]))
+            elif b.kind in ("figure", "file"):  # keep files of different studies apart
+                b = type(b)(b.kind, b.payload, (f"{name}_{b.extra[0]}", b.extra[1]))
             rep.blocks.append(b)
     rep.heading("Op-level what-if: 10 GbE vs 100 GbE for synchronous training with one PS")
     sizes = (784, 1024, 1024, 10)
