@@ -17,6 +17,7 @@ from hetbed.runtime.train.checkpoint import (
     list_variables,
     load_checkpoint,
     load_variable,
+    recover_checkpoint,
     update_checkpoint_state,
 )
 from hetbed.runtime.train.checkpoint import CheckpointReader as NewCheckpointReader
@@ -90,6 +91,7 @@ __all__ = [
     "global_step",
     "inverse_time_decay",
     "latest_checkpoint",
+    "recover_checkpoint",
     "list_variables",
     "load_checkpoint",
     "load_variable",

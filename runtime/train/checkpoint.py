@@ -16,9 +16,11 @@ index named ``checkpoint`` (written the same way) lists the latest and all kept 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import re
 import struct
 import warnings
 from collections.abc import Iterator
@@ -332,6 +334,110 @@ def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     return np.array(load_checkpoint(ckpt_dir_or_file).get_tensor(name))
 
 
+# ---- recovery at start-up -------------------------------------------------------------------------
+
+_STEP_RE = re.compile(r"-(\d+)\Z")
+_TEMP_RE = re.compile(r"\A\.(.+)\.[A-Za-z0-9_]+\.tmp\Z")
+
+
+def _is_checkpoint_file(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+def _remove_stale_temps(checkpoint_dir: str, index_name: str) -> list[str]:
+    """Remove what interrupted saves left: ``atomic_write`` temporaries of the index or of a
+    checkpoint file (recognized by its magic number). Other files are never touched."""
+    removed = []
+    for name in sorted(os.listdir(checkpoint_dir)):
+        m = _TEMP_RE.match(name)
+        path = os.path.join(checkpoint_dir, name)
+        if m is None or not os.path.isfile(path):
+            continue
+        if m.group(1) == index_name or _is_checkpoint_file(path) or os.path.getsize(path) == 0:
+            with contextlib.suppress(OSError):
+                os.remove(path)
+                removed.append(path)
+    return removed
+
+
+def recover_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
+    """The newest checkpoint in ``checkpoint_dir`` that verifies (whole file, checksum), for a
+    restart; None when the folder holds no checkpoint file at all.
+
+    Never goes back silently: it removes stale temporary files of interrupted saves, scans the
+    folder (not only the index, which a kill or a user may have left behind), tries checkpoints
+    newest first (by global step, then time), warns naming each one that does not verify, and
+    raises DataLossError, touching nothing, when checkpoint files exist but none verifies. When
+    the index does not name the checkpoint found as its latest, it is rewritten to list the
+    verified checkpoints, oldest first.
+    """
+    index_name = latest_filename or STATE_FILENAME
+    if not os.path.isdir(checkpoint_dir):
+        return None
+    for p in _remove_stale_temps(checkpoint_dir, index_name):
+        warnings.warn(f"removed {p}, a temporary file left by an interrupted save", stacklevel=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        state = get_checkpoint_state(checkpoint_dir, latest_filename)
+    index_trouble = [str(w.message) for w in caught]
+    listed = set(state.all_model_checkpoint_paths) if state else set()
+    found = {
+        os.path.join(checkpoint_dir, n)
+        for n in os.listdir(checkpoint_dir)
+        if n != index_name and not n.startswith(".")
+    }
+    candidates = [p for p in found if _is_checkpoint_file(p) or (p in listed and os.path.isfile(p))]
+    if not candidates:
+        return None
+
+    def newness(p: str) -> tuple[int, float]:
+        m = _STEP_RE.search(p)
+        return (int(m.group(1)) if m else -1, os.path.getmtime(p))
+
+    candidates.sort(key=newness, reverse=True)
+    bad: list[str] = []
+    chosen = None
+    for p in candidates:
+        try:
+            CheckpointReader(p)
+        except (DataLossError, NotFoundError, OSError) as e:
+            bad.append(f"{p} ({e})")
+            continue
+        chosen = p
+        break
+    if chosen is None:
+        raise DataLossError(
+            f"{checkpoint_dir} holds {len(candidates)} checkpoint file(s) but none verifies; "
+            "refusing to start again from step 0 over them (nothing was changed). Move them away "
+            "to start afresh, or restore a copy. Failures: " + "; ".join(bad)
+        )
+    if bad:
+        warnings.warn(
+            f"recovering from {chosen}: skipped newer checkpoint(s) that do not verify: "
+            + "; ".join(bad),
+            stacklevel=2,
+        )
+    if state is None or os.path.abspath(state.model_checkpoint_path) != os.path.abspath(chosen):
+        if index_trouble:
+            why = index_trouble[0]
+        else:
+            why = f"it named {state.model_checkpoint_path}" if state else "there was none"
+        older = [p for p in candidates if newness(p) < newness(chosen)]
+        kept = older[::-1] + [chosen]  # older ones are listed so that max_to_keep counts them
+        update_checkpoint_state(
+            checkpoint_dir, chosen, kept, latest_filename, [os.path.getmtime(p) for p in kept]
+        )
+        warnings.warn(
+            f"rewrote the checkpoint index of {checkpoint_dir} ({why}): latest is now {chosen}",
+            stacklevel=2,
+        )
+    return chosen
+
+
 __all__ = [
     "MAGIC",
     "CheckpointReader",
@@ -343,6 +449,7 @@ __all__ = [
     "list_variables",
     "load_checkpoint",
     "load_variable",
+    "recover_checkpoint",
     "update_checkpoint_state",
     "write_checkpoint",
 ]

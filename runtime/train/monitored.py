@@ -25,7 +25,7 @@ from ..variables import (
     local_variables_initializer,
     report_uninitialized_variables,
 )
-from .checkpoint import get_checkpoint_state, latest_checkpoint
+from .checkpoint import get_checkpoint_state, recover_checkpoint
 from .saver import Saver
 from .training_util import get_global_step, get_or_create_global_step
 
@@ -323,7 +323,8 @@ class MonitoredTrainingSession:
                 int(sess.run(get_global_step(self.graph))),
             )
             return
-        ckpt = latest_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None
+        # the newest checkpoint that verifies; DataLossError when there are some but none does
+        ckpt = recover_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None
         if ckpt is not None:
             self._saver.restore(sess, ckpt)
             if recovering:
