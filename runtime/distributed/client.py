@@ -28,7 +28,15 @@ from .datachannel import (
     _shutdown,
 )
 from .rpc import _FROM_CODE, SERVICE, TOKEN_KEY, channel_options
-from .wire import MAX_MESSAGE_BYTES, MAX_TENSOR_BYTES, InTensor, WireError, pack, unpack
+from .wire import (
+    MAX_MESSAGE_ENV,
+    MAX_TENSOR_BYTES,
+    InTensor,
+    WireError,
+    message_limit,
+    pack,
+    unpack,
+)
 
 
 class _Threads:
@@ -113,7 +121,7 @@ class WorkerClient:
         address: str,
         task: str = "",
         token: str | None = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        max_message_bytes: int | None = None,
         max_tensor_bytes: int = MAX_TENSOR_BYTES,
     ):
         self.address = address
@@ -121,7 +129,10 @@ class WorkerClient:
         self.max_tensor_bytes = int(max_tensor_bytes)
         self._token = token.encode() if token else None
         self._metadata = ((TOKEN_KEY, token),) if token else ()
-        self._channel = grpc.insecure_channel(address, options=channel_options(max_message_bytes))
+        self.max_message_bytes = message_limit(max_message_bytes)
+        self._channel = grpc.insecure_channel(
+            address, options=channel_options(self.max_message_bytes)
+        )
         self._calls = {
             name: self._channel.unary_unary(
                 f"/{SERVICE}/{name}", request_serializer=None, response_deserializer=None
@@ -184,6 +195,13 @@ class WorkerClient:
             msg += (
                 "; pass the cluster's token (hb.Session(target, token=...) or the "
                 "HETBED_CLUSTER_TOKEN environment variable)"
+            )
+        elif code == grpc.StatusCode.RESOURCE_EXHAUSTED and "message larger than max" in details:
+            msg += (
+                f"; one gRPC message is limited to {self.max_message_bytes} bytes (this side; "
+                f"the server has its own): raise it with {MAX_MESSAGE_ENV}=<bytes> in the "
+                "environment of every task and of the master, or max_message_bytes= of "
+                "hb.train.Server"
             )
         elif cls is UnavailableError:
             msg += "; is the server for this task running?"
@@ -400,16 +418,26 @@ class WorkerClient:
         xfer.attach(sock)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            hello = _recv_exact(sock, len(MAGIC) + NONCE_BYTES + 1)
+            deadline = min(deadline, time.monotonic() + HANDSHAKE_TIMEOUT_S)
+            hello = _recv_exact(sock, len(MAGIC) + NONCE_BYTES, deadline)
             if hello[: len(MAGIC)] != MAGIC:
                 raise E.DataLossError(
                     f"{host}:{port} (data channel of {self.task}) is not a hetbed data channel"
                 )
-            task = bytes(_recv_exact(sock, hello[-1])).decode(errors="replace")
+            sock.sendall(MAGIC + _mac(self._token, bytes(hello[len(MAGIC) :])))
+            try:
+                (n,) = _recv_exact(sock, 1, deadline)
+            except EOFError:
+                raise UnauthenticatedError(
+                    f"RecvTensor from {self.task}: its data channel ({host}:{port}) hung up "
+                    "after the challenge: no or a wrong cluster token; pass the cluster's token "
+                    "(hb.Session(target, token=...) or the HETBED_CLUSTER_TOKEN environment "
+                    "variable)"
+                ) from None
+            task = bytes(_recv_exact(sock, n, deadline)).decode(errors="replace")
             if task != self.task and self.task.startswith("/job:"):
                 # the port now belongs to another task (this one restarted elsewhere): ask again
                 raise ConnectionRefusedError(f"data port {port} now serves {task}")
-            sock.sendall(MAGIC + _mac(self._token, bytes(hello[len(MAGIC) : -1])))
         except BaseException:
             sock.close()
             raise

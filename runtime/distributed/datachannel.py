@@ -9,6 +9,7 @@ import secrets
 import socket
 import struct
 import threading
+import time
 from typing import Any
 
 from .. import errors as E
@@ -19,8 +20,10 @@ MAGIC = b"HBD1"
 NONCE_BYTES = 32
 #: max size of one msgpack frame (request or reply header) on the data channel
 MAX_FRAME_BYTES = 64 << 10
-#: seconds a new data connection has to complete the challenge
+#: seconds a new data connection has, in total, to complete the challenge
 HANDSHAKE_TIMEOUT_S = 10.0
+#: open connections a data server keeps (authenticated or not); more are closed at once
+MAX_CONNECTIONS = 256
 _LEN = struct.Struct(">I")
 _MAC_CONTEXT = b"hetbed-data-v1"
 #: idle data connections kept per peer
@@ -33,11 +36,17 @@ def _mac(token: bytes | None, nonce: bytes) -> bytes:
     return hmac.new(token, _MAC_CONTEXT + nonce, hashlib.sha256).digest()
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytearray:
-    """Exactly ``n`` bytes; EOFError when the peer closes first."""
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytearray:
+    """Exactly ``n`` bytes; EOFError when the peer closes first, TimeoutError when they have not
+    all arrived by ``deadline`` (time.monotonic; the bound is on the total, not per read)."""
     buf = bytearray(n)
     view, got = memoryview(buf), 0
     while got < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{got} of {n} bytes arrived in time")
+            sock.settimeout(left)
         k = sock.recv_into(view[got:], n - got)
         if k == 0:
             raise EOFError(f"connection closed after {got} of {n} bytes")
@@ -100,6 +109,9 @@ class DataServer:
                 if self._closed:
                     conn.close()
                     return
+                if len(self._conns) >= MAX_CONNECTIONS:
+                    conn.close()  # over the cap: closed before anything is read or said
+                    continue
                 self._conns.add(conn)
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
@@ -107,24 +119,22 @@ class DataServer:
         task = self._worker.task
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            # Nothing but the nonce before the client proves it holds the token: a client that
+            # fails the challenge, or does not answer it within HANDSHAKE_TIMEOUT_S in total, is
+            # hung up on without a word (not even the task's name).
+            deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
             conn.settimeout(HANDSHAKE_TIMEOUT_S)
             nonce = secrets.token_bytes(NONCE_BYTES)
-            name = task.encode()[:255]
-            conn.sendall(MAGIC + nonce + bytes([len(name)]) + name)
-            hello = _recv_exact(conn, len(MAGIC) + 32)
+            conn.sendall(MAGIC + nonce)
+            hello = _recv_exact(conn, len(MAGIC) + 32, deadline)
             if hello[: len(MAGIC)] != MAGIC:
-                msg = f"{task}: not a hetbed data channel client (bad greeting)"
-                _hang_up(conn, _frame({"ok": False, "code": "INVALID_ARGUMENT", "message": msg}))
                 return
             if self._token is not None and not hmac.compare_digest(
                 bytes(hello[len(MAGIC) :]), _mac(self._token, nonce)
             ):
-                msg = (
-                    f"{task}: RecvTensor on the data channel with no or a wrong cluster token "
-                    "(HMAC of the challenge does not match)"
-                )
-                _hang_up(conn, _frame({"ok": False, "code": "UNAUTHENTICATED", "message": msg}))
                 return
+            name = task.encode()[:255]
+            conn.sendall(bytes([len(name)]) + name)
             while True:
                 conn.settimeout(None)  # an idle connection waits for its next request
                 try:

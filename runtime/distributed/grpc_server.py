@@ -10,18 +10,48 @@ from typing import Any
 import grpc
 
 from .rpc import SERVICE, TOKEN_KEY, _recv_chunk_bytes, status_code
-from .wire import INLINE_BYTES, MAX_MESSAGE_BYTES, WireError, field, pack, tensor_to_wire, unpack
+from .wire import INLINE_BYTES, WireError, field, message_limit, pack, tensor_to_wire, unpack
 
 
-def _token_error(worker: Any, name: str, got: Any) -> str:
+def _token_error(name: str, got: Any) -> str:
+    # says nothing about the task to a caller that has not authenticated
     why = "no cluster token" if not got else "a wrong cluster token"
-    return f"{worker.task}: {name} call with {why} (metadata {TOKEN_KEY!r})"
+    return f"{name} call with {why} (metadata {TOKEN_KEY!r})"
+
+
+def _token_ok(expected: bytes, metadata: Any) -> tuple[bool, Any]:
+    got = dict(metadata or ()).get(TOKEN_KEY)
+    got_b = got.encode() if isinstance(got, str) else (got or b"")
+    return hmac.compare_digest(got_b, expected), got
+
+
+class TokenInterceptor(grpc.ServerInterceptor):
+    """Checks the cluster token in a call's metadata before any of its body is read.
+
+    gRPC calls the interceptor with the method name and metadata only; a call without the right
+    token is answered UNAUTHENTICATED by a request-streaming handler that never pulls the request
+    (so a large unauthenticated message is never buffered, deserialized or size-checked)."""
+
+    def __init__(self, token: str):
+        self._expected = token.encode()
+
+    def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
+        ok, got = _token_ok(self._expected, handler_call_details.invocation_metadata)
+        if ok:
+            return continuation(handler_call_details)
+        name = str(handler_call_details.method).rsplit("/", 1)[-1][:64]
+        message = _token_error(name, got)
+
+        def deny(request_iterator: Any, context: grpc.ServicerContext) -> Any:
+            context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
+
+        return grpc.stream_unary_rpc_method_handler(deny)
 
 
 def service_handler(
     worker: Any,
     token: str | None,
-    max_message_bytes: int = MAX_MESSAGE_BYTES,
+    max_message_bytes: int | None = None,
     data_port: int | None = None,
 ) -> grpc.GenericRpcHandler:
     """The generic handler serving ``worker`` (a ``Worker``) under ``SERVICE``; ``data_port``
@@ -82,15 +112,17 @@ def service_handler(
         "RunGraph": run,
         "CleanupStep": cleanup,
     }
+    max_message_bytes = message_limit(max_message_bytes)
     expected = token.encode() if token else None
     chunk = _recv_chunk_bytes(max_message_bytes)
 
     def check_token(name: str, context: grpc.ServicerContext) -> None:
+        # the TokenInterceptor answered already when the server has one; kept for handlers
+        # served without it
         if expected is not None:
-            got = dict(context.invocation_metadata()).get(TOKEN_KEY)
-            got_b = got.encode() if isinstance(got, str) else (got or b"")
-            if not hmac.compare_digest(got_b, expected):
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, _token_error(worker, name, got))
+            ok, got = _token_ok(expected, context.invocation_metadata())
+            if not ok:
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, _token_error(name, got))
 
     def wrap(name: str, fn: Callable) -> Callable:
         takes_context = fn is run

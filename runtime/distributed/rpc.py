@@ -8,7 +8,8 @@ framing), ``client.py`` holds ``WorkerClient`` (calls one task; fetches tensors 
 Methods are ``/hetbed.WorkerService/<Name>`` with identity (de)serializers: requests and replies are
 msgpack maps (``wire.py``), so no protoc step is needed. Every call carries the cluster token in
 metadata ``hetbed-token`` when one is configured; a server with a token answers UNAUTHENTICATED to
-any call without the same token. Malformed requests get INVALID_ARGUMENT, requests over the
+any call without the same token, from an interceptor that sees only the metadata: no byte of an
+unauthenticated request is read. Malformed requests get INVALID_ARGUMENT, requests over the
 message-size limit RESOURCE_EXHAUSTED (gRPC enforces it), and the server keeps serving.
 
 Tensors between tasks (RecvTensor) are streamed, by one of two protocols chosen by the sending
@@ -19,14 +20,17 @@ task's server (``Server(protocol=...)``; its GetStatus reply advertises ``data_p
   chunks of ``CHUNK_BYTES``, written straight into a preallocated array on the receiver.
 - ``"grpc+tcp"`` (the default; like TensorFlow's ``grpc+verbs``, gRPC stays the control plane):
   tensors move over a plain TCP connection to the sending task's data port, on the host its gRPC
-  server binds. A connection starts with a challenge: the server sends ``HBD1`` + a 32-byte nonce + its
-  task name (1 length byte + UTF-8; a client expecting another task hangs up), the client answers ``HBD1`` + HMAC-SHA256(token, ``hetbed-data-v1`` + nonce) (32 zero bytes
-  without a token), checked in constant time when the server has a token. Then requests and
-  replies alternate: a frame is a 4-byte big-endian length + a msgpack map (at most
-  ``MAX_FRAME_BYTES``); a request ``{step_id, key, timeout_s}`` is answered by ``{ok: true,
-  dtype, shape, nbytes, scalar}`` followed by exactly ``nbytes`` raw bytes (``recv_into`` a
-  preallocated array), or by ``{ok: false, code, message}`` with a gRPC status name. Connections
-  are reused; a broken one is dropped.
+  server binds. A connection starts with a challenge: the server sends ``HBD1`` + a 32-byte
+  nonce and nothing else; the client answers ``HBD1`` + HMAC-SHA256(token, ``hetbed-data-v1`` +
+  nonce) (32 zero bytes without a token), checked in constant time when the server has a token;
+  only then does the server send its task name (1 length byte + UTF-8; a client expecting
+  another task hangs up). A client that fails the challenge, or does not answer it within
+  ``HANDSHAKE_TIMEOUT_S`` in total, is hung up on without a word, and a server keeps at most
+  ``MAX_CONNECTIONS`` connections. Then requests and replies alternate: a frame is a 4-byte
+  big-endian length + a msgpack map (at most ``MAX_FRAME_BYTES``); a request ``{step_id, key,
+  timeout_s}`` is answered by ``{ok: true, dtype, shape, nbytes, scalar}`` followed by exactly
+  ``nbytes`` raw bytes (``recv_into`` a preallocated array), or by ``{ok: false, code, message}``
+  with a gRPC status name. Connections are reused; a broken one is dropped.
 
 Either way a tensor is at most ``max_tensor_bytes`` (default ``MAX_TENSOR_BYTES``, checked from
 the header before anything is allocated: ResourceExhaustedError), a malformed or truncated stream

@@ -23,7 +23,7 @@ from concurrent import futures
 from typing import Any
 
 from .cluster import ClusterSpec, split_address
-from .wire import MAX_MESSAGE_BYTES, MAX_TENSOR_BYTES
+from .wire import MAX_TENSOR_BYTES, message_limit
 from .worker import Worker
 
 TOKEN_ENV = "HETBED_CLUSTER_TOKEN"
@@ -61,7 +61,7 @@ class Server:
         token: str | None = None,
         bind_all: bool = False,
         bind_host: str | None = None,
-        max_message_bytes: int = MAX_MESSAGE_BYTES,
+        max_message_bytes: int | None = None,
         max_workers: int = 32,
         max_tensor_bytes: int = MAX_TENSOR_BYTES,
     ):
@@ -96,7 +96,7 @@ class Server:
                     "cluster token"
                 )
         self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
-        self._max_bytes = int(max_message_bytes)
+        self._max_bytes = message_limit(max_message_bytes)
         self.task_name = f"/job:{job_name}/replica:0/task:{self.task_index}"
         from ...devices import local_devices
 
@@ -107,13 +107,14 @@ class Server:
         import grpc  # imported here so that `import hetbed` does not load gRPC
 
         from .datachannel import DataServer
-        from .grpc_server import service_handler
+        from .grpc_server import TokenInterceptor, service_handler
         from .rpc import channel_options
 
         self._data = DataServer(self.worker, bind_host, self._token) if protocol != "grpc" else None
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="hetbed-rpc"),
             options=channel_options(self._max_bytes),
+            interceptors=[TokenInterceptor(self._token)] if self._token else None,
         )
         handler = service_handler(
             self.worker, self._token, self._max_bytes, self._data.port if self._data else None

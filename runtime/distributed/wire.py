@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import re
 import threading
 from typing import Any
@@ -26,8 +27,29 @@ import numpy as np
 from ..errors import DataLossError, ResourceExhaustedError
 
 #: default max size of one gRPC message each way (bytes): a request, a RunGraph feed or fetch
-#: (sent whole), one message of a RecvTensor stream
-MAX_MESSAGE_BYTES = 1 << 30
+#: (sent whole), one message of a RecvTensor stream. Tensors between tasks travel in chunks, so
+#: this bounds only what one task sends to a master in one piece (a 100 MB model's variables
+#: fit); the HETBED_MAX_MESSAGE_BYTES environment variable or ``max_message_bytes=`` raise it.
+MAX_MESSAGE_BYTES = 256 << 20
+MAX_MESSAGE_ENV = "HETBED_MAX_MESSAGE_BYTES"
+
+
+def message_limit(value: int | None = None) -> int:
+    """``value``, else $HETBED_MAX_MESSAGE_BYTES, else ``MAX_MESSAGE_BYTES``."""
+    if value is not None:
+        return int(value)
+    env = os.environ.get(MAX_MESSAGE_ENV)
+    if not env:
+        return MAX_MESSAGE_BYTES
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if n < 4096:
+        raise ValueError(f"{MAX_MESSAGE_ENV}={env!r}: expected a whole number of bytes >= 4096")
+    return n
+
+
 #: default max size of one tensor received by RecvTensor (streamed in chunks, either protocol)
 MAX_TENSOR_BYTES = 1 << 34
 #: bytes per message of a RecvTensor stream over gRPC (measured best on loopback: 1 MiB)

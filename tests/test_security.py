@@ -1,0 +1,156 @@
+"""Authentication before any body is read, message limits with clear errors (issue 15, item 1)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import grpc
+import msgpack
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.runtime.distributed import datachannel, wire
+from hetbed.runtime.distributed.cluster import ClusterSpec
+from hetbed.runtime.errors import ResourceExhaustedError
+
+PS = "/job:ps/replica:0/task:0"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def server():
+    made = []
+
+    def make(**kw):
+        spec = ClusterSpec({"ps": [f"127.0.0.1:{_free_port()}"]})
+        s = hb.train.Server(spec, "ps", 0, **kw)
+        made.append(s)
+        return s
+
+    yield make
+    for s in made:
+        s.stop(grace=0)
+
+
+def _raw(target: str, method: str, payload: bytes, metadata=(), stream: bool = False):
+    opts = [("grpc.max_send_message_length", 64 << 20)]
+    with grpc.insecure_channel(target[len("grpc://") :], options=opts) as ch:
+        path = f"/hetbed.WorkerService/{method}"
+        if stream:
+            return list(ch.unary_stream(path)(payload, metadata=metadata, timeout=10))
+        return ch.unary_unary(path)(payload, metadata=metadata, timeout=10)
+
+
+def test_token_is_checked_before_the_body_is_read(server):
+    """An unauthenticated call over the size limit is refused as UNAUTHENTICATED: the server never
+    reads (nor size-checks) its body. The refusal does not name the task."""
+    s = server(token="s3cret", max_message_bytes=1 << 20)
+    for method, stream in [("RunGraph", False), ("RegisterGraph", False), ("RecvTensor", True)]:
+        for md in [(), (("hetbed-token", "guess"),)]:
+            with pytest.raises(grpc.RpcError) as e:
+                _raw(s.target, method, b"\x00" * (4 << 20), md, stream)
+            assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, e.value.details()
+            assert method in e.value.details() and "ps" not in e.value.details()
+    ok = msgpack.unpackb(
+        _raw(s.target, "GetStatus", msgpack.packb({}), (("hetbed-token", "s3cret"),))
+    )
+    assert ok["task"] == PS
+    with pytest.raises(grpc.RpcError) as e:  # authenticated and oversized: the limit applies
+        _raw(s.target, "RunGraph", b"\x00" * (4 << 20), (("hetbed-token", "s3cret"),))
+    assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_oversized_message_error_names_the_limit_and_how_to_raise_it(server, monkeypatch):
+    s = server(max_message_bytes=1 << 20)
+    monkeypatch.setenv(wire.MAX_MESSAGE_ENV, str(1 << 20))
+    g = hb.Graph()
+    with g.as_default(), hb.device(PS):
+        x = hb.placeholder(hb.float32, [None], name="x")
+        y = hb.identity(x)
+    with hb.Session(s.target, graph=g) as sess:
+        np.testing.assert_array_equal(sess.run(y, {x: np.ones(8, np.float32)}), np.ones(8))
+        with pytest.raises(ResourceExhaustedError, match=r"limited to 1048576 bytes.*HETBED_MAX"):
+            sess.run(y, {x: np.ones(1 << 19, np.float32)})
+
+
+def test_message_limit_default_env_and_bad_values(monkeypatch):
+    monkeypatch.delenv(wire.MAX_MESSAGE_ENV, raising=False)
+    assert wire.message_limit() == wire.MAX_MESSAGE_BYTES == 256 << 20
+    assert wire.message_limit(5000) == 5000
+    monkeypatch.setenv(wire.MAX_MESSAGE_ENV, "1073741824")
+    assert wire.message_limit() == 1 << 30
+    for bad in ("lots", "12"):
+        monkeypatch.setenv(wire.MAX_MESSAGE_ENV, bad)
+        with pytest.raises(ValueError, match="HETBED_MAX_MESSAGE_BYTES.*>= 4096"):
+            wire.message_limit()
+
+
+def _greeted(port: int) -> socket.socket:
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    hello = datachannel._recv_exact(c, 4 + 32)
+    assert hello[:4] == datachannel.MAGIC
+    return c
+
+
+def test_data_channel_says_nothing_before_the_token_is_proven(server):
+    s = server(token="s3cret")
+    port = s._data.port
+    for answer in (datachannel.MAGIC + bytes(32), b"GET / HTTP/1.1\r\n" + bytes(20)):
+        c = _greeted(port)
+        c.sendall(answer)
+        assert c.recv(1000) == b""  # hung up: no task name, no error text
+        c.close()
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    nonce = bytes(datachannel._recv_exact(c, 36)[4:])
+    c.sendall(datachannel.MAGIC + datachannel._mac(b"s3cret", nonce))
+    (n,) = datachannel._recv_exact(c, 1)
+    assert datachannel._recv_exact(c, n).decode() == PS
+    c.close()
+
+
+def test_data_channel_handshake_is_bounded_in_total_time(server, monkeypatch):
+    """A client trickling its answer one byte at a time is cut off after the total bound."""
+    monkeypatch.setattr(datachannel, "HANDSHAKE_TIMEOUT_S", 1.0)
+    s = server(token="s3cret")
+    c = _greeted(s._data.port)
+    t0 = time.monotonic()
+    with pytest.raises(OSError):
+        for _ in range(40):  # 8 s of trickle if nothing stopped it
+            c.sendall(b"H")
+            time.sleep(0.2)
+            c.settimeout(0.0)
+            try:
+                if c.recv(1) == b"":
+                    raise ConnectionResetError("closed")
+            except BlockingIOError:
+                pass
+            c.settimeout(5)
+    assert time.monotonic() - t0 < 3.0
+    c.close()
+
+
+def test_data_channel_caps_its_connections(server, monkeypatch):
+    monkeypatch.setattr(datachannel, "MAX_CONNECTIONS", 3)
+    s = server()
+    held = [_greeted(s._data.port) for _ in range(3)]
+    extra = socket.create_connection(("127.0.0.1", s._data.port), timeout=5)
+    assert extra.recv(100) == b""  # over the cap: closed before a word
+    extra.close()
+    for c in held:
+        c.close()
+    deadline = time.monotonic() + 5
+    while True:  # the server notices the closed ones and takes new connections again
+        c = socket.create_connection(("127.0.0.1", s._data.port), timeout=5)
+        if c.recv(4) == datachannel.MAGIC or time.monotonic() > deadline:
+            break
+        c.close()
+        time.sleep(0.05)
+    c.close()
+    assert time.monotonic() <= deadline
