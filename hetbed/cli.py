@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import os
 import sys
 
 
@@ -213,8 +214,33 @@ def _cluster(args: argparse.Namespace) -> int:
     command = list(args.command)
     if command and command[0] == "--":
         command = command[1:]
+    from hetbed.runtime.distributed.launcher import read_token_file
+
+    if args.token is not None:
+        print(
+            "hetbed cluster: --token would show the token to every local user in the process "
+            "list; put it in a file only you can read and pass --token-file PATH, or set "
+            "HETBED_CLUSTER_TOKEN (by default a random token is generated)",
+            file=sys.stderr,
+        )
+        return 2
+    token = os.environ.get("HETBED_CLUSTER_TOKEN") or None
     try:
-        return launch(command, args.ps, args.workers, token=args.token, grace_s=args.grace)
+        if args.token_file:
+            token = read_token_file(args.token_file)
+        return launch(
+            command,
+            args.ps,
+            args.workers,
+            token=token,
+            grace_s=args.grace,
+            deadline_s=args.deadline,
+            restarts=args.restart,
+            use_token=not args.no_token,
+        )
+    except ValueError as e:
+        print(f"hetbed cluster: {e}", file=sys.stderr)
+        return 2
     except OSError as e:  # the command could not be started
         print(f"hetbed cluster: cannot start {command!r}: {e}", file=sys.stderr)
         return 2
@@ -348,11 +374,31 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a command as the PS and worker tasks of a local gRPC cluster",
         description="Start --ps + --workers processes running COMMAND on free loopback ports, "
         "each with HETBED_CONFIG naming the cluster and its task (hb.train.cluster_from_env()); "
-        "stop the PS tasks once every worker has exited. Exit 0 when all workers exited 0.",
+        "stop the PS tasks once every worker has exited. Exit 0 when all workers exited 0; "
+        "a task that fails (beyond --restart) stops the whole cluster at once, named.",
     )
     p.add_argument("--ps", type=int, default=1, help="number of PS tasks (default 1)")
     p.add_argument("--workers", type=int, default=1, help="number of worker tasks (default 1)")
-    p.add_argument("--token", default=None, help="cluster token (also set as HETBED_CLUSTER_TOKEN)")
+    p.add_argument("--token", default=None, help=argparse.SUPPRESS)  # refused: see _cluster
+    p.add_argument(
+        "--token-file",
+        default=None,
+        help="read the cluster token from this file (mode 600); default: HETBED_CLUSTER_TOKEN, "
+        "else a fresh random token, passed to the tasks in their environment only",
+    )
+    p.add_argument("--no-token", action="store_true", help="run the cluster without a token")
+    p.add_argument(
+        "--restart",
+        type=int,
+        default=0,
+        help="restart a failed task up to N times before stopping the cluster (default 0)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=None,
+        help="stop every task and fail when the workers have not finished after S seconds",
+    )
     p.add_argument(
         "--grace", type=float, default=5.0, help="seconds between SIGTERM and SIGKILL (default 5)"
     )

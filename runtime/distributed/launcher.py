@@ -4,12 +4,17 @@
 child process per task with the ``HETBED_CONFIG`` environment variable (JSON, like TF_CONFIG)::
 
     {"cluster": {"ps": ["127.0.0.1:P0"], "worker": ["127.0.0.1:W0", "127.0.0.1:W1"]},
-     "task": {"type": "worker", "index": 1}, "token": null}
+     "task": {"type": "worker", "index": 1}, "token": "<random>"}
 
 and the same JSON in ``TF_CONFIG``, so that a TF1 program that reads its role from there runs
 unchanged (TF ignores the extra ``token`` field). It prefixes every line the children print with
 ``[ps:0]`` / ``[worker:1]``, waits for all workers to exit, then stops the PS tasks (SIGTERM, then
-SIGKILL after a grace period). It only ever signals the processes it started, by their pid.
+SIGKILL after a grace period). A task that fails is restarted up to ``restarts`` times, after which
+the whole cluster is stopped at once, naming the task and how it ended (no task is left waiting
+for a dead peer); ``deadline_s`` bounds the whole run. The cluster token (random by default) is
+passed in the environment only (``HETBED_CLUSTER_TOKEN`` and the config's ``token``), never on a
+command line, where every local user could read it. It only ever signals the processes it
+started, by their pid.
 Inside a child, ``cluster_from_env()`` gives the cluster spec, job name and task index for
 ``hb.train.Server``.
 """
@@ -18,11 +23,13 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -119,6 +126,38 @@ def _stop(procs: Sequence[subprocess.Popen], grace_s: float) -> None:
             p.wait()
 
 
+def _how(rc: int) -> str:
+    """How a process ended, from its return code."""
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"was killed by signal {-rc} ({name})"
+    return f"exited with status {rc}"
+
+
+def new_token() -> str:
+    """A fresh random cluster token (256 bits)."""
+    return secrets.token_hex(32)
+
+
+def read_token_file(path: str) -> str:
+    """The token stored in ``path``; ValueError when the file is readable by other users (it would
+    show the token to them) or empty."""
+    st = os.stat(path)
+    if st.st_mode & 0o077:
+        raise ValueError(
+            f"token file {path} is readable or writable by other users (mode "
+            f"{st.st_mode & 0o777:o}); run `chmod 600 {path}`"
+        )
+    with open(path) as f:
+        token = f.read().strip()
+    if not token:
+        raise ValueError(f"token file {path} is empty")
+    return token
+
+
 def launch(
     command: Sequence[str],
     num_ps: int,
@@ -128,10 +167,20 @@ def launch(
     grace_s: float = 5.0,
     stdout: IO[str] | None = None,
     stderr: IO[str] | None = None,
+    deadline_s: float | None = None,
+    restarts: int = 0,
+    use_token: bool = True,
 ) -> int:
     """Run ``command`` as ``num_ps`` PS tasks and ``num_workers`` worker tasks; see the module
-    docstring. Returns 0 when every worker exited 0, else 1 (the failed ones are printed to
-    ``stderr``). Ctrl-C (or SIGTERM) stops every child and re-raises KeyboardInterrupt."""
+    docstring. Returns 0 when every worker exited 0, else 1.
+
+    ``token``: the cluster token (default: a fresh random one unless ``use_token`` is False); it
+    reaches the tasks through their environment only, never their command lines. A task that
+    fails (a worker exiting non-zero or killed, a PS task ending at all) is started again, on its
+    own address, up to ``restarts`` times; after that the launcher stops the whole cluster at
+    once and reports on ``stderr`` which task failed and how. ``deadline_s``: stop everything and
+    fail when the workers have not all finished by then. Ctrl-C (or SIGTERM) stops every child and
+    re-raises KeyboardInterrupt."""
     if not command:
         raise ValueError(
             "hetbed cluster: no command given; use `hetbed cluster ... -- python x.py`"
@@ -140,6 +189,12 @@ def launch(
         raise ValueError(
             f"hetbed cluster: need --ps >= 0 and --workers >= 1, got {num_ps}, {num_workers}"
         )
+    if restarts < 0 or (deadline_s is not None and not deadline_s > 0):
+        raise ValueError(
+            f"hetbed cluster: need --restart >= 0 and --deadline > 0, got {restarts}, {deadline_s}"
+        )
+    if token is None and use_token:
+        token = new_token()
     stdout = stdout or sys.stdout
     stderr = stderr or sys.stderr
     ports = free_ports(num_ps + num_workers, host)
@@ -154,35 +209,71 @@ def launch(
     procs: dict[tuple[str, int], subprocess.Popen] = {}
     pumps: list[threading.Thread] = []
 
+    def say(msg: str) -> None:
+        with lock:
+            stderr.write(f"hetbed cluster: {msg}\n")
+            stderr.flush()
+
+    def start(job: str, i: int) -> None:
+        env = dict(os.environ)
+        config = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}, "token": token})
+        env[CONFIG_ENV] = config
+        env[TF_CONFIG_ENV] = config  # TF1 programs read their role from TF_CONFIG
+        if token:
+            env[TOKEN_ENV] = token
+        else:
+            env.pop(TOKEN_ENV, None)
+        env["PYTHONUNBUFFERED"] = "1"
+        p = subprocess.Popen(list(command), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        procs[(job, i)] = p
+        for src, dst in ((p.stdout, stdout), (p.stderr, stderr)):
+            t = threading.Thread(target=_pump, args=(src, dst, f"[{job}:{i}]", lock), daemon=True)
+            t.start()
+            pumps.append(t)
+
     def on_sigterm(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
     in_main = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    failure = None
     try:
         for job, i in tasks:
-            env = dict(os.environ)
-            config = json.dumps(
-                {"cluster": cluster, "task": {"type": job, "index": i}, "token": token}
-            )
-            env[CONFIG_ENV] = config
-            env[TF_CONFIG_ENV] = config  # TF1 programs read their role from TF_CONFIG
-            if token:
-                env[TOKEN_ENV] = token
-            env["PYTHONUNBUFFERED"] = "1"
-            p = subprocess.Popen(
-                list(command), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-            )
-            procs[(job, i)] = p
-            for src, dst in ((p.stdout, stdout), (p.stderr, stderr)):
-                t = threading.Thread(
-                    target=_pump, args=(src, dst, f"[{job}:{i}]", lock), daemon=True
+            start(job, i)
+        left = dict.fromkeys(tasks, restarts)
+        finished: set[tuple[str, int]] = set()
+        end = time.monotonic() + deadline_s if deadline_s else None
+        while failure is None and len(finished) < num_workers:
+            for (job, i), p in list(procs.items()):
+                rc = p.poll()
+                if rc is None or (job, i) in finished:
+                    continue
+                if rc == 0 and job == "worker":
+                    finished.add((job, i))
+                    continue
+                how = _how(rc)
+                if left[(job, i)] > 0:
+                    left[(job, i)] -= 1
+                    n = restarts - left[(job, i)]
+                    say(f"{job}:{i} {how}; restarting it ({n} of {restarts})")
+                    start(job, i)
+                else:
+                    failure = f"{job}:{i} {how}"
+                    break
+            if failure is None and end is not None and time.monotonic() > end:
+                running = [f"{j}:{i}" for (j, i), p in procs.items() if p.poll() is None]
+                failure = (
+                    f"the deadline of {deadline_s:g} s passed with workers still running "
+                    f"({', '.join(r for r in running if r.startswith('worker'))})"
                 )
-                t.start()
-                pumps.append(t)
-        workers = [(k, p) for k, p in procs.items() if k[0] == "worker"]
-        codes = {k: p.wait() for k, p in workers}
-        _stop([p for k, p in procs.items() if k[0] == "ps"], grace_s)
+            if failure is None:
+                time.sleep(0.05)
+        if failure is not None:
+            running = [f"{j}:{i}" for (j, i), p in procs.items() if p.poll() is None]
+            say(
+                f"{failure}; stopping the cluster ({', '.join(running) or 'nothing'} still running)"
+            )
+        _stop(list(procs.values()), grace_s)
     except BaseException:
         _stop(list(procs.values()), grace_s)
         raise
@@ -191,13 +282,15 @@ def launch(
             signal.signal(signal.SIGTERM, old)
         for t in pumps:
             t.join(timeout=grace_s)
-    failed = [f"{job}:{i} exited with status {rc}" for (job, i), rc in codes.items() if rc != 0]
-    if failed:
-        with lock:
-            stderr.write(f"hetbed cluster: {'; '.join(failed)}\n")
-            stderr.flush()
-        return 1
-    return 0
+    return 1 if failure is not None else 0
 
 
-__all__ = ["CONFIG_ENV", "TF_CONFIG_ENV", "cluster_from_env", "free_ports", "launch"]
+__all__ = [
+    "CONFIG_ENV",
+    "TF_CONFIG_ENV",
+    "cluster_from_env",
+    "free_ports",
+    "launch",
+    "new_token",
+    "read_token_file",
+]
