@@ -154,6 +154,7 @@ def grid(
         squeeze=False,
         sharey=True,
     )
+    uniq: dict[str, Any] = {}
     for k, fv in enumerate(facets):
         ax = axes[k // cols][k % cols]
         part = data if facet is None else data[data[facet] == fv]
@@ -167,7 +168,16 @@ def grid(
             g = g.sort_values(x)
             st = style(i, len(keys))
             label = "simulated" if series is None else f"{series_title or series} = {key}"
-            ax.plot(g[x], g[y], label=label, zorder=3, ms=5, lw=1.6, **st)
+            ax.plot(
+                g[x],
+                g[y],
+                label=label,
+                zorder=3,
+                ms=5,
+                lw=1.6,
+                markevery=max(len(g) // 12, 1),
+                **st,
+            )
             if band is not None and (g[band[1]] > g[band[0]]).any():
                 ax.fill_between(
                     g[x], g[band[0]], g[band[1]], color=st["color"], alpha=0.18, lw=0, zorder=2
@@ -216,8 +226,8 @@ def grid(
         )
         ax.grid(alpha=0.3)
         handles, labels = ax.get_legend_handles_labels()
-        uniq = dict(zip(labels, handles))
-        if len(uniq) > 1:
+        uniq.update(zip(labels, handles))
+        if facet is None and len(uniq) > 1:
             ax.legend(
                 uniq.values(),
                 uniq.keys(),
@@ -228,9 +238,20 @@ def grid(
         axes[k // cols][k % cols].set_visible(False)
     if facet is not None:
         fig.suptitle(title)
+        fig.tight_layout()
+        if len(uniq) > 1:  # one legend for every panel, below them
+            fig.legend(
+                uniq.values(),
+                uniq.keys(),
+                loc="upper center",
+                fontsize=8,
+                ncol=min(len(uniq), 4),
+                bbox_to_anchor=(0.5, 0.0),
+            )
+    else:
+        fig.tight_layout()
     if band_label:
         fig.text(0.01, -0.02, band_label, fontsize=8, color="0.35")
-    fig.tight_layout()
     return fig
 
 

@@ -462,6 +462,7 @@ def _breakdown(
         return
     from .trace import step_trace
 
+    _links_over_time(rep, runs, agg, steps, gradients)
     picked = [(r.setting, r.points[0]) for r in agg.itertuples()][:12]
     doc = step_trace(
         [(s, steps[steps.point == p], gradients[gradients.point == p]) for s, p in picked]
@@ -473,6 +474,57 @@ def _breakdown(
         json.dumps(doc).encode(),
         "A trace of the first 10 steps of each setting (first seed; a track per worker, up to 32; "
         "pulls, compute and pushes as slices): open it in ui.perfetto.dev:",
+    )
+
+
+def _links_over_time(
+    rep: Report, runs: pd.DataFrame, agg: pd.DataFrame, steps: pd.DataFrame, gradients: Any
+) -> None:
+    """Utilization over the first 10 steps of the busiest links, for up to 6 settings (the
+    first and last ones when there are more), first seed."""
+    from .trace import link_utilization
+
+    need = ["step_bytes", "busiest_shard_step_bytes", "worker_nic_bytes_per_s"]
+    if not all(c in runs for c in need):
+        return
+    rows = list(agg.itertuples())
+    rows = rows if len(rows) <= 6 else rows[:3] + rows[-3:]
+    frames = []
+    for r in rows:
+        run = runs[runs.point == r.points[0]].iloc[0]
+        st = steps[steps.point == r.points[0]].sort_values("step").head(10)
+        if not len(st) or pd.isna(run.step_bytes):
+            continue
+        u = link_utilization(
+            gradients[gradients.point == r.points[0]],
+            int(run.cluster_workers + run.strategy_backup_workers),
+            run.step_bytes,
+            run.busiest_shard_step_bytes,
+            run.worker_nic_bytes_per_s,
+            run.ps_nic_bytes_per_s,
+            float(st.end_s.max()),
+        )
+        long = u.melt(id_vars="time_s", var_name="link", value_name="utilization")
+        frames.append(long.assign(setting=r.setting))
+    if not frames:
+        return
+    data = pd.concat(frames, ignore_index=True)
+    rep.figure(
+        figures.grid(
+            data,
+            "time_s",
+            "utilization",
+            "link",
+            "setting" if len(frames) > 1 else None,
+            "simulated time (s)",
+            "link utilization (fraction)",
+            "Busiest links over the first 10 steps",
+            series_title="link",
+        ),
+        "links_over_time",
+        "First seed. PS NIC: the busiest shard's link; worker NIC: the mean over workers. Each "
+        "transfer's bytes are spread evenly over its duration (the flow model's rate varies "
+        "within a transfer; this is its average, clipped at 1), in 200 intervals.",
     )
 
 

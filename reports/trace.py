@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 PHASES = (
@@ -80,3 +81,44 @@ def _slice(pid: int, tid: int, name: str, t0: float, t1: float, cat: str, args: 
         "dur": max(t1 - t0, 0.0) * 1e6,
         "args": args,
     }
+
+
+def link_utilization(
+    grads: pd.DataFrame,
+    n_workers: int,
+    step_bytes: float,
+    shard_bytes: float,
+    worker_bw: float,
+    ps_bw: float,
+    until_s: float,
+    bins: int = 200,
+) -> pd.DataFrame:
+    """Utilization over time of the busiest links of a PS run: the busiest PS shard's NIC out
+    (pulls) and in (pushes), and the mean worker NIC in (pulls) and out (pushes), in ``bins``
+    intervals up to ``until_s``. Each transfer's bytes are spread evenly over its duration (the
+    flow model's rate varies within a transfer; this is its average), clipped at 1 where the
+    averaging overstates overlapping transfers."""
+    edges = np.linspace(0.0, until_s, bins + 1)
+    out = {"time_s": (edges[:-1] + edges[1:]) / 2}
+    for name, a, b, nbytes, bw in (
+        ("PS NIC out (pulls)", "pull_start_s", "pull_end_s", shard_bytes, ps_bw),
+        ("PS NIC in (pushes)", "compute_end_s", "push_end_s", shard_bytes, ps_bw),
+        ("worker NIC in (pulls)", "pull_start_s", "pull_end_s", step_bytes, worker_bw * n_workers),
+        (
+            "worker NIC out (pushes)",
+            "compute_end_s",
+            "push_end_s",
+            step_bytes,
+            worker_bw * n_workers,
+        ),
+    ):
+        g = grads.dropna(subset=[a, b])
+        g = g[(g[a] < until_s) & (g[b] > g[a])]
+        t0, t1 = g[a].to_numpy(float), g[b].to_numpy(float)
+        rate = nbytes / (t1 - t0)
+        moved = np.zeros(bins)
+        for lo, hi, r in zip(t0, t1, rate):  # bytes of each transfer falling in each bin
+            overlap = np.clip(np.minimum(edges[1:], hi) - np.maximum(edges[:-1], lo), 0, None)
+            moved += overlap * r
+        out[name] = np.minimum(moved / (np.diff(edges) * bw), 1.0)
+    return pd.DataFrame(out)

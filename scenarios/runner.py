@@ -197,6 +197,12 @@ def run(sc: dict) -> ScenarioResult:
     grads = res.gradients if st["kind"] != "allreduce" else None
     if grads is not None and len(grads):
         summary.update(breakdown(steps, grads, st["kind"]))
+        summary.update(  # what link utilization over time is derived from (reports)
+            step_bytes=float(res.config["step_bytes"]),
+            busiest_shard_step_bytes=float(drv.shards.step_bytes.max()),
+            worker_nic_bytes_per_s=float(res.config["worker_nic_bytes_per_s"]),
+            ps_nic_bytes_per_s=float(res.config["ps_nic_bytes_per_s"]),
+        )
     return ScenarioResult(sc, steps, summary, grads, res.curve)
 
 

@@ -343,7 +343,8 @@ def test_breakdown_follows_the_critical_worker_and_adds_up(tmp_path):
     assert s.breakdown_compute_s == pytest.approx(0.1, rel=1e-9)
     assert s.breakdown_straggler_s == pytest.approx(0.2, rel=1e-9)
     assert s.breakdown_pull_s > 0 and s.breakdown_push_s > 0
-    assert "breakdown.png" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "breakdown.png" in md and "links_over_time.png" in md
     trace = json.loads((out / "step_trace.json").read_text())["traceEvents"]
     slices = [e for e in trace if e["ph"] == "X" and e["tid"] > 0]
     assert {e["tid"] for e in slices} == {1, 2, 3}
@@ -352,3 +353,19 @@ def test_breakdown_follows_the_critical_worker_and_adds_up(tmp_path):
         assert [e["name"] for e in mine[:3]] == ["pull", "compute", "push"]
         for a, b in zip(mine, mine[1:]):
             assert a["ts"] + a["dur"] <= b["ts"] + 1e-6
+
+
+def test_link_utilization_over_time_is_bytes_over_capacity():
+    """One worker pulls over [0, 1] s and pushes over [2, 3] s exactly the bytes its links carry
+    in a second: each link is full while its transfer runs, idle otherwise; half the bytes
+    give half the utilization."""
+    from hetbed.reports.trace import link_utilization
+
+    g = pd.DataFrame(
+        {"pull_start_s": [0.0], "pull_end_s": [1.0], "compute_end_s": [2.0], "push_end_s": [3.0]}
+    )
+    u = link_utilization(g, 1, 100.0, 50.0, 100.0, 100.0, 4.0, bins=8).set_index("time_s")
+    assert u["PS NIC out (pulls)"].tolist() == pytest.approx([0.5] * 2 + [0] * 6)
+    assert u["PS NIC in (pushes)"].tolist() == pytest.approx([0] * 4 + [0.5] * 2 + [0] * 2)
+    assert u["worker NIC in (pulls)"].tolist() == pytest.approx([1] * 2 + [0] * 6)
+    assert u["worker NIC out (pushes)"].tolist() == pytest.approx([0] * 4 + [1] * 2 + [0] * 2)
