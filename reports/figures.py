@@ -168,6 +168,8 @@ def grid(
             g = g.sort_values(x)
             st = style(i, len(keys))
             label = "simulated" if series is None else f"{series_title or series} = {key}"
+            if series is not None and "=" in str(key):  # the key names itself
+                label = str(key)
             ax.plot(
                 g[x],
                 g[y],
