@@ -8,20 +8,21 @@ State is split as in TensorFlow's common runtime:
 * ``StepState`` (a list of slot values plus pending counts) is made anew for each step, so several
   threads may run steps of one PreparedGraph at once.
 
-Three schedules run the same PreparedGraph:
+Two schedules run the same PreparedGraph; ``run_step`` picks one (every session and the
+distributed worker call it):
 
-* straight-line: when every node runs inline on a synchronous device, the nodes run in
-  topological order on the calling thread, with no queue at all (the common CPU case);
-* event-driven: ready nodes are handed to their device with ``device.run(node, inputs, done)``;
-  a device may complete them later, from another thread (thread pools) or from a simulated
-  clock. Completions come back through a queue owned by the step; ``wait`` says how to block for
-  the next one (a real queue wait, or pumping a discrete-event clock). Timed devices (simulated
-  ones) take a short road: ``device.start(node, inputs)`` returns the node's end time and result
-  at once and the step keeps those ends in a heap;
-* timed (``run_timed``): the event-driven schedule for a step whose nodes all run on timed
-  devices or are asynchronous (a simulated step), with the wait inlined (the heap merged with
-  the discrete-event clock's own events: network flows, Send/Recv deliveries) and memory
-  accounting through the buffer lifetimes in the same loop.
+* straight-line (``run_straight_line``), the degenerate case: when every node runs inline on a
+  synchronous device and nothing watches the step, the nodes run in topological order on the
+  calling thread with no queue at all (what makes a tiny op cost about 0.5 us);
+* clocked (``run_clocked``), everything else: ready nodes run inline, or are handed to their
+  device (``device.run(node, inputs, done)``: thread pools, GPUs, remote tasks) or to an
+  asynchronous kernel (Send/Recv, queues), or started on a timed device (a simulated one:
+  ``device.start(node, inputs, now)`` says at once when the node ends). The step waits on a
+  clock (``hetbed.devices.clock.Clock``): ``WallClock`` for real steps, whose completions come
+  from other threads; a SimPy-backed ``SimClock`` for simulated ones, whose events are network
+  flows and deliveries. Observers (StepObserver) hear node starts and finishes and the step's
+  end: tracing, and the simulated devices' memory accounting (``devices/memory.py``), hang off
+  them, not off branches of the loop.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import heapq
 import itertools
 import math
 import queue
+import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -365,235 +368,196 @@ def _run_inline_async(node: Node, inputs: list, step: Any) -> Any:
     return r
 
 
-def run_event_driven(
+def run_step(
     plan: PreparedGraph,
     vals: list,
     step: Any,
-    wait: Callable | None,
-    timeout_s: float | None = None,
+    clock: Any = None,
     observer: Any = None,
-) -> None:
-    """Hand ready nodes to their devices; collect completions until every node has finished.
-
-    With ``timeout_s``, a step that waits that long for any completion fails with
-    DeadlineExceededError naming the nodes still outstanding (instead of hanging).
-    ``observer`` (see StepObserver) hears when nodes start and finish and which buffers die with
-    them: tracing and memory accounting hang off it; an exception it raises fails the node it
-    concerns.
-    """
-    nodes = plan.nodes
-    timers: list = []  # (end time, seq, node, result) of nodes running on timed devices
-    seq = 0
-    pending = list(plan.initial_pending)
-    refs = list(plan.initial_refs)
-    ready = list(reversed(plan.roots))
-    completions: queue.SimpleQueue = queue.SimpleQueue()
-    outstanding = 0
-    failure: BaseException | None = None
-    failed_node = None
-    started: set[int] = set()
-    on_start = None
-    if observer is not None and type(observer).node_started is not StepObserver.node_started:
-        on_start = observer.node_started
-    if wait is None:
-
-        def wait(q: queue.SimpleQueue, timers: list) -> tuple:
-            if timers and q.empty():  # timed devices without a clock: complete in time order
-                _end, _seq, node, r = heapq.heappop(timers)
-                return node, r, None
-            try:
-                return q.get(timeout=timeout_s)
-            except queue.Empty:
-                names = ", ".join(nodes[i].op.name for i in sorted(started)[:8])
-                err = DeadlineExceededError(
-                    f"step timed out after {timeout_s} s waiting for: {names or 'nothing'}"
-                )
-                _abort(step, err)
-                raise err from None
-
-    released: dict[int, list[int]] = {}  # node -> slots it was the last consumer of
-
-    def store(node: Node, r: Any) -> None:
-        if observer is not None:
-            observer.node_finished(node, r, released.pop(node.index, ()) if released else ())
-        n_out = node.n_out
-        if n_out == 1:
-            s = node.outs[0]
-            if s is not None:
-                vals[s] = r
-        elif n_out:
-            for s, v in zip(node.outs, r):
-                if s is not None:
-                    vals[s] = v
-        for c in node.consumers:
-            pending[c] -= 1
-            if pending[c] == 0:
-                ready.append(c)
-
-    while True:
-        while ready and failure is None:
-            node = nodes[ready.pop()]
-            inputs = [vals[i] for i in node.ins]
-            for s in node.ins:
-                refs[s] -= 1
-                if refs[s] == 0:
-                    if observer is not None:
-                        released.setdefault(node.index, []).append(s)
-                    vals[s] = None
-            if on_start is not None:
-                on_start(node)
-            if node.timed:
-                try:
-                    end, r = node.device.start(node, inputs)
-                except Exception as e:  # noqa: BLE001 - reported below with the node
-                    failure, failed_node = e, node
-                    _abort(step, e)
-                    break
-                outstanding += 1
-                heapq.heappush(timers, (end, seq, node, r))
-                seq += 1
-            elif node.is_async:
-                outstanding += 1
-                started.add(node.index)
-                node.fn(node.ctx, step, inputs, _completer(completions.put, node))
-            elif node.heavy or not node.device.synchronous:
-                outstanding += 1
-                started.add(node.index)
-                node.device.run(node, inputs, _completer(completions.put, node), step)
-            else:
-                try:
-                    r = node.fn(node.ctx, *inputs)
-                    store(node, r)
-                except Exception as e:  # noqa: BLE001 - reported below with the node
-                    failure, failed_node = e, node
-                    _abort(step, e)
-                    break
-        if outstanding == 0:
-            break
-        node, r, err = wait(completions, timers)
-        outstanding -= 1
-        started.discard(node.index)
-        if err is not None:
-            if failure is None:
-                failure, failed_node = err, node
-                _abort(step, err)
-            continue
-        if failure is None:
-            try:
-                store(node, r)
-            except Exception as e:  # noqa: BLE001 - an observer refusing a result (e.g. OOM)
-                failure, failed_node = e, node
-                _abort(step, e)
-    if failure is not None:
-        if isinstance(failure, OpError):
-            raise _annotate(failure, failed_node, vals) from None
-        raise _wrap(failure, failed_node, vals) from failure
-
-
-def run_timed(
-    plan: PreparedGraph,
-    vals: list,
-    step: Any,
-    clock: Any,
-    charges: Sequence[int] | None = None,
+    timeout_s: float | None = None,
     trace: list | None = None,
 ) -> None:
-    """The event-driven schedule specialised for a step whose nodes all run on timed devices or
-    are asynchronous (Send/Recv through the step's rendezvous): a simulated step.
+    """Run one step of ``plan``: the one function every session and worker picks a schedule by.
 
-    Same semantics as ``run_event_driven`` (ready nodes in the same order, inputs released at the
-    same points), with the wait inlined: ``clock`` follows the clock protocol
-    (``hetbed.devices.clock.Clock``: ``now``, ``peek``, ``step``, ``advance``). A timed node's
-    completion is taken from the step's heap when nothing on the clock is earlier (the step's
-    time moves to its end without a clock event); otherwise the clock steps (network flows,
-    Send/Recv deliveries), which may complete asynchronous nodes. The clock is advanced to the
-    step's time only before something else may read or schedule on it (an asynchronous node
-    starts, the clock steps, the step ends): devices are told the time by ``start(node,
-    inputs, now)``.
+    The straight-line schedule when every node runs inline and nothing watches (no clock, no
+    observer); the clocked schedule (``run_clocked``) otherwise.
+    """
+    if plan.straight_line and clock is None and observer is None and trace is None:
+        run_straight_line(plan, vals, step)
+    else:
+        run_clocked(plan, vals, step, clock, observer, timeout_s, trace)
 
-    ``charges`` turns on memory accounting through the buffer lifetimes: when node ``i`` with
-    ``charges[i] == ALLOCATES`` finishes, the bytes of its new outputs are allocated on its device
-    (``device.alloc(nbytes, op)``, which may raise the device's out-of-memory error); the outputs
-    of a node with ``VIEWS`` share its input 0's buffer. A buffer is freed on its producer's device
-    (``device.free(nbytes)``) when the last consumer of the last slot holding it has finished;
-    what is still charged when the step ends (fetched values, or everything after a failure) is
-    freed then.
 
-    ``trace``, when given, receives ``(node, inputs, result)`` for each timed node as it starts
-    and ``(node, None, result)`` for each asynchronous node as it completes (what a simulator
-    needs to replay the step's timing without its values).
+class WallClock:
+    """The clock of a real step: completions of nodes handed to other threads (thread pools,
+    remote tasks, GPUs) arrive in ``inbox`` from any thread; ``step`` waits for the next one
+    (at most ``timeout_s``, then DeadlineExceededError naming ``waiting_for()``)."""
+
+    __slots__ = ("inbox", "sink", "timeout_s", "waiting_for")
+
+    def __init__(self, sink: Callable, timeout_s: float | None, waiting_for: Callable):
+        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
+        self.sink = sink
+        self.timeout_s = timeout_s
+        self.waiting_for = waiting_for
+
+    @property
+    def now(self) -> float:
+        return time.perf_counter()
+
+    def peek(self) -> float:
+        return -_INF if not self.inbox.empty() else _INF
+
+    def step(self) -> None:
+        try:
+            self.sink(self.inbox.get(timeout=self.timeout_s))
+        except queue.Empty:
+            names = ", ".join(self.waiting_for()[:8])
+            raise DeadlineExceededError(
+                f"step timed out after {self.timeout_s} s waiting for: {names or 'nothing'}"
+            ) from None
+
+    def advance(self, t: float) -> None:
+        """Real time advances by itself."""
+
+
+def run_clocked(
+    plan: PreparedGraph,
+    vals: list,
+    step: Any,
+    clock: Any = None,
+    observer: Any = None,
+    timeout_s: float | None = None,
+    trace: list | None = None,
+) -> None:
+    """The clocked schedule: hand ready nodes to their devices, continue on completions.
+
+    A node runs inline when its device is synchronous and it is cheap; an asynchronous kernel
+    (Send/Recv, queues, collectives) or a node for a thread pool or another device completes
+    later through its ``done`` callback; a timed device (a simulated one) says at once when the
+    node ends, ``device.start(node, inputs, now) -> (end, result)``, and the step keeps those ends
+    in a heap. ``clock`` follows the clock protocol (``hetbed.devices.clock.Clock``: ``now``,
+    ``peek``, ``step``, ``advance``); None means a ``WallClock``, a real step whose completions
+    come from other threads. The next completion is an asynchronous node that has completed,
+    else the earliest timed end when nothing on the clock is earlier (the step's time moves to
+    it without a clock event), else whatever the clock's next event brings (a SimPy event: a
+    network flow, a Send/Recv delivery; or, on the wall clock, the next completion from another
+    thread). The clock is advanced to the step's time only before something else may read or
+    schedule on it (an asynchronous node starts, the clock steps, the step ends).
+
+    ``observer`` (see StepObserver) hears when nodes start and finish, which slots die with them
+    (memory accounting, tracing) and when the step ends; an exception it raises fails the node
+    it concerns. With ``timeout_s`` a real step that waits that long for any completion fails
+    with DeadlineExceededError naming the nodes still outstanding. ``trace``, when given,
+    receives ``(node, inputs, result)`` for each timed node as it starts and ``(node, None,
+    result)`` for each asynchronous node as it completes (what a simulator needs to replay the
+    step's timing without its values).
+
+    On a failure the step is aborted (pending receives fail); a real step still collects what
+    other threads owe it before raising, a simulated one raises at once.
     """
     nodes = plan.nodes
     pending = plan.initial_pending[:]
     refs = plan.initial_refs[:]
     ready = plan.roots[::-1]
     timers: list = []  # (end time, seq, node, result, slots whose last consumer is the node)
-    completions: list = []  # (node, result, error) of asynchronous nodes, in completion order
-    waiting: dict[int, tuple] = {}  # asynchronous node started -> its released slots
+    completions: deque = deque()  # (node, result, error) of asynchronous nodes, in order
+    waiting: dict[int, tuple] = {}  # asynchronous or handed-off node -> its released slots
+    wall = clock is None
+    if wall:
+        clock = WallClock(
+            completions.append, timeout_s, lambda: [nodes[i].op.name for i in sorted(waiting)]
+        )
+        put = clock.inbox.put
+        now = tnow = None  # timed devices on a wall clock read their own clocks
+    else:
+        put = completions.append
+        now = tnow = clock.now  # the step's time; the clock catches up before others read it
     peek, advance = clock.peek, clock.advance
-    now = clock.now  # the step's time; the clock catches up before anything else reads it
+    on_start = on_finish = None
+    if observer is not None:
+        on_finish = observer.node_finished
+        if getattr(type(observer), "node_started", None) is not StepObserver.node_started:
+            on_start = observer.node_started
     push, pop = heapq.heappush, heapq.heappop
-    charged = owner = shares = None
-    if charges is not None:
-        charged = [0] * plan.n_slots  # bytes charged for the buffer each slot owns
-        owner = list(range(plan.n_slots))  # the slot whose buffer a slot uses (views: another)
-        shares = [0] * plan.n_slots  # live slots sharing a buffer, beyond the first
-    slot_node = plan.slot_node
     seq = 0
     outstanding = 0
-    node = None
-    try:
-        while True:
-            while ready:
-                node = nodes[ready.pop()]
-                ins = node.ins
-                dead = ()
-                if len(ins) == 1:
-                    s = ins[0]
-                    inputs = [vals[s]]
+    failure: BaseException | None = None
+    failed = node = None
+    while True:
+        while ready and failure is None:
+            node = nodes[ready.pop()]
+            ins = node.ins
+            dead = ()
+            if len(ins) == 1:
+                s = ins[0]
+                inputs = [vals[s]]
+                left = refs[s] - 1
+                refs[s] = left
+                if not left:
+                    dead = (s,)
+                    vals[s] = None
+            else:
+                inputs = [vals[s] for s in ins]
+                for s in ins:
                     left = refs[s] - 1
                     refs[s] = left
                     if not left:
-                        dead = (s,)
+                        dead = (*dead, s)
                         vals[s] = None
-                else:
-                    inputs = [vals[s] for s in ins]
-                    for s in ins:
-                        left = refs[s] - 1
-                        refs[s] = left
-                        if not left:
-                            dead = (*dead, s)
-                            vals[s] = None
+            try:
+                if on_start is not None:
+                    on_start(node)
                 if node.timed:
-                    end, r = node.device.start(node, inputs, now)
+                    end, r = node.device.start(node, inputs, tnow)
                     if trace is not None:
                         trace.append((node, inputs, r))
                     push(timers, (end, seq, node, r, dead))
                     seq += 1
-                else:
-                    if clock.now != now:
+                    outstanding += 1
+                    continue
+                if node.is_async or node.heavy or not node.device.synchronous:
+                    if not wall and clock.now != now:
                         advance(now)
                     waiting[node.index] = dead
-                    node.fn(node.ctx, step, inputs, _completer(completions.append, node))
-                outstanding += 1
-            if not outstanding:
+                    outstanding += 1
+                    if node.is_async:
+                        node.fn(node.ctx, step, inputs, _completer(put, node))
+                    else:
+                        node.device.run(node, inputs, _completer(put, node), step)
+                    continue
+                r = node.fn(node.ctx, *inputs)
+                if on_finish is not None:
+                    on_finish(node, r, dead)
+            except Exception as e:  # noqa: BLE001 - reported below with the node
+                failure, failed = e, node
+                _abort(step, e)
                 break
-            # The next completion in simulated time.
+            _store(node, r, vals, pending, ready)
+        if not outstanding or (failure is not None and not wall):
+            break
+        # The next completion.
+        try:
             if completions:
-                node, r, err = completions.pop(0)
+                node, r, err = completions.popleft()
+                outstanding -= 1
                 dead = waiting.pop(node.index)
                 if err is not None:
                     raise err
                 if trace is not None:
                     trace.append((node, None, r))
             elif timers and timers[0][0] < peek():
-                now, _seq, node, r, dead = pop(timers)  # nothing on the clock is earlier
-            elif peek() != _INF:
+                end, _seq, node, r, dead = pop(timers)  # nothing on the clock is earlier
+                outstanding -= 1
+                if not wall:
+                    now = tnow = end
+            elif wall or peek() != _INF:
                 node = None
-                if clock.now != now:
+                if not wall and clock.now != now:
                     advance(now)
                 clock.step()
-                now = clock.now
+                if not wall:
+                    now = tnow = clock.now
                 continue
             else:
                 node = None
@@ -602,82 +566,44 @@ def run_timed(
                     "simulated step is stuck: nothing is scheduled and nodes are still waiting "
                     f"(a Recv without its Send, or a collective missing a participant): {names}"
                 )
-            outstanding -= 1
-            n_out = node.n_out
-            if n_out == 1:
-                s = node.outs[0]
-                if s is not None:
-                    vals[s] = r
-            elif n_out:
-                for s, v in zip(node.outs, r):
-                    if s is not None:
-                        vals[s] = v
-            if charged is not None:
-                how = charges[node.index]
-                if how == ALLOCATES:
-                    if n_out == 1:
-                        if s is not None:
-                            n = getattr(r, "nbytes", 0)
-                            if n:
-                                node.device.alloc(n, node.op)  # may raise the simulated OOM
-                                charged[s] = n
-                    else:
-                        _charge_outputs(node, r, charged)
-                elif how == VIEWS:  # the outputs share input 0's buffer and keep it alive
-                    b = owner[node.ins[0]]
-                    for s in node.outs:
-                        if s is not None:
-                            owner[s] = b
-                            shares[b] += 1
-                for s in dead:
-                    b = owner[s]
-                    if shares[b]:
-                        shares[b] -= 1  # another slot still holds the buffer
-                    else:
-                        n = charged[b]
-                        if n:
-                            charged[b] = 0
-                            slot_node[b].device.free(n)
-            for c in node.consumers:
-                left = pending[c] - 1
-                pending[c] = left
-                if not left:
-                    ready.append(c)
-        if clock.now != now:
-            advance(now)
-    except Exception as e:
-        if clock.now != now:
-            advance(now)
-        _abort(step, e)
-        if charged is not None:
-            _free(charged, slot_node, range(len(charged)))
-        if isinstance(e, OpError):
-            raise _annotate(e, node, vals) from None
-        raise _wrap(e, node, vals) from e
-    if charged is not None:  # what is left is fetched: it goes to the client, the step ends
-        _free(charged, slot_node, {owner[s] for s in plan.fetch_slots if s is not None})
+            if failure is not None:
+                continue  # collecting what other threads owe the step
+            if on_finish is not None:
+                on_finish(node, r, dead)
+        except Exception as e:  # noqa: BLE001 - reported below with the node
+            if failure is None:
+                failure, failed = e, node
+                _abort(step, e)
+            if isinstance(e, DeadlineExceededError) or not wall:
+                break
+            continue
+        _store(node, r, vals, pending, ready)
+    if not wall and clock.now != now:
+        advance(now)
+    if observer is not None:
+        observer.step_finished(plan, failure)
+    if failure is not None:
+        if isinstance(failure, OpError):
+            raise _annotate(failure, failed, vals) from None
+        raise _wrap(failure, failed, vals) from failure
 
 
-#: ``charges`` values of ``run_timed``: a node's outputs are new buffers, or views of input 0
-ALLOCATES, VIEWS = 1, 2
-
-
-def _charge_outputs(node: Node, r: Any, charged: list) -> None:
-    """Allocate the new buffers of a multi-output node on its device (all or none)."""
-    sizes = [(s, getattr(v, "nbytes", 0)) for s, v in zip(node.outs, r) if s is not None]
-    total = sum(n for _s, n in sizes)
-    if total:
-        node.device.alloc(total, node.op)  # may raise the simulated OOM
-        for s, n in sizes:
-            charged[s] = n
-
-
-def _free(charged: list, slot_node: list, slots: Any) -> None:
-    """Free the buffers of ``slots`` still charged to their devices (the step is over)."""
-    for s in slots:
-        if charged[s]:
-            slot_node[s].device.free(charged[s])
-            charged[s] = 0
+def _store(node: Node, r: Any, vals: list, pending: list, ready: list) -> None:
+    """Keep a finished node's outputs and make its consumers ready."""
+    n_out = node.n_out
+    if n_out == 1:
+        s = node.outs[0]
+        if s is not None:
+            vals[s] = r
+    elif n_out:
+        for s, v in zip(node.outs, r):
+            if s is not None:
+                vals[s] = v
+    for c in node.consumers:
+        left = pending[c] - 1
+        pending[c] = left
+        if not left:
+            ready.append(c)
 
 
 class StepObserver:
@@ -690,6 +616,9 @@ class StepObserver:
         """``node`` produced ``result`` (one value, a tuple, or None). ``released``: the slots
         whose last consumer was ``node``; their buffers die now (an input stays allocated until
         the op reading it has finished)."""
+
+    def step_finished(self, prepared: PreparedGraph, error: BaseException | None) -> None:
+        """The step is over: every node finished (``error`` None) or it failed with ``error``."""
 
 
 def _abort(step: Any, err: BaseException) -> None:

@@ -181,7 +181,6 @@ class BaseSession:
         self._closed = False
         self._devices = self._make_devices()
         self._default_device = self._devices[0]
-        self._wait: Callable | None = None
         self._pinned: dict[str, Any] = {}
         self._last_plan: _Plan | None = None
         self._active: set[StepInfo] = set()  # steps in flight (cancelled by close)
@@ -344,13 +343,8 @@ class BaseSession:
     ) -> list:
         prep = plan.prepared
         observer = observer or self._observer(plan)
-        if prep.straight_line and observer is None:
-            ex.run_straight_line(prep, vals, step)
-        else:
-            ms = getattr(options, "timeout_in_ms", 0) or self.config.operation_timeout_in_ms
-            ex.run_event_driven(
-                prep, vals, step, self._wait, ms / 1000.0 if ms > 0 else None, observer
-            )
+        ms = getattr(options, "timeout_in_ms", 0) or self.config.operation_timeout_in_ms
+        ex.run_step(prep, vals, step, None, observer, ms / 1000.0 if ms > 0 else None)
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _observer(self, plan: _Plan) -> Any:

@@ -8,7 +8,7 @@ step of a prepared graph resolved for one signature of feeds (recorded while the
 schedule ran it): each node's device and duration, the bytes of each output, each Send's flow
 (its links, latency and size) and the Recv it feeds. Running the program replays the executor's
 timed schedule on that data -- the same ready order, the same device queues, the same clock
-event order and the same fluid max-min network arithmetic as ``run_timed`` with the
+event order and the same fluid max-min network arithmetic as the executor's clocked schedule (``run_clocked``) with the
 simulated devices and ``Network`` -- without computing values. Its results (every op's start
 and end, every flow's record, link bytes and busy time, memory peaks, the clock) are the ones the
 full schedule gives, to the last bit; tests compare the two on graphs with contention.
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from hetbed.devices import simulated
+from hetbed.devices.memory import ALLOCATES
 from hetbed.devices.simulated import SimValue, plan_key
-from hetbed.runtime.executor import ALLOCATES
 
 from .network import Network
 
@@ -38,7 +38,7 @@ TIMED, SEND, RECV = 0, 1, 2  # node kinds of a program
 class StepProgram:
     """The resolved data of one simulated step (see the module docstring); ``run`` replays it.
 
-    Built by ``build`` from the trace ``run_timed`` recorded; None when the step cannot be
+    Built by ``build`` from the trace the executor's clocked schedule (``run_clocked``) recorded; None when the step cannot be
     replayed without values (an asynchronous node other than Send/Recv, a hybrid device, a
     fetched value that is not a placeholder or an array).
     """

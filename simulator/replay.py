@@ -1,6 +1,6 @@
 """The compiled core of a step program's replay (see ``program.py``).
 
-``replay`` runs the executor's timed schedule (``run_timed``) and the network's fluid max-min
+``replay`` runs the executor's timed schedule (``run_clocked``) and the network's fluid max-min
 model (``Network``) on arrays: every branch below mirrors one there, in the same order and with
 the same floating-point operations, so that a replayed step gives the full schedule's results to
 the last bit. It is compiled with numba when numba is installed (a dependency of hetbed) and
@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - numba is a dependency; plain Python st
         return lambda fn: fn
 
 
-from hetbed.runtime.executor import ALLOCATES, VIEWS
+from hetbed.devices.memory import ALLOCATES, VIEWS
 
 from .network import _REL_EPS as REL_EPS
 from .program import SEND, TIMED
@@ -544,7 +544,7 @@ def replay(now, nodes, flows, links, mem, ist, out):
     deadflag = np.zeros(ins_idx.shape[0], np.int8)
     ready = np.empty(n + 1, np.int64)
     top = 0
-    for j in range(roots.shape[0] - 1, -1, -1):  # popped first to last, as run_timed does
+    for j in range(roots.shape[0] - 1, -1, -1):  # popped first to last, as run_clocked does
         ready[top] = roots[j]
         top += 1
     timers = [(0.0, 0, 0, 0)]

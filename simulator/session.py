@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hetbed.devices.memory import BufferAccounting, charges_of
 from hetbed.devices.simulated import SimulatedDevice, SimValue, _signature, value_nbytes
 from hetbed.devices.simulated import generation as simulated_generation
 from hetbed.runtime.errors import FailedPreconditionError
-from hetbed.runtime.executor import ALLOCATES, VIEWS, run_timed
+from hetbed.runtime.executor import run_step
 from hetbed.runtime.rendezvous import LocalRendezvous
 from hetbed.runtime.session import BaseSession, ConfigProto
 
@@ -64,7 +65,7 @@ class SimRendezvous(LocalRendezvous):
 
 class SimPrepared:
     """What the simulator keeps per prepared graph (``PreparedGraph.extensions["sim"]``):
-    ``charges`` (per node: whether its outputs are new buffers or views, see ``run_timed``) and
+    ``charges`` (per node: whether its outputs are new buffers or views, see devices/memory.py) and
     ``programs`` (step programs by feed signature, or None when the graph is not replayable)."""
 
     __slots__ = ("charges", "programs")
@@ -238,7 +239,9 @@ class SimSession(BaseSession):
                     if out is not None:
                         self.replayed_steps += 1
                         return out
-        run_timed(prep, vals, step, self.cluster.env, ext.charges, trace)
+        run_step(
+            prep, vals, step, self.cluster.env, BufferAccounting(prep, ext.charges), None, trace
+        )
         fetched = [vals[s] if s is not None else None for s in prep.fetch_slots]
         if trace is not None:
             prog = StepProgram.build(prep, trace, sent or {}, self, fetched)
@@ -253,19 +256,15 @@ class SimSession(BaseSession):
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
         plan.prepared.straight_line = False  # every node goes through the simulated clock
-        # Memory accounting (see run_timed): whether each node's outputs are new buffers or
+        # Memory accounting (devices/memory.py): whether each node's outputs are new buffers or
         # views sharing their input's buffer; variables are charged once, apart.
-        charges: list[int] = []
+        charges = charges_of(plan.prepared.nodes)
         replayable = True
         for n in plan.prepared.nodes:
             if not (n.timed or n.is_async):
                 raise FailedPreconditionError(f"{n!r} is not on a simulated device's clock")
             if n.is_async and n.op.type not in ("_Send", "_Recv"):
                 replayable = False
-            if n.op.op_def.is_ref or not n.n_out:
-                charges.append(0)
-            else:
-                charges.append(VIEWS if n.kernel.aliases_input else ALLOCATES)
             if n.op.type == "VariableV2" and n.op.name not in self._charged_vars:
                 self._charged_vars.add(n.op.name)  # variables live on their devices for the run
                 shape = n.op.outputs[0].shape

@@ -413,10 +413,7 @@ class Worker:
         with self._lock:
             self._live.setdefault(step_id, []).append(step)
         try:
-            if prep.straight_line:
-                ex.run_straight_line(prep, vals, step)
-            else:
-                ex.run_event_driven(prep, vals, step, None, timeout_s if timeout_s > 0 else None)
+            ex.run_step(prep, vals, step, None, None, timeout_s if timeout_s > 0 else None)
         except DeadlineExceededError as e:
             self.steps.abort(step_id, e)
             if self.task in str(e):
