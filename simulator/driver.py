@@ -1,0 +1,443 @@
+"""The machinery every step-level training driver shares (``_Driver``): validation, the
+cluster's NICs and memory checks, stragglers, failures with rollback to checkpoints, step and
+gradient records, and ``run`` on a SimPy clock. The drivers themselves are in training.py."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import pandas as pd
+import simpy
+from simpy.core import EmptySchedule
+
+from hetbed.devices.catalog import LinkSpec, load_device, load_link
+
+from .clock import run_until
+from .failures import FAILURE_COLUMNS, Failure
+from .fluid import PSNetwork, Transfer
+from .gcguard import relaxed_gc
+from .learner import Learner
+from .profile import ReplicaProfile, _nonneg
+from .results import STEP_COLUMNS, TrainingResult, _GradLog
+from .stragglers import StragglerModel, combine
+from .topology import Nic
+
+# ---- the drivers --------------------------------------------------------------------------------
+
+
+def _as_nic(value: Any, what: str) -> Nic:
+    if isinstance(value, Nic):
+        nic = value
+    elif isinstance(value, str):
+        spec = load_link(value)
+        nic = Nic(spec.bandwidth_bytes_per_s, spec.latency_s)
+    elif isinstance(value, LinkSpec):
+        nic = Nic(value.bandwidth_bytes_per_s, value.latency_s)
+    elif isinstance(value, tuple) and len(value) == 2:
+        nic = Nic(float(value[0]), float(value[1]))
+    else:
+        raise ValueError(
+            f"{what}: give a catalog link key, a Nic or (bytes/s, latency s); got {value!r}"
+        )
+    bw, lat = nic.bandwidth_bytes_per_s, nic.latency_s
+    if not (math.isfinite(bw) and bw > 0 and math.isfinite(lat) and lat >= 0):
+        raise ValueError(f"{what}: bandwidth must be > 0 and latency >= 0, got {nic!r}")
+    return nic
+
+
+def _capacity(spec: Any) -> float | None:
+    """Memory bytes of a device given as a catalog key, HardwareSpec, DevicePerf or number."""
+    if spec is None:
+        return None
+    if isinstance(spec, (int, float)):
+        return float(spec)
+    if isinstance(spec, str):
+        spec = load_device(spec)
+    return float(spec.memory_bytes)  # a HardwareSpec or a DevicePerf
+
+
+class _Grad:
+    __slots__ = ("worker", "tag", "read", "value", "ok", "bad", "left", "event", "phases")
+
+    def __init__(self, worker: int, tag: int, read: int):
+        self.worker, self.tag, self.read = worker, tag, read
+        self.value: Any = None
+        self.ok = 0
+        self.bad = 0
+        self.left = 0
+        self.event: simpy.Event | None = None
+        self.phases: tuple[float, float, float, float] = (math.nan,) * 4
+
+
+class _Driver:
+    """Shared machinery: validation, the cluster, failures, step records, ``run``."""
+
+    uses_ps = True
+    kind = "driver"
+
+    def __init__(
+        self,
+        profile: ReplicaProfile,
+        n_workers: int,
+        n_backup: int = 0,
+        n_ps: int | None = None,
+        ps_strategy: str | None = None,
+        nic: Any = "eth_10g",
+        ps_nic: Any = None,
+        straggler: StragglerModel | Iterable[StragglerModel] | None = None,
+        failures: Iterable[Failure] = (),
+        checkpoint_every: int | None = None,
+        checkpoint_s: float = 0.0,
+        network: str = "fast",
+        learner: Learner | None = None,
+        worker_device: Any = None,
+        ps_device: Any = None,
+    ):
+        if not isinstance(profile, ReplicaProfile):
+            raise TypeError(
+                f"{self.kind}: profile must be a ReplicaProfile, got {type(profile).__name__}"
+            )
+        for what, v in (("n_workers", n_workers), ("n_backup", n_backup)):
+            if isinstance(v, bool) or int(v) != v or v < 0:
+                raise ValueError(f"{self.kind}: {what} must be an integer >= 0, got {v!r}")
+        if n_workers < 1:
+            raise ValueError(f"{self.kind}: n_workers must be >= 1, got {n_workers}")
+        if n_backup > n_workers:
+            raise ValueError(
+                f"{self.kind}: n_backup={n_backup} is more than n_workers={n_workers}; backup "
+                "workers are extra replicas beyond the N gradients a step aggregates"
+            )
+        if network not in ("fast", "exact"):
+            raise ValueError(f"{self.kind}: network must be 'fast' or 'exact', got {network!r}")
+        if checkpoint_every is not None and (
+            int(checkpoint_every) != checkpoint_every or checkpoint_every < 1
+        ):
+            raise ValueError(
+                f"{self.kind}: checkpoint_every must be an integer >= 1, got {checkpoint_every!r}"
+            )
+        _nonneg(f"{self.kind}: checkpoint_s", checkpoint_s)
+        if not profile.variables:
+            raise ValueError(f"{self.kind}: the profile has no variables to train")
+        self.n_workers = int(n_workers)
+        self.n_backup = int(n_backup)
+        self.n_tasks = self.n_workers + self.n_backup
+        if self.uses_ps:
+            if n_ps is None:
+                n_ps = profile.ps_tasks_needed
+            if isinstance(n_ps, bool) or int(n_ps) != n_ps or n_ps < 1:
+                raise ValueError(
+                    f"{self.kind}: needs at least one PS task, got n_ps={n_ps!r}"
+                    + (f" with ps_strategy={ps_strategy!r}" if ps_strategy else "")
+                )
+            n_ps = int(n_ps)
+            if ps_strategy is not None:
+                profile = profile.placed(n_ps, ps_strategy)
+        else:
+            if ps_strategy is not None or n_ps:
+                raise ValueError(f"{self.kind} has no PS tasks; drop n_ps / ps_strategy")
+            n_ps = 0
+        self.profile = profile
+        self.n_ps = n_ps
+        nics = list(nic) if isinstance(nic, list) else [nic] * self.n_tasks
+        if len(nics) != self.n_tasks:
+            raise ValueError(f"{self.kind}: {len(nics)} NICs given for {self.n_tasks} workers")
+        self.worker_nics = [_as_nic(x, f"{self.kind}: nic") for x in nics]
+        self.ps_nic = _as_nic(nics[0] if ps_nic is None else ps_nic, f"{self.kind}: ps_nic")
+        self.straggler = combine(
+            *(straggler if isinstance(straggler, (list, tuple)) else [straggler])
+        )
+        failures = list(failures)
+        for f in failures:
+            if not isinstance(f, Failure):
+                raise TypeError(f"{self.kind}: failures must be Failure objects, got {f!r}")
+        self.failures = sorted(failures, key=lambda f: f.at_s)
+        for f in self.failures:
+            limit = self.n_tasks if f.kind == "worker" else self.n_ps
+            if f.index >= limit:
+                raise ValueError(
+                    f"{self.kind}: {f.kind} {f.index} cannot fail: there are {limit} {f.kind} tasks"
+                )
+        self.checkpoint_every = checkpoint_every
+        self.checkpoint_s = float(checkpoint_s)
+        self.network_mode = network
+        self.learner = learner
+        self._check_memory(_capacity(worker_device), _capacity(ps_device))
+        if self.uses_ps:
+            self.shards = profile.shard_table(n_ps)
+        self._ran = False
+
+    def _check_memory(self, worker_cap: float | None, ps_cap: float | None) -> None:
+        p = self.profile
+        worker_cap = worker_cap if worker_cap is not None else p.worker_capacity_bytes
+        ps_cap = ps_cap if ps_cap is not None else p.ps_capacity_bytes
+        if worker_cap is not None and p.worker_memory_bytes is not None:
+            if p.worker_memory_bytes > worker_cap:
+                raise ValueError(
+                    f"{self.kind}: one step needs {p.worker_memory_bytes:,.0f} bytes on the worker "
+                    f"device, which has {worker_cap:,.0f}; use a smaller batch or a bigger device"
+                )
+        if ps_cap is not None and self.uses_ps:
+            table = p.shard_table(self.n_ps)
+            worst = table.loc[table.resident_bytes.idxmax()]
+            if worst.resident_bytes > ps_cap:
+                raise ValueError(
+                    f"{self.kind}: PS {int(worst.ps)} holds {worst.resident_bytes:,.0f} bytes of "
+                    f"variables and slots, more than its memory of {ps_cap:,.0f} bytes; "
+                    "use more PS tasks (n_ps, ps_strategy='greedy') or a bigger PS"
+                )
+
+    # ---- run ----------------------------------------------------------------------------------
+
+    def run(self, steps: int) -> TrainingResult:
+        """Simulate until ``steps`` steps have completed (after any rollbacks); one run per driver.
+
+        Raises ValueError for steps < 1, RuntimeError when called twice or when the simulation
+        can make no progress. While it runs, the cyclic garbage collector's first threshold is
+        raised to ``gcguard.GC_THRESHOLD`` allocations (restored afterwards): the drivers leave no
+        reference cycles, and frequent collections of their many short-lived objects cost more
+        than the simulation itself at 800 workers.
+        """
+        if isinstance(steps, bool) or int(steps) != steps or steps < 1:
+            raise ValueError(f"{self.kind}.run: steps must be an integer >= 1, got {steps!r}")
+        if self._ran:
+            raise RuntimeError(f"{self.kind}.run: a driver runs once; build a new one")
+        self._ran = True
+        self.target = int(steps)
+        env = self.env = simpy.Environment()
+        self.done = env.event()
+        self.step = 0
+        self.epoch = 0
+        self.ckpt_step = 0
+        self.ps_down = False
+        self.ps_up = env.event()
+        self.down_until = [0.0] * self.n_tasks
+        self.inflight: list[Any] = [None] * self.n_tasks
+        self.records: list[list[Any]] = []  # [step, start, end, contributors, dropped, lost]
+        self.rec_of: dict[int, list[Any]] = {}
+        self.grad_log = _GradLog()
+        self.failure_rows: list[dict[str, Any]] = []
+        self.factor = self.straggler.factor
+        self._build()
+        self._open_record(0, 0.0)
+        if self.learner is not None:
+            self.learner.checkpoint(0)
+        self.procs = [env.process(self._worker(i)) for i in range(self.n_tasks)]
+        if self.failures:
+            env.process(self._fail_loop())
+        t0 = time.perf_counter()
+        try:
+            with relaxed_gc():
+                self.events = run_until(env, self.done)
+        except EmptySchedule:
+            raise RuntimeError(
+                f"{self.kind}: the simulation stopped at step {self.step} of {self.target} with "
+                "nothing left to do (every worker is waiting)"
+            ) from None
+        wall = time.perf_counter() - t0
+        return self._result(wall)
+
+    def _build(self) -> None:
+        """Create the network (PS drivers) and per-run state; subclasses extend."""
+        if not self.uses_ps:
+            return
+        t = self.shards
+        key_of: dict[tuple, int] = {}
+        groups: list[list[int]] = []
+        for k in range(self.n_ps):
+            row = t.iloc[k]
+            key = (row.variables > 0, row.step_bytes, row.apply_s)
+            if key not in key_of:
+                key_of[key] = len(groups)
+                groups.append([])
+            groups[key_of[key]].append(k)
+        self.groups = groups
+        self.group_of = [0] * self.n_ps
+        for g, ks in enumerate(groups):
+            for k in ks:
+                self.group_of[k] = g
+        active = [g for g, ks in enumerate(groups) if t.iloc[ks[0]].variables > 0]
+        self.parts = [(g, float(t.iloc[groups[g][0]].step_bytes)) for g in active]
+        self.active_groups = active
+        self.group_apply_s = [float(t.iloc[ks[0]].apply_s) for ks in groups]
+        self.n_active_groups = len(active)
+        self.net = PSNetwork(
+            self.env, self.worker_nics, [self.ps_nic] * self.n_ps, groups, self.network_mode
+        )
+
+    def _open_record(self, step: int, now: float) -> None:
+        rec = [step, now, math.nan, 0, 0, False]
+        self.records.append(rec)
+        self.rec_of[step] = rec
+
+    def _compute_s(self, worker: int, step: int) -> float:
+        f = self.factor(worker, step, self.env.now)
+        if not 0.0 < f < math.inf:
+            raise ValueError(
+                f"{self.kind}: straggler factor for worker {worker} at step {step} is {f!r}; "
+                "factors must be finite and > 0"
+            )
+        return self.profile.compute_s * f
+
+    def _examples(self) -> int:
+        return self.n_workers * self.profile.examples_per_step
+
+    # ---- the worker process and failures ----------------------------------------------------
+
+    def _worker(self, i: int) -> Any:
+        while True:
+            try:
+                yield from self._loop(i)
+            except simpy.Interrupt:
+                self._abandon(i)
+            while True:  # down: wait for this worker's restart and for the PS
+                try:
+                    yield from self._wait_up(i)
+                    break
+                except simpy.Interrupt:
+                    self._abandon(i)
+
+    def _wait_up(self, i: int) -> Any:
+        env = self.env
+        while True:
+            if env.now < self.down_until[i]:
+                yield env.timeout(self.down_until[i] - env.now)
+            elif self.ps_down:
+                yield self.ps_up
+            else:
+                return
+
+    def _loop(self, i: int) -> Any:
+        raise NotImplementedError
+        yield  # pragma: no cover
+
+    def _abandon(self, i: int) -> None:
+        tr = self.inflight[i]
+        if isinstance(tr, Transfer):
+            self.net.cancel(tr)
+        self.inflight[i] = None
+
+    def _fail_loop(self) -> Any:
+        env = self.env
+        for f in self.failures:
+            if f.at_s > env.now:
+                yield env.timeout(f.at_s - env.now)
+            self._fail(f)
+
+    def _fail(self, f: Failure) -> None:
+        now = self.env.now
+        rollback = f.rollback if f.rollback is not None else (f.kind == "ps" or not self.uses_ps)
+        everyone = f.kind == "ps" or rollback
+        row = {
+            "kind": f.kind,
+            "index": f.index,
+            "at_s": now,
+            "restart_s": now + f.restart_delay_s,
+            "step_at_failure": self.step,
+            "restored_step": self.step,
+            "steps_lost": 0,
+        }
+        self.failure_rows.append(row)
+        if not everyone:
+            self.down_until[f.index] = max(self.down_until[f.index], now + f.restart_delay_s)
+            self._interrupt(f.index)
+            return
+        if rollback:
+            lost = self.step - self.ckpt_step
+            row["restored_step"] = self.ckpt_step
+            row["steps_lost"] = lost
+            for rec in self.records:
+                if rec[0] >= self.ckpt_step and not math.isnan(rec[2]):
+                    rec[5] = True
+            self._rollback(self.ckpt_step)
+            if self.learner is not None:
+                self.learner.restore(self.ckpt_step)
+        self.epoch += 1
+        self.ps_down = True
+        for i in range(self.n_tasks):
+            self._interrupt(i)
+        self._stall()
+        epoch = self.epoch
+        self.env.timeout(f.restart_delay_s).callbacks.append(lambda _e: self._restart(epoch))
+
+    def _interrupt(self, i: int) -> None:
+        p = self.procs[i]
+        if p.is_alive and p is not self.env.active_process:
+            p.interrupt("failure")
+
+    def _rollback(self, step: int) -> None:
+        """Go back to the checkpoint at ``step`` (the unfinished step's record stays unfinished
+        and is left out of the result)."""
+        self.step = step
+        self.rec_of = {s: r for s, r in self.rec_of.items() if s < step}
+
+    def _stall(self) -> None:
+        """Everything stops (a PS or the job failed); subclasses drop per-step state."""
+
+    def _restart(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            return  # another failure since: its restart will come
+        now = self.env.now
+        self.ps_down = False
+        if self.step not in self.rec_of:  # rolled back: the step starts again now
+            self._open_record(self.step, now)
+        self._reopen(now)
+        ev, self.ps_up = self.ps_up, self.env.event()
+        ev.succeed()
+
+    def _reopen(self, now: float) -> None:
+        """After a global restart: let the workers start the current step again."""
+
+    def _maybe_checkpoint(self) -> float:
+        """Checkpoint after the step just finished if due; returns the stall it costs (a
+        synchronous driver delays the next step by it; asynchronous workers keep going)."""
+        if self.checkpoint_every and self.step % self.checkpoint_every == 0:
+            self.ckpt_step = self.step
+            if self.learner is not None:
+                self.learner.checkpoint(self.step)
+            return self.checkpoint_s
+        return 0.0
+
+    # ---- results --------------------------------------------------------------------------------
+
+    def _result(self, wall: float) -> TrainingResult:
+        rows = [r for r in self.records if not math.isnan(r[2])]
+        steps = pd.DataFrame(
+            {
+                "step": pd.array([r[0] for r in rows], dtype="int64"),
+                "start_s": [r[1] for r in rows],
+                "end_s": [r[2] for r in rows],
+                "step_time_s": [r[2] - r[1] for r in rows],
+                "contributors": pd.array([r[3] for r in rows], dtype="int64"),
+                "dropped": pd.array([r[4] for r in rows], dtype="int64"),
+                "examples": pd.array([self._step_examples(r) for r in rows], dtype="int64"),
+                "lost": pd.array([r[5] for r in rows], dtype="bool"),
+            },
+            columns=list(STEP_COLUMNS),
+        )
+        grads = self.grad_log.frame()
+        fails = pd.DataFrame(self.failure_rows, columns=list(FAILURE_COLUMNS))
+        events = self.events  # SimPy events processed (see clock.run_until)
+        config = {
+            "driver": self.kind,
+            "n_workers": self.n_workers,
+            "n_backup": self.n_backup,
+            "n_ps": self.n_ps,
+            "network": self.network_mode,
+            "steps": self.target,
+            "compute_s": self.profile.compute_s,
+            "step_bytes": self.profile.step_bytes,
+            "worker_nic_bytes_per_s": self.worker_nics[0].bandwidth_bytes_per_s,
+            "ps_nic_bytes_per_s": self.ps_nic.bandwidth_bytes_per_s,
+        }
+        config.update(self._config())
+        curve = self.learner.result() if self.learner is not None else None
+        return TrainingResult(steps, grads, fails, config, self.env.now, events, wall, curve)
+
+    def _step_examples(self, rec: list[Any]) -> int:
+        return self._examples()
+
+    def _config(self) -> dict[str, Any]:
+        return {}
