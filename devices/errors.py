@@ -59,5 +59,10 @@ class UnavailableError(OpError):
     """A task of the cluster cannot be reached."""
 
 
+class OutOfRangeError(OpError):
+    """Iteration ran past the end: a dequeue from a closed, empty queue. MonitoredTrainingSession
+    takes it as a clean stop (as TF's does)."""
+
+
 class InternalError(OpError):
     """A server failed in a way that is not the request's fault."""

@@ -21,8 +21,10 @@ import pandas as pd
 import hetbed as hb
 from hetbed.scenarios.hybrid_models import HYBRID_MODELS, digits_learner
 from hetbed.scenarios.models import zoo
+from hetbed.scenarios.schema import ScenarioError
 from hetbed.simulator import AllReduceRing, AsyncPS, SyncPS, profile_from_graph, sim_value
 from hetbed.simulator import stragglers as sg
+from hetbed.simulator.failures import Failure
 from hetbed.simulator.hybrid import time_to_accuracy
 
 _profiles: dict[tuple, Any] = {}
@@ -118,7 +120,11 @@ def straggler_model(sc: dict, rng: np.random.Generator) -> Any:
         if k:
             parts.append(sg.SlowWorkers([int(w) for w in slow], s["slow_factor"]))
     if s["empirical_file"]:
-        parts.append(sg.Empirical(s["empirical_file"], rng))
+        try:
+            parts.append(sg.Empirical(s["empirical_file"], rng))
+        except ValueError as e:  # the message names the file, never its contents
+            where = os.path.basename(sc.get("_path", "")) or "<scenario>"
+            raise ScenarioError(f"{where}: stragglers.empirical_file: {e}") from None
     return sg.combine(*parts) if parts else None
 
 
@@ -127,6 +133,12 @@ def run(sc: dict) -> ScenarioResult:
     c, st, r, m = sc["cluster"], sc["strategy"], sc["run"], sc["model"]
     rng = np.random.default_rng(r["seed"])
     kw: dict[str, Any] = {"straggler": straggler_model(sc, rng)}
+    fl = sc["failures"]
+    if fl["events"]:  # tasks die and restart; drivers checkpoint and roll back (failures.py)
+        kw["failures"] = [
+            Failure(e["kind"], e["index"], e["at_s"], fl["restart_delay_s"]) for e in fl["events"]
+        ]
+        kw["checkpoint_every"] = fl["checkpoint_every_steps"]
     if m["name"] in HYBRID_MODELS:
         hy = sc["hybrid"]
         learner, prof = digits_learner(
@@ -177,6 +189,9 @@ def run(sc: dict) -> ScenarioResult:
         "sim_time_s": res.sim_time_s,
         "wall_s": res.wall_s,
     }
+    if fl["events"]:
+        summary["failures"] = len(res.failures)
+        summary["steps_lost"] = res.steps_lost
     if st["kind"] != "allreduce" and res.sim_time_s > 0:
         # Derived from the bytes each PS shard moved (every gradient that reached a shard was
         # pulled from it first): the busiest shard's NIC, per direction, over the whole run.

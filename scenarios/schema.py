@@ -43,6 +43,7 @@ from __future__ import annotations
 import copy
 import difflib
 import itertools
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -66,6 +67,7 @@ class Field:
     required: bool = False
     choices: tuple = ()
     doc: str = ""
+    max: float | None = None  # inclusive upper bound of a number (sizes: what a machine holds)
 
 
 SCHEMA: dict[str, dict[str, Field]] = {
@@ -79,53 +81,60 @@ SCHEMA: dict[str, dict[str, Field]] = {
     },
     "model": {
         "name": Field("str", required=True, doc="a model of the zoo"),
-        "batch_size": Field("int+", 32),
+        "batch_size": Field("int+", 32, max=1 << 20),
         "dtype": Field("choice", "float32", choices=("float16", "float32")),
         "optimizer": Field("choice", "sgd", choices=("sgd", "momentum", "adam", "rmsprop")),
-        "compute_s": Field("float+", None, doc="override the simulated per-step compute time"),
+        "compute_s": Field(
+            "float+", None, doc="override the simulated per-step compute time", max=1e6
+        ),
     },
     "cluster": {
-        "workers": Field("int+", required=True),
-        "ps": Field("int0", 1),
+        "workers": Field("int+", required=True, max=100_000),
+        "ps": Field("int0", 1, max=10_000),
         "worker_device": Field("str", "k40"),
         "ps_device": Field("str", "xeon_e5_2630v3_ps"),
         "nic": Field("str", "eth_10g"),
         "fabric": Field("choice", "switch", choices=("switch", "two_level")),
-        "rack_size": Field("int+", 16),
-        "oversubscription": Field("float+", 1.0),
+        "rack_size": Field("int+", 16, max=100_000),
+        "oversubscription": Field("float+", 1.0, max=1000.0),
         "worker_efficiency": Field(
-            "float+", 1.0, doc="achieved fraction of the worker's roofline speed (calibration)"
+            "float+",
+            1.0,
+            doc="achieved fraction of the worker's roofline speed (calibration)",
+            max=1.0,
         ),
     },
     "strategy": {
         "kind": Field("choice", "sync", choices=("sync", "async", "allreduce")),
-        "backup_workers": Field("int0", 0),
+        "backup_workers": Field("int0", 0, max=100_000),
         "placement": Field("choice", "greedy", choices=("round_robin", "greedy", "balanced")),
         "fast_worker_can_contribute_twice": Field("bool", False),
     },
     "stragglers": {
-        "lognormal_sigma": Field("float0", 0.0),
-        "pareto_alpha": Field("float0", 0.0),
-        "pareto_probability": Field("float0", 1.0),
-        "pareto_scale": Field("float0", 1.0),
-        "slow_fraction": Field("float0", 0.0),
-        "slow_factor": Field("float+", 1.0),
+        "lognormal_sigma": Field("float0", 0.0, max=10.0),
+        "pareto_alpha": Field("float0", 0.0, max=1000.0),
+        "pareto_probability": Field("float0", 1.0, max=1.0),
+        "pareto_scale": Field("float0", 1.0, max=1e6),
+        "slow_fraction": Field("float0", 0.0, max=1.0),
+        "slow_factor": Field("float+", 1.0, max=1e6),
         "empirical_file": Field("str", ""),
     },
     "failures": {
-        "worker_fail_at_s": Field("list", []),
-        "restart_delay_s": Field("float0", 0.0),
-        "checkpoint_every_steps": Field("int+", 100),
+        "events": Field(
+            "list", [], doc='tasks that die: [{kind = "worker"|"ps", index = 0, at_s = 10.0}]'
+        ),
+        "restart_delay_s": Field("float0", 0.0, max=1e9),
+        "checkpoint_every_steps": Field("int+", 100, max=10**9),
     },
     "hybrid": {
-        "learning_rate": Field("float+", 0.5),
-        "eval_every": Field("int+", 10),
-        "target_accuracy": Field("float+", 0.9),
+        "learning_rate": Field("float+", 0.5, max=1000.0),
+        "eval_every": Field("int+", 10, max=1_000_000),
+        "target_accuracy": Field("float+", 0.9, max=1.0),
     },
     "run": {
-        "steps": Field("int+", 100, doc="training steps (per worker for async)"),
-        "seed": Field("int0", 0),
-        "seeds": Field("int+", 1, doc="repeat every point with seeds seed, seed+1, ..."),
+        "steps": Field("int+", 100, doc="training steps (per worker for async)", max=10**8),
+        "seed": Field("int0", 0, max=2**63 - 1),
+        "seeds": Field("int+", 1, doc="repeat every point with seeds seed, seed+1, ...", max=1000),
     },
 }
 REQUIRED_SECTIONS = ("scenario", "model", "cluster")
@@ -135,20 +144,38 @@ def _expect(path: str, where: str, what: str, got: Any) -> ScenarioError:
     return ScenarioError(f"{where}: {path}: expected {what}, got {got!r}")
 
 
+def _bound(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else f"{x:,}".replace(",", "_")
+
+
 def _check(path: str, where: str, f: Field, v: Any) -> Any:
     k = f.kind
     if k in ("int+", "int0"):
-        if isinstance(v, bool) or not isinstance(v, int) or v < (1 if k == "int+" else 0):
-            raise _expect(
-                path, where, "a positive integer" if k == "int+" else "an integer >= 0", v
-            )
+        lo = 1 if k == "int+" else 0
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo or (f.max and v > f.max):
+            what = "a positive integer" if k == "int+" else "an integer >= 0"
+            if f.max is not None:
+                what = f"an integer in [{lo}, {_bound(f.max)}]"
+            raise _expect(path, where, what, v)
     elif k in ("float+", "float0", "number"):
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise _expect(path, where, "a number", v)
-        if k == "float+" and not v > 0:
-            raise _expect(path, where, "a number > 0", v)
-        if k == "float0" and v < 0:
-            raise _expect(path, where, "a number >= 0", v)
+        lo = {"float+": "(0", "float0": "[0"}.get(k)
+        what = "a finite number"
+        if lo is not None:
+            what = (
+                f"a number in {lo}, {_bound(f.max)}]"
+                if f.max is not None
+                else ("a finite number > 0" if k == "float+" else "a finite number >= 0")
+            )
+        if not math.isfinite(v):
+            raise _expect(path, where, what, v)
+        if (
+            (k == "float+" and not v > 0)
+            or (k == "float0" and v < 0)
+            or (f.max is not None and v > f.max)
+        ):
+            raise _expect(path, where, what, v)
         v = float(v)
     elif k == "str":
         if not isinstance(v, str):
@@ -232,6 +259,16 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
             f"{where}: strategy.backup_workers: expected fewer backup workers than workers "
             f"({cl['workers']}), got {st['backup_workers']}"
         )
+    _check_failures(out, where)
+    _check_empirical_file(out, where)
+    hybrid_set = {
+        k: v for k, v in (doc.get("hybrid") or {}).items() if v != SCHEMA["hybrid"][k].default
+    }
+    if hybrid_set and out["model"]["name"] not in HYBRID_MODELS:
+        raise ScenarioError(
+            f"{where}: hybrid: only used by a hybrid model ({', '.join(sorted(HYBRID_MODELS))}); "
+            f"model.name is {out['model']['name']!r}: remove the section"
+        )
     sweep = doc.get("sweep", {})
     if not isinstance(sweep, dict):
         raise ScenarioError(f"{where}: sweep: expected a table of 'section.field' = [values]")
@@ -248,6 +285,46 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
             _check(key, where, SCHEMA[sec][name], v)
     out["sweep"] = {k: list(v) for k, v in sweep.items()}
     return out
+
+
+#: the largest step-time file read for ``stragglers.empirical_file``
+MAX_EMPIRICAL_FILE_BYTES = 64 << 20
+
+
+def _check_empirical_file(out: dict, where: str) -> None:
+    """The file must be a regular file of sane size; its contents are read (and never echoed) by
+    the straggler model."""
+    path = out["stragglers"]["empirical_file"]
+    if not path:
+        return
+    if not os.path.isfile(path):
+        raise ScenarioError(f"{where}: stragglers.empirical_file: no such file {path!r}")
+    size = os.path.getsize(path)
+    if size > MAX_EMPIRICAL_FILE_BYTES:
+        raise ScenarioError(
+            f"{where}: stragglers.empirical_file: {path!r} has {size} bytes, expected at most "
+            f"{MAX_EMPIRICAL_FILE_BYTES} (a list of step times)"
+        )
+
+
+def _check_failures(out: dict, where: str) -> None:
+    """``failures.events``: tables {kind, index, at_s} naming tasks of the cluster."""
+    cl, st = out["cluster"], out["strategy"]
+    n = {"worker": cl["workers"] + st["backup_workers"], "ps": cl["ps"]}
+    fields = {"kind", "index", "at_s"}
+    for i, e in enumerate(out["failures"]["events"]):
+        path = f"failures.events[{i}]"
+        if not isinstance(e, dict) or set(e) != fields:
+            raise ScenarioError(
+                f"{where}: {path}: expected a table with exactly kind, index, at_s, got {e!r:.200}"
+            )
+        if e["kind"] not in ("worker", "ps"):
+            raise _expect(f"{path}.kind", where, "'worker' or 'ps'", e["kind"])
+        count = n[e["kind"]]
+        _check(f"{path}.index", where, Field("int0", max=max(count - 1, 0)), e["index"])
+        if e["index"] >= count:
+            raise _expect(f"{path}.index", where, f"a {e['kind']} task below {count}", e["index"])
+        e["at_s"] = _check(f"{path}.at_s", where, Field("float0", max=1e9), e["at_s"])
 
 
 def did_you_mean(name: str, known: Any) -> str:

@@ -305,9 +305,7 @@ def _load_times(path: str, column: str | None) -> np.ndarray:
         frame = pd.read_csv(path)
         if column is not None:
             if column not in frame.columns:
-                raise ValueError(
-                    f"Empirical: {path} has no column {column!r}; it has {list(frame.columns)}"
-                )
+                raise ValueError(f"Empirical: {path} has no column {column!r}")
             series = frame[column]
         else:
             numeric = frame.select_dtypes("number")
@@ -317,5 +315,8 @@ def _load_times(path: str, column: str | None) -> np.ndarray:
         return series.dropna().to_numpy(dtype=float)
     try:
         return np.loadtxt(path, dtype=float, ndmin=1).reshape(-1)
-    except ValueError as e:
-        raise ValueError(f"Empirical: {path} is not plain text of seconds ({e})") from None
+    except ValueError:
+        # numpy's message quotes the offending line: never echo a file's contents
+        raise ValueError(
+            f"Empirical: {path} is not plain text of seconds (whitespace-separated numbers)"
+        ) from None

@@ -118,7 +118,7 @@ def test_bad_file_exits_2(tmp_path, capsys):
     p = tmp_path / "bad.toml"
     p.write_text(SMALL.replace("workers = 4", "workers = 0"))
     assert main(["describe", str(p)]) == 2
-    assert "cluster.workers: expected a positive integer, got 0" in capsys.readouterr().err
+    assert "cluster.workers: expected an integer in [1, 100_000], got 0" in capsys.readouterr().err
 
 
 def test_hybrid_scenario_learns_with_real_gradients(tmp_path):

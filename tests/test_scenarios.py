@@ -49,7 +49,7 @@ def test_defaults_filled_and_sweep_expanded(tmp_path):
     [
         (
             ("workers = 50", "workers = -3"),
-            r"study.toml: cluster.workers: expected a positive integer, got -3",
+            r"study.toml: cluster.workers: expected an integer in \[1, 100_000\], got -3",
         ),
         (("ps = 17", "ps = 17\nspeed = 2"), r"study.toml: cluster.speed: unknown field"),
         (
@@ -58,7 +58,7 @@ def test_defaults_filled_and_sweep_expanded(tmp_path):
         ),
         (
             ("batch_size = 32", 'batch_size = "big"'),
-            r"model.batch_size: expected a positive integer, got 'big'",
+            r"model.batch_size: expected an integer in \[1, 1_048_576\], got 'big'",
         ),
         (
             ('kind = "sync"', 'kind = "sync"\nbackup_workers = 60'),

@@ -63,6 +63,7 @@ _TO_CODE: list[tuple[type, grpc.StatusCode]] = [
     (E.ResourceExhaustedError, grpc.StatusCode.RESOURCE_EXHAUSTED),
     (E.DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (E.AbortedError, grpc.StatusCode.ABORTED),
+    (E.OutOfRangeError, grpc.StatusCode.OUT_OF_RANGE),
     (WireError, grpc.StatusCode.INVALID_ARGUMENT),
     (GraphFormatError, grpc.StatusCode.INVALID_ARGUMENT),
 ]
@@ -78,6 +79,7 @@ _FROM_CODE: dict[grpc.StatusCode, type] = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: E.ResourceExhaustedError,
     grpc.StatusCode.DEADLINE_EXCEEDED: E.DeadlineExceededError,
     grpc.StatusCode.ABORTED: E.AbortedError,
+    grpc.StatusCode.OUT_OF_RANGE: E.OutOfRangeError,
     grpc.StatusCode.CANCELLED: E.AbortedError,
 }
 

@@ -31,7 +31,12 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import AbortedError, InvalidArgumentError
+from ..errors import (
+    AbortedError,
+    FailedPreconditionError,
+    InvalidArgumentError,
+    OutOfRangeError,
+)
 from ..graph import Operation, Tensor, TensorShape
 from ..registry import Cost, apply, convert_to_tensor, defop
 
@@ -87,6 +92,7 @@ class _Queue:
         self.items: collections.deque = collections.deque()
         self.waiters: collections.deque = collections.deque()
         self.lock = threading.Lock()
+        self.closed = False
 
     def matches(self, attrs: dict) -> bool:
         return self.dtype == attrs["dtype"] and self.shape == attrs["shape"]
@@ -94,8 +100,22 @@ class _Queue:
     def describe(self) -> str:
         return f"dtype {self.dtype.name}, shape {self.shape}"
 
+    def _drained(self) -> OutOfRangeError:
+        return OutOfRangeError(f"queue {self.name} is closed and empty")
+
+    def close(self) -> None:
+        """No more elements: waiting dequeues (the queue is empty) and later ones on an empty
+        queue fail with OutOfRangeError; enqueues fail with FailedPreconditionError."""
+        with self.lock:
+            self.closed = True
+            waiting, self.waiters = list(self.waiters), collections.deque()
+        for done in waiting:
+            done(None, self._drained())
+
     def enqueue_many(self, values: Any) -> None:
         with self.lock:
+            if self.closed:
+                raise FailedPreconditionError(f"queue {self.name} is closed; cannot enqueue")
             self.items.extend(np.array(v, copy=True) for v in values)
             served = []
             while self.items and self.waiters:
@@ -105,13 +125,19 @@ class _Queue:
 
     def dequeue(self, done: Callable, step: Any = None) -> None:
         with self.lock:
-            if not self.items:
+            if not self.items and self.closed:
+                err: BaseException | None = self._drained()
+            elif not self.items:
                 self.waiters.append(done)
                 if step is not None:
                     step.on_cancel(lambda err: self._withdraw(done, err))
                 return
-            v = self.items.popleft()
-        done(v)
+            else:
+                err, v = None, self.items.popleft()
+        if err is not None:
+            done(None, err)
+        else:
+            done(v)
 
     def _withdraw(self, done: Callable, err: BaseException) -> None:
         """A waiting dequeue's step was aborted: forget it (it gets the error, not an element)."""
@@ -183,6 +209,22 @@ def _dequeue(ctx, step, inputs, done):
 
 
 QueueDequeue.cost(_no_cost)
+
+QueueClose = defop("QueueClose", stateful=True, differentiable=False)
+
+
+@QueueClose.shape
+def _queue_close_shape(op):
+    _check_handle(op, "FIFOQueue")
+    return []
+
+
+@QueueClose.kernel("cpu")
+def _queue_close(ctx, q):
+    q.close()
+
+
+QueueClose.cost(_no_cost)
 
 QueueSize = defop("QueueSize", stateful=True, differentiable=False)
 
@@ -263,6 +305,14 @@ class FIFOQueue:
     def size(self, name: str | None = None) -> Tensor:
         """The number of elements now in the queue (int32)."""
         return apply("QueueSize", [self.queue_ref], {}, name or "Size")
+
+    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
+        """Close the queue: the elements in it can still be dequeued, then dequeues fail with
+        OutOfRangeError (TF's semantics); enqueues fail. ``cancel_pending_enqueues`` is
+        accepted for TF's signature (enqueues never wait here: the queue is unbounded)."""
+        g = self.queue_ref.graph
+        with g.colocate_with(self.queue_ref.op):
+            return apply("QueueClose", [self.queue_ref], {}, name or "Close")
 
 
 # ==== ConditionalAccumulator ======================================================================

@@ -16,7 +16,7 @@ import os
 import time
 from typing import Any
 
-from ..errors import AbortedError, DeadlineExceededError, UnavailableError
+from ..errors import AbortedError, DeadlineExceededError, OutOfRangeError, UnavailableError
 from ..graph import get_default_graph
 from ..session import ConfigProto, Session
 from ..variables import (
@@ -391,6 +391,9 @@ class MonitoredTrainingSession:
                 self._sess = self._open(recovering=True)
             try:
                 return self._run_once(fetches, feed_dict, options, run_metadata)
+            except OutOfRangeError:
+                self._stop = True  # should_stop() is True from now on
+                raise
             except RECOVERABLE_ERRORS as e:
                 _log.warning(
                     "MonitoredTrainingSession (%s): %s: %s; recreating the session",
@@ -455,7 +458,9 @@ class MonitoredTrainingSession:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
-        clean = exc_type is None or issubclass(exc_type, StopIteration)
+        # as TF: a closed input (OutOfRangeError, e.g. the chief closed the sync token queue)
+        # ends training cleanly
+        clean = exc_type is None or issubclass(exc_type, (StopIteration, OutOfRangeError))
         self._close(clean)
         return exc_type is not None and clean
 

@@ -37,7 +37,8 @@ runner fails the chief's next step (so MonitoredTrainingSession recovers from Ab
 Unavailable). On a session recreated after such an error, the hook retires the old runner,
 cancels its waiting take and starts a new one. When the chief's session ends, the hook enqueues
 ``total_num_replicas`` more tokens so that workers waiting at the barrier finish their step and
-see the final global step (TF leaves them blocked). IndexedSlices gradients are densified
+see the final global step, then closes the token queue: a worker's next step fails with
+OutOfRangeError, a clean stop for MonitoredTrainingSession (TF leaves them blocked). IndexedSlices gradients are densified
 before accumulation (TF uses a SparseConditionalAccumulator); ``variable_averages`` is not
 supported.
 """
@@ -347,6 +348,7 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
         self._num_tokens = num_tokens
         self._runner: _ChiefSyncRunner | None = None
         self._release_op: Operation | None = None
+        self._close_op: Operation | None = None
 
     def begin(self) -> None:
         self._opt._need_applied("using its session hook")
@@ -354,6 +356,8 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             self._local_init_op = self._opt.chief_init_op
             self._init_tokens_op = self._opt.get_init_tokens_op(self._num_tokens)
             self._release_op = self._opt._release_tokens_op()
+            with self._opt._sync_token_queue.queue_ref.graph.control_dependencies(None):
+                self._close_op = self._opt._sync_token_queue.close(name="close_sync_token_q")
         else:
             self._local_init_op = self._opt.local_step_init_op
             self._init_tokens_op = None
@@ -394,3 +398,7 @@ class _SyncReplicasOptimizerHook(SessionRunHook):
             # workers waiting at the barrier get a token, finish their step and see the final
             # global step (in TF they stay blocked until killed)
             session.run(self._release_op)
+        if self._close_op is not None:
+            # then no more tokens: a worker's next dequeue fails with OutOfRangeError, which
+            # MonitoredTrainingSession takes as a clean stop (TF's workers would wait forever)
+            session.run(self._close_op)
