@@ -45,7 +45,10 @@ def _load(tmp_path, extra: str = "", base: str = BASE):
         ),
         ("[stragglers]\nslow_factor = inf", r"stragglers.slow_factor: .*\(0, 1e\+06\], got inf"),
         ("[stragglers]\nslow_fraction = 2.0", r"stragglers.slow_fraction: .*\[0, 1\], got 2.0"),
-        ("[stragglers]\npareto_probability = 2", r"stragglers.pareto_probability: .*\[0, 1\], got 2"),
+        (
+            "[stragglers]\npareto_probability = 2",
+            r"stragglers.pareto_probability: .*\[0, 1\], got 2",
+        ),
         ("[hybrid]\ntarget_accuracy = 2", r"hybrid.target_accuracy: .*\(0, 1\], got 2"),
         ("[stragglers]\npareto_alpha = -inf", r"stragglers.pareto_alpha: .*\[0, 1000\], got -inf"),
     ],
