@@ -471,7 +471,8 @@ def test_chief_killed_while_saving_every_step_leaves_a_restorable_checkpoint(
 ):
     """SIGKILL of a chief saving every step, three times at random moments (often mid-write): the
     newest checkpoint and every one the index lists restore whole (big == its step), temporary
-    files are never listed, and the restarted chief resumes from the newest."""
+    files are never listed, and the restarted chief resumes from the newest file on disk (even one
+the kill kept out of the index)."""
     ckpt = tmp_path / "ckpt"
     c = make_cluster(SAVER, [str(ckpt)], num_workers=1)
     rng = np.random.default_rng(0)
@@ -509,7 +510,7 @@ def test_chief_killed_while_saving_every_step_leaves_a_restorable_checkpoint(
         on_disk = [int(f.rsplit("-", 1)[1]) for f in os.listdir(ckpt) if f.startswith("model")]
         assert n <= max(on_disk) <= n + 1
         assert _restore(str(ckpt / f"model.ckpt-{max(on_disk)}"))[0] == max(on_disk)
-        previous = n
+        previous = max(on_disk)  # the restarted chief adopts the newest file that verifies
 
 
 def test_cleanup_and_shutdown_end_steps_blocked_on_a_queue():
