@@ -471,8 +471,8 @@ def test_chief_killed_while_saving_every_step_leaves_a_restorable_checkpoint(
 ):
     """SIGKILL of a chief saving every step, three times at random moments (often mid-write): the
     newest checkpoint and every one the index lists restore whole (big == its step), temporary
-    files are never listed, and the restarted chief resumes from the newest file on disk (even one
-the kill kept out of the index)."""
+    files are never listed, and the restarted chief resumes from the newest file on disk (even
+    one the kill kept out of the index)."""
     ckpt = tmp_path / "ckpt"
     c = make_cluster(SAVER, [str(ckpt)], num_workers=1)
     rng = np.random.default_rng(0)
