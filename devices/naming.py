@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+_PARSED: dict[str, DeviceSpec] = {}  # device string -> its DeviceSpec (see from_string)
 _FIELD = re.compile(r"^(job|replica|task|device|cpu|gpu|tpu):?(.*)$", re.IGNORECASE)
 
 
@@ -27,6 +28,17 @@ class DeviceSpec:
             return spec
         if not isinstance(spec, str):
             raise TypeError(f"device spec must be a string, got {type(spec).__name__}")
+        if cls is DeviceSpec:  # specs are frozen: a parsed string is reused (placement parses
+            hit = _PARSED.get(spec)  # the same few names for every op)
+            if hit is None:
+                hit = cls._parse(spec)
+                if len(_PARSED) < 4096:
+                    _PARSED[spec] = hit
+            return hit
+        return cls._parse(spec)
+
+    @classmethod
+    def _parse(cls, spec: str) -> DeviceSpec:
         fields: dict = {}
         parts = [p for p in spec.strip().split("/") if p]
         for part in parts:

@@ -66,7 +66,7 @@ class TrainingResult:
     failures: pd.DataFrame
     config: dict[str, Any]
     sim_time_s: float
-    events: int
+    events: int  # SimPy events the run processed
     wall_s: float
     curve: pd.DataFrame | None = None
 
