@@ -40,6 +40,7 @@ METRICS = {
     "final_accuracy": "final test accuracy (fraction)",
     "time_to_target_s": "time to target accuracy (s)",
 }
+PUBLISHED_METRICS = (*METRICS, "sync_over_async_median_step")
 TABLE = (  # the columns of the "All settings" table (every metric is in summary.parquet)
     "step_time_p50_s",
     "step_time_p99_s",

@@ -269,6 +269,7 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
             f"{where}: hybrid: only used by a hybrid model ({', '.join(sorted(HYBRID_MODELS))}); "
             f"model.name is {out['model']['name']!r}: remove the section"
         )
+    _check_published(out["scenario"]["published"], where)
     sweep = doc.get("sweep", {})
     if not isinstance(sweep, dict):
         raise ScenarioError(f"{where}: sweep: expected a table of 'section.field' = [values]")
@@ -325,6 +326,44 @@ def _check_failures(out: dict, where: str) -> None:
         if e["index"] >= count:
             raise _expect(f"{path}.index", where, f"a {e['kind']} task below {count}", e["index"])
         e["at_s"] = _check(f"{path}.at_s", where, Field("float0", max=1e9), e["at_s"])
+
+
+def _check_published(entries: list, where: str) -> None:
+    """Each ``[scenario] published`` entry: {point = {"section.field" = value}, metric, value,
+    note (optional), fitted (optional: true when the scenario was calibrated on it)}."""
+    from hetbed.reports.study import PUBLISHED_METRICS
+
+    keys = ("point", "metric", "value", "note", "fitted")
+    fields = [f"{x}.{n}" for x, fs in SCHEMA.items() for n in fs]
+    for i, e in enumerate(entries):
+        path = f"scenario.published[{i}]"
+        if not isinstance(e, dict):
+            raise _expect(path, where, "a table {point, metric, value}", e)
+        extra = sorted(set(e) - set(keys))
+        if extra:
+            raise ScenarioError(
+                f"{where}: {path}.{extra[0]}: unknown field{did_you_mean(extra[0], keys)}; "
+                f"an entry has {', '.join(keys)}"
+            )
+        if e.get("metric") not in PUBLISHED_METRICS:
+            raise ScenarioError(
+                f"{where}: {path}.metric: expected one of {', '.join(PUBLISHED_METRICS)}, got "
+                f"{e.get('metric')!r}{did_you_mean(e.get('metric'), PUBLISHED_METRICS)}"
+            )
+        v = e.get("value")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise _expect(f"{path}.value", where, "a finite number", v)
+        point = e.get("point", {})
+        if not isinstance(point, dict):
+            raise _expect(f"{path}.point", where, 'a table {"section.field" = value}', point)
+        for k in point:
+            if k not in fields:
+                raise ScenarioError(
+                    f"{where}: {path}.point: {k!r} is not a field of the scenario"
+                    f"{did_you_mean(k, fields)}"
+                )
+        if not isinstance(e.get("fitted", False), bool):
+            raise _expect(f"{path}.fitted", where, "true or false", e["fitted"])
 
 
 def did_you_mean(name: str, known: Any) -> str:

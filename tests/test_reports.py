@@ -369,3 +369,32 @@ def test_link_utilization_over_time_is_bytes_over_capacity():
     assert u["PS NIC in (pushes)"].tolist() == pytest.approx([0] * 4 + [0.5] * 2 + [0] * 2)
     assert u["worker NIC in (pulls)"].tolist() == pytest.approx([1] * 2 + [0] * 6)
     assert u["worker NIC out (pushes)"].tolist() == pytest.approx([0] * 4 + [1] * 2 + [0] * 2)
+
+
+@pytest.mark.parametrize(
+    "entry, message",
+    [
+        (
+            '{ metric = "examples_per_sec", value = 1.0 }',
+            r"published\[0\]\.metric: .*did you mean examples_per_s",
+        ),
+        (
+            '{ metric = "examples_per_s", value = "fast" }',
+            r"published\[0\]\.value: expected a finite number",
+        ),
+        (
+            '{ metric = "examples_per_s", value = 1.0, fited = true }',
+            r"published\[0\]\.fited: unknown field \(did you mean fitted",
+        ),
+        (
+            '{ point = { "cluster.worker" = 2 }, metric = "examples_per_s", value = 1.0 }',
+            r"'cluster.worker' is not a field .*did you mean cluster.workers",
+        ),
+    ],
+)
+def test_published_entries_are_validated(tmp_path, entry, message):
+    """A published value names a known metric, a finite value and real fields."""
+    p = tmp_path / "p.toml"
+    p.write_text(SMALL.replace('name = "small"', f'name = "small"\npublished = [{entry}]'))
+    with pytest.raises(schema.ScenarioError, match=message):
+        schema.load(str(p))
