@@ -66,3 +66,7 @@ class OutOfRangeError(OpError):
 
 class InternalError(OpError):
     """A server failed in a way that is not the request's fault."""
+
+
+class AlreadyExistsError(OpError, FileExistsError):
+    """What was to be created exists already (a file, a directory)."""

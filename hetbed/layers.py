@@ -4,6 +4,7 @@ from hetbed.runtime.layers import (
     AveragePooling2D,
     BatchNormalization,
     Conv2D,
+    Conv2DTranspose,
     Dense,
     Dropout,
     Flatten,
@@ -12,6 +13,7 @@ from hetbed.runtime.layers import (
     average_pooling2d,
     batch_normalization,
     conv2d,
+    conv2d_transpose,
     dense,
     dropout,
     flatten,
@@ -21,6 +23,7 @@ from hetbed.runtime.layers import (
 AvgPool2D = AveragePooling2D
 MaxPool2D = MaxPooling2D
 Convolution2D = Conv2D
+Convolution2DTranspose = Conv2DTranspose
 
 __all__ = [
     "AvgPool2D",
@@ -28,6 +31,8 @@ __all__ = [
     "BatchNormalization",
     "Conv2D",
     "Convolution2D",
+    "Conv2DTranspose",
+    "Convolution2DTranspose",
     "Dense",
     "Dropout",
     "Flatten",
@@ -37,6 +42,7 @@ __all__ = [
     "average_pooling2d",
     "batch_normalization",
     "conv2d",
+    "conv2d_transpose",
     "dense",
     "dropout",
     "flatten",

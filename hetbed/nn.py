@@ -1,5 +1,6 @@
 """``hb.nn``: neural-network ops under their TensorFlow 1.x ``tf.nn`` names."""
 
+from hetbed.runtime.ops.conv_transpose import conv2d_transpose
 from hetbed.runtime.ops.nn import (
     avg_pool,
     batch_normalization,
@@ -30,10 +31,16 @@ from hetbed.runtime.ops.nn import (
     tanh,
     xw_plus_b,
 )
-from hetbed.runtime.ops.sampled import log_uniform_candidate_sampler, sampled_softmax_loss
+from hetbed.runtime.ops.sampled import (
+    log_uniform_candidate_sampler,
+    nce_loss,
+    sampled_softmax_loss,
+)
 
 __all__ = [
+    "conv2d_transpose",
     "log_uniform_candidate_sampler",
+    "nce_loss",
     "sampled_softmax_loss",
     "avg_pool",
     "batch_normalization",

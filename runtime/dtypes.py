@@ -61,17 +61,30 @@ INTS = (int32, int64)
 NUMERIC = FLOATS + INTS
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
+# TensorFlow's other spellings of the same types (its dtype-name table): "float" is float32, not
+# numpy's float64; "double" and "half" are the C names; "int" follows Python's int -> int32 here.
+_TF_ALIASES = {
+    "float": float32,
+    "double": float64,
+    "half": float16,
+    "int": int32,
+    "long": int64,
+    "bool_": bool_,
+}
 
 
 def as_dtype(value: object) -> DType:
     """Return the DType for a DType, a name ('float32'), a numpy dtype or a Python type.
 
+    Names follow TensorFlow's table: "float" is float32, "double" float64, "half" float16.
     Raises TypeError for anything else (e.g. complex or string dtypes, which hetbed lacks).
     """
     if isinstance(value, DType):
         return value
-    if isinstance(value, str) and value in _BY_NAME:
-        return _BY_NAME[value]
+    if isinstance(value, str):
+        d = _BY_NAME.get(value) or _TF_ALIASES.get(value)
+        if d is not None:
+            return d
     if value is float:
         return float32
     if value is int:

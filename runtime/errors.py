@@ -3,6 +3,7 @@ runtime, so that devices raise them too without importing the runtime)."""
 
 from hetbed.devices.errors import (
     AbortedError,
+    AlreadyExistsError,
     DataLossError,
     DeadlineExceededError,
     FailedPreconditionError,
@@ -19,6 +20,7 @@ from hetbed.devices.errors import (
 
 __all__ = [
     "AbortedError",
+    "AlreadyExistsError",
     "DataLossError",
     "DeadlineExceededError",
     "FailedPreconditionError",

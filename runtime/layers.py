@@ -327,207 +327,6 @@ def dense(
     return layer(inputs)
 
 
-# ---- Conv2D ----------------------------------------------------------------------------
-
-
-class Conv2D(Layer):
-    """2-D convolution over NHWC inputs with a ``[kh, kw, in, filters]`` kernel."""
-
-    def __init__(
-        self,
-        filters: int,
-        kernel_size: Any,
-        strides: Any = (1, 1),
-        padding: str = "valid",
-        data_format: str = "channels_last",
-        dilation_rate: Any = (1, 1),
-        activation: Callable | None = None,
-        use_bias: bool = True,
-        kernel_initializer: Any = None,
-        bias_initializer: Any = None,
-        kernel_regularizer: Callable | None = None,
-        bias_regularizer: Callable | None = None,
-        activity_regularizer: Callable | None = None,
-        kernel_constraint: Callable | None = None,
-        bias_constraint: Callable | None = None,
-        trainable: bool = True,
-        name: str | None = None,
-        **kwargs: Any,
-    ):
-        super().__init__(trainable=trainable, name=name, **kwargs)
-        _check_channels_last(data_format, "Conv2D")
-        self.filters = int(filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _padding(padding)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
-        self.activation = activation
-        self.use_bias = use_bias
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer if bias_initializer is not None else _init.Zeros()
-        self.kernel_regularizer = kernel_regularizer
-        self.bias_regularizer = bias_regularizer
-        self.activity_regularizer = activity_regularizer
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
-        self.kernel: Variable | None = None
-        self.bias: Variable | None = None
-
-    def build(self, input_shape: TensorShape) -> None:
-        if input_shape.ndims != 4 or input_shape[-1] is None:
-            raise ValueError(
-                f"Conv2D needs NHWC inputs with a known channel dimension, got {input_shape}"
-            )
-        self.kernel = self.add_weight(
-            "kernel",
-            [*self.kernel_size, input_shape[-1], self.filters],
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias",
-                [self.filters],
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
-
-    def call(self, inputs: Tensor) -> Tensor:
-        from .ops import nn
-
-        kw: dict[str, Any] = {}
-        if self.dilation_rate != (1, 1):
-            kw["dilations"] = [1, *self.dilation_rate, 1]
-        out = nn.conv2d(
-            inputs,
-            self.kernel,
-            strides=[1, *self.strides, 1],
-            padding=self.padding,
-            data_format="NHWC",
-            **kw,
-        )
-        if self.use_bias:
-            out = _bias_add(out, self.bias)
-        if self.activation is not None:
-            out = self.activation(out)
-        _activity(self, self.activity_regularizer, out)
-        return out
-
-
-def conv2d(
-    inputs: Any,
-    filters: int,
-    kernel_size: Any,
-    strides: Any = (1, 1),
-    padding: str = "valid",
-    data_format: str = "channels_last",
-    dilation_rate: Any = (1, 1),
-    activation: Callable | None = None,
-    use_bias: bool = True,
-    kernel_initializer: Any = None,
-    bias_initializer: Any = None,
-    kernel_regularizer: Callable | None = None,
-    bias_regularizer: Callable | None = None,
-    activity_regularizer: Callable | None = None,
-    kernel_constraint: Callable | None = None,
-    bias_constraint: Callable | None = None,
-    trainable: bool = True,
-    name: str | None = None,
-    reuse: Any = None,
-) -> Tensor:
-    """A 2-D convolution layer (variables ``<name>/kernel`` and ``<name>/bias``)."""
-    layer = Conv2D(
-        filters,
-        kernel_size,
-        strides=strides,
-        padding=padding,
-        data_format=data_format,
-        dilation_rate=dilation_rate,
-        activation=activation,
-        use_bias=use_bias,
-        kernel_initializer=kernel_initializer,
-        bias_initializer=bias_initializer,
-        kernel_regularizer=kernel_regularizer,
-        bias_regularizer=bias_regularizer,
-        activity_regularizer=activity_regularizer,
-        kernel_constraint=kernel_constraint,
-        bias_constraint=bias_constraint,
-        trainable=trainable,
-        name=name,
-        _reuse=reuse,
-    )
-    return layer(inputs)
-
-
-# ---- pooling and flatten -----------------------------------------------------------------
-
-
-class _Pooling2D(Layer):
-    _nn_fn = ""
-
-    def __init__(
-        self,
-        pool_size: Any,
-        strides: Any,
-        padding: str = "valid",
-        data_format: str = "channels_last",
-        name: str | None = None,
-        **kwargs: Any,
-    ):
-        super().__init__(name=name, **kwargs)
-        _check_channels_last(data_format, type(self).__name__)
-        self.pool_size = _pair(pool_size, "pool_size")
-        self.strides = _pair(strides, "strides")
-        self.padding = _padding(padding)
-
-    def call(self, inputs: Tensor) -> Tensor:
-        from .ops import nn
-
-        return getattr(nn, self._nn_fn)(
-            inputs,
-            ksize=[1, *self.pool_size, 1],
-            strides=[1, *self.strides, 1],
-            padding=self.padding,
-            data_format="NHWC",
-        )
-
-
-class MaxPooling2D(_Pooling2D):
-    """Max over ``pool_size`` windows moved by ``strides`` (NHWC)."""
-
-    _nn_fn = "max_pool"
-
-
-class AveragePooling2D(_Pooling2D):
-    """Mean over ``pool_size`` windows moved by ``strides`` (NHWC)."""
-
-    _nn_fn = "avg_pool"
-
-
-def max_pooling2d(
-    inputs: Any,
-    pool_size: Any,
-    strides: Any,
-    padding: str = "valid",
-    data_format: str = "channels_last",
-    name: str | None = None,
-) -> Tensor:
-    return MaxPooling2D(pool_size, strides, padding, data_format, name=name)(inputs)
-
-
-def average_pooling2d(
-    inputs: Any,
-    pool_size: Any,
-    strides: Any,
-    padding: str = "valid",
-    data_format: str = "channels_last",
-    name: str | None = None,
-) -> Tensor:
-    return AveragePooling2D(pool_size, strides, padding, data_format, name=name)(inputs)
-
-
 class Flatten(Layer):
     """Reshape ``[batch, d1, d2, ...]`` to ``[batch, d1 * d2 * ...]`` (inner dims must be known)."""
 
@@ -852,3 +651,36 @@ def batch_normalization(
         adjustment=adjustment,
     )
     return layer(inputs, training=training)
+
+
+# The convolution and pooling layers live in conv_layers (imported last: they build on Layer).
+from .conv_layers import (  # noqa: E402
+    AveragePooling2D,
+    Conv2D,
+    Conv2DTranspose,
+    MaxPooling2D,
+    average_pooling2d,
+    conv2d,
+    conv2d_transpose,
+    max_pooling2d,
+)
+
+__all__ = [
+    "AveragePooling2D",
+    "BatchNormalization",
+    "Conv2D",
+    "Conv2DTranspose",
+    "Dense",
+    "Dropout",
+    "Flatten",
+    "Layer",
+    "MaxPooling2D",
+    "average_pooling2d",
+    "batch_normalization",
+    "conv2d",
+    "conv2d_transpose",
+    "dense",
+    "dropout",
+    "flatten",
+    "max_pooling2d",
+]

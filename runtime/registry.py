@@ -266,6 +266,11 @@ def convert_to_tensor(
             raise TypeError(f"cannot use operation {t.name} as a tensor")
     elif isinstance(value, Operation):
         raise TypeError(f"cannot use operation {value.name} as a tensor (it has no value)")
+    elif type(value).__name__ == "IndexedSlices" and hasattr(value, "indices"):
+        # a sparse gradient used as a tensor becomes dense, as in TF
+        from .ops.manip import indexed_slices_to_dense
+
+        t = indexed_slices_to_dense(value)
     else:
         from .ops.array import constant
 

@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     array,
     collective,
     control,
+    conv_transpose,
     data_flow,
     dynamic,
     manip,

@@ -640,6 +640,8 @@ def _keepdims_shape(op):
     axes = op.attrs["axis"]
     if x.shape.ndims is None:
         return [(TensorShape(None), op.inputs[0].dtype)]
+    if axes is not None:
+        axes = {a % x.shape.ndims for a in axes}
     dims = [1 if axes is None or i in axes else d for i, d in enumerate(x.shape.dims)]
     return [(TensorShape(dims), op.inputs[0].dtype)]
 
@@ -647,6 +649,8 @@ def _keepdims_shape(op):
 @KeepDims.kernel("cpu", "gpu", aliases_input=True)
 def _keepdims(ctx, g, x):
     axes = ctx.attrs["axis"]
+    if axes is not None and any(a < 0 for a in axes):  # axes counted from the end (unknown rank)
+        axes = {a % x.ndim for a in axes}
     return g.reshape([1 if axes is None or i in axes else d for i, d in enumerate(x.shape)])
 
 

@@ -420,7 +420,9 @@ def _sce_grad(op, g, _g_backprop):
     from .math import multiply, negative, reshape_keep
 
     logits = op.inputs[0]
-    axis = op.attrs["axis"] % logits.shape.ndims
+    axis = op.attrs["axis"]
+    if logits.shape.ndims is not None:
+        axis %= logits.shape.ndims
     gk = reshape_keep(g, logits, (axis,))
     d_logits = multiply(gk, op.outputs[1])
     d_labels = multiply(negative(gk), log_softmax(logits, axis=axis))
@@ -448,11 +450,12 @@ def softmax_cross_entropy_with_logits_v2(
     _named_only("softmax_cross_entropy_with_logits_v2", _sentinel, labels, logits)
     logits = convert_to_tensor(logits)
     labels = convert_to_tensor(labels, dtype=logits.dtype)
-    if logits.shape.ndims is None:
-        raise InvalidArgumentError(
-            f"softmax_cross_entropy_with_logits: logits {logits.name} must have a known rank"
-        )
     axis = -1 if axis is None and dim is None else int(axis if axis is not None else dim)
+    if logits.shape.ndims is None and axis >= 0:
+        raise InvalidArgumentError(
+            f"softmax_cross_entropy_with_logits: logits {logits.name} have an unknown rank, so "
+            f"axis must count from the end (e.g. -1), got {axis}"
+        )
     loss, _ = apply(
         "SoftmaxCrossEntropyWithLogits",
         [logits, labels],
@@ -1713,7 +1716,13 @@ def dropout(
         noise_shape = x.shape.as_list() if x.shape.is_fully_defined() else shape_op(x)
     u = random_uniform(noise_shape, seed=seed, dtype=x.dtype)
     mask = floor(add(keep_prob, u))  # 1 with probability keep_prob, else 0
-    return multiply(divide(x, keep_prob), mask, name=name or "dropout")
+    out = multiply(divide(x, keep_prob), mask, name=name or "dropout")
+    # keep_prob is a scalar (TF requires it), so the result has x's shape even when keep_prob's
+    # static shape is unknown (a placeholder without a shape): say so, as TF does.
+    if keep_prob.shape.ndims not in (None, 0):
+        raise ValueError(f"dropout: keep_prob must be a scalar, got shape {keep_prob.shape}")
+    out.set_shape(x.shape)
+    return out
 
 
 def embedding_lookup(

@@ -315,7 +315,56 @@ def sampled_softmax_loss(
     )
 
 
+def nce_loss(
+    weights: Any,
+    biases: Any,
+    labels: Any,
+    inputs: Any,
+    num_sampled: int,
+    num_classes: int,
+    num_true: int = 1,
+    sampled_values: Any = None,
+    remove_accidental_hits: bool = False,
+    partition_strategy: str = "mod",
+    name: str = "nce_loss",
+    seed: int | None = None,
+) -> Tensor:
+    """Per-example noise-contrastive estimation loss ``[batch]`` (TF1's ``tf.nn.nce_loss``).
+
+    The same sampled logits as ``sampled_softmax_loss`` (true classes and ``num_sampled``
+    classes from the log-uniform sampler, each logit minus the log of its expected count), scored
+    as independent logistic regressions: the sum over the row of
+    ``sigmoid_cross_entropy_with_logits`` with target 1/num_true for each true class and 0 for
+    each sampled one. As in TF1, accidental hits are kept unless ``remove_accidental_hits``.
+    """
+    from .array import stop_gradient
+    from .math import reduce_sum
+    from .nn import sigmoid_cross_entropy_with_logits
+
+    if partition_strategy not in ("mod", "div"):
+        raise InvalidArgumentError(
+            f"nce_loss: partition_strategy must be 'mod' or 'div', got {partition_strategy!r}"
+        )
+    logits, labels_ = compute_sampled_logits(
+        weights,
+        biases,
+        labels,
+        inputs,
+        num_sampled,
+        num_classes,
+        num_true=num_true,
+        sampled_values=sampled_values,
+        subtract_log_q=True,
+        remove_accidental_hits=remove_accidental_hits,
+        seed=seed,
+        name=name,
+    )
+    per_logit = sigmoid_cross_entropy_with_logits(labels=stop_gradient(labels_), logits=logits)
+    return reduce_sum(per_logit, axis=1, name=name)
+
+
 __all__ = [
+    "nce_loss",
     "compute_sampled_logits",
     "log_uniform_candidate_sampler",
     "log_uniform_prob",

@@ -94,7 +94,16 @@ class Saver:
         if latest_filename and os.path.dirname(latest_filename):
             raise ValueError(f"latest_filename {latest_filename!r} must be a bare file name")
         if global_step is not None:
-            if not isinstance(global_step, (int, np.integer)):
+            if isinstance(global_step, np.ndarray) and global_step.ndim == 0:
+                global_step = global_step[()]  # what sess.run(global_step) returns
+            if isinstance(global_step, (bool, np.bool_)) or not isinstance(
+                global_step, (int, np.integer)
+            ):
+                if isinstance(global_step, (float, np.floating, bool, np.bool_, str)):
+                    raise TypeError(
+                        f"Saver.save: global_step must be an integer, a Variable or a tensor, "
+                        f"got {global_step!r}"
+                    )
                 from .training_util import global_step as _step_of
 
                 global_step = _step_of(sess, global_step)

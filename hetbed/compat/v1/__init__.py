@@ -12,8 +12,11 @@ mirrors whatever ``hetbed`` exports.
 from __future__ import annotations
 
 import logging as _pylogging
+import os as _os
 import types as _types
 from typing import Any as _Any
+
+import numpy as _np
 
 import hetbed as _hb
 from hetbed import errors, initializers, layers, losses, nn, train
@@ -122,6 +125,67 @@ def clip_by_value(t: _Any, clip_value_min: _Any, clip_value_max: _Any, name: str
     ``t`` is inside the bounds, as in TF."""
     with _hb.name_scope(name or "clip_by_value"):
         return _hb.minimum(_hb.maximum(t, clip_value_min), clip_value_max)
+
+
+def arg_max(input: _Any, dimension: _Any = None, name: str | None = None, output_type: _Any = None):
+    """TF1's deprecated ``tf.arg_max``: ``argmax`` along ``dimension`` (int64 by default)."""
+    kw = {} if output_type is None else {"output_type": output_type}
+    return _hb.argmax(input, axis=dimension, name=name, **kw)
+
+
+def arg_min(input: _Any, dimension: _Any = None, name: str | None = None, output_type: _Any = None):
+    """TF1's deprecated ``tf.arg_min``: ``argmin`` along ``dimension`` (int64 by default)."""
+    kw = {} if output_type is None else {"output_type": output_type}
+    return _hb.argmin(input, axis=dimension, name=name, **kw)
+
+
+# ---- tf.compat: text and bytes ---------------------------------------------------------------
+
+
+def _as_bytes(bytes_or_text: _Any, encoding: str = "utf-8") -> bytes:
+    if isinstance(bytes_or_text, bytearray):
+        return bytes(bytes_or_text)
+    if isinstance(bytes_or_text, bytes):
+        return bytes_or_text
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text.encode(encoding)
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+
+
+def _as_text(bytes_or_text: _Any, encoding: str = "utf-8") -> str:
+    if isinstance(bytes_or_text, str):
+        return bytes_or_text
+    if isinstance(bytes_or_text, (bytes, bytearray)):
+        return bytes(bytes_or_text).decode(encoding)
+    raise TypeError(f"Expected binary or unicode string, got {bytes_or_text!r}")
+
+
+def _as_str_any(value: _Any) -> str:
+    return _as_text(value) if isinstance(value, (bytes, bytearray)) else str(value)
+
+
+compat = _namespace(
+    "compat",
+    "TF1's tf.compat: text/bytes conversions and the integral/real/complex type tuples.",
+    {
+        "as_bytes": _as_bytes,
+        "as_text": _as_text,
+        "as_str": _as_text,
+        "as_str_any": _as_str_any,
+        "path_to_str": lambda path: _os.fspath(path),
+        "integral_types": (int, _np.integer),
+        "real_types": (int, float, _np.integer, _np.floating),
+        "complex_types": (int, float, complex, _np.number),
+        "bytes_or_text_types": (bytes, str),
+    },
+)
+
+
+# ---- tf.gfile -------------------------------------------------------------------------------
+
+from . import gfile  # noqa: E402
+
+io = _namespace("io", "TF1's tf.io (its gfile).", {"gfile": gfile})
 
 
 # ---- tf.app and tf.flags -------------------------------------------------------------------

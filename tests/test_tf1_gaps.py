@@ -1,0 +1,328 @@
+"""TF1 API gaps that stopped tutorial programs: dtype names, dropout shapes, unknown-rank logits,
+tf.gfile, arg_max/arg_min, tf.compat text helpers, numpy global steps, nce_loss and transposed
+convolutions (values against numpy, gradients against finite differences)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from opcheck import check_gradient
+
+import hetbed.compat.v1 as tf
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graph():
+    with tf.Graph().as_default():
+        yield
+
+
+# ---- dtype names --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, want",
+    [
+        ("float", tf.float32),
+        ("double", tf.float64),
+        ("half", tf.float16),
+        ("int", tf.int32),
+        ("float32", tf.float32),
+        ("int64", tf.int64),
+        ("bool", tf.bool),
+    ],
+)
+def test_tf_dtype_names(name, want):
+    assert tf.as_dtype(name) is want
+    assert tf.placeholder(name, [2]).dtype is want
+    assert tf.cast(tf.constant([1, 2]), name).dtype is want
+
+
+def test_float_placeholder_mixes_with_float32_variables():
+    # the tutorial idiom that failed with "Mul: inputs must have the same dtype"
+    x = tf.placeholder("float", [None, 3])
+    w = tf.Variable(tf.ones([3, 2]))
+    y = tf.matmul(x, w) * tf.cast(tf.constant(2), "float")
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        np.testing.assert_allclose(s.run(y, {x: np.ones((1, 3))}), [[6.0, 6.0]])
+
+
+@pytest.mark.parametrize("bad", ["complex64", "string", "floaty"])
+def test_unsupported_dtype_names_are_named(bad):
+    with pytest.raises(TypeError, match=bad if bad != "complex64" else "complex"):
+        tf.as_dtype(bad)
+
+
+# ---- dropout and unknown-rank logits --------------------------------------------------------
+
+
+def test_dropout_with_placeholder_keep_prob_keeps_static_shape():
+    x = tf.placeholder(tf.float32, [None, 10])
+    keep = tf.placeholder(tf.float32)  # no shape, as in the tutorials
+    d = tf.nn.dropout(x, keep)
+    assert d.shape.as_list() == [None, 10]
+    logits = tf.layers.dense(d, 4)  # needs the known last dimension
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        v = s.run(d, {x: np.ones((3, 10), np.float32), keep: 0.5})
+    assert set(np.unique(v)) <= {0.0, 2.0}
+    assert logits.shape.as_list() == [None, 4]
+
+
+def test_dropout_rejects_non_scalar_keep_prob():
+    with pytest.raises(ValueError, match="scalar"):
+        tf.nn.dropout(tf.ones([2, 3]), tf.placeholder(tf.float32, [3]))
+
+
+def test_softmax_cross_entropy_accepts_unknown_rank_logits():
+    logits = tf.placeholder(tf.float32)
+    labels = tf.placeholder(tf.float32)
+    loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    (g,) = tf.gradients(loss, [logits])
+    rng = np.random.default_rng(1)
+    lv = rng.standard_normal((4, 5)).astype(np.float32)
+    yv = np.eye(5, dtype=np.float32)[[0, 3, 2, 4]]
+    with tf.Session() as s:
+        got, grad = s.run([loss, g], {logits: lv, labels: yv})
+    p = np.exp(lv - lv.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    np.testing.assert_allclose(got, -np.mean(np.log((p * yv).sum(1))), rtol=1e-5)
+    np.testing.assert_allclose(grad, (p - yv) / 4, atol=1e-6)
+
+
+def test_unknown_rank_logits_with_axis_from_the_start_is_a_clear_error():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="unknown rank"):
+        tf.nn.softmax_cross_entropy_with_logits_v2(
+            labels=tf.placeholder(tf.float32), logits=tf.placeholder(tf.float32), axis=1
+        )
+
+
+# ---- tf.gfile, arg_max/arg_min, tf.compat ---------------------------------------------------
+
+
+def test_gfile_round_trip(tmp_path):
+    d = str(tmp_path / "a" / "b")
+    tf.gfile.MakeDirs(d)
+    tf.gfile.MakeDirs(d)  # exists: nothing happens
+    assert tf.gfile.IsDirectory(d) and tf.gfile.Exists(d)
+    p = os.path.join(d, "x.txt")
+    with tf.gfile.GFile(p, "w") as f:
+        f.write("one\ntwo\n")
+    with tf.gfile.GFile(p, "r") as f:
+        assert f.read() == "one\ntwo\n"
+    with tf.gfile.Open(p, "rb") as f:
+        assert f.read() == b"one\ntwo\n"
+    with tf.gfile.GFile(p) as f:
+        assert list(f) == ["one\n", "two\n"]
+    assert tf.gfile.Stat(p).length == 8
+    assert tf.gfile.Glob(os.path.join(d, "*.txt")) == [p]
+    assert tf.gfile.ListDirectory(d) == ["x.txt"]
+    tf.gfile.Copy(p, p + ".bak")
+    with pytest.raises(tf.errors.AlreadyExistsError, match="overwrite"):
+        tf.gfile.Copy(p, p + ".bak")
+    tf.gfile.Rename(p + ".bak", p, overwrite=True)
+    walked = list(tf.gfile.Walk(str(tmp_path)))
+    assert walked[0][0] == str(tmp_path) and walked[-1][2] == ["x.txt"]
+    tf.gfile.Remove(p)
+    assert not tf.gfile.Exists(p)
+    with pytest.raises(tf.errors.NotFoundError, match="x.txt"):
+        tf.gfile.GFile(p, "r")
+    with pytest.raises(tf.errors.NotFoundError):
+        tf.gfile.Remove(p)
+    with pytest.raises(tf.errors.AlreadyExistsError):
+        tf.gfile.MkDir(d)
+    tf.gfile.DeleteRecursively(str(tmp_path / "a"))
+    assert not tf.gfile.Exists(d)
+    assert tf.io.gfile is tf.gfile
+
+
+def test_arg_max_arg_min():
+    v = np.array([[1.0, 5.0, 2.0], [7.0, 0.0, 9.0]], np.float32)
+    x = tf.constant(v)
+    with tf.Session() as s:
+        a, b, c = s.run([tf.arg_max(x, 1), tf.arg_min(x, 0), tf.arg_max(x, np.int64(1))])
+    np.testing.assert_array_equal(a, v.argmax(1))
+    np.testing.assert_array_equal(b, v.argmin(0))
+    np.testing.assert_array_equal(c, v.argmax(1))
+    assert a.dtype == np.int64
+
+
+def test_compat_text_helpers():
+    assert tf.compat.as_str(b"caf\xc3\xa9") == "café"
+    assert tf.compat.as_text("x") == "x"
+    assert tf.compat.as_bytes("café") == b"caf\xc3\xa9"
+    assert tf.compat.as_str_any(3) == "3"
+    with pytest.raises(TypeError, match="string"):
+        tf.compat.as_bytes(3)
+
+
+@pytest.mark.parametrize("kind", ["numpy_int", "fetched_array", "python_int"])
+def test_saver_save_takes_numeric_global_steps(tmp_path, kind):
+    step = tf.train.get_or_create_global_step()
+    inc = tf.assign_add(step, 420)
+    v = tf.Variable(3.0, name="v")
+    saver = tf.train.Saver()
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        s.run(inc)
+        fetched = s.run(step)  # a 0-d numpy array, as in TF
+        gs = {"numpy_int": np.int64(420), "fetched_array": fetched, "python_int": 420}[kind]
+        path = saver.save(s, str(tmp_path / "model"), global_step=gs)
+        assert path.endswith("model-420")
+        s.run(tf.assign(v, 5.0))
+        saver.restore(s, path)
+        assert s.run(v) == 3.0
+        with pytest.raises(TypeError, match="global_step"):
+            saver.save(s, str(tmp_path / "model"), global_step=4.5)
+
+
+# ---- nce_loss -------------------------------------------------------------------------------
+
+
+def test_nce_loss_matches_numpy():
+    rng = np.random.default_rng(3)
+    n, dim, classes, k = 4, 5, 20, 6
+    w = rng.standard_normal((classes, dim))
+    b = rng.standard_normal(classes)
+    x = rng.standard_normal((n, dim))
+    labels = rng.integers(0, classes, (n, 1))
+    sampled = np.array([1, 4, 7, 9, 12, 17])
+    true_exp = rng.uniform(0.1, 0.9, (n, 1))
+    samp_exp = rng.uniform(0.1, 0.9, k)
+    sv = (tf.constant(sampled, tf.int64), tf.constant(true_exp), tf.constant(samp_exp))
+    loss = tf.nn.nce_loss(
+        tf.constant(w),
+        tf.constant(b),
+        tf.constant(labels),
+        tf.constant(x),
+        k,
+        classes,
+        sampled_values=sv,
+    )
+    with tf.Session() as s:
+        got = s.run(loss)
+    true_logit = (x * w[labels[:, 0]]).sum(1, keepdims=True) + b[labels] - np.log(true_exp)
+    samp_logit = x @ w[sampled].T + b[sampled] - np.log(samp_exp)
+
+    def xent(z, t):  # sigmoid cross entropy, stable
+        return np.maximum(z, 0) - z * t + np.log1p(np.exp(-np.abs(z)))
+
+    want = xent(true_logit, 1.0).sum(1) + xent(samp_logit, 0.0).sum(1)
+    assert got.shape == (n,)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_nce_loss_trains_embeddings():
+    # word2vec's shape: the loss falls when its gradient (sparse rows) is applied
+    rng = np.random.default_rng(0)
+    vocab, dim = 50, 8
+    emb = tf.Variable(tf.random_uniform([vocab, dim], -1.0, 1.0, seed=1))
+    nce_w = tf.Variable(tf.truncated_normal([vocab, dim], stddev=0.3, seed=2))
+    nce_b = tf.Variable(tf.zeros([vocab]))
+    inputs = tf.placeholder(tf.int32, [16])
+    labels = tf.placeholder(tf.int32, [16, 1])
+    embed = tf.nn.embedding_lookup(emb, inputs)
+    loss = tf.reduce_mean(tf.nn.nce_loss(nce_w, nce_b, labels, embed, 5, vocab, seed=7))
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+    xs = rng.integers(0, vocab, 16)
+    feed = {inputs: xs, labels: ((xs + 1) % vocab)[:, None]}
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        first = np.mean([s.run(loss, feed) for _ in range(5)])
+        for _ in range(100):
+            s.run(train, feed)
+        last = np.mean([s.run(loss, feed) for _ in range(5)])
+    assert last < 0.5 * first
+
+
+# ---- transposed convolution -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("padding, strides", [("SAME", 2), ("VALID", 2), ("SAME", 1)])
+def test_conv2d_transpose_is_the_adjoint_of_conv2d(padding, strides):
+    rng = np.random.default_rng(4)
+    f = rng.standard_normal((3, 3, 2, 3))
+    y = rng.standard_normal((2, 9, 7, 2))  # the transpose's output
+    conv = tf.nn.conv2d(tf.constant(y), tf.constant(f), [1, strides, strides, 1], padding)
+    x = rng.standard_normal(conv.shape.as_list())
+    t = tf.nn.conv2d_transpose(
+        tf.constant(x), tf.constant(f), y.shape, [1, strides, strides, 1], padding
+    )
+    assert t.shape.as_list() == list(y.shape)
+    with tf.Session() as s:
+        cv, tv = s.run([conv, t])
+    # <conv(y), x> == <y, conv_transpose(x)>
+    np.testing.assert_allclose(np.sum(cv * x), np.sum(y * tv), rtol=1e-10)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+def test_conv2d_transpose_gradients(padding):
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 4, 3))
+    f = rng.standard_normal((3, 2, 2, 3))
+    # SAME: ceil(out / 2) == in; VALID: out == (in - 1) * 2 + kernel
+    out = (2, 6, 7, 2) if padding == "SAME" else (2, (3 - 1) * 2 + 3, (4 - 1) * 2 + 2, 2)
+
+    def build(xt, ft):
+        return tf.nn.conv2d_transpose(xt, ft, out, [1, 2, 2, 1], padding)
+
+    check_gradient(build, [x, f])
+
+
+def test_conv2d_backprop_filter_gradient():
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 5, 5, 2))
+    dy = rng.standard_normal((2, 3, 3, 3))
+
+    def build(xt, dyt):
+        return tf.nn.conv2d_backprop_filter(xt, [3, 3, 2, 3], dyt, [1, 2, 2, 1], "SAME")
+
+    check_gradient(build, [x, dy])
+
+
+def test_conv2d_transpose_with_dynamic_batch():
+    x = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    f = tf.constant(np.ones((2, 2, 5, 3), np.float32))
+    out_shape = tf.stack([tf.shape(x)[0], 8, 8, 5])
+    y = tf.nn.conv2d_transpose(x, f, out_shape, [1, 2, 2, 1], "SAME")
+    with tf.Session() as s:
+        v = s.run(y, {x: np.ones((3, 4, 4, 3), np.float32)})
+    # a 2x2 kernel with stride 2 tiles the output exactly: each cell gets one input's 3 channels
+    np.testing.assert_allclose(v, np.full((3, 8, 8, 5), 3.0))
+
+
+def test_conv2d_transpose_rejects_mismatched_channels():
+    with pytest.raises(tf.errors.InvalidArgumentError, match="channels"):
+        tf.nn.conv2d_transpose(tf.ones([1, 4, 4, 3]), tf.ones([2, 2, 5, 4]), [1, 8, 8, 5], 2)
+
+
+@pytest.mark.parametrize("padding, side", [("same", 8), ("valid", 9)])
+def test_layers_conv2d_transpose(padding, side):
+    x = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    y = tf.layers.conv2d_transpose(x, 6, 3, strides=2, padding=padding, name="up")
+    assert y.shape.as_list() == [None, side, side, 6]
+    kernel = [v for v in tf.trainable_variables() if v.name.startswith("up/kernel")][0]
+    assert kernel.shape.as_list() == [3, 3, 6, 3]
+    loss = tf.reduce_mean(tf.square(y))
+    train = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+    feed = {x: np.random.default_rng(0).standard_normal((2, 4, 4, 3)).astype(np.float32)}
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        before = s.run(loss, feed)
+        for _ in range(5):
+            s.run(train, feed)
+        assert s.run(loss, feed) < before
+
+
+def test_convert_to_tensor_densifies_indexed_slices():
+    params = tf.Variable(np.arange(12.0).reshape(4, 3))
+    rows = tf.gather(params, [2, 0, 2])
+    (g,) = tf.gradients(tf.reduce_sum(rows), [params])
+    assert isinstance(g, tf.IndexedSlices)
+    dense = tf.convert_to_tensor(g)
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        np.testing.assert_array_equal(s.run(dense), [[1, 1, 1], [0, 0, 0], [2, 2, 2], [0, 0, 0]])
