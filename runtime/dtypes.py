@@ -28,7 +28,7 @@ class DType:
 
     @property
     def is_numeric(self) -> bool:
-        return not self.is_bool
+        return self.np.kind in "fiu"
 
     def __repr__(self) -> str:
         return f"hb.{self.name}"
@@ -54,6 +54,9 @@ float64 = DType("float64", np.float64)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 bool_ = DType("bool", np.bool_)
+# Serialized summaries (bytes in a 0-d object array): internal to the summary ops, outside the
+# table as_dtype reads (TF1's string tensors are not supported).
+string = DType("string", np.object_)
 
 ALL = (float16, float32, float64, int32, int64, bool_)
 FLOATS = (float16, float32, float64)

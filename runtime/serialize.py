@@ -155,7 +155,7 @@ def _bytes_in(data: Any, where: str) -> bytes:
 
 
 def _decode_dtype(name: Any, where: str) -> _dt.DType:
-    for d in _dt.ALL:
+    for d in (*_dt.ALL, _dt.string):  # string: the outputs of summary ops
         if d.name == name:
             return d
     raise GraphFormatError(

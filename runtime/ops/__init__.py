@@ -13,5 +13,6 @@ from . import (  # noqa: F401
     random,
     sampled,
     state,
+    summary,
     transfer,
 )
