@@ -4,7 +4,7 @@
 ``hb.train``, ...); ``import hetbed.compat.v1 as tf`` gives the same names in TF1's layout.
 """
 
-from hetbed import initializers, layers, losses, nn, summary, train
+from hetbed import data, initializers, layers, losses, nn, summary, train
 from hetbed.devices.naming import DeviceSpec
 from hetbed.runtime import errors
 from hetbed.runtime.dtypes import (

@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     conv_transpose,
     data_flow,
     dynamic,
+    iterator,
     manip,
     math,
     nn,

@@ -1,0 +1,507 @@
+"""``hb.data`` (TF1's ``tf.data``): input pipelines feeding a graph through an iterator.
+
+A ``Dataset`` is a recipe for a stream of elements; an element is an array or a nest (tuples,
+dicts) of arrays. Sources: ``from_tensor_slices``, ``from_tensors``, ``from_generator``,
+``range``, ``zip``; transformations: ``map``, ``filter``, ``batch``, ``padded_batch``,
+``shuffle``, ``repeat``, ``prefetch``, ``take``, ``skip``. ``map`` and ``filter`` functions are
+written with graph ops as in TF: each is traced once into a private graph (placeholders for the
+element) and run by a private session per element. Elements are made on the host, in numpy.
+
+``make_one_shot_iterator(ds)`` / ``make_initializable_iterator(ds)`` (or the methods of the same
+names) give an ``Iterator`` whose ``get_next()`` adds an ``IteratorGetNext`` op; running it past
+the end raises ``OutOfRangeError``, which ``MonitoredTrainingSession`` takes as a stop. Sources
+are numpy values, not graph tensors (a tensor argument is an error naming the method).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from collections.abc import Iterator as _PyIterator
+from typing import Any
+
+import numpy as np
+
+from hetbed.runtime import dtypes as _dt
+from hetbed.runtime.graph import Graph, Tensor, TensorShape, get_default_graph
+from hetbed.runtime.ops.iterator import register_dataset
+from hetbed.runtime.registry import apply_op, convert_to_tensor
+
+__all__ = ["Dataset", "Iterator", "make_initializable_iterator", "make_one_shot_iterator"]
+
+
+# ---- nests ---------------------------------------------------------------------------------
+
+
+def _flatten(s: Any) -> list:
+    if isinstance(s, dict):
+        return [x for k in sorted(s) for x in _flatten(s[k])]
+    if isinstance(s, tuple):  # as in tf.data, a list is one array, not a nest
+        return [x for v in s for x in _flatten(v)]
+    return [s]
+
+
+def _pack(template: Any, flat: list) -> Any:
+    it = iter(flat)
+
+    def go(t: Any) -> Any:
+        if isinstance(t, dict):
+            return {k: go(t[k]) for k in sorted(t)}
+        if isinstance(t, tuple):
+            return tuple(go(v) for v in t)
+        return next(it)
+
+    return go(template)
+
+
+def _map_nest(fn: Callable, s: Any) -> Any:
+    return _pack(s, [fn(x) for x in _flatten(s)])
+
+
+def _to_array(x: Any, where: str) -> np.ndarray:
+    if isinstance(x, Tensor):
+        raise TypeError(
+            f"Dataset.{where}: got the graph tensor {x.name}; hetbed datasets take numpy values "
+            "(feed tensors through a placeholder instead)"
+        )
+    a = np.asarray(x)
+    if not isinstance(x, (np.ndarray, np.generic)):  # Python numbers: TF's float32 and int32
+        if a.dtype == np.float64:
+            a = a.astype(np.float32)
+        elif a.dtype == np.int64:
+            a = a.astype(np.int32)
+    _dt.as_dtype(a.dtype)  # raises for types hetbed lacks
+    return a
+
+
+# ---- datasets ------------------------------------------------------------------------------
+
+
+class Dataset:
+    """A stream of elements with fixed structure, dtypes and (partly known) shapes."""
+
+    def __init__(self, structure: Any, types: list, shapes: list, make: Callable[[], Any]):
+        self._structure = structure  # a nest whose leaves are placeholders (None)
+        self._types = [_dt.as_dtype(t) for t in types]
+        self._shapes = [TensorShape(s) for s in shapes]
+        self._make = make  # () -> iterator over flat lists of arrays
+
+    def _elements(self) -> _PyIterator:
+        return iter(self._make())
+
+    def _derive(self, make: Callable, types: Any = None, shapes: Any = None) -> Dataset:
+        return Dataset(
+            self._structure,
+            self._types if types is None else types,
+            self._shapes if shapes is None else shapes,
+            make,
+        )
+
+    # TF1's properties
+    @property
+    def output_types(self) -> Any:
+        return _pack(self._structure, self._types)
+
+    @property
+    def output_shapes(self) -> Any:
+        return _pack(self._structure, self._shapes)
+
+    # ---- sources ----------------------------------------------------------------------
+    @staticmethod
+    def from_tensor_slices(tensors: Any) -> Dataset:
+        """One element per row of the arrays in ``tensors`` (all with the same first dim)."""
+        arrs = [_to_array(x, "from_tensor_slices") for x in _flatten(tensors)]
+        if any(a.ndim == 0 for a in arrs):
+            raise ValueError("Dataset.from_tensor_slices: every component needs a first dimension")
+        n = {a.shape[0] for a in arrs}
+        if len(n) != 1:
+            raise ValueError(
+                "Dataset.from_tensor_slices: the components' first dimensions differ: "
+                + ", ".join(str(list(a.shape)) for a in arrs)
+            )
+        (rows,) = n
+
+        def make() -> Any:
+            return ([a[i] for a in arrs] for i in range(rows))
+
+        return Dataset(
+            _map_nest(lambda _: None, tensors),
+            [a.dtype for a in arrs],
+            [list(a.shape[1:]) for a in arrs],
+            make,
+        )
+
+    @staticmethod
+    def from_tensors(tensors: Any) -> Dataset:
+        """A dataset of one element: ``tensors``."""
+        arrs = [_to_array(x, "from_tensors") for x in _flatten(tensors)]
+        return Dataset(
+            _map_nest(lambda _: None, tensors),
+            [a.dtype for a in arrs],
+            [list(a.shape) for a in arrs],
+            lambda: iter([arrs]),
+        )
+
+    @staticmethod
+    def range(*args: int) -> Dataset:
+        """``range(stop)``, ``range(start, stop)`` or ``range(start, stop, step)`` as int64."""
+        r = range(*[int(a) for a in args])
+        return Dataset(None, [_dt.int64], [[]], lambda: ([np.int64(i)] for i in r))
+
+    @staticmethod
+    def from_generator(
+        generator: Callable, output_types: Any, output_shapes: Any = None, args: Any = None
+    ) -> Dataset:
+        """Elements from ``generator(*args)`` (called anew for each pass), converted to
+        ``output_types``; ``output_shapes`` (default: unknown) is checked when they are read."""
+        types = [_dt.as_dtype(t) for t in _flatten(output_types)]
+        if output_shapes is None:
+            shapes = [None] * len(types)
+        else:
+            shapes = [
+                s if s is None or isinstance(s, TensorShape) else list(s)
+                for s in _flatten_shapes(output_shapes)
+            ]
+            if len(shapes) != len(types):
+                raise ValueError(
+                    f"Dataset.from_generator: {len(types)} output_types but {len(shapes)} "
+                    "output_shapes"
+                )
+        structure = _map_nest(lambda _: None, output_types)
+        cargs = tuple(args or ())
+
+        def make() -> Any:
+            for el in generator(*cargs):
+                flat = _flatten(el)
+                if len(flat) != len(types):
+                    raise ValueError(
+                        f"Dataset.from_generator: the generator yielded {len(flat)} components, "
+                        f"output_types has {len(types)}"
+                    )
+                yield [np.asarray(x, dtype=t.np) for x, t in zip(flat, types)]
+
+        return Dataset(structure, types, shapes, make)
+
+    @staticmethod
+    def zip(datasets: Any) -> Dataset:
+        """Elements of several datasets side by side, in their nest; ends with the shortest."""
+        dss = _flatten(datasets)
+        for d in dss:
+            if not isinstance(d, Dataset):
+                raise TypeError(f"Dataset.zip: expected datasets, got {type(d).__name__}")
+
+        def make() -> Any:
+            for parts in zip(*(d._elements() for d in dss)):
+                yield [x for p in parts for x in p]
+
+        structure = _pack(datasets, [d._structure for d in dss])
+        return Dataset(
+            structure,
+            [t for d in dss for t in d._types],
+            [s for d in dss for s in d._shapes],
+            make,
+        )
+
+    # ---- transformations ----------------------------------------------------------------
+    def map(self, map_func: Callable, num_parallel_calls: Any = None) -> Dataset:
+        """``map_func`` (graph ops over the element's components) applied to each element."""
+        fn = _GraphFunction(self, map_func)
+
+        def make() -> Any:
+            run = fn.runner()
+            return (run(el) for el in self._elements())
+
+        return Dataset(fn.out_structure, fn.out_types, fn.out_shapes, make)
+
+    def filter(self, predicate: Callable) -> Dataset:
+        """The elements for which ``predicate`` (graph ops returning a scalar bool) is true."""
+        fn = _GraphFunction(self, predicate)
+        if len(fn.out_types) != 1 or fn.out_types[0] != _dt.bool_:
+            raise TypeError(
+                f"Dataset.filter: the predicate must return one bool scalar, got {fn.out_types}"
+            )
+
+        def make() -> Any:
+            run = fn.runner()
+            return (el for el in self._elements() if bool(np.asarray(run(el)[0])))
+
+        return self._derive(make)
+
+    def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
+        """Stack ``batch_size`` consecutive elements (the last batch may be smaller unless
+        ``drop_remainder``)."""
+        return self._batch(batch_size, drop_remainder, None, None, "batch")
+
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Any = None,
+        padding_values: Any = None,
+        drop_remainder: bool = False,
+    ) -> Dataset:
+        """``batch`` that pads each component to ``padded_shapes`` (None dims: the batch's
+        largest) with ``padding_values`` (default 0)."""
+        n = len(self._types)
+        ps = [None] * n if padded_shapes is None else _flatten_shapes(padded_shapes)
+        pv = [0] * n if padding_values is None else _flatten(padding_values)
+        if len(ps) != n or len(pv) != n:
+            raise ValueError(
+                f"Dataset.padded_batch: the element has {n} components; padded_shapes has "
+                f"{len(ps)} and padding_values {len(pv)}"
+            )
+        return self._batch(batch_size, drop_remainder, ps, pv, "padded_batch")
+
+    def _batch(self, batch_size: int, drop: bool, ps: Any, pv: Any, what: str) -> Dataset:
+        b = int(batch_size)
+        if b < 1:
+            raise ValueError(f"Dataset.{what}: batch_size must be positive, got {b}")
+
+        def stack(rows: list) -> list:
+            out = []
+            for i, comp in enumerate(zip(*rows)):
+                if ps is None:
+                    shapes = {np.shape(c) for c in comp}
+                    if len(shapes) != 1:
+                        raise ValueError(
+                            f"Dataset.batch: component {i} has different shapes in one batch "
+                            f"{sorted(shapes)}; use padded_batch"
+                        )
+                    out.append(np.stack(comp))
+                else:
+                    out.append(_pad(comp, ps[i], pv[i], self._types[i], i))
+            return out
+
+        def make() -> Any:
+            rows: list = []
+            for el in self._elements():
+                rows.append(el)
+                if len(rows) == b:
+                    yield stack(rows)
+                    rows = []
+            if rows and not drop:
+                yield stack(rows)
+
+        def out_shape(i: int, s: TensorShape) -> list:
+            inner = s.as_list() if s.ndims is not None else None
+            if ps is not None and ps[i] is not None:
+                inner = list(TensorShape(ps[i]).as_list())
+            elif ps is not None and inner is not None:
+                inner = [None] * len(inner)
+            return None if inner is None else [b if drop else None, *inner]
+
+        return self._derive(make, shapes=[out_shape(i, s) for i, s in enumerate(self._shapes)])
+
+    def shuffle(
+        self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
+    ) -> Dataset:
+        """TF's buffered shuffle: keep ``buffer_size`` elements, emit a random one, refill.
+        With a ``seed`` the sequence of orders is reproducible: pass k (counted over the
+        dataset's life, re-initialized iterators included) uses the seed's k-th stream; every
+        pass uses the first when ``reshuffle_each_iteration`` is False."""
+        n = int(buffer_size)
+        if n < 1:
+            raise ValueError(f"Dataset.shuffle: buffer_size must be positive, got {n}")
+        seeds = np.random.SeedSequence(seed)
+        passes = [0]
+
+        def make() -> Any:
+            k = passes[0] if reshuffle_each_iteration else 0
+            passes[0] += 1
+            rng = np.random.default_rng(seeds.spawn(k + 1)[k] if seed is not None else None)
+            buf: list = []
+            for el in self._elements():
+                buf.append(el)
+                if len(buf) == n:
+                    j = int(rng.integers(n))
+                    buf[j], buf[-1] = buf[-1], buf[j]
+                    yield buf.pop()
+            while buf:
+                j = int(rng.integers(len(buf)))
+                buf[j], buf[-1] = buf[-1], buf[j]
+                yield buf.pop()
+
+        return self._derive(make)
+
+    def repeat(self, count: int | None = None) -> Dataset:
+        """The dataset ``count`` times (forever when None or -1)."""
+        c = None if count is None or int(count) < 0 else int(count)
+
+        def make() -> Any:
+            i = 0
+            while c is None or i < c:
+                i += 1
+                yield from self._elements()
+
+        return self._derive(make)
+
+    def take(self, count: int) -> Dataset:
+        c = int(count)
+
+        def make() -> Any:
+            for i, el in enumerate(self._elements()):
+                if 0 <= c <= i:
+                    return
+                yield el
+
+        return self._derive(make)
+
+    def skip(self, count: int) -> Dataset:
+        c = int(count)
+
+        def make() -> Any:
+            for i, el in enumerate(self._elements()):
+                if c < 0:
+                    return
+                if i >= c:
+                    yield el
+
+        return self._derive(make)
+
+    def prefetch(self, buffer_size: Any) -> Dataset:
+        """The same dataset (elements are made when asked for)."""
+        return self
+
+    def cache(self, filename: str = "") -> Dataset:
+        """The same elements, computed once (in memory) and replayed on later passes."""
+        store: list = []
+        done = [False]
+
+        def make() -> Any:
+            if done[0]:
+                yield from store
+                return
+            store.clear()
+            for el in self._elements():
+                store.append(el)
+                yield el
+            done[0] = True
+
+        return self._derive(make)
+
+    # ---- iterators -------------------------------------------------------------------------
+    def make_one_shot_iterator(self) -> Iterator:
+        return Iterator(self, one_shot=True)
+
+    def make_initializable_iterator(self, shared_name: str | None = None) -> Iterator:
+        return Iterator(self, one_shot=False, shared_name=shared_name)
+
+
+def _flatten_shapes(s: Any) -> list:
+    """Flatten a nest of shapes, where a shape is a list of ints/None or a TensorShape."""
+    if isinstance(s, TensorShape) or s is None:
+        return [s]
+    if isinstance(s, dict):
+        return [x for k in sorted(s) for x in _flatten_shapes(s[k])]
+    if isinstance(s, (tuple, list)) and all(
+        d is None or isinstance(d, (int, np.integer)) for d in s
+    ):
+        return [list(s)]
+    return [x for v in s for x in _flatten_shapes(v)]
+
+
+def _pad(comp: tuple, shape: Any, value: Any, dtype: Any, i: int) -> np.ndarray:
+    rank = np.ndim(comp[0])
+    want = TensorShape(shape).as_list() if shape is not None else [None] * rank
+    if len(want) != rank or any(np.ndim(c) != rank for c in comp):
+        raise ValueError(f"Dataset.padded_batch: component {i} does not have rank {len(want)}")
+    dims = [max(np.shape(c)[d] for c in comp) if w is None else int(w) for d, w in enumerate(want)]
+    out = np.full([len(comp), *dims], value, dtype=dtype.np)
+    for j, c in enumerate(comp):
+        if any(a > b for a, b in zip(np.shape(c), dims)):
+            raise ValueError(
+                f"Dataset.padded_batch: component {i} of shape {list(np.shape(c))} is larger "
+                f"than its padded shape {dims}"
+            )
+        out[(j, *(slice(0, n) for n in np.shape(c)))] = c
+    return out
+
+
+class _GraphFunction:
+    """``fn`` traced on placeholders in a private graph; ``runner()`` evaluates it per element."""
+
+    def __init__(self, ds: Dataset, fn: Callable):
+        from hetbed.runtime.ops.array import placeholder
+
+        self.graph = Graph()
+        with self.graph.as_default():
+            phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
+            arg = _pack(ds._structure, phs)
+            out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
+            self.outs = [convert_to_tensor(x) for x in _flatten(out)]
+        self.phs = phs
+        self.out_structure = _map_nest(lambda _: None, out)
+        self.out_types = [t.dtype for t in self.outs]
+        self.out_shapes = [t.shape for t in self.outs]
+
+    def runner(self) -> Callable:
+        from hetbed.runtime.session import Session
+
+        sess = Session(graph=self.graph)
+
+        def run(el: list) -> list:
+            return list(sess.run(self.outs, dict(zip(self.phs, el))))
+
+        return run
+
+
+# ---- iterators ---------------------------------------------------------------------------
+
+
+class Iterator:
+    """A dataset's iterator in the default graph: ``get_next()`` and, for an initializable
+    iterator, ``initializer``."""
+
+    def __init__(self, dataset: Dataset, one_shot: bool, shared_name: str | None = None):
+        self.graph = get_default_graph()
+        self._ds = dataset
+        self._index = register_dataset(self.graph, dataset)
+        self._one_shot = one_shot
+        self.name = shared_name or self.graph.unique_name("Iterator")
+        self._init = None
+
+    @property
+    def output_types(self) -> Any:
+        return self._ds.output_types
+
+    @property
+    def output_shapes(self) -> Any:
+        return self._ds.output_shapes
+
+    def _attrs(self) -> dict:
+        return {"dataset": self._index, "iterator": self.name}
+
+    @property
+    def initializer(self) -> Any:
+        """The op that (re)starts this iterator at the dataset's beginning."""
+        if self._one_shot:
+            raise ValueError(f"iterator {self.name!r} is one-shot and has no initializer")
+        if self._init is None:
+            self._init = apply_op(
+                "MakeIterator",
+                [],
+                self._attrs(),
+                name=self.name + "/MakeIterator",
+                graph=self.graph,
+            )
+        return self._init
+
+    def get_next(self, name: str | None = None) -> Any:
+        """The next element, as tensors in the dataset's nest; running them past the end
+        raises ``OutOfRangeError``."""
+        attrs = dict(
+            self._attrs(),
+            one_shot=self._one_shot,
+            output_types=[t.name for t in self._ds._types],
+            output_shapes=[s.as_list() if s.ndims is not None else None for s in self._ds._shapes],
+        )
+        op = apply_op(
+            "IteratorGetNext", [], attrs, name=name or "IteratorGetNext", graph=self.graph
+        )
+        return _pack(self._ds._structure, list(op.outputs))
+
+
+def make_one_shot_iterator(dataset: Dataset) -> Iterator:
+    return dataset.make_one_shot_iterator()
+
+
+def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None) -> Iterator:
+    return dataset.make_initializable_iterator(shared_name)
