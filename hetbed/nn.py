@@ -1,5 +1,6 @@
 """``hb.nn``: neural-network ops under their TensorFlow 1.x ``tf.nn`` names."""
 
+from hetbed.runtime import rnn_cell
 from hetbed.runtime.ops.conv_transpose import conv2d_transpose
 from hetbed.runtime.ops.nn import (
     avg_pool,
@@ -36,8 +37,11 @@ from hetbed.runtime.ops.sampled import (
     nce_loss,
     sampled_softmax_loss,
 )
+from hetbed.runtime.rnn_cell import static_rnn
 
 __all__ = [
+    "rnn_cell",
+    "static_rnn",
     "conv2d_transpose",
     "log_uniform_candidate_sampler",
     "nce_loss",

@@ -181,6 +181,21 @@ compat = _namespace(
 )
 
 
+# ---- tf.contrib: only contrib.rnn -------------------------------------------------------------
+
+contrib = _namespace(
+    "contrib",
+    "TF1's tf.contrib, of which hetbed has only contrib.rnn (the cells of tf.nn.rnn_cell).",
+    {
+        "rnn": _namespace(
+            "contrib.rnn",
+            "tf.contrib.rnn: aliases of tf.nn.rnn_cell's cells and static_rnn.",
+            {k: getattr(nn.rnn_cell, k) for k in nn.rnn_cell.__all__},
+        )
+    },
+)
+
+
 # ---- tf.gfile -------------------------------------------------------------------------------
 
 from . import gfile  # noqa: E402

@@ -1,0 +1,465 @@
+"""Recurrent cells and ``static_rnn`` in TF1's shapes (``tf.nn.rnn_cell``, ``tf.contrib.rnn``).
+
+A cell maps ``(inputs [batch, in], state)`` to ``(output, new_state)``. It creates its variables
+on its first call, under the current variable scope and the cell's name (inside ``static_rnn``:
+``rnn/basic_lstm_cell/kernel``, as in TF), and reuses them on later calls, as TF's layer-based
+cells do. The formulas and gate orders are TF's:
+
+* ``BasicRNNCell``: ``h' = act([x, h] W + b)``.
+* ``BasicLSTMCell`` / ``LSTMCell``: ``[i, j, f, o] = [x, h] W + b``;
+  ``c' = c sigmoid(f + forget_bias) + sigmoid(i) act(j)``, ``h' = act(c') sigmoid(o)``.
+  ``LSTMCell`` adds peepholes (``w_f_diag c`` in f, ``w_i_diag c`` in i, ``w_o_diag c'`` in o),
+  ``cell_clip``, a projection ``num_proj`` (``h' = h' P``) and ``proj_clip``.
+* ``GRUCell``: ``[r, u] = sigmoid([x, h] Wg + bg)`` (bias initialized to 1),
+  ``c = act([x, r h] Wc + bc)``, ``h' = u h + (1 - u) c``.
+
+``MultiRNNCell`` stacks cells (scopes ``cell_0``, ``cell_1``, ...); ``DropoutWrapper`` drops
+inputs, outputs and states with the given keep probabilities. ``dynamic_rnn`` needs a
+``while_loop``, which hetbed does not have yet.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from typing import Any
+
+from . import dtypes as _dt
+from .graph import Tensor, name_scope
+from .ops import array as _array
+from .ops import manip as _manip
+from .ops import math as _math
+from .ops import nn as _nn
+from .registry import convert_to_tensor
+from .variable_scope import get_variable, variable_scope
+
+__all__ = [
+    "BasicLSTMCell",
+    "BasicRNNCell",
+    "DropoutWrapper",
+    "GRUCell",
+    "LSTMCell",
+    "LSTMStateTuple",
+    "MultiRNNCell",
+    "RNNCell",
+    "static_rnn",
+]
+
+
+class LSTMStateTuple(namedtuple("LSTMStateTuple", ("c", "h"))):
+    """An LSTM's state: the cell ``c`` and the output ``h``."""
+
+    __slots__ = ()
+
+    @property
+    def dtype(self) -> Any:
+        return self.c.dtype
+
+
+def _flatten(s: Any) -> list:
+    if isinstance(s, (tuple, list)):
+        return [x for v in s for x in _flatten(v)]
+    return [s]
+
+
+def _pack(template: Any, flat: list) -> Any:
+    it = iter(flat)
+
+    def go(t: Any) -> Any:
+        if isinstance(t, LSTMStateTuple):
+            return LSTMStateTuple(go(t.c), go(t.h))
+        if isinstance(t, (tuple, list)):
+            return tuple(go(v) for v in t)
+        return next(it)
+
+    return go(template)
+
+
+class RNNCell:
+    """Base class: ``state_size``, ``output_size``, ``zero_state`` and ``__call__``."""
+
+    _default_name = "rnn_cell"
+
+    def __init__(self, name: str | None = None, dtype: Any = None, reuse: Any = None):
+        self._name = name
+        self._dtype = dtype
+        self._vars: dict[str, Any] | None = None
+
+    @property
+    def state_size(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def output_size(self) -> int:
+        raise NotImplementedError
+
+    def zero_state(self, batch_size: Any, dtype: Any) -> Any:
+        """Zeros in the shape of ``state_size`` for a batch of ``batch_size`` (a Python int:
+        hetbed's shapes are static; ``static_rnn`` handles an unknown batch itself)."""
+        if isinstance(batch_size, Tensor):
+            raise TypeError(
+                f"{type(self).__name__}.zero_state: batch_size must be a Python int, got the "
+                f"tensor {batch_size.name} (static_rnn with dtype= makes zero states itself)"
+            )
+        return self._zeros(lambda n: _manip.zeros([int(batch_size), n], _dt.as_dtype(dtype)))
+
+    def _zero_state_like(self, x: Tensor, dtype: Any) -> Any:
+        """Zero states with ``x``'s (possibly unknown) batch dimension."""
+        dt = _dt.as_dtype(dtype)
+        col = _math.zeros_like(x[:, :1], dtype=dt)  # [batch, 1]
+        return self._zeros(lambda n: col + _manip.zeros([1, n], dt))
+
+    def _zeros(self, make: Any) -> Any:
+        def zeros(n: Any) -> Any:
+            if isinstance(n, LSTMStateTuple):
+                return LSTMStateTuple(zeros(n.c), zeros(n.h))
+            if isinstance(n, tuple):
+                return tuple(zeros(v) for v in n)
+            return make(n)
+
+        with name_scope(f"{type(self).__name__}ZeroState"):
+            return zeros(self.state_size)
+
+    def _variables(self, specs: dict[str, tuple], dtype: Any) -> dict[str, Any]:
+        """Create (first call) or return this cell's variables; specs: name -> (shape, init)."""
+        if self._vars is None:
+            with variable_scope(self._name or self._default_name):
+                self._vars = {
+                    k: get_variable(k, shape, dtype=dtype, initializer=init)
+                    for k, (shape, init) in specs.items()
+                }
+        return self._vars
+
+    def __call__(self, inputs: Any, state: Any, scope: Any = None) -> tuple[Any, Any]:
+        x = convert_to_tensor(inputs)
+        if x.shape.ndims != 2 or x.shape[1] is None:
+            raise ValueError(
+                f"{type(self).__name__}: inputs must be [batch, depth] with a known depth, got "
+                f"{x.name} of shape {x.shape}"
+            )
+        if scope is not None and self._vars is None:
+            with variable_scope(scope):
+                return self._step(x, state)
+        return self._step(x, state)
+
+    def _step(self, x: Tensor, state: Any) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+
+def _linear(args: list, kernel: Any, bias: Any) -> Tensor:
+    x = args[0] if len(args) == 1 else _manip.concat(args, 1)
+    return _nn.bias_add(_math.matmul(x, kernel), bias)
+
+
+def _act(activation: Any) -> Any:
+    return _nn.tanh if activation is None else activation
+
+
+class BasicRNNCell(RNNCell):
+    _default_name = "basic_rnn_cell"
+
+    def __init__(
+        self, num_units: int, activation: Any = None, reuse: Any = None, name=None, dtype=None
+    ):
+        super().__init__(name, dtype)
+        self._n = int(num_units)
+        self._activation = _act(activation)
+
+    @property
+    def state_size(self) -> int:
+        return self._n
+
+    @property
+    def output_size(self) -> int:
+        return self._n
+
+    def _step(self, x, state):
+        n, d = self._n, x.shape[1]
+        v = self._variables({"kernel": ([d + n, n], None), "bias": ([n], "zeros")}, x.dtype)
+        h = self._activation(_linear([x, state], v["kernel"], v["bias"]))
+        return h, h
+
+
+class BasicLSTMCell(RNNCell):
+    _default_name = "basic_lstm_cell"
+
+    def __init__(
+        self,
+        num_units: int,
+        forget_bias: float = 1.0,
+        state_is_tuple: bool = True,
+        activation: Any = None,
+        reuse: Any = None,
+        name: str | None = None,
+        dtype: Any = None,
+    ):
+        super().__init__(name, dtype)
+        if not state_is_tuple:
+            raise NotImplementedError(
+                f"{type(self).__name__}: state_is_tuple=False (deprecated in TF) is not supported"
+            )
+        self._n = int(num_units)
+        self._forget_bias = float(forget_bias)
+        self._activation = _act(activation)
+
+    @property
+    def state_size(self) -> LSTMStateTuple:
+        return LSTMStateTuple(self._n, self._n)
+
+    @property
+    def output_size(self) -> int:
+        return self._n
+
+    def _step(self, x, state):
+        c, h = state
+        n, d = self._n, x.shape[1]
+        v = self._variables({"kernel": ([d + n, 4 * n], None), "bias": ([4 * n], "zeros")}, x.dtype)
+        i, j, f, o = _manip.split(_linear([x, h], v["kernel"], v["bias"]), 4, axis=1)
+        sig = _nn.sigmoid
+        new_c = c * sig(f + self._forget_bias) + sig(i) * self._activation(j)
+        new_h = self._activation(new_c) * sig(o)
+        return new_h, LSTMStateTuple(new_c, new_h)
+
+
+class LSTMCell(BasicLSTMCell):
+    _default_name = "lstm_cell"
+
+    def __init__(
+        self,
+        num_units: int,
+        use_peepholes: bool = False,
+        cell_clip: float | None = None,
+        initializer: Any = None,
+        num_proj: int | None = None,
+        proj_clip: float | None = None,
+        num_unit_shards: Any = None,
+        num_proj_shards: Any = None,
+        forget_bias: float = 1.0,
+        state_is_tuple: bool = True,
+        activation: Any = None,
+        reuse: Any = None,
+        name: str | None = None,
+        dtype: Any = None,
+    ):
+        super().__init__(num_units, forget_bias, state_is_tuple, activation, reuse, name, dtype)
+        self._peep = bool(use_peepholes)
+        self._cell_clip = cell_clip
+        self._init = initializer
+        self._proj = None if num_proj is None else int(num_proj)
+        self._proj_clip = proj_clip
+
+    @property
+    def state_size(self) -> LSTMStateTuple:
+        return LSTMStateTuple(self._n, self._proj or self._n)
+
+    @property
+    def output_size(self) -> int:
+        return self._proj or self._n
+
+    def _step(self, x, state):
+        c, h = state
+        n, d, p = self._n, x.shape[1], self._proj or self._n
+        specs: dict[str, tuple] = {
+            "kernel": ([d + p, 4 * n], self._init),
+            "bias": ([4 * n], "zeros"),
+        }
+        if self._peep:
+            specs |= {k: ([n], self._init) for k in ("w_f_diag", "w_i_diag", "w_o_diag")}
+        if self._proj is not None:
+            specs["projection/kernel"] = ([n, self._proj], self._init)
+        v = self._variables(specs, x.dtype)
+        i, j, f, o = _manip.split(_linear([x, h], v["kernel"], v["bias"]), 4, axis=1)
+        sig, act = _nn.sigmoid, self._activation
+        if self._peep:
+            new_c = sig(f + self._forget_bias + v["w_f_diag"] * c) * c + sig(
+                i + v["w_i_diag"] * c
+            ) * act(j)
+        else:
+            new_c = sig(f + self._forget_bias) * c + sig(i) * act(j)
+        if self._cell_clip is not None:
+            new_c = _math.minimum(_math.maximum(new_c, -self._cell_clip), self._cell_clip)
+        if self._peep:
+            m = sig(o + v["w_o_diag"] * new_c) * act(new_c)
+        else:
+            m = sig(o) * act(new_c)
+        if self._proj is not None:
+            m = _math.matmul(m, v["projection/kernel"])
+            if self._proj_clip is not None:
+                m = _math.minimum(_math.maximum(m, -self._proj_clip), self._proj_clip)
+        return m, LSTMStateTuple(new_c, m)
+
+
+class GRUCell(RNNCell):
+    _default_name = "gru_cell"
+
+    def __init__(
+        self,
+        num_units: int,
+        activation: Any = None,
+        reuse: Any = None,
+        kernel_initializer: Any = None,
+        bias_initializer: Any = None,
+        name: str | None = None,
+        dtype: Any = None,
+    ):
+        super().__init__(name, dtype)
+        self._n = int(num_units)
+        self._activation = _act(activation)
+        self._kinit = kernel_initializer
+        self._binit = bias_initializer
+
+    @property
+    def state_size(self) -> int:
+        return self._n
+
+    @property
+    def output_size(self) -> int:
+        return self._n
+
+    def _step(self, x, state):
+        n, d = self._n, x.shape[1]
+        gate_bias = self._binit if self._binit is not None else 1.0
+        cand_bias = self._binit if self._binit is not None else "zeros"
+        v = self._variables(
+            {
+                "gates/kernel": ([d + n, 2 * n], self._kinit),
+                "gates/bias": ([2 * n], _const_init(gate_bias)),
+                "candidate/kernel": ([d + n, n], self._kinit),
+                "candidate/bias": ([n], _const_init(cand_bias)),
+            },
+            x.dtype,
+        )
+        gates = _nn.sigmoid(_linear([x, state], v["gates/kernel"], v["gates/bias"]))
+        r, u = _manip.split(gates, 2, axis=1)
+        c = self._activation(_linear([x, r * state], v["candidate/kernel"], v["candidate/bias"]))
+        new_h = u * state + (1 - u) * c
+        return new_h, new_h
+
+
+def _const_init(v: Any) -> Any:
+    if isinstance(v, (int, float)):
+        from .initializers import constant_initializer
+
+        return constant_initializer(float(v))
+    return v
+
+
+class MultiRNNCell(RNNCell):
+    """Cells stacked: each one's output is the next one's input; the state is a tuple."""
+
+    _default_name = "multi_rnn_cell"
+
+    def __init__(self, cells: list, state_is_tuple: bool = True):
+        super().__init__(None)
+        if not cells:
+            raise ValueError("MultiRNNCell: needs at least one cell")
+        if not state_is_tuple:
+            raise NotImplementedError("MultiRNNCell: state_is_tuple=False is not supported")
+        self._cells = list(cells)
+
+    @property
+    def state_size(self) -> tuple:
+        return tuple(c.state_size for c in self._cells)
+
+    @property
+    def output_size(self) -> int:
+        return self._cells[-1].output_size
+
+    def _step(self, x, state):
+        if not isinstance(state, tuple) or len(state) != len(self._cells):
+            raise ValueError(
+                f"MultiRNNCell: expected a tuple of {len(self._cells)} states, got {state!r}"
+            )
+        out, new = x, []
+        with variable_scope(self._name or self._default_name):
+            for k, (cell, s) in enumerate(zip(self._cells, state)):
+                with variable_scope(f"cell_{k}"):
+                    out, ns = cell(out, s)
+                new.append(ns)
+        return out, tuple(new)
+
+
+class DropoutWrapper(RNNCell):
+    """``cell`` with dropout on its inputs, outputs and (non-tuple parts of) its state."""
+
+    def __init__(
+        self,
+        cell: RNNCell,
+        input_keep_prob: Any = 1.0,
+        output_keep_prob: Any = 1.0,
+        state_keep_prob: Any = 1.0,
+        variational_recurrent: bool = False,
+        input_size: Any = None,
+        dtype: Any = None,
+        seed: int | None = None,
+    ):
+        super().__init__(None)
+        if variational_recurrent:
+            raise NotImplementedError("DropoutWrapper: variational_recurrent is not supported")
+        for what, p in (("input", input_keep_prob), ("output", output_keep_prob)):
+            if isinstance(p, (int, float)) and not 0 < p <= 1:
+                raise ValueError(f"DropoutWrapper: {what}_keep_prob must be in (0, 1], got {p}")
+        self._cell = cell
+        self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
+        self._seed = seed
+
+    @property
+    def state_size(self) -> Any:
+        return self._cell.state_size
+
+    @property
+    def output_size(self) -> int:
+        return self._cell.output_size
+
+    def _drop(self, t: Any, keep: Any) -> Any:
+        if isinstance(keep, (int, float)) and keep == 1:
+            return t
+        return _nn.dropout(t, keep_prob=keep, seed=self._seed)
+
+    def _step(self, x, state):
+        ik, ok, sk = self._keep
+        out, new = self._cell(self._drop(x, ik), state)
+        if not (isinstance(sk, (int, float)) and sk == 1):
+            flat = _flatten(new)
+            new = _pack(new, [self._drop(s, sk) for s in flat])
+        return self._drop(out, ok), new
+
+
+def static_rnn(
+    cell: RNNCell,
+    inputs: list,
+    initial_state: Any = None,
+    dtype: Any = None,
+    sequence_length: Any = None,
+    scope: Any = None,
+) -> tuple[list, Any]:
+    """Run ``cell`` over the list ``inputs`` (one ``[batch, in]`` tensor per step).
+
+    Returns ``(outputs, final_state)``. Give ``initial_state`` or ``dtype`` (zero state). With
+    ``sequence_length`` (int ``[batch]``), outputs past a row's length are zeros and its state is
+    carried through unchanged, so the final state is the state at each row's last step.
+    """
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("static_rnn: inputs must be a non-empty list of [batch, depth] tensors")
+    xs = [convert_to_tensor(x) for x in inputs]
+    with variable_scope(scope or "rnn"):
+        if initial_state is None:
+            if dtype is None:
+                raise ValueError("static_rnn: give initial_state or dtype")
+            state = cell._zero_state_like(xs[0], dtype)
+        else:
+            state = initial_state
+        lengths = None if sequence_length is None else convert_to_tensor(sequence_length)
+        outputs = []
+        for t, x in enumerate(xs):
+            out, new = cell(x, state)
+            if lengths is not None:
+                with name_scope(f"mask_{t}"):
+                    live = _array.cast(_math.greater(lengths, t), out.dtype)[:, None]
+                    out = out * live
+                    new = _pack(
+                        new,
+                        [live * n + (1 - live) * s for n, s in zip(_flatten(new), _flatten(state))],
+                    )
+            outputs.append(out)
+            state = new
+        return outputs, state
