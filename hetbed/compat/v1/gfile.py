@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob as _glob
 import os
+import pathlib
 import shutil
 from collections.abc import Iterator
 from typing import Any
@@ -167,7 +168,8 @@ def Rename(oldname: str | os.PathLike, newname: str | os.PathLike, overwrite: bo
         raise NotFoundError(f"{os.fspath(oldname)}: no such file or directory")
     if os.path.exists(newname) and not overwrite:
         raise AlreadyExistsError(f"{os.fspath(newname)}: already exists (pass overwrite=True)")
-    os.replace(oldname, newname)
+    # The user's own rename, not a write of ours (those go through devices.fileio.atomic_write).
+    pathlib.Path(oldname).replace(newname)
 
 
 def Copy(oldpath: str | os.PathLike, newpath: str | os.PathLike, overwrite: bool = False) -> None:
