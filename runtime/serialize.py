@@ -280,8 +280,20 @@ def graph_from_dict(doc: Any) -> Graph:
 
     Raises GraphFormatError (a ValueError) for another format or version, a malformed or
     inconsistent document (missing input, duplicate name, shapes that disagree with the op's
-    shape function), naming the node and field; UnimplementedError for an unknown op type.
+    shape function, an attribute of the wrong type), naming the node and field;
+    UnimplementedError for an unknown op type. No other exception escapes for a bad document.
     """
+    try:
+        return _graph_from_dict(doc)
+    except (GraphFormatError, UnimplementedError, InvalidArgumentError):
+        raise
+    except RecursionError:
+        raise GraphFormatError("malformed graph document: nested too deeply") from None
+    except (KeyError, AttributeError, TypeError, IndexError, OverflowError, ValueError) as e:
+        raise GraphFormatError(f"malformed graph document: {type(e).__name__}: {e}") from None
+
+
+def _graph_from_dict(doc: Any) -> Graph:
     if not isinstance(doc, dict):
         raise GraphFormatError(f"a graph document is an object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
@@ -362,6 +374,12 @@ def _parse_node(i: int, node: Any) -> dict:
             raise GraphFormatError(f"{where}: control input {c!r} must look like '^op'")
     raw_attrs = field("attrs", dict, {})
     attrs = {k: decode_value(v, f"{where}: attr {k!r}") for k, v in raw_attrs.items()}
+    for k in _DTYPE_ATTRS & set(attrs):
+        if attrs[k] is not None and not isinstance(attrs[k], _dt.DType):
+            raise GraphFormatError(
+                f'{where}: attr {k!r} must be a dtype, written {{"dtype": "float32"}}, got '
+                f"{raw_attrs[k]!r:.60}"
+            )
     outputs = []
     for j, o in enumerate(field("outputs", list)):
         if not isinstance(o, dict) or set(o) != {"dtype", "shape"}:
@@ -549,6 +567,8 @@ def graph_from_json(text: str | bytes) -> Graph:
         doc = json.loads(text)
     except (ValueError, UnicodeDecodeError) as e:
         raise GraphFormatError(f"not a JSON graph document: {e}") from None
+    except RecursionError:
+        raise GraphFormatError("not a JSON graph document: nested too deeply") from None
     return graph_from_dict(doc)
 
 
@@ -571,6 +591,8 @@ def graph_from_msgpack(data: bytes) -> Graph:
 
 
 _MSGPACK_SUFFIXES = (".msgpack", ".mpk", ".mp")
+#: attributes that always hold a dtype (a bare string there would fail only at run time)
+_DTYPE_ATTRS = frozenset({"dtype", "T", "DstT", "SrcT", "out_type", "Tidx", "output_type"})
 
 
 def write_graph(

@@ -540,12 +540,46 @@ def _feed_value(t: Tensor, v: Any) -> Any:
             raise InvalidArgumentError(
                 f"cannot feed a {arr.dtype} value for {t.name} ({want.name})"
             )
+        _check_representable(arr, want, t.name)
+        if arr.dtype.kind == "c" and np.dtype(want.np).kind != "c":
+            arr = arr.real  # its imaginary part is zero (checked)
         arr = arr.astype(want.np)
     if not t.shape.is_compatible_with(arr.shape):
         raise InvalidArgumentError(
             f"cannot feed value of shape {arr.shape} for tensor {t.name!r}, which has shape {t.shape}"
         )
     return arr
+
+
+def _check_representable(arr: np.ndarray, want: Any, name: str) -> None:
+    """Refuse a conversion that would change values silently (stricter than TF, which wraps):
+    integers out of the target's range, a nonzero imaginary part dropped, a bool that is not
+    0/1, finite floats overflowing to infinity. Rounding to a narrower float is allowed."""
+    src, dst = arr.dtype, np.dtype(want.np)
+    if arr.size == 0:
+        return
+    if src.kind == "c" and dst.kind != "c" and np.any(arr.imag != 0):
+        raise InvalidArgumentError(
+            f"cannot feed complex values with a nonzero imaginary part for {name} ({want.name})"
+        )
+    if dst.kind in "iu" and src.kind in "iub":
+        info = np.iinfo(dst)
+        lo, hi = arr.min(), arr.max()
+        if lo < info.min or hi > info.max:
+            raise InvalidArgumentError(
+                f"values fed for {name} range over [{lo}, {hi}], outside {want.name}'s "
+                f"[{info.min}, {info.max}]; they would wrap"
+            )
+    elif dst.kind == "b" and src.kind in "iuf" and np.any((arr != 0) & (arr != 1)):
+        raise InvalidArgumentError(f"values fed for {name} (bool) must be 0 or 1")
+    elif dst.kind == "f" and src.kind in "fc" and src.itemsize > dst.itemsize:
+        real = arr.real if src.kind == "c" else arr
+        big = np.abs(real[np.isfinite(real)])
+        if big.size and big.max() > np.finfo(dst).max:
+            raise InvalidArgumentError(
+                f"values fed for {name} reach {big.max():g}, beyond {want.name}'s largest "
+                f"finite value {np.finfo(dst).max:g}"
+            )
 
 
 _session_local = threading.local()

@@ -67,7 +67,12 @@ def service_handler(
         }
 
     def register(req: dict) -> dict:
-        return {"handle": worker.register_graph(field(req, "graph", dict, "RegisterGraph"))}
+        spec = field(req, "graph", dict, "RegisterGraph")
+        try:
+            return {"handle": worker.register_graph(spec)}
+        except (KeyError, AttributeError, TypeError, IndexError, RecursionError) as e:
+            # a request the checks above let through: malformed, not an internal error
+            raise WireError(f"RegisterGraph: malformed request ({type(e).__name__}: {e})") from None
 
     def deregister(req: dict) -> dict:
         worker.deregister_graph(field(req, "handle", str, "DeregisterGraph"))

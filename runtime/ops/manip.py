@@ -12,13 +12,14 @@ they keep a trailing underscore here so that this module can still use the built
 from __future__ import annotations
 
 import math as _math
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import InvalidArgumentError, UnimplementedError
+from ..errors import InvalidArgumentError, ResourceExhaustedError, UnimplementedError
 from ..gradients import IndexedSlices
 from ..graph import Tensor, TensorShape, get_default_graph
 from ..registry import (
@@ -1198,7 +1199,22 @@ def _fill_shape(op):
 
 @Fill.kernel("cpu", "gpu")
 def _fill(ctx, v):
-    return ctx.xp.full(ctx.attrs["shape"], v, dtype=v.dtype)
+    shape = ctx.attrs["shape"]
+    nbytes = _math.prod(shape) * v.dtype.itemsize
+    if nbytes > _memory_bytes():
+        raise ResourceExhaustedError(
+            f"{ctx.op.name} (Fill): a {v.dtype} tensor of shape {list(shape)} needs {nbytes} "
+            f"bytes, more than this machine's {_memory_bytes()} bytes of memory"
+        )
+    return ctx.xp.full(shape, v, dtype=v.dtype)
+
+
+def _memory_bytes() -> int:
+    """Physical memory of this machine (no limit where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
 
 
 @Fill.gradient

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import re
 import struct
@@ -219,7 +220,7 @@ def _entries(path: str, header: dict, data_length: int) -> dict[str, _Entry]:
             raise DataLossError(f"checkpoint {path}: tensor entry {i} is malformed: {t!r}")
         if name in out:
             raise DataLossError(f"checkpoint {path}: tensor {name!r} appears twice")
-        want = int(np.prod(shape, dtype=np.int64)) * dtype.size
+        want = math.prod(shape) * dtype.size  # Python ints: a shape like [2**64] cannot wrap
         if length != want or offset + length > data_length:
             raise DataLossError(
                 f"checkpoint {path}: tensor {name!r} ({dtype.name}{list(shape)}) claims bytes "
