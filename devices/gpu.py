@@ -37,10 +37,18 @@ def gpu_devices(task: str, limit: int | None = None, threads: int = 0) -> list[D
 
 
 class GPUDevice(Device):
-    """One CUDA device. Kernels are enqueued on the device's current stream by cupy calls."""
+    """One CUDA device. Kernels, host-to-device copies and reads are enqueued on the device's own
+    stream (``self.stream``), so a copy made on another thread (Recv on the rendezvous thread)
+    is ordered before the kernels that consume it.
+
+    The stream is a blocking one by default (ordered with the legacy default stream, which plain
+    ``cupy`` calls on other threads use); ``non_blocking = True`` makes it a non-blocking stream,
+    which stays correct because every hand-off to another stream synchronises (``synchronize``).
+    """
 
     device_type = "gpu"
     synchronous = False  # inputs fed from the host are moved here in ``run``
+    non_blocking = False
 
     def __init__(self, name: str, index: int, cupy: Any):
         self.index = index
@@ -48,42 +56,124 @@ class GPUDevice(Device):
         self.xp = cupy
         with cupy.cuda.Device(index):
             free, total = cupy.cuda.runtime.memGetInfo()
+            self.stream = cupy.cuda.Stream(non_blocking=self.non_blocking)
         super().__init__(name, int(total))
+        self._spec: Any = None
 
     @property
     def memory_in_use_bytes(self) -> int:  # type: ignore[override]
-        return int(self.cp.get_default_memory_pool().used_bytes())
+        """Bytes this device's memory pool has handed out (cupy's pool is per device)."""
+        with self.cp.cuda.Device(self.index):
+            return int(self.cp.get_default_memory_pool().used_bytes())
 
     @memory_in_use_bytes.setter
     def memory_in_use_bytes(self, v: int) -> None:
-        pass
+        if v:  # Device.__init__ sets 0; any other value would be a lie about real memory
+            raise AttributeError(
+                f"{self.name}: memory_in_use_bytes is read from the device's memory pool"
+            )
 
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
         try:
-            with self.cp.cuda.Device(self.index):
-                ins = [self.to_device(x) if isinstance(x, np.ndarray) else x for x in inputs]
+            with self.cp.cuda.Device(self.index), self.stream:
+                ins = [self._here(x) for x in inputs]
                 r = node.fn(node.ctx, *ins)
         except Exception as e:  # noqa: BLE001 - handed to the executor, which names the node
             done(None, e)
             return
         done(r)
 
+    def _here(self, x: Any) -> Any:
+        if isinstance(x, np.ndarray):
+            return self.cp.asarray(x)
+        return x
+
+    def synchronize(self) -> None:
+        """Wait until every kernel enqueued on this device's stream has finished."""
+        self.stream.synchronize()
+
     def to_device(self, value: Any) -> Any:
-        with self.cp.cuda.Device(self.index):
-            return self.cp.asarray(value)
+        """``value`` on this device: host data copied in, another GPU's array copied over (its
+        producer must have synchronised, as Send does), on this device's stream."""
+        cp = self.cp
+        with cp.cuda.Device(self.index), self.stream:
+            if isinstance(value, cp.ndarray):
+                if value.device.id == self.index:
+                    return value
+                return value.copy()  # cupy copies to the current device
+            return cp.asarray(value)
 
     def to_host(self, value: Any) -> Any:
-        get = getattr(value, "get", None)
-        return get() if get is not None else value
+        if not isinstance(value, self.cp.ndarray):
+            return value
+        with self.cp.cuda.Device(value.device.id):
+            return value.get(stream=self.stream if value.device.id == self.index else None)
+
+    def spec(self) -> Any:
+        """The catalog entry of this GPU (matched by its name), or None when none matches."""
+        if self._spec is None:
+            self._spec = catalog_spec(self.model()) or False
+        return self._spec or None
+
+    def model(self) -> str:
+        props = self.cp.cuda.runtime.getDeviceProperties(self.index)
+        n = props["name"]
+        return n.decode() if isinstance(n, bytes) else str(n)
 
     def perf(self) -> tuple[float, float, float]:
-        return (50e12, 2e12, 5e-6)
+        """(peak FLOP/s, memory bytes/s, launch s) of the detected GPU's catalog entry; a GPU not
+        in the catalog gets the generic estimate (and ``describe`` says so)."""
+        s = self.spec()
+        if s is None:
+            return (50e12, 2e12, 5e-6)
+        return (s.peak("float32"), s.memory_bandwidth_bytes_per_s, s.kernel_launch_overhead_s)
 
     def link(self, other: Device) -> tuple[float, float]:
-        return (20e9, 10e-6)
+        """(bytes/s, latency s) from ``other``: the peer link between two GPUs of the same model,
+        the host link otherwise, as the catalog entry says."""
+        from .catalog import load_link
+
+        s = self.spec()
+        if s is None:
+            return (20e9, 10e-6)
+        key = s.host_link
+        if (
+            other.device_type == "gpu"
+            and s.peer_link
+            and getattr(other, "spec", lambda: None)() == s
+        ):
+            key = s.peer_link
+        if key is None:
+            return (20e9, 10e-6)
+        ln = load_link(key)
+        return (ln.bandwidth_bytes_per_s, ln.latency_s)
 
     def describe(self) -> dict:
         d = super().describe()
-        props = self.cp.cuda.runtime.getDeviceProperties(self.index)
-        d["model"] = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        d["model"] = self.model()
+        s = self.spec()
+        d["catalog"] = s.key if s is not None else None
         return d
+
+
+# (substring of the CUDA device name, lower case) -> catalog key; first match wins
+_MODELS = [
+    ("h100", "h100_sxm5"),
+    ("a100", "a100_sxm4_40gb"),
+    ("v100", "v100_sxm2"),
+    ("p100", "p100_sxm2"),
+    ("k80", "k80"),
+    ("k40", "k40"),
+    ("titan x", "titan_x_maxwell"),
+]
+
+
+def catalog_spec(model: str) -> Any:
+    """The catalog device for a CUDA device name such as ``"Tesla V100-SXM2-16GB"``, or None."""
+    from .catalog import load_device
+
+    m = model.lower()
+    for sub, key in _MODELS:
+        if sub in m:
+            return load_device(key)
+    return None

@@ -321,7 +321,12 @@ class BaseSession:
         if isinstance(v, np.ndarray) or np.isscalar(v) or v is None:
             return v
         get = getattr(v, "get", None)  # cupy arrays
-        return get() if get is not None else v
+        if get is None:
+            return v
+        sync = getattr(getattr(v, "device", None), "synchronize", None)
+        if sync is not None:  # the kernels that made it may run on a non-blocking stream
+            sync()
+        return get()
 
     def _run_plan(
         self, plan: _Plan, feeds: dict, observer: Any = None, options: Any = None

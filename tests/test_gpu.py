@@ -1,21 +1,44 @@
 """GPU device on cupy: kernels shared with the CPU through the array module, copies, memory
-accounting, NCCL all-reduce. Skipped (with the reason) where cupy or a CUDA device is missing."""
+accounting, NCCL all-reduce. Every test runs on 4 stand-in GPUs (tests/fakecupy, a strict cupy
+stand-in) and, where cupy sees a CUDA device, on the real GPUs too (skipped cleanly elsewhere)."""
 
 import numpy as np
 import pytest
+from gpu_fixtures import install_fake
 
 import hetbed as hb
 from hetbed.devices.gpu import cupy_or_none
 
-cp = cupy_or_none()
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(cp is None, reason="needs cupy and a CUDA device (none here)"),
-]
+REAL = cupy_or_none()
+
+
+@pytest.fixture(
+    params=[
+        "fake",
+        pytest.param(
+            "real",
+            marks=[
+                pytest.mark.gpu,
+                pytest.mark.skipif(REAL is None, reason="needs cupy and a CUDA device (none here)"),
+            ],
+        ),
+    ],
+    autouse=True,
+)
+def cp(request):
+    """The cupy in use: the stand-in with 4 GPUs, or the real one."""
+    if request.param == "real":
+        yield REAL
+        return
+    mod, undo = install_fake(4)
+    yield mod
+    undo()
 
 
 def n_gpus():
-    return cp.cuda.runtime.getDeviceCount() if cp is not None else 0
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceCount()
 
 
 def test_gpus_are_listed():
@@ -79,10 +102,12 @@ def test_gpu_memory_accounting():
             assert gpu.memory_in_use_bytes >= before + 4 * 1024 * 1024
 
 
-@pytest.mark.skipif(n_gpus() < 2, reason="needs two GPUs")
 def test_copy_between_gpus_and_nccl_all_reduce():
     """A tensor moves gpu:0 -> gpu:1, and an all-reduce over two GPUs sums (NCCL when available)."""
     from hetbed.runtime.ops.collective import all_reduce
+
+    if n_gpus() < 2:
+        pytest.skip("needs two GPUs")
 
     with hb.Graph().as_default():
         with hb.device("/gpu:0"):

@@ -89,8 +89,18 @@ def _reduce(members: list[tuple], reduction: str) -> list:
     return [dev.to_device(total) for _, dev, _ in members]
 
 
-_comms: dict[tuple, Any] = {}
+_comms: dict[tuple, tuple[Any, Any, threading.Lock]] = {}
 _comms_lock = threading.Lock()
+
+
+def _communicators(nccl: Any, ids: tuple) -> tuple[Any, threading.Lock]:
+    """The cached communicators over GPUs ``ids`` and the lock that serialises their use."""
+    with _comms_lock:
+        entry = _comms.get(ids)
+        if entry is None or entry[0] is not nccl:  # (a reloaded cupy has new communicators)
+            comms = nccl.NcclCommunicator.initAll(list(ids))
+            entry = _comms[ids] = (nccl, comms, threading.Lock())
+        return entry[1], entry[2]
 
 
 def _nccl_all_reduce(members: list[tuple], reduction: str) -> list | None:
@@ -99,11 +109,6 @@ def _nccl_all_reduce(members: list[tuple], reduction: str) -> list | None:
         from cupy.cuda import nccl
     except Exception:  # noqa: BLE001 - no NCCL: host-side sum
         return None
-    ids = tuple(d.index for _, d, _ in members)
-    with _comms_lock:
-        comms = _comms.get(ids)
-        if comms is None:
-            comms = _comms[ids] = nccl.NcclCommunicator.initAll(list(ids))
     dtype = members[0][0].dtype
     nccl_types = {
         np.dtype(np.float32): nccl.NCCL_FLOAT32,
@@ -114,25 +119,43 @@ def _nccl_all_reduce(members: list[tuple], reduction: str) -> list | None:
     }
     if np.dtype(dtype) not in nccl_types:
         return None
+    comms, lock = _communicators(nccl, tuple(d.index for _, d, _ in members))
     outs = []
-    nccl.groupStart()
-    for (v, dev, _), comm in zip(members, comms):
-        with cupy.cuda.Device(dev.index):
-            src = cupy.ascontiguousarray(v)
-            dst = cupy.empty_like(src)
-            comm.allReduce(
-                src.data.ptr,
-                dst.data.ptr,
-                src.size,
-                nccl_types[np.dtype(dtype)],
-                nccl.NCCL_SUM,
-                cupy.cuda.get_current_stream().ptr,
-            )
-            outs.append(dst)
-    nccl.groupEnd()
+    # One group at a time per communicator set: concurrent steps (or sessions) must not
+    # interleave their groupStart/groupEnd across ranks, which hangs NCCL.
+    with lock:
+        nccl.groupStart()
+        try:
+            for (v, dev, _), comm in zip(members, comms):
+                with cupy.cuda.Device(dev.index), dev.stream:
+                    src = cupy.ascontiguousarray(v)
+                    dst = cupy.empty_like(src)
+                    comm.allReduce(
+                        src.data.ptr,
+                        dst.data.ptr,
+                        src.size,
+                        nccl_types[np.dtype(dtype)],
+                        nccl.NCCL_SUM,
+                        dev.stream.ptr,
+                    )
+                    outs.append(dst)
+        finally:
+            nccl.groupEnd()
     if reduction == "mean":
-        outs = [o / len(members) for o in outs]
+        n = len(members)
+        scaled = []
+        for o, (_, dev, _) in zip(outs, members):
+            with cupy.cuda.Device(dev.index), dev.stream:  # each mean on its own GPU
+                scaled.append(_divide(cupy, o, n))
+        outs = scaled
     return outs
+
+
+def _divide(xp: Any, x: Any, n: int) -> Any:
+    """x / n in x's dtype (integer sums divide with truncation, as the host path's cast does)."""
+    if np.dtype(x.dtype).kind in "iu":
+        return (x / n).astype(x.dtype, copy=False)
+    return x / x.dtype.type(n)
 
 
 _group_ids = itertools.count(1)

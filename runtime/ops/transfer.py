@@ -25,6 +25,12 @@ def _send(ctx, step, inputs, done):
         if ctx.attrs["compress"]:
             v = v.astype(np.float16)
         v = ctx.device.to_host(v) if ctx.attrs.get("to_host") else v
+        if not isinstance(v, np.ndarray):
+            # a device array leaves its stream: the receiver reads it on another stream (or the
+            # host), so the kernels that made it must have finished
+            sync = getattr(ctx.device, "synchronize", None)
+            if sync is not None:
+                sync()
     else:
         v = _EMPTY
     step.rendezvous.send(ctx.attrs["key"], v)
