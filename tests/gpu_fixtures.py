@@ -19,16 +19,23 @@ def _drop_cupy_modules() -> dict:
     return gone
 
 
+_FAKE_MODULES: dict = {}
+
+
 def install_fake(n: int = 2, **kw):
     """Import the stand-in as ``cupy`` with ``n`` GPUs; returns (module, undo)."""
     saved = _drop_cupy_modules()
-    sys.path.insert(0, str(FAKE_DIR))
-    try:
-        import cupy
-        import cupy.cuda.nccl  # noqa: F401
-        import cupyx  # noqa: F401
-    finally:
-        sys.path.remove(str(FAKE_DIR))
+    if not _FAKE_MODULES:  # imported once per process, then swapped in and out
+        sys.path.insert(0, str(FAKE_DIR))
+        try:
+            import cupy
+            import cupy.cuda.nccl  # noqa: F401
+            import cupyx  # noqa: F401
+        finally:
+            sys.path.remove(str(FAKE_DIR))
+        _FAKE_MODULES.update(_drop_cupy_modules())
+    sys.modules.update(_FAKE_MODULES)
+    cupy = sys.modules["cupy"]
     assert getattr(cupy, "is_fake", False), cupy
 
     cupy._reset(n, **kw)

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import FailedPreconditionError, InvalidArgumentError
 from ..graph import Tensor, TensorShape
 from ..registry import Cost, apply, apply_op, convert_to_tensor, defop, nbytes, numel
+from .manip import _add_at
 
 
 class VarHandle:
@@ -222,10 +223,10 @@ def _check_rows(h, idx, name):
 ScatterAdd = defop("ScatterAdd", shape=_scatter_shape, stateful=True, differentiable=False)
 
 
-@ScatterAdd.kernel("cpu")
+@ScatterAdd.kernel("cpu", "gpu")
 def _scatter_add(ctx, h, idx, upd):
     v = _check_rows(h, idx, ctx.op.name)
-    np.add.at(v, idx, upd)
+    _add_at(ctx.xp, v, idx, upd)
     return v
 
 
@@ -234,10 +235,13 @@ ScatterAdd.cost(_scatter_cost)
 ScatterSub = defop("ScatterSub", shape=_scatter_shape, stateful=True, differentiable=False)
 
 
-@ScatterSub.kernel("cpu")
+@ScatterSub.kernel("cpu", "gpu")
 def _scatter_sub(ctx, h, idx, upd):
     v = _check_rows(h, idx, ctx.op.name)
-    np.subtract.at(v, idx, upd)
+    if ctx.xp is np:
+        np.subtract.at(v, idx, upd)
+    else:
+        _add_at(ctx.xp, v, idx, -upd)
     return v
 
 
@@ -246,7 +250,7 @@ ScatterSub.cost(_scatter_cost)
 ScatterUpdate = defop("ScatterUpdate", shape=_scatter_shape, stateful=True, differentiable=False)
 
 
-@ScatterUpdate.kernel("cpu")
+@ScatterUpdate.kernel("cpu", "gpu")
 def _scatter_update(ctx, h, idx, upd):
     v = _check_rows(h, idx, ctx.op.name)
     v[idx] = upd

@@ -24,6 +24,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..graph import Tensor, TensorShape
+from ..ops.manip import _add_at
 from ..ops.state import _ref_of
 from ..registry import Cost, apply, defop, nbytes, numel
 
@@ -200,10 +201,11 @@ def unique_rows(ctx: Any, h: Any, var: Any, grad: Any, indices: Any) -> tuple[An
                 f"{var.shape[0]} rows"
             )
     if idx.size > 1:
-        uniq, inverse = np.unique(idx, return_inverse=True)
+        xp = ctx.xp
+        uniq, inverse = xp.unique(idx, return_inverse=True)
         if uniq.size < idx.size:
-            summed = np.zeros((uniq.size,) + tail, g.dtype)
-            np.add.at(summed, inverse.reshape(-1), g)
+            summed = xp.zeros((uniq.size,) + tail, g.dtype)
+            _add_at(xp, summed, inverse.reshape(-1), g)
             return uniq, summed
     return idx, g
 
@@ -217,7 +219,7 @@ def sparse_update(
     idx, g = unique_rows(ctx, handles[0], var, grad, indices)
     with _lock(ctx, handles[0]):
         rows = [a[idx] for a in arrays]  # gathered copies
-        body(np, np.empty_like(g), g, *rows, *hyper)
+        body(ctx.xp, ctx.xp.empty_like(g), g, *rows, *hyper)
         for a, r in zip(arrays, rows):
             a[idx] = r
     return var
@@ -343,7 +345,7 @@ def _apply_gd(ctx, var, alpha, delta):
 SparseApplyGradientDescent = _define("SparseApplyGradientDescent", 1, grad=2, flops=2, indices=3)
 
 
-@SparseApplyGradientDescent.kernel("cpu", dtypes=_dt.FLOATS)
+@SparseApplyGradientDescent.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
 def _sparse_apply_gd(ctx, var, alpha, grad, indices):
     return sparse_update(ctx, (var,), grad, indices, _sgd_body, alpha)
 
@@ -362,7 +364,7 @@ def _apply_momentum(ctx, var, accum, lr, grad, momentum):
 SparseApplyMomentum = _define("SparseApplyMomentum", 2, grad=3, flops=5, indices=4)
 
 
-@SparseApplyMomentum.kernel("cpu", dtypes=_dt.FLOATS)
+@SparseApplyMomentum.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
 def _sparse_apply_momentum(ctx, var, accum, lr, grad, indices, momentum):
     nesterov = ctx.attrs.get("use_nesterov", False)
     return sparse_update(ctx, (var, accum), grad, indices, _momentum_body, lr, momentum, nesterov)
@@ -381,7 +383,7 @@ def _apply_adagrad(ctx, var, accum, lr, grad):
 SparseApplyAdagrad = _define("SparseApplyAdagrad", 2, grad=3, flops=12, indices=4)
 
 
-@SparseApplyAdagrad.kernel("cpu", dtypes=_dt.FLOATS)
+@SparseApplyAdagrad.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
 def _sparse_apply_adagrad(ctx, var, accum, lr, grad, indices):
     return sparse_update(ctx, (var, accum), grad, indices, _adagrad_body, lr)
 
@@ -406,11 +408,11 @@ def _apply_adam(ctx, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsi
 SparseApplyAdam = _define("SparseApplyAdam", 3, grad=9, flops=18, indices=10)
 
 
-@SparseApplyAdam.kernel("cpu", dtypes=_dt.FLOATS)
+@SparseApplyAdam.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
 def _sparse_apply_adam(
     ctx, var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad, indices
 ):
-    omb1, omb2, lr_t, eps = _adam_hyper(np, beta1_power, beta2_power, lr, beta1, beta2, epsilon)
+    omb1, omb2, lr_t, eps = _adam_hyper(ctx.xp, beta1_power, beta2_power, lr, beta1, beta2, epsilon)
     if ctx.attrs.get("lazy", False):
         return sparse_update(ctx, (var, m, v), grad, indices, _adam_body, omb1, omb2, lr_t, eps)
     varr, marr, varr_v = var.read(), m.read(), v.read()
@@ -447,7 +449,7 @@ def _apply_rmsprop(ctx, var, ms, mom, lr, rho, momentum, epsilon, grad):
 SparseApplyRMSProp = _define("SparseApplyRMSProp", 3, grad=7, flops=16, indices=8)
 
 
-@SparseApplyRMSProp.kernel("cpu", dtypes=_dt.FLOATS)
+@SparseApplyRMSProp.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
 def _sparse_apply_rmsprop(ctx, var, ms, mom, lr, rho, momentum, epsilon, grad, indices):
     hyper = (lr, _one_minus(rho), momentum, epsilon)
     return sparse_update(ctx, (var, ms, mom), grad, indices, _rmsprop_body, *hyper)
@@ -465,7 +467,7 @@ def _apply_centered_rmsprop(ctx, var, mg, ms, mom, lr, rho, momentum, epsilon, g
 SparseApplyCenteredRMSProp = _define("SparseApplyCenteredRMSProp", 4, grad=8, flops=22, indices=9)
 
 
-@SparseApplyCenteredRMSProp.kernel("cpu", dtypes=_dt.FLOATS)
+@SparseApplyCenteredRMSProp.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
 def _sparse_apply_centered_rmsprop(
     ctx, var, mg, ms, mom, lr, rho, momentum, epsilon, grad, indices
 ):

@@ -8,8 +8,8 @@ and are produced on a stream. Everything cupy refuses is refused here, and more:
 * a numpy ndarray operand in an array operation raises TypeError, as cupy ("Unsupported type");
 * an operation on an array of another device than the current one raises ValueError, as cupy
   without peer access ("Array device must be same as the current device");
-* any numpy function or ufunc called on a device array raises TypeError (stricter than cupy,
-  which dispatches some of them): kernels must call ``ctx.xp``;
+* any numpy function (not ufunc) called on a device array raises TypeError (stricter than cupy,
+  which dispatches those it implements): kernels must call ``ctx.xp``;
 * an array used on a stream other than the one that produced it, before that stream was
   synchronised or an event after it waited on, raises RuntimeError (a race on a real GPU).
 """
@@ -365,10 +365,11 @@ class ndarray:  # noqa: N801 - cupy's name
         )
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kw: Any) -> Any:
-        raise TypeError(
-            f"numpy ufunc {ufunc.__name__}.{method} called on a device array (fake cupy is "
-            "stricter than cupy here: kernels must call ctx.xp)"
-        )
+        # cupy runs numpy ufuncs on its arrays (np.float32(1) - x, np.exp(x)); numpy array
+        # operands are refused there as in every cupy operation
+        if method != "__call__":
+            raise TypeError(f"numpy ufunc method {ufunc.__name__}.{method} on a device array")
+        return _call(ufunc.__name__, *inputs, **kw)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         if func.__name__ in ("shape", "ndim", "size") and not kwargs and len(args) == 1:
