@@ -6,6 +6,8 @@ for "cpu" only fall back to a CPU device under soft placement, with Send/Recv co
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -59,6 +61,9 @@ class GPUDevice(Device):
             self.stream = cupy.cuda.Stream(non_blocking=self.non_blocking)
         super().__init__(name, int(total))
         self._spec: Any = None
+        self._pending: queue.SimpleQueue | None = None
+        self._thread: threading.Thread | None = None
+        self._waiter_lock = threading.Lock()
 
     @property
     def memory_in_use_bytes(self) -> int:  # type: ignore[override]
@@ -74,14 +79,58 @@ class GPUDevice(Device):
             )
 
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
+        """Enqueue the node's kernels; ``done`` fires when they have finished on the GPU (an event
+        recorded after them completes), so traces and calibration time kernels, not launches."""
         try:
             with self.cp.cuda.Device(self.index), self.stream:
                 ins = [self._here(x) for x in inputs]
                 r = node.fn(node.ctx, *ins)
+                ev = self.cp.cuda.Event(disable_timing=True)
+                ev.record(self.stream)
         except Exception as e:  # noqa: BLE001 - handed to the executor, which names the node
             done(None, e)
             return
-        done(r)
+        self._waiter().put((ev, done, r))
+
+    def _waiter(self) -> queue.SimpleQueue:
+        """The queue of this device's completion thread (started on first use)."""
+        with self._waiter_lock:
+            if self._pending is None:
+                self._pending = queue.SimpleQueue()
+                t = threading.Thread(
+                    target=self._complete_loop,
+                    args=(self._pending,),
+                    name=f"{self.name} completions",
+                    daemon=True,
+                )
+                t.start()
+                self._thread = t
+            return self._pending
+
+    def _complete_loop(self, pending: queue.SimpleQueue) -> None:
+        # One stream: kernels finish in the order they were enqueued, so events are waited in order.
+        while True:
+            item = pending.get()
+            if item is None:
+                return
+            ev, done, r = item
+            try:
+                with self.cp.cuda.Device(self.index):
+                    ev.synchronize()
+            except Exception as e:  # noqa: BLE001 - a failed kernel fails its node
+                done(None, e)
+                continue
+            done(r)
+
+    def close(self) -> None:
+        """Stop the completion thread after the completions already queued."""
+        with self._waiter_lock:
+            pending, self._pending = self._pending, None
+            t, self._thread = self._thread, None
+        if pending is not None:
+            pending.put(None)
+            if t is not None and t is not threading.current_thread():
+                t.join(timeout=10)
 
     def _here(self, x: Any) -> Any:
         if isinstance(x, np.ndarray):

@@ -304,3 +304,32 @@ def test_unknown_gpu_model_says_it_has_no_catalog_entry():
         assert g.describe()["catalog"] is None and g.perf()[0] > 0
     finally:
         undo()
+
+
+def test_done_fires_when_the_kernels_have_finished(fake):
+    """GPUDevice.run calls ``done`` only after an event recorded behind the node's kernels has
+    completed (on the stand-in: the stream is synchronised up to them), not when they are queued;
+    a failing kernel reports its error through ``done``."""
+    import types
+
+    (g0, _) = _gpus()
+    seen = []
+    finished = threading.Event()
+
+    def done(r=None, e=None):
+        seen.append((r, e, g0.stream.synced >= r._seq if r is not None else None))
+        finished.set()
+
+    node = types.SimpleNamespace(fn=lambda ctx, x: fake.exp(x) * 2, ctx=None)
+    g0.run(node, [np.zeros(3, np.float32)], done)
+    assert finished.wait(10)
+    (r, e, complete) = seen[0]
+    assert e is None and complete, "done fired before the node's kernels finished"
+    assert r.get().tolist() == [2.0, 2.0, 2.0]
+
+    finished.clear()
+    bad = types.SimpleNamespace(fn=lambda ctx, x: x + np.ones(3), ctx=None)  # a numpy operand
+    g0.run(bad, [np.zeros(3, np.float32)], done)
+    assert finished.wait(10)
+    assert isinstance(seen[1][1], TypeError)
+    g0.close()
