@@ -46,7 +46,11 @@ SCRIPT = textwrap.dedent(
                 grads.append(hb.gradients(loss, [w])[0])
         with hb.device("/job:ps/task:0"):
             train = hb.assign_sub(w, hb.add_n(grads) * 0.05)
-        config = hb.ConfigProto(allow_soft_placement=False)
+        # only the PS and this worker: the other worker may finish (and stop) first
+        config = hb.ConfigProto(
+            allow_soft_placement=False,
+            device_filters=["/job:ps", f"/job:worker/task:{index}"],
+        )
         deadline = time.monotonic() + 60
         while True:  # the PS may still be starting
             try:
