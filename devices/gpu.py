@@ -133,7 +133,7 @@ class GPUDevice(Device):
                 t.join(timeout=10)
 
     def _here(self, x: Any) -> Any:
-        if isinstance(x, np.ndarray):
+        if isinstance(x, np.ndarray) and x.dtype.kind in "biufc":  # strings stay on the host
             return self.cp.asarray(x)
         return x
 

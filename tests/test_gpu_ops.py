@@ -1,6 +1,6 @@
 """Every op with a GPU kernel, checked on a stand-in GPU (tests/fakecupy).
 
-The CPU op suites (forward vs numpy, gradients vs finite differences) run again here with every
+The CPU op suites (forward vs numpy, gradients vs finite differences, and the summary ops) run again here with every
 graph built under ``/gpu:0`` on two strict stand-in GPUs; ops without a GPU kernel fall back to
 the CPU (soft placement) with the copies that implies. Each GPU kernel that runs is recorded, and
 the last test fails if an op registered for "gpu" ran on a GPU in none of them (so a new op cannot be
@@ -36,6 +36,12 @@ MODULES = [
     test_ops_random,
     test_train_optimizers,
 ]
+try:  # skips itself (at import) where tensorboard is missing; its ops then go unchecked here
+    import test_summary
+
+    MODULES.append(test_summary)
+except pytest.skip.Exception:
+    pass
 #: single tests of other suites that reach the remaining GPU ops (accumulators, samplers)
 EXTRA = [
     (test_sync_replicas, "test_accumulator_drops_stale_gradients_and_averages_the_rest"),

@@ -82,7 +82,7 @@ def _scalar_shape(op):
     return _string_shape(op)
 
 
-@ScalarSummary.kernel("cpu", "gpu")
+@ScalarSummary.kernel("cpu")
 def _scalar(ctx, x):
     v = _host(ctx, x)
     if v.size != 1:
@@ -144,7 +144,7 @@ def _histogram_shape(op):
     return _string_shape(op)
 
 
-@HistogramSummary.kernel("cpu", "gpu")
+@HistogramSummary.kernel("cpu")
 def _histogram(ctx, x):
     try:
         h = histogram_proto(_host(ctx, x))
@@ -210,7 +210,7 @@ def _image_shape(op):
     return _string_shape(op)
 
 
-@ImageSummary.kernel("cpu", "gpu")
+@ImageSummary.kernel("cpu")
 def _image(ctx, x):
     t = _host(ctx, x)
     tag, n = ctx.attrs["tag"], ctx.attrs["max_outputs"]
@@ -238,7 +238,7 @@ def _image(ctx, x):
 TextSummary = defop("TextSummary", differentiable=False, shape=_string_shape)
 
 
-@TextSummary.kernel("cpu", "gpu")
+@TextSummary.kernel("cpu")
 def _text(ctx):
     from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2, types_pb2
 
@@ -269,6 +269,6 @@ def _merge_shape(op):
     return _string_shape(op)
 
 
-@MergeSummary.kernel("cpu", "gpu")
+@MergeSummary.kernel("cpu")
 def _merge(ctx, *parts):
     return _out(b"".join(bytes(np.asarray(p).item()) for p in parts))
