@@ -112,6 +112,12 @@ class RemoteRendezvous(Rendezvous):
         with self._lock:
             if key in self._remote:
                 self._remote[key] = cancel
+                return
+            # an abort took the placeholder while the call was being made: cancel it here, or
+            # the Recv would wait out its timeout (a dead peer is waited for until then)
+            orphaned = self._error is not None and not fired.is_set()
+        if orphaned:
+            cancel()
 
     def take(self, key: str, done: Callable) -> None:
         """Hand the value sent under ``key`` (bound for another task) to ``done``."""
