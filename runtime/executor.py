@@ -521,10 +521,16 @@ def run_clocked(
                         advance(now)
                     waiting[node.index] = dead
                     outstanding += 1
-                    if node.is_async:
-                        node.fn(node.ctx, step, inputs, _completer(put, node))
-                    else:
-                        node.device.run(node, inputs, _completer(put, node), step)
+                    done = _completer(put, node)
+                    try:
+                        if node.is_async:
+                            node.fn(node.ctx, step, inputs, done)
+                        else:
+                            node.device.run(node, inputs, done, step)
+                    except Exception as e:  # noqa: BLE001 - becomes the node's completion
+                        # it raised instead of completing (a Send into an aborted rendezvous):
+                        # no completion would come, and a real step would wait for it forever
+                        done(None, e)
                     continue
                 r = node.fn(node.ctx, *inputs)
                 if on_finish is not None:

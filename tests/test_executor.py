@@ -155,3 +155,36 @@ def test_kernel_error_names_op_and_session_survives():
             np.testing.assert_array_equal(
                 s.run(c, {a: np.ones((2, 3)), b: np.ones((3, 1))}), [[3], [3]]
             )
+
+
+_RaiseAsync = defop("TestRaiseAsync", shape=unchanged_shape, stateful=True)
+
+
+@_RaiseAsync.kernel("cpu", is_async=True)
+def _raise_async(ctx, step, inputs, done):
+    raise hb.errors.AbortedError("step aborted: the peer failed")
+
+
+def test_async_kernel_raising_at_start_fails_the_step():
+    """An asynchronous kernel that raises instead of calling ``done`` (a Send into a rendezvous
+    aborted by another task) fails the step with its error while other nodes are outstanding;
+    the step used to wait forever for the completion."""
+    out: list = []
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [2])
+        slow = apply("TestSleep", [x], {"seconds": 0.2})
+        bad = apply("TestRaiseAsync", [x * 2.0], {})
+        with hb.Session() as s:
+
+            def run():
+                try:
+                    s.run([slow, bad], {x: np.ones(2, np.float32)})
+                except Exception as e:  # noqa: BLE001 - checked below
+                    out.append(e)
+
+            t = threading.Thread(target=run, daemon=True)
+            t.start()
+            t.join(30)
+    assert not t.is_alive(), "the step hung on an asynchronous node that raised"
+    assert len(out) == 1 and isinstance(out[0], hb.errors.AbortedError)
+    assert "the peer failed" in str(out[0]) and "TestRaiseAsync" in str(out[0])
