@@ -1,6 +1,7 @@
 """Compiled CPU conv/pool kernels (runtime/ops/nn_cpu.py) against direct-loop references:
 forward, input and filter gradients, for SAME/VALID, strides 1-3 (unequal too), odd sizes, 1x1
-filters, float32 and float64, blocks that split images and leave a remainder."""
+filters, float32 and float64, blocks that split images and leave a remainder, patch matrices
+built either way round."""
 
 import numpy as np
 import pytest
@@ -68,6 +69,10 @@ CASES = [
     (1, 5, 7, 3, 1, 1, 2, 2, 3, "VALID"),
     (2, 4, 9, 1, 2, 5, 2, 3, 3, "SAME"),
     (1, 3, 3, 2, 3, 3, 5, 1, 1, "VALID"),  # one output pixel
+    # short window rows (kw * C < Wo): the transposed patch matrix
+    (2, 6, 11, 1, 3, 3, 4, 1, 1, "SAME"),
+    (2, 7, 13, 2, 3, 2, 3, 2, 2, "VALID"),
+    (1, 5, 17, 1, 5, 5, 2, 1, 3, "SAME"),
 ]
 
 
@@ -83,6 +88,7 @@ def block(request, monkeypatch):
     """Default blocking, or blocks of a few rows: every block boundary and a short last block."""
     if request.param is not None:
         monkeypatch.setattr(nn_cpu, "_BLOCK_ELEMS", request.param)
+        monkeypatch.setattr(nn_cpu, "_TBLOCK_ELEMS", request.param)
     return request.param
 
 

@@ -1,8 +1,11 @@
 """Neural-network ops: activations, softmax and losses, bias_add, conv2d, pooling, batch norm.
 
 One block per op (definition, shape rule, kernel, gradient, cost), then the public TF1-named
-functions. Convolutions use im2col (a strided window view, one copy) and one GEMM; pooling loops
-over the kh*kw window positions, each step a vectorized operation on the whole batch.
+functions. The kernels below are written once for numpy and cupy (``ctx.xp``): convolutions use
+im2col (a strided window view, one copy) and one GEMM; pooling loops over the kh*kw window
+positions, each step a vectorized operation on the whole batch. On CPU, float32 and float64
+convolutions, max pooling, batch norm, ReLU and bias add run the compiled kernels of ``nn_cpu``
+instead (blocked im2col-to-GEMM, one-pass loops): ``_cpu_fast`` picks them.
 Images are NHWC; filters are (kh, kw, in_channels, out_channels), as in TensorFlow.
 """
 

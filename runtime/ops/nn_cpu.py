@@ -31,6 +31,11 @@ from numba import njit
 # buffer and its GEMM's operands in this machine's cache (1-2 MB of L2 per core, 32 MB of L3).
 _BLOCK_ELEMS = 1 << 21
 
+# The transposed patch matrix of a short-window layer is built in smaller blocks: its GEMMs are then
+# small enough for OpenBLAS to run them on the calling thread, saving a worker hand-off (~0.1 ms)
+# per block: measured 1.6 ms vs 3.3 ms for a 5x5x1x32 layer on 64 28x28 images.
+_TBLOCK_ELEMS = 1 << 14
+
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -50,8 +55,8 @@ def _c(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
-def _block_rows(k: int, rows: int) -> int:
-    return max(1, min(rows, _BLOCK_ELEMS // max(k, 1)))
+def _block_rows(k: int, rows: int, elems: int | None = None) -> int:
+    return max(1, min(rows, (elems or _BLOCK_ELEMS) // max(k, 1)))
 
 
 def _padded3(x: np.ndarray, ph: tuple, pw: tuple) -> np.ndarray:
@@ -87,6 +92,24 @@ def _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols):  # pragma: no cover - 
             out = dst[i * run : (i + 1) * run]
             for t in range(run):
                 out[t] = src[t]
+
+
+@njit(cache=True, nogil=True)
+def _im2col_t(x3, c, q0, q1, kh, kw, sh, sw, ho, wo, cols_t):  # pragma: no cover - compiled
+    """The transposed patch matrix of output rows q0..q1 (q = image * Ho + row) into
+    ``cols_t[:, : (q1 - q0) * wo]``: for a short window row (kw * C below Wo) its runs, one output
+    row long, are longer than the patch matrix's."""
+    step = sw * c
+    for q in range(q0, q1):
+        n = q // ho
+        y0 = (q - n * ho) * sh
+        base = (q - q0) * wo
+        for i in range(kh):
+            src = x3[n, y0 + i]
+            for t in range(kw * c):  # t = j * C + ch, the column within window row i
+                dst = cols_t[i * kw * c + t, base : base + wo]
+                for ox in range(wo):
+                    dst[ox] = src[t + ox * step]
 
 
 @njit(cache=True, nogil=True)
@@ -155,6 +178,29 @@ def _max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - c
 # ---- convolution -----------------------------------------------------------------------------
 
 
+def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw):
+    """Yields (r0, r1, patches): rows r0..r1 of the (N*Ho*Wo, kh*kw*C) patch matrix of NHWC ``x``
+    as a view of one reused, cache-sized buffer (valid until the next block). Short window rows
+    (kw * C < Wo, a first layer on a 1-channel image) build the buffer transposed."""
+    n, _, _, c = x.shape
+    k, rows = kh * kw * c, n * ho * wo
+    x3 = _padded3(x, ph, pw)
+    if kw * c < wo:
+        step = max(1, _block_rows(k, rows, _TBLOCK_ELEMS) // wo) * wo  # whole output rows
+        cols_t = np.empty((k, step), dtype=x.dtype)
+        for r0 in range(0, rows, step):
+            r1 = min(r0 + step, rows)
+            _im2col_t(x3, c, r0 // wo, r1 // wo, kh, kw, sh, sw, ho, wo, cols_t)
+            yield r0, r1, cols_t[:, : r1 - r0].T
+        return
+    step = _block_rows(k, rows)
+    cols = np.empty((step, k), dtype=x.dtype)
+    for r0 in range(0, rows, step):
+        r1 = min(r0 + step, rows)
+        _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols)
+        yield r0, r1, cols[: r1 - r0]
+
+
 def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
     """Cross-correlation of NHWC ``x`` with (kh, kw, C, Co) ``f``: the (N, Ho, Wo, Co) output."""
     n, _, _, c = x.shape
@@ -165,13 +211,8 @@ def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph,
     if kh == kw == sh == sw == 1:
         np.matmul(x.reshape(rows, c), f2, out=out)
         return out.reshape(n, ho, wo, co)
-    x3 = _padded3(x, ph, pw)
-    step = _block_rows(k, rows)
-    cols = np.empty((step, k), dtype=x.dtype)
-    for r0 in range(0, rows, step):
-        r1 = min(r0 + step, rows)
-        _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols)
-        np.matmul(cols[: r1 - r0], f2, out=out[r0:r1])
+    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
+        np.matmul(patches, f2, out=out[r0:r1])
     return out.reshape(n, ho, wo, co)
 
 
@@ -185,15 +226,10 @@ def conv2d_backprop_filter(
     dy2 = np.ascontiguousarray(dy).reshape(rows, co)
     if kh == kw == sh == sw == 1:
         return (x.reshape(rows, c).T @ dy2).reshape(kh, kw, c, co)
-    x3 = _padded3(x, ph, pw)
-    step = _block_rows(k, rows)
-    cols = np.empty((step, k), dtype=x.dtype)
     df = np.zeros((k, co), dtype=x.dtype)
     part = np.empty((k, co), dtype=x.dtype)
-    for r0 in range(0, rows, step):
-        r1 = min(r0 + step, rows)
-        _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols)
-        np.matmul(cols[: r1 - r0].T, dy2[r0:r1], out=part)
+    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
+        np.matmul(patches.T, dy2[r0:r1], out=part)
         df += part
     return df.reshape(kh, kw, c, co)
 
