@@ -37,6 +37,9 @@ def test_mlp_reaches_97_percent():
 
 
 def test_cnn_reaches_97_percent():
-    """The small CNN reaches at least 97% test accuracy with fixed seeds."""
-    _, last, acc = train(models.cnn, image=True, epochs=12)
+    """The small CNN reaches at least 97% test accuracy with fixed seeds.
+
+    At lr 0.003: at Adam's default 0.01 the outcome hinged on float rounding (seed 0 gave 95.8%,
+    98.2% or 99.1% with conv kernels that agree to 1e-6); at 0.003 those kernels give 98.7%."""
+    _, last, acc = train(models.cnn, image=True, epochs=12, lr=0.003)
     assert acc >= 0.97, acc
