@@ -400,8 +400,13 @@ def test_killed_ps_restarted_resumes_from_the_last_checkpoint(make_cluster, tmp_
     chief = c.log("worker0")
     restored = f"restored {ckpt / f'model.ckpt-{at_kill}'}"
     assert restored in chief, c.logs()
-    after = [int(s) for s in re.findall(r"^step (\d+)$", chief.split(restored, 1)[1], re.M)]
-    assert at_kill <= after[0] <= at_kill + 3, after[:5]  # continued from the checkpoint
+    # continued from the checkpoint: the first global step either worker reads after its
+    # recovery is just past it (the other worker may run a few steps before the chief's first)
+    firsts = []
+    for w, since in (("worker0", restored), ("worker1", "recreating the session")):
+        tail = c.log(w).rsplit(since, 1)[1]
+        firsts.append(int(re.search(r"^step (\d+)$", tail, re.M).group(1)))
+    assert at_kill <= min(firsts) <= at_kill + 3, (at_kill, firsts)
     state = hb.train.get_checkpoint_state(str(ckpt))
     assert int(state.model_checkpoint_path.rsplit("-", 1)[1]) >= last
     for path in state.all_model_checkpoint_paths:

@@ -320,7 +320,8 @@ def test_data_server_rejects_malformed_requests_and_keeps_serving(pair):
         (struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1", "INVALID_ARGUMENT"),
         (_tcp_frame({"step_id": "x", "key": "k", "timeout_s": 1}), "INVALID_ARGUMENT"),
         (_tcp_frame({"step_id": 1, "key": "a;b", "timeout_s": 1}), "INVALID_ARGUMENT"),
-        (struct.pack(">I", 1 << 20), "RESOURCE_EXHAUSTED"),
+        # an authenticated request may be as large as one message (RunGraph feeds), no larger
+        (struct.pack(">I", 0xFFFFFFFF), "RESOURCE_EXHAUSTED"),
     ]:
         s = _data_conn(port)
         s.sendall(payload)

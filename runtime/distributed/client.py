@@ -152,7 +152,13 @@ class WorkerClient:
             reply = self._calls[name](pack(req), timeout=timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise self.error(name, e) from None
-        return unpack(reply, f"{name} reply")
+        out = unpack(reply, f"{name} reply")
+        if name == "GetStatus":
+            port = out.get("data_port") or 0
+            if isinstance(port, int) and not isinstance(port, bool) and 0 <= port < 65536:
+                with self._lock:
+                    self._data_port = port
+        return out
 
     def call_async(
         self,
@@ -163,7 +169,25 @@ class WorkerClient:
         wait_for_ready: bool | None = None,
     ) -> Callable[[], None]:
         """Start ``name``; ``callback(reply_dict)`` or ``callback(None, error)`` once. Returns a
-        function that cancels the call."""
+        function that cancels the call.
+
+        RunGraph and CleanupStep travel over the task's data channel when it has one (a round
+        trip there costs a fraction of a gRPC call's), else, or when it cannot be reached, over
+        gRPC."""
+        if name in _CONTROL and self._data_port and not wait_for_ready:
+            xfer = _Transfer()
+            _THREADS.submit(lambda: self._call_tcp(name, req, timeout, callback, xfer))
+            return xfer.cancel
+        return self._call_grpc_async(name, req, timeout, callback, wait_for_ready)
+
+    def _call_grpc_async(
+        self,
+        name: str,
+        req: dict,
+        timeout: float | None,
+        callback: Callable,
+        wait_for_ready: bool | None = None,
+    ) -> Callable[[], None]:
         fut = self._calls[name].future(
             pack(req), timeout=timeout, metadata=self._metadata, wait_for_ready=wait_for_ready
         )
@@ -182,6 +206,97 @@ class WorkerClient:
 
         fut.add_done_callback(finished)
         return fut.cancel
+
+    def _call_tcp(
+        self, name: str, req: dict, timeout: float | None, callback: Callable, xfer: _Transfer
+    ) -> None:
+        """``name`` over the data channel (on a pooled thread); falls back to gRPC when no
+        connection can be made before anything is sent."""
+        start = time.monotonic()
+        try:
+            sock = self._control_conn(xfer)
+        except E.OpError as e:  # the task refused the token, or is not a hetbed data channel
+            callback(None, e)
+            return
+        if sock is None:
+            if xfer.cancelled:
+                callback(None, E.AbortedError(f"{name} to {self.task} was cancelled"))
+                return
+            left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
+            self._call_grpc_async(name, req, left, callback)
+            return
+        xfer.attach(sock)
+        try:
+            if timeout is not None:
+                sock.settimeout(max(timeout - (time.monotonic() - start), 0.001))
+            else:
+                sock.settimeout(None)
+            data = _frame({"method": name, **req})
+            if len(data) > self.max_message_bytes:
+                sock.settimeout(0.0)
+                self._pool(sock)
+                # gRPC's own words, so that the error reads the same whichever way the call goes
+                why = f"Sent message larger than max ({len(data)} vs. {self.max_message_bytes})"
+                code = grpc.StatusCode.RESOURCE_EXHAUSTED
+                callback(None, self._coded_error(name, code, why, self.address))
+                return
+            sock.sendall(data)
+            reply = _recv_frame(sock, f"{name} reply", max(self.max_message_bytes, 1 << 16))
+        except BaseException as e:  # noqa: BLE001 - the call was in flight: no retry
+            sock.close()
+            if xfer.cancelled:
+                callback(None, E.AbortedError(f"{name} to {self.task} was cancelled"))
+            elif isinstance(e, E.OpError):
+                callback(None, e)
+            elif isinstance(e, (TimeoutError, socket.timeout)):
+                err = self._coded_error(
+                    name, grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded", self.address
+                )
+                callback(None, err)
+            else:
+                why = f"connection lost ({type(e).__name__}: {e})"
+                callback(
+                    None, self._coded_error(name, grpc.StatusCode.UNAVAILABLE, why, self.address)
+                )
+            return
+        if reply.get("ok") is not True:
+            code = reply.get("code")
+            if not isinstance(code, str) or code not in grpc.StatusCode.__members__:
+                sock.close()
+                callback(
+                    None, E.DataLossError(f"{name} reply of {self.task}: malformed {reply!r:.200}")
+                )
+                return
+            self._pool(sock)
+            details = str(reply.get("message", ""))[:4000]
+            callback(None, self._coded_error(name, grpc.StatusCode[code], details, self.address))
+            return
+        self._pool(sock)
+        del reply["ok"]
+        callback(reply)
+
+    def _control_conn(self, xfer: _Transfer) -> socket.socket | None:
+        """A data connection for a control call: an idle one, else a new one; None when the
+        data port cannot be reached (the task is down or restarted elsewhere: the port is
+        forgotten until the next GetStatus says it again)."""
+        while True:
+            with self._lock:
+                sock = self._idle.pop() if self._idle else None
+            if sock is None:
+                break
+            if _idle_ok(sock):
+                return sock
+            sock.close()
+        port = self._data_port
+        if not port:
+            return None
+        try:
+            return self._connect(port, time.monotonic() + HANDSHAKE_TIMEOUT_S, xfer)
+        except (OSError, EOFError):
+            with self._lock:
+                if self._data_port == port:
+                    self._data_port = None
+            return None
 
     def error(self, name: str, e: grpc.RpcError) -> E.OpError:
         code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
@@ -460,3 +575,5 @@ class WorkerClient:
 
 
 _NO_DATA_CHANNEL = object()
+#: calls that travel over the data channel when the task has one
+_CONTROL = frozenset({"RunGraph", "CleanupStep"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import selectors
 import socket
 import struct
 import threading
@@ -14,7 +15,7 @@ from typing import Any
 
 from .. import errors as E
 from .rpc import status_code
-from .wire import INLINE_BYTES, OutTensor, WireError, field, pack, unpack
+from .wire import INLINE_BYTES, OutTensor, WireError, field, message_limit, pack, unpack
 
 MAGIC = b"HBD1"
 NONCE_BYTES = 32
@@ -59,22 +60,74 @@ def _frame(msg: dict) -> bytes:
     return _LEN.pack(len(data)) + data
 
 
-def _recv_frame(sock: socket.socket, what: str) -> dict:
+def _recv_frame(sock: socket.socket, what: str, limit: int = MAX_FRAME_BYTES) -> dict:
     (n,) = _LEN.unpack(_recv_exact(sock, 4))
-    if n > MAX_FRAME_BYTES:
+    if n > limit:
         raise E.ResourceExhaustedError(
-            f"{what}: a frame of {n} bytes is over the {MAX_FRAME_BYTES}-byte limit"
+            f"{what}: a frame of {n} bytes is over the {limit}-byte limit"
         )
     return unpack(bytes(_recv_exact(sock, n)), what)
+
+
+class _HangupWatch:
+    """Calls back when a connection whose RunGraph is running becomes readable: a client sends
+    nothing while it waits for a reply, so that means it hung up (its master died or gave up).
+    One thread per data server, started on first use."""
+
+    def __init__(self, name: str) -> None:
+        self._sel = selectors.DefaultSelector()
+        self._lock = threading.Lock()
+        self._name = name
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def add(self, conn: socket.socket, on_hangup: Any) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._sel.register(conn, selectors.EVENT_READ, on_hangup)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
+                self._thread.start()
+
+    def remove(self, conn: socket.socket) -> None:
+        with self._lock:
+            try:
+                self._sel.unregister(conn)
+            except (KeyError, ValueError, OSError):
+                pass  # closed meanwhile
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+    def _loop(self) -> None:
+        while not self._closed:
+            try:
+                # epoll sees registrations made while it waits; the timeout bounds the delay
+                # elsewhere and lets the thread notice close()
+                events = self._sel.select(timeout=1.0)
+            except (OSError, ValueError):
+                time.sleep(0.05)  # a socket closed under the selector: try again
+                continue
+            for key, _ in events:
+                self.remove(key.fileobj)  # type: ignore[arg-type]
+                try:
+                    key.data()
+                except Exception:  # noqa: BLE001, S110 - aborting a step must not end the loop
+                    pass
 
 
 class DataServer:
     """The sending side of the TCP data channel of one task (see the module docstring): a
     listening socket on ``host`` (a free port) and a thread per connection."""
 
-    def __init__(self, worker: Any, host: str, token: str | None):
+    def __init__(
+        self, worker: Any, host: str, token: str | None, max_message_bytes: int | None = None
+    ):
         self._worker = worker
         self._token = token.encode() if token else None
+        self._max_bytes = message_limit(max_message_bytes)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._sock = socket.create_server((host, 0), family=family, backlog=128)
         self.port: int = self._sock.getsockname()[1]
@@ -82,6 +135,7 @@ class DataServer:
         self._lock = threading.Lock()
         self._closed = False
         self._thread: threading.Thread | None = None
+        self._watch = _HangupWatch(f"hetbed-data-watch-{self.port}")
 
     def start(self) -> None:
         if self._thread is None:
@@ -94,6 +148,7 @@ class DataServer:
         with self._lock:
             self._closed = True
             conns, self._conns = list(self._conns), set()
+        self._watch.close()
         _shutdown(self._sock)
         self._sock.close()
         for c in conns:
@@ -154,12 +209,19 @@ class DataServer:
     def _answer(self, conn: socket.socket, n: int) -> bool:
         """Read one request of ``n`` bytes and answer it; False to close the connection."""
         try:
-            if n > MAX_FRAME_BYTES:
+            # the client has authenticated: a RunGraph may carry feeds up to the message limit
+            limit = max(MAX_FRAME_BYTES, self._max_bytes)
+            if n > limit:
                 raise E.ResourceExhaustedError(
-                    f"RecvTensor: a request of {n} bytes is over the {MAX_FRAME_BYTES}-byte "
-                    "frame limit of the data channel"
+                    f"data channel: a request of {n} bytes is over the {limit}-byte limit (raise "
+                    "it with HETBED_MAX_MESSAGE_BYTES or max_message_bytes= of hb.train.Server)"
                 )
-            req = unpack(bytes(_recv_exact(conn, n)), "RecvTensor")
+            req = unpack(bytes(_recv_exact(conn, n)), "data channel request")
+            method = req.get("method", "RecvTensor")
+            if method in ("RunGraph", "CleanupStep"):
+                return self._answer_control(conn, method, req)
+            if method != "RecvTensor":
+                raise WireError(f"data channel: unknown method {method!r:.40}")
             step_id = field(req, "step_id", int, "RecvTensor")
             key = field(req, "key", str, "RecvTensor")
             timeout = req.get("timeout_s")
@@ -188,6 +250,37 @@ class DataServer:
                 conn.sendall(out.payload)
         finally:
             out.release()
+        return True
+
+    def _answer_control(self, conn: socket.socket, method: str, req: dict) -> bool:
+        """RunGraph and CleanupStep, served as over gRPC (``grpc_server``); the connection stays
+        usable after an error reply."""
+        from .grpc_server import run_graph_request
+
+        watched = False
+
+        def watch(call_ended: Any) -> None:
+            nonlocal watched
+            self._watch.add(conn, call_ended)
+            watched = True
+
+        try:
+            if method == "RunGraph":
+                try:
+                    reply = run_graph_request(self._worker, req, watch)
+                finally:
+                    if watched:
+                        self._watch.remove(conn)
+            else:
+                step_id = field(req, "step_id", int, "CleanupStep")
+                reason = req.get("reason", "the master cleaned up the step")
+                self._worker.cleanup_step(step_id, str(reason))
+                reply = {}
+            data = _frame({"ok": True, **reply})
+        except BaseException as e:  # noqa: BLE001 - every failure becomes a status
+            data = _error_frame(e)
+        conn.settimeout(60.0 + len(data) / 10e6)
+        conn.sendall(data)
         return True
 
 

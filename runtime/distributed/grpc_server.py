@@ -48,6 +48,36 @@ class TokenInterceptor(grpc.ServerInterceptor):
         return grpc.stream_unary_rpc_method_handler(deny)
 
 
+def run_graph_request(worker: Any, req: dict, watch: Callable[[Callable[[], None]], Any]) -> dict:
+    """Serve one RunGraph request ``req`` on ``worker``, over either transport; the reply map.
+
+    ``watch(call_ended)`` asks the transport to call ``call_ended`` when the master's call ends
+    (it died, or gave up) before the reply: the step is then aborted here, so that nothing keeps
+    waiting in it (a dequeue taking a token later)."""
+    from .worker import decode_feeds
+
+    handle = field(req, "handle", str, "RunGraph")
+    step_id = field(req, "step_id", int, "RunGraph")
+    timeout = req.get("timeout_s", 0.0)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
+        raise WireError(f"RunGraph: field 'timeout_s' must be a number >= 0, got {timeout!r}")
+    feeds = decode_feeds(req.get("feeds", {}), "RunGraph")
+    finished = threading.Event()
+
+    def call_ended() -> None:
+        if not finished.is_set():
+            worker.cleanup_step(
+                step_id, "the master's RunGraph call ended before the step finished"
+            )
+
+    watch(call_ended)
+    try:
+        values = worker.run_graph(handle, step_id, feeds, float(timeout))
+    finally:
+        finished.set()
+    return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
+
+
 def service_handler(
     worker: Any,
     token: str | None,
@@ -79,30 +109,7 @@ def service_handler(
         return {}
 
     def run(req: dict, context: grpc.ServicerContext) -> dict:
-        from .worker import decode_feeds
-
-        handle = field(req, "handle", str, "RunGraph")
-        step_id = field(req, "step_id", int, "RunGraph")
-        timeout = req.get("timeout_s", 0.0)
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout < 0:
-            raise WireError(f"RunGraph: field 'timeout_s' must be a number >= 0, got {timeout!r}")
-        feeds = decode_feeds(req.get("feeds", {}), "RunGraph")
-        finished = threading.Event()
-
-        def call_ended() -> None:
-            # The master's call ended (it died, or gave up) while the step still runs here:
-            # abort the step so that nothing keeps waiting in it (a dequeue taking a token later).
-            if not finished.is_set():
-                worker.cleanup_step(
-                    step_id, "the master's RunGraph call ended before the step finished"
-                )
-
-        context.add_callback(call_ended)
-        try:
-            values = worker.run_graph(handle, step_id, feeds, float(timeout))
-        finally:
-            finished.set()
-        return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
+        return run_graph_request(worker, req, context.add_callback)
 
     def cleanup(req: dict) -> dict:
         step_id = field(req, "step_id", int, "CleanupStep")

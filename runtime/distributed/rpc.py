@@ -30,7 +30,11 @@ task's server (``Server(protocol=...)``; its GetStatus reply advertises ``data_p
   big-endian length + a msgpack map (at most ``MAX_FRAME_BYTES``); a request ``{step_id, key,
   timeout_s}`` is answered by ``{ok: true, dtype, shape, nbytes, scalar}`` followed by exactly
   ``nbytes`` raw bytes (``recv_into`` a preallocated array), or by ``{ok: false, code, message}``
-  with a gRPC status name. Connections are reused; a broken one is dropped.
+  with a gRPC status name. Connections are reused; a broken one is dropped. The per-step control
+  calls travel there too: a request ``{method: "RunGraph" | "CleanupStep", ...}`` (the gRPC
+  request's fields; at most the message limit) is answered by one frame ``{ok: true, ...reply}``
+  or the error frame; the server watches the connection while the step runs and aborts the step
+  when the master hangs up. A client that cannot connect to the data port uses gRPC instead.
 
 Either way a tensor is at most ``max_tensor_bytes`` (default ``MAX_TENSOR_BYTES``, checked from
 the header before anything is allocated: ResourceExhaustedError), a malformed or truncated stream

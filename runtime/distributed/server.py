@@ -110,7 +110,11 @@ class Server:
         from .grpc_server import TokenInterceptor, service_handler
         from .rpc import channel_options
 
-        self._data = DataServer(self.worker, bind_host, self._token) if protocol != "grpc" else None
+        self._data = (
+            DataServer(self.worker, bind_host, self._token, self._max_bytes)
+            if protocol != "grpc"
+            else None
+        )
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="hetbed-rpc"),
             options=channel_options(self._max_bytes),
