@@ -44,9 +44,31 @@ class _Groups:
             self.parent[rb] = ra
 
 
-def colocation_groups(ops: Iterable[Any]) -> dict[Any, list[Any]]:
-    """Root op -> members, joining explicit colocation and variable-reference consumers."""
+def colocation_groups(
+    ops: Iterable[Any], universe: Iterable[Any] | None = None
+) -> dict[Any, list[Any]]:
+    """Root op -> members, joining explicit colocation and variable-reference consumers.
+
+    With ``universe`` (the whole graph's ops), groups are formed over it, as TensorFlow's placer
+    does, and only those holding an op of ``ops`` are returned, with all their members: a step
+    that reads a variable alone then already sees the ops that will join it in later steps (the
+    queue SyncReplicasOptimizer colocates with the global step), so the first placement, which
+    pins the variable, suits them too."""
     ops = list(ops)
+    if universe is not None:
+        groups = colocation_groups(universe)
+        wanted = {id(op) for op in ops}
+        out = {}
+        covered: set[int] = set()
+        for r, m in groups.items():
+            ids = [id(x) for x in m]
+            if not wanted.isdisjoint(ids):
+                out[r] = m
+                covered.update(ids)
+        for op in ops:  # ops outside the universe (none in practice) keep their own group
+            if id(op) not in covered:
+                out[op] = [op]
+        return out
     uf = _Groups()
     for op in ops:
         uf.find(op)
@@ -115,10 +137,19 @@ def place(
     by_name = {d.name: d for d in devices}
     out: dict[Any, Any] = {}
     free_groups = []
-    for root, members in colocation_groups(ops).items():
+    in_step = {id(op) for op in ops}
+    universe = ops[0].graph.get_operations() if ops else None
+    for root, group in colocation_groups(ops, universe).items():
+        members = [m for m in group if id(m) in in_step]
         spec, _ = _merge_requests(members, soft)
-        pin = next((pinned[m.name] for m in members if m.name in pinned), None)
+        pin = next((pinned[m.name] for m in group if m.name in pinned), None)
         need = [(m, kernel_dtype(m)) for m in members if m.op_def is not None]
+        # members of later steps: their kernels count too, unless no device has them all
+        more = [(m, kernel_dtype(m)) for m in group if id(m) not in in_step and m.op_def]
+        if more and any(
+            all(m.op_def.has_kernel(d.kernel_type, dt) for m, dt in need + more) for d in devices
+        ):
+            need = need + more
 
         def has_kernels(d: Any, need=need) -> bool:
             return all(m.op_def.has_kernel(d.kernel_type, dt) for m, dt in need)

@@ -194,3 +194,38 @@ def test_accumulator_on_a_gpu(gpus4):
             dev = dict(zip(s.placement().op, s.placement().device))
     np.testing.assert_allclose(got, [2.0, 2.0, 2.0])
     assert dev[take.op.name].endswith("gpu:0")
+
+
+def _sync_replicas_run(device: str) -> tuple[np.ndarray, dict]:
+    """Three SyncReplicasOptimizer steps (one replica) of a linear model under ``device``."""
+    xv = np.random.default_rng(3).standard_normal((8, 3)).astype(np.float32)
+    yv = xv @ np.array([[1.0], [-2.0], [0.5]], np.float32)
+    with hb.Graph().as_default():
+        with hb.device(device):
+            step = hb.train.get_or_create_global_step()
+            w = hb.Variable(np.zeros((3, 1), np.float32), name="w")
+            loss = hb.reduce_mean(hb.square(hb.matmul(hb.constant(xv), w) - hb.constant(yv)))
+            opt = hb.train.SyncReplicasOptimizer(
+                hb.train.GradientDescentOptimizer(0.1), 1, total_num_replicas=1
+            )
+            train = opt.minimize(loss, global_step=step)
+        hooks = [opt.make_session_run_hook(is_chief=True), hb.train.StopAtStepHook(last_step=3)]
+        with hb.train.MonitoredTrainingSession(is_chief=True, hooks=hooks) as sess:
+            while not sess.should_stop():
+                sess.run(train)
+            raw = sess.raw_session()
+            got = raw.run(w)
+            pinned = {name: d.name for name, d in raw._pinned.items()}  # stateful ops' devices
+    return got, pinned
+
+
+def test_sync_replicas_under_a_gpu_default_device(gpus4):
+    """SyncReplicasOptimizer with everything asked for on gpu:0: the token queue (no GPU kernel)
+    and the global step it is colocated with go to the CPU from the first step on (the step
+    that first reads the global step pins it), the model stays on the GPU, and the weights equal
+    the CPU run's."""
+    got, dev = _sync_replicas_run("/gpu:0")
+    want, _ = _sync_replicas_run("/cpu:0")
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert dev["global_step"].endswith("cpu:0") and dev["sync_token_q"].endswith("cpu:0")
+    assert dev["w"].endswith("gpu:0")

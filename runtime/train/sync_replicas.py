@@ -187,8 +187,12 @@ class SyncReplicasOptimizer(Optimizer):
                 init = [self.local_step_init_op]
                 cancel = []
                 for acc in self._accumulators:
+                    # the read lives with the global step: a read of it colocated with the
+                    # accumulator would join the variable's group with the global step's
+                    with _on(graph, gs_ref.op):
+                        now = _read(gs_ref)
                     with _on(graph, acc.accumulator_ref.op):
-                        init.append(acc.set_global_step(_read(gs_ref), name="SetGlobalStep"))
+                        init.append(acc.set_global_step(now, name="SetGlobalStep"))
                         cancel.append(acc.cancel_takes())
                 self.chief_init_op = group(*init, name="sync_rep_chief_init")
                 self._cancel_sync_op = group(*cancel, name="sync_rep_cancel_takes")
