@@ -483,7 +483,7 @@ def run_clocked(
     seq = 0
     outstanding = 0
     failure: BaseException | None = None
-    failed = node = None
+    failed = node = failed_ins = None
     while True:
         while ready and failure is None:
             node = nodes[ready.pop()]
@@ -536,7 +536,7 @@ def run_clocked(
                 if on_finish is not None:
                     on_finish(node, r, dead)
             except Exception as e:  # noqa: BLE001 - reported below with the node
-                failure, failed = e, node
+                failure, failed, failed_ins = e, node, inputs
                 _abort(step, e)
                 break
             _store(node, r, vals, pending, ready)
@@ -591,7 +591,7 @@ def run_clocked(
     if failure is not None:
         if isinstance(failure, OpError):
             raise _annotate(failure, failed, vals) from None
-        raise _wrap(failure, failed, vals) from failure
+        raise _wrap(failure, failed, vals, failed_ins) from failure
 
 
 def _store(node: Node, r: Any, vals: list, pending: list, ready: list) -> None:
@@ -667,13 +667,16 @@ _WRAP = {
 }
 
 
-def _wrap(e: Exception, node: Node | None, vals: list) -> OpError:
+def _wrap(e: Exception, node: Node | None, vals: list, inputs: list | None = None) -> OpError:
+    """``e`` from ``node`` as an OpError naming the op, its device and its inputs' shapes
+    (``inputs``: the values it ran on, when the schedule had already released their slots)."""
     cls = next((v for k, v in _WRAP.items() if isinstance(e, k)), FailedPreconditionError)
     if node is None:
         return cls(str(e))
+    if inputs is None or len(inputs) != len(node.ins):
+        inputs = [vals[s] for s in node.ins]
     shapes = ", ".join(
-        str(getattr(vals[s], "shape", type(vals[s]).__name__)) if vals[s] is not None else "?"
-        for s in node.ins
+        str(getattr(v, "shape", type(v).__name__)) if v is not None else "?" for v in inputs
     )
     msg = (
         f"{type(e).__name__} in {node.op.type} {node.op.name!r} on "

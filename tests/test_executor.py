@@ -188,3 +188,22 @@ def test_async_kernel_raising_at_start_fails_the_step():
     assert not t.is_alive(), "the step hung on an asynchronous node that raised"
     assert len(out) == 1 and isinstance(out[0], hb.errors.AbortedError)
     assert "the peer failed" in str(out[0]) and "TestRaiseAsync" in str(out[0])
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_runtime_error_names_the_input_shapes(traced):
+    """A kernel failing at run time is reported with the shapes it ran on, on either schedule
+    (the clocked one has released the inputs' slots by then)."""
+    with hb.Graph().as_default():
+        a = hb.placeholder(hb.float32, [None, None])
+        b = hb.placeholder(hb.float32, [None, None])
+        y = hb.matmul(a * 1.0, b * 1.0)
+        with hb.Session() as s:
+            kw = {}
+            if traced:
+                kw = {"options": hb.RunOptions(trace_level=hb.RunOptions.FULL_TRACE)}
+                kw["run_metadata"] = hb.RunMetadata()
+            feed = {a: np.ones((2, 3), np.float32), b: np.ones((4, 5), np.float32)}
+            with pytest.raises(hb.errors.InvalidArgumentError) as e:
+                s.run(y, feed, **kw)
+    assert "MatMul" in str(e.value) and "runtime input shapes: [(2, 3), (4, 5)]" in str(e.value)
