@@ -4,7 +4,6 @@ gRPC."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -14,14 +13,9 @@ import pytest
 import hetbed as hb
 from hetbed.runtime.distributed.client import WorkerClient
 from hetbed.runtime.distributed.cluster import ClusterSpec
+from hetbed.runtime.distributed.launcher import free_ports
 
 PS = "/job:ps/replica:0/task:0"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -29,9 +23,8 @@ def cluster():
     made: list = []
 
     def make(protocol: str):
-        spec = ClusterSpec(
-            {"ps": [f"127.0.0.1:{_free_port()}"], "worker": [f"127.0.0.1:{_free_port()}"]}
-        )
+        ps_port, wk_port = free_ports(2)
+        spec = ClusterSpec({"ps": [f"127.0.0.1:{ps_port}"], "worker": [f"127.0.0.1:{wk_port}"]})
         ps = hb.train.Server(spec, "ps", 0, protocol=protocol)
         wk = hb.train.Server(spec, "worker", 0, protocol=protocol)
         made.extend([ps, wk])
