@@ -14,7 +14,7 @@ from . import executor as ex
 from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
 from .graph import Graph, Operation, Tensor, get_default_graph
-from .ops.state import VarHandle
+from .ops.state import VarHandle, snapshot
 
 
 @dataclass
@@ -298,7 +298,9 @@ class BaseSession:
                 v = self._to_host(v)
                 if v.__class__ is VarHandle:  # a variable's reference: its value, as in TF
                     v, copy = v.read(), True
-                out.append(v.copy() if copy and isinstance(v, np.ndarray) else v)
+                if copy and isinstance(v, np.ndarray):  # under its variable's lock, if any
+                    v = snapshot(v, self._resources.values())
+                out.append(v)
         return fetch.build(out)
 
     def run_observed(self, fetches: Any, feed_dict: dict | None, make_observer: Callable) -> Any:

@@ -22,7 +22,7 @@ import numpy as np
 from .. import executor as ex
 from ..errors import AbortedError, DeadlineExceededError, InvalidArgumentError, NotFoundError
 from ..graph import Operation, Tensor, TensorShape
-from ..ops.state import VarHandle
+from ..ops.state import _NO_LOCK, LOCKED_COPY_BYTES, VarHandle, owner_of
 from ..partition import _free_op
 from ..rendezvous import LocalRendezvous, Rendezvous
 from ..serialize import GraphFormatError, decode_value, graph_from_dict
@@ -61,12 +61,14 @@ class RemoteRendezvous(Rendezvous):
         peer: Callable[[str], Any],
         timeout_s: float,
         aliases_state: Callable[[Any], bool] = lambda v: True,
+        owner: Callable[[Any], Any] = lambda v: None,
     ):
         self.step_id = step_id
         self.task = task
         self.timeout_s = timeout_s
         self._peer = peer
         self._aliases_state = aliases_state
+        self._owner = owner
         self._local = LocalRendezvous()
         self._lock = threading.Lock()
         self._remote: dict[str, Callable] = {}  # key -> cancel the remote call
@@ -76,7 +78,12 @@ class RemoteRendezvous(Rendezvous):
         _, dst = _key_devices(key)
         if task_of(dst) != self.task:
             where = f"tensor of rendezvous key {key!r}"
-            value = out_tensor(value, where, copy=self._aliases_state(value))
+            copy = self._aliases_state(value)
+            h = None
+            if copy and getattr(value, "nbytes", 0) >= LOCKED_COPY_BYTES:
+                h = self._owner(value)  # a variable: copy it under its lock (use_locking)
+            with h.lock if h is not None else _NO_LOCK:
+                value = out_tensor(value, where, copy=copy)
         self._local.send(key, value)
 
     def recv(self, key: str, done: Callable) -> None:
@@ -225,7 +232,9 @@ class Worker:
         self._graphs: dict[str, _Registered] = {}
         self._lock = threading.Lock()
         self._handles = itertools.count(1)
-        self.steps = _Steps(lambda s, t: RemoteRendezvous(s, task, peer, t, self.aliases_state))
+        self.steps = _Steps(
+            lambda s, t: RemoteRendezvous(s, task, peer, t, self.aliases_state, self.owner)
+        )
         #: a new number each time the task starts (TF's device incarnation): a master that planned
         #: against an earlier incarnation learns that the task restarted (AbortedError)
         self.incarnation = secrets.randbits(62) + 1
@@ -436,11 +445,19 @@ class Worker:
                 if not live:
                     self._live.pop(step_id, None)
             self.steps.leave(step_id)
-        # A fetched variable reference gives the variable's value (a snapshot), as in TF.
-        return [
-            np.array(v.read()) if v.__class__ is VarHandle else v
-            for v in (vals[s] for s in prep.fetch_slots)
-        ]
+        return [self._fetched(vals[s]) for s in prep.fetch_slots]
+
+    def _fetched(self, v: Any) -> Any:
+        """A fetched value as it leaves the step: a variable reference gives the variable's value
+        (a snapshot, as in TF); a variable's buffer is copied under its lock, so that an update
+        run with use_locking is seen whole."""
+        if v.__class__ is VarHandle:
+            return v.snapshot(v.read())
+        if isinstance(v, np.ndarray) and v.nbytes >= LOCKED_COPY_BYTES:
+            h = self.owner(v)
+            if h is not None:
+                return h.snapshot(v)
+        return v
 
     def aliases_state(self, value: Any) -> bool:
         """Whether ``value`` could share memory with a variable buffer of this task (which
@@ -449,14 +466,11 @@ class Worker:
             return False  # numpy scalars are immutable; device arrays are copied to the host
         if value.nbytes < _ALIAS_CHECK_BYTES:
             return True
-        root = value
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        for res in list(self.resources.values()):
-            for h in list(res.values()):
-                if isinstance(h, VarHandle) and h.value is root:
-                    return True
-        return False
+        return self.owner(value) is not None
+
+    def owner(self, value: Any) -> VarHandle | None:
+        """The variable of this task whose buffer ``value`` is or views, or None."""
+        return owner_of(value, self.resources.values())
 
     def recv_tensor(self, step_id: int, key: str, timeout_s: float) -> OutTensor:
         """The tensor this task sent under ``key`` in ``step_id``, ready to stream; blocks until

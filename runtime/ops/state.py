@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -24,6 +25,12 @@ class VarHandle:
         self.shape = shape
         self.value: Any = None
         self.lock = threading.Lock()
+
+    def snapshot(self, value: Any) -> Any:
+        """A private copy of ``value`` (this variable's buffer or a view of it) taken under the
+        variable's lock: updates run with ``use_locking`` are then seen whole or not at all."""
+        with self.lock:
+            return value.copy()
 
     def read(self) -> Any:
         v = self.value
@@ -52,6 +59,44 @@ class VarHandle:
             value = value.astype(self.dtype.np, order="C", copy=True)
         self.value = value
         return value
+
+
+#: arrays below this many bytes are copied without looking for their variable: numpy updates
+#: them without releasing the GIL, so no copy can see half an update
+LOCKED_COPY_BYTES = 2048
+
+
+def owner_of(value: Any, containers: Any) -> VarHandle | None:
+    """The variable (among the resource ``containers``: dicts of name -> resource) whose buffer
+    ``value`` is or views, or None."""
+    if not isinstance(value, np.ndarray):
+        return None
+    root = value
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    for res in list(containers):
+        for h in list(res.values()):
+            if isinstance(h, VarHandle) and h.value is root:
+                return h
+    return None
+
+
+def snapshot(value: np.ndarray, containers: Any) -> np.ndarray:
+    """A copy of ``value``; under its variable's lock when it is (a view of) a variable buffer
+    large enough that an in-place update could be caught half done."""
+    if value.nbytes >= LOCKED_COPY_BYTES:
+        h = owner_of(value, containers)
+        if h is not None:
+            return h.snapshot(value)
+    return value.copy()
+
+
+#: update kernels hold the variable's lock only when built with ``use_locking``
+_NO_LOCK = contextlib.nullcontext()
+
+
+def _locking(ctx: Any, h: VarHandle) -> Any:
+    return h.lock if ctx.attrs.get("use_locking") else _NO_LOCK
 
 
 def _ref_cost(op, ins, outs):
@@ -166,8 +211,9 @@ AssignAdd = defop("AssignAdd", shape=_assign_shape, stateful=True, differentiabl
 
 @AssignAdd.kernel("cpu", "gpu")
 def _assign_add(ctx, h, value):
-    v = h.read()
-    v += value  # in place: readers holding the buffer see the new value, as in TF1
+    with _locking(ctx, h):
+        v = h.read()
+        v += value  # in place: readers holding the buffer see the new value, as in TF1
     return v
 
 
@@ -178,8 +224,9 @@ AssignSub = defop("AssignSub", shape=_assign_shape, stateful=True, differentiabl
 
 @AssignSub.kernel("cpu", "gpu")
 def _assign_sub(ctx, h, value):
-    v = h.read()
-    v -= value
+    with _locking(ctx, h):
+        v = h.read()
+        v -= value
     return v
 
 
@@ -225,8 +272,9 @@ ScatterAdd = defop("ScatterAdd", shape=_scatter_shape, stateful=True, differenti
 
 @ScatterAdd.kernel("cpu", "gpu")
 def _scatter_add(ctx, h, idx, upd):
-    v = _check_rows(h, idx, ctx.op.name)
-    _add_at(ctx.xp, v, idx, upd)
+    with _locking(ctx, h):
+        v = _check_rows(h, idx, ctx.op.name)
+        _add_at(ctx.xp, v, idx, upd)
     return v
 
 
@@ -237,11 +285,12 @@ ScatterSub = defop("ScatterSub", shape=_scatter_shape, stateful=True, differenti
 
 @ScatterSub.kernel("cpu", "gpu")
 def _scatter_sub(ctx, h, idx, upd):
-    v = _check_rows(h, idx, ctx.op.name)
-    if ctx.xp is np:
-        np.subtract.at(v, idx, upd)
-    else:
-        _add_at(ctx.xp, v, idx, -upd)
+    with _locking(ctx, h):
+        v = _check_rows(h, idx, ctx.op.name)
+        if ctx.xp is np:
+            np.subtract.at(v, idx, upd)
+        else:
+            _add_at(ctx.xp, v, idx, -upd)
     return v
 
 
@@ -252,8 +301,9 @@ ScatterUpdate = defop("ScatterUpdate", shape=_scatter_shape, stateful=True, diff
 
 @ScatterUpdate.kernel("cpu", "gpu")
 def _scatter_update(ctx, h, idx, upd):
-    v = _check_rows(h, idx, ctx.op.name)
-    v[idx] = upd
+    with _locking(ctx, h):
+        v = _check_rows(h, idx, ctx.op.name)
+        v[idx] = upd
     return v
 
 
@@ -275,38 +325,44 @@ def assign(ref: Any, value: Any, validate_shape: bool = True, use_locking: bool 
     return apply("Assign", [r, v], {"validate_shape": validate_shape}, name or "Assign")
 
 
-def assign_add(ref: Any, value: Any, use_locking: bool = False, name=None):
+def _update(op_type: str, ref: Any, value: Any, use_locking: bool, name: str | None) -> Tensor:
     r = _ref_of(ref)
     v = convert_to_tensor(value, dtype=r.dtype) if not isinstance(value, Tensor) else value
-    return apply("AssignAdd", [r, v], {}, name or "AssignAdd")
+    return apply(op_type, [r, v], {"use_locking": bool(use_locking)}, name or op_type)
+
+
+def assign_add(ref: Any, value: Any, use_locking: bool = False, name=None):
+    """``ref += value`` in place. With ``use_locking`` the update holds the variable's lock, so
+    that other locked updates, fetches and transfers of the variable see it whole."""
+    return _update("AssignAdd", ref, value, use_locking, name)
 
 
 def assign_sub(ref: Any, value: Any, use_locking: bool = False, name=None):
-    r = _ref_of(ref)
-    v = convert_to_tensor(value, dtype=r.dtype) if not isinstance(value, Tensor) else value
-    return apply("AssignSub", [r, v], {}, name or "AssignSub")
+    """``ref -= value`` in place (``use_locking`` as for assign_add)."""
+    return _update("AssignSub", ref, value, use_locking, name)
 
 
-def _scatter(op_type: str, ref: Any, indices: Any, updates: Any, name: str | None) -> Tensor:
+def _scatter(op_type: str, ref: Any, indices: Any, updates: Any, use_locking: bool, name) -> Tensor:
     r = _ref_of(ref)
     if not isinstance(updates, Tensor):  # Python values take the variable's dtype, as in TF
         updates = convert_to_tensor(updates, dtype=r.dtype)
-    return apply(op_type, [r, indices, updates], {}, name or op_type)
+    attrs = {"use_locking": bool(use_locking)}
+    return apply(op_type, [r, indices, updates], attrs, name or op_type)
 
 
 def scatter_add(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name=None):
     """``ref[indices] += updates``; repeated indices all add (``np.add.at``)."""
-    return _scatter("ScatterAdd", ref, indices, updates, name)
+    return _scatter("ScatterAdd", ref, indices, updates, use_locking, name)
 
 
 def scatter_sub(ref: Any, indices: Any, updates: Any, use_locking: bool = False, name=None):
     """``ref[indices] -= updates``; repeated indices all subtract."""
-    return _scatter("ScatterSub", ref, indices, updates, name)
+    return _scatter("ScatterSub", ref, indices, updates, use_locking, name)
 
 
 def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = True, name=None):
     """``ref[indices] = updates``; with repeated indices one of the updates wins."""
-    return _scatter("ScatterUpdate", ref, indices, updates, name)
+    return _scatter("ScatterUpdate", ref, indices, updates, use_locking, name)
 
 
 def is_variable_initialized(ref: Any, name=None):
@@ -315,6 +371,8 @@ def is_variable_initialized(ref: Any, name=None):
 
 __all__ = [
     "VarHandle",
+    "owner_of",
+    "snapshot",
     "assign",
     "assign_add",
     "assign_sub",

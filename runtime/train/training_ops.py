@@ -15,7 +15,6 @@ optimizer as a *body* over flat arrays, ``body(xp, scratch, grad, var, *slots, *
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -25,14 +24,13 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..graph import Tensor, TensorShape
 from ..ops.manip import _add_at
-from ..ops.state import _ref_of
+from ..ops.state import _locking, _ref_of
 from ..registry import Cost, apply, defop, nbytes, numel
 
 # Elements per pass of a dense update: the block of every operand (var, slots, grad, scratch)
 # stays in cache while the body's passes run over it. Measured (2-core EPYC, 32 MiB L3): Adam on
 # 10M floats 17 ms blocked vs 30 ms unblocked; 1M floats 1.8 ms vs 3.4 ms for plain numpy.
 BLOCK = 1 << 17
-_NO_LOCK = contextlib.nullcontext()
 
 
 # ---- shape and cost rules shared by every update op -------------------------------------------
@@ -120,10 +118,6 @@ def _define(name: str, n_refs: int, grad: int, flops: float, indices: int | None
 # ---- the two drivers ---------------------------------------------------------------------------
 
 
-def _lock(ctx: Any, h: Any) -> Any:
-    return h.lock if ctx.attrs.get("use_locking") else _NO_LOCK
-
-
 def _scratch(ctx: Any, n: int, dtype: Any) -> Any:
     """A flat buffer of at least ``n`` elements owned by this call (kept per op across steps)."""
     pool = ctx.state
@@ -160,7 +154,7 @@ def dense_update(ctx: Any, handles: tuple, grad: Any, body: Callable, *hyper: An
             )
     xp = ctx.xp
     n = var.size
-    with _lock(ctx, handles[0]):
+    with _locking(ctx, handles[0]):
         if not all(a.flags.c_contiguous for a in arrays):  # cannot flatten in place: one pass
             s = xp.empty_like(var)
             body(xp, s, grad, *arrays, *hyper)
@@ -217,7 +211,7 @@ def sparse_update(
     arrays = [h.read() for h in handles]
     var = arrays[0]
     idx, g = unique_rows(ctx, handles[0], var, grad, indices)
-    with _lock(ctx, handles[0]):
+    with _locking(ctx, handles[0]):
         rows = [a[idx] for a in arrays]  # gathered copies
         body(ctx.xp, ctx.xp.empty_like(g), g, *rows, *hyper)
         for a, r in zip(arrays, rows):
@@ -417,7 +411,7 @@ def _sparse_apply_adam(
         return sparse_update(ctx, (var, m, v), grad, indices, _adam_body, omb1, omb2, lr_t, eps)
     varr, marr, varr_v = var.read(), m.read(), v.read()
     idx, g = unique_rows(ctx, var, varr, grad, indices)
-    with _lock(ctx, var):
+    with _locking(ctx, var):
         marr *= beta1
         marr[idx] += g * omb1
         varr_v *= beta2
