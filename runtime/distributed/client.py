@@ -366,13 +366,15 @@ class WorkerClient:
 
     def _discover(self, key: str, deadline: float, xfer: _Transfer) -> int:
         """The task's data port (0: none), from its GetStatus reply (asked once). Waits for a
-        task that is not up yet, as gRPC's wait_for_ready, until ``deadline``."""
+        task that is not up (starting, restarting) at most PEER_WAIT_S, then raises
+        UnavailableError naming it; a task that answers is waited for until ``deadline``."""
         port = self._data_port
         if port is not None:
             return port
+        left = max(deadline - time.monotonic(), 0.001)
         fut = self._calls["GetStatus"].future(
             pack({}),
-            timeout=max(deadline - time.monotonic(), 0.001),
+            timeout=min(left, PEER_WAIT_S),
             metadata=self._metadata,
             wait_for_ready=True,
         )
@@ -380,6 +382,8 @@ class WorkerClient:
         try:
             reply = unpack(fut.result(), "GetStatus reply")
         except grpc.RpcError as e:  # named for the Recv that waited, not for GetStatus
+            if e.code() == grpc.StatusCode.DEADLINE_EXCEEDED and left > PEER_WAIT_S:
+                raise self._peer_down(key) from None
             raise self.error(f"RecvTensor {key!r} (GetStatus for the data port)", e) from None
         port = reply.get("data_port") or 0
         if not isinstance(port, int) or not 0 <= port < 65536:
@@ -387,18 +391,42 @@ class WorkerClient:
         self._data_port = port
         return port
 
+    def _peer_down(self, key: str) -> E.OpError:
+        err = UnavailableError(
+            f"{self._where(key)} ({self.address}): the task did not answer for {PEER_WAIT_S:g} s "
+            "(its port refuses connections or does not accept them); is it running?"
+        )
+        err.grpc_code = grpc.StatusCode.UNAVAILABLE
+        return err
+
     # -- over gRPC ----------------------------------------------------------------------------
     def _recv_grpc(self, req: dict, deadline: float, xfer: _Transfer) -> Any:
+        try:
+            return self._recv_stream(req, deadline, xfer, ready=False)
+        except _NotReady:
+            pass
+        # The channel is not connected (the task is down, starting or restarting, or this
+        # channel backs off from a dead incarnation): wait for it at most PEER_WAIT_S.
+        left = deadline - time.monotonic()
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=max(min(left, PEER_WAIT_S), 0))
+        except grpc.FutureTimeoutError:
+            if left > PEER_WAIT_S and not xfer.cancelled:
+                raise self._peer_down(req["key"]) from None
+        return self._recv_stream(req, deadline, xfer, ready=True)
+
+    def _recv_stream(self, req: dict, deadline: float, xfer: _Transfer, ready: bool) -> Any:
+        """One RecvTensor stream; raises _NotReady when, without ``ready`` (gRPC's
+        wait_for_ready), the channel fails it before any message arrived."""
         where = self._where(req["key"])
-        # wait_for_ready: a peer task restarted at the same address is served as soon as it is
-        # up, instead of failing fast while this channel backs off from the dead incarnation
         call = self._stream(
             pack(req),
             timeout=max(deadline - time.monotonic(), 0.001),
             metadata=self._metadata,
-            wait_for_ready=True,
+            wait_for_ready=ready,
         )
         xfer.attach(call)
+        first = None
         try:
             chunks = iter(call)
             first = next(chunks, None)
@@ -418,6 +446,13 @@ class WorkerClient:
                 incoming.write(chunk)
             return incoming.value()
         except grpc.RpcError as e:
+            if (
+                not ready
+                and first is None
+                and e.code() == grpc.StatusCode.UNAVAILABLE
+                and not xfer.cancelled
+            ):
+                raise _NotReady from None
             raise self.error(f"RecvTensor {req['key']!r}", e) from None
         finally:
             call.cancel()  # a no-op once the stream ended; stops it after a local error
@@ -575,5 +610,15 @@ class WorkerClient:
 
 
 _NO_DATA_CHANNEL = object()
+#: seconds a Recv waits for a peer task that does not answer at all (its port refuses or does
+#: not accept connections: it died, or has not started) before failing with UnavailableError
+#: naming it; a peer that answers is waited for until the Recv's own deadline
+PEER_WAIT_S = 10.0
+
+
+class _NotReady(Exception):
+    """A RecvTensor stream failed before its first message because the channel is not ready."""
+
+
 #: calls that travel over the data channel when the task has one
 _CONTROL = frozenset({"RunGraph", "CleanupStep"})

@@ -106,6 +106,10 @@ def channel_options(max_message_bytes: int) -> list[tuple[str, int]]:
         ("grpc.max_receive_message_length", max_message_bytes),
         ("grpc.http2.max_frame_size", (1 << 24) - 1),
         ("grpc.http2.lookahead_bytes", 16 << 20),
+        # a channel to a task that died reconnects within 2 s once the task is back (gRPC's
+        # default backoff grows to 2 minutes), so that a restarted task is reached again soon
+        ("grpc.initial_reconnect_backoff_ms", 250),
+        ("grpc.max_reconnect_backoff_ms", 2000),
     ]
 
 
