@@ -84,3 +84,34 @@ def test_a_task_restarted_at_the_same_address_is_reached_again(cluster, protocol
     ps.stop(grace=0)
     ps2 = cluster("ps", protocol)  # same address, new data port
     np.testing.assert_array_equal(_send_and_fetch(ps2, client, 2, v * 3), v * 3)
+
+
+def test_a_task_dying_during_the_handshake_reads_as_unavailable():
+    """A data channel that hangs up after the challenge means a wrong token only when the task's
+    gRPC service refuses the token too; a task that is gone reads as UnavailableError."""
+    import socket
+    import threading
+
+    from hetbed.runtime.distributed import datachannel
+
+    lsn = socket.create_server(("127.0.0.1", 0))
+    data_port = lsn.getsockname()[1]
+
+    def dying_server():
+        conn, _ = lsn.accept()
+        conn.sendall(datachannel.MAGIC + bytes(datachannel.NONCE_BYTES))
+        datachannel._recv_exact(conn, len(datachannel.MAGIC) + 32)
+        conn.close()  # gone before naming itself
+
+    t = threading.Thread(target=dying_server, daemon=True)
+    t.start()
+    (grpc_port,) = free_ports(1)  # nothing listens there: the task's gRPC service is gone too
+    client = rpc_client.WorkerClient(f"127.0.0.1:{grpc_port}", PS)
+    client._data_port = data_port
+    try:
+        with pytest.raises(UnavailableError, match="hung up during the handshake"):
+            client.recv_tensor(1, _key("t"), 20.0)
+    finally:
+        client.close()
+        lsn.close()
+        t.join(5)

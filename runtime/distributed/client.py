@@ -578,12 +578,7 @@ class WorkerClient:
             try:
                 (n,) = _recv_exact(sock, 1, deadline)
             except EOFError:
-                raise UnauthenticatedError(
-                    f"RecvTensor from {self.task}: its data channel ({host}:{port}) hung up "
-                    "after the challenge: no or a wrong cluster token; pass the cluster's token "
-                    "(hb.Session(target, token=...) or the HETBED_CLUSTER_TOKEN environment "
-                    "variable)"
-                ) from None
+                raise self._hung_up(host, port) from None
             task = bytes(_recv_exact(sock, n, deadline)).decode(errors="replace")
             if task != self.task and self.task.startswith("/job:"):
                 # the port now belongs to another task (this one restarted elsewhere): ask again
@@ -592,6 +587,28 @@ class WorkerClient:
             sock.close()
             raise
         return sock
+
+    def _hung_up(self, host: str, port: int) -> E.OpError:
+        """Why the data channel hung up after the challenge: the task refuses the token (its gRPC
+        service says so too), or it is going away (it does not answer)."""
+        try:
+            self._calls["GetStatus"](pack({}), timeout=2.0, metadata=self._metadata)
+            code = grpc.StatusCode.OK
+        except grpc.RpcError as e:
+            code = e.code()
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            return UnauthenticatedError(
+                f"RecvTensor from {self.task}: its data channel ({host}:{port}) hung up after "
+                "the challenge: no or a wrong cluster token; pass the cluster's token "
+                "(hb.Session(target, token=...) or the HETBED_CLUSTER_TOKEN environment variable)"
+            )
+        err = UnavailableError(
+            f"RecvTensor from {self.task}: its data channel ({host}:{port}) hung up during the "
+            f"handshake and the task {'answers' if code == grpc.StatusCode.OK else 'does not answer'}"
+            f" over gRPC ({code.name}): it is stopping, restarting or over its connection cap"
+        )
+        err.grpc_code = grpc.StatusCode.UNAVAILABLE
+        return err
 
     def _pool(self, sock: socket.socket) -> None:
         with self._lock:
