@@ -81,7 +81,7 @@ def child(n_devices: int, n_ops: int, steps: int) -> dict:
             first_wall = time.perf_counter() - t1  # placement, partitioning, plans included
     wall = time.perf_counter() - t0
     events = [  # counted after the clock stopped, from each step's public record
-        int((r.ops.duration_s > 0).sum()) + 2 * len(r.flows) for r in sess.records[-steps:]
+        int((r.ops.duration_s > 0).sum()) + 2 * len(r.flows) for r in list(sess.records)[-steps:]
     ]
     return {
         "events": sum(events),

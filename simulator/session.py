@@ -5,6 +5,7 @@ network flows) and the executor's wait (advance the clock) differ from ``hb.Sess
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -175,6 +176,13 @@ class SimSession(BaseSession):
     ``run`` returns the fetched values (real numbers in hybrid mode, ``SimValue`` shape-only
     placeholders otherwise) and leaves the step's ``RunRecord`` in ``last_record``. Feeds may be
     real arrays or ``SimValue``s (only their shapes matter without hybrid mode).
+
+    Memory stays bounded over any number of steps: ``records`` keeps the RunRecords of the last
+    ``keep_records`` steps (default 100; None keeps all), ``step_times`` the simulated time of
+    every step (8 bytes each), and ``on_record(record)``, when given, receives every step's
+    RunRecord as it is made (to stream them to disk or an aggregator). With a bound, the
+    cluster network's own flow list (``network.records``, ``flow_frame()``) is trimmed to the
+    current step's flows after each step; each kept RunRecord holds its own.
     """
 
     def __init__(
@@ -183,7 +191,15 @@ class SimSession(BaseSession):
         graph: Any = None,
         config: ConfigProto | None = None,
         replay: bool = True,
+        keep_records: int | None = 100,
+        on_record: Callable[[RunRecord], Any] | None = None,
     ):
+        if keep_records is not None and (
+            isinstance(keep_records, bool) or not isinstance(keep_records, int) or keep_records < 1
+        ):
+            raise ValueError(
+                f"SimSession: keep_records must be an int >= 1 or None, got {keep_records!r}"
+            )
         self.cluster = cluster
         #: replay recorded step programs (``program.py``) for shape-only steps whose feeds have
         #: the signature of earlier steps; False runs every step through the full schedule
@@ -195,7 +211,12 @@ class SimSession(BaseSession):
         self.replay_after = 2
         super().__init__("", graph, config)
         self.last_record: RunRecord | None = None
-        self.records: list[RunRecord] = []
+        self.keep_records = keep_records
+        self.on_record = on_record
+        #: the RunRecords of the last ``keep_records`` steps, oldest first
+        self.records: deque[RunRecord] = deque(maxlen=keep_records)
+        #: the simulated time of every step run, in order
+        self.step_times: list[float] = []
         self._charged_vars: set[str] = set()
         self._parsed_keys: dict[str, tuple] = {}  # rendezvous key -> route and names
 
@@ -337,6 +358,11 @@ class SimSession(BaseSession):
             start,
         )
         self.records.append(self.last_record)
+        self.step_times.append(span)
+        if self.keep_records is not None and n_flows:
+            del network.records[:n_flows]  # older steps' flows: their records hold their own
+        if self.on_record is not None:
+            self.on_record(self.last_record)
         if run_metadata is not None and getattr(options, "trace_level", 0) > 0:
             # A traced simulated step: its simulated ops and flows (not the host's wall clock).
             run_metadata.step_stats = self.last_record.ops
