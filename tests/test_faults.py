@@ -327,7 +327,9 @@ def test_killed_chief_without_backup_fails_steps_after_the_deadline_and_rejoins(
     c.wait_for(lambda: max(c.steps("worker1"), default=0) >= 8, "global step 8", 20)
     c.kill("worker0")
     t_kill = time.monotonic()
-    saved = hb.train.latest_checkpoint(str(ckpt))
+    # what the restarted chief will restore: the newest checkpoint that verifies, also one the
+    # kill left outside the index (between the data file's rename and the index's)
+    saved = hb.train.recover_checkpoint(str(ckpt))
     assert saved is not None
     c.wait_for(lambda: "ERROR" in c.log("worker1"), "worker 1's step to fail", 12)
     err = re.search(r"^ERROR (\w+): (.*)$", c.log("worker1"), re.M)
@@ -382,14 +384,14 @@ def test_killed_ps_restarted_resumes_from_the_last_checkpoint(make_cluster, tmp_
 
     c.wait_for(lambda: saved() >= 100, "the checkpoint of step 100", 60)
     c.kill("ps0")
-    at_kill = saved()
     seen = max(c.steps("worker0") + c.steps("worker1"))
-    assert seen - at_kill <= 50 + 2  # what the restart may lose: steps since the checkpoint
     for w in ("worker0", "worker1"):
         report = r"MonitoredTrainingSession \((non-)?chief\): UnavailableError: (.*?); recreat"
         c.wait_for(lambda w=w, r=report: re.search(r, c.log(w), re.S), f"{w} to report", 15)
         why = re.search(report, c.log(w), re.S).group(2)
         assert "/job:ps/replica:0/task:0" in why, why
+    at_kill = saved()  # read once the chief has failed: a save under way then has finished
+    assert seen - at_kill <= 50 + 2  # what the restart may lose: steps since the checkpoint
     assert c.procs["worker0"].poll() is None and c.procs["worker1"].poll() is None
     c.start("ps", 0)
     for w in ("worker0", "worker1"):
