@@ -16,7 +16,7 @@ import numpy as np
 
 from .base import Device
 from .costmodel import CostModel, DevicePerf, Roofline
-from .errors import ResourceExhaustedError
+from .errors import ResourceExhaustedError, UnimplementedError
 
 _SIGS: dict = {}  # (shape, dtype[, small int bytes]) -> a small int naming that signature
 
@@ -97,7 +97,8 @@ def generation() -> int:
 
 
 def _small_int(v: Any) -> Any:
-    if isinstance(v, np.ndarray) and v.dtype.kind in "iu" and v.nbytes <= _SMALL:
+    """``v`` when it is a small real integer or bool array (shape arithmetic, conditions)."""
+    if isinstance(v, np.ndarray) and v.dtype.kind in "iub" and v.nbytes <= _SMALL:
         return v
     return None
 
@@ -229,6 +230,15 @@ class SimulatedDevice(Device):
 
     def _plan_node(self, node: Any, inputs: list) -> tuple:
         """(duration, placeholder result, whether to run the real kernel) for these inputs."""
+        kind = node.op.type
+        if kind in ("Switch", "Merge"):  # a conditional: free, and it must see the values
+            if kind == "Switch" and inputs[1].__class__ is SimValue:
+                raise UnimplementedError(
+                    f"a shape-only simulation cannot decide the conditional {node.op.name!r}: "
+                    "its predicate has no value; feed it a real bool, or simulate with "
+                    "Cluster(hybrid=True)"
+                )
+            return 0.0, None, True
         in_shapes = tuple([value_shape(v) for v in inputs])
         small = [_small_int(v) for v in inputs]
         out_shapes = self.infer_shapes(node.op, list(in_shapes), node.input_tensors, small)

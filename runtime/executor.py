@@ -48,7 +48,7 @@ from .errors import (
     UnimplementedError,
 )
 from .graph import Operation, Tensor
-from .registry import Kernel
+from .registry import DEAD, Kernel
 
 
 class KernelContext:
@@ -111,6 +111,8 @@ class Node:
         "timed",
         "input_tensors",
         "memo",
+        "dead_rule",
+        "ctrl_preds",
     )
 
     def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
@@ -133,6 +135,10 @@ class Node:
         self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
         self.input_tensors: list[Tensor] = list(op.inputs)
         self.memo: Any = None  # free for the device's per-node cache (simulated devices' plans)
+        #: in a graph with conditionals: 1 dead when any input is, 2 (Merge) when all are, 0
+        #: never (Send/Recv carry deadness); ``ctrl_preds``: its control predecessors' indices
+        self.dead_rule = 1
+        self.ctrl_preds: list[int] = []
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name} on {getattr(self.device, 'name', self.device)}>"
@@ -154,6 +160,8 @@ class PreparedGraph:
         self.feed_slots = feed_slots
         self.fetch_slots = fetch_slots
         self.straight_line = straight_line
+        #: the graph has conditionals (Switch): dead tensors propagate (ops/cond.py)
+        self.has_cond = False
         #: the extension point of other layers: data they keep per prepared graph, by owner
         #: (the simulator keeps its memory charges and step programs under "sim")
         self.extensions: dict[str, Any] = {}
@@ -294,6 +302,7 @@ def build_prepared(
                 preds.add(node_of[t.op].index)
         for c in controls_of(node.op):
             preds.add(node_of[c].index)
+            node.ctrl_preds.append(node_of[c].index)
         node.n_preds = len(preds)
         for p in preds:
             nodes[p].consumers.append(node.index)
@@ -318,7 +327,13 @@ def build_prepared(
         and (not n.is_async or (inline_async and n.kernel.inline_in_order))
         for n in nodes
     )
+    has_cond = any(n.op.type == "Switch" for n in nodes)
+    if has_cond:
+        straight = False  # dead tensors propagate in the clocked schedule only
+        for n in nodes:
+            n.dead_rule = _DEAD_RULES.get(n.op.type, 1)
     prep = PreparedGraph(nodes, len(slot_of), feed_slots, fetch_slots, straight)
+    prep.has_cond = has_cond
     prep.slot_tensor = slot_tensor
     prep.slot_node = [None if t is None or t in feed_slots else node_of[t.op] for t in slot_tensor]
     return prep
@@ -484,6 +499,8 @@ def run_clocked(
     outstanding = 0
     failure: BaseException | None = None
     failed = node = failed_ins = None
+    has_cond = plan.has_cond
+    dead_nodes: set[int] = set()  # nodes found dead (conditionals only)
     while True:
         while ready and failure is None:
             node = nodes[ready.pop()]
@@ -505,6 +522,14 @@ def run_clocked(
                     if not left:
                         dead = (*dead, s)
                         vals[s] = None
+            if has_cond and node.dead_rule and _is_dead(node, inputs, dead_nodes):
+                # a dead node (an untaken branch of a cond) does not run: its outputs are dead
+                dead_nodes.add(node.index)
+                r = DEAD if node.n_out == 1 else ((DEAD,) * node.n_out if node.n_out else None)
+                if on_finish is not None:
+                    on_finish(node, r, dead)
+                _store(node, r, vals, pending, ready)
+                continue
             try:
                 if on_start is not None:
                     on_start(node)
@@ -592,6 +617,23 @@ def run_clocked(
         if isinstance(failure, OpError):
             raise _annotate(failure, failed, vals) from None
         raise _wrap(failure, failed, vals, failed_ins) from failure
+
+
+#: how deadness reaches an op (ops/cond.py): Merge is dead only when every input is; Send and
+#: Recv carry a dead value to the other device instead of being dead themselves
+_DEAD_RULES = {"Merge": 2, "_Send": 0, "_Recv": 0}
+
+
+def _is_dead(node: Node, inputs: list, dead_nodes: set) -> bool:
+    if node.dead_rule == 2:
+        return all(v is DEAD for v in inputs)
+    for v in inputs:
+        if v is DEAD:
+            return True
+    for p in node.ctrl_preds:
+        if p in dead_nodes:
+            return True
+    return False
 
 
 def _store(node: Node, r: Any, vals: list, pending: list, ready: list) -> None:

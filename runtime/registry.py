@@ -205,6 +205,19 @@ class _ShapeView:
         return f"{self.name} ({self.type}) with inputs [{ins}]"
 
 
+class _Dead:
+    """The value of a dead tensor: an output of the branch of a cond that did not run."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<dead tensor>"
+
+
+#: the value of a dead tensor (see ops/cond.py)
+DEAD = _Dead()
+
+
 def apply_op(
     op_type: str,
     inputs: Sequence[Any],
@@ -221,6 +234,9 @@ def apply_op(
     attrs = attrs or {}
     g = graph or _graph_of(inputs)
     tensors = [convert_to_tensor(x, graph=g) for x in inputs]
+    cond = getattr(g._local, "cond", None)  # building a branch of hb.cond (control_flow.py)
+    if cond is not None:
+        tensors = [cond.enter(t) for t in tensors]
     view = _ShapeView(name or op_type, op_type, tensors, attrs, g)
     try:
         specs = op_def.shape_fn(view) if op_def.shape_fn else []
@@ -228,7 +244,10 @@ def apply_op(
         raise InvalidArgumentError(f"{e.message}\n  in {view.describe()}") from None
     except (ValueError, TypeError) as e:
         raise InvalidArgumentError(f"{op_type}: {e}\n  in {view.describe()}") from None
-    return g._add_op(op_type, tensors, attrs, name, specs, op_def)
+    op = g._add_op(op_type, tensors, attrs, name, specs, op_def)
+    if cond is not None:
+        cond.added(op)
+    return op
 
 
 def apply(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, name: str | None = None):

@@ -15,6 +15,7 @@ from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
 from .graph import Graph, Operation, Tensor, get_default_graph
 from .ops.state import VarHandle, snapshot
+from .registry import DEAD
 
 
 @dataclass
@@ -291,9 +292,14 @@ class BaseSession:
         if tracer is not None and run_metadata is not None:
             run_metadata.step_stats = tracer.frame()
         out = []
-        for v, copy, is_op in zip(values, plan.fetch_copy, plan.fetch_is_op):
+        for el, v, copy, is_op in zip(fetch.elements, values, plan.fetch_copy, plan.fetch_is_op):
             if is_op:
                 out.append(None)
+            elif v is DEAD:
+                raise InvalidArgumentError(
+                    f"fetched tensor {el.name!r} was not computed: it is in the branch of a "
+                    "cond that did not run; fetch the cond's result instead"
+                )
             else:
                 v = self._to_host(v)
                 if v.__class__ is VarHandle:  # a variable's reference: its value, as in TF

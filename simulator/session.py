@@ -243,7 +243,8 @@ class SimSession(BaseSession):
         ext = prep.extensions["sim"]
         programs = ext.programs
         trace = sent = None
-        if programs is not None and self.replay:
+        if programs is not None and self.replay and not prep.has_cond:
+            # (a step with conditionals runs the ops of the branches taken: not replayable)
             key = tuple([_signature(vals[s]) for s in prep.feed_slots.values()])
             prog = programs.get(key)
             if prog is not None and prog.generation != simulated_generation():

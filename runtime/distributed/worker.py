@@ -20,10 +20,17 @@ from typing import Any
 import numpy as np
 
 from .. import executor as ex
-from ..errors import AbortedError, DeadlineExceededError, InvalidArgumentError, NotFoundError
+from ..errors import (
+    AbortedError,
+    DeadlineExceededError,
+    InvalidArgumentError,
+    NotFoundError,
+    UnimplementedError,
+)
 from ..graph import Operation, Tensor, TensorShape
 from ..ops.state import _NO_LOCK, LOCKED_COPY_BYTES, VarHandle, owner_of
 from ..partition import _free_op
+from ..registry import DEAD
 from ..rendezvous import LocalRendezvous, Rendezvous
 from ..serialize import GraphFormatError, decode_value, graph_from_dict
 from .wire import OutTensor, WireError, out_tensor, tensor_from_wire
@@ -78,6 +85,11 @@ class RemoteRendezvous(Rendezvous):
         _, dst = _key_devices(key)
         if task_of(dst) != self.task:
             where = f"tensor of rendezvous key {key!r}"
+            if value is DEAD:
+                raise UnimplementedError(
+                    f"{where}: a cond whose branch runs on another task ({task_of(dst)}) is not "
+                    "supported yet; keep each cond's branches on the task of its predicate"
+                )
             copy = self._aliases_state(value)
             h = None
             if copy and getattr(value, "nbytes", 0) >= LOCKED_COPY_BYTES:

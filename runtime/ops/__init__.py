@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     array,
     collective,
+    cond,
     control,
     conv_transpose,
     data_flow,

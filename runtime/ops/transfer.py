@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import Cost, defop, nbytes
+from ..registry import DEAD, Cost, defop, nbytes
 
 Send = defop("_Send", stateful=True, differentiable=False)
 
@@ -20,6 +20,10 @@ def _send_shape(op):
 
 @Send.kernel("cpu", "gpu", is_async=True, inline_in_order=True)
 def _send(ctx, step, inputs, done):
+    if inputs and inputs[0] is DEAD:  # an untaken branch: the receiver's side is dead too
+        step.rendezvous.send(ctx.attrs["key"], DEAD)
+        done(None)
+        return
     if inputs:
         v = inputs[0]
         if ctx.attrs["compress"]:
@@ -63,6 +67,9 @@ def _recv(ctx, step, inputs, done):
     def arrived(value=None, error=None):
         if error is not None:
             done(None, error)
+            return
+        if value is DEAD:
+            done(DEAD)
             return
         if compress:
             value = value.astype(np.float32)
