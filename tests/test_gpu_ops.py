@@ -14,6 +14,7 @@ import os
 import sys
 
 import pytest
+import test_cond
 import test_ops_manip
 import test_ops_math
 import test_ops_nn
@@ -47,6 +48,9 @@ EXTRA = [
     (test_sync_replicas, "test_accumulator_drops_stale_gradients_and_averages_the_rest"),
     (test_zoo, "test_log_uniform_sampler_unique"),
     (test_zoo, "test_log_uniform_sampler_distribution"),
+    (test_cond, "test_values_and_gradients_of_each_branch"),
+    (test_cond, "test_training_through_a_cond_matches_numpy"),
+    (test_cond, "test_nested_structures_constants_and_case"),
 ]
 USE_REAL = os.environ.get("HETBED_GPU_OPS") == "real"
 

@@ -83,7 +83,7 @@ def _merge_shape(op):
 def _merge(ctx, *inputs):
     for i, v in enumerate(inputs):
         if v is not DEAD:
-            return v, np.int32(i)
+            return v, ctx.xp.asarray(i, dtype=np.int32)
     return DEAD, DEAD
 
 
