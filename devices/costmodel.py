@@ -90,6 +90,17 @@ def _matmul_dims(op: Any, ins: Sequence[tuple]) -> tuple[int, int, int] | None:
     return None
 
 
+def pricing_dtype(op: Any) -> str:
+    """The dtype an op computes in: that of its first floating-point operand (inputs first,
+    then outputs), else of its first input or output ("float32" for an op with neither). Not
+    simply the first input: Conv2DBackpropInput's is an int32 shape, Fill's and OneHot's too."""
+    tensors = (*op.inputs, *op.outputs)
+    for t in tensors:
+        if t.dtype.is_floating:
+            return t.dtype.name
+    return tensors[0].dtype.name if tensors else "float32"
+
+
 class CostModel:
     """Interface: ``duration(op, in_shapes, out_shapes, perf) -> seconds`` for concrete shapes."""
 
@@ -125,11 +136,7 @@ class Roofline(CostModel):
         if op.type in ZERO_TIME_OPS:
             return 0.0
         c = op.op_def.cost_fn(op, list(ins), list(outs))
-        dtype = (
-            (op.inputs[0].dtype if op.inputs else op.outputs[0].dtype).name
-            if (op.inputs or op.outputs)
-            else "float32"
-        )
+        dtype = pricing_dtype(op)
         matrix = op.type in MATRIX_OPS
         peak = perf.peak(dtype, matrix)
         if matrix and perf.systolic is not None:

@@ -393,3 +393,30 @@ def test_two_level_fabric_oversubscription_slows_cross_rack_transfers():
         times[fabric] = float(f.end_s[0] - f.start_s[0])
     assert times["switch"] == pytest.approx(4 * n / 1e9, rel=1e-9)
     assert times["two_level"] == pytest.approx(4 * times["switch"], rel=1e-9)
+
+
+def test_ops_are_priced_in_the_dtype_of_their_floating_operands():
+    """Conv2DBackpropInput's first input is an int32 shape: in a float16 graph it is priced at
+    the float16 matrix rate, like the forward convolution, not at the float32 rate."""
+    perf = DevicePerf(
+        "fp16",
+        {"float32": 1e12, "float16": 2e12},
+        matrix_flops={"float16": 8e12},
+        memory_bandwidth=1e15,  # compute-bound
+        launch_overhead_s=0.0,
+    )
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float16, [8, 32, 32, 16])
+        f = hb.placeholder(hb.float16, [3, 3, 16, 32])
+        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+        (dx,) = hb.gradients(hb.reduce_sum(y), [x])
+        back = dx.op
+        assert back.type == "Conv2DBackpropInput" and back.inputs[0].dtype == hb.int32
+        ins = [(4,), (3, 3, 16, 32), (8, 32, 32, 32)]
+        t_back = Roofline().duration(back, ins, [(8, 32, 32, 16)], perf)
+        t_fwd = Roofline().duration(
+            y.op, [(8, 32, 32, 16), (3, 3, 16, 32)], [(8, 32, 32, 32)], perf
+        )
+    flops = 2 * 8 * 32 * 32 * 32 * 3 * 3 * 16
+    assert t_fwd == pytest.approx(flops / 8e12, rel=1e-9)
+    assert t_back == pytest.approx(flops / 8e12, rel=1e-9)  # was flops / 1e12 (float32 rate)
