@@ -37,11 +37,13 @@ from hetbed.runtime.ops.sampled import (
     nce_loss,
     sampled_softmax_loss,
 )
-from hetbed.runtime.rnn_cell import static_rnn
+from hetbed.runtime.rnn_cell import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 
 __all__ = [
     "rnn_cell",
     "static_rnn",
+    "dynamic_rnn",
+    "bidirectional_dynamic_rnn",
     "conv2d_transpose",
     "log_uniform_candidate_sampler",
     "nce_loss",

@@ -463,3 +463,79 @@ def static_rnn(
             outputs.append(out)
             state = new
         return outputs, state
+
+
+def _time_steps(inputs: Any, time_major: bool, what: str) -> tuple[Tensor, int]:
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is None or x.shape.ndims < 3:
+        raise ValueError(
+            f"{what}: inputs must be a [batch, time, depth] tensor ([time, batch, depth] with "
+            f"time_major=True), got shape {x.shape} ({x.name})"
+        )
+    steps = x.shape.dims[0 if time_major else 1]
+    if steps is None:
+        raise ValueError(
+            f"{what}: the time dimension of {x.name} (shape {x.shape}) must be known when the "
+            "graph is built: hetbed unrolls the recurrence (it has no while_loop yet); give the "
+            "placeholder a fixed number of steps, and sequence_length for shorter rows"
+        )
+    return x, int(steps)
+
+
+def dynamic_rnn(
+    cell: RNNCell,
+    inputs: Any,
+    sequence_length: Any = None,
+    initial_state: Any = None,
+    dtype: Any = None,
+    parallel_iterations: Any = None,
+    swap_memory: bool = False,
+    time_major: bool = False,
+    scope: Any = None,
+) -> tuple[Tensor, Any]:
+    """TF1's ``tf.nn.dynamic_rnn`` for inputs with a static number of time steps: ``(outputs,
+    final_state)`` with outputs ``[batch, time, cell.output_size]`` (``[time, batch, ...]`` with
+    ``time_major``), computed by unrolling the cell over the steps (``static_rnn``), with the same
+    variable names as TF's (``rnn/<cell>/kernel``) and the same ``sequence_length`` semantics:
+    zero outputs past a row's length, its state carried through. ``parallel_iterations`` and
+    ``swap_memory`` are accepted and ignored. A time dimension unknown when the graph is built is
+    an error (that needs ``while_loop``, which hetbed does not have yet)."""
+    x, steps = _time_steps(inputs, time_major, "dynamic_rnn")
+    xs = _manip.unstack(x, num=steps, axis=0 if time_major else 1)
+    outputs, state = static_rnn(cell, xs, initial_state, dtype, sequence_length, scope or "rnn")
+    return _manip.stack(outputs, axis=0 if time_major else 1), state
+
+
+def bidirectional_dynamic_rnn(
+    cell_fw: RNNCell,
+    cell_bw: RNNCell,
+    inputs: Any,
+    sequence_length: Any = None,
+    initial_state_fw: Any = None,
+    initial_state_bw: Any = None,
+    dtype: Any = None,
+    parallel_iterations: Any = None,
+    swap_memory: bool = False,
+    time_major: bool = False,
+    scope: Any = None,
+) -> tuple[tuple, tuple]:
+    """TF1's ``tf.nn.bidirectional_dynamic_rnn`` for a static number of time steps and rows of
+    full length: ``((output_fw, output_bw), (state_fw, state_bw))``, the backward cell reading
+    the steps in reverse and its outputs put back in time order; variables under
+    ``bidirectional_rnn/fw`` and ``/bw`` as in TF. ``sequence_length`` (rows of different
+    lengths, reversed each within its length) is not supported yet: an error says so."""
+    if sequence_length is not None:
+        raise ValueError(
+            "bidirectional_dynamic_rnn: sequence_length is not supported yet (each row would be "
+            "reversed within its own length); pad rows to the full length or use dynamic_rnn"
+        )
+    x, steps = _time_steps(inputs, time_major, "bidirectional_dynamic_rnn")
+    axis = 0 if time_major else 1
+    xs = _manip.unstack(x, num=steps, axis=axis)
+    with variable_scope(scope or "bidirectional_rnn"):
+        out_fw, st_fw = static_rnn(cell_fw, xs, initial_state_fw, dtype, None, "fw")
+        out_bw, st_bw = static_rnn(cell_bw, xs[::-1], initial_state_bw, dtype, None, "bw")
+    return (
+        (_manip.stack(out_fw, axis=axis), _manip.stack(out_bw[::-1], axis=axis)),
+        (st_fw, st_bw),
+    )

@@ -1,0 +1,130 @@
+"""tf.nn.dynamic_rnn / bidirectional_dynamic_rnn for a static number of steps (unrolled): the
+same values as static_rnn over the unstacked steps and as TensorFlow, TF's variable names, and
+a clear error for an unknown time dimension."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+import hetbed.compat.v1 as hbtf
+
+B, T, D, H = 3, 5, 4, 6
+RNG = np.random.default_rng(0)
+XV = RNG.standard_normal((B, T, D)).astype(np.float32)
+LENS = np.array([5, 2, 0], np.int32)
+
+
+def _run(build):
+    with hb.Graph().as_default():
+        fetches = build()
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            return s.run(fetches)
+
+
+def test_dynamic_rnn_equals_static_rnn_with_lengths_and_time_major():
+    def build():
+        x = hb.constant(XV)
+        cell = hb.nn.rnn_cell.BasicLSTMCell(H)
+        out, st = hb.nn.dynamic_rnn(cell, x, sequence_length=LENS, dtype=hb.float32)
+        tm_out, tm_st = hb.nn.dynamic_rnn(
+            cell, hb.transpose(x, [1, 0, 2]), LENS, dtype=hb.float32, time_major=True
+        )
+        s_out, s_st = hb.nn.static_rnn(
+            cell, hb.unstack(x, axis=1), dtype=hb.float32, sequence_length=LENS
+        )
+        return out, st, tm_out, tm_st, hb.stack(s_out, axis=1), s_st
+
+    out, st, tm_out, tm_st, s_out, s_st = _run(build)
+    assert out.shape == (B, T, H)
+    np.testing.assert_allclose(out, s_out, rtol=1e-6)
+    np.testing.assert_allclose(tm_out, np.transpose(s_out, (1, 0, 2)), rtol=1e-6)
+    for a, b in ((st, s_st), (tm_st, s_st)):
+        np.testing.assert_allclose(a.c, b.c, rtol=1e-6)
+        np.testing.assert_allclose(a.h, b.h, rtol=1e-6)
+    assert np.all(out[1, 2:] == 0) and np.all(out[2] == 0)  # past each row's length
+    np.testing.assert_allclose(st.h[1], out[1, 1], rtol=1e-6)  # state at the last live step
+
+
+def test_bidirectional_reads_the_steps_both_ways():
+    names = []
+
+    def build():
+        x = hb.constant(XV)
+        fw, bw = hb.nn.rnn_cell.GRUCell(H), hb.nn.rnn_cell.GRUCell(H)
+        (o_fw, o_bw), (s_fw, s_bw) = hb.nn.bidirectional_dynamic_rnn(fw, bw, x, dtype=hb.float32)
+        names.extend(sorted(v.op.name for v in hb.trainable_variables()))
+        with hb.variable_scope("bidirectional_rnn/bw", reuse=True):
+            r_out, _ = hb.nn.static_rnn(bw, hb.unstack(x, axis=1)[::-1], dtype=hb.float32)
+        return o_fw, o_bw, s_fw, s_bw, hb.stack(r_out[::-1], axis=1)
+
+    o_fw, o_bw, s_fw, s_bw, want_bw = _run(build)
+    assert o_fw.shape == o_bw.shape == (B, T, H)
+    np.testing.assert_allclose(o_bw, want_bw, rtol=1e-6)
+    np.testing.assert_allclose(s_fw, o_fw[:, -1], rtol=1e-6)
+    np.testing.assert_allclose(s_bw, o_bw[:, 0], rtol=1e-6)
+    assert names == [
+        "bidirectional_rnn/bw/gru_cell/candidate/bias",
+        "bidirectional_rnn/bw/gru_cell/candidate/kernel",
+        "bidirectional_rnn/bw/gru_cell/gates/bias",
+        "bidirectional_rnn/bw/gru_cell/gates/kernel",
+        "bidirectional_rnn/fw/gru_cell/candidate/bias",
+        "bidirectional_rnn/fw/gru_cell/candidate/kernel",
+        "bidirectional_rnn/fw/gru_cell/gates/bias",
+        "bidirectional_rnn/fw/gru_cell/gates/kernel",
+    ]
+
+
+def test_unknown_time_dimension_is_a_clear_error():
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None, None, D])
+        with pytest.raises(ValueError, match="time dimension.*must be known.*while_loop"):
+            hb.nn.dynamic_rnn(hb.nn.rnn_cell.BasicRNNCell(H), x, dtype=hb.float32)
+        with pytest.raises(ValueError, match="sequence_length is not supported yet"):
+            hb.nn.bidirectional_dynamic_rnn(
+                hb.nn.rnn_cell.BasicRNNCell(H),
+                hb.nn.rnn_cell.BasicRNNCell(H),
+                hb.placeholder(hb.float32, [None, T, D]),
+                sequence_length=LENS,
+                dtype=hb.float32,
+            )
+
+
+def test_same_as_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    try:
+        tf1.nn.rnn_cell.LSTMCell  # noqa: B018 - Keras 3 removed it
+    except (AttributeError, ImportError):
+        pytest.skip(
+            "this TensorFlow has no tf.compat.v1.nn.rnn_cell (Keras 3): pip install tf-keras "
+            "and set TF_USE_LEGACY_KERAS=1"
+        )
+    yv = RNG.standard_normal((B, T, H)).astype(np.float32)
+
+    def program(tf, weights=None):
+        g = tf.Graph()
+        with g.as_default():
+            tf.set_random_seed(1)
+            x = tf.placeholder(tf.float32, [None, T, D])
+            lens = tf.placeholder(tf.int32, [None])
+            cell = tf.nn.rnn_cell.LSTMCell(H)
+            out, st = tf.nn.dynamic_rnn(cell, x, sequence_length=lens, dtype=tf.float32)
+            loss = tf.reduce_mean(tf.square(out - yv))
+            variables = sorted(tf.trainable_variables(), key=lambda v: v.op.name)
+            grads = tf.gradients(loss, variables)
+            with tf.Session(graph=g) as s:
+                s.run(tf.global_variables_initializer())
+                if weights is not None:
+                    for v, w in zip(variables, weights):
+                        s.run(v.assign(w))
+                vals = s.run([v for v in variables])
+                got = s.run([out, st.h, loss] + grads, {x: XV, lens: LENS})
+                return [v.op.name for v in variables], vals, got
+
+    names_tf, weights, want = program(tf1)
+    names_hb, _, got = program(hbtf, weights)
+    assert names_hb == names_tf
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-6)
