@@ -192,3 +192,111 @@ def case(
             return cond(p, fn, lambda: chain(i + 1), strict=strict)
 
         return chain(0)
+
+
+def _leading(elems: Any, what: str) -> tuple[list, int, bool]:
+    """(flat tensors, their common static leading size, whether ``elems`` was a structure)."""
+    structured = isinstance(elems, (list, tuple, dict))
+    flat = [convert_to_tensor(e) for e in _flatten(elems)]
+    sizes = {t.shape.dims[0] if t.shape.ndims else None for t in flat}
+    if len(sizes) != 1 or None in sizes:
+        names = ", ".join(f"{t.name} {t.shape}" for t in flat)
+        raise InvalidArgumentError(
+            f"{what}: the elements' first dimension must be one size known when the graph is "
+            f"built (hetbed unrolls it: it has no while_loop yet); got {names}"
+        )
+    return flat, int(sizes.pop()), structured
+
+
+def _slices(elems: Any, flat: list, i: int, structured: bool) -> Any:
+    items = [t[i] for t in flat]
+    return _pack(elems, items) if structured else items[0]
+
+
+def map_fn(
+    fn: Callable,
+    elems: Any,
+    dtype: Any = None,
+    parallel_iterations: Any = None,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    infer_shape: bool = True,
+    name: str | None = None,
+) -> Any:
+    """TF1's ``tf.map_fn`` for elements whose first dimension is known when the graph is built:
+    ``fn`` applied to each slice along it (a structure of tensors in, a structure out), the
+    results stacked. Unrolled: one copy of ``fn``'s ops per slice."""
+    from .ops.manip import stack
+
+    g = get_default_graph()
+    with g.name_scope(name or "map"):
+        flat, n, structured = _leading(elems, "map_fn")
+        if n == 0:
+            raise InvalidArgumentError("map_fn: no elements (a first dimension of 0)")
+        outs = [fn(_slices(elems, flat, i, structured)) for i in range(n)]
+        leaves = [_flatten(o) for o in outs]
+        stacked = [stack([leaf[k] for leaf in leaves]) for k in range(len(leaves[0]))]
+        return _pack(outs[0], stacked) if isinstance(outs[0], (list, tuple, dict)) else stacked[0]
+
+
+def scan(
+    fn: Callable,
+    elems: Any,
+    initializer: Any = None,
+    parallel_iterations: Any = None,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    infer_shape: bool = True,
+    reverse: bool = False,
+    name: str | None = None,
+) -> Any:
+    """TF1's ``tf.scan`` for a first dimension known when the graph is built: ``acc = fn(acc,
+    x)`` over the slices (from the last with ``reverse``), the accumulators stacked; without
+    ``initializer`` the first slice is the first accumulator. Unrolled."""
+    from .ops.manip import stack
+
+    g = get_default_graph()
+    with g.name_scope(name or "scan"):
+        flat, n, structured = _leading(elems, "scan")
+        order = list(range(n))[::-1] if reverse else list(range(n))
+        if initializer is None:
+            if not order:
+                raise InvalidArgumentError("scan: no elements and no initializer")
+            acc = _slices(elems, flat, order[0], structured)
+            results = {order[0]: acc}
+            order = order[1:]
+        else:
+            acc, results = initializer, {}
+        for i in order:
+            acc = fn(acc, _slices(elems, flat, i, structured))
+            results[i] = acc
+        seq = [results[i] for i in sorted(results)]
+        leaves = [_flatten(r) for r in seq]
+        stacked = [stack([leaf[k] for leaf in leaves]) for k in range(len(leaves[0]))]
+        return _pack(seq[0], stacked) if isinstance(seq[0], (list, tuple, dict)) else stacked[0]
+
+
+def foldl(fn: Callable, elems: Any, initializer: Any = None, name: str | None = None, **kw: Any):
+    """TF1's ``tf.foldl`` (first dimension known when the graph is built; unrolled)."""
+    return _fold(fn, elems, initializer, False, name or "foldl")
+
+
+def foldr(fn: Callable, elems: Any, initializer: Any = None, name: str | None = None, **kw: Any):
+    """TF1's ``tf.foldr``: ``foldl`` from the last slice."""
+    return _fold(fn, elems, initializer, True, name or "foldr")
+
+
+def _fold(fn: Callable, elems: Any, initializer: Any, reverse: bool, name: str) -> Any:
+    g = get_default_graph()
+    with g.name_scope(name):
+        flat, n, structured = _leading(elems, name)
+        order = list(range(n))[::-1] if reverse else list(range(n))
+        if initializer is None:
+            if not order:
+                raise InvalidArgumentError(f"{name}: no elements and no initializer")
+            acc, order = _slices(elems, flat, order[0], structured), order[1:]
+        else:
+            acc = initializer
+        for i in order:
+            acc = fn(acc, _slices(elems, flat, i, structured))
+        return acc
