@@ -208,6 +208,15 @@ def _leading(elems: Any, what: str) -> tuple[list, int, bool]:
     return flat, int(sizes.pop()), structured
 
 
+def _stacked(seq: list) -> Any:
+    """Structures of tensors, one per slice, as one structure of stacked tensors."""
+    from .ops.manip import stack
+
+    leaves = [_flatten(r) for r in seq]
+    stacked = [stack([leaf[k] for leaf in leaves]) for k in range(len(leaves[0]))]
+    return _pack(seq[0], stacked) if isinstance(seq[0], (list, tuple, dict)) else stacked[0]
+
+
 def _slices(elems: Any, flat: list, i: int, structured: bool) -> Any:
     items = [t[i] for t in flat]
     return _pack(elems, items) if structured else items[0]
@@ -226,17 +235,13 @@ def map_fn(
     """TF1's ``tf.map_fn`` for elements whose first dimension is known when the graph is built:
     ``fn`` applied to each slice along it (a structure of tensors in, a structure out), the
     results stacked. Unrolled: one copy of ``fn``'s ops per slice."""
-    from .ops.manip import stack
 
     g = get_default_graph()
     with g.name_scope(name or "map"):
         flat, n, structured = _leading(elems, "map_fn")
         if n == 0:
             raise InvalidArgumentError("map_fn: no elements (a first dimension of 0)")
-        outs = [fn(_slices(elems, flat, i, structured)) for i in range(n)]
-        leaves = [_flatten(o) for o in outs]
-        stacked = [stack([leaf[k] for leaf in leaves]) for k in range(len(leaves[0]))]
-        return _pack(outs[0], stacked) if isinstance(outs[0], (list, tuple, dict)) else stacked[0]
+        return _stacked([fn(_slices(elems, flat, i, structured)) for i in range(n)])
 
 
 def scan(
@@ -253,8 +258,6 @@ def scan(
     """TF1's ``tf.scan`` for a first dimension known when the graph is built: ``acc = fn(acc,
     x)`` over the slices (from the last with ``reverse``), the accumulators stacked; without
     ``initializer`` the first slice is the first accumulator. Unrolled."""
-    from .ops.manip import stack
-
     g = get_default_graph()
     with g.name_scope(name or "scan"):
         flat, n, structured = _leading(elems, "scan")
@@ -270,10 +273,7 @@ def scan(
         for i in order:
             acc = fn(acc, _slices(elems, flat, i, structured))
             results[i] = acc
-        seq = [results[i] for i in sorted(results)]
-        leaves = [_flatten(r) for r in seq]
-        stacked = [stack([leaf[k] for leaf in leaves]) for k in range(len(leaves[0]))]
-        return _pack(seq[0], stacked) if isinstance(seq[0], (list, tuple, dict)) else stacked[0]
+        return _stacked([results[i] for i in sorted(results)])
 
 
 def foldl(fn: Callable, elems: Any, initializer: Any = None, name: str | None = None, **kw: Any):

@@ -44,10 +44,10 @@ from .errors import (
     FailedPreconditionError,
     InvalidArgumentError,
     OpError,
-    ResourceExhaustedError,
-    UnimplementedError,
 )
 from .graph import Operation, Tensor
+from .node_errors import annotate as _annotate
+from .node_errors import wrap as _wrap
 from .registry import DEAD, Kernel
 
 
@@ -689,40 +689,3 @@ def _completer(put: Callable, node: Node) -> Callable:
         put((node, result, error))
 
     return done
-
-
-def _annotate(e: OpError, node: Node | None, vals: list) -> OpError:
-    if node is not None and e.op is None:
-        e.op = node.op
-        e.message = f"{e.message}\n  in {node.op.describe()}"
-        e.args = (e.message,)
-    return e
-
-
-_WRAP = {
-    ValueError: InvalidArgumentError,
-    TypeError: InvalidArgumentError,
-    IndexError: InvalidArgumentError,
-    FloatingPointError: InvalidArgumentError,
-    MemoryError: ResourceExhaustedError,
-    NotImplementedError: UnimplementedError,
-}
-
-
-def _wrap(e: Exception, node: Node | None, vals: list, inputs: list | None = None) -> OpError:
-    """``e`` from ``node`` as an OpError naming the op, its device and its inputs' shapes
-    (``inputs``: the values it ran on, when the schedule had already released their slots)."""
-    cls = next((v for k, v in _WRAP.items() if isinstance(e, k)), FailedPreconditionError)
-    if node is None:
-        return cls(str(e))
-    if inputs is None or len(inputs) != len(node.ins):
-        inputs = [vals[s] for s in node.ins]
-    shapes = ", ".join(
-        str(getattr(v, "shape", type(v).__name__)) if v is not None else "?" for v in inputs
-    )
-    msg = (
-        f"{type(e).__name__} in {node.op.type} {node.op.name!r} on "
-        f"{getattr(node.device, 'name', '?')}: {e}\n  in {node.op.describe()}\n"
-        f"  runtime input shapes: [{shapes}]"
-    )
-    return cls(msg, node.op)
