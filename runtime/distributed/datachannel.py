@@ -123,14 +123,27 @@ class DataServer:
     listening socket on ``host`` (a free port) and a thread per connection."""
 
     def __init__(
-        self, worker: Any, host: str, token: str | None, max_message_bytes: int | None = None
+        self,
+        worker: Any,
+        host: str,
+        token: str | None,
+        max_message_bytes: int | None = None,
+        avoid: frozenset[int] = frozenset(),
     ):
         self._worker = worker
         self._token = token.encode() if token else None
         self._max_bytes = message_limit(max_message_bytes)
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._sock = socket.create_server((host, 0), family=family, backlog=128)
-        self.port: int = self._sock.getsockname()[1]
+        # a free port, but none of ``avoid`` (the cluster's own ports: a task that has not
+        # started yet must still find its address free)
+        for _ in range(64):
+            self._sock = socket.create_server((host, 0), family=family, backlog=128)
+            self.port: int = self._sock.getsockname()[1]
+            if self.port not in avoid:
+                break
+            self._sock.close()
+        else:
+            raise OSError(f"data channel: no free port on {host} outside the cluster's ports")
         self._conns: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False

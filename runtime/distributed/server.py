@@ -111,7 +111,13 @@ class Server:
         from .rpc import channel_options
 
         self._data = (
-            DataServer(self.worker, bind_host, self._token, self._max_bytes)
+            DataServer(
+                self.worker,
+                bind_host,
+                self._token,
+                self._max_bytes,
+                frozenset(int(split_address(a)[1]) for _, _, a in self.cluster.tasks()),
+            )
             if protocol != "grpc"
             else None
         )
