@@ -240,7 +240,12 @@ class WorkerClient:
                 code = grpc.StatusCode.RESOURCE_EXHAUSTED
                 callback(None, self._coded_error(name, code, why, self.address))
                 return
-            sock.sendall(data)
+            try:
+                sock.sendall(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # the task refused the request part way (over its limit) and hung up after
+                # saying why: read that reply rather than report a lost connection
+                sock.settimeout(2.0)
             reply = _recv_frame(sock, f"{name} reply", max(self.max_message_bytes, 1 << 16))
         except BaseException as e:  # noqa: BLE001 - the call was in flight: no retry
             sock.close()
