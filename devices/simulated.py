@@ -80,22 +80,6 @@ def _signature(v: Any) -> int:
     return _intern(key)
 
 
-def plan_key(inputs: list) -> Any:
-    """What ``SimulatedDevice.start`` keys a node's plans by (the same computation, inlined
-    there): an int for one input, a tuple of ints otherwise."""
-    if len(inputs) == 1:
-        return _signature(inputs[0])
-    return tuple(map(_signature, inputs))
-
-
-_GENERATION = [0]  # bumped whenever a device forgets its plans (cost model, hybrid mode)
-
-
-def generation() -> int:
-    """A counter that changes whenever any simulated device's node plans become invalid."""
-    return _GENERATION[0]
-
-
 def _small_int(v: Any) -> Any:
     """``v`` when it is a small real integer or bool array (shape arithmetic, conditions)."""
     if isinstance(v, np.ndarray) and v.dtype.kind in "iub" and v.nbytes <= _SMALL:
@@ -214,7 +198,6 @@ class SimulatedDevice(Device):
         self._forget_plans()
 
     def _forget_plans(self) -> None:
-        _GENERATION[0] += 1
         for node in self._planned:
             node.memo = None
         self._planned = []

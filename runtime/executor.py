@@ -390,17 +390,16 @@ def run_step(
     clock: Any = None,
     observer: Any = None,
     timeout_s: float | None = None,
-    trace: list | None = None,
 ) -> None:
     """Run one step of ``plan``: the one function every session and worker picks a schedule by.
 
     The straight-line schedule when every node runs inline and nothing watches (no clock, no
     observer); the clocked schedule (``run_clocked``) otherwise.
     """
-    if plan.straight_line and clock is None and observer is None and trace is None:
+    if plan.straight_line and clock is None and observer is None:
         run_straight_line(plan, vals, step)
     else:
-        run_clocked(plan, vals, step, clock, observer, timeout_s, trace)
+        run_clocked(plan, vals, step, clock, observer, timeout_s)
 
 
 class WallClock:
@@ -443,7 +442,6 @@ def run_clocked(
     clock: Any = None,
     observer: Any = None,
     timeout_s: float | None = None,
-    trace: list | None = None,
 ) -> None:
     """The clocked schedule: hand ready nodes to their devices, continue on completions.
 
@@ -463,10 +461,7 @@ def run_clocked(
     ``observer`` (see StepObserver) hears when nodes start and finish, which slots die with them
     (memory accounting, tracing) and when the step ends; an exception it raises fails the node
     it concerns. With ``timeout_s`` a real step that waits that long for any completion fails
-    with DeadlineExceededError naming the nodes still outstanding. ``trace``, when given,
-    receives ``(node, inputs, result)`` for each timed node as it starts and ``(node, None,
-    result)`` for each asynchronous node as it completes (what a simulator needs to replay the
-    step's timing without its values).
+    with DeadlineExceededError naming the nodes still outstanding.
 
     On a failure the step is aborted (pending receives fail); a real step still collects what
     other threads owe it before raising, a simulated one raises at once.
@@ -535,8 +530,6 @@ def run_clocked(
                     on_start(node)
                 if node.timed:
                     end, r = node.device.start(node, inputs, tnow)
-                    if trace is not None:
-                        trace.append((node, inputs, r))
                     push(timers, (end, seq, node, r, dead))
                     seq += 1
                     outstanding += 1
@@ -575,8 +568,6 @@ def run_clocked(
                 dead = waiting.pop(node.index)
                 if err is not None:
                     raise err
-                if trace is not None:
-                    trace.append((node, None, r))
             elif timers and timers[0][0] < peek():
                 end, _seq, node, r, dead = pop(timers)  # nothing on the clock is earlier
                 outstanding -= 1

@@ -120,7 +120,6 @@ class Network:
         self._finish: list[tuple[float, int, int, _Flow]] = []  # (finish_s, seq, version, flow)
         self._timer_version = 0
         self._timer_at: float | None = None
-        self._timers = 0  # this network's timers on the clock, not yet processed (stale or not)
 
     # ---- building -------------------------------------------------------------------------
 
@@ -331,7 +330,6 @@ class Network:
         self._timer_at = at
         if at is not None:
             delay = max(0.0, at - self.env.now)
-            self._timers += 1
             self.env.timeout(delay).callbacks.append(_Timer(self, self._timer_version))
 
     def _on_timer(self, version: int) -> None:
@@ -361,19 +359,6 @@ class Network:
             link._load = 0.0
         dirty.clear()
         self._arm_timer()
-
-    def quiescent(self, env: simpy.Environment | None = None) -> bool:
-        """Whether nothing is under way: no flow in flight or waiting for a recomputation, and
-        nothing on the clock but this network's stale timers (which would do nothing). A step
-        program (see ``program.py``) runs only then. It asks the clock through its public API:
-        a ``SimClock`` counts its pending events; another environment must be empty."""
-        if self._active or self._recompute_pending or self._timer_at is not None or self._dirty:
-            return False
-        env = self.env if env is None else env
-        pending = getattr(env, "pending", None)
-        if pending is None:
-            return env.peek() == math.inf
-        return pending == self._timers
 
     # ---- results --------------------------------------------------------------------------
 
@@ -429,7 +414,6 @@ class _Timer:
         self.version = version
 
     def __call__(self, _event: Any) -> None:
-        self.network._timers -= 1
         self.network._on_timer(self.version)
 
 

@@ -13,8 +13,7 @@ import numpy as np
 import pandas as pd
 
 from hetbed.devices.memory import BufferAccounting, charges_of
-from hetbed.devices.simulated import SimulatedDevice, SimValue, _signature, value_nbytes
-from hetbed.devices.simulated import generation as simulated_generation
+from hetbed.devices.simulated import SimulatedDevice, SimValue, value_nbytes
 from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.executor import run_step
 from hetbed.runtime.rendezvous import LocalRendezvous
@@ -22,35 +21,28 @@ from hetbed.runtime.session import BaseSession, ConfigProto
 
 from .gcguard import relaxed_gc
 from .network import Network
-from .program import StepProgram
-
-_MAX_PROGRAMS = 16  # step programs kept per prepared graph (one per signature of the feeds)
 
 
 class SimRendezvous(LocalRendezvous):
     """A Send starts a network flow from its device to the Recv's; the value is delivered when
     the flow's last byte arrives."""
 
-    __slots__ = ("network", "route", "parsed", "sent")
+    __slots__ = ("network", "route", "parsed")
 
     def __init__(self, network: Network, route: Callable[[str, str], list], parsed: dict):
         super().__init__()
         self.network = network
         self.route = route
         self.parsed = parsed  # key -> (path, src, dst, tensor), shared by a session's steps
-        self.sent: dict[str, int] | None = None  # key -> bytes, when a step is recorded
 
     def send(self, key: str, value: Any) -> None:
         p = self.parsed.get(key)
         if p is None:
             src, _inc, dst, tensor, _frame = key.split(";")
             p = self.parsed[key] = (self.route(src, dst), src, dst, tensor)
-        nbytes = value_nbytes(value)
-        if self.sent is not None:
-            self.sent[key] = nbytes
         self.network.transfer(
             p[0],
-            nbytes,
+            value_nbytes(value),
             p[1],
             p[2],
             p[3],
@@ -62,18 +54,6 @@ class SimRendezvous(LocalRendezvous):
         # step: its value is dropped instead of failing that step.
         if self._error is None:
             LocalRendezvous.send(self, key, value)
-
-
-class SimPrepared:
-    """What the simulator keeps per prepared graph (``PreparedGraph.extensions["sim"]``):
-    ``charges`` (per node: whether its outputs are new buffers or views, see devices/memory.py) and
-    ``programs`` (step programs by feed signature, or None when the graph is not replayable)."""
-
-    __slots__ = ("charges", "programs")
-
-    def __init__(self, charges: list[int], programs: dict | None):
-        self.charges = charges
-        self.programs = programs
 
 
 LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
@@ -190,7 +170,6 @@ class SimSession(BaseSession):
         cluster: Any,
         graph: Any = None,
         config: ConfigProto | None = None,
-        replay: bool = True,
         keep_records: int | None = 100,
         on_record: Callable[[RunRecord], Any] | None = None,
     ):
@@ -201,14 +180,6 @@ class SimSession(BaseSession):
                 f"SimSession: keep_records must be an int >= 1 or None, got {keep_records!r}"
             )
         self.cluster = cluster
-        #: replay recorded step programs (``program.py``) for shape-only steps whose feeds have
-        #: the signature of earlier steps; False runs every step through the full schedule
-        self.replay = bool(replay)
-        self.replayed_steps = 0  # steps served by a step program
-        #: steps of a feed signature that run in full before its program replays (the first
-        #: records it); replaying pays off over many steps (the kernel is compiled once per
-        #: machine and loaded by each process)
-        self.replay_after = 2
         super().__init__("", graph, config)
         self.last_record: RunRecord | None = None
         self.keep_records = keep_records
@@ -232,48 +203,13 @@ class SimSession(BaseSession):
 
     def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:
         """Every node runs on a simulated device's clock or is asynchronous (Send/Recv, queues):
-        the executor's timed schedule, with memory accounting through the buffer lifetimes.
+        the executor's clocked schedule, with memory accounting through the buffer lifetimes.
         A wall-clock tracer is not used: a traced step's stats are its simulated ops and flows
-        (see ``run``).
-
-        A shape-only step whose feeds have the signature of earlier steps replays the program
-        the first of them recorded (``program.py``: the same schedule without the values, the
-        same results) once ``replay_after`` steps of that signature have run in full."""
+        (see ``run``)."""
         prep = plan.prepared
-        ext = prep.extensions["sim"]
-        programs = ext.programs
-        trace = sent = None
-        if programs is not None and self.replay and not prep.has_cond:
-            # (a step with conditionals runs the ops of the branches taken: not replayable)
-            key = tuple([_signature(vals[s]) for s in prep.feed_slots.values()])
-            prog = programs.get(key)
-            if prog is not None and prog.generation != simulated_generation():
-                prog = None  # a device's cost model or mode changed: record anew
-            if prog is None:
-                if not any(d.hybrid for d in self._sim_devices):
-                    trace = []  # record this step (hybrid steps compute values: not replayable)
-                    if step.rendezvous is not None:
-                        sent = step.rendezvous.sent = {}
-            else:
-                prog.steps += 1
-                if prog.steps > self.replay_after:
-                    out = prog.run()
-                    if out is not None:
-                        self.replayed_steps += 1
-                        return out
-        run_step(
-            prep, vals, step, self.cluster.env, BufferAccounting(prep, ext.charges), None, trace
-        )
-        fetched = [vals[s] if s is not None else None for s in prep.fetch_slots]
-        if trace is not None:
-            prog = StepProgram.build(prep, trace, sent or {}, self, fetched)
-            if prog is None:
-                ext.programs = None  # not replayable (see build): not recorded again
-            else:
-                if len(programs) >= _MAX_PROGRAMS:
-                    programs.pop(next(iter(programs)))
-                programs[key] = prog
-        return fetched
+        observer = BufferAccounting(prep, prep.extensions["sim"])
+        run_step(prep, vals, step, self.cluster.env, observer)
+        return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
@@ -281,19 +217,15 @@ class SimSession(BaseSession):
         # Memory accounting (devices/memory.py): whether each node's outputs are new buffers or
         # views sharing their input's buffer; variables are charged once, apart.
         charges = charges_of(plan.prepared.nodes)
-        replayable = True
         for n in plan.prepared.nodes:
             if not (n.timed or n.is_async):
                 raise FailedPreconditionError(f"{n!r} is not on a simulated device's clock")
-            if n.is_async and n.op.type not in ("_Send", "_Recv"):
-                replayable = False
             if n.op.type == "VariableV2" and n.op.name not in self._charged_vars:
                 self._charged_vars.add(n.op.name)  # variables live on their devices for the run
                 shape = n.op.outputs[0].shape
                 if shape.is_fully_defined():
                     n.device.persistent_bytes += shape.num_elements() * n.op.outputs[0].dtype.size
-        # Step programs of this graph by the signature of its feeds (see ``_execute``).
-        plan.prepared.extensions["sim"] = SimPrepared(charges, {} if replayable else None)
+        plan.prepared.extensions["sim"] = charges  # (read by ``_execute``)
         return plan
 
     def _resolve_feeds(self, feed_dict: dict) -> dict:

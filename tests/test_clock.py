@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import pathlib
 import random
 import re
@@ -82,33 +81,6 @@ def test_a_cluster_needs_a_clock_that_advances():
     env = SimClock()
     assert Cluster(env=env).env is env
     assert as_clock(env) is env
-
-
-def test_network_quiescence_is_asked_through_the_public_api():
-    from hetbed.simulator import Network
-
-    env = SimClock()
-    net = Network(env)
-    a = net.add_link("a", 100.0)
-    net.transfer([a], 100.0)
-    net.transfer([a], 50.0)  # shares the link: the first flow's timer goes stale
-    assert not net.quiescent()
-    env.run()
-    assert net.quiescent() and env.pending == 0
-    net.transfer([a], 100.0)
-    env.run(until=env.now + 0.5)
-    net2 = net.transfer([a], 10.0)  # noqa: F841 - re-rates: stale timers stay on the clock
-    env.run()
-    assert net.quiescent()
-    env.timeout(1.0)  # something that is not the network's
-    assert not net.quiescent()
-    env.run()
-    assert net.quiescent()
-    plain = simpy.Environment()
-    assert Network(plain).quiescent()
-    plain.timeout(1.0)
-    assert not Network(plain).quiescent()
-    assert math.isinf(SimClock().peek())
 
 
 def test_no_private_simpy_state_in_product_code():
