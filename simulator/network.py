@@ -1,39 +1,61 @@
-"""Flow-level network model: links with bandwidth and latency, flows sharing them max-min fairly.
+"""The network model: links with bandwidth and latency, flows sharing them max-min fairly.
 
-This is the fluid model of flow-level simulators. A flow over a path of links first waits the
-path's latency (the sum of its links' latencies: propagation, which shares no bandwidth), then
-sends its bytes at a rate set by max-min fairness among all flows transferring at that moment
-(progressive filling over the links each flow crosses). Rates change only when a flow starts or
-ends; at each such instant the remaining bytes of the affected flows are advanced at their old
-rates and the rates of the flows that share a link, directly or through other flows, with the
-changed ones (their connected component) are recomputed. Flows elsewhere keep their rates.
+This is the fluid model of flow-level simulators, and the simulator's only one: op-level
+Send/Recv flows (``SimRendezvous``) and the step-level drivers' pulls and pushes (``fluid.py``)
+both run on a ``Network``. A flow over a path of links first waits the path's latency (the sum of
+its links' latencies: propagation, which shares no bandwidth), then sends its bytes at a rate set
+by max-min fairness among all flows transferring at that moment (progressive filling over the
+links each flow crosses). Rates change only when flows start or end; at each such instant the
+rates of the flows connected to the change through shared links are recomputed, once per instant
+however many flows arrive or leave together. Flows elsewhere keep their rates.
 
-Cost: one recomputation per instant at which flows start or end (arrivals at the same instant are
-batched), O(flows x links-per-flow x log) in the affected component, and a single pending
-"next completion" timer per network; stale timers are recognised by a version counter and ignored.
+Bookkeeping, written once for both solvers below. Flows move in *lanes*: the flows of a lane
+share one rate per flow, and a lane keeps a virtual clock of the bytes each of its flows has sent
+(``served``, advanced lazily: ``served + rate x (now - t)``), so a flow is done when the clock
+reaches its ``target``, and a rate change costs O(lanes), not O(flows). Finishing times of lanes
+sit in one heap (stale entries are recognised by a version); arrivals after their latency sit in
+another; the network keeps a single timer on the clock for the earlier of the two. A link counts
+the bytes it carries from the virtual clocks of the lanes crossing it (``weight x (served -
+served when last settled)``), so rate changes never touch links.
 
+Solvers (``Network(env, solver=...)``), both progressive filling on *units* of capacity:
+
+- ``"exact"`` (default): each flow is its own lane, each link its own unit. Any paths.
+- ``"classes"``: the same max-min rates on symmetry classes, for *bundles*: a bundle sends the
+  same bytes from one host's link to every link of a ``LinkGroup`` (the PS shards of a group:
+  equal links), ``Network.bundle``. Senders whose links have equal bandwidths and the same set of
+  groups in flight get the same rates (the allocation depends only on which flows cross which
+  links), so a class of n senders and a group of m links are one unit each, and the flows of a
+  class to a group are one lane (weight m on each sender's link, n on each of the group's). A
+  rate change costs O(classes x groups). Exact for that topology (tests compare the solvers);
+  a ``classes`` network carries bundles only, and a sender has at most one bundle per group in
+  flight. ``bundle`` on an ``exact`` network sends one flow per link of the group.
+
+Cost of the exact solver: O(flows x links-per-flow x log) in the affected component per instant.
 Units: bytes, seconds, bytes per second. Every finished flow appends a flat record (see
-``FLOW_COLUMNS``) to ``Network.records``; ``flow_frame()`` and ``link_frame()`` return them as
-pandas DataFrames.
+``FLOW_COLUMNS``) to ``Network.records`` (``keep_records=False`` keeps none); ``flow_frame()`` and
+``link_frame()`` return them as pandas DataFrames.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import pandas as pd
 import simpy
 
-__all__ = ["FLOW_COLUMNS", "LINK_COLUMNS", "Link", "Network"]
+__all__ = ["FLOW_COLUMNS", "LINK_COLUMNS", "Link", "LinkGroup", "Network"]
 
 FLOW_COLUMNS = ("src", "dst", "tag", "bytes", "start_s", "first_byte_s", "end_s", "path")
 LINK_COLUMNS = ("link", "bandwidth_bytes_per_s", "latency_s", "bytes", "busy_s", "utilization")
+SOLVERS = ("exact", "classes")
 
 # A flow with less than this fraction of its bytes left is complete (floating-point residue).
 _REL_EPS = 1e-12
+_INF = math.inf
 
 
 def _time_tol(t: float) -> float:
@@ -41,15 +63,57 @@ def _time_tol(t: float) -> float:
     return 4.0 * math.ulp(max(abs(t), 1.0))
 
 
-class Link:
+class _Books:
+    """What crosses a link, and what it has carried: the lanes transferring over it, each with
+    its weight (flows per link) and the lane's clock when last settled. A Link keeps its own; the
+    links of a group solved on classes carry the same and share their group's."""
+
+    __slots__ = ("_lanes", "_n", "_bytes", "_busy_s", "_busy_from")
+
+    def __init__(self, now: float = 0.0):
+        self._lanes: dict[_Lane, list] = {}  # lane -> [weight, its clock when last settled]
+        self._n = 0  # flows transferring over a link (the sum of the weights)
+        self._bytes = 0.0  # carried, up to the lanes' settled marks
+        self._busy_s = 0.0  # time with at least one flow transferring, up to ``_busy_from``
+        self._busy_from = now
+
+    def _carried(self, now: float) -> float:
+        b = self._bytes
+        for lane, (w, mark) in self._lanes.items():
+            b += w * (lane.served + lane.rate * (now - lane.t) - mark)
+        return b
+
+    def _busy(self, now: float) -> float:
+        return self._busy_s + (now - self._busy_from if self._n else 0.0)
+
+    def _join(self, lane: _Lane, dw: int, now: float) -> None:
+        """``dw`` more (or fewer) flows of ``lane`` per link from ``now``."""
+        e = self._lanes.get(lane)
+        served = lane.served + lane.rate * (now - lane.t)
+        if e is None:
+            self._lanes[lane] = [dw, served]
+        else:
+            self._bytes += e[0] * (served - e[1])
+            e[1] = served
+            e[0] += dw
+            if not e[0]:
+                del self._lanes[lane]
+        if not self._n:
+            self._busy_from = now
+        self._n += dw
+        if not self._n:
+            self._busy_s += now - self._busy_from
+
+
+class Link(_Books):
     """One direction of a physical link (a full-duplex cable is two Links).
 
     Create Links with ``Network.add_link`` so that the network accounts for them.
     Raises ValueError for a bandwidth that is not finite and positive or a negative latency.
     """
 
-    __slots__ = ("name", "bandwidth_bytes_per_s", "latency_s", "_index", "_flows", "_load")
-    __slots__ += ("_since", "_bytes", "_busy_s")
+    __slots__ = ("name", "bandwidth_bytes_per_s", "latency_s", "cap", "_index", "_group")
+    __slots__ += ("_books",)
 
     def __init__(self, name: str, bandwidth_bytes_per_s: float, latency_s: float = 0.0):
         bw, lat = float(bandwidth_bytes_per_s), float(latency_s)
@@ -57,28 +121,19 @@ class Link:
             raise ValueError(f"link {name!r}: bandwidth must be finite and > 0 bytes/s, got {bw!r}")
         if not (math.isfinite(lat) and lat >= 0):
             raise ValueError(f"link {name!r}: latency must be finite and >= 0 s, got {lat!r}")
+        super().__init__()
         self.name = str(name)
         self.bandwidth_bytes_per_s = bw
         self.latency_s = lat
+        self.cap = bw  # as a unit of the exact solver
         self._index = -1  # creation order in its network: deterministic tie-breaking
-        self._flows: dict[_Flow, None] = {}  # flows transferring now, in arrival order
-        self._load = 0.0  # sum of their rates, valid since ``_since``
-        self._since = 0.0
-        self._bytes = 0.0  # carried up to ``_since``
-        self._busy_s = 0.0  # time with at least one flow transferring, up to ``_since``
+        self._group: LinkGroup | None = None
+        self._books: _Books = self  # (its group's, in a group solved on classes)
 
     @property
     def active_flows(self) -> int:
         """How many flows are transferring over this link now (not counting their latency)."""
-        return len(self._flows)
-
-    def _settle(self, now: float) -> None:
-        """Account the bytes and busy time carried at the current load up to ``now``."""
-        dt = now - self._since
-        if self._load > 0 and dt > 0:
-            self._bytes += self._load * dt
-            self._busy_s += dt
-        self._since = now
+        return self._books._n
 
     def __repr__(self) -> str:
         return (
@@ -87,39 +142,119 @@ class Link:
         )
 
 
-class _Flow:
-    __slots__ = ("seq", "path", "size", "remaining", "rate", "t0", "finish_s", "version")
-    __slots__ += ("done", "record")
+class LinkGroup(_Books):
+    """Equal links that bundles address as a whole (``Network.link_group``): the PS shards of
+    one group, say. In the classes solver it is one unit of capacity (per link: ``cap``), and
+    its links, which carry the same flows, share its books."""
 
-    def __init__(self, seq: int, path: tuple[Link, ...], size: float, done: Callable, record: dict):
+    __slots__ = ("name", "links", "cap", "latency_s", "_index")
+
+    def __init__(self, name: str, links: list[Link], index: int, now: float):
+        super().__init__(now)
+        self.name = name
+        self.links = links
+        self.cap = links[0].bandwidth_bytes_per_s
+        self.latency_s = links[0].latency_s
+        self._index = index
+
+
+class _Class:
+    """Senders (their links) with equal bandwidth and the same groups in flight: one unit."""
+
+    __slots__ = ("key", "cap", "n", "lanes", "_index", "_lanes")
+
+    def __init__(self, key: tuple, cap: float, index: int):
+        self.key = key
+        self.cap = cap
+        self.n = 0
+        self.lanes: dict[LinkGroup, _Lane] = {}
+        self._index = index
+        self._lanes: dict[_Lane, None] = {}
+
+
+class _Lane:
+    __slots__ = ("seq", "rate", "served", "t", "heap", "uses", "version", "armed")
+
+    def __init__(self, seq: int, now: float):
         self.seq = seq
-        self.path = path
-        self.size = size
-        self.remaining = size  # bytes left at time ``t0``
         self.rate = 0.0
-        self.t0 = 0.0
-        self.finish_s = math.inf
-        self.version = 0  # bumped at each new rate; -1 once finished
+        self.served = 0.0  # bytes each flow of the lane has sent, up to time ``t``
+        self.t = now
+        self.heap: list[tuple[float, int, int, _Flow]] = []  # (target, flow seq, version, flow)
+        self.uses: list[tuple[Any, int]] = []  # (unit, flows of this lane per link of the unit)
+        self.version = 0  # bumped at each new rate or head: stale finish entries are ignored
+        self.armed = False  # whether its current finish is in the network's heap
+
+    def advance(self, now: float) -> None:
+        if now != self.t:
+            self.served += self.rate * (now - self.t)
+            self.t = now
+
+
+class _Flow:
+    __slots__ = ("seq", "path", "size", "target", "lane", "version", "done", "record", "sender")
+    __slots__ += ("group",)
+
+    def __init__(self, seq: int, path: tuple, size: float, done: Callable, record: dict | None):
+        self.seq = seq
+        self.path = path  # exact: its links; classes: (sender link,)
+        self.size = size
+        self.target = 0.0  # its lane's clock value at which it is complete
+        self.lane: _Lane | None = None
+        self.version = 0  # bumped when it changes lanes; -1 once finished or cancelled
         self.done = done  # called with the record at the last byte
         self.record = record
+        self.sender: Link | None = None  # classes: the sender's link
+        self.group: LinkGroup | None = None
+
+
+class Bundle:
+    """What ``Network.bundle`` returns: a handle to cancel it (``Network.cancel``)."""
+
+    __slots__ = ("flows", "left", "done", "cancelled")
+
+    def __init__(self, done: Callable[[], None] | None):
+        self.flows: list[_Flow] = []
+        self.left = 0
+        self.done = done
+        self.cancelled = False
+
+    def _one_done(self, _record: Any) -> None:
+        self.left -= 1
+        if not self.left and not self.cancelled:
+            self.flows = []
+            if self.done is not None:
+                self.done()
 
 
 class Network:
     """A set of Links and the flows crossing them, on the clock of a SimPy environment."""
 
-    def __init__(self, env: simpy.Environment):
+    def __init__(self, env: simpy.Environment, solver: str = "exact", keep_records: bool = True):
+        if solver not in SOLVERS:
+            raise ValueError(f"network solver must be one of {SOLVERS}, got {solver!r}")
         self.env = env
+        self.solver = solver
+        self.keep_records = bool(keep_records)
         self.links: dict[str, Link] = {}
+        self.groups: dict[str, LinkGroup] = {}
         self.records: list[dict[str, Any]] = []
         self._checked_paths: dict[tuple, str] = {}  # validated paths -> their names
         self.recomputations = 0  # rate recomputations so far (for benchmarks)
         self._seq = 0
+        self._units = 0  # index of the next unit (tie-breaking among equal shares)
         self._active = 0
-        self._dirty: dict[Link, None] = {}  # links whose flow set changed since the last rates
+        self._dirty: dict[Any, None] = {}  # units whose flows changed since the last rates
         self._recompute_pending = False
-        self._finish: list[tuple[float, int, int, _Flow]] = []  # (finish_s, seq, version, flow)
+        self._finish: list[tuple[float, int, int, _Lane]] = []  # (at, lane seq, version, lane)
+        self._pending: list[tuple[float, int, _Flow]] = []  # (arrival after latency, seq, flow)
+        self._done: list[_Flow] = []  # finished at this instant, to report
         self._timer_version = 0
         self._timer_at: float | None = None
+        self._class_of: dict[Link, _Class | None] = {}  # classes: a sender's current class
+        self._inflight: dict[Link, dict[LinkGroup, _Flow]] = {}  # classes: sender -> bundles
+        self._classes: dict[tuple, _Class] = {}
+        self._open: set[tuple[Link, LinkGroup]] = set()  # classes: bundles not finished
 
     # ---- building -------------------------------------------------------------------------
 
@@ -128,10 +263,41 @@ class Network:
         if name in self.links:
             raise ValueError(f"link {name!r} already exists in this network")
         link = Link(name, bandwidth, latency)
-        link._index = len(self.links)
-        link._since = self.env.now
+        link._index = self._units
+        self._units += 1
+        link._busy_from = self.env.now
         self.links[link.name] = link
         return link
+
+    def link_group(self, name: str, links: Sequence[Link]) -> LinkGroup:
+        """Declare ``links`` (in no other group; for the classes solver, of equal bandwidth and
+        latency) as a group that bundles address. Raises ValueError naming the problem."""
+        links = list(links)
+        if name in self.groups:
+            raise ValueError(f"link group {name!r} already exists in this network")
+        if not links:
+            raise ValueError(f"link group {name!r} has no links")
+        for link in links:
+            self._check_path((link,), name, name)
+            if link._group is not None:
+                raise ValueError(f"link {link.name!r} is already in group {link._group.name!r}")
+        equal = len({(x.bandwidth_bytes_per_s, x.latency_s) for x in links}) == 1
+        if self.solver == "classes" and not equal:
+            raise ValueError(
+                f"link group {name!r}: its links need equal bandwidth and latency for the "
+                "classes solver"
+            )
+        if self.solver == "classes":
+            for link in links:
+                if link._lanes or link._bytes:
+                    raise ValueError(f"link {link.name!r} has carried flows: group it first")
+        group = self.groups[name] = LinkGroup(name, links, self._units, self.env.now)
+        self._units += 1
+        for link in links:
+            link._group = group
+            if self.solver == "classes":
+                link._books = group
+        return group
 
     @property
     def active_flows(self) -> int:
@@ -156,41 +322,118 @@ class Network:
 
         An empty path is a hand-off in place: it completes at once. A zero-byte flow completes
         after the path's latency. Raises ValueError for a negative or non-finite size, a link of
-        another network, or a path that crosses a link twice.
+        another network, or a path that crosses a link twice; RuntimeError on a ``classes``
+        network (it carries bundles only).
         """
+        if self.solver != "exact":
+            raise RuntimeError("a Network with solver='classes' carries bundles only (bundle())")
         path = tuple(path)  # (a tuple is taken as it is)
-        size = float(nbytes)
-        if not (math.isfinite(size) and size >= 0):
-            raise ValueError(
-                f"flow {src!r}->{dst!r}: bytes must be finite and >= 0, got {nbytes!r}"
-            )
+        size = _size(nbytes, src, dst)
         joined = self._checked_paths.get(path)
         if joined is None:
             joined = self._check_path(path, src, dst)
-        now = self.env.now
-        record = {
-            "src": src,
-            "dst": dst,
-            "tag": tag,
-            "bytes": nbytes,
-            "start_s": now,
-            "first_byte_s": math.nan,
-            "end_s": math.nan,
-            "path": joined,
-        }
         event = self.env.event() if on_done is None else None
-        flow = _Flow(self._seq, path, size, event.succeed if on_done is None else on_done, record)
-        self._seq += 1
+        done = event.succeed if on_done is None else on_done
+        flow = self._new_flow(path, size, done, src, dst, tag, nbytes, joined)
         latency = 0.0
         for link in path:
             latency += link.latency_s
-        if latency > 0:
-            self.env.timeout(latency).callbacks.append(lambda _ev: self._arrive(flow))
-        else:
-            self._arrive(flow)
+        self._launch(flow, latency)
         return event
 
-    def _check_path(self, path: tuple, src: str, dst: str) -> str:
+    def bundle(
+        self,
+        sender: Link,
+        group: LinkGroup,
+        nbytes: float,
+        on_done: Callable[[], None] | None = None,
+        inbound: bool = False,
+        tag: Any = None,
+    ) -> Bundle:
+        """Send ``nbytes`` between ``sender`` and every link of ``group``: out over ``sender``
+        and in over each group link, or, with ``inbound``, out over each group link and in over
+        ``sender`` (a worker's pull from the shards of a PS group). ``on_done()`` is called when
+        every part has arrived. Returns a Bundle (for ``cancel``). Raises ValueError for a link
+        or group of another network, RuntimeError for a second bundle of ``sender`` to ``group``
+        in flight on a ``classes`` network."""
+        size = _size(nbytes, sender, group)
+        if self.groups.get(group.name) is not group:
+            raise ValueError(f"{group.name!r} is not a link group of this network")
+        if (sender,) not in self._checked_paths:
+            self._check_path((sender,), sender.name, group.name)
+        b = Bundle(on_done)
+        if self.solver == "exact":
+            b.left = len(group.links)
+            for link in group.links:
+                path = (link, sender) if inbound else (sender, link)
+                src, dst = (link.name, sender.name) if inbound else (sender.name, link.name)
+                joined = self._checked_paths.get(path) or self._check_path(path, src, dst)
+                f = self._new_flow(path, size, b._one_done, src, dst, tag, nbytes, joined)
+                b.flows.append(f)
+                self._launch(f, sender.latency_s + link.latency_s)
+            return b
+        self._inflight.setdefault(sender, {})
+        if (sender, group) in self._open:
+            raise RuntimeError(f"{sender.name!r} already has a bundle to {group.name!r} in flight")
+        self._open.add((sender, group))
+        src, dst = (group.name, sender.name) if inbound else (sender.name, group.name)
+        b.left = 1
+        f = self._new_flow((sender,), size, b._one_done, src, dst, tag, nbytes * len(group.links))
+        f.sender, f.group = sender, group
+        b.flows.append(f)
+        self._launch(f, sender.latency_s + group.latency_s)
+        return b
+
+    def cancel(self, bundle: Bundle) -> None:
+        """Abandon a bundle (its sender or a receiver died): it never completes, and its flows
+        leave their links now."""
+        if bundle.cancelled:
+            return
+        bundle.cancelled = True
+        now = self.env.now
+        for f in bundle.flows:
+            if f.version < 0:
+                continue
+            if f.lane is not None:
+                self._leave(f, now)
+            self._open.discard((f.sender, f.group))
+            f.version = -1
+        bundle.flows = []
+        if self._dirty:
+            self._settle_instant(now)
+
+    def _new_flow(self, path, size, done, src, dst, tag, nbytes, joined="") -> _Flow:
+        record = None
+        if self.keep_records:
+            now = self.env.now
+            record = {
+                "src": src,
+                "dst": dst,
+                "tag": tag,
+                "bytes": nbytes,
+                "start_s": now,
+                "first_byte_s": math.nan,
+                "end_s": math.nan,
+                "path": joined,
+            }
+        flow = _Flow(self._seq, path, size, done, record)
+        self._seq += 1
+        return flow
+
+    def _launch(self, flow: _Flow, latency: float) -> None:
+        if latency > 0:
+            at = self.env.now + latency
+            heapq.heappush(self._pending, (at, flow.seq, flow))
+            if self._timer_at is None or at < self._timer_at:
+                self._set_timer(at)
+            return
+        now = self.env.now
+        if self._arrive(flow, now):
+            self._report(now)
+        elif self._dirty:
+            self._request_recompute()
+
+    def _check_path(self, path: tuple, src: Any, dst: Any) -> str:
         """Validate a path once (links of this network, none twice); returns its name."""
         for link in path:
             if not isinstance(link, Link) or self.links.get(link.name) is not link:
@@ -204,161 +447,299 @@ class Network:
         joined = self._checked_paths[path] = ">".join(link.name for link in path)
         return joined
 
-    def _arrive(self, flow: _Flow) -> None:
-        now = self.env.now
-        flow.record["first_byte_s"] = now
+    def _arrive(self, flow: _Flow, now: float) -> bool:
+        """The flow's first byte: it joins its links. True if it finished at once (no bytes)."""
+        if flow.record is not None:
+            flow.record["first_byte_s"] = now
         if flow.size == 0 or not flow.path:
-            self._finish_flow(flow, now)
-            return
-        flow.t0 = now
+            flow.version = -1
+            self._done.append(flow)
+            self._open.discard((flow.sender, flow.group))
+            return True
         self._active += 1
+        if flow.group is not None:
+            self._inflight[flow.sender][flow.group] = flow
+            self._reclass(flow.sender, now)
+            return False
+        lane = _Lane(flow.seq, now)
+        flow.lane = lane
+        flow.target = flow.size
+        lane.heap.append((flow.size, flow.seq, 0, flow))
         path = flow.path
+        alone = True
         for link in path:
-            if link._flows:
-                break
-        else:  # every link idle: the flow is alone in its component and gets the narrowest link
-            self._start_alone(flow, now)
-            return
-        for link in path:
-            link._flows[flow] = None
-            self._dirty[link] = None
-        self._request_recompute()
-
-    def _start_alone(self, flow: _Flow, now: float) -> None:
-        """Rate a flow that arrives on idle links at once: what the max-min recomputation at
-        this instant would give it (its narrowest link). A flow arriving later at the same
-        instant on one of these links makes the links dirty and the usual recomputation re-rates
-        both; no time has passed, so nothing is lost."""
-        rate = math.inf
-        for link in flow.path:
-            link._settle(now)  # a flow may have finished here at this instant
-            link._flows[flow] = None
-            if link.bandwidth_bytes_per_s < rate:
-                rate = link.bandwidth_bytes_per_s
-        for link in flow.path:
-            link._load = rate
-        flow.rate = rate
-        flow.version += 1
-        flow.finish_s = now + flow.remaining / rate
-        heapq.heappush(self._finish, (flow.finish_s, flow.seq, flow.version, flow))
-        self._arm_timer()
-
-    def _finish_flow(self, flow: _Flow, now: float) -> None:
-        """Take ``flow`` off its links (their rates are recomputed at this instant) and report it."""
-        if flow.path and flow in flow.path[0]._flows:  # it was transferring (not zero bytes)
-            self._active -= 1
-            for link in flow.path:
-                del link._flows[flow]
+            if link._n:
+                alone = False
+            link._join(lane, 1, now)
+            lane.uses.append((link, 1))
+        if alone:
+            # every link idle: the flow is alone in its component and gets its narrowest link
+            # (what a recomputation at this instant would give it); a flow arriving later at the
+            # same instant on these links makes them dirty and re-rates both
+            rate = _INF
+            for link in path:
+                if link.cap < rate:
+                    rate = link.cap
+            self._set_rate(lane, rate, now)
+            self._arm()
+        else:
+            for link in path:
                 self._dirty[link] = None
-        flow.version = -1
-        flow.record["end_s"] = now
-        self.records.append(flow.record)
-        flow.done(flow.record)  # an event's succeed, or the caller's on_done, at once
+        return False
+
+    def _leave(self, flow: _Flow, now: float) -> None:
+        """The flow leaves its links (finished or cancelled); its units become dirty."""
+        self._active -= 1
+        lane = flow.lane
+        flow.lane = None
+        if flow.group is not None:
+            self._open.discard((flow.sender, flow.group))
+            del self._inflight[flow.sender][flow.group]
+            self._reclass(flow.sender, now)
+            return
+        lane.version += 1  # its finish entry is stale
+        for link in flow.path:
+            link._join(lane, -1, now)
+            self._dirty[link] = None
+
+    def _reclass(self, sender: Link, now: float) -> None:
+        """Move ``sender`` to the class of its current set of groups, carrying bytes left."""
+        old = self._class_of.get(sender)
+        flights = self._inflight[sender]
+        if len(flights) == 1:
+            key = (sender.cap, (next(iter(flights))._index,))
+        else:
+            key = (sender.cap, tuple(sorted(g._index for g in flights)))
+        if old is not None and old.key == key:
+            return
+        new = None
+        if flights:
+            new = self._classes.get(key)
+            if new is None:
+                new = self._classes[key] = _Class(key, sender.cap, self._units)
+                self._units += 1
+                for g in sorted(flights, key=lambda g: g._index):
+                    lane = new.lanes[g] = _Lane(self._seq, now)
+                    self._seq += 1
+                    new._lanes[lane] = None
+            n = new.n = new.n + 1
+            for g, f in flights.items():
+                lane = new.lanes[g]
+                m = len(g.links)
+                lane.uses = [(new, m), (g, n)]
+                sender._join(lane, m, now)
+                g._join(lane, 1, now)
+                cur = f.lane
+                if cur is None:
+                    left = f.size
+                else:
+                    left = f.target - (cur.served + cur.rate * (now - cur.t))
+                f.version += 1
+                f.lane = lane
+                lane.advance(now)
+                f.target = lane.served + left
+                heap = lane.heap
+                heapq.heappush(heap, (f.target, f.seq, f.version, f))
+                if heap[0][3] is f:  # it finishes first: its lane's finish entry is stale
+                    lane.version += 1
+                    lane.armed = False
+                if len(heap) > 2 * n + 64:  # drop stale entries
+                    heap[:] = [e for e in heap if e[2] == e[3].version]
+                    heapq.heapify(heap)
+            self._dirty[new] = None
+        if old is not None:
+            n = old.n = old.n - 1
+            for g, lane in old.lanes.items():
+                m = len(g.links)
+                sender._join(lane, -m, now)
+                g._join(lane, -1, now)
+                lane.uses = [(old, m), (g, n)]
+            if n == 0:
+                del self._classes[old.key]
+                self._dirty.pop(old, None)
+                old._lanes.clear()
+                for g, lane in old.lanes.items():
+                    lane.version += 1  # (its last join took it off the group)
+                    self._dirty[g] = None
+            else:
+                self._dirty[old] = None
+        self._class_of[sender] = new
 
     def _request_recompute(self) -> None:
         # A zero delay timeout runs after every event already queued for this instant, so that
         # flows arriving together share one recomputation; no time passes in between.
         if not self._recompute_pending:
             self._recompute_pending = True
-            self.env.timeout(0).callbacks.append(self._recompute)
+            self.env.timeout(0).callbacks.append(self._on_recompute)
 
-    # ---- rates ----------------------------------------------------------------------------
-
-    def _recompute(self, _event: Any = None) -> None:
+    def _on_recompute(self, _event: Any = None) -> None:
         self._recompute_pending = False
-        self.recomputations += 1
-        now = self.env.now
-        tol = _time_tol(now)
-        links, flows = self._component(list(self._dirty))
-        self._dirty.clear()
-        for link in links:  # account for the old rates up to now
-            link._settle(now)
-            link._load = 0.0
-        live = []
-        for f in flows:  # advance remaining bytes at the old rates
-            f.remaining -= f.rate * (now - f.t0)
-            f.t0 = now
-            if f.remaining <= f.size * _REL_EPS or f.finish_s <= now + tol:
-                self._finish_flow(f, now)
-            else:
-                live.append(f)
-        self._dirty.clear()  # finishing here touched only links of this component
-        rates = _max_min_rates(links, live)
-        heap = self._finish
-        for f in live:
-            rate = rates[f]
-            if rate != f.rate:  # an unchanged rate keeps its finish time and heap entry
-                if not rate > 0:
-                    raise RuntimeError(f"flow {f.record['path']!r} got a rate of {rate!r} bytes/s")
-                f.rate = rate
-                f.version += 1
-                f.finish_s = now + f.remaining / rate
-                heapq.heappush(heap, (f.finish_s, f.seq, f.version, f))
-            for link in f.path:
-                link._load += rate
-        if len(heap) > 2 * self._active + 64:  # drop stale entries (one live entry per flow)
-            heap[:] = [e for e in heap if e[2] == e[3].version]
-            heapq.heapify(heap)
-        self._arm_timer()
+        self._settle_instant(self.env.now)
 
-    @staticmethod
-    def _component(seeds: list[Link]) -> tuple[list[Link], list[_Flow]]:
-        """The links and flows connected to ``seeds`` through shared links, in discovery order."""
-        seen = dict.fromkeys(seeds)
-        links = list(seen)
-        flows: dict[_Flow, None] = {}
-        i = 0
-        while i < len(links):
-            for f in links[i]._flows:
-                if f not in flows:
-                    flows[f] = None
-                    for other in f.path:
-                        if other not in seen:
-                            seen[other] = None
-                            links.append(other)
-            i += 1
-        return links, list(flows)
-
-    def _arm_timer(self) -> None:
-        heap = self._finish
-        while heap and heap[0][2] != heap[0][3].version:
-            heapq.heappop(heap)  # a rate changed since, or the flow finished
-        at = heap[0][0] if heap else None
-        if at == self._timer_at:
-            return
-        self._timer_version += 1
-        self._timer_at = at
-        if at is not None:
-            delay = max(0.0, at - self.env.now)
-            self.env.timeout(delay).callbacks.append(_Timer(self, self._timer_version))
+    # ---- the instant's work: finishes, arrivals, rates, reports -----------------------------
 
     def _on_timer(self, version: int) -> None:
         if version != self._timer_version:
-            return  # stale: rates changed after this timer was set
+            return  # stale: an earlier timer was set after this one
         self._timer_at = None
         now = self.env.now
         limit = now + _time_tol(now)
         heap = self._finish
-        done = []
         while heap and heap[0][0] <= limit:
-            _, _, v, f = heapq.heappop(heap)
-            if v == f.version:
-                done.append(f)
-        for f in done:
-            self._finish_flow(f, now)
+            _, _, v, lane = heapq.heappop(heap)
+            if v == lane.version:
+                self._finish_due(lane, now)
+        pending = self._pending
+        while pending and pending[0][0] <= limit:
+            f = heapq.heappop(pending)[2]
+            if f.version >= 0:
+                self._arrive(f, now)
+        self._settle_instant(now)
+
+    def _finish_due(self, lane: _Lane, now: float) -> None:
+        """Finish the flows of ``lane`` whose bytes are all sent at ``now``."""
+        lane.advance(now)
+        heap = lane.heap
+        tol = lane.rate * _time_tol(now)
+        while heap:
+            target, _, v, f = heap[0]
+            if v != f.version:
+                heapq.heappop(heap)
+                continue
+            if target - lane.served > tol + f.size * _REL_EPS + 8 * math.ulp(target):
+                break
+            heapq.heappop(heap)
+            self._leave(f, now)
+            f.version = -1
+            self._done.append(f)
+        if heap and lane.rate > 0:
+            self._push_finish(lane)
+
+    def _settle_instant(self, now: float) -> None:
+        """Recompute the rates of what changed at ``now``, arm the timer, report finished flows."""
+        while self._dirty:
+            self._recompute(now)
+        self._arm()
+        self._report(now)
+
+    def _report(self, now: float) -> None:
+        done = self._done
         if not done:
-            self._arm_timer()
             return
-        dirty = self._dirty
-        for link in dirty:
-            if link._flows:  # flows left on a changed link: re-rate its component
-                self._request_recompute()
-                return
-        for link in dirty:  # the finished flows had their links to themselves: close the books
-            link._settle(now)
-            link._load = 0.0
-        dirty.clear()
-        self._arm_timer()
+        self._done = []
+        if len(done) > 1:
+            done.sort(key=lambda f: f.seq)
+        for f in done:
+            rec = f.record
+            if rec is not None:
+                rec["end_s"] = now
+                self.records.append(rec)
+            f.done(rec)  # an event's succeed, or the caller's on_done, at once
+
+    def _recompute(self, now: float) -> None:
+        self.recomputations += 1
+        seeds = list(self._dirty)
+        units, lanes = self._component(seeds)
+        self._dirty.clear()
+        due = False
+        tol = 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (_time_tol, inlined)
+        for lane in lanes:  # flows due now (their timer has not fired yet) finish first
+            lane.advance(now)
+            if lane.heap and lane.rate > 0:
+                target, _, v, f = lane.heap[0]
+                if v != f.version or target - lane.served <= lane.rate * tol + (
+                    f.size * _REL_EPS + 8 * math.ulp(target)
+                ):
+                    self._finish_due(lane, now)
+                    due = True
+        if due and self._dirty:
+            for u in seeds:  # the finished flows changed the component: the caller recomputes
+                self._dirty[u] = None
+            return
+        if len(lanes) == 1:  # alone on its units: its narrowest unit
+            (lane,) = lanes
+            rate = _INF
+            for u, w in lane.uses:
+                if u.cap / w < rate:
+                    rate = u.cap / w
+            rates = {lane: rate}
+        else:
+            rates = _max_min_rates(units, lanes)
+        for lane in lanes:
+            rate = rates.get(lane)
+            if rate is not None and rate != lane.rate:
+                if not rate > 0:
+                    raise RuntimeError(f"a flow got a rate of {rate!r} bytes/s")
+                self._set_rate(lane, rate, now)
+            elif not lane.armed and lane.rate > 0:  # same rate, new flows: a new finish entry
+                self._push_finish(lane)
+        heap = self._finish
+        if len(heap) > 2 * len(lanes) + 2 * self._active + 64:  # drop stale entries
+            heap[:] = [e for e in heap if e[2] == e[3].version]
+            heapq.heapify(heap)
+
+    def _set_rate(self, lane: _Lane, rate: float, now: float) -> None:
+        lane.advance(now)
+        lane.rate = rate
+        if lane.heap:
+            self._push_finish(lane)
+
+    def _push_finish(self, lane: _Lane) -> None:
+        heap = lane.heap
+        while heap and heap[0][2] != heap[0][3].version:
+            heapq.heappop(heap)
+        lane.version += 1
+        lane.armed = bool(heap)
+        if heap:
+            at = lane.t + (heap[0][0] - lane.served) / lane.rate
+            heapq.heappush(self._finish, (at, lane.seq, lane.version, lane))
+
+    @staticmethod
+    def _component(seeds: list) -> tuple[list, list[_Lane]]:
+        """The units and lanes connected to ``seeds`` through shared units, in discovery order."""
+        if len(seeds) == 1 and len(seeds[0]._lanes) == 1:
+            ((lane, _),) = seeds[0]._lanes.items()
+            if len(lane.uses) == 1 or all(
+                len(u._lanes) == 1 for u, _w in lane.uses
+            ):  # one lane alone on its units (the common case)
+                return [u for u, _w in lane.uses], [lane] if lane.heap else []
+        seen = dict.fromkeys(seeds)
+        units = list(seen)
+        lanes: dict[_Lane, None] = {}
+        i = 0
+        while i < len(units):
+            for lane in units[i]._lanes:
+                if lane not in lanes:
+                    lanes[lane] = None
+                    for other, _w in lane.uses:
+                        if other not in seen:
+                            seen[other] = None
+                            units.append(other)
+            i += 1
+        return units, [lane for lane in lanes if lane.heap]
+
+    def _arm(self) -> None:
+        heap, pending = self._finish, self._pending
+        while heap and heap[0][2] != heap[0][3].version:
+            heapq.heappop(heap)  # a rate changed since, or the lane emptied
+        while pending and pending[0][2].version < 0:
+            heapq.heappop(pending)  # cancelled
+        at = heap[0][0] if heap else _INF
+        if pending and pending[0][0] < at:
+            at = pending[0][0]
+        if at != (self._timer_at if self._timer_at is not None else _INF):
+            self._set_timer(at)
+
+    def _set_timer(self, at: float) -> None:
+        self._timer_version += 1
+        if at == _INF:
+            self._timer_at = None
+            return
+        self._timer_at = at
+        now = self.env.now
+        self.env.timeout(at - now if at > now else 0.0).callbacks.append(
+            _Timer(self, self._timer_version)
+        )
 
     # ---- results --------------------------------------------------------------------------
 
@@ -370,10 +751,7 @@ class Network:
     def carried_bytes(self) -> dict[str, float]:
         """Bytes each link has carried so far (cheaper than ``link_frame`` for per-step diffs)."""
         now = self.env.now
-        return {
-            name: link._bytes + link._load * (now - link._since)
-            for name, link in self.links.items()
-        }
+        return {name: link._books._carried(now) for name, link in self.links.items()}
 
     def link_frame(self, horizon_s: float | None = None) -> pd.DataFrame:
         """One row per link: bytes carried and busy time so far, and utilization.
@@ -384,12 +762,10 @@ class Network:
         """
         now = self.env.now
         horizon = now if horizon_s is None else float(horizon_s)
-        carried_bytes = self.carried_bytes()
         rows = []
         for link in self.links.values():
-            dt = now - link._since
-            carried = carried_bytes[link.name]
-            busy = link._busy_s + (dt if link._load > 0 else 0.0)
+            carried = link._books._carried(now)
+            busy = link._books._busy(now)
             capacity = link.bandwidth_bytes_per_s * horizon
             rows.append(
                 {
@@ -405,7 +781,7 @@ class Network:
 
 
 class _Timer:
-    """The callback of a network's next-completion timer; stale once the version moved on."""
+    """The callback of a network's next timer; stale once the version moved on."""
 
     __slots__ = ("network", "version")
 
@@ -417,41 +793,58 @@ class _Timer:
         self.network._on_timer(self.version)
 
 
-def _max_min_rates(links: list[Link], flows: list[_Flow]) -> dict[_Flow, float]:
-    """Max-min fair rates of ``flows`` (every flow on ``links`` is among them) by progressive filling.
+def _size(nbytes: Any, src: Any, dst: Any) -> float:
+    size = float(nbytes)
+    if not (math.isfinite(size) and size >= 0):
+        src = getattr(src, "name", src)
+        dst = getattr(dst, "name", dst)
+        raise ValueError(f"flow {src!r}->{dst!r}: bytes must be finite and >= 0, got {nbytes!r}")
+    return size
 
-    Repeatedly take the link whose remaining capacity divided by its unfrozen flows is smallest,
-    freeze its flows at that share, and take the share off the other links they cross.
-    """
-    if all(len(link._flows) <= 1 for link in links):  # disjoint flows: each gets its narrowest link
-        return {f: min(link.bandwidth_bytes_per_s for link in f.path) for f in flows}
-    cap: dict[Link, float] = {}
-    count: dict[Link, int] = {}
-    heap: list[tuple[float, int, Link]] = []
-    for link in links:
-        n = len(link._flows)
-        if n:
-            cap[link] = link.bandwidth_bytes_per_s
-            count[link] = n
-            heap.append((link.bandwidth_bytes_per_s / n, link._index, link))
+
+def _max_min_rates(units: list, lanes: list[_Lane]) -> dict[_Lane, float]:
+    """Max-min fair rates per flow of ``lanes`` (every lane on ``units`` is among them) by
+    progressive filling: repeatedly take the unit whose remaining capacity divided by its
+    unfrozen flows is smallest, freeze its lanes at that share, and take the share off the other
+    units they cross (``weight`` times: a lane's flows per link of the unit)."""
+    if all(len(u._lanes) <= 1 for u in units):  # disjoint lanes: each gets its narrowest unit
+        out = {}
+        for lane in lanes:
+            best = _INF
+            for u, w in lane.uses:
+                share = u.cap / w
+                if share < best:
+                    best = share
+            out[lane] = best
+        return out
+    cap: dict[Any, float] = {}
+    count: dict[Any, int] = {}
+    for lane in lanes:
+        for u, w in lane.uses:
+            if u in count:
+                count[u] += w
+            else:
+                count[u] = w
+                cap[u] = u.cap
+    heap = [(cap[u] / n, u._index, u) for u, n in count.items()]
     heapq.heapify(heap)
-    rates: dict[_Flow, float] = {}
-    todo = len(flows)
+    rates: dict[_Lane, float] = {}
+    todo = len(lanes)
     while heap and len(rates) < todo:
-        share, _, link = heapq.heappop(heap)
-        n = count[link]
-        if n == 0 or share != max(cap[link], 0.0) / n:
-            continue  # stale: the link's share changed and a newer entry was pushed
-        for f in link._flows:
-            if f in rates:
+        share, _, unit = heapq.heappop(heap)
+        n = count[unit]
+        if n == 0 or share != max(cap[unit], 0.0) / n:
+            continue  # stale: the unit's share changed and a newer entry was pushed
+        for lane in unit._lanes:
+            if lane in rates or not lane.heap:
                 continue
-            rates[f] = share
-            for other in f.path:
-                if other is not link:
-                    m = count[other] - 1
+            rates[lane] = share
+            for other, w in lane.uses:
+                if other is not unit:
+                    m = count[other] - w
                     count[other] = m
-                    cap[other] -= share
+                    cap[other] -= w * share
                     if m:
                         heapq.heappush(heap, (max(cap[other], 0.0) / m, other._index, other))
-        count[link] = 0
+        count[unit] = 0
     return rates

@@ -401,3 +401,117 @@ def test_unknown_devices_and_hosts_are_named():
         fabric.host("/job:w/task:0").add_device_link("device:GPU:0", 1e9)
     with pytest.raises(ValueError, match="more than one rack"):
         TwoLevelFabric(Network(simpy.Environment()), [["a", "b"], ["b"]], Nic(1e9))
+
+
+# ---- the two solvers ----------------------------------------------------------------------
+
+
+def _random_bundles(solver, seed, cancel=False):
+    """Random bundles from senders of two speeds to random groups of equal links (one bundle per
+    sender and group at a time), some inbound; optionally cancelling some mid-flight. Returns
+    each bundle's end time and every link's bytes and busy time."""
+    rng = np.random.default_rng(seed)
+    env = simpy.Environment()
+    net = Network(env, solver=solver, keep_records=False)
+    senders = [
+        net.add_link(f"s{i}", float(rng.choice([1e9, 2.5e9])), float(rng.choice([0, 5e-5])))
+        for i in range(10)
+    ]
+    groups = []
+    for g in range(int(rng.integers(1, 4))):
+        bw, lat = float(rng.choice([1e9, 4e9])), float(rng.choice([0, 1e-4]))
+        links = [net.add_link(f"g{g}.{k}", bw, lat) for k in range(int(rng.integers(1, 4)))]
+        groups.append(net.link_group(f"g{g}", links))
+    ends = {}
+
+    def proc(i):
+        for rep in range(4):
+            yield env.timeout(float(rng.uniform(0, 0.004)))
+            g = int(rng.integers(len(groups)))
+            ev = env.event()
+            b = net.bundle(senders[i], groups[g], float(rng.uniform(1e5, 4e6)), ev.succeed)
+            if cancel and rng.random() < 0.25:
+                yield env.timeout(float(rng.uniform(0, 0.002)))
+                net.cancel(b)
+                ends[(i, rep)] = None
+                continue
+            yield ev
+            ends[(i, rep)] = env.now
+
+    for i in range(len(senders)):
+        env.process(proc(i))
+    env.run()
+    assert net.active_flows == 0
+    return ends, net.link_frame().set_index("link")[["bytes", "busy_s"]]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_classes_solver_equals_the_exact_one_on_random_bundles(seed):
+    """Bundles solved on symmetry classes end when one flow per (sender, group link) solved
+    exactly says, cancelled ones included, and every link carries the same bytes and is busy
+    as long."""
+    cancel = seed % 2 == 1
+    fast, fast_links = _random_bundles("classes", seed, cancel)
+    exact, exact_links = _random_bundles("exact", seed, cancel)
+    assert fast.keys() == exact.keys() and len(fast) == 40
+    for k, t in fast.items():
+        if t is None:
+            assert exact[k] is None
+        else:
+            assert t == pytest.approx(exact[k], rel=1e-12, abs=1e-15), k
+    assert fast_links.index.equals(exact_links.index)
+    assert np.allclose(fast_links.to_numpy(), exact_links.to_numpy(), rtol=1e-9, atol=1e-6)
+    assert (fast_links["bytes"] > 0).any()
+
+
+def test_link_books_count_bundles_and_the_closed_form():
+    """n senders pulling B bytes from each of the m links of a group at the same instant share
+    each group link's W: all end at L + n B / W, the group's links each carry n B, the senders'
+    m B."""
+    n, m, B, W, L = 3, 2, 1e6, 1e9, 1e-5
+    for solver in ("classes", "exact"):
+        env = simpy.Environment()
+        net = Network(env, solver=solver)
+        senders = [net.add_link(f"w{i}", 10 * W, L / 2) for i in range(n)]
+        group = net.link_group("ps", [net.add_link(f"ps{k}", W, L / 2) for k in range(m)])
+        ends = []
+        for s in senders:
+            net.bundle(s, group, B, lambda: ends.append(env.now), inbound=True)
+        env.run()
+        assert ends == [approx_(L + n * B / W)] * n
+        books = net.link_frame().set_index("link")
+        for k in range(m):
+            assert close(books.loc[f"ps{k}", "bytes"], n * B)
+            assert close(books.loc[f"ps{k}", "busy_s"], n * B / W)
+        for i in range(n):
+            assert close(books.loc[f"w{i}", "bytes"], m * B)
+
+
+def approx_(x):
+    return pytest.approx(x, rel=1e-12)
+
+
+def test_bundle_errors_name_the_problem():
+    env = simpy.Environment()
+    net = Network(env, solver="classes")
+    a, b, c = (net.add_link(n, 1e9) for n in "abc")
+    with pytest.raises(ValueError, match="network solver must be one of"):
+        Network(env, solver="fast")
+    with pytest.raises(ValueError, match="equal bandwidth and latency"):
+        net.link_group("bad", [b, net.add_link("slow", 1e8)])
+    group = net.link_group("g", [b, c])
+    with pytest.raises(ValueError, match="already in group 'g'"):
+        net.link_group("g2", [b])
+    with pytest.raises(RuntimeError, match="carries bundles only"):
+        net.transfer([a], 10)
+    net.bundle(a, group, 10.0)
+    with pytest.raises(RuntimeError, match="'a' already has a bundle to 'g' in flight"):
+        net.bundle(a, group, 10.0)
+    with pytest.raises(ValueError, match="bytes must be finite and >= 0"):
+        net.bundle(a, group, -1)
+    other = Network(env, solver="classes")
+    foreign = other.link_group("g", [other.add_link("x", 1e9)])
+    with pytest.raises(ValueError, match="not a link group of this network"):
+        net.bundle(a, foreign, 1.0)
+    env.run()
+    net.bundle(a, group, 10.0)  # the first one finished: a new one may go
