@@ -476,7 +476,7 @@ def test_link_books_count_bundles_and_the_closed_form():
         group = net.link_group("ps", [net.add_link(f"ps{k}", W, L / 2) for k in range(m)])
         ends = []
         for s in senders:
-            net.bundle(s, group, B, lambda: ends.append(env.now), inbound=True)
+            net.bundle(s, group, B, lambda e=env, out=ends: out.append(e.now), inbound=True)
         env.run()
         assert ends == [approx_(L + n * B / W)] * n
         books = net.link_frame().set_index("link")
