@@ -64,6 +64,11 @@ class OutOfRangeError(OpError):
     takes it as a clean stop (as TF's does)."""
 
 
+class CancelledError(OpError):
+    """An operation was cancelled: an enqueue into a closed queue, or one waiting for room when
+    the queue was closed with ``cancel_pending_enqueues``."""
+
+
 class InternalError(OpError):
     """A server failed in a way that is not the request's fault."""
 

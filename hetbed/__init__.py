@@ -65,7 +65,12 @@ from hetbed.runtime.ops.array import (
 )
 from hetbed.runtime.ops.control import group, no_op
 from hetbed.runtime.ops.control import tuple_ as tuple
-from hetbed.runtime.ops.data_flow import ConditionalAccumulator, FIFOQueue
+from hetbed.runtime.ops.data_flow import (
+    ConditionalAccumulator,
+    FIFOQueue,
+    QueueBase,
+    RandomShuffleQueue,
+)
 from hetbed.runtime.ops.manip import (
     concat,
     expand_dims,
@@ -140,11 +145,17 @@ from hetbed.runtime.ops.math import (
     zeros_like,
 )
 from hetbed.runtime.ops.nn import sigmoid, tanh
-from hetbed.runtime.ops.random import random_normal, random_uniform, truncated_normal
+from hetbed.runtime.ops.random import (
+    random_normal,
+    random_shuffle,
+    random_uniform,
+    truncated_normal,
+)
 from hetbed.runtime.ops.state import (
     assign,
     assign_add,
     assign_sub,
+    count_up_to,
     is_variable_initialized,
     scatter_add,
     scatter_sub,

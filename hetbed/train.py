@@ -8,6 +8,7 @@ from hetbed.runtime.device_setter import (
 )
 from hetbed.runtime.distributed import ClusterSpec, Server
 from hetbed.runtime.distributed.launcher import cluster_from_env
+from hetbed.runtime.train import queue_runner
 from hetbed.runtime.train.checkpoint import (
     CheckpointReader,
     CheckpointState,
@@ -21,6 +22,16 @@ from hetbed.runtime.train.checkpoint import (
     update_checkpoint_state,
 )
 from hetbed.runtime.train.checkpoint import CheckpointReader as NewCheckpointReader
+from hetbed.runtime.train.input import (
+    batch,
+    batch_join,
+    input_producer,
+    limit_epochs,
+    range_input_producer,
+    shuffle_batch,
+    shuffle_batch_join,
+    slice_input_producer,
+)
 from hetbed.runtime.train.monitored import (
     CheckpointSaverHook,
     MonitoredTrainingSession,
@@ -39,6 +50,12 @@ from hetbed.runtime.train.optimizers import (
     Optimizer,
     RMSPropOptimizer,
 )
+from hetbed.runtime.train.queue_runner import (
+    Coordinator,
+    QueueRunner,
+    add_queue_runner,
+    start_queue_runners,
+)
 from hetbed.runtime.train.saver import Saver
 from hetbed.runtime.train.sync_replicas import SyncReplicasOptimizer
 from hetbed.runtime.train.training_util import (
@@ -55,6 +72,19 @@ from hetbed.runtime.train.training_util import (
 )
 
 __all__ = [
+    "Coordinator",
+    "QueueRunner",
+    "add_queue_runner",
+    "batch",
+    "batch_join",
+    "input_producer",
+    "limit_epochs",
+    "queue_runner",
+    "range_input_producer",
+    "shuffle_batch",
+    "shuffle_batch_join",
+    "slice_input_producer",
+    "start_queue_runners",
     "ClusterSpec",
     "Server",
     "cluster_from_env",

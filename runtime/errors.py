@@ -4,6 +4,7 @@ runtime, so that devices raise them too without importing the runtime)."""
 from hetbed.devices.errors import (
     AbortedError,
     AlreadyExistsError,
+    CancelledError,
     DataLossError,
     DeadlineExceededError,
     FailedPreconditionError,
@@ -21,6 +22,7 @@ from hetbed.devices.errors import (
 __all__ = [
     "AbortedError",
     "AlreadyExistsError",
+    "CancelledError",
     "DataLossError",
     "DeadlineExceededError",
     "FailedPreconditionError",

@@ -433,10 +433,10 @@ class BaseSession:
         if self._closed:
             return
         self._closed = True
-        from .errors import AbortedError
+        from .errors import CancelledError
 
         for step in list(self._active):  # steps still waiting (a dequeue, a take) fail now
-            step.cancel(AbortedError("the session was closed while the step was running"))
+            step.cancel(CancelledError("the session was closed while the step was running"))
         for d in self._devices:
             d.close()
         self._plans.clear()

@@ -147,6 +147,11 @@ class Variable:
     ):
         return state.assign_sub(self, delta, name=name)
 
+    def count_up_to(self, limit: int):
+        """Increment this scalar integer variable; its value before, until ``limit``
+        (OutOfRangeError from then on)."""
+        return state.count_up_to(self, limit)
+
     def scatter_add(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None):
         return state.scatter_add(self, sparse_delta.indices, sparse_delta.values, name=name)
 

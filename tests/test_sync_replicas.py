@@ -169,17 +169,17 @@ def test_waiting_ops_complete_in_one_step_without_a_pool_thread(monkeypatch):
     """With inter_op_parallelism_threads=0 a step that dequeues (takes) before it enqueues
     (applies) completes: the waiting kernels hold no thread."""
     waited = []
-    orig_dequeue, orig_take = data_flow._Queue.dequeue, data_flow._Accumulator.take
+    orig_dequeue, orig_take = data_flow._Queue.get, data_flow._Accumulator.take
 
-    def dequeue(self, done, step=None):
+    def dequeue(self, n, up_to, done, step=None):
         waited.append(("dequeue", not self.items))
-        orig_dequeue(self, done, step)
+        orig_dequeue(self, n, up_to, done, step)
 
     def take(self, n, done, step=None):
         waited.append(("take", self.count < n))
         orig_take(self, n, done, step)
 
-    monkeypatch.setattr(data_flow._Queue, "dequeue", dequeue)
+    monkeypatch.setattr(data_flow._Queue, "get", dequeue)
     monkeypatch.setattr(data_flow._Accumulator, "take", take)
     with hb.Graph().as_default():
         q = data_flow.FIFOQueue(-1, hb.int64, shapes=())

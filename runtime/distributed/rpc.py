@@ -68,6 +68,7 @@ _TO_CODE: list[tuple[type, grpc.StatusCode]] = [
     (E.DeadlineExceededError, grpc.StatusCode.DEADLINE_EXCEEDED),
     (E.AbortedError, grpc.StatusCode.ABORTED),
     (E.OutOfRangeError, grpc.StatusCode.OUT_OF_RANGE),
+    (E.CancelledError, grpc.StatusCode.CANCELLED),
     (WireError, grpc.StatusCode.INVALID_ARGUMENT),
     (GraphFormatError, grpc.StatusCode.INVALID_ARGUMENT),
 ]

@@ -11,14 +11,14 @@ them ready completes them from the thread of the step that supplied it.
 
 Differences from TensorFlow 1.x:
 
-* queues hold one component (one dtype, one shape) and are unbounded (``capacity=-1``); there is
-  no ``close``;
+* queues (FIFOQueue, RandomShuffleQueue) are TF1's, with their waiting enqueues and dequeues;
+  a seeded RandomShuffleQueue is deterministic but does not reproduce TensorFlow's order;
 * accumulators take dense gradients (``SyncReplicasOptimizer`` densifies IndexedSlices) and only
   the ``MEAN`` reduction; ``AccumulatorNumDropped`` (how many stale gradients were dropped) and
   ``AccumulatorCancelTakes`` (fail the waiting takes, used to stop the chief's sync loop) are
   hetbed additions;
-* a step that times out or fails while waiting leaves its waiter registered (the executor has no
-  cancellation hook yet): the next element or average goes to that dead step.
+* a step that times out or fails while waiting withdraws its request (the element or average
+  goes to the next waiter).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import (
     AbortedError,
-    FailedPreconditionError,
+    CancelledError,
     InvalidArgumentError,
     OutOfRangeError,
 )
@@ -56,8 +56,7 @@ def _handle(ctx: Any, make: Callable) -> Any:
         elif not r.matches(ctx.attrs):
             raise InvalidArgumentError(
                 f"{ctx.op.type} {ctx.op.name!r}: shared resource {key!r} exists with "
-                f"{r.describe()}; this op asks for dtype {ctx.attrs['dtype'].name}, "
-                f"shape {ctx.attrs['shape']}"
+                f"{r.describe()}; this op asks for {make(key).describe()}"
             )
         ctx.state = r
     return r
@@ -79,176 +78,518 @@ def _scalar_input(op: Any, i: int, what: str, integer: bool = True) -> None:
         raise InvalidArgumentError(f"{op.type}: {what} must be int32/int64, got {t.dtype.name}")
 
 
-# ==== FIFOQueue ===================================================================================
+# ==== Queues ======================================================================================
 
 
 class _Queue:
-    """Elements in arrival order and the dequeuers waiting for one (both FIFO)."""
+    """A queue of elements (tuples of component arrays), the dequeues waiting for elements and the
+    enqueues waiting for room, both served in arrival order. ``shuffle`` = (min_after_dequeue,
+    rng) makes it a RandomShuffleQueue: a dequeue takes a uniformly random element and waits
+    while taking would leave fewer than ``min_after_dequeue`` (until the queue is closed)."""
 
-    def __init__(self, name: str, dtype: _dt.DType, shape: TensorShape):
+    def __init__(self, name: str, attrs: dict, rng: Any = None):
         self.name = name
-        self.dtype = dtype
-        self.shape = shape
-        self.items: collections.deque = collections.deque()
-        self.waiters: collections.deque = collections.deque()
+        self.dtypes: tuple = attrs["component_types"]
+        self.shapes: tuple = attrs["shapes"]
+        cap = attrs["capacity"]
+        self.capacity = None if cap < 0 else cap
+        self.min_after = attrs.get("min_after_dequeue", 0)
+        self.rng = rng
+        self.items: list | collections.deque = [] if rng is not None else collections.deque()
+        self.getters: collections.deque = collections.deque()  # [n, up_to, done]
+        self.putters: collections.deque = collections.deque()  # [elements left, done]
         self.lock = threading.Lock()
         self.closed = False
 
+    @property
+    def dtype(self) -> _dt.DType:
+        return self.dtypes[0]
+
     def matches(self, attrs: dict) -> bool:
-        return self.dtype == attrs["dtype"] and self.shape == attrs["shape"]
+        cap = attrs["capacity"]
+        return (
+            self.dtypes == attrs["component_types"]
+            and self.shapes == attrs["shapes"]
+            and (self.capacity or -1) == (cap if cap > 0 else -1)
+        )
 
     def describe(self) -> str:
-        return f"dtype {self.dtype.name}, shape {self.shape}"
+        types = ", ".join(d.name for d in self.dtypes)
+        return f"component types [{types}], shapes {list(self.shapes)}, capacity {self.capacity}"
 
-    def _drained(self) -> OutOfRangeError:
-        return OutOfRangeError(f"queue {self.name} is closed and empty")
+    # ---- enqueue ------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """No more elements: waiting dequeues (the queue is empty) and later ones on an empty
-        queue fail with OutOfRangeError; enqueues fail with FailedPreconditionError."""
-        with self.lock:
-            self.closed = True
-            waiting, self.waiters = list(self.waiters), collections.deque()
-        for done in waiting:
-            done(None, self._drained())
-
-    def enqueue_many(self, values: Any) -> None:
+    def put(self, elements: list, done: Callable, step: Any = None) -> None:
+        """Append ``elements`` in order; ``done()`` once all are in (waiting for room while the
+        queue is full). A closed queue refuses them with CancelledError."""
+        entry = [collections.deque(elements), done]
         with self.lock:
             if self.closed:
-                raise FailedPreconditionError(f"queue {self.name} is closed; cannot enqueue")
-            self.items.extend(np.array(v, copy=True) for v in values)
-            served = []
-            while self.items and self.waiters:
-                served.append((self.waiters.popleft(), self.items.popleft()))
-        for done, v in served:  # outside the lock: done wakes another step
-            done(v)
-
-    def dequeue(self, done: Callable, step: Any = None) -> None:
-        with self.lock:
-            if not self.items and self.closed:
-                err: BaseException | None = self._drained()
-            elif not self.items:
-                self.waiters.append(done)
-                if step is not None:
-                    step.on_cancel(lambda err: self._withdraw(done, err))
-                return
+                err: BaseException | None = CancelledError(
+                    f"queue {self.name} is closed; cannot enqueue"
+                )
+                served: list = []
             else:
-                err, v = None, self.items.popleft()
+                err = None
+                self.putters.append(entry)
+                served = self._serve()
+                waiting = entry[0] and entry in self.putters
         if err is not None:
             done(None, err)
-        else:
-            done(v)
+            return
+        for fn, args in served:
+            fn(*args)
+        if waiting and step is not None:
+            step.on_cancel(lambda e: self._withdraw(self.putters, entry, e))
 
-    def _withdraw(self, done: Callable, err: BaseException) -> None:
-        """A waiting dequeue's step was aborted: forget it (it gets the error, not an element)."""
+    # ---- dequeue ------------------------------------------------------------------------------
+
+    def get(self, n: int | None, up_to: bool, done: Callable, step: Any = None) -> None:
+        """One element (``n`` None) or a batch of ``n`` stacked along a new first dimension
+        (``up_to``: fewer when the queue is closed); ``done`` gets the components."""
+        entry = [n, up_to, done]
+        with self.lock:
+            self.getters.append(entry)
+            served = self._serve()
+            waiting = entry in self.getters
+        for fn, args in served:
+            fn(*args)
+        if waiting and step is not None:
+            step.on_cancel(lambda e: self._withdraw(self.getters, entry, e))
+
+    def _withdraw(self, waiters: collections.deque, entry: list, err: BaseException) -> None:
+        """A waiting step was aborted: forget its request (it gets the error, not elements)."""
         with self.lock:
             try:
-                self.waiters.remove(done)
+                waiters.remove(entry)
             except ValueError:
                 return  # already served
-        done(None, err)
+            served = self._serve()  # a withdrawn dequeue may unblock the next one
+        entry[-1](None, err)
+        for fn, args in served:
+            fn(*args)
+
+    def _take(self) -> tuple:
+        items = self.items
+        if self.rng is None:
+            return items.popleft()
+        i = int(self.rng.integers(len(items)))
+        items[i], items[-1] = items[-1], items[i]
+        return items.pop()
+
+    def _serve(self) -> list:
+        """Under the lock: move waiting elements in while there is room, then hand elements to
+        the waiting dequeues in order. Returns the callbacks to run outside the lock."""
+        out: list = []
+        while True:
+            moved = False
+            while self.putters:
+                entry = self.putters[0]
+                left = entry[0]
+                while left and (self.capacity is None or len(self.items) < self.capacity):
+                    self.items.append(left.popleft())
+                    moved = True
+                if left:
+                    break
+                self.putters.popleft()
+                out.append((entry[1], (None,)))
+            if not self.getters:
+                return out
+            n, up_to, done = self.getters[0]
+            want = 1 if n is None else n
+            have = len(self.items)
+            keep = 0 if self.closed else self.min_after
+            if have - keep >= want and have >= want:
+                k = want
+            elif self.closed and up_to and have > 0:
+                k = have
+            elif self.closed:
+                self.getters.popleft()
+                left = "empty" if not have else f"holds {have} elements, {want} requested"
+                err = OutOfRangeError(f"queue {self.name} is closed and {left}")
+                out.append((done, (None, err)))
+                continue
+            else:
+                if not moved:
+                    return out
+                continue
+            self.getters.popleft()
+            taken = [self._take() for _ in range(k)]
+            if n is None:
+                comps = taken[0]
+            else:
+                comps = tuple(np.stack([e[c] for e in taken]) for c in range(len(self.dtypes)))
+            out.append((done, (comps[0] if len(comps) == 1 else comps,)))
+
+    def close(self, cancel_pending: bool) -> None:
+        """No more elements: dequeues get what is left, then OutOfRangeError; enqueues fail
+        with CancelledError, and so do waiting ones with ``cancel_pending`` (else they still
+        go in as room appears)."""
+        with self.lock:
+            self.closed = True
+            cancelled = []
+            if cancel_pending:
+                cancelled, self.putters = list(self.putters), collections.deque()
+            served = self._serve()
+        for entry in cancelled:
+            entry[1](None, CancelledError(f"enqueue into {self.name} cancelled: queue closed"))
+        for fn, args in served:
+            fn(*args)
+
+    def size(self) -> int:
+        with self.lock:
+            return len(self.items)
+
+
+_QUEUE_TYPES = ("FIFOQueue", "RandomShuffleQueue")
+
+
+def _queue_handle_shape(op):
+    return [(TensorShape([]), op.attrs["component_types"][0])]
 
 
 FIFOQueueOp = defop("FIFOQueue", stateful=True, is_ref=True, differentiable=False)
-
-
-@FIFOQueueOp.shape
-def _queue_shape(op):
-    return [(TensorShape([]), op.attrs["dtype"])]
+FIFOQueueOp.shape(_queue_handle_shape)
+FIFOQueueOp.cost(_no_cost)
 
 
 @FIFOQueueOp.kernel("cpu")
 def _fifo_queue(ctx):
-    return _handle(ctx, lambda key: _Queue(key, ctx.attrs["dtype"], ctx.attrs["shape"]))
+    return _handle(ctx, lambda key: _Queue(key, ctx.attrs))
 
 
-FIFOQueueOp.cost(_no_cost)
+RandomShuffleQueueOp = defop("RandomShuffleQueue", stateful=True, is_ref=True, differentiable=False)
+RandomShuffleQueueOp.shape(_queue_handle_shape)
+RandomShuffleQueueOp.cost(_no_cost)
+
+
+@RandomShuffleQueueOp.kernel("cpu")
+def _random_shuffle_queue(ctx):
+    seed = ctx.attrs.get("seed")
+    rng = np.random.default_rng(seed) if seed is not None else ctx.rng
+    return _handle(ctx, lambda key: _Queue(key, ctx.attrs, rng))
+
+
+def _queue_of(op: Any) -> Any:
+    h = op.inputs[0]
+    if h.op.type not in _QUEUE_TYPES:
+        raise InvalidArgumentError(
+            f"{op.type}: input 0 must be a queue handle, got {h.name} ({h.op.type})"
+        )
+    return h.op
+
+
+def _check_components(op: Any, q: Any, values: list, many: bool) -> None:
+    types, shapes = q.attrs["component_types"], q.attrs["shapes"]
+    if len(values) != len(types):
+        raise InvalidArgumentError(
+            f"{op.type} {op.name}: queue {q.name} has {len(types)} components, got {len(values)}"
+        )
+    for i, (v, d, s) in enumerate(zip(values, types, shapes)):
+        if v.dtype != d:
+            raise InvalidArgumentError(
+                f"{op.type} {op.name}: component {i} of queue {q.name} is {d.name}, "
+                f"got {v.dtype.name}"
+            )
+        shape = v.shape
+        if many:
+            if shape.ndims == 0:
+                raise InvalidArgumentError(
+                    f"{op.type} {op.name}: component {i} needs a leading batch dimension"
+                )
+            shape = TensorShape(shape.dims[1:]) if shape.dims is not None else TensorShape(None)
+        if s is not None and not s.is_compatible_with(shape):
+            raise InvalidArgumentError(
+                f"{op.type} {op.name}: component {i} of shape {shape} does not match queue "
+                f"{q.name} element shape {s}"
+            )
+
+
+def _enqueue_shape(many: bool):
+    def shape(op):
+        q = _queue_of(op)
+        _check_components(op, q, list(op.inputs[1:]), many)
+        return []
+
+    return shape
+
+
+QueueEnqueue = defop("QueueEnqueue", stateful=True, differentiable=False)
+QueueEnqueue.shape(_enqueue_shape(False))
+QueueEnqueue.cost(_no_cost)
+
+
+@QueueEnqueue.kernel("cpu", is_async=True)
+def _enqueue(ctx, step, inputs, done):
+    q, *comps = inputs
+    q.put([tuple(np.array(c, copy=True) for c in comps)], done, step)
+
 
 QueueEnqueueMany = defop("QueueEnqueueMany", stateful=True, differentiable=False)
-
-
-@QueueEnqueueMany.shape
-def _enqueue_many_shape(op):
-    _check_handle(op, "FIFOQueue")
-    q, v = op.inputs
-    if v.dtype != q.dtype:
-        raise InvalidArgumentError(
-            f"QueueEnqueueMany: queue {q.op.name} holds {q.dtype.name}, got {v.dtype.name}"
-        )
-    if v.shape.ndims == 0:
-        raise InvalidArgumentError("QueueEnqueueMany: components need a leading batch dimension")
-    elem = q.op.attrs["shape"]
-    if v.shape.dims is not None and not elem.is_compatible_with(TensorShape(v.shape.dims[1:])):
-        raise InvalidArgumentError(
-            f"QueueEnqueueMany: elements of shape {TensorShape(v.shape.dims[1:])} do not match "
-            f"queue {q.op.name} element shape {elem}"
-        )
-    return []
-
-
-@QueueEnqueueMany.kernel("cpu")
-def _enqueue_many(ctx, q, values):
-    q.enqueue_many(values)
-
-
+QueueEnqueueMany.shape(_enqueue_shape(True))
 QueueEnqueueMany.cost(_no_cost)
 
+
+@QueueEnqueueMany.kernel("cpu", is_async=True)
+def _enqueue_many(ctx, step, inputs, done):
+    q, *comps = inputs
+    comps = [np.asarray(c) for c in comps]
+    sizes = {c.shape[0] for c in comps}
+    if len(sizes) != 1:
+        done(
+            None,
+            InvalidArgumentError(
+                f"QueueEnqueueMany {ctx.op.name}: components have different batch sizes "
+                f"{[c.shape[0] for c in comps]}"
+            ),
+        )
+        return
+    (k,) = sizes
+    q.put([tuple(np.array(c[i], copy=True) for c in comps) for i in range(k)], done, step)
+
+
+def _dequeue_outputs(op, batch: Any):
+    q = _queue_of(op)
+    out = []
+    for d, s in zip(q.attrs["component_types"], q.attrs["shapes"]):
+        if batch is False:
+            out.append((s if s is not None else TensorShape(None), d))
+        else:
+            if s is None:
+                raise InvalidArgumentError(
+                    f"{op.type} {op.name}: queue {q.name} needs fully defined component shapes "
+                    "to dequeue a batch (give shapes= when creating it)"
+                )
+            out.append((TensorShape([batch, *s.dims]), d))
+    return out
+
+
 QueueDequeue = defop("QueueDequeue", stateful=True, differentiable=False)
-
-
-@QueueDequeue.shape
-def _dequeue_shape(op):
-    _check_handle(op, "FIFOQueue")
-    q = op.inputs[0]
-    return [(q.op.attrs["shape"], q.dtype)]
+QueueDequeue.shape(lambda op: _dequeue_outputs(op, False))
+QueueDequeue.cost(_no_cost)
 
 
 @QueueDequeue.kernel("cpu", is_async=True)
 def _dequeue(ctx, step, inputs, done):
-    inputs[0].dequeue(done, step)
+    inputs[0].get(None, False, done, step)
 
 
-QueueDequeue.cost(_no_cost)
+def _batch_dequeue_shape(up_to: bool):
+    def shape(op):
+        _scalar_input(op, 1, "n")
+        n = op.inputs[1]
+        k = None
+        if not up_to and n.op.type == "Const":
+            k = int(n.op.attrs["value"])
+        return _dequeue_outputs(op, k)
+
+    return shape
+
+
+def _batch_dequeue(up_to: bool):
+    def kernel(ctx, step, inputs, done):
+        q, n = inputs
+        n = int(n)
+        if n < 0:
+            done(None, InvalidArgumentError(f"{ctx.op.name}: n must be >= 0, got {n}"))
+            return
+        q.get(n, up_to, done, step)
+
+    return kernel
+
+
+QueueDequeueMany = defop("QueueDequeueMany", stateful=True, differentiable=False)
+QueueDequeueMany.shape(_batch_dequeue_shape(False))
+QueueDequeueMany.kernel("cpu", is_async=True)(_batch_dequeue(False))
+QueueDequeueMany.cost(_no_cost)
+QueueDequeueUpTo = defop("QueueDequeueUpTo", stateful=True, differentiable=False)
+QueueDequeueUpTo.shape(_batch_dequeue_shape(True))
+QueueDequeueUpTo.kernel("cpu", is_async=True)(_batch_dequeue(True))
+QueueDequeueUpTo.cost(_no_cost)
 
 QueueClose = defop("QueueClose", stateful=True, differentiable=False)
 
 
 @QueueClose.shape
 def _queue_close_shape(op):
-    _check_handle(op, "FIFOQueue")
+    _queue_of(op)
     return []
 
 
 @QueueClose.kernel("cpu")
 def _queue_close(ctx, q):
-    q.close()
+    q.close(bool(ctx.attrs.get("cancel_pending_enqueues")))
 
 
 QueueClose.cost(_no_cost)
 
-QueueSize = defop("QueueSize", stateful=True, differentiable=False)
+
+def _queue_scalar_op(op_type: str, dtype: _dt.DType, fn: Callable) -> None:
+    d = defop(op_type, stateful=True, differentiable=False)
+
+    @d.shape
+    def _shape(op):
+        _queue_of(op)
+        return [(TensorShape([]), dtype)]
+
+    @d.kernel("cpu")
+    def _value(ctx, q):
+        return np.array(fn(q), dtype=dtype.np)
+
+    d.cost(_no_cost)
 
 
-@QueueSize.shape
-def _queue_size_shape(op):
-    _check_handle(op, "FIFOQueue")
-    return [(TensorShape([]), _dt.int32)]
+_queue_scalar_op("QueueSize", _dt.int32, lambda q: q.size())
+_queue_scalar_op("QueueIsClosed", _dt.bool_, lambda q: q.closed)
 
 
-@QueueSize.kernel("cpu")
-def _queue_size(ctx, q):
-    with q.lock:
-        return np.array(len(q.items), dtype=np.int32)
+class QueueBase:
+    """What FIFOQueue and RandomShuffleQueue share (TF1's ``tf.QueueBase``): enqueue,
+    enqueue_many, dequeue, dequeue_many, dequeue_up_to, close, is_closed and size ops.
 
-
-QueueSize.cost(_no_cost)
-
-
-class FIFOQueue:
-    """``hb.FIFOQueue`` in TF1's shape for one component: enqueue, dequeue and size ops.
-
-    ``dequeue`` completes when an element is available, without holding a thread meanwhile.
+    Every waiting op (a dequeue on an empty queue, an enqueue on a full one) completes later
+    without holding a thread; a step that is aborted meanwhile withdraws its request.
     """
+
+    _op_type = ""
+
+    def __init__(self, capacity, dtypes, shapes, names, shared_name, name, extra=None):
+        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)):
+            raise InvalidArgumentError(f"{type(self).__name__}: capacity must be an int")
+        if capacity == 0 or capacity < -1:
+            raise InvalidArgumentError(
+                f"{type(self).__name__}: capacity must be > 0 (or -1, unbounded), got {capacity}"
+            )
+        if not isinstance(dtypes, (list, tuple)):
+            dtypes = [dtypes]
+        self.dtypes = [_dt.as_dtype(d) for d in dtypes]
+        if not self.dtypes:
+            raise InvalidArgumentError(f"{type(self).__name__}: dtypes must not be empty")
+        if shapes is None:
+            self.shapes = [None] * len(self.dtypes)
+        else:
+            if len(self.dtypes) == 1 and (
+                not isinstance(shapes, (list, tuple))
+                or not shapes
+                or not (shapes[0] is None or isinstance(shapes[0], (list, tuple, TensorShape)))
+            ):
+                shapes = [shapes]  # one component's shape, given bare
+            if len(shapes) != len(self.dtypes):
+                raise InvalidArgumentError(
+                    f"{type(self).__name__}: {len(shapes)} shapes for {len(self.dtypes)} dtypes"
+                )
+            self.shapes = [None if s is None else TensorShape(s) for s in shapes]
+        if names is not None:
+            names = [names] if isinstance(names, str) else list(names)
+            if len(names) != len(self.dtypes):
+                raise InvalidArgumentError(
+                    f"{type(self).__name__}: {len(names)} names for {len(self.dtypes)} dtypes"
+                )
+        self.names = names
+        attrs = {
+            "component_types": tuple(self.dtypes),
+            "shapes": tuple(self.shapes),
+            "capacity": int(capacity),
+            "shared_name": shared_name or "",
+            **(extra or {}),
+        }
+        self.queue_ref = apply(self._op_type, [], attrs, name)
+        self.name = self.queue_ref.op.name
+
+    @property
+    def dtype(self) -> _dt.DType:
+        return self.dtypes[0]
+
+    @property
+    def shape(self) -> Any:
+        return self.shapes[0]
+
+    def _components(self, vals: Any, what: str) -> list[Tensor]:
+        if self.names is not None:
+            if not isinstance(vals, dict) or set(vals) != set(self.names):
+                raise InvalidArgumentError(
+                    f"{what} into {self.name}: give a dict with keys {self.names}"
+                )
+            vals = [vals[k] for k in self.names]
+        elif isinstance(vals, dict):
+            raise InvalidArgumentError(f"{what} into {self.name}: the queue has no names")
+        elif not isinstance(vals, (list, tuple)):
+            vals = [vals]
+        if len(vals) != len(self.dtypes):
+            raise InvalidArgumentError(
+                f"{what} into {self.name}: {len(vals)} values for {len(self.dtypes)} components"
+            )
+        g = self.queue_ref.graph
+        return [convert_to_tensor(v, dtype=d, graph=g) for v, d in zip(vals, self.dtypes)]
+
+    def _out(self, t: Any) -> Any:
+        comps = [t] if isinstance(t, Tensor) else list(t)
+        if self.names is not None:
+            return dict(zip(self.names, comps))
+        return comps[0] if len(comps) == 1 else comps
+
+    def _apply(self, op_type: str, inputs: list, attrs: dict, name: str) -> Any:
+        g = self.queue_ref.graph
+        with g.colocate_with(self.queue_ref.op):
+            return apply(op_type, [self.queue_ref, *inputs], attrs, name)
+
+    def enqueue(self, vals: Any, name: str | None = None) -> Operation:
+        """Append one element (waits while the queue is full)."""
+        g = self.queue_ref.graph
+        with g.colocate_with(self.queue_ref.op):
+            comps = self._components(vals, "enqueue")
+        return self._apply("QueueEnqueue", comps, {}, name or f"{self.name}_enqueue")
+
+    def enqueue_many(self, vals: Any, name: str | None = None) -> Operation:
+        """Append the elements of ``vals``, split along their first dimension."""
+        g = self.queue_ref.graph
+        with g.colocate_with(self.queue_ref.op):
+            comps = self._components(vals, "enqueue_many")
+        return self._apply("QueueEnqueueMany", comps, {}, name or f"{self.name}_EnqueueMany")
+
+    def dequeue(self, name: str | None = None) -> Any:
+        """One element; the op waits (asynchronously) while the queue is empty."""
+        return self._out(self._apply("QueueDequeue", [], {}, name or f"{self.name}_Dequeue"))
+
+    def _n(self, n: Any) -> Tensor:
+        g = self.queue_ref.graph
+        if isinstance(n, (int, np.integer)):
+            n = np.int32(n)
+        return convert_to_tensor(n, graph=g)
+
+    def dequeue_many(self, n: Any, name: str | None = None) -> Any:
+        """``n`` elements stacked along a new first dimension; OutOfRangeError when the queue is
+        closed with fewer left."""
+        return self._out(
+            self._apply("QueueDequeueMany", [self._n(n)], {}, name or f"{self.name}_DequeueMany")
+        )
+
+    def dequeue_up_to(self, n: Any, name: str | None = None) -> Any:
+        """As ``dequeue_many``, but a closed queue gives what it has left (at least one)."""
+        return self._out(
+            self._apply("QueueDequeueUpTo", [self._n(n)], {}, name or f"{self.name}_DequeueUpTo")
+        )
+
+    def size(self, name: str | None = None) -> Tensor:
+        """The number of elements now in the queue (int32)."""
+        return self._apply("QueueSize", [], {}, name or f"{self.name}_Size")
+
+    def is_closed(self, name: str | None = None) -> Tensor:
+        """Whether the queue is closed (bool)."""
+        return self._apply("QueueIsClosed", [], {}, name or f"{self.name}_IsClosed")
+
+    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
+        """Close the queue: the elements in it can still be dequeued, then dequeues fail with
+        OutOfRangeError; enqueues fail with CancelledError, and so do those waiting for room
+        when ``cancel_pending_enqueues``."""
+        attrs = {"cancel_pending_enqueues": bool(cancel_pending_enqueues)}
+        return self._apply("QueueClose", [], attrs, name or f"{self.name}_Close")
+
+
+class FIFOQueue(QueueBase):
+    """``tf.FIFOQueue``: elements leave in the order they came. ``capacity`` -1 is unbounded."""
+
+    _op_type = "FIFOQueue"
 
     def __init__(
         self,
@@ -259,60 +600,36 @@ class FIFOQueue:
         shared_name: str | None = None,
         name: str = "fifo_queue",
     ):
-        if capacity != -1:
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+
+
+class RandomShuffleQueue(QueueBase):
+    """``tf.RandomShuffleQueue``: a dequeue takes a random element, and waits while taking would
+    leave fewer than ``min_after_dequeue`` (unless the queue is closed). ``seed`` fixes the
+    order (hetbed's generator: not TensorFlow's order for the same seed)."""
+
+    _op_type = "RandomShuffleQueue"
+
+    def __init__(
+        self,
+        capacity: int,
+        min_after_dequeue: int,
+        dtypes: Any,
+        shapes: Any = None,
+        names: Any = None,
+        seed: int | None = None,
+        shared_name: str | None = None,
+        name: str = "random_shuffle_queue",
+    ):
+        if min_after_dequeue < 0 or (capacity > 0 and min_after_dequeue >= capacity):
             raise InvalidArgumentError(
-                f"FIFOQueue: only unbounded queues (capacity=-1) are supported, got {capacity}"
+                f"RandomShuffleQueue: min_after_dequeue must be in [0, capacity), got "
+                f"{min_after_dequeue} with capacity {capacity}"
             )
-        if names is not None:
-            raise InvalidArgumentError("FIFOQueue: named components are not supported")
-        if isinstance(dtypes, (list, tuple)):
-            if len(dtypes) != 1:
-                raise InvalidArgumentError(
-                    f"FIFOQueue: one component supported, got dtypes {list(dtypes)}"
-                )
-            dtypes = dtypes[0]
-        if shapes is not None and isinstance(shapes, (list, tuple)) and len(shapes) == 1:
-            if shapes[0] is None or isinstance(shapes[0], (list, tuple, TensorShape)):
-                shapes = shapes[0]
-        self.dtype = _dt.as_dtype(dtypes)
-        self.shape = TensorShape(shapes if shapes is not None else [])
-        if not self.shape.is_fully_defined():
-            raise InvalidArgumentError(f"FIFOQueue: element shape {self.shape} must be known")
-        attrs = {"dtype": self.dtype, "shape": self.shape, "shared_name": shared_name or ""}
-        self.queue_ref = apply("FIFOQueue", [], attrs, name)
-        self.name = self.queue_ref.op.name
-
-    def enqueue_many(self, vals: Any, name: str | None = None) -> Operation:
-        """Append the elements of ``vals`` (split along its first dimension)."""
-        g = self.queue_ref.graph
-        with g.colocate_with(self.queue_ref.op):
-            v = convert_to_tensor(vals, dtype=self.dtype, graph=g)
-            return apply("QueueEnqueueMany", [self.queue_ref, v], {}, name or "EnqueueMany")
-
-    def enqueue(self, vals: Any, name: str | None = None) -> Operation:
-        """Append one element."""
-        from .manip import expand_dims
-
-        g = self.queue_ref.graph
-        with g.colocate_with(self.queue_ref.op):
-            v = convert_to_tensor(vals, dtype=self.dtype, graph=g)
-            return self.enqueue_many(expand_dims(v, 0), name=name or "Enqueue")
-
-    def dequeue(self, name: str | None = None) -> Tensor:
-        """The oldest element; the op waits (asynchronously) while the queue is empty."""
-        return apply("QueueDequeue", [self.queue_ref], {}, name or "Dequeue")
-
-    def size(self, name: str | None = None) -> Tensor:
-        """The number of elements now in the queue (int32)."""
-        return apply("QueueSize", [self.queue_ref], {}, name or "Size")
-
-    def close(self, cancel_pending_enqueues: bool = False, name: str | None = None) -> Operation:
-        """Close the queue: the elements in it can still be dequeued, then dequeues fail with
-        OutOfRangeError (TF's semantics); enqueues fail. ``cancel_pending_enqueues`` is
-        accepted for TF's signature (enqueues never wait here: the queue is unbounded)."""
-        g = self.queue_ref.graph
-        with g.colocate_with(self.queue_ref.op):
-            return apply("QueueClose", [self.queue_ref], {}, name or "Close")
+        extra = {"min_after_dequeue": int(min_after_dequeue)}
+        if seed is not None:
+            extra["seed"] = int(seed)
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name, extra)
 
 
 # ==== ConditionalAccumulator ======================================================================

@@ -273,4 +273,33 @@ def random_uniform(
     return apply("RandomUniform", ins, attrs, name or "random_uniform")
 
 
-__all__ = ["random_normal", "random_uniform", "truncated_normal", "static_shape_value"]
+RandomShuffle = defop(
+    "RandomShuffle",
+    shape=lambda op: [(op.inputs[0].shape, op.inputs[0].dtype)],
+    cost=lambda op, ins, outs: Cost(0.0, *(2 * [float(nbytes(ins[0], op.inputs[0].dtype))])),
+    stateful=True,
+    differentiable=False,
+)
+
+
+@RandomShuffle.kernel("cpu")
+def _random_shuffle(ctx, value):
+    value = np.asarray(value)
+    if value.ndim == 0:
+        return value.copy()
+    return value[ctx.rng.permutation(value.shape[0])]
+
+
+def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
+    """``value`` with its first dimension in a random order (a new order each run)."""
+    v = convert_to_tensor(value)
+    return apply("RandomShuffle", [v], {"seed": seed}, name or "random_shuffle")
+
+
+__all__ = [
+    "random_normal",
+    "random_shuffle",
+    "random_uniform",
+    "truncated_normal",
+    "static_shape_value",
+]

@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import FailedPreconditionError, InvalidArgumentError
+from .. import dtypes as _dt
+from ..errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError
 from ..graph import Tensor, TensorShape
 from ..registry import Cost, apply, apply_op, convert_to_tensor, defop, nbytes, numel
 from .manip import _add_at
@@ -365,6 +366,41 @@ def scatter_update(ref: Any, indices: Any, updates: Any, use_locking: bool = Tru
     return _scatter("ScatterUpdate", ref, indices, updates, use_locking, name)
 
 
+CountUpTo = defop("CountUpTo", stateful=True, differentiable=False)
+
+
+@CountUpTo.shape
+def _count_up_to_shape(op):
+    ref = op.inputs[0]
+    if ref.dtype not in (_dt.int32, _dt.int64) or ref.shape.ndims not in (None, 0):
+        raise InvalidArgumentError(
+            f"CountUpTo {op.name}: needs a scalar int32/int64 variable, got {ref.op.name} "
+            f"({ref.dtype.name}, shape {ref.shape})"
+        )
+    return [(TensorShape([]), ref.dtype)]
+
+
+@CountUpTo.kernel("cpu")
+def _count_up_to(ctx, h):
+    limit = ctx.attrs["limit"]
+    with h.lock:
+        v = h.read()
+        before = v.copy()
+        if int(before) >= limit:
+            raise OutOfRangeError(f"Reached limit of {limit} ({ctx.op.inputs[0].op.name})")
+        v += 1
+    return before
+
+
+CountUpTo.cost(lambda op, ins, outs: Cost(1.0, 8.0, 8.0))
+
+
+def count_up_to(ref: Any, limit: int, name=None):
+    """Increment the scalar integer variable ``ref`` and return its value before the increment;
+    OutOfRangeError (and no change) once it has reached ``limit``."""
+    return apply("CountUpTo", [_ref_of(ref)], {"limit": int(limit)}, name or "CountUpTo")
+
+
 def is_variable_initialized(ref: Any, name=None):
     return apply("IsVariableInitialized", [_ref_of(ref)], {}, name or "IsVariableInitialized")
 
@@ -380,5 +416,6 @@ __all__ = [
     "scatter_sub",
     "scatter_update",
     "is_variable_initialized",
+    "count_up_to",
     "apply_op",
 ]

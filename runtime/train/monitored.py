@@ -26,6 +26,7 @@ from ..variables import (
     report_uninitialized_variables,
 )
 from .checkpoint import get_checkpoint_state, recover_checkpoint
+from .queue_runner import Coordinator, start_queue_runners
 from .saver import Saver
 from .training_util import get_global_step, get_or_create_global_step
 
@@ -273,6 +274,8 @@ class MonitoredTrainingSession:
         self._init_op, self._local_init_op = init_op, local_init_op
         #: how many times the session was recreated after a recoverable error
         self.recoveries = 0
+        self._coord: Coordinator | None = None
+        self._threads: list = []
         self._sess: Session | None = None
         self._sess = self._open(recovering=False)
 
@@ -305,12 +308,30 @@ class MonitoredTrainingSession:
             else:
                 self._wait_until_ready(sess, self._timeout_s, self._poll_s)
             sess.run(self._local_init_op)
+            # the graph's queue runners feed their queues from now on (as TF's MonitoredSession)
+            self._coord = Coordinator()
+            self._threads = start_queue_runners(sess, self._coord, daemon=True)
             for h in self._hooks:
-                h.after_create_session(sess, None)
+                h.after_create_session(sess, self._coord)
         except BaseException:
+            self._stop_runners(raise_error=False)
             sess.close()
             raise
         return sess
+
+    def _stop_runners(self, raise_error: bool) -> None:
+        """Stop the queue runners (their pending enqueues are cancelled) and wait for them;
+        with ``raise_error``, raise the first error a runner thread reported."""
+        coord, self._coord = self._coord, None
+        if coord is None:
+            return
+        coord.request_stop()
+        try:
+            coord.join(self._threads, stop_grace_period_secs=10.0, ignore_live_threads=True)
+        except Exception:
+            if raise_error:
+                raise
+            _log.warning("MonitoredTrainingSession: a queue runner failed", exc_info=True)
 
     def _prepare_chief(self, sess: Session, recovering: bool) -> None:
         """Restore the latest checkpoint or initialize; after a recoverable error, keep the
@@ -402,6 +423,7 @@ class MonitoredTrainingSession:
                     e,
                 )
                 sess, self._sess = self._sess, None
+                self._stop_runners(raise_error=False)
                 try:
                     sess.close()
                 except Exception:  # noqa: BLE001 - its tasks may be gone
@@ -428,8 +450,9 @@ class MonitoredTrainingSession:
         return results
 
     def should_stop(self) -> bool:
-        """True once a hook asked to stop (or the session is closed)."""
-        return self._stop or self._closed
+        """True once a hook or a queue runner's coordinator asked to stop (or the session is
+        closed)."""
+        return self._stop or self._closed or (self._coord is not None and self._coord.should_stop())
 
     def raw_session(self) -> Session:
         """The Session underneath (hooks do not run for its steps); a new one after a
@@ -451,7 +474,9 @@ class MonitoredTrainingSession:
             if clean:
                 for h in self._hooks:
                     h.end(self._sess)
+            self._stop_runners(raise_error=clean)
         finally:
+            self._stop_runners(raise_error=False)
             self._sess.close()
 
     def __enter__(self) -> MonitoredTrainingSession:
