@@ -137,12 +137,12 @@ def test_count_up_to_and_limit_epochs():
                 s.run(limited)
 
 
-def _drain(s, fetches):
+def _drain(s, fetches, errors=tf.errors):
     out = []
     try:
         while True:
             out.append(s.run(fetches))
-    except tf.errors.OutOfRangeError:
+    except errors.OutOfRangeError:
         return out
 
 
@@ -273,7 +273,7 @@ def test_same_batches_as_tensorflow():
     x = np.arange(24, dtype=np.float32).reshape(12, 2)
     y = np.arange(12, dtype=np.int32)
 
-    def program(tf):
+    def program(tf):  # (shadows the module's tf: the same program under both)
         with tf.Graph().as_default():
             xs, ys = tf.train.slice_input_producer([x, y], num_epochs=2, shuffle=False)
             b = tf.train.batch({"x": xs, "y": ys}, batch_size=5, allow_smaller_final_batch=True)
@@ -284,7 +284,7 @@ def test_same_batches_as_tensorflow():
                 s.run(tf.local_variables_initializer())
                 coord = tf.train.Coordinator()
                 threads = tf.train.start_queue_runners(s, coord)
-                batches = _drain(s, b)
+                batches = _drain(s, b, tf.errors)
                 coord.request_stop()
                 coord.join(threads)
                 s.run(fill)
