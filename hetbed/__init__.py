@@ -7,7 +7,7 @@
 from hetbed import data, initializers, layers, losses, nn, summary, train
 from hetbed.devices.naming import DeviceSpec
 from hetbed.runtime import errors
-from hetbed.runtime.control_flow import case, cond, foldl, foldr, map_fn, scan
+from hetbed.runtime.control_flow import case, cond, foldl, foldr, map_fn, scan, while_loop
 from hetbed.runtime.dtypes import (
     DType,
     as_dtype,

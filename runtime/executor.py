@@ -45,6 +45,7 @@ from .errors import (
     InvalidArgumentError,
     OpError,
 )
+from .frames import analyze as analyze_frames
 from .graph import Operation, Tensor
 from .node_errors import annotate as _annotate
 from .node_errors import wrap as _wrap
@@ -162,6 +163,8 @@ class PreparedGraph:
         self.straight_line = straight_line
         #: the graph has conditionals (Switch): dead tensors propagate (ops/cond.py)
         self.has_cond = False
+        #: the frames of its while loops (runtime/frames.py), or None
+        self.frames: Any = None
         #: the extension point of other layers: data they keep per prepared graph, by owner
         #: (the simulator keeps its memory charges and step programs under "sim")
         self.extensions: dict[str, Any] = {}
@@ -199,6 +202,9 @@ def prune(fetch_ops: Sequence[Operation], fed: set[Tensor]) -> list[Operation]:
         if op in needed:
             continue
         needed[op] = None
+        nxt = op.attrs.get("next_iteration")  # a loop's Merge needs its back edge (ops/loop.py)
+        if nxt:
+            stack.append(op.graph.get_operation_by_name(nxt))
         gang = op.attrs.get("group_key") if op.op_def is not None and op.op_def.gang else None
         if gang is not None:  # collective peers run together or not at all
             stack.extend(op.graph.get_collection("collective:" + gang))
@@ -334,6 +340,11 @@ def build_prepared(
             n.dead_rule = _DEAD_RULES.get(n.op.type, 1)
     prep = PreparedGraph(nodes, len(slot_of), feed_slots, fetch_slots, straight)
     prep.has_cond = has_cond
+    prep.frames = analyze_frames(nodes) if has_cond else None
+    if prep.frames is not None:
+        for fr in prep.frames.frames:
+            for s in fr.pinned:
+                prep.initial_refs[s] += 1 << 30  # captured by a loop: kept while it runs
     prep.slot_tensor = slot_tensor
     prep.slot_node = [None if t is None or t in feed_slots else node_of[t.op] for t in slot_tensor]
     return prep
@@ -496,6 +507,9 @@ def run_clocked(
     failed = node = failed_ins = None
     has_cond = plan.has_cond
     dead_nodes: set[int] = set()  # nodes found dead (conditionals only)
+    store = _store
+    if plan.frames is not None:  # while loops: frames carry values between iterations
+        store = plan.frames.step(plan, vals, pending, refs, ready, dead_nodes, _store).store
     while True:
         while ready and failure is None:
             node = nodes[ready.pop()]
@@ -523,7 +537,7 @@ def run_clocked(
                 r = DEAD if node.n_out == 1 else ((DEAD,) * node.n_out if node.n_out else None)
                 if on_finish is not None:
                     on_finish(node, r, dead)
-                _store(node, r, vals, pending, ready)
+                store(node, r, vals, pending, ready)
                 continue
             try:
                 if on_start is not None:
@@ -557,7 +571,7 @@ def run_clocked(
                 failure, failed, failed_ins = e, node, inputs
                 _abort(step, e)
                 break
-            _store(node, r, vals, pending, ready)
+            store(node, r, vals, pending, ready)
         if not outstanding or (failure is not None and not wall):
             break
         # The next completion.
@@ -599,7 +613,7 @@ def run_clocked(
             if isinstance(e, DeadlineExceededError) or not wall:
                 break
             continue
-        _store(node, r, vals, pending, ready)
+        store(node, r, vals, pending, ready)
     if not wall and clock.now != now:
         advance(now)
     if observer is not None:

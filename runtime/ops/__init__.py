@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     data_flow,
     dynamic,
     iterator,
+    loop,
     manip,
     math,
     nn,

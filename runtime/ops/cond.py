@@ -73,8 +73,10 @@ def _merge_shape(op):
     if len(dts) != 1:
         names = ", ".join(sorted(d.name for d in dts))
         raise InvalidArgumentError(f"Merge: inputs must have one dtype, got {names}")
+    inv = op.attrs.get("shape_invariant")  # a loop's Merge: the shape every iteration has
+    shape = inv if inv is not None else _common_shape([t.shape for t in op.inputs])
     return [
-        (_common_shape([t.shape for t in op.inputs]), op.inputs[0].dtype),
+        (shape, op.inputs[0].dtype),
         (TensorShape([]), dtypes.int32),
     ]
 

@@ -1,0 +1,263 @@
+"""Execution frames of while loops (the paper's section 3.4), for the executor's clocked schedule.
+
+A loop's ops form a *frame*; its ``Enter`` nodes run in the enclosing frame and its ``Exit`` nodes
+in the loop's. ``analyze`` finds each node's frame when a graph is prepared; ``Frames.step``
+gives one step's state, whose ``store`` the schedule calls as each node finishes, in place of its
+plain store:
+
+* a node's outputs reach its consumers as usual, except a ``NextIteration``'s (kept until the
+  iteration ends, then fed to its Merge) and an ``Exit``'s (kept until the loop ends, then
+  handed to the enclosing frame);
+* every node of a frame runs once per iteration, live or dead (the untaken side of each
+  Switch). When all have, the iteration is over: if the NextIterations carried live values, the
+  frame's pending counts, reference counts and dead marks are reset and its Merges start the
+  next iteration with those values; if they were dead (the condition was false), the loop is
+  over: its Exits deliver, and the frame is reset for the next time it is entered (an inner
+  loop runs once per iteration of its outer loop).
+
+Iterations of one loop run one after the other (their ops run in parallel within an iteration,
+and separate loops in parallel with each other); TensorFlow's ``parallel_iterations`` is
+accepted and not used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidArgumentError, UnimplementedError
+from .registry import DEAD
+
+_NORMAL, _ENTER, _EXIT, _NEXT, _MERGE = range(5)
+
+
+class _Frame:
+    __slots__ = ("id", "name", "parent", "nodes", "merges", "exits", "reset_pending")
+    __slots__ += ("restart", "slots", "pinned")
+
+    def __init__(self, fid: int, name: str, parent: int):
+        self.id = fid
+        self.name = name
+        self.parent = parent
+        self.nodes: list[int] = []  # nodes that run in this frame, once per iteration
+        self.merges: list[int] = []  # loop Merges (fed by their NextIteration)
+        self.exits: list[int] = []
+        self.reset_pending: dict[int, int] = {}  # node -> predecessors run in each iteration
+        self.restart: list[int] = []  # non-Merge nodes with none: ready at each new iteration
+        self.slots: list[int] = []  # slots written in the frame (their counts reset)
+        self.pinned: list[int] = []  # slots of captured tensors (constant Enters): kept
+
+
+class Frames:
+    """The frames of a prepared graph (see the module docstring)."""
+
+    def __init__(self, frames: list[_Frame], role: list[int], frame_of: list[int], merge_of):
+        self.frames = frames
+        self.role = role  # per node: _NORMAL, _ENTER, _EXIT, _NEXT or _MERGE
+        self.frame_of = frame_of  # per node: the frame it runs in (0: the step's)
+        self.merge_of = merge_of  # per NextIteration node: its Merge's index
+
+    def step(self, plan, vals, pending, refs, ready, dead_nodes, plain_store) -> _StepFrames:
+        """One step's state; ``plain_store`` is the schedule's own store of a node's outputs."""
+        return _StepFrames(self, plan, vals, pending, refs, ready, dead_nodes, plain_store)
+
+
+def analyze(nodes: list) -> Frames | None:
+    """The frames of ``nodes`` (in topological order), or None when there is no loop."""
+    if not any(n.op.type == "Enter" for n in nodes):
+        return None
+    index_of = {n.op.name: n.index for n in nodes}
+    frames = [_Frame(0, "", -1)]
+    by_name: dict[str, int] = {}
+    frame_of = [0] * len(nodes)
+    out_frame = [0] * len(nodes)
+    role = [_NORMAL] * len(nodes)
+    merge_of: dict[int, int] = {}
+    producer: dict[int, int] = {}
+    for n in nodes:
+        for s in n.outs:
+            if s is not None:
+                producer[s] = n.index
+    for n in nodes:
+        t = n.op.type
+        data_preds = [producer[s] for s in n.ins if s in producer]
+        f = None
+        for p in data_preds:
+            fp = out_frame[p]
+            if f is None:
+                f = fp
+            elif f != fp:
+                raise InvalidArgumentError(
+                    f"{n.op.name} ({t}) takes tensors of two loop frames "
+                    f"({frames[f].name or 'outside'} and {frames[fp].name or 'outside'})"
+                )
+        if f is None:  # control inputs only: the innermost of their frames
+            for p in n.ctrl_preds:
+                fp = out_frame[p]
+                if f is None or _depth(frames, fp) > _depth(frames, f):
+                    f = fp
+        f = 0 if f is None else f
+        frame_of[n.index] = f
+        if t == "Enter":
+            role[n.index] = _ENTER
+            name = n.op.attrs["frame_name"]
+            child = by_name.get(name)
+            if child is None:
+                child = by_name[name] = len(frames)
+                frames.append(_Frame(child, name, f))
+            out_frame[n.index] = child
+            if n.op.attrs.get("is_constant"):
+                frames[child].pinned.extend(s for s in n.outs if s is not None)
+            continue
+        frames[f].nodes.append(n.index)
+        if t == "Exit":
+            role[n.index] = _EXIT
+            frames[f].exits.append(n.index)
+            out_frame[n.index] = frames[f].parent
+        else:
+            out_frame[n.index] = f
+            frames[f].slots.extend(s for s in n.outs if s is not None)
+            if t == "NextIteration":
+                role[n.index] = _NEXT
+                merge_of[n.index] = index_of[n.op.attrs["merge"]]
+            elif t == "Merge" and n.op.attrs.get("loop_frame"):
+                role[n.index] = _MERGE
+                frames[f].merges.append(n.index)
+    for fr in frames[1:]:
+        for i in fr.nodes:
+            n = nodes[i]
+            if n.is_async and n.op.type in ("_Send", "_Recv"):
+                raise UnimplementedError(
+                    f"while_loop {fr.name!r}: its ops run on more than one device ({n.op.name} "
+                    "crosses devices inside the loop); place the whole loop on one device"
+                )
+            if role[i] == _MERGE:
+                continue
+            preds = {producer[s] for s in n.ins if s in producer} | set(n.ctrl_preds)
+            k = sum(1 for p in preds if out_frame[p] == fr.id and role[p] != _ENTER)
+            fr.reset_pending[i] = k
+            if k == 0:
+                fr.restart.append(i)
+        missing = [
+            nodes[i].op.name
+            for i in fr.merges
+            if nodes[i].op.attrs.get("next_iteration") not in index_of
+        ]
+        if missing:
+            raise InvalidArgumentError(f"while_loop {fr.name!r}: {missing[0]} has no NextIteration")
+    return Frames(frames, role, frame_of, merge_of)
+
+
+def _depth(frames: list[_Frame], f: int) -> int:
+    d = 0
+    while f > 0:
+        f = frames[f].parent
+        d += 1
+    return d
+
+
+class _State:
+    __slots__ = ("count", "nexts", "exit_vals", "running", "children", "held", "iteration")
+
+    def __init__(self) -> None:
+        self.count = 0  # nodes of the current iteration that have finished
+        self.nexts: dict[int, Any] = {}  # Merge -> value for the next iteration
+        self.exit_vals: dict[int, Any] = {}  # Exit node -> its value this iteration
+        self.running = False
+        self.children = 0  # inner loops running
+        self.held = False  # the iteration is over but an inner loop still runs
+        self.iteration = 0
+
+
+class _StepFrames:
+    """One step's frame states; ``store(node, r, vals, pending, ready)`` replaces the plain
+    store of a finished node's outputs."""
+
+    def __init__(self, frames: Frames, plan, vals, pending, refs, ready, dead_nodes, plain_store):
+        self.plain = plain_store
+        self.f = frames
+        self.plan = plan
+        self.vals, self.pending, self.refs = vals, pending, refs
+        self.ready, self.dead_nodes = ready, dead_nodes
+        self.states = [_State() for _ in frames.frames]
+
+    def store(self, node: Any, r: Any, vals: list, pending: list, ready: list) -> None:
+        i = node.index
+        role = self.f.role[i]
+        fid = self.f.frame_of[i]
+        if role == _NEXT:
+            self.states[fid].nexts[self.f.merge_of[i]] = r
+        elif role == _EXIT:
+            self.states[fid].exit_vals[i] = r
+        else:
+            self.plain(node, r, vals, pending, ready)
+            if role == _MERGE and not self.states[fid].running:
+                self.states[fid].running = True
+                parent = self.f.frames[fid].parent
+                if parent > 0:
+                    self.states[parent].children += 1
+        if fid:
+            st = self.states[fid]
+            st.count += 1
+            if st.count == len(self.f.frames[fid].nodes):
+                self._iteration_over(fid)
+
+    def _iteration_over(self, fid: int) -> None:
+        st = self.states[fid]
+        if st.children:
+            st.held = True  # an inner loop still runs: wait for it
+            return
+        st.held = False
+        st.count = 0
+        fr = self.f.frames[fid]
+        nexts = st.nexts
+        st.nexts = {}
+        if nexts and all(v is not DEAD for v in nexts.values()):
+            st.iteration += 1
+            self._reset(fr, full=False)
+            vals, ready = self.vals, self.ready
+            nodes = self.plan.nodes
+            for m, v in nexts.items():
+                vals[nodes[m].ins[0]] = v  # the Merge reads its Enter's slot
+                ready.append(m)
+            ready.extend(fr.restart)
+            st.exit_vals = {}
+            return
+        # the loop is over: the Exits deliver to the enclosing frame, and the frame is reset
+        exit_vals = st.exit_vals
+        st.exit_vals = {}
+        st.running = False
+        st.iteration = 0
+        self._reset(fr, full=True)
+        nodes = self.plan.nodes
+        for s in fr.pinned:
+            self.vals[s] = None
+        for m in fr.merges:
+            self.vals[nodes[m].ins[0]] = None
+        for e in fr.exits:
+            self.store_parent(nodes[e], exit_vals.get(e, DEAD))
+        parent = fr.parent
+        if parent > 0:
+            pst = self.states[parent]
+            pst.children -= 1
+            if pst.held and not pst.children:
+                self._iteration_over(parent)
+
+    def store_parent(self, exit_node: Any, r: Any) -> None:
+        self.plain(exit_node, r, self.vals, self.pending, self.ready)
+
+    def _reset(self, fr: _Frame, full: bool) -> None:
+        pending, refs, init_refs = self.pending, self.refs, self.plan.initial_refs
+        dead = self.dead_nodes
+        if full:
+            init = self.plan.initial_pending
+            for i in fr.nodes:
+                pending[i] = init[i]
+                dead.discard(i)
+        else:
+            rp = fr.reset_pending
+            for i in fr.nodes:
+                if i in rp:
+                    pending[i] = rp[i]
+                dead.discard(i)
+        for s in fr.slots:
+            refs[s] = init_refs[s]
