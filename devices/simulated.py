@@ -84,7 +84,28 @@ def _small_int(v: Any) -> Any:
     """``v`` when it is a small real integer or bool array (shape arithmetic, conditions)."""
     if isinstance(v, np.ndarray) and v.dtype.kind in "iub" and v.nbytes <= _SMALL:
         return v
+    if isinstance(v, np.generic) and v.dtype.kind in "iub":  # a numpy scalar (a loop counter)
+        return np.asarray(v)
     return None
+
+
+#: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
+#: always run for real, passing shape-only placeholders through as they are
+_CONTROL_OPS = frozenset(
+    (
+        "Switch",
+        "Merge",
+        "Enter",
+        "Exit",
+        "NextIteration",
+        "LoopCond",
+        "LoopResult",
+        "StackV2",
+        "StackPush",
+        "StackPop",
+        "StackSize",
+    )
+)
 
 
 def _metadata_op(node: Any, inputs: list) -> bool:
@@ -214,7 +235,7 @@ class SimulatedDevice(Device):
     def _plan_node(self, node: Any, inputs: list) -> tuple:
         """(duration, placeholder result, whether to run the real kernel) for these inputs."""
         kind = node.op.type
-        if kind in ("Switch", "Merge"):  # a conditional: free, and it must see the values
+        if kind in _CONTROL_OPS:  # conditionals and loops: free, and they must see the values
             if kind == "Switch" and inputs[1].__class__ is SimValue:
                 raise UnimplementedError(
                     f"a shape-only simulation cannot decide the conditional {node.op.name!r}: "

@@ -392,7 +392,7 @@ def while_loop(
         invariants = _invariants(loop_vars, shape_invariants, flat_init)
         counted = maximum_iterations is not None
         if counted:
-            from .ops.math import cast
+            from .ops.array import cast
 
             limit = convert_to_tensor(maximum_iterations)
             if limit.dtype.name != "int32":
@@ -564,7 +564,7 @@ def _loop_grad(op: Operation, grads: list) -> list:
     gradients of the tensors the body captured. Returns the gradients of LoopResult's inputs:
     none for the exits (the gradient goes around them), then the initial values', then the
     captured tensors'."""
-    from .gradients import gradients
+    from .gradients import gradients, to_dense
     from .ops.math import add, greater, zeros_like
 
     g = op.graph
@@ -579,10 +579,17 @@ def _loop_grad(op: Operation, grads: list) -> list:
     counted = info.counted
     flat_init = info.init
     floats = [k for k, v in enumerate(flat_init) if v.dtype.is_floating]
-    gys = [grads[k] if grads[k] is not None else zeros_like(info.exits[k]) for k in floats]
-    caps = [c for c in info.captured if c.dtype.is_floating]
-    accs = [zeros_like(c) for c in caps]
-    first = gys[0]
+    from .ops.array import identity
+
+    # the backward loop starts once the forward loop is over (every iteration saved): its
+    # initial values wait for the forward loop's exits
+    with g.control_dependencies([e.op for e in info.exits]):
+        gys = [
+            identity(grads[k]) if grads[k] is not None else zeros_like(info.exits[k])
+            for k in floats
+        ]
+        caps = [c for c in info.captured if c.dtype.is_floating]
+        accs = [zeros_like(c) for c in caps]
     handles = info.stacks
 
     def b_cond(*state):
@@ -612,7 +619,7 @@ def _loop_grad(op: Operation, grads: list) -> list:
             flat_res = [None, *flat_res]
         ys = [flat_res[k] for k in floats]
         xs = [popped[k] for k in floats] + [ctx.enter(c) for c in caps]
-        dx = gradients(ys, xs, grad_ys=dys, unconnected_gradients="zero")
+        dx = [to_dense(d) for d in gradients(ys, xs, grad_ys=dys, unconnected_gradients="zero")]
         new_dys = dx[: len(floats)]
         new_acc = [add(a, d) for a, d in zip(acc, dx[len(floats) :])]
         from .ops.array import identity
@@ -629,7 +636,6 @@ def _loop_grad(op: Operation, grads: list) -> list:
         name=op.name + "_backward",
         return_same_structure=True,
     )
-    del first
     out = list(out)
     d_init = [None] * len(flat_init)
     for k, d in zip(floats, out[: len(floats)]):

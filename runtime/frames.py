@@ -107,6 +107,8 @@ def analyze(nodes: list) -> Frames | None:
             out_frame[n.index] = child
             if n.op.attrs.get("is_constant"):
                 frames[child].pinned.extend(s for s in n.outs if s is not None)
+            frames[f].nodes.append(n.index)  # it runs (once per iteration) in the outer frame
+            frames[f].slots.extend(s for s in n.outs if s is not None)
             continue
         frames[f].nodes.append(n.index)
         if t == "Exit":

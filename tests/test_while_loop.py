@@ -1,0 +1,284 @@
+"""tf.while_loop with execution frames (Enter, Merge, Switch, LoopCond, NextIteration, Exit):
+values against numpy, gradients against finite differences, nesting with loops and conds,
+shape invariants, maximum_iterations, errors, simulated runs, and TensorFlow itself."""
+
+import collections
+
+import numpy as np
+import pytest
+
+import hetbed.compat.v1 as tf
+
+
+def _run(fetches, feed=None, init=False):
+    with tf.Session() as s:
+        if init:
+            s.run(tf.global_variables_initializer())
+        return s.run(fetches, feed)
+
+
+def test_counter_and_product_against_numpy():
+    with tf.Graph().as_default():
+        n = tf.placeholder(tf.int32, [])
+        x0 = tf.placeholder(tf.float32, [3])
+        i, x = tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 1.5 + 1.0), [0, x0])
+        xv = np.array([1.0, -2.0, 0.5], np.float32)
+        for k in (0, 1, 7):  # zero iterations: the initial values come out
+            want = xv.copy()
+            for _ in range(k):
+                want = want * 1.5 + 1.0
+            got = _run([i, x], {n: k, x0: xv})
+            assert got[0] == k
+            np.testing.assert_allclose(got[1], want, rtol=1e-6)
+
+
+def test_structures_captured_tensors_and_a_single_variable():
+    Pair = collections.namedtuple("Pair", "a b")
+    with tf.Graph().as_default():
+        w = tf.constant(np.float32(0.5))  # captured from outside: entered once, every iteration
+        out = tf.while_loop(
+            lambda p: p.a < 10.0, lambda p: Pair(p.a + p.b * w, p.b + 1.0), [Pair(0.0, 1.0)]
+        )
+        single = tf.while_loop(lambda v: v < 100, lambda v: v * 3, [1])
+        d = tf.while_loop(
+            lambda s: s["k"] < 4,
+            lambda s: {"k": s["k"] + 1, "v": s["v"] * 2.0},
+            [{"k": 0, "v": tf.ones([2])}],
+        )
+        got = _run([out, single, d])
+    a, b = 0.0, 1.0
+    while a < 10.0:
+        a, b = a + b * 0.5, b + 1.0
+    assert isinstance(got[0], Pair) and got[0] == pytest.approx(Pair(a, b))
+    assert got[1] == 243
+    assert got[2]["k"] == 4 and got[2]["v"].tolist() == [16.0, 16.0]
+
+
+def test_nested_loops_and_conds_inside_loops():
+    """An inner loop runs anew in every iteration of the outer one; a cond in the body takes
+    its branch per iteration; a loop in an untaken branch does not run."""
+    with tf.Graph().as_default():
+
+        def outer_body(i, acc):
+            inner = tf.while_loop(lambda j, s: j < i, lambda j, s: (j + 1, s + j), [0, 0])[1]
+            step = tf.cond(tf.equal(i % 2, 0), lambda: inner * 10, lambda: inner)
+            return i + 1, acc + step
+
+        _, total = tf.while_loop(lambda i, a: i < 6, outer_body, [0, 0])
+        flag = tf.placeholder(tf.bool, [])
+        r = tf.cond(
+            flag,
+            lambda: tf.while_loop(lambda k: k < 5, lambda k: k + 2, [tf.constant(0)]),
+            lambda: tf.constant(-1),
+        )
+        with tf.Session() as s:
+            got = s.run(total)
+            assert s.run(r, {flag: True}) == 6 and s.run(r, {flag: False}) == -1
+    want = sum((10 if i % 2 == 0 else 1) * sum(range(i)) for i in range(6))
+    assert got == want
+
+
+def test_shape_invariants_and_maximum_iterations():
+    with tf.Graph().as_default():
+        x = tf.zeros([0, 2])
+        grown = tf.while_loop(
+            lambda x: tf.shape(x)[0] < 5,
+            lambda x: tf.concat([x, tf.ones([1, 2])], 0),
+            [x],
+            shape_invariants=[tf.TensorShape([None, 2])],
+        )
+        assert grown.shape.as_list() == [None, 2]
+        capped = tf.while_loop(lambda v: v < 1000, lambda v: v + 1, [0], maximum_iterations=7)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="shape_invariants"):
+            tf.while_loop(
+                lambda x: tf.shape(x)[0] < 5, lambda x: tf.concat([x, tf.ones([1, 2])], 0), [x]
+            )
+        got = _run([grown, capped])
+    assert got[0].shape == (5, 2) and got[1] == 7
+
+
+def _numeric_grad(f, x, eps=1e-4):
+    g = np.zeros_like(x, dtype=np.float64)
+    it = np.nditer(x, flags=["multi_index"])
+    for _ in it:
+        k = it.multi_index
+        xp, xm = x.astype(np.float64).copy(), x.astype(np.float64).copy()
+        xp[k] += eps
+        xm[k] -= eps
+        g[k] = (f(xp) - f(xm)) / (2 * eps)
+    return g
+
+
+def test_gradients_through_a_loop_match_finite_differences():
+    """An RNN-like loop x <- tanh(W x + b), 5 steps: gradients of a loss of the last state with
+    respect to W (captured), b (captured) and x0 (a loop variable) match finite differences."""
+    rng = np.random.default_rng(1)
+    wv = (rng.standard_normal((3, 3)) * 0.6).astype(np.float32)
+    bv = rng.standard_normal(3).astype(np.float32) * 0.1
+    xv = rng.standard_normal(3).astype(np.float32)
+
+    def f(w, b, x):
+        x = x.astype(np.float64)
+        for _ in range(5):
+            x = np.tanh(w @ x + b)
+        return float((x**2).sum() + x[0])
+
+    with tf.Graph().as_default():
+        x0 = tf.placeholder(tf.float32, [3])
+        w = tf.Variable(wv)
+        b = tf.Variable(bv)
+
+        def body(i, x):
+            h = tf.reshape(tf.matmul(w, tf.reshape(x, [3, 1])), [3]) + b
+            return i + 1, tf.tanh(h)
+
+        _, xn = tf.while_loop(lambda i, x: i < 5, body, [0, x0])
+        loss = tf.reduce_sum(xn * xn) + xn[0]
+        gw, gb, gx = tf.gradients(loss, [w, b, x0])
+        got = _run([loss, gw, gb, gx], {x0: xv}, init=True)
+    assert got[0] == pytest.approx(f(wv, bv, xv), rel=1e-5)
+    np.testing.assert_allclose(got[1], _numeric_grad(lambda w: f(w, bv, xv), wv), atol=1e-5)
+    np.testing.assert_allclose(got[2], _numeric_grad(lambda b: f(wv, b, xv), bv), atol=1e-5)
+    np.testing.assert_allclose(got[3], _numeric_grad(lambda x: f(wv, bv, x), xv), atol=1e-5)
+
+
+def test_gradient_of_nested_loops_and_of_a_cond_in_the_body():
+    """y = prod over i<3 of (sum over j<=i of x * c_j) with a cond choosing c_j: the gradient
+    through both loops and the cond matches finite differences."""
+    xv = np.float32(0.7)
+
+    def f(x):
+        y = 1.0
+        for i in range(3):
+            s = 0.0
+            for j in range(i + 1):
+                s += x * (2.0 if j % 2 == 0 else -1.0)
+            y *= s + 1.0
+        return y
+
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [])
+
+        def inner(i):
+            def b(j, s):
+                c = tf.cond(tf.equal(j % 2, 0), lambda: tf.constant(2.0), lambda: tf.constant(-1.0))
+                return j + 1, s + x * c
+
+            return tf.while_loop(lambda j, s: j <= i, b, [0, 0.0])[1]
+
+        _, y = tf.while_loop(
+            lambda i, y: i < 3, lambda i, y: (i + 1, y * (inner(i) + 1.0)), [0, 1.0]
+        )
+        (gx,) = tf.gradients(y, [x])
+        got = _run([y, gx], {x: xv})
+    assert got[0] == pytest.approx(f(float(xv)), rel=1e-5)
+    num = (f(float(xv) + 1e-4) - f(float(xv) - 1e-4)) / 2e-4
+    assert got[1] == pytest.approx(num, rel=1e-3)
+
+
+def test_training_through_a_loop_against_numpy():
+    """A linear recurrence h <- a*h + x_t over a fed sequence, trained by gradient descent on a
+    and the initial h; every update equals numpy's."""
+    rng = np.random.default_rng(2)
+    seq = rng.standard_normal(6).astype(np.float32)
+    target = np.float32(0.3)
+    with tf.Graph().as_default():
+        xs = tf.constant(seq)
+        a = tf.Variable(np.float32(0.5))
+        h0 = tf.Variable(np.float32(0.1))
+        _, h = tf.while_loop(
+            lambda t, h: t < 6, lambda t, h: (t + 1, a * h + tf.gather(xs, t)), [0, h0.value()]
+        )
+        loss = tf.square(h - target)
+        train = tf.train.GradientDescentOptimizer(0.05).minimize(loss)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            for _ in range(5):
+                s.run(train)
+            got = s.run([a, h0])
+    av, hv = 0.5, 0.1
+    for _ in range(5):
+        hs = [hv]
+        for x in seq:
+            hs.append(av * hs[-1] + float(x))
+        d = 2 * (hs[-1] - float(target))
+        da = dh = 0.0
+        g = d
+        for t in range(5, -1, -1):  # h_{t+1} = a h_t + x_t
+            da += g * hs[t]
+            g *= av
+        dh = g
+        av, hv = av - 0.05 * da, hv - 0.05 * dh
+    assert got[0] == pytest.approx(av, rel=1e-4) and got[1] == pytest.approx(hv, rel=1e-4)
+
+
+def test_errors_name_the_problem():
+    with tf.Graph().as_default():
+        with pytest.raises(tf.errors.InvalidArgumentError, match="2 values for 1"):
+            tf.while_loop(lambda v: v < 3, lambda v: (v + 1, v), [0])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="enters as int32.*float32"):
+            tf.while_loop(lambda v: v < 3, lambda v: tf.cast(v, tf.float32), [0])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="scalar bool"):
+            tf.while_loop(lambda v: v, lambda v: v + 1, [0])
+        with pytest.raises(TypeError, match="callables"):
+            tf.while_loop(None, lambda v: v, [0])
+
+
+def test_simulated_loops_run_their_real_trip_count():
+    """In a shape-only simulation a loop whose condition is integer arithmetic runs its real
+    number of iterations: the step takes that many times the body's matmul."""
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.simulator import Cluster, SimSession, sim_value
+
+    perf = DevicePerf("toy", {"float32": 1e12}, memory_bandwidth=1e15, launch_overhead_s=0.0)
+    times = []
+    for trips in (2, 6):
+        c = Cluster()
+        c.add_task("worker", 0, cpu=None, gpu=(perf, 1))
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [256, 256])
+            _, y = tf.while_loop(
+                lambda i, y, n=trips: i < n, lambda i, y: (i + 1, tf.matmul(y, y)), [0, x]
+            )
+            s = SimSession(c, graph=g)
+        s.run(y, {x: sim_value([256, 256])})
+        times.append(s.step_times[-1])
+    mm = 2 * 256**3 / 1e12
+    assert times[0] == pytest.approx(2 * mm, rel=0.05) and times[1] == pytest.approx(
+        6 * mm, rel=0.05
+    )
+
+
+def test_same_as_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+    rng = np.random.default_rng(3)
+    wv = (rng.standard_normal((4, 4)) * 0.5).astype(np.float32)
+    xv = rng.standard_normal((2, 4)).astype(np.float32)
+
+    def program(tf):
+        with tf.Graph().as_default():
+            x = tf.placeholder(tf.float32, [None, 4])
+            w = tf.Variable(wv)
+            n = tf.placeholder(tf.int32, [])
+
+            def body(i, h, acc):
+                h = tf.nn.relu(tf.matmul(h, w)) + 0.1
+                return i + 1, h, acc + tf.reduce_sum(h)
+
+            _, h, acc = tf.while_loop(lambda i, h, a: i < n, body, [0, x, 0.0])
+            loss = tf.reduce_mean(h) + 0.01 * acc
+            gw, gx = tf.gradients(loss, [w, x])
+            with tf.Session() as s:
+                s.run(tf.global_variables_initializer())
+                return [s.run([loss, gw, gx], {x: xv, n: k}) for k in (0, 3)]
+
+    want, got = program(tf1), program(tf)
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(b[0], a[0], rtol=1e-5)
+        if a[1] is None:
+            assert b[1] is None or not np.any(b[1])
+        else:
+            np.testing.assert_allclose(b[1], a[1], rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(b[2], a[2], rtol=1e-4, atol=1e-6)
