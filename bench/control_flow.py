@@ -4,10 +4,12 @@ running the same program (intra_op_parallelism_threads=2, inter_op=1), medians o
 rounds; and the while_loop rows of the issue.
 
 Targets (issue 14): the LSTM step within 1.5x of TF1's; a while_loop of 1,000 and 10,000 tiny
-iterations within 3x of TF1's time per iteration. hetbed runs dynamic_rnn unrolled (its time
-dimension is known when the graph is built); it has no while_loop yet, so those rows print NOT
-measured. TF1's tf.nn.rnn_cell needs tf-keras under Keras 3 (pip install tf-keras; this bench
-sets TF_USE_LEGACY_KERAS=1 before importing TensorFlow).
+iterations (a counter and one multiply) within 3x of TF1's time per iteration. hetbed runs
+dynamic_rnn unrolled (its time dimension is known when the graph is built) and while_loop with
+execution frames on its clocked schedule (runtime/frames.py), iterations one after another;
+TF1's Session runs the same loop with its default graph optimizations. TF1's tf.nn.rnn_cell
+needs tf-keras under Keras 3 (pip install tf-keras; this bench sets TF_USE_LEGACY_KERAS=1 before
+importing TensorFlow).
 """
 
 from __future__ import annotations
@@ -110,10 +112,56 @@ def main() -> None:
     ratio = [float(np.median(times["hetbed"])) / ref] if ref else []
     shown = f"{ratio[0]:.2f}x" if ratio else "-"
     print(f"target: LSTM step <= {TARGET}x TF1: {shown}, {verdict(ratio, lambda r: r <= TARGET)}")
+    loops(peer is not None)
+
+
+def loop_program(tf, n: int):
+    """A while_loop of ``n`` iterations of a counter and one multiply; returns its step."""
+    g = tf.Graph()
+    with g.as_default():
+        _, x = tf.while_loop(
+            lambda i, x: i < n, lambda i, x: (i + 1, x * 1.0001), [tf.constant(0), tf.constant(1.0)]
+        )
+        sess = tf.Session(graph=g)
+    return lambda: sess.run(x)
+
+
+def loops(with_tf: bool) -> None:
+    v1 = None
+    if with_tf:
+        import tensorflow as tf
+
+        v1 = tf.compat.v1
+    rows = []
     for n in (1_000, 10_000):
+        fns = {"hetbed": loop_program(hbtf, n)}
+        if v1 is not None:
+            fns["TF1 Session"] = loop_program(v1, n)
+        per: dict[str, list[float]] = {k: [] for k in fns}
+        for f in fns.values():
+            f()
+        for _ in range(5):
+            for name, f in fns.items():
+                t0 = time.perf_counter()
+                f()
+                per[name].append((time.perf_counter() - t0) / n)
+        rows.append((n, {k: float(np.median(v)) for k, v in per.items()}))
+    print(
+        f"\n{'while_loop iterations':24s} {'hetbed us/iter':>15s} {'TF1 us/iter':>12s} {'x TF1':>7s}"
+    )
+    for n, med in rows:
+        tf_us = med.get("TF1 Session")
+        rel = f"{med['hetbed'] / tf_us:7.2f}" if tf_us else "      -"
+        tf_col = f"{tf_us * 1e6:12.2f}" if tf_us else f"{'-':>12s}"
+        print(f"{n:<24,d} {med['hetbed'] * 1e6:15.2f} {tf_col} {rel}")
+    print("(medians of 5 runs; hetbed's iterations run one after another on the clocked schedule)")
+    for n, med in rows:
+        tf_us = med.get("TF1 Session")
+        ratio = [med["hetbed"] / tf_us] if tf_us else []
+        shown = f"{ratio[0]:.2f}x" if ratio else "-"
         print(
-            f"target: while_loop of {n:,} iterations <= 3x TF1 per iteration: NOT measured "
-            "(hetbed has no while_loop yet)"
+            f"target: while_loop of {n:,} iterations <= 3x TF1 per iteration: {shown}, "
+            f"{verdict(ratio, lambda r: r <= 3.0)}"
         )
 
 

@@ -337,11 +337,17 @@ class _Loop:
         return got
 
     def added(self, op: Operation) -> None:
-        if (
-            self.pivot is not None
-            and not op.inputs
-            and not any(c in self.ops for c in op.control_inputs)
-        ):
+        if op.type == "Const" and not op.control_inputs:
+            # a constant is made once, outside, and enters the loop as a loop invariant
+            if self.outer is not None:
+                self.outer.added(op)
+            return
+        internal = any(
+            t.op in self.ops and not (t.op.type == "Enter" and t.op.attrs.get("is_constant"))
+            for t in op.inputs
+        ) or any(c in self.ops for c in op.control_inputs)
+        if self.pivot is not None and not internal:
+            # it depends on loop invariants only: it runs (or is dead) with each iteration
             op._add_control_input(self.pivot.op)
         ctx = self
         while ctx is not None:

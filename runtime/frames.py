@@ -177,6 +177,8 @@ class _StepFrames:
     def __init__(self, frames: Frames, plan, vals, pending, refs, ready, dead_nodes, plain_store):
         self.plain = plain_store
         self.f = frames
+        self._role, self._frame_of, self._merge_of = frames.role, frames.frame_of, frames.merge_of
+        self._sizes = [len(fr.nodes) for fr in frames.frames]
         self.plan = plan
         self.vals, self.pending, self.refs = vals, pending, refs
         self.ready, self.dead_nodes = ready, dead_nodes
@@ -184,14 +186,29 @@ class _StepFrames:
 
     def store(self, node: Any, r: Any, vals: list, pending: list, ready: list) -> None:
         i = node.index
-        role = self.f.role[i]
-        fid = self.f.frame_of[i]
+        role = self._role[i]
         if role == _NEXT:
-            self.states[fid].nexts[self.f.merge_of[i]] = r
+            fid = self._frame_of[i]
+            self.states[fid].nexts[self._merge_of[i]] = r
         elif role == _EXIT:
+            fid = self._frame_of[i]
             self.states[fid].exit_vals[i] = r
         else:
-            self.plain(node, r, vals, pending, ready)
+            # (the schedule's plain store, inlined: the hot path of a loop's every node)
+            if node.n_out == 1:
+                s = node.outs[0]
+                if s is not None:
+                    vals[s] = r
+            elif node.n_out:
+                for s, v in zip(node.outs, r):
+                    if s is not None:
+                        vals[s] = v
+            for c in node.consumers:
+                left = pending[c] - 1
+                pending[c] = left
+                if not left:
+                    ready.append(c)
+            fid = self._frame_of[i]
             if role == _MERGE and not self.states[fid].running:
                 self.states[fid].running = True
                 parent = self.f.frames[fid].parent
@@ -200,7 +217,7 @@ class _StepFrames:
         if fid:
             st = self.states[fid]
             st.count += 1
-            if st.count == len(self.f.frames[fid].nodes):
+            if st.count == self._sizes[fid]:
                 self._iteration_over(fid)
 
     def _iteration_over(self, fid: int) -> None:

@@ -22,6 +22,7 @@ import test_ops_random
 import test_ops_state
 import test_sync_replicas
 import test_train_optimizers
+import test_while_loop
 import test_zoo
 from gpu_fixtures import install_fake
 
@@ -51,6 +52,8 @@ EXTRA = [
     (test_cond, "test_values_and_gradients_of_each_branch"),
     (test_cond, "test_training_through_a_cond_matches_numpy"),
     (test_cond, "test_nested_structures_constants_and_case"),
+    (test_while_loop, "test_counter_and_product_against_numpy"),
+    (test_while_loop, "test_gradients_through_a_loop_match_finite_differences"),
 ]
 USE_REAL = os.environ.get("HETBED_GPU_OPS") == "real"
 
