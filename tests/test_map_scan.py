@@ -1,5 +1,5 @@
-"""map_fn, scan, foldl, foldr over a first dimension known when the graph is built (unrolled):
-values against numpy, gradients through them, structures, and the error for an unknown size."""
+"""map_fn, scan, foldl, foldr: unrolled over a first dimension known when the graph is built, a
+while_loop over one known only when it runs; values against numpy, gradients, structures."""
 
 from __future__ import annotations
 
@@ -58,13 +58,36 @@ def test_scan_and_folds_match_numpy():
     np.testing.assert_allclose(fr, acc, rtol=1e-6)
 
 
-def test_unknown_first_dimension_is_a_clear_error():
+def test_unknown_first_dimension_runs_a_while_loop():
+    """A first dimension known only when the graph runs (a None batch): map_fn, scan (forward and
+    reverse, with and without initializer), foldl and foldr run as while loops; values, an empty
+    batch and gradients against numpy."""
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, [None, 3])
-        for f in (
-            lambda: hb.map_fn(lambda r: r, x),
-            lambda: hb.scan(lambda a, r: a + r, x),
-            lambda: hb.foldl(lambda a, r: a + r, x),
-        ):
-            with pytest.raises(hb.errors.InvalidArgumentError, match="first dimension.*known"):
-                f()
+        m = hb.map_fn(lambda r: r * 2.0 + hb.reduce_sum(r), x)
+        pair = hb.map_fn(lambda p: (p[0] * p[1], p[0] - p[1]), (x, x * 3.0))
+        sc = hb.scan(lambda a, r: a + r, x)
+        sc2 = hb.scan(lambda a, r: a * r, x, initializer=hb.ones([3]), reverse=True)
+        fl = hb.foldl(lambda a, r: a + hb.reduce_sum(r), x, initializer=hb.constant(0.0))
+        fr = hb.foldr(lambda a, r: a * 2 + r, x)
+        assert m.shape.as_list() == [None, 3] and sc.shape.as_list() == [None, 3]
+        loss = hb.reduce_sum(m * m) + hb.reduce_sum(sc) + fl
+        (gx,) = hb.gradients(loss, [x])
+        with hb.Session() as s:
+            got = s.run([m, pair, sc, sc2, fl, fr, gx], {x: XV})
+            empty = s.run(m, {x: np.zeros((0, 3), np.float32)})
+    want_m = XV * 2 + XV.sum(1, keepdims=True)
+    np.testing.assert_allclose(got[0], want_m, rtol=1e-6)
+    np.testing.assert_allclose(got[1][0], XV * XV * 3, rtol=1e-6)
+    np.testing.assert_allclose(got[1][1], XV - XV * 3, rtol=1e-6)
+    np.testing.assert_allclose(got[2], np.cumsum(XV, 0), rtol=1e-6)
+    np.testing.assert_allclose(got[3], np.cumprod(XV[::-1], 0)[::-1], rtol=1e-6)
+    assert got[4] == pytest.approx(XV.sum(), rel=1e-6)
+    acc = XV[-1]
+    for r in XV[-2::-1]:
+        acc = acc * 2 + r
+    np.testing.assert_allclose(got[5], acc, rtol=1e-6)
+    n = len(XV)
+    want_g = 4 * want_m + 2 * want_m.sum(1, keepdims=True) + (n - np.arange(n))[:, None] + 1
+    np.testing.assert_allclose(got[6], want_g, rtol=1e-5)
+    assert empty.shape == (0, 3)
