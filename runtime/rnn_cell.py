@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections import namedtuple
 from typing import Any
 
+import numpy as np
+
 from . import dtypes as _dt
 from .graph import Tensor, name_scope
 from .ops import array as _array
@@ -473,13 +475,7 @@ def _time_steps(inputs: Any, time_major: bool, what: str) -> tuple[Tensor, int]:
             f"time_major=True), got shape {x.shape} ({x.name})"
         )
     steps = x.shape.dims[0 if time_major else 1]
-    if steps is None:
-        raise ValueError(
-            f"{what}: the time dimension of {x.name} (shape {x.shape}) must be known when the "
-            "graph is built: hetbed unrolls the recurrence (it has no while_loop yet); give the "
-            "placeholder a fixed number of steps, and sequence_length for shorter rows"
-        )
-    return x, int(steps)
+    return x, None if steps is None else int(steps)
 
 
 def dynamic_rnn(
@@ -498,9 +494,11 @@ def dynamic_rnn(
     ``time_major``), computed by unrolling the cell over the steps (``static_rnn``), with the same
     variable names as TF's (``rnn/<cell>/kernel``) and the same ``sequence_length`` semantics:
     zero outputs past a row's length, its state carried through. ``parallel_iterations`` and
-    ``swap_memory`` are accepted and ignored. A time dimension unknown when the graph is built is
-    an error (that needs ``while_loop``, which hetbed does not have yet)."""
+    ``swap_memory`` are accepted and ignored. A time dimension known only when the graph runs is
+    gone over by a ``while_loop`` (one iteration per step, the same cell, the same names)."""
     x, steps = _time_steps(inputs, time_major, "dynamic_rnn")
+    if steps is None:
+        return _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope)
     xs = _manip.unstack(x, num=steps, axis=0 if time_major else 1)
     outputs, state = static_rnn(cell, xs, initial_state, dtype, sequence_length, scope or "rnn")
     return _manip.stack(outputs, axis=0 if time_major else 1), state
@@ -530,6 +528,11 @@ def bidirectional_dynamic_rnn(
             "reversed within its own length); pad rows to the full length or use dynamic_rnn"
         )
     x, steps = _time_steps(inputs, time_major, "bidirectional_dynamic_rnn")
+    if steps is None:
+        raise ValueError(
+            f"bidirectional_dynamic_rnn: the time dimension of {x.name} (shape {x.shape}) must "
+            "be known when the graph is built (dynamic_rnn takes an unknown one)"
+        )
     axis = 0 if time_major else 1
     xs = _manip.unstack(x, num=steps, axis=axis)
     with variable_scope(scope or "bidirectional_rnn"):
@@ -539,3 +542,57 @@ def bidirectional_dynamic_rnn(
         (_manip.stack(out_fw, axis=axis), _manip.stack(out_bw[::-1], axis=axis)),
         (st_fw, st_bw),
     )
+
+
+def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope):
+    """dynamic_rnn over a time dimension known only when the graph runs: a while_loop, one
+    iteration per step, the outputs stacked as they come."""
+    from .control_flow import _appended, _flatten, _pack, while_loop
+    from .graph import TensorShape
+
+    rank = x.shape.ndims
+    xt = x if time_major else _manip.transpose(x, [1, 0, *range(2, rank)])
+    with variable_scope(scope or "rnn"):
+        if initial_state is None:
+            if dtype is None:
+                raise ValueError("dynamic_rnn: give initial_state or dtype")
+            state0 = cell._zero_state_like(xt[0], dtype)
+        else:
+            state0 = initial_state
+        flat0 = [convert_to_tensor(v) for v in _flatten(state0)]
+        k = len(flat0)
+        lengths = None if sequence_length is None else convert_to_tensor(sequence_length)
+        n = _array.shape(xt)[0]
+        out_dtype = flat0[0].dtype
+        seen: dict = {}
+
+        def body(t, *vals):
+            state = _pack(state0, list(vals[:k]))
+            out, new = cell(_manip.gather(xt, t), state)
+            flat_new = [convert_to_tensor(v) for v in _flatten(new)]
+            if lengths is not None:
+                live = _array.cast(_math.greater(lengths, t), out.dtype)[:, None]
+                out = out * live
+                flat_new = [live * a + (1 - live) * b for a, b in zip(flat_new, vals[:k])]
+            seen["shape"] = out.shape
+            first = _math.equal(t, convert_to_tensor(np.int32(0)))
+            return (t + 1, *flat_new, _appended(vals[k], out, first, False))
+
+        res = while_loop(
+            lambda t, *v: _math.less(t, n),
+            body,
+            [convert_to_tensor(np.int32(0)), *flat0, _manip.zeros([0], out_dtype)],
+            shape_invariants=[TensorShape([]), *[v.shape for v in flat0], TensorShape(None)],
+            return_same_structure=True,
+        )
+    outs = res[k + 1]
+    width = seen["shape"].dims[-1] if seen.get("shape") is not None else None
+    if width is not None:
+        batch = xt.shape.dims[1]
+        if batch is not None:  # [time, batch, width], also for no steps at all
+            outs = _array.reshape(outs, [-1, batch, width])
+        else:
+            outs.set_shape(TensorShape([None, None, width]))
+    if not time_major:
+        outs = _manip.transpose(outs, [1, 0, 2])
+    return outs, _pack(state0, list(res[1 : k + 1]))

@@ -43,6 +43,16 @@ class Variable:
         g = get_default_graph()
         self._trainable = trainable
         self.constraint = constraint
+        # A variable (and its initializer) lives outside any cond or while_loop being built, as
+        # TF's init_scope: made inside a loop body, it is still made once.
+        local = g._local
+        flow, local.cond = getattr(local, "cond", None), None
+        try:
+            self._build(g, initial_value, collections, validate_shape, name, dtype, shape)
+        finally:
+            local.cond = flow
+
+    def _build(self, g, initial_value, collections, validate_shape, name, dtype, shape) -> None:
         with g.name_scope(name or "Variable") as scope:
             base = scope[:-1]
             with g.name_scope("Initializer"), g.control_dependencies(None):
@@ -78,7 +88,7 @@ class Variable:
         if collections is None:
             collections = [GraphKeys.GLOBAL_VARIABLES]
         collections = list(collections)
-        if trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
+        if self._trainable and GraphKeys.TRAINABLE_VARIABLES not in collections:
             collections.append(GraphKeys.TRAINABLE_VARIABLES)
         g.add_to_collections(dict.fromkeys(collections), self)
         self._save_slice_info = None

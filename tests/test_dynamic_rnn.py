@@ -1,6 +1,7 @@
-"""tf.nn.dynamic_rnn / bidirectional_dynamic_rnn for a static number of steps (unrolled): the
-same values as static_rnn over the unstacked steps and as TensorFlow, TF's variable names, and
-a clear error for an unknown time dimension."""
+"""tf.nn.dynamic_rnn / bidirectional_dynamic_rnn: unrolled for a static number of steps (the
+same values as static_rnn over the unstacked steps), a while_loop for a number known only when
+the graph runs (the same values and gradients as unrolled), TF's variable names, and TensorFlow's
+own values."""
 
 from __future__ import annotations
 
@@ -77,11 +78,57 @@ def test_bidirectional_reads_the_steps_both_ways():
     ]
 
 
-def test_unknown_time_dimension_is_a_clear_error():
+def test_unknown_time_dimension_runs_a_while_loop():
+    """A time dimension known only when the graph runs: dynamic_rnn goes over it with a
+    while_loop, giving the unrolled version's values, final states and gradients exactly
+    (multi-layer cells, sequence lengths, time major), with the same variables."""
+    weights = {}
+
+    def run(known: bool, time_major: bool):
+        with hb.Graph().as_default():
+            shape = (
+                [T if known else None, None, D] if time_major else [None, T if known else None, D]
+            )
+            x = hb.placeholder(hb.float32, shape)
+            lens = hb.placeholder(hb.int32, [None])
+            cell = hb.nn.rnn_cell.MultiRNNCell(
+                [hb.nn.rnn_cell.BasicLSTMCell(H), hb.nn.rnn_cell.GRUCell(H)]
+            )
+            out, st = hb.nn.dynamic_rnn(
+                cell, x, sequence_length=lens, dtype=hb.float32, time_major=time_major
+            )
+            loss = hb.reduce_sum(out * out) + hb.reduce_sum(st[1])
+            variables = hb.trainable_variables()
+            grads = hb.gradients(loss, variables)
+            with hb.Session() as s:
+                s.run(hb.global_variables_initializer())
+                for v in variables:
+                    w = weights.setdefault(
+                        v.op.name, RNG.standard_normal(v.shape.as_list()).astype(np.float32) * 0.3
+                    )
+                    v.load(w, s)
+                xv = np.transpose(XV, (1, 0, 2)) if time_major else XV
+                got = s.run([out, st[0].h, st[1], *grads], {x: xv, lens: LENS})
+            return [v.op.name for v in variables], got
+
+    for time_major in (False, True):
+        names_u, unrolled = run(True, time_major)
+        names_l, looped = run(False, time_major)
+        assert names_l == names_u
+        for a, b in zip(unrolled, looped):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_bidirectional_errors_name_the_problem():
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, [None, None, D])
-        with pytest.raises(ValueError, match="time dimension.*must be known.*while_loop"):
-            hb.nn.dynamic_rnn(hb.nn.rnn_cell.BasicRNNCell(H), x, dtype=hb.float32)
+        with pytest.raises(ValueError, match="time dimension.*must be known"):
+            hb.nn.bidirectional_dynamic_rnn(
+                hb.nn.rnn_cell.BasicRNNCell(H),
+                hb.nn.rnn_cell.BasicRNNCell(H),
+                x,
+                dtype=hb.float32,
+            )
         with pytest.raises(ValueError, match="sequence_length is not supported yet"):
             hb.nn.bidirectional_dynamic_rnn(
                 hb.nn.rnn_cell.BasicRNNCell(H),
@@ -103,11 +150,11 @@ def test_same_as_tensorflow():
         )
     yv = RNG.standard_normal((B, T, H)).astype(np.float32)
 
-    def program(tf, weights=None):
+    def program(tf, weights=None, steps=T):
         g = tf.Graph()
         with g.as_default():
             tf.set_random_seed(1)
-            x = tf.placeholder(tf.float32, [None, T, D])
+            x = tf.placeholder(tf.float32, [None, steps, D])
             lens = tf.placeholder(tf.int32, [None])
             cell = tf.nn.rnn_cell.LSTMCell(H)
             out, st = tf.nn.dynamic_rnn(cell, x, sequence_length=lens, dtype=tf.float32)
@@ -124,7 +171,8 @@ def test_same_as_tensorflow():
                 return [v.op.name for v in variables], vals, got
 
     names_tf, weights, want = program(tf1)
-    names_hb, _, got = program(hbtf, weights)
-    assert names_hb == names_tf
-    for a, b in zip(want, got):
-        np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-6)
+    for steps in (T, None):  # unrolled, and a while_loop over a time dimension unknown to both
+        names_hb, _, got = program(hbtf, weights, steps)
+        assert names_hb == names_tf
+        for a, b in zip(want, got):
+            np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-6)
