@@ -182,6 +182,7 @@ from hetbed.runtime.session import (
     get_default_session,
     register_session_kind,
 )
+from hetbed.runtime.tensor_array import TensorArray
 from hetbed.runtime.timeline import RunMetadata, RunOptions
 from hetbed.runtime.variable_scope import (
     AUTO_REUSE,

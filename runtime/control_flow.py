@@ -399,8 +399,15 @@ def while_loop(
     local = g._local
     outer = getattr(local, "cond", None)
     with g.name_scope(name or "while") as scope:
-        flat_init = [convert_to_tensor(v) for v in _flatten(loop_vars)]
+        from .graph import TensorShape
+        from .tensor_array import TensorArray
+
+        leaves = _flatten(loop_vars)
+        arrays = {k: v for k, v in enumerate(leaves) if isinstance(v, TensorArray)}
+        flat_init = [v.flow if k in arrays else convert_to_tensor(v) for k, v in enumerate(leaves)]
         invariants = _invariants(loop_vars, shape_invariants, flat_init)
+        for k in arrays:  # a TensorArray's flow grows and gets its element shape as it goes
+            invariants[k] = TensorShape(None)
         counted = maximum_iterations is not None
         if counted:
             from .ops.array import cast
@@ -431,7 +438,7 @@ def while_loop(
             cur = [m.outputs[0] for m in merges]
             ctx.pivot = cur[0]
             user = cur[1:] if counted else cur
-            p = cond(*_as_args(loop_vars, user))
+            p = cond(*_as_args(loop_vars, _as_arrays(user, arrays)))
             p = convert_to_tensor(p)
             if counted:
                 from .ops.math import less, logical_and
@@ -448,12 +455,15 @@ def while_loop(
                 for sw in switches
             ]
             user_in = inside[1:] if counted else inside
-            res = body(*_as_args(loop_vars, user_in))
+            res = body(*_as_args(loop_vars, _as_arrays(user_in, arrays)))
             if not isinstance(res, (list, tuple)) or (
                 not isinstance(loop_vars, (list, tuple)) and not isinstance(res, dict)
             ):
                 res = [res] if not isinstance(loop_vars, (list, tuple)) else res
-            flat_res = [ctx.enter(convert_to_tensor(r)) for r in _flatten(res)]
+            flat_res = [
+                ctx.enter(r.flow if isinstance(r, TensorArray) else convert_to_tensor(r))
+                for r in _flatten(res)
+            ]
             if counted:
                 from .ops.math import add
 
@@ -515,15 +525,23 @@ def while_loop(
                 nexts=nexts,
                 init=flat_init,
                 captured=captured,
+                arrays=arrays,
                 exits=[e.outputs[0] for e in exits],
             )
-    user_outs = outs[1:] if counted else outs
+    user_outs = _as_arrays(outs[1:] if counted else outs, arrays)
     if isinstance(loop_vars, (list, tuple, dict)):
         packed = _pack(loop_vars, user_outs)
         if not return_same_structure and isinstance(packed, (list, tuple)) and len(packed) == 1:
             return packed[0]
         return packed
     return user_outs[0]
+
+
+def _as_arrays(flat: list, arrays: dict) -> list:
+    """``flat`` with the flows of TensorArray loop variables wrapped back into TensorArrays."""
+    if not arrays:
+        return flat
+    return [arrays[k]._with(t) if k in arrays else t for k, t in enumerate(flat)]
 
 
 def _as_args(loop_vars: Any, flat: list) -> list:
@@ -620,12 +638,16 @@ def _loop_grad(op: Operation, grads: list) -> list:
             for h, v in zip(handles, info.inside)
         ]
         user = popped[1:] if counted else popped
-        res = info.body(*_as_args(info.loop_vars, user))
+        res = info.body(*_as_args(info.loop_vars, _as_arrays(user, info.arrays)))
         if not isinstance(res, (list, tuple)) or (
             not isinstance(info.loop_vars, (list, tuple)) and not isinstance(res, dict)
         ):
             res = [res] if not isinstance(info.loop_vars, (list, tuple)) else res
-        flat_res = [convert_to_tensor(r) for r in _flatten(res)]
+        from .tensor_array import TensorArray
+
+        flat_res = [
+            r.flow if isinstance(r, TensorArray) else convert_to_tensor(r) for r in _flatten(res)
+        ]
         if counted:
             flat_res = [None, *flat_res]
         ys = [flat_res[k] for k in floats]
