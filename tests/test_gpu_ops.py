@@ -21,6 +21,7 @@ import test_ops_nn
 import test_ops_random
 import test_ops_state
 import test_sync_replicas
+import test_tensor_array
 import test_train_optimizers
 import test_while_loop
 import test_zoo
@@ -54,6 +55,7 @@ EXTRA = [
     (test_cond, "test_nested_structures_constants_and_case"),
     (test_while_loop, "test_counter_and_product_against_numpy"),
     (test_while_loop, "test_gradients_through_a_loop_match_finite_differences"),
+    (test_tensor_array, "test_an_rnn_writing_a_tensor_array_in_a_loop_and_its_gradients"),
 ]
 USE_REAL = os.environ.get("HETBED_GPU_OPS") == "real"
 
