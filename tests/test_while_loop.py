@@ -282,3 +282,45 @@ def test_same_as_tensorflow():
         else:
             np.testing.assert_allclose(b[1], a[1], rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(b[2], a[2], rtol=1e-4, atol=1e-6)
+
+
+def test_a_loop_on_a_worker_reading_a_variable_on_a_ps_task():
+    """A distributed session: the loop runs on the worker, its body reads a variable held by
+    the PS task (the value enters the loop once, after the Recv), and its gradient reaches the
+    variable: the same numbers as numpy."""
+    import socket
+
+    import hetbed as hb
+    from hetbed.runtime.distributed.cluster import ClusterSpec
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
+    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.Variable(np.float32(0.5))
+            with tf.device("/job:worker/task:0"):
+                x = tf.placeholder(tf.float32, [3])
+                _, y = tf.while_loop(lambda i, y: i < 4, lambda i, y: (i + 1, y * w + 1.0), [0, x])
+                loss = tf.reduce_sum(y)
+                (gw,) = tf.gradients(loss, [w])
+            with tf.Session(servers[1].target) as s:
+                s.run(tf.global_variables_initializer())
+                got = s.run([y, gw], {x: np.ones(3, np.float32)})
+    finally:
+        for s in servers:
+            s.stop(grace=0)
+
+    def f(wv):
+        v = np.ones(3)
+        for _ in range(4):
+            v = v * wv + 1.0
+        return v
+
+    np.testing.assert_allclose(got[0], f(0.5), rtol=1e-6)
+    assert got[1] == pytest.approx((f(0.5 + 1e-5).sum() - f(0.5 - 1e-5).sum()) / 2e-5, rel=1e-4)
