@@ -448,7 +448,10 @@ def while_loop(
             switches = [apply_op("Switch", [m, lc], name="Switch") for m in cur]
             from .ops.array import identity
 
-            inside = [identity(sw.outputs[1], name="Identity") for sw in switches]
+            # the first variable's value inside the body is also the pivot (an op that is dead
+            # once the loop is over); the others are their Switch's outputs as they are
+            inside = [identity(switches[0].outputs[1], name="Identity")]
+            inside += [sw.outputs[1] for sw in switches[1:]]
             ctx.pivot = inside[0]
             exits = [
                 apply_op("Exit", [sw.outputs[0]], {"frame_name": frame}, name="Exit")

@@ -265,18 +265,16 @@ class _StepFrames:
         self.plain(exit_node, r, self.vals, self.pending, self.ready)
 
     def _reset(self, fr: _Frame, full: bool) -> None:
-        pending, refs, init_refs = self.pending, self.refs, self.plan.initial_refs
-        dead = self.dead_nodes
+        pending, refs = self.pending, self.refs
+        if self.dead_nodes:
+            self.dead_nodes.difference_update(fr.nodes)
         if full:
             init = self.plan.initial_pending
             for i in fr.nodes:
                 pending[i] = init[i]
-                dead.discard(i)
         else:
-            rp = fr.reset_pending
-            for i in fr.nodes:
-                if i in rp:
-                    pending[i] = rp[i]
-                dead.discard(i)
+            for i, k in fr.reset_pending.items():
+                pending[i] = k
+        init_refs = self.plan.initial_refs
         for s in fr.slots:
             refs[s] = init_refs[s]
