@@ -37,13 +37,8 @@ class _Branch:
         if t.op in self.ops:
             return t
         got = self._entered.get(t)
-        if got is None:
-            local = self.graph._local
-            local.cond = self.outer  # the Switch belongs to the enclosing context
-            try:
-                sw = apply_op("Switch", [t, self.pred], name="Switch")
-            finally:
-                local.cond = self
+        if got is None:  # the Switch belongs to the enclosing context
+            sw = _in_outer(self, lambda: apply_op("Switch", [t, self.pred], name="Switch"))
             got = self._entered[t] = sw.outputs[self.index]
         return got
 
@@ -54,6 +49,17 @@ class _Branch:
         while ctx is not None:
             ctx.ops.add(op)
             ctx = ctx.outer
+
+
+def _in_outer(ctx: Any, build: Callable) -> Any:
+    """``build()`` with the context enclosing ``ctx`` current (where a cond's Switch or a loop's
+    Enter for a tensor from outside belongs), then ``ctx`` current again."""
+    local = ctx.graph._local
+    local.cond = ctx.outer
+    try:
+        return build()
+    finally:
+        local.cond = ctx
 
 
 def _flatten(x: Any) -> list:
@@ -330,13 +336,9 @@ class _Loop:
         if t.op in self.ops:
             return t
         got = self._entered.get(t)
-        if got is None:
-            local = self.graph._local
-            local.cond = self.outer  # the Enter runs in the enclosing frame
-            try:
-                e = apply_op("Enter", [t], {"frame_name": self.frame, "is_constant": True})
-            finally:
-                local.cond = self
+        if got is None:  # the Enter runs in the enclosing frame
+            attrs = {"frame_name": self.frame, "is_constant": True}
+            e = _in_outer(self, lambda: apply_op("Enter", [t], attrs))
             self.ops.add(e)
             got = self._entered[t] = e.outputs[0]
         return got

@@ -456,15 +456,18 @@ def static_rnn(
             out, new = cell(x, state)
             if lengths is not None:
                 with name_scope(f"mask_{t}"):
-                    live = _array.cast(_math.greater(lengths, t), out.dtype)[:, None]
-                    out = out * live
-                    new = _pack(
-                        new,
-                        [live * n + (1 - live) * s for n, s in zip(_flatten(new), _flatten(state))],
-                    )
+                    out, flat = _masked(out, _flatten(new), _flatten(state), lengths, t)
+                    new = _pack(new, flat)
             outputs.append(out)
             state = new
         return outputs, state
+
+
+def _masked(out: Tensor, new: list, old: list, lengths: Tensor, t: Any) -> tuple:
+    """Step ``t`` under ``sequence_length``: zero outputs past a row's length, whose state is
+    carried through unchanged."""
+    live = _array.cast(_math.greater(lengths, t), out.dtype)[:, None]
+    return out * live, [live * n + (1 - live) * s for n, s in zip(new, old)]
 
 
 def _time_steps(inputs: Any, time_major: bool, what: str) -> tuple[Tensor, int]:
@@ -571,9 +574,7 @@ def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope)
             out, new = cell(_manip.gather(xt, t), state)
             flat_new = [convert_to_tensor(v) for v in _flatten(new)]
             if lengths is not None:
-                live = _array.cast(_math.greater(lengths, t), out.dtype)[:, None]
-                out = out * live
-                flat_new = [live * a + (1 - live) * b for a, b in zip(flat_new, vals[:k])]
+                out, flat_new = _masked(out, flat_new, list(vals[:k]), lengths, t)
             seen["shape"] = out.shape
             first = _math.equal(t, convert_to_tensor(np.int32(0)))
             return (t + 1, *flat_new, _appended(vals[k], out, first, False))
