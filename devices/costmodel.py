@@ -19,6 +19,34 @@ from .fileio import atomic_write
 
 MATRIX_OPS = {"MatMul", "BatchMatMul", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}
 
+#: the precision a simulated float32 model computes in (``Roofline(precision=...)``,
+#: ``SimSession(..., precision=...)``, a scenario's ``model.precision``):
+#: "float32" as written; "tf32": float32 matrix products and convolutions on the tensor cores'
+#: TensorFloat-32 mode where the device has one (its ``matrix_peak_flops.tensorfloat32``), else
+#: float32 as before; "mixed_float16" / "mixed_bfloat16": automatic mixed precision with float32
+#: master weights: float32 ops compute in the half type (matrix ops on its tensor-core peak,
+#: every op moving half the bytes), except the ops that stay in float32 (``FLOAT32_OPS``: the
+#: optimizer updates, losses and normalizations); each weight is cast to the half type where a
+#: half op reads it and each weight gradient back to float32 for its update (4 + 2 bytes an
+#: element, charged to those ops).
+PRECISIONS = ("float32", "tf32", "mixed_float16", "mixed_bfloat16")
+_HALF = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}
+#: ops automatic mixed precision keeps in float32 (TF's deny and clear lists, in short)
+FLOAT32_OPS = {
+    "SoftmaxCrossEntropyWithLogits",
+    "SparseSoftmaxCrossEntropyWithLogits",
+    "Softmax",
+    "LogSoftmax",
+    "Exp",
+    "Log",
+    "Sum",
+    "Mean",
+    "FusedBatchNorm",
+    "FusedBatchNormGrad",
+    "L2Loss",
+}
+_WEIGHT_READS = {"ReadVariable", "VariableV2"}
+
 
 @dataclass
 class DevicePerf:
@@ -35,6 +63,8 @@ class DevicePerf:
     def peak(self, dtype: str, matrix: bool) -> float:
         if matrix and dtype in self.matrix_flops:
             return self.matrix_flops[dtype]
+        if dtype == "tensorfloat32":  # (not a matrix op, or no TF32 mode: float32 as written)
+            dtype = "float32"
         if dtype in self.peak_flops:
             return self.peak_flops[dtype]
         if dtype in ("int32", "int64", "bool"):
@@ -128,7 +158,13 @@ ZERO_TIME_OPS = {
 
 
 class Roofline(CostModel):
-    """max(flops / peak, bytes / bandwidth) + launch overhead (systolic fill for matrix ops)."""
+    """max(flops / peak, bytes / bandwidth) + launch overhead (systolic fill for matrix ops), in
+    one of the ``PRECISIONS`` (see there). Raises ValueError for an unknown precision."""
+
+    def __init__(self, precision: str = "float32"):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        self.precision = precision
 
     def duration(
         self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
@@ -138,14 +174,35 @@ class Roofline(CostModel):
         c = op.op_def.cost_fn(op, list(ins), list(outs))
         dtype = pricing_dtype(op)
         matrix = op.type in MATRIX_OPS
+        moved = c.bytes_read + c.bytes_written
+        extra = 0.0  # bytes of the casts mixed precision implies
+        mode = self.precision
+        if dtype == "float32" and mode != "float32":
+            if mode == "tf32":
+                if matrix and "tensorfloat32" in perf.matrix_flops:
+                    dtype = "tensorfloat32"
+            elif op.type.startswith("Apply"):  # a float32 update of a weight from a half
+                extra = 6.0 * _numel(ins[0])  # gradient: the gradient's cast (the var's shape)
+            elif op.type.startswith("SparseApply"):
+                pass  # float32 update of some rows (their cast is not charged)
+            elif op.type not in FLOAT32_OPS:
+                dtype = _HALF[mode]
+                moved /= 2
+                for t, shape in zip(op.inputs, ins):
+                    if t.op.type in _WEIGHT_READS:
+                        extra += 6.0 * _numel(shape)  # the weight's cast to the half type
         peak = perf.peak(dtype, matrix)
         if matrix and perf.systolic is not None:
             dims = _matmul_dims(op, ins)
             if dims is not None:
                 peak *= systolic_efficiency(*dims, *perf.systolic)
         compute = c.flops / peak if peak > 0 else 0.0
-        memory = (c.bytes_read + c.bytes_written) / perf.memory_bandwidth
-        return max(compute, memory) + perf.launch_overhead_s
+        memory = moved / perf.memory_bandwidth
+        return max(compute, memory) + extra / perf.memory_bandwidth + perf.launch_overhead_s
+
+
+def _numel(shape: Any) -> float:
+    return float(math.prod(shape)) if shape is not None else 0.0
 
 
 def profile_key(op: Any, ins: Sequence[tuple]) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 import hetbed as hb
+from hetbed.devices.costmodel import Roofline
 from hetbed.scenarios.hybrid_models import HYBRID_MODELS, digits_learner
 from hetbed.scenarios.models import zoo
 from hetbed.scenarios.schema import ScenarioError
@@ -47,6 +48,7 @@ def replica_profile(sc: dict) -> Any:
         m["name"],
         m["batch_size"],
         m["dtype"],
+        m["precision"],
         m["optimizer"],
         c["worker_device"],
         c["ps_device"],
@@ -68,6 +70,7 @@ def replica_profile(sc: dict) -> Any:
                 ps_tasks=n_ps,
                 strategy=strategy,
                 examples_per_step=m["batch_size"],
+                cost_model=Roofline(m["precision"]),
             )
         if st["placement"] == "balanced":
             prof = balanced(prof, n_ps)

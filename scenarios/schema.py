@@ -83,6 +83,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "name": Field("str", required=True, doc="a model of the zoo"),
         "batch_size": Field("int+", 32, max=1 << 20),
         "dtype": Field("choice", "float32", choices=("float16", "float32")),
+        "precision": Field(
+            "choice",
+            "float32",
+            choices=("float32", "tf32", "mixed_float16", "mixed_bfloat16"),
+            doc="how a float32 model computes: TF32 tensor cores, or mixed precision",
+        ),
         "optimizer": Field("choice", "sgd", choices=("sgd", "momentum", "adam", "rmsprop")),
         "compute_s": Field(
             "float+", None, doc="override the simulated per-step compute time", max=1e6

@@ -18,7 +18,7 @@ from typing import Any
 import simpy
 
 from hetbed.devices.catalog import load_device, load_link
-from hetbed.devices.costmodel import CostModel, perf_from_spec
+from hetbed.devices.costmodel import CostModel, Roofline, perf_from_spec
 from hetbed.devices.simulated import SimulatedDevice
 from hetbed.runtime.shapes import output_shapes
 
@@ -47,7 +47,9 @@ class Cluster:
 
     ``fabric`` is "switch" (one non-blocking switch) or "two_level" (racks of ``rack_size``
     hosts behind ToR uplinks oversubscribed ``oversubscription`` times). ``hybrid=True`` makes
-    devices compute real values too. ``cost_model`` defaults to the roofline.
+    devices compute real values too. ``cost_model`` defaults to the roofline, in ``precision``
+    (``devices.costmodel.PRECISIONS``: "float32", "tf32", "mixed_float16", "mixed_bfloat16";
+    ``set_precision`` changes it later).
     """
 
     def __init__(
@@ -58,6 +60,7 @@ class Cluster:
         cost_model: CostModel | None = None,
         hybrid: bool = False,
         env: simpy.Environment | None = None,
+        precision: str = "float32",
     ):
         if fabric not in ("switch", "two_level"):
             raise ValueError(f"fabric must be 'switch' or 'two_level', got {fabric!r}")
@@ -67,6 +70,8 @@ class Cluster:
         self.rack_size = rack_size
         self.oversubscription = oversubscription
         self.cost_model = cost_model
+        Roofline(precision)  # (raises ValueError naming the choices)
+        self.precision = precision
         self.hybrid = hybrid
         self._tasks: list[_TaskSpec] = []
         self._devices: list[SimulatedDevice] | None = None
@@ -138,7 +143,7 @@ class Cluster:
                         perf,
                         self.env,
                         kind=kind,
-                        cost_model=self.cost_model,
+                        cost_model=self.cost_model or Roofline(self.precision),
                         hybrid=self.hybrid,
                         infer_shapes=output_shapes,
                     )
@@ -160,6 +165,21 @@ class Cluster:
     def devices(self) -> list[SimulatedDevice]:
         self._build()
         return list(self._devices or [])
+
+    def set_precision(self, precision: str) -> None:
+        """Price float32 models in ``precision`` from now on (see ``Roofline``): every simulated
+        device whose cost model is the roofline, or a profiled table falling back to it (its
+        measured entries stay as measured), takes the new precision. Raises ValueError for an
+        unknown precision."""
+        Roofline(precision)
+        self.precision = precision
+        for d in self._devices or []:
+            cm = d.cost_model
+            if type(cm) is Roofline:
+                d.cost_model = Roofline(precision)
+            elif isinstance(getattr(cm, "fallback", None), Roofline):
+                cm.fallback = Roofline(precision)
+                d.cost_model = cm  # (forgets the device's plans)
 
     def route(self, src_device: str, dst_device: str) -> tuple:
         """The links a transfer from ``src_device`` to ``dst_device`` crosses (a shared tuple)."""

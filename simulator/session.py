@@ -155,7 +155,9 @@ class SimSession(BaseSession):
 
     ``run`` returns the fetched values (real numbers in hybrid mode, ``SimValue`` shape-only
     placeholders otherwise) and leaves the step's ``RunRecord`` in ``last_record``. Feeds may be
-    real arrays or ``SimValue``s (only their shapes matter without hybrid mode).
+    real arrays or ``SimValue``s (only their shapes matter without hybrid mode). ``precision``
+    ("float32", "tf32", "mixed_float16", "mixed_bfloat16"; see devices/costmodel.py) sets the
+    precision the cluster's devices price float32 models in (``Cluster.set_precision``).
 
     Memory stays bounded over any number of steps: ``records`` keeps the RunRecords of the last
     ``keep_records`` steps (default 100; None keeps all), ``step_times`` the simulated time of
@@ -172,6 +174,7 @@ class SimSession(BaseSession):
         config: ConfigProto | None = None,
         keep_records: int | None = 100,
         on_record: Callable[[RunRecord], Any] | None = None,
+        precision: str | None = None,
     ):
         if keep_records is not None and (
             isinstance(keep_records, bool) or not isinstance(keep_records, int) or keep_records < 1
@@ -180,6 +183,8 @@ class SimSession(BaseSession):
                 f"SimSession: keep_records must be an int >= 1 or None, got {keep_records!r}"
             )
         self.cluster = cluster
+        if precision is not None:  # (the cluster's devices: see Cluster.set_precision)
+            cluster.set_precision(precision)
         super().__init__("", graph, config)
         self.last_record: RunRecord | None = None
         self.keep_records = keep_records
