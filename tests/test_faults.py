@@ -49,6 +49,7 @@ SYNC = textwrap.dedent(
 
     last_step, aggregate, total, timeout_ms = (int(a) for a in sys.argv[1:5])
     ckpt_dir, init_timeout_s = sys.argv[5], float(sys.argv[6])
+    go = sys.argv[7] if len(sys.argv) > 7 else None  # a file the test creates to start training
     cluster, job, index = hb.train.cluster_from_env()
     server = hb.train.Server(cluster, job, index)
     print(f"pid {__import__('os').getpid()}", flush=True)
@@ -87,6 +88,8 @@ SYNC = textwrap.dedent(
                 init_timeout_s=init_timeout_s,
             ) as sess:
                 print(f"start {int(sess.raw_session().run(step))}", flush=True)
+                while go and not __import__("os").path.exists(go):
+                    __import__("time").sleep(0.01)
                 while not sess.should_stop():
                     try:
                         _, now = sess.run([train, step])
@@ -321,10 +324,15 @@ def test_killed_chief_without_backup_fails_steps_after_the_deadline_and_rejoins(
     2 s, and the token it waited for from the PS, within 12 s (no hang), and it retries. The
     chief restarted as the same task on the same port restores its newest checkpoint, and both
     workers reach the last step."""
-    last = 40
-    ckpt = tmp_path / "ckpt"
-    c = make_cluster(SYNC, [str(last), "2", "2", "2000", str(ckpt), "20"], num_workers=2)
-    c.wait_for(lambda: max(c.steps("worker1"), default=0) >= 8, "global step 8", 20)
+    last = 60
+    ckpt, go = tmp_path / "ckpt", tmp_path / "go"
+    c = make_cluster(SYNC, [str(last), "2", "2", "2000", str(ckpt), "20", str(go)], num_workers=2)
+    # both workers train from the start: on a loaded machine the chief alone (two gradients
+    # per global step) could otherwise finish before worker 1 has joined
+    c.wait_for(lambda: all("start" in c.log(w) for w in ("worker0", "worker1")), "both up", 30)
+    go.write_text("")
+    c.wait_for(lambda: len(c.steps("worker1")) >= 3 and max(c.steps("worker1")) >= 8, "step 8", 20)
+    assert "done" not in c.log("worker0"), c.logs()
     c.kill("worker0")
     t_kill = time.monotonic()
     # what the restarted chief will restore: the newest checkpoint that verifies, also one the
