@@ -223,6 +223,15 @@ class Profiled(CostModel):
     """Measured seconds per (op type, dtype, input shapes, attrs); ``fallback`` for the rest.
 
     ``overhead_s`` is added per op: the executor's own dispatch cost, measured by calibration.
+    ``work`` (key -> [FLOPs, bytes moved], recorded with the table by ``hetbed calibrate``) lets
+    it price shapes it did not measure: an op missing from the table whose family (same type,
+    dtype and attrs) has measured entries takes ``a + b x w``, where ``w`` is the roofline time
+    of its FLOPs and bytes on the device and ``a``, ``b`` are fitted by least squares to the
+    family's measured (w, seconds) pairs (``a`` the fixed cost of a call, ``b`` the inverse of
+    the fraction of the roofline achieved). A family measured at one size only keeps the fixed
+    cost of a call that the table's tiny entries show (the median of those moving at most 4 KiB
+    and 10,000 FLOPs, ``call_s``) and scales the rest with the work. Only families with no
+    measured entry fall back to ``fallback``.
     """
 
     def __init__(
@@ -231,45 +240,121 @@ class Profiled(CostModel):
         fallback: CostModel | None = None,
         overhead_s: float = 0.0,
         device: str = "",
+        work: dict[str, Sequence[float]] | None = None,
     ):
         self.table = table
         self.fallback = fallback or Roofline()
         self.overhead_s = overhead_s
         self.device = device
+        self.work = {k: (float(v[0]), float(v[1])) for k, v in (work or {}).items()}
         self.hits = 0
         self.misses = 0
+        self.scaled = 0
+        self._families: dict[str, list[tuple[tuple[float, float], float]]] = {}
+        for k, t in table.items():
+            if k in self.work:
+                self._families.setdefault(_family(k), []).append((self.work[k], t))
+        self._fits: dict[tuple[str, str, bool], tuple[float, float] | None] = {}
+        tiny = sorted(t for k, t in table.items() if k in self.work and _is_tiny(*self.work[k]))
+        self.call_s = tiny[len(tiny) // 2] if tiny else 0.0
 
     def duration(
         self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
     ) -> float:
-        t = self.table.get(profile_key(op, ins))
+        key = profile_key(op, ins)
+        t = self.table.get(key)
         if t is not None:
             self.hits += 1
             return t + self.overhead_s
         self.misses += 1
+        if op.type not in ZERO_TIME_OPS and self._families:
+            fam = _family(key)
+            if fam in self._families:
+                dtype, matrix = pricing_dtype(op), op.type in MATRIX_OPS
+                fit = self._fit(fam, perf, dtype, matrix)
+                if fit is not None:
+                    c = op.op_def.cost_fn(op, list(ins), list(outs))
+                    w = _roofline_s(c.flops, c.bytes_read + c.bytes_written, perf, dtype, matrix)
+                    self.scaled += 1
+                    return fit[0] + fit[1] * w + self.overhead_s
         return self.fallback.duration(op, ins, outs, perf) + self.overhead_s
 
+    def _fit(
+        self, fam: str, perf: DevicePerf, dtype: str, matrix: bool
+    ) -> tuple[float, float] | None:
+        k = (fam, perf.name, matrix)
+        if k not in self._fits:
+            pts = [(_roofline_s(f, b, perf, dtype, matrix), t) for (f, b), t in self._families[fam]]
+            self._fits[k] = affine_fit(pts, self.call_s)
+        return self._fits[k]
+
     def save(self, path: str) -> None:
-        """Write the table as JSON (atomically)."""
+        """Write the table (and the work of each entry) as JSON (atomically)."""
         doc = {
             "format": "hetbed-profile",
-            "version": 1,
+            "version": 2,
             "device": self.device,
             "overhead_s": self.overhead_s,
             "table": self.table,
+            "work": {k: list(v) for k, v in self.work.items()},
         }
         atomic_write(path, json.dumps(doc, indent=0, sort_keys=True))
 
     @classmethod
     def load(cls, path: str, fallback: CostModel | None = None) -> Profiled:
-        """Read a table written by ``save``; raises ValueError naming the file when malformed."""
+        """Read a table written by ``save`` (version 1 has no work: no scaling to new shapes);
+        raises ValueError naming the file when malformed."""
         try:
             with open(path) as f:
                 doc = json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: not a profile table ({e})") from None
-        if doc.get("format") != "hetbed-profile" or doc.get("version") != 1:
-            raise ValueError(f"{path}: not a hetbed-profile version 1 file")
+        if doc.get("format") != "hetbed-profile" or doc.get("version") not in (1, 2):
+            raise ValueError(f"{path}: not a hetbed-profile version 1 or 2 file")
         return cls(
-            dict(doc["table"]), fallback, float(doc.get("overhead_s", 0.0)), doc.get("device", "")
+            dict(doc["table"]),
+            fallback,
+            float(doc.get("overhead_s", 0.0)),
+            doc.get("device", ""),
+            doc.get("work"),
         )
+
+
+def _is_tiny(flops: float, moved: float) -> bool:
+    return flops <= 1e4 and moved <= 4096
+
+
+def _family(key: str) -> str:
+    """A profile key without its shapes: the entries one op's measurements can price."""
+    op_type, dtype, _shapes, attrs = json.loads(key)
+    return json.dumps([op_type, dtype, attrs])
+
+
+def _roofline_s(flops: float, moved: float, perf: DevicePerf, dtype: str, matrix: bool) -> float:
+    peak = perf.peak(dtype, matrix)
+    return max(flops / peak if peak > 0 else 0.0, moved / perf.memory_bandwidth)
+
+
+def affine_fit(
+    points: Sequence[tuple[float, float]], call_s: float = 0.0
+) -> tuple[float, float] | None:
+    """(a, b) >= 0 with t ~ a + b w by least squares over (w, t) points; None without a point
+    of positive work. One distinct w: a = the fixed cost of a call ``call_s`` (at most t) and
+    b = (t - a) / w."""
+    pts = [(w, t) for w, t in points if w > 0]
+    if not pts:
+        return None
+    ws = [w for w, _ in pts]
+    ts = [t for _, t in pts]
+    if max(ws) - min(ws) <= 1e-12 * max(ws):
+        w0, t0 = sum(ws) / len(ws), sorted(ts)[len(ts) // 2]
+        a = min(call_s, t0)
+        return (a, (t0 - a) / w0)
+    mw, mt = sum(ws) / len(ws), sum(ts) / len(ts)
+    b = sum((w - mw) * (t - mt) for w, t in pts) / sum((w - mw) ** 2 for w in ws)
+    a = mt - b * mw
+    if b < 0:
+        return (sorted(ts)[len(ts) // 2], 0.0)
+    if a < 0:
+        return (0.0, sum(w * t for w, t in pts) / sum(w * w for w in ws))
+    return (a, b)

@@ -80,7 +80,9 @@ def _calibrate(args: argparse.Namespace) -> int:
     from hetbed.simulator.calibrate import calibrate
 
     progress = (lambda m: None) if args.quiet else print
-    perf, prof = calibrate(args.out, BUILDERS, args.repeats, progress)
+    if args.repeats < 1:
+        raise ValueError(f"--repeats: expected a positive integer, got {args.repeats}")
+    perf, prof, ms = calibrate(args.out, BUILDERS, args.repeats, progress)
     if args.json:
         print(
             json.dumps(
@@ -88,6 +90,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                     "peak_float32_flops": perf.peak_flops["float32"],
                     "memory_bandwidth": perf.memory_bandwidth,
                     "dispatch_overhead_s": perf.launch_overhead_s,
+                    "measurements": [{"name": m.name, "unit": m.unit, **m.row()} for m in ms],
                     "profile_entries": len(prof.table),
                     "out": args.out,
                 }
@@ -199,6 +202,49 @@ def _compare(args: argparse.Namespace) -> int:
         print(json.dumps(paths))
     elif not args.quiet:
         print(f"report: {paths['html']}")
+    return 0
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from hetbed.scenarios import fit, runner, schema
+
+    sc = schema.load(runner.find_scenario(args.file))
+    if args.seeds is not None:
+        if args.seeds < 1:
+            raise ValueError(f"--seeds: expected a positive integer, got {args.seeds}")
+        sc["run"]["seeds"] = args.seeds
+    grid = fit.parse_grid(args.grid)
+    targets = fit.targets(sc)
+
+    def progress(done: int, total: int, row: dict) -> None:
+        if not args.quiet and not args.json:
+            what = ", ".join(
+                f"{k}={row[k]:g}" if isinstance(row[k], float) else f"{k}={row[k]}" for k in grid
+            )
+            print(
+                f"  [{done}/{total}] {what}: rms error {row['rms_error_pct']:.1f}%", file=sys.stderr
+            )
+
+    table = fit.grid_search(sc, grid, jobs=args.jobs, progress=progress)
+    if args.out:
+        table.to_csv(args.out, index=False)
+    if args.json:
+        print(
+            json.dumps({"targets": targets, "grid": table.to_dict(orient="records")}, default=str)
+        )
+    elif not args.quiet:
+        pubs = sc["scenario"]["published"]
+        print(
+            "fitted to: "
+            + "; ".join(f"[{i}] {pubs[i].get('note', pubs[i]['metric'])}" for i in targets)
+        )
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        best = table.iloc[0]
+        print(
+            "best: "
+            + ", ".join(f"{k} = {best[k]}" for k in grid)
+            + f" (rms error {best.rms_error_pct:.1f}% over {sc['run']['seeds']} seeds)"
+        )
     return 0
 
 
@@ -329,6 +375,27 @@ def build_parser() -> argparse.ArgumentParser:
                 help="give up connecting to the Dask scheduler after S seconds (default 5)",
             )
         p.set_defaults(fn=fn)
+    p = sub.add_parser(
+        "fit",
+        help="fit a scenario's parameters to its published values (grid search)",
+        description="Grid search over scenario fields: simulate every combination (every "
+        "sweep point and seed) and rank them by the RMS error on the published entries "
+        "marked fitted = true; the others stay out of sample.",
+    )
+    p.add_argument("file", metavar="FILE|NAME", help="scenario file or library study name")
+    p.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="FIELD=V1,V2,...",
+        help="a field and its candidate values (repeat for each fitted field)",
+    )
+    p.add_argument("--seeds", type=int, default=None, metavar="N", help="overrides run.seeds")
+    p.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
+    p.add_argument("--out", default=None, metavar="CSV", help="also write the table as CSV")
+    p.add_argument("--quiet", action="store_true", help=_QUIET)
+    p.add_argument("--json", action="store_true", help=_JSON)
+    p.set_defaults(fn=_fit)
     p = sub.add_parser(
         "describe",
         help="say what a scenario will simulate",

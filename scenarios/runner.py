@@ -305,9 +305,13 @@ def run_all(
                 if progress:
                     progress(done, len(points), out[i][0])
     elif jobs > 1 and len(points) > 1:
+        import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        # spawned, not forked: the caller may hold threads (a server, a test harness) and a
+        # forked child would inherit their locks
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
             futs = {pool.submit(_run_point, p): i for i, p in enumerate(points)}
             for done, fut in enumerate(as_completed(futs), 1):
                 i = futs[fut]

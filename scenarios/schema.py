@@ -78,6 +78,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "published": Field(
             "list", [], doc="published values: {point = {...}, metric = ..., value = ...}"
         ),
+        "fit": Field(
+            "table",
+            {},
+            doc="the calibration: {parameters = [field paths], fitted_to = what they were "
+            "fitted to, procedure = the command that fits them}",
+        ),
     },
     "model": {
         "name": Field("str", required=True, doc="a model of the zoo"),
@@ -195,6 +201,9 @@ def _check(path: str, where: str, f: Field, v: Any) -> Any:
     elif k == "list":
         if not isinstance(v, list):
             raise _expect(path, where, "a list", v)
+    elif k == "table":
+        if not isinstance(v, dict):
+            raise _expect(path, where, "a table", v)
     return v
 
 
@@ -275,7 +284,6 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
             f"{where}: hybrid: only used by a hybrid model ({', '.join(sorted(HYBRID_MODELS))}); "
             f"model.name is {out['model']['name']!r}: remove the section"
         )
-    _check_published(out["scenario"]["published"], where)
     sweep = doc.get("sweep", {})
     if not isinstance(sweep, dict):
         raise ScenarioError(f"{where}: sweep: expected a table of 'section.field' = [values]")
@@ -291,6 +299,8 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
         for v in values:
             _check(key, where, SCHEMA[sec][name], v)
     out["sweep"] = {k: list(v) for k, v in sweep.items()}
+    _check_fit(out["scenario"]["fit"], where)
+    _check_published(out["scenario"], out["sweep"] if "sweep" in doc else None, where)
     return out
 
 
@@ -334,14 +344,44 @@ def _check_failures(out: dict, where: str) -> None:
         e["at_s"] = _check(f"{path}.at_s", where, Field("float0", max=1e9), e["at_s"])
 
 
-def _check_published(entries: list, where: str) -> None:
+_FIELDS = [f"{x}.{n}" for x, fs in SCHEMA.items() for n in fs]
+
+
+def _check_fit(fit: dict, where: str) -> None:
+    """``[scenario] fit``: which parameters were fitted, to what, and by which command."""
+    if not fit:
+        return
+    keys = ("parameters", "fitted_to", "procedure")
+    extra = sorted(set(fit) - set(keys))
+    if extra:
+        raise ScenarioError(
+            f"{where}: scenario.fit.{extra[0]}: unknown field{did_you_mean(extra[0], keys)}; "
+            f"the fit has {', '.join(keys)}"
+        )
+    params = fit.get("parameters")
+    if not isinstance(params, list) or not params:
+        raise _expect("scenario.fit.parameters", where, "a non-empty list of field paths", params)
+    for i, k in enumerate(params):
+        if k not in _FIELDS:
+            raise ScenarioError(
+                f"{where}: scenario.fit.parameters[{i}]: {k!r} is not a field of the scenario"
+                f"{did_you_mean(k, _FIELDS)}"
+            )
+    for k in ("fitted_to", "procedure"):
+        if not isinstance(fit.get(k), str) or not fit[k].strip():
+            raise _expect(f"scenario.fit.{k}", where, "a non-empty string", fit.get(k))
+
+
+def _check_published(scenario: dict, sweep: dict | None, where: str) -> None:
     """Each ``[scenario] published`` entry: {point = {"section.field" = value}, metric, value,
-    note (optional), fitted (optional: true when the scenario was calibrated on it)}."""
+    note, fitted (true when the scenario's fit used it: in sample), best = "min" or "max" with
+    over = a swept setting (the value is the best of the metric over that setting, compared
+    with the model's own best), error_on = "value" or "gain" (the error of value - 1, for a
+    ratio the paper states as a gain)}."""
     from hetbed.reports.study import PUBLISHED_METRICS
 
-    keys = ("point", "metric", "value", "note", "fitted")
-    fields = [f"{x}.{n}" for x, fs in SCHEMA.items() for n in fs]
-    for i, e in enumerate(entries):
+    keys = ("point", "metric", "value", "note", "fitted", "best", "over", "error_on")
+    for i, e in enumerate(scenario["published"]):
         path = f"scenario.published[{i}]"
         if not isinstance(e, dict):
             raise _expect(path, where, "a table {point, metric, value}", e)
@@ -363,13 +403,26 @@ def _check_published(entries: list, where: str) -> None:
         if not isinstance(point, dict):
             raise _expect(f"{path}.point", where, 'a table {"section.field" = value}', point)
         for k in point:
-            if k not in fields:
+            if k not in _FIELDS:
                 raise ScenarioError(
                     f"{where}: {path}.point: {k!r} is not a field of the scenario"
-                    f"{did_you_mean(k, fields)}"
+                    f"{did_you_mean(k, _FIELDS)}"
                 )
         if not isinstance(e.get("fitted", False), bool):
             raise _expect(f"{path}.fitted", where, "true or false", e["fitted"])
+        if e.get("fitted") and not scenario["fit"]:
+            raise ScenarioError(
+                f"{where}: {path}.fitted: the scenario has no [scenario.fit] saying which "
+                "parameters were fitted to this value and how"
+            )
+        if e.get("error_on", "value") not in ("value", "gain"):
+            raise _expect(f"{path}.error_on", where, "'value' or 'gain'", e["error_on"])
+        if "best" in e or "over" in e:
+            if e.get("best") not in ("min", "max"):
+                raise _expect(f"{path}.best", where, "'min' or 'max'", e.get("best"))
+            if e.get("over") not in (_FIELDS if sweep is None else sweep):
+                swept = ", ".join(sweep or ()) or "none is swept"
+                raise _expect(f"{path}.over", where, f"a swept setting ({swept})", e.get("over"))
 
 
 def did_you_mean(name: str, known: Any) -> str:
@@ -481,6 +534,9 @@ def describe(sc: dict, fmt: Callable[[str], str] = str) -> str:
     other = {k: x for k, x in non_defaults(sc).items() if k not in shown and k not in sweep}
     if other:
         lines.append("  also     " + ", ".join(f"{k} = {x}" for k, x in other.items()))
+    fit = sc["scenario"].get("fit")
+    if fit:
+        lines.append(f"  fitted   {', '.join(fit['parameters'])} to {fit['fitted_to']}")
     if sweep:
         n = r.get("seeds", 1)
         for x in sweep.values():

@@ -15,6 +15,7 @@ import os
 import statistics
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,104 @@ def best_of(fn: Callable[[], Any], repeat: int = 5, number: int = 5) -> float:
             fn()
         best = min(best, (time.perf_counter() - t) / number)
     return best
+
+
+#: a measurement is flagged noisy when its spread, (90th - 10th percentile) / median over its
+#: repeats, exceeds this, or when other processes kept more than NOISY_LOAD_CORES cores busy
+#: while it ran
+NOISY_SPREAD = 0.10
+NOISY_LOAD_CORES = 0.25
+
+
+def _cpu_busy_s() -> float | None:
+    """Seconds of non-idle CPU time of the whole machine so far (all cores), from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+class LoadMeter:
+    """How many cores other processes kept busy between ``start()`` and ``stop()``: the
+    machine's busy CPU time minus this process's, over the wall time (None where the machine
+    does not say, e.g. without /proc)."""
+
+    def start(self) -> LoadMeter:
+        self.t, self.busy, self.own = time.perf_counter(), _cpu_busy_s(), time.process_time()
+        return self
+
+    def stop(self) -> float | None:
+        busy = _cpu_busy_s()
+        wall = time.perf_counter() - self.t
+        if busy is None or self.busy is None or wall <= 0:
+            return None
+        other = (busy - self.busy) - (time.process_time() - self.own)
+        return max(other / wall, 0.0)
+
+
+@dataclass
+class Measurement:
+    """One calibration measurement repeated: every value, and the other processes' load."""
+
+    name: str
+    unit: str
+    values: list[float]
+    load_cores: float | None = None
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def spread(self) -> float:
+        m = self.median
+        if not m or len(self.values) < 2:
+            return 0.0
+        lo, hi = np.percentile(self.values, [10, 90])
+        return float(hi - lo) / m
+
+    @property
+    def noisy(self) -> bool:
+        busy = self.load_cores is not None and self.load_cores > NOISY_LOAD_CORES
+        return self.spread > NOISY_SPREAD or busy
+
+    def describe(self, scale: float = 1.0, unit: str | None = None) -> str:
+        """``median [min, max] unit, load x cores`` with a NOISY flag and why."""
+        u = unit or self.unit
+        text = (
+            f"{self.median * scale:.4g} [{min(self.values) * scale:.4g}, "
+            f"{max(self.values) * scale:.4g}] {u} over {len(self.values)}"
+        )
+        if self.load_cores is not None:
+            text += f", other load {self.load_cores:.2f} cores"
+        if self.noisy:
+            why = []
+            if self.spread > NOISY_SPREAD:
+                why.append(f"spread {self.spread:.0%} > {NOISY_SPREAD:.0%}")
+            if self.load_cores is not None and self.load_cores > NOISY_LOAD_CORES:
+                why.append(f"other processes used {self.load_cores:.2f} cores")
+            text += f"  NOISY ({'; '.join(why)}: rerun on a quiet machine)"
+        return text
+
+    def row(self, scale: float = 1.0) -> dict[str, Any]:
+        return {
+            "median": self.median * scale,
+            "min": min(self.values) * scale,
+            "max": max(self.values) * scale,
+            "repeats": len(self.values),
+            "other_load_cores": self.load_cores,
+            "noisy": self.noisy,
+        }
+
+
+def repeated(name: str, unit: str, fn: Callable[[], float], repeats: int) -> Measurement:
+    """``fn()`` ``repeats`` times, with the load other processes put on the machine meanwhile."""
+    meter = LoadMeter().start()
+    values = [fn() for _ in range(max(repeats, 1))]
+    return Measurement(name, unit, values, meter.stop())
 
 
 def gemm_flops(n: int = 1024) -> float:
@@ -73,15 +172,28 @@ def dispatch_overhead(n_ops: int = 1000) -> float:
     return max(total - kernel, 0.0) / n_ops
 
 
-def measure_machine() -> DevicePerf:
-    """This machine's roofline numbers, measured now."""
-    return DevicePerf(
+def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
+    """This machine's roofline numbers, each the median of ``repeats`` measurements, and the
+    measurements (min/median/max and the other processes' load while each ran)."""
+    ms = [
+        repeated("float32 GEMM 1024^3", "FLOP/s", gemm_flops, repeats),
+        repeated("memory bandwidth (float32 add)", "bytes/s", stream_bandwidth, repeats),
+        repeated("executor dispatch per op", "s", dispatch_overhead, repeats),
+    ]
+    flops, bw, dispatch = (m.median for m in ms)
+    perf = DevicePerf(
         "this_machine",
-        {"float32": gemm_flops(), "float64": gemm_flops() / 2},
-        memory_bandwidth=stream_bandwidth(),
+        {"float32": flops, "float64": flops / 2},
+        memory_bandwidth=bw,
         memory_bytes=float(_host_memory()),
-        launch_overhead_s=dispatch_overhead(),
+        launch_overhead_s=dispatch,
     )
+    return perf, ms
+
+
+def measure_machine(repeats: int = 3) -> DevicePerf:
+    """This machine's roofline numbers, measured now (medians of ``repeats``)."""
+    return measure(repeats)[0]
 
 
 def _host_memory() -> int:
@@ -100,6 +212,7 @@ class _ShapeTracer(TracingObserver):
             s: value_shape(feeds[t]) for t, s in prepared.feed_slots.items()
         }
         self.samples: list[tuple[str, float]] = []
+        self.work: dict[str, tuple[float, float]] = {}
 
     def node_finished(self, node: Any, result: Any, released: Any = ()) -> None:
         super().node_finished(node, result)
@@ -109,17 +222,31 @@ class _ShapeTracer(TracingObserver):
                 self.slot_shape[s] = value_shape(v)
         ins = [self.slot_shape.get(s, ()) for s in node.ins]
         row = self.rows[-1]
-        self.samples.append((profile_key(node.op, ins), row["duration_s"]))
+        key = profile_key(node.op, ins)
+        self.samples.append((key, row["duration_s"]))
+        if key not in self.work:
+            outs_shapes = [value_shape(v) for v in (outs or ())]
+            try:
+                c = node.op.op_def.cost_fn(node.op, ins, outs_shapes)
+                self.work[key] = (float(c.flops), float(c.bytes_read + c.bytes_written))
+            except Exception:  # noqa: BLE001 - a cost rule that cannot price these shapes
+                pass  # leaves the entry without work: it is priced as measured, never scaled
 
 
 def profile_ops(
-    sess: Any, fetches: Any, feed_dict: dict, repeats: int = 10, timed_between: int = 0
+    sess: Any,
+    fetches: Any,
+    feed_dict: dict,
+    repeats: int = 10,
+    timed_between: int = 0,
+    work: dict[str, tuple[float, float]] | None = None,
 ) -> tuple[dict[str, float], list[float]]:
     """Median measured seconds per profile key over ``repeats`` traced steps of ``fetches``.
 
     With ``timed_between > 0``, that many untraced steps are timed between traced ones, so that
     the measured step times and the op profile see the same machine state; their wall times are
-    returned as the second element.
+    returned as the second element. ``work``, if given, receives each key's FLOPs and bytes
+    (for ``Profiled`` to scale the entries to shapes it did not measure).
     """
     sess.run(fetches, feed_dict)  # warm up caches and kernels
     samples: dict[str, list[float]] = {}
@@ -132,11 +259,18 @@ def profile_ops(
         tracer = sess.run_observed(fetches, feed_dict, _ShapeTracer)
         for key, d in tracer.samples:
             samples.setdefault(key, []).append(d)
+        if work is not None:
+            work.update(tracer.work)
     return {k: statistics.median(v) for k, v in samples.items()}, step_times
 
 
-def calibrate_models(builders: dict[str, Callable], repeats: int = 10) -> dict[str, float]:
-    """One profile table over the training steps of ``builders`` (name -> build fn)."""
+def calibrate_models(
+    builders: dict[str, Callable],
+    repeats: int = 10,
+    work: dict[str, tuple[float, float]] | None = None,
+) -> dict[str, float]:
+    """One profile table over the training steps of ``builders`` (name -> build fn); ``work``
+    receives each entry's FLOPs and bytes."""
     table: dict[str, float] = {}
     for build in builders.values():
         g = Graph()
@@ -144,7 +278,7 @@ def calibrate_models(builders: dict[str, Callable], repeats: int = 10) -> dict[s
             train, feed = build()
             sess = Session(graph=g)
             sess.run(global_variables_initializer())
-            table.update(profile_ops(sess, train, feed, repeats)[0])
+            table.update(profile_ops(sess, train, feed, repeats, work=work)[0])
             sess.close()
     return table
 
@@ -180,24 +314,31 @@ def calibrate(
     builders: dict[str, Callable],
     repeats: int = 10,
     progress: Callable[[str], None] = print,
-) -> tuple[DevicePerf, Profiled]:
-    """Measure this machine and profile the training steps of ``builders`` (name -> function
-    adding a step to the default graph and returning (train_op, feed_dict)); write
-    ``this_machine.toml`` and ``profile.json`` into ``out_dir``."""
+) -> tuple[DevicePerf, Profiled, list[Measurement]]:
+    """Measure this machine (each number ``repeats`` times) and profile the training steps of
+    ``builders`` (name -> function adding a step to the default graph and returning
+    (train_op, feed_dict)); write ``this_machine.toml`` and ``profile.json`` into ``out_dir``.
+    Returns the roofline numbers (medians), the profile and the measurements."""
     os.makedirs(out_dir, exist_ok=True)
-    progress("measuring GEMM rate, memory bandwidth and per-op dispatch cost ...")
-    perf = measure_machine()
+    progress(f"measuring GEMM rate, memory bandwidth and per-op dispatch cost ({repeats} x) ...")
+    perf, ms = measure(repeats)
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
-    progress(
-        f"  {perf.peak_flops['float32'] / 1e9:.1f} GFLOP/s, "
-        f"{perf.memory_bandwidth / 1e9:.1f} GB/s, {perf.launch_overhead_s * 1e6:.2f} us/op"
-    )
+    for m, scale, unit in zip(ms, (1e-9, 1e-9, 1e6), ("GFLOP/s", "GB/s", "us/op")):
+        progress(f"  {m.name}: {m.describe(scale, unit)}")
     progress(f"profiling the ops of {', '.join(builders)} ...")
-    table = calibrate_models(builders, repeats)
-    prof = Profiled(table, Roofline(), overhead_s=perf.launch_overhead_s, device="this_machine")
+    work: dict[str, tuple[float, float]] = {}
+    table = calibrate_models(builders, repeats, work)
+    prof = Profiled(
+        table, Roofline(), overhead_s=perf.launch_overhead_s, device="this_machine", work=work
+    )
     prof.save(os.path.join(out_dir, "profile.json"))
     progress(f"  {len(table)} op entries -> {os.path.join(out_dir, 'profile.json')}")
-    return perf, prof
+    noisy = [m.name for m in ms if m.noisy]
+    if noisy:
+        progress(
+            f"NOISY: {', '.join(noisy)}: other work disturbed the measurement; rerun when the machine is quiet"
+        )
+    return perf, prof, ms
 
 
 def predict_step(build: Callable, perf: DevicePerf, cost_model: Any) -> float:
@@ -220,16 +361,24 @@ def profile_and_measure(
     build: Callable,
     rounds: int = 15,
     steps_per_round: int = 4,
-) -> tuple[dict[str, float], float]:
-    """Profile table of ``build``'s step and its median measured step time, interleaved."""
+    work: dict[str, tuple[float, float]] | None = None,
+) -> tuple[dict[str, float], Measurement]:
+    """Profile table of ``build``'s step and its measured step time, interleaved: the
+    Measurement holds the median of each round's timed steps (its ``median`` is the step time,
+    its spread the rounds' spread) and the other processes' load; ``work`` receives each
+    entry's FLOPs and bytes."""
     g = Graph()
     with g.as_default():
         train, feed = build()
         sess = Session(graph=g)
         sess.run(global_variables_initializer())
-        table, times = profile_ops(sess, train, feed, rounds, steps_per_round)
+        meter = LoadMeter().start()
+        table, times = profile_ops(sess, train, feed, rounds, steps_per_round, work)
+        load = meter.stop()
         sess.close()
-    return table, statistics.median(times)
+    k = max(steps_per_round, 1)
+    rounds_ = [statistics.median(times[i : i + k]) for i in range(0, len(times), k)]
+    return table, Measurement("step time", "s", rounds_, load)
 
 
 def measure_step(build: Callable, steps: int = 40) -> float:
@@ -252,6 +401,8 @@ def measure_step(build: Callable, steps: int = 40) -> float:
 
 __all__: Iterable[str] = [
     "calibrate",
+    "Measurement",
+    "measure",
     "measure_machine",
     "profile_ops",
     "predict_step",

@@ -54,6 +54,11 @@ def synthetic():
         {
             "scenario": {
                 "name": "synthetic 2-D study",
+                "fit": {
+                    "parameters": ["cluster.worker_efficiency"],
+                    "fitted_to": "the normalized speedup at 8 workers, 2 backups",
+                    "procedure": "by hand",
+                },
                 "published": [
                     {
                         "point": {"cluster.workers": 8, "strategy.backup_workers": 2},
@@ -398,3 +403,158 @@ def test_published_entries_are_validated(tmp_path, entry, message):
     p.write_text(SMALL.replace('name = "small"', f'name = "small"\npublished = [{entry}]'))
     with pytest.raises(schema.ScenarioError, match=message):
         schema.load(str(p))
+
+
+def _best_study():
+    """4 workers, 0-3 backups, 5 seeds; seed s has its shortest step at b = 2 + s % 2, of
+    1 - 0.01 s seconds, and 1.2 s elsewhere."""
+    rows = []
+    for s in range(1, 6):
+        for b in range(4):
+            t = 1.0 - 0.01 * s if b == 2 + s % 2 else 1.2
+            rows.append(
+                {
+                    "point": len(rows),
+                    "cluster_workers": 4,
+                    "strategy_backup_workers": b,
+                    "run_seed": s,
+                    "step_time_p50_s": t,
+                    "examples_per_s": 128 / t,
+                }
+            )
+    doc = {
+        "scenario": {
+            "name": "best",
+            "fit": {
+                "parameters": ["stragglers.lognormal_sigma"],
+                "fitted_to": "the shortest step",
+                "procedure": "hetbed fit best --grid stragglers.lognormal_sigma=0.1,0.2",
+            },
+            "published": [
+                {
+                    "point": {"strategy.backup_workers": 3},
+                    "best": "min",
+                    "over": "strategy.backup_workers",
+                    "metric": "step_time_p50_s",
+                    "value": 0.9,
+                    "fitted": True,
+                },
+                {
+                    "point": {"strategy.backup_workers": 1},
+                    "best": "max",
+                    "over": "strategy.backup_workers",
+                    "metric": "normalized_speedup",
+                    "value": 1.10,
+                    "error_on": "gain",
+                },
+            ],
+        },
+        "model": {"name": "mlp"},
+        "cluster": {"workers": 4},
+        "sweep": {"strategy.backup_workers": [0, 1, 2, 3]},
+    }
+    return schema.validate(doc), pd.DataFrame(rows)
+
+
+def test_a_best_value_is_the_models_own_best_per_seed_and_a_gain_is_compared_as_a_gain():
+    """The shortest step is taken per seed wherever it lies (median of the per-seed minima, not
+    the value at the paper's point), 'model at' counts where; the best normalized speedup's
+    error is on the gain (value - 1)."""
+    sc, summary = _best_study()
+    runs, _ = study.derive(summary, ["strategy.backup_workers"])
+    agg = study.aggregate(runs, ["strategy.backup_workers"])
+    cmp = study.comparison(sc, agg, runs)
+    mins = [1.0 - 0.01 * s for s in range(1, 6)]
+    assert cmp.predicted[0] == pytest.approx(np.median(mins))
+    assert (cmp.predicted_min[0], cmp.predicted_max[0]) == pytest.approx((min(mins), max(mins)))
+    assert cmp.model_at[0] == "backup_workers=3 (seeds: 2: 2, 3: 3)"
+    assert cmp.error_pct[0] == pytest.approx((np.median(mins) - 0.9) / 0.9 * 100)
+    assert list(cmp.kind) == ["fitted", "predicted"]
+    best = [
+        max(
+            1.2 / t * 4 / (4 + b)
+            for b, t in [(b, 1.0 - 0.01 * s if b == 2 + s % 2 else 1.2) for b in range(4)]
+        )
+        for s in range(1, 6)
+    ]
+    assert cmp.predicted[1] == pytest.approx(np.median(best))
+    assert cmp.error_of[1] == "gain (value - 1)"
+    assert cmp.error_pct[1] == pytest.approx((np.median(best) - 1 - 0.10) / 0.10 * 100)
+    with pytest.raises(ValueError, match=r"published\[0\]: .* needs the runs"):
+        study.comparison(sc, agg)
+    md = study.build(sc, summary, summary.iloc[:0].assign(step=[], step_time_s=[]), {}).markdown()
+    assert "Fitted parameters: stragglers.lognormal_sigma, fitted to the shortest step" in md
+    assert "backup_workers=3 (seeds: 2: 2, 3: 3)" in md
+
+
+def test_comparison_refuses_a_point_it_cannot_find():
+    """A value no run has, a setting fixed at another value, or a swept setting left open is an
+    error naming the entry: never the first row."""
+    sc, summary = synthetic()[:2]
+    runs, _ = study.derive(summary, ["cluster.workers", "strategy.backup_workers"])
+    agg = study.aggregate(runs, ["cluster.workers", "strategy.backup_workers"])
+
+    def pub(point, metric="examples_per_s"):
+        return {
+            **sc,
+            "scenario": {
+                **sc["scenario"],
+                "published": [{"point": point, "metric": metric, "value": 1.0}],
+            },
+        }
+
+    cases = [
+        (
+            {"cluster.workers": 5, "strategy.backup_workers": 0},
+            r"no run has cluster.workers = 5 "
+            r"\(the runs have 4, 8, 16\)",
+        ),
+        (
+            {"cluster.workers": 4, "strategy.backup_workers": 0, "cluster.nic": "eth_100g"},
+            r"cluster.nic = 'eth_100g' is not among the runs .*'eth_10g' in every run",
+        ),
+        ({"cluster.workers": 4}, r"fix strategy.backup_workers too: .* own value \(3\) is not"),
+    ]
+    one = {**sc, "strategy": {**sc["strategy"], "backup_workers": 3}}  # 3: not among the runs
+    for point, msg in cases:
+        with pytest.raises(ValueError, match=r"scenario.published\[0\].point: " + msg):
+            study.comparison({**pub(point), "strategy": one["strategy"]}, agg, runs)
+    # left open, a swept setting is taken at the scenario's own value (0 backups here)
+    assert study.comparison(pub({"cluster.workers": 8}), agg, runs).predicted[0] == pytest.approx(
+        np.median([32 * 8 / _t(8, 0, s) for s in SEEDS])
+    )
+    ok = study.comparison(
+        pub({"cluster.workers": 4, "strategy.backup_workers": 0, "cluster.nic": "eth_10g"}),
+        agg,
+        runs,
+    )
+    assert ok.predicted[0] == pytest.approx(np.median([32 * 4 / _t(4, 0, s) for s in SEEDS]))
+
+
+@pytest.mark.parametrize(
+    "entry, fit, msg",
+    [
+        ({"fitted": True}, None, r"published\[0\].fitted: the scenario has no \[scenario.fit\]"),
+        ({"best": "lowest", "over": "cluster.workers"}, None, r"published\[0\].best: expected "),
+        ({"best": "min", "over": "cluster.ps"}, None, r"published\[0\].over: expected a swept"),
+        ({"error_on": "ratio"}, None, r"published\[0\].error_on: expected 'value' or 'gain'"),
+        (
+            {},
+            {"parameters": ["cluster.efficiency"], "fitted_to": "x", "procedure": "y"},
+            r"scenario.fit.parameters\[0\]: 'cluster.efficiency' is not a field .*did you mean",
+        ),
+        ({}, {"parameters": ["cluster.ps"], "fitted_to": "x"}, r"scenario.fit.procedure: "),
+    ],
+)
+def test_published_entries_and_the_fit_are_checked(entry, fit, msg):
+    scen = {"name": "x", "published": [{"metric": "step_time_p50_s", "value": 1.0, **entry}]}
+    if fit is not None:
+        scen["fit"] = fit
+    doc = {
+        "scenario": scen,
+        "model": {"name": "mlp"},
+        "cluster": {"workers": 4},
+        "sweep": {"cluster.workers": [4, 8]},
+    }
+    with pytest.raises(schema.ScenarioError, match=msg):
+        schema.validate(doc)

@@ -174,3 +174,36 @@ def test_ps_link_utilization_is_a_fraction_that_grows_with_backups(study):
     u = summary.ps_nic_utilization
     assert ((u > 0) & (u <= 1)).all()
     assert u.iloc[2] > u.iloc[0]
+
+
+def test_fit_ranks_a_grid_by_the_error_on_the_fitted_values(study, tmp_path, capsys):
+    """`hetbed fit` simulates every grid value and ranks them by the RMS error on the entries
+    marked fitted; each row is what the scenario gives with that value (rerun here)."""
+    from hetbed.scenarios import fit
+
+    text = SMALL.replace("value = 1000.0 }", "value = 1000.0, fitted = true }").replace(
+        "[model]",
+        '[scenario.fit]\nparameters = ["model.compute_s"]\nfitted_to = "1,000 examples/s"\n'
+        'procedure = "hetbed fit"\n\n[model]',
+    )
+    p = tmp_path / "fit.toml"
+    p.write_text(text)
+    csv = tmp_path / "grid.csv"
+    assert main(["fit", str(p), "--grid", "model.compute_s=0.5,0.1,0.2", "--out", str(csv)]) == 0
+    out = capsys.readouterr().out
+    table = pd.read_csv(csv)
+    assert sorted(table["model.compute_s"]) == [0.1, 0.2, 0.5]
+    assert list(table.rms_error_pct) == sorted(table.rms_error_pct)
+    assert list(table.rms_error_pct) == pytest.approx(list(table["[0] error_pct"].abs()))
+    best = table.iloc[0]
+    sc = schema.load(str(p))
+    sc["model"]["compute_s"] = float(best["model.compute_s"])
+    again = fit.score(sc)
+    assert again.predicted[0] == pytest.approx(best["[0] predicted"])
+    assert f"best: model.compute_s = {best['model.compute_s']}" in out
+    assert main(["fit", str(p), "--grid", "model.compute=0.1"]) == 2
+    assert "did you mean model.compute_s" in capsys.readouterr().err
+    assert main(["fit", str(p), "--grid", "strategy.backup_workers=1"]) == 2
+    assert "the scenario sweeps it" in capsys.readouterr().err
+    assert main(["fit", study, "--grid", "model.compute_s=0.1"]) == 2
+    assert "no published entry is marked fitted = true" in capsys.readouterr().err

@@ -1,0 +1,86 @@
+"""The profiled cost model: measured entries, and shapes it never measured priced from their
+family's entries by an affine fit in roofline time (closed forms)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, affine_fit, profile_key
+from hetbed.simulator.calibrate import profile_ops
+
+PERF = DevicePerf("box", {"float32": 1e11}, memory_bandwidth=1e10, launch_overhead_s=0.0)
+
+
+def _roof(op, ins, outs):
+    c = op.op_def.cost_fn(op, list(ins), list(outs))
+    return max(c.flops / 1e11, (c.bytes_read + c.bytes_written) / 1e10)
+
+
+@pytest.fixture(scope="module")
+def profiled():
+    """A MatMul profiled at batch 4 and 64 (work recorded by profile_ops), and the op."""
+    g = hb.Graph()
+    with g.as_default():
+        x = hb.placeholder(hb.float32, [None, 256])
+        w = hb.Variable(np.ones((256, 128), np.float32))
+        y = hb.matmul(x, w)
+        sess = hb.Session(graph=g)
+        sess.run(hb.global_variables_initializer())
+        work: dict = {}
+        table: dict = {}
+        for batch in (4, 64):
+            t, _ = profile_ops(sess, y, {x: np.ones((batch, 256), np.float32)}, 2, work=work)
+            table.update(t)
+        sess.close()
+    return table, work, y.op
+
+
+def test_affine_fit_recovers_a_line_and_clamps_to_nonnegative():
+    assert affine_fit([(1.0, 3.0), (2.0, 5.0), (4.0, 9.0)]) == pytest.approx((1.0, 2.0))
+    a, b = affine_fit([(1.0, 0.5), (2.0, 2.5)])  # a line through a negative intercept
+    assert a == 0.0 and b == pytest.approx((1 * 0.5 + 2 * 2.5) / 5)
+    assert affine_fit([(1.0, 3.0), (2.0, 1.0)]) == (3.0, 0.0)  # falling: the median, flat
+    assert affine_fit([(2.0, 5.0)], call_s=1.0) == (1.0, 2.0)  # one point: a call's fixed cost
+    assert affine_fit([(2.0, 0.5)], call_s=1.0) == (0.5, 0.0)  # (at most what it took)
+    assert affine_fit([(0.0, 1.0)]) is None
+
+
+def test_unmeasured_shapes_take_the_affine_fit_of_their_family(profiled):
+    """Entries timed as t = 2 us + 3 w: batch 1,024 (never measured) is priced 2 us + 3 w(1024);
+    measured shapes keep their own times; a family without entries takes the fallback."""
+    table, work, op = profiled
+    keys = [k for k in table if json.loads(k)[0] == "MatMul"]
+    keys.sort(key=lambda k: json.loads(k)[2][0][0])
+    assert [json.loads(k)[2] for k in keys] == [[[4, 256], [256, 128]], [[64, 256], [256, 128]]]
+    assert all(k in work and work[k][0] > 0 for k in keys)
+    ins = {b: [(b, 256), (256, 128)] for b in (4, 64, 1024)}
+    outs = {b: [(b, 128)] for b in (4, 64, 1024)}
+    synthetic = {profile_key(op, ins[b]): 2e-6 + 3 * _roof(op, ins[b], outs[b]) for b in (4, 64)}
+    prof = Profiled(synthetic, Roofline(), overhead_s=1e-6, work=work)
+    got = prof.duration(op, ins[1024], outs[1024], PERF)
+    assert got == pytest.approx(2e-6 + 3 * _roof(op, ins[1024], outs[1024]) + 1e-6)
+    assert prof.duration(op, ins[64], outs[64], PERF) == pytest.approx(synthetic[keys[1]] + 1e-6)
+    assert (prof.hits, prof.misses, prof.scaled) == (1, 1, 1)
+    bare = Profiled(synthetic, Roofline(), overhead_s=1e-6)  # no work: the roofline
+    want = Roofline().duration(op, ins[1024], outs[1024], PERF) + 1e-6
+    assert bare.duration(op, ins[1024], outs[1024], PERF) == pytest.approx(want)
+
+
+def test_the_work_survives_save_and_load(profiled, tmp_path):
+    table, work, op = profiled
+    prof = Profiled(table, overhead_s=1e-6, device="box", work=work)
+    prof.save(tmp_path / "p.json")
+    back = Profiled.load(tmp_path / "p.json")
+    ins, outs = [(512, 256), (256, 128)], [(512, 128)]
+    assert back.duration(op, ins, outs, PERF) == pytest.approx(prof.duration(op, ins, outs, PERF))
+    assert back.scaled == 1
+    doc = json.loads((tmp_path / "p.json").read_text())
+    doc["version"], doc["work"] = 1, None  # an older file: still read, measured entries only
+    (tmp_path / "v1.json").write_text(json.dumps(doc))
+    assert Profiled.load(tmp_path / "v1.json").work == {}
+    doc["version"] = 3
+    (tmp_path / "v3.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="v3.json: not a hetbed-profile version 1 or 2 file"):
+        Profiled.load(tmp_path / "v3.json")
