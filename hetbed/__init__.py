@@ -81,6 +81,7 @@ from hetbed.runtime.ops.manip import (
     ones,
     pad,
     reverse,
+    reverse_sequence,
     split,
     squeeze,
     stack,

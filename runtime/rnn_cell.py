@@ -520,31 +520,38 @@ def bidirectional_dynamic_rnn(
     time_major: bool = False,
     scope: Any = None,
 ) -> tuple[tuple, tuple]:
-    """TF1's ``tf.nn.bidirectional_dynamic_rnn`` for a static number of time steps and rows of
-    full length: ``((output_fw, output_bw), (state_fw, state_bw))``, the backward cell reading
-    the steps in reverse and its outputs put back in time order; variables under
-    ``bidirectional_rnn/fw`` and ``/bw`` as in TF. ``sequence_length`` (rows of different
-    lengths, reversed each within its length) is not supported yet: an error says so."""
-    if sequence_length is not None:
-        raise ValueError(
-            "bidirectional_dynamic_rnn: sequence_length is not supported yet (each row would be "
-            "reversed within its own length); pad rows to the full length or use dynamic_rnn"
-        )
-    x, steps = _time_steps(inputs, time_major, "bidirectional_dynamic_rnn")
-    if steps is None:
-        raise ValueError(
-            f"bidirectional_dynamic_rnn: the time dimension of {x.name} (shape {x.shape}) must "
-            "be known when the graph is built (dynamic_rnn takes an unknown one)"
-        )
-    axis = 0 if time_major else 1
-    xs = _manip.unstack(x, num=steps, axis=axis)
+    """TF1's ``tf.nn.bidirectional_dynamic_rnn``: ``((output_fw, output_bw), (state_fw,
+    state_bw))``. The forward cell runs ``dynamic_rnn`` over the inputs; the backward cell runs
+    it over the inputs reversed in time (each row within its own ``sequence_length`` when given,
+    by ``reverse_sequence``) and its outputs are reversed back, so both are in time order and
+    zero past each row's length. Variables under ``bidirectional_rnn/fw`` and ``/bw`` as in TF.
+    The time dimension may be unknown until the graph runs (both directions then loop)."""
+    x, _ = _time_steps(inputs, time_major, "bidirectional_dynamic_rnn")
+    t_axis, b_axis = (0, 1) if time_major else (1, 0)
+
+    def backwards(v: Tensor) -> Tensor:
+        if sequence_length is None:
+            return _manip.reverse(v, [t_axis])
+        return _manip.reverse_sequence(v, sequence_length, seq_axis=t_axis, batch_axis=b_axis)
+
     with variable_scope(scope or "bidirectional_rnn"):
-        out_fw, st_fw = static_rnn(cell_fw, xs, initial_state_fw, dtype, None, "fw")
-        out_bw, st_bw = static_rnn(cell_bw, xs[::-1], initial_state_bw, dtype, None, "bw")
-    return (
-        (_manip.stack(out_fw, axis=axis), _manip.stack(out_bw[::-1], axis=axis)),
-        (st_fw, st_bw),
-    )
+        out_fw, st_fw = dynamic_rnn(
+            cell_fw, x, sequence_length, initial_state_fw, dtype, time_major=time_major, scope="fw"
+        )
+        with name_scope("bw"):
+            x_bw = backwards(x)
+        out_bw, st_bw = dynamic_rnn(
+            cell_bw,
+            x_bw,
+            sequence_length,
+            initial_state_bw,
+            dtype,
+            time_major=time_major,
+            scope="bw",
+        )
+        with name_scope("bw"):
+            out_bw = backwards(out_bw)
+    return (out_fw, out_bw), (st_fw, st_bw)
 
 
 def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope):

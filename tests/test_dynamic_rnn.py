@@ -1,7 +1,7 @@
 """tf.nn.dynamic_rnn / bidirectional_dynamic_rnn: unrolled for a static number of steps (the
 same values as static_rnn over the unstacked steps), a while_loop for a number known only when
-the graph runs (the same values and gradients as unrolled), TF's variable names, and TensorFlow's
-own values."""
+the graph runs (the same values and gradients as unrolled), rows of different lengths both ways
+(reverse_sequence), TF's variable names, and TensorFlow's own values."""
 
 from __future__ import annotations
 
@@ -119,24 +119,94 @@ def test_unknown_time_dimension_runs_a_while_loop():
             np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
 
-def test_bidirectional_errors_name_the_problem():
+def _np_reverse_sequence(x, lens, seq, batch):
+    out = x.copy()
+    for i, n in enumerate(lens):
+        idx = [slice(None)] * x.ndim
+        idx[batch], idx[seq] = i, slice(0, n)
+        out[tuple(idx)] = np.flip(x[tuple(idx)], axis=seq - (seq > batch))
+    return out
+
+
+def test_reverse_sequence_is_numpy_and_its_own_gradient():
+    """Each row's first seq_lengths entries reversed along seq_axis, whatever the two axes
+    are; the gradient is the same reversal of the incoming gradient (its own inverse)."""
+    x = RNG.standard_normal((4, 3, 5, 2)).astype(np.float32)
+    w = RNG.standard_normal(x.shape).astype(np.float32)
+    for seq, batch, lens in ((2, 0, [5, 0, 3, 1]), (0, 1, [4, 2, 0]), (-2, 3, [1, 5])):
+        lv = np.array(lens, np.int64)
+        with hb.Graph().as_default():
+            xt = hb.constant(x)
+            y = hb.reverse_sequence(xt, lv, seq_axis=seq, batch_axis=batch)
+            (g,) = hb.gradients(hb.reduce_sum(y * w), [xt])
+            with hb.Session() as s:
+                yv, gv = s.run([y, g])
+        want = _np_reverse_sequence(x, lv, seq % 4, batch)
+        np.testing.assert_array_equal(yv, want)
+        np.testing.assert_array_equal(gv, _np_reverse_sequence(w, lv, seq % 4, batch))
     with hb.Graph().as_default():
-        x = hb.placeholder(hb.float32, [None, None, D])
-        with pytest.raises(ValueError, match="time dimension.*must be known"):
-            hb.nn.bidirectional_dynamic_rnn(
-                hb.nn.rnn_cell.BasicRNNCell(H),
-                hb.nn.rnn_cell.BasicRNNCell(H),
-                x,
-                dtype=hb.float32,
-            )
-        with pytest.raises(ValueError, match="sequence_length is not supported yet"):
-            hb.nn.bidirectional_dynamic_rnn(
-                hb.nn.rnn_cell.BasicRNNCell(H),
-                hb.nn.rnn_cell.BasicRNNCell(H),
-                hb.placeholder(hb.float32, [None, T, D]),
-                sequence_length=LENS,
-                dtype=hb.float32,
-            )
+        with pytest.raises(hb.errors.InvalidArgumentError, match="seq_lengths has 2 entries but"):
+            hb.reverse_sequence(hb.constant(x), [1, 2], seq_axis=1, batch_axis=0)
+        with pytest.raises(hb.errors.InvalidArgumentError, match="must differ, both are 1"):
+            hb.reverse_sequence(hb.constant(x), [1, 2, 3, 0], seq_axis=1, batch_axis=1)
+        lens = hb.placeholder(hb.int32, [None])
+        y = hb.reverse_sequence(hb.constant(x), lens, seq_dim=1, batch_dim=0, name="rs")
+        with hb.Session() as s:
+            with pytest.raises(hb.errors.InvalidArgumentError, match=r"'rs'.* lie in \[0, 3\]"):
+                s.run(y, {lens: [1, 4, 0, 0]})
+
+
+def _np_rnn(xs, lens, kernel, bias, reverse):
+    """BasicRNNCell over each row within its length, in numpy: outputs zero past the length."""
+    b, t, _ = xs.shape
+    out = np.zeros((b, t, bias.shape[0]), np.float64)
+    last = np.zeros((b, bias.shape[0]))
+    for i in range(b):
+        h = np.zeros(bias.shape[0])
+        steps = range(lens[i])
+        for k in reversed(steps) if reverse else steps:
+            h = np.tanh(np.concatenate([xs[i, k], h]) @ kernel + bias)
+            out[i, k] = h
+        last[i] = h
+    return out, last
+
+
+@pytest.mark.parametrize("time_known", [True, False])
+def test_bidirectional_with_lengths_reverses_each_row_within_its_length(time_known):
+    """With sequence_length the backward cell reads each row's steps from its last live one
+    down (numpy reference with the cells' own weights); outputs are zero past each row's
+    length and the states are those at each row's end; also when the time dimension is known
+    only when the graph runs (a while_loop each way)."""
+    lens = np.array([5, 3, 0], np.int32)
+
+    def build():
+        x = hb.placeholder(hb.float32, [None, T if time_known else None, D])
+        ln = hb.placeholder(hb.int32, [None])
+        fw, bw = hb.nn.rnn_cell.BasicRNNCell(H), hb.nn.rnn_cell.BasicRNNCell(H)
+        (o_fw, o_bw), (s_fw, s_bw) = hb.nn.bidirectional_dynamic_rnn(
+            fw, bw, x, sequence_length=ln, dtype=hb.float32
+        )
+        variables = sorted(hb.trainable_variables(), key=lambda v: v.op.name)
+        return x, ln, [o_fw, o_bw, s_fw, s_bw], variables
+
+    with hb.Graph().as_default():
+        x, ln, fetches, variables = build()
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            o_fw, o_bw, s_fw, s_bw = s.run(fetches, {x: XV, ln: lens})
+            bw_b, bw_k, fw_b, fw_k = s.run(variables)
+    assert [v.op.name for v in variables] == [
+        "bidirectional_rnn/bw/basic_rnn_cell/bias",
+        "bidirectional_rnn/bw/basic_rnn_cell/kernel",
+        "bidirectional_rnn/fw/basic_rnn_cell/bias",
+        "bidirectional_rnn/fw/basic_rnn_cell/kernel",
+    ]
+    want_fw, last_fw = _np_rnn(XV, lens, fw_k, fw_b, reverse=False)
+    want_bw, last_bw = _np_rnn(XV, lens, bw_k, bw_b, reverse=True)
+    np.testing.assert_allclose(o_fw, want_fw, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o_bw, want_bw, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s_fw, last_fw, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s_bw, last_bw, rtol=1e-5, atol=1e-6)
 
 
 def test_same_as_tensorflow():
@@ -172,6 +242,50 @@ def test_same_as_tensorflow():
 
     names_tf, weights, want = program(tf1)
     for steps in (T, None):  # unrolled, and a while_loop over a time dimension unknown to both
+        names_hb, _, got = program(hbtf, weights, steps)
+        assert names_hb == names_tf
+        for a, b in zip(want, got):
+            np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-6)
+
+
+def test_bidirectional_same_as_tensorflow():
+    """bidirectional_dynamic_rnn with rows of different lengths (LSTM both ways), its loss and
+    gradients, against TensorFlow's, unrolled and over an unknown time dimension."""
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    try:
+        tf1.nn.rnn_cell.LSTMCell  # noqa: B018 - Keras 3 removed it
+    except (AttributeError, ImportError):
+        pytest.skip("this TensorFlow has no tf.compat.v1.nn.rnn_cell (Keras 3)")
+    yv = RNG.standard_normal((B, T, 2 * H)).astype(np.float32)
+
+    def program(tf, weights=None, steps=T):
+        g = tf.Graph()
+        with g.as_default():
+            tf.set_random_seed(2)
+            x = tf.placeholder(tf.float32, [None, steps, D])
+            lens = tf.placeholder(tf.int32, [None])
+            (o_fw, o_bw), (s_fw, s_bw) = tf.nn.bidirectional_dynamic_rnn(
+                tf.nn.rnn_cell.LSTMCell(H),
+                tf.nn.rnn_cell.LSTMCell(H),
+                x,
+                sequence_length=lens,
+                dtype=tf.float32,
+            )
+            out = tf.concat([o_fw, o_bw], 2)
+            loss = tf.reduce_mean(tf.square(out - yv))
+            variables = sorted(tf.trainable_variables(), key=lambda v: v.op.name)
+            grads = tf.gradients(loss, variables + [x])
+            with tf.Session(graph=g) as s:
+                s.run(tf.global_variables_initializer())
+                if weights is not None:
+                    for v, w in zip(variables, weights):
+                        s.run(v.assign(w))
+                vals = s.run(list(variables))
+                got = s.run([out, s_fw.h, s_bw.c, loss] + grads, {x: XV, lens: LENS})
+                return [v.op.name for v in variables], vals, got
+
+    names_tf, weights, want = program(tf1)
+    for steps in (T, None):
         names_hb, _, got = program(hbtf, weights, steps)
         assert names_hb == names_tf
         for a, b in zip(want, got):

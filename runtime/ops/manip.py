@@ -1544,6 +1544,106 @@ def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
     return apply("ReverseV2", [x], {"axis": tuple(sorted(axes))}, name or "ReverseV2")
 
 
+# ---- ReverseSequence -----------------------------------------------------------------------------
+
+ReverseSequence = defop("ReverseSequence", cost=default_cost)
+
+
+@ReverseSequence.shape
+def _reverse_sequence_shape(op):
+    x, lengths = op.inputs
+    _check_int_dtype(f"ReverseSequence {op.name!r}", lengths, "seq_lengths")
+    seq, batch = op.attrs["seq_axis"], op.attrs["batch_axis"]
+    where = f"ReverseSequence {op.name!r}"
+    if lengths.shape.ndims not in (None, 1):
+        raise InvalidArgumentError(
+            f"{where}: seq_lengths must be a vector [batch], got shape {lengths.shape}"
+        )
+    r = x.shape.ndims
+    if r is not None:
+        for what, a in (("seq_axis", seq), ("batch_axis", batch)):
+            if not 0 <= a < r:
+                raise InvalidArgumentError(
+                    f"{where}: {what} {a} is out of range for input shape {x.shape}"
+                )
+        n, m = x.shape.dims[batch], lengths.shape.dims[0] if lengths.shape.ndims else None
+        if n is not None and m is not None and n != m:
+            raise InvalidArgumentError(
+                f"{where}: seq_lengths has {m} entries but the input's batch_axis {batch} has "
+                f"{n} (shape {x.shape})"
+            )
+    return [(x.shape, x.dtype)]
+
+
+@ReverseSequence.kernel("cpu", "gpu")
+def _reverse_sequence(ctx, x, lengths):
+    xp = ctx.xp
+    seq, batch = ctx.attrs["seq_axis"], ctx.attrs["batch_axis"]
+    n, t = x.shape[batch], x.shape[seq]
+    if lengths.shape != (n,):
+        raise InvalidArgumentError(
+            f"ReverseSequence {ctx.op.name!r}: seq_lengths has shape {tuple(lengths.shape)}, "
+            f"expected ({n},) for input shape {tuple(x.shape)} (batch_axis {batch})"
+        )
+    lens = lengths.astype(np.int64)
+    if n and (int(lens.min()) < 0 or int(lens.max()) > t):
+        raise InvalidArgumentError(
+            f"ReverseSequence {ctx.op.name!r}: seq_lengths must lie in [0, {t}] (the input's "
+            f"seq_axis {seq} has {t} entries), got {lens.tolist()}"
+        )
+    y = xp.moveaxis(x, (batch, seq), (0, 1))
+    steps = xp.arange(t)[None, :]
+    idx = xp.where(steps < lens[:, None], lens[:, None] - 1 - steps, steps)
+    out = y[xp.arange(n)[:, None], idx]
+    return xp.ascontiguousarray(xp.moveaxis(out, (0, 1), (batch, seq)))
+
+
+@ReverseSequence.gradient
+def _reverse_sequence_grad(op, g):
+    return [apply("ReverseSequence", [g, op.inputs[1]], dict(op.attrs)), None]
+
+
+def reverse_sequence(
+    input: Any,  # noqa: A002 - TF's name
+    seq_lengths: Any,
+    seq_axis: int | None = None,
+    batch_axis: int | None = None,
+    name: str | None = None,
+    seq_dim: int | None = None,
+    batch_dim: int | None = None,
+) -> Tensor:
+    """TF's ``tf.reverse_sequence``: row ``i`` along ``batch_axis`` has its first
+    ``seq_lengths[i]`` entries along ``seq_axis`` reversed, the rest kept in place (what a
+    backward RNN reads). ``seq_dim``/``batch_dim`` are TF1's older names."""
+    if seq_axis is None:
+        seq_axis = seq_dim
+    if batch_axis is None:
+        batch_axis = 0 if batch_dim is None else batch_dim
+    if seq_axis is None:
+        raise InvalidArgumentError("reverse_sequence: give seq_axis (the time dimension)")
+    x = convert_to_tensor(input)
+    lengths = convert_to_tensor(seq_lengths)
+    r = x.shape.ndims
+    s, b = int(seq_axis), int(batch_axis)
+    if r is not None:
+        s, b = (
+            _norm_axis("ReverseSequence", s, r, x.shape),
+            _norm_axis("ReverseSequence", b, r, x.shape),
+        )
+    elif s < 0 or b < 0:
+        raise InvalidArgumentError("reverse_sequence: a negative axis needs a known rank")
+    if s == b:
+        raise InvalidArgumentError(
+            f"reverse_sequence: seq_axis and batch_axis must differ, both are {s}"
+        )
+    return apply(
+        "ReverseSequence",
+        [x, lengths],
+        {"seq_axis": s, "batch_axis": b},
+        name or "ReverseSequence",
+    )
+
+
 __all__ = [
     "concat",
     "expand_dims",
@@ -1555,6 +1655,7 @@ __all__ = [
     "pad",
     "range_",
     "reverse",
+    "reverse_sequence",
     "slice_",
     "split",
     "squeeze",
