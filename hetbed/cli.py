@@ -77,12 +77,16 @@ def _catalog(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace) -> int:
     from hetbed.scenarios.models.small import BUILDERS
-    from hetbed.simulator.calibrate import calibrate
+    from hetbed.simulator.calibrate import calibrate, load_builders
 
-    progress = (lambda m: None) if args.quiet else print
+    if args.quiet:
+        progress = lambda m: None  # noqa: E731
+    else:  # with --json the document alone goes to stdout
+        progress = lambda m: print(m, file=sys.stderr if args.json else sys.stdout)  # noqa: E731
     if args.repeats < 1:
         raise ValueError(f"--repeats: expected a positive integer, got {args.repeats}")
-    perf, prof, ms = calibrate(args.out, BUILDERS, args.repeats, progress)
+    builders = load_builders(args.model) if args.model else BUILDERS
+    perf, prof, ms = calibrate(args.out, builders, args.repeats, progress)
     if args.json:
         print(
             json.dumps(
@@ -98,7 +102,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         )
     elif not args.quiet:
         print(
-            f"use it: HETBED_CATALOG_PATH={args.out} (device 'this_machine'), "
+            f"use it: HETBED_CATALOG_PATH={args.out} (device 'this_machine', link 'loopback'), "
             f"Profiled.load('{args.out}/profile.json')"
         )
     return 0
@@ -322,7 +326,18 @@ def build_parser() -> argparse.ArgumentParser:
         "calibrate",
         help="measure this machine and profile ops for the cost model",
         description="Measure this machine (GEMM rate, memory bandwidth, dispatch "
-        "cost) and profile the small models' ops for the cost model.",
+        "cost, loopback TCP rate and latency), each several times with the other processes' "
+        "load, and profile the ops of the small models (or of your own, --model) for the cost "
+        "model.",
+    )
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="MODULE:FUNCTION",
+        help="profile your own training step instead of the small models: a function (in a "
+        "module, or FILE.py:FUNCTION) that adds it to the default graph and returns "
+        "(train_op, feed_dict); repeat for several",
     )
     p.add_argument(
         "--out",

@@ -172,6 +172,72 @@ def dispatch_overhead(n_ops: int = 1000) -> float:
     return max(total - kernel, 0.0) / n_ops
 
 
+def _echo_server(sock: Any) -> None:
+    """Serve one connection: answer each message of ``[4-byte length][bytes]`` with one byte,
+    until the peer closes."""
+    import struct
+
+    conn, _ = sock.accept()
+    with conn:
+        while True:
+            head = _read_exactly(conn, 4)
+            if head is None:
+                return
+            (n,) = struct.unpack("!I", head)
+            if n and _read_exactly(conn, n) is None:
+                return
+            conn.sendall(b"k")
+
+
+def _read_exactly(conn: Any, n: int) -> bytes | None:
+    buf = bytearray(n)
+    view, got = memoryview(buf), 0
+    while got < n:
+        k = conn.recv_into(view[got:], n - got)
+        if not k:
+            return None
+        got += k
+    return bytes(buf)
+
+
+def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
+    """(bytes/s, one-way latency s) of TCP over 127.0.0.1 between this process and a thread
+    serving a socket: the latency is half the median round trip of a 1-byte message, the rate
+    that of ``big`` bytes sent as one message (less one round trip)."""
+    import socket
+    import struct
+    import threading
+
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    th = threading.Thread(target=_echo_server, args=(srv,), daemon=True)
+    th.start()
+    cli = socket.create_connection(srv.getsockname())
+    cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    try:
+        rtts = []
+        one = struct.pack("!I", 1) + b"x"
+        for _ in range(pings):
+            t = time.perf_counter()
+            cli.sendall(one)
+            _read_exactly(cli, 1)
+            rtts.append(time.perf_counter() - t)
+        rtt = statistics.median(rtts)
+        payload = struct.pack("!I", big) + bytes(big)
+        best = float("inf")
+        for _ in range(3):
+            t = time.perf_counter()
+            cli.sendall(payload)
+            _read_exactly(cli, 1)
+            best = min(best, time.perf_counter() - t)
+    finally:
+        cli.close()
+        th.join(timeout=5)
+        srv.close()
+    return big / max(best - rtt, 1e-9), rtt / 2
+
+
 def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
     """This machine's roofline numbers, each the median of ``repeats`` measurements, and the
     measurements (min/median/max and the other processes' load while each ran)."""
@@ -283,6 +349,33 @@ def calibrate_models(
     return table
 
 
+def host_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def write_link_toml(bandwidth: float, latency: float, path: str) -> None:
+    """A catalog link file ``loopback`` for the measured loopback TCP rate and latency."""
+    when = datetime.date.today().isoformat()
+    src = f"measured by hetbed calibrate on {when}"
+    text = "\n".join(
+        [
+            "# This machine's loopback TCP, as measured by `hetbed calibrate`.",
+            'name = "Loopback TCP (measured)"',
+            'kind = "loopback"',
+            f'bandwidth_bytes_per_s = {{ value = {bandwidth!r}, source = "{src}", note = "one '
+            'TCP stream, 32 MiB as one message, less a round trip" }',
+            f'latency_s = {{ value = {latency!r}, source = "{src}", note = "half the median round '
+            'trip of a 1-byte message" }',
+            "",
+        ]
+    )
+    atomic_write(path, text)
+
+
 def write_machine_toml(perf: DevicePerf, path: str) -> None:
     """A catalog device file for ``perf`` (every number sourced as measured, with the date)."""
     when = datetime.date.today().isoformat()
@@ -299,6 +392,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"memory_bandwidth_bytes_per_s = {num(perf.memory_bandwidth, 'out-of-place float32 add, 3 x 32 MiB')}",
             f"memory_bytes = {num(int(perf.memory_bytes), 'physical memory')}",
             f"kernel_launch_overhead_s = {num(perf.launch_overhead_s, 'executor dispatch per op')}",
+            f"cores = {num(host_cores(), 'cores this process may run on')}",
             "",
             "[peak_flops]",
             f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",
@@ -325,6 +419,14 @@ def calibrate(
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
     for m, scale, unit in zip(ms, (1e-9, 1e-9, 1e6), ("GFLOP/s", "GB/s", "us/op")):
         progress(f"  {m.name}: {m.describe(scale, unit)}")
+    progress("measuring loopback TCP (rate and latency) ...")
+    links = [loopback_link() for _ in range(max(min(repeats, 5), 1))]
+    rate = Measurement("loopback TCP rate", "bytes/s", [r for r, _ in links])
+    lat = Measurement("loopback TCP latency", "s", [t for _, t in links])
+    write_link_toml(rate.median, lat.median, os.path.join(out_dir, "loopback.toml"))
+    progress(f"  {rate.name}: {rate.describe(1e-9, 'GB/s')}")
+    progress(f"  {lat.name}: {lat.describe(1e6, 'us')}")
+    ms += [rate, lat]
     progress(f"profiling the ops of {', '.join(builders)} ...")
     work: dict[str, tuple[float, float]] = {}
     table = calibrate_models(builders, repeats, work)
@@ -341,13 +443,47 @@ def calibrate(
     return perf, prof, ms
 
 
-def predict_step(build: Callable, perf: DevicePerf, cost_model: Any) -> float:
-    """Simulated step time of ``build``'s training step on one device of ``perf``."""
+def load_builders(specs: Iterable[str]) -> dict[str, Callable]:
+    """Training-step builders named ``module:function`` or ``path/to/file.py:function``: each
+    function adds a training step to the default graph and returns ``(train_op, feed_dict)``.
+    Raises ValueError naming the spec when it cannot be found or is not callable."""
+    import importlib
+    import importlib.util
+
+    out: dict[str, Callable] = {}
+    for spec in specs:
+        where, sep, name = spec.rpartition(":")
+        if not sep or not where or not name:
+            raise ValueError(f"--model {spec!r}: expected module:function or file.py:function")
+        try:
+            if where.endswith(".py"):
+                if not os.path.isfile(where):
+                    raise ValueError(f"--model {spec!r}: no file {where}")
+                loader = importlib.util.spec_from_file_location(f"_hetbed_model_{len(out)}", where)
+                mod = importlib.util.module_from_spec(loader)
+                loader.loader.exec_module(mod)
+            else:
+                mod = importlib.import_module(where)
+        except ImportError as e:
+            raise ValueError(f"--model {spec!r}: cannot import {where} ({e})") from None
+        fn = getattr(mod, name, None)
+        if not callable(fn):
+            raise ValueError(f"--model {spec!r}: {where} has no function {name!r}")
+        out[name] = fn
+    return out
+
+
+def predict_step(
+    build: Callable, perf: DevicePerf, cost_model: Any, nic: Any = "loopback"
+) -> float:
+    """Simulated step time of ``build``'s training step on one device of ``perf`` (a one-task
+    cluster: ``nic``, default the catalog's ``loopback`` link, carries nothing unless the
+    graph names other tasks)."""
     from .cluster import Cluster
     from .session import SimSession
 
     c = Cluster(cost_model=cost_model)
-    c.add_task("localhost", 0, cpu=perf, nic=(10e9, 1e-6))
+    c.add_task("localhost", 0, cpu=perf, nic=nic)
     g = Graph()
     with g.as_default():
         train, feed = build()
@@ -401,6 +537,8 @@ def measure_step(build: Callable, steps: int = 40) -> float:
 
 __all__: Iterable[str] = [
     "calibrate",
+    "load_builders",
+    "loopback_link",
     "Measurement",
     "measure",
     "measure_machine",

@@ -270,9 +270,12 @@ def profile_from_graph(
         for t in u.inputs[1:]:
             if t.op.op_def is not None and t.op.op_def.is_ref:
                 continue  # slots
-            if t.dtype.is_integer:
+            if t.dtype.is_integer and t.shape.ndims != 0:
                 indices[v] = t
-            if t.shape.ndims != 0:
+            # every other input, scalars too: a scalar variable's gradient is a scalar, and
+            # fetching it is what makes the forward and backward pass run (a learning rate or
+            # another constant costs nothing)
+            if t not in fetches:
                 fetches.append(t)
     fetches += [t for t in indices.values() if t not in fetches]
     feed_values = {k: _as_sim_value(v) for k, v in feeds.items()}

@@ -54,3 +54,57 @@ def test_profile_and_measure_reports_the_rounds():
     table, step = profile_and_measure(lambda: build_mlp(batch=8, sizes=(16, 8, 4)), 3, 2, work)
     assert len(step.values) == 3 and step.median > 0 and step.unit == "s"
     assert table and set(work) <= set(table)
+
+
+def test_loopback_is_measured_and_written_as_a_catalog_link(tmp_path):
+    """The loopback TCP rate and latency come from a socket on 127.0.0.1; the link file loads
+    from the catalog with every number's source."""
+    from hetbed.devices.catalog import load_file
+    from hetbed.simulator.calibrate import loopback_link, write_link_toml
+
+    rate, latency = loopback_link(big=4 << 20, pings=50)
+    assert 1e7 < rate < 1e12 and 0 < latency < 0.05
+    write_link_toml(rate, latency, str(tmp_path / "loopback.toml"))
+    link = load_file(str(tmp_path / "loopback.toml"))
+    assert (link.kind, link.bandwidth_bytes_per_s, link.latency_s) == ("loopback", rate, latency)
+    assert all(v.startswith("measured by hetbed calibrate on ") for v in link.sources.values())
+
+
+def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
+    """`hetbed calibrate --model FILE.py:FUNCTION` profiles that step (its MatMul is in the
+    profile), writes this_machine.toml with the cores and loopback.toml, and reports each
+    measurement with its spread; a bad spec is a clear error."""
+    import json
+
+    from hetbed.cli import main
+    from hetbed.devices.catalog import load_file
+    from hetbed.simulator.calibrate import host_cores
+
+    (tmp_path / "mine.py").write_text(
+        "import numpy as np\n"
+        "import hetbed as hb\n\n"
+        "def step():\n"
+        "    x = hb.placeholder(hb.float32, [None, 48])\n"
+        "    w = hb.Variable(np.ones((48, 24), np.float32))\n"
+        "    loss = hb.reduce_sum(hb.matmul(x, w))\n"
+        "    train = hb.train.GradientDescentOptimizer(0.1).minimize(loss)\n"
+        "    return train, {x: np.ones((8, 48), np.float32)}\n"
+    )
+    out = tmp_path / "cal"
+    spec = f"{tmp_path / 'mine.py'}:step"
+    assert main(["calibrate", "--model", spec, "--repeats", "1", "--out", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    names = [m["name"] for m in doc["measurements"]]
+    assert names[-2:] == ["loopback TCP rate", "loopback TCP latency"]
+    assert all(
+        m["repeats"] == 1 and m["min"] <= m["median"] <= m["max"] for m in doc["measurements"]
+    )
+    table = json.loads((out / "profile.json").read_text())
+    assert any('"MatMul", "float32", [[8, 48], [48, 24]]' in k for k in table["table"])
+    assert table["version"] == 2 and set(table["work"]) <= set(table["table"])
+    assert load_file(str(out / "this_machine.toml")).cores == host_cores()
+    assert load_file(str(out / "loopback.toml")).kind == "loopback"
+    assert main(["calibrate", "--model", f"{tmp_path / 'mine.py'}:nope", "--out", str(out)]) == 2
+    assert "has no function 'nope'" in capsys.readouterr().err
+    assert main(["calibrate", "--model", "no_such_module_xyz:f", "--out", str(out)]) == 2
+    assert "cannot import no_such_module_xyz" in capsys.readouterr().err

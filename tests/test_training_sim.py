@@ -10,6 +10,7 @@ import simpy
 
 import hetbed as hb
 from hetbed.devices.costmodel import DevicePerf, Roofline
+from hetbed.simulator import Cluster, SimSession, sim_value
 from hetbed.simulator.failures import Failure, poisson_failures
 from hetbed.simulator.fluid import PSNetwork, ring_allreduce_time
 from hetbed.simulator.hybrid import HybridLearner, time_to_accuracy
@@ -357,6 +358,28 @@ def test_profile_from_graph_measures_compute_placement_and_apply_cost():
     roof = Roofline().duration(update, [(1024, 1024), (), (1024, 1024)], [(1024, 1024)], toy)
     assert p.apply_s["w"] == approx(roof)
     assert p.examples_per_step == 1024 and p.worker_memory_bytes > 4 * 1024**2
+
+
+def test_a_model_of_scalars_profiles_its_compute():
+    """A scalar variable's gradient is a scalar: its forward and backward pass still count
+    (compute_s is the time of the same gradient run on the worker), not zero."""
+    toy = DevicePerf(
+        "toy", {"float32": 1e9}, memory_bandwidth=1e9, memory_bytes=1e12, launch_overhead_s=0.0
+    )
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None])
+        w = hb.Variable(np.float32(0.0), name="w")
+        loss = hb.reduce_mean(hb.square(w * x - 1.0))
+        train = hb.train.GradientDescentOptimizer(0.1).minimize(loss)
+        (grad,) = hb.gradients(loss, [w])
+        p = profile_from_graph(train, {x: [1 << 20]}, worker=toy, ps=toy)
+        c = Cluster()
+        c.add_task("worker", 0, cpu=toy)
+        sess = SimSession(c)
+        sess.run(grad, {x: sim_value([1 << 20])})
+    assert p.dense == {"w": (4, 0)}
+    assert p.compute_s > 1e-3  # ~4 MB read and written several times at 1 GB/s
+    assert p.compute_s == approx(sess.last_record.step_time_s, rel=1e-6)
 
 
 def test_placed_reshards_a_profile():

@@ -28,7 +28,7 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
 
-Link fields (``kind`` is ``"pcie"``, ``"nvlink"``, ``"ethernet"``, ``"infiniband"`` or
+Link fields (``kind`` is ``"pcie"``, ``"nvlink"``, ``"ethernet"``, ``"infiniband"``, ``"loopback"`` or
 ``"other"``): ``name``, ``kind``, ``bandwidth_bytes_per_s`` (per direction), ``latency_s``
 (one-way, small message) required; ``links`` and ``per_link_bandwidth_bytes_per_s`` when the
 bandwidth aggregates several physical links (NVLink: per-GPU aggregate = links x per-link).
@@ -67,7 +67,7 @@ __all__ = [
 
 BUILTIN_DIR = Path(__file__).resolve().parent
 DEVICE_KINDS = ("cpu", "gpu", "tpu")
-LINK_KINDS = ("pcie", "nvlink", "ethernet", "infiniband", "other")
+LINK_KINDS = ("pcie", "nvlink", "ethernet", "infiniband", "loopback", "other")
 DTYPES = ("float64", "float32", "tensorfloat32", "float16", "bfloat16", "float8", "int8")
 _QUANTITY_KEYS = {"value", "source", "note"}
 
