@@ -211,6 +211,12 @@ def main() -> None:
             print(f"{name:22s} not measured: not installed (pip install .[peers])")
     print(f"{'BLAS floor':22s} {floor_ms:9.2f} {'':>13s} {'':8s} {1.0:9.2f}")
     print(f"(medians of {len(runs['hetbed'])} interleaved rounds; spread = fastest-slowest round)")
+    core = os.environ.get("OPENBLAS_CORETYPE")
+    if core:  # numpy's BLAS does the convolutions' GEMMs; TF's oneDNN is not bound by this
+        print(
+            f"note: OPENBLAS_CORETYPE={core} is set in this environment: numpy's OpenBLAS runs "
+            f"{core} kernels whatever the CPU supports (the floor above is measured with them)"
+        )
     ratio = float(np.median(runs["hetbed"])) * 1e3 / ref if ref else float("nan")
     word = verdict([ratio], lambda r: r <= TARGET)
     if ref is None:

@@ -83,8 +83,8 @@ def replica_profile(sc: dict) -> Any:
 
 def balanced(prof: Any, n_ps: int) -> Any:
     """The profile with its dense variables partitioned evenly over ``n_ps`` PS tasks (as TF's
-    variable partitioners do for large variables): one shard of equal bytes and apply time on
-    each task. Sparse variables keep their placement."""
+    variable partitioners do for large variables): one shard of equal bytes, apply time and
+    aggregation time on each task. Sparse variables keep their placement."""
     total = sum(b for b, _ in prof.dense.values())
     apply = prof.apply_s
     if isinstance(apply, dict):
@@ -95,6 +95,11 @@ def balanced(prof: Any, n_ps: int) -> Any:
         sparse_apply = dict.fromkeys(prof.sparse, apply)
     dense = {f"dense_shard_{j}": (int(math.ceil(total / n_ps)), j) for j in range(n_ps)}
     apply_s = {**dict.fromkeys(dense, apply_total / n_ps), **sparse_apply}
+    agg_dense = sum(prof.aggregate_s_of(v) for v in prof.dense)
+    aggregate_s = {
+        **dict.fromkeys(dense, agg_dense / n_ps),
+        **{v: prof.aggregate_s_of(v) for v in prof.sparse},
+    }
     resident = {v: b for v, (b, _) in dense.items()}
     if prof.resident_bytes:
         ratio = sum(prof.resident_bytes.get(v, 0.0) for v in prof.dense) / max(total, 1)
@@ -102,7 +107,9 @@ def balanced(prof: Any, n_ps: int) -> Any:
         resident.update(
             {v: prof.resident_bytes[v] for v in prof.sparse if v in prof.resident_bytes}
         )
-    return dataclasses.replace(prof, dense=dense, apply_s=apply_s, resident_bytes=resident)
+    return dataclasses.replace(
+        prof, dense=dense, apply_s=apply_s, aggregate_s=aggregate_s, resident_bytes=resident
+    )
 
 
 def straggler_model(sc: dict, rng: np.random.Generator) -> Any:

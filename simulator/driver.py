@@ -248,7 +248,7 @@ class _Driver:
         groups: list[list[int]] = []
         for k in range(self.n_ps):
             row = t.iloc[k]
-            key = (row.variables > 0, row.step_bytes, row.apply_s)
+            key = (row.variables > 0, row.step_bytes, row.apply_s, row.aggregate_s)
             if key not in key_of:
                 key_of[key] = len(groups)
                 groups.append([])
@@ -262,6 +262,7 @@ class _Driver:
         self.parts = [(g, float(t.iloc[groups[g][0]].step_bytes)) for g in active]
         self.active_groups = active
         self.group_apply_s = [float(t.iloc[ks[0]].apply_s) for ks in groups]
+        self.group_aggregate_s = [float(t.iloc[ks[0]].aggregate_s) for ks in groups]
         self.n_active_groups = len(active)
         self.net = PSNetwork(
             self.env, self.worker_nics, [self.ps_nic] * self.n_ps, groups, self.network_mode

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from hetbed.devices.catalog import load_device
-from hetbed.devices.costmodel import CostModel, Roofline, perf_from_spec
+from hetbed.devices.costmodel import CostModel, DevicePerf, Roofline, perf_from_spec
 
 from .cluster import Cluster
 from .session import SimSession, sim_value
@@ -37,6 +37,9 @@ class ReplicaProfile:
       touched rows are pulled (a gather on the PS) and pushed (IndexedSlices);
     - ``apply_s``: PS seconds to apply one gradient to a variable, per variable or one number
       for every variable (a PS shard applies its variables one after another);
+    - ``aggregate_s``: PS seconds to add one worker's gradient of a variable into its
+      accumulator (synchronous training: TF's ConditionalAccumulator.apply_grad), per variable
+      or one number; the shard's CPU does these one after another as the gradients arrive;
     - ``examples_per_step``: examples in one replica's mini-batch;
     - ``resident_bytes``: PS memory per variable including optimizer slots (default: dense
       bytes; a sparse variable's touched rows), checked against ``ps_capacity_bytes``;
@@ -55,6 +58,7 @@ class ReplicaProfile:
     worker_memory_bytes: float | None = None
     worker_capacity_bytes: float | None = None
     ps_capacity_bytes: float | None = None
+    aggregate_s: dict[str, float] | float = 0.0
 
     def __post_init__(self) -> None:
         _nonneg("compute_s", self.compute_s)
@@ -71,13 +75,15 @@ class ReplicaProfile:
             _nonneg(f"sparse variable {name!r} bytes per row", row_bytes)
             _nonneg(f"sparse variable {name!r} rows per step", rows)
             _index(f"sparse variable {name!r} ps index", ps)
-        if isinstance(self.apply_s, Mapping):
-            for name, s in self.apply_s.items():
-                if name not in self.dense and name not in self.sparse:
-                    raise ValueError(f"apply_s names {name!r}, which is not a profile variable")
-                _nonneg(f"apply_s[{name!r}]", s)
-        else:
-            _nonneg("apply_s", self.apply_s)
+        for what in ("apply_s", "aggregate_s"):
+            per = getattr(self, what)
+            if isinstance(per, Mapping):
+                for name, s in per.items():
+                    if name not in self.dense and name not in self.sparse:
+                        raise ValueError(f"{what} names {name!r}, which is not a profile variable")
+                    _nonneg(f"{what}[{name!r}]", s)
+            else:
+                _nonneg(what, per)
 
     # ---- derived per-shard numbers --------------------------------------------------------
 
@@ -106,15 +112,28 @@ class ReplicaProfile:
             return float(self.apply_s.get(name, 0.0))
         return float(self.apply_s)
 
+    def aggregate_s_of(self, name: str) -> float:
+        if isinstance(self.aggregate_s, Mapping):
+            return float(self.aggregate_s.get(name, 0.0))
+        return float(self.aggregate_s)
+
     @property
     def step_bytes(self) -> float:
         """Bytes of all variables pulled (and pushed) per step by one worker."""
         return sum(self.step_bytes_of(v) for v in self.variables)
 
     def shard_table(self, n_ps: int) -> pd.DataFrame:
-        """One row per PS shard: variables, step_bytes, apply_s, resident_bytes."""
+        """One row per PS shard: variables, step_bytes, apply_s, aggregate_s,
+        resident_bytes."""
         rows = [
-            {"ps": k, "variables": 0, "step_bytes": 0.0, "apply_s": 0.0, "resident_bytes": 0.0}
+            {
+                "ps": k,
+                "variables": 0,
+                "step_bytes": 0.0,
+                "apply_s": 0.0,
+                "aggregate_s": 0.0,
+                "resident_bytes": 0.0,
+            }
             for k in range(n_ps)
         ]
         for name in self.variables:
@@ -128,6 +147,7 @@ class ReplicaProfile:
             r["variables"] += 1
             r["step_bytes"] += self.step_bytes_of(name)
             r["apply_s"] += self.apply_s_of(name)
+            r["aggregate_s"] += self.aggregate_s_of(name)
             r["resident_bytes"] += self.resident_bytes.get(name, self.step_bytes_of(name))
         return pd.DataFrame(rows)
 
@@ -206,6 +226,7 @@ def profile_from_graph(
     examples_per_step: int | None = None,
     apply_s: Mapping[str, float] | float | None = None,
     cost_model: CostModel | None = None,
+    aggregate_s: Mapping[str, float] | float | None = None,
 ) -> ReplicaProfile:
     """Measure one replica's ``ReplicaProfile`` with the op-level simulator.
 
@@ -220,7 +241,9 @@ def profile_from_graph(
       ``runtime/device_setter``'s ``strategy`` ("round_robin" or "greedy") in creation order; a
       variable whose update op takes row indices is sparse (rows = number of indices);
     - ``apply_s``: the roofline (or ``cost_model``) time of each variable's update op on ``ps``,
-      unless given; ``resident_bytes`` counts the variable and its optimizer slots.
+      unless given; ``resident_bytes`` counts the variable and its optimizer slots;
+    - ``aggregate_s``: unless given, the roofline time on ``ps`` of adding one gradient (the
+      variable's bytes, or its touched rows') into an accumulator: read both, write one.
 
     Raises ValueError when ``ps_tasks < 1`` or a variable has no update op under ``train_op``,
     and the op-level simulator's ResourceExhaustedError when the step does not fit the worker.
@@ -294,6 +317,7 @@ def profile_from_graph(
     dense: dict[str, tuple[int, int]] = {}
     sparse: dict[str, tuple[int, int, int]] = {}
     apply: dict[str, float] = {}
+    aggregate: dict[str, float] = {}
     resident: dict[str, float] = {}
     for v in var_ops:
         u = updates[v]
@@ -314,8 +338,16 @@ def profile_from_graph(
         slots = sum(1 for t in u.inputs[1:] if t.op.op_def is not None and t.op.op_def.is_ref)
         resident[v.name] = float(nbytes * (1 + slots))
         apply[v.name] = model.duration(u, ins, [vshape], pperf)
+        grad_bytes = float(sparse[v.name][0] * sparse[v.name][1]) if v in indices else nbytes
+        aggregate[v.name] = accumulate_s(grad_bytes / out.dtype.size, grad_bytes, pperf)
     if apply_s is not None:
         apply = dict(apply_s) if isinstance(apply_s, Mapping) else dict.fromkeys(apply, apply_s)
+    if aggregate_s is not None:
+        aggregate = (
+            dict(aggregate_s)
+            if isinstance(aggregate_s, Mapping)
+            else dict.fromkeys(aggregate, aggregate_s)
+        )
     if examples_per_step is None:
         shapes = [tuple(getattr(x, "shape", ())) for x in feed_values.values()]
         examples_per_step = next((s[0] for s in shapes if s), 1)
@@ -324,12 +356,22 @@ def profile_from_graph(
         dense=dense,
         sparse=sparse,
         apply_s=apply,
+        aggregate_s=aggregate,
         examples_per_step=int(examples_per_step),
         resident_bytes=resident,
         worker_memory_bytes=float(dev.memory_peak_bytes),
         worker_capacity_bytes=float(dev.memory_capacity_bytes) or None,
         ps_capacity_bytes=float(pperf.memory_bytes),
     )
+
+
+def accumulate_s(elements: float, nbytes: float, perf: DevicePerf) -> float:
+    """Roofline seconds on ``perf`` to add a gradient of ``elements`` (``nbytes``) into an
+    accumulator: one add per element, the accumulator and the gradient read, the accumulator
+    written (the cost rule of AccumulatorApplyGradient), plus one launch."""
+    peak = perf.peak("float32", False)
+    work = max(elements / peak if peak > 0 else 0.0, 3.0 * nbytes / perf.memory_bandwidth)
+    return work + perf.launch_overhead_s
 
 
 def _update_ops(train_op: Any) -> dict[Any, Any]:

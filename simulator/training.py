@@ -76,8 +76,11 @@ class SyncPS(_Driver):
       dropped as stale (as in TF, so with the default init tokens each worker's second gradient
       is usually stale; ``init_tokens=0`` avoids it).
 
-    A slow worker always finishes and pushes its gradient (it is then dropped); gradient
-    accumulation on the PS is taken to overlap reception (only the final apply costs time).
+    A slow worker always finishes and pushes its gradient (it is then dropped). Each accepted
+    gradient is added into its shard's accumulator as it arrives (``aggregate_s`` of the
+    shard's variables, on the shard's CPU, one gradient after another: gradients arriving
+    together queue), so only what is left of that work when the N-th arrives, and the apply,
+    follow the last push; a dropped gradient costs nothing (its step is checked first).
     """
 
     kind = "SyncPS"
@@ -120,6 +123,7 @@ class SyncPS(_Driver):
         self.acc: list[list[Any]] = [[] for _ in range(G)]
         self.contrib: list[set[int]] = [set() for _ in range(G)]
         self.n_applied = 0
+        self.ps_busy = [0.0] * G  # when each shard's CPU is done with the gradients so far
 
     def _loop(self, i: int) -> Any:
         env, net, parts, learner = self.env, self.net, self.parts, self.learner
@@ -169,12 +173,13 @@ class SyncPS(_Driver):
                 self.contrib[grp].add(g.worker)
             if self.learner is not None:
                 self.acc[grp].append(g.value)
+            now = self.env.now
+            self.ps_busy[grp] = max(now, self.ps_busy[grp]) + self.group_aggregate_s[grp]
             if self.count[grp] == self.n_workers:
                 self.closed[grp] = True
                 epoch = self.epoch
-                self.env.timeout(self.group_apply_s[grp]).callbacks.append(
-                    lambda _e: self._applied(epoch)
-                )
+                wait = self.ps_busy[grp] - now + self.group_apply_s[grp]
+                self.env.timeout(wait).callbacks.append(lambda _e: self._applied(epoch))
         else:
             g.bad += 1
 

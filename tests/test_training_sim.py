@@ -75,6 +75,25 @@ def test_incast_n_workers_pulling_from_one_ps_share_its_nic():
     assert r.step_time() == approx(2 * (L + 8 * B / W) + C + A)
 
 
+def test_the_ps_adds_each_gradient_into_its_accumulator_one_after_another():
+    """Aggregation a per gradient: N pushes that arrive together (incast, fair share) queue on
+    the shard's CPU, so a step takes 2 (L + N B / W) + C + N a + apply; with a worker 0.2 s
+    slower, the others' gradients are added while it computes and only its own (a) is left
+    after its push."""
+    a = 0.003
+    for n in (1, 4):
+        r = SyncPS(profile(aggregate_s=a), n, nic=(W, L)).run(3)
+        assert r.step_time() == approx(2 * (L + n * B / W) + C + n * a + A)
+    slow = SlowWorkers({0: 1 + 0.2 / C})
+    r = SyncPS(profile(aggregate_s=a), 4, nic=(W, L), straggler=slow).run(3)
+    # the slow worker pulls with the others (incast of 4), pushes alone (B/W) after 0.2 s more
+    assert r.step_time() == approx((L + 4 * B / W) + (C + 0.2) + (L + B / W) + a + A)
+    prof = profile(aggregate_s=a)
+    assert prof.shard_table(1).aggregate_s.tolist() == [a]
+    with pytest.raises(ValueError, match="aggregate_s names 'v', which is not a profile variable"):
+        profile(aggregate_s={"v": 1.0})
+
+
 def test_more_ps_tasks_split_the_incast():
     """With the model split over K PS shards, the incast pull takes L + N B / (K W)."""
     n, k = 8, 4
@@ -357,6 +376,9 @@ def test_profile_from_graph_measures_compute_placement_and_apply_cost():
     assert g.dense["w"][1] == 0 and g.dense["b"][1] == 1 and g.sparse["emb"][2] == 1  # greedy
     roof = Roofline().duration(update, [(1024, 1024), (), (1024, 1024)], [(1024, 1024)], toy)
     assert p.apply_s["w"] == approx(roof)
+    # adding one gradient into an accumulator: read both, write one (the bandwidth is infinite
+    # here, so the adds at the toy's 1 TFLOP/s); the sparse one adds its 50 touched rows
+    assert p.aggregate_s == approx({"w": 1024**2 / 1e12, "b": 1024 / 1e12, "emb": 400 / 1e12})
     assert p.examples_per_step == 1024 and p.worker_memory_bytes > 4 * 1024**2
 
 
