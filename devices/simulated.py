@@ -91,6 +91,19 @@ def _small_int(v: Any) -> Any:
 
 #: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
 #: always run for real, passing shape-only placeholders through as they are
+#: ops a shape-only simulation still runs for real: their kernels keep only synchronization
+#: state (how many gradients an accumulator holds, which step it is on) and accept placeholders,
+#: so that synchronous training (SyncReplicasOptimizer's accumulators) runs shape-only; their
+#: cost is still the cost model's
+_SYNC_STATE_OPS = frozenset(
+    (
+        "ConditionalAccumulator",
+        "AccumulatorApplyGradient",
+        "AccumulatorSetGlobalStep",
+        "AccumulatorNumAccumulated",
+    )
+)
+
 _CONTROL_OPS = frozenset(
     (
         "Switch",
@@ -247,7 +260,7 @@ class SimulatedDevice(Device):
         small = [_small_int(v) for v in inputs]
         out_shapes = self.infer_shapes(node.op, list(in_shapes), node.input_tensors, small)
         dur = self.cost_model.duration(node.op, list(in_shapes), out_shapes, self.perf_spec)
-        compute = self.hybrid or _metadata_op(node, inputs)
+        compute = self.hybrid or kind in _SYNC_STATE_OPS or _metadata_op(node, inputs)
         return dur, None if compute else self._placeholders(node, out_shapes), compute
 
     def _placeholders(self, node: Any, out_shapes: list[tuple]) -> Any:

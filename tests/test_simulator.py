@@ -165,6 +165,49 @@ def test_hybrid_mode_computes_the_real_values():
     assert rec.step_time_s > 0 and len(rec.flows) > 0
 
 
+def _accumulated_step(hybrid: bool, steps: int = 2) -> tuple[list, float]:
+    """Two workers push their gradients into per-variable accumulators on the PS (TF's
+    SyncReplicasOptimizer program, in one graph), which takes the average of 2 and applies it;
+    the local step is the global step, as SyncReplicas feeds it."""
+    rng = np.random.default_rng(0)
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            w = hb.Variable(rng.standard_normal((64, 8)).astype(np.float32), name="w")
+            gstep = hb.Variable(np.int64(0), name="global_step")
+            acc = hb.ConditionalAccumulator(hb.float32, w.shape, shared_name="acc_w")
+        feeds, applies = {}, []
+        for t in range(2):
+            with hb.device(f"/job:worker/task:{t}/device:gpu:0"):
+                x = hb.placeholder(hb.float32, [None, 64])
+                (g,) = hb.gradients(hb.reduce_sum(hb.square(hb.matmul(x, w))), [w])
+                xv = rng.standard_normal((32, 64)).astype(np.float32)
+                feeds[x] = xv if hybrid else sim_value(xv.shape)
+            with hb.device("/job:ps/task:0/device:cpu:0"):
+                applies.append(acc.apply_grad(g, local_step=gstep))
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            with hb.control_dependencies(applies):
+                update = hb.assign_sub(w, 0.001 * acc.take_grad(2))
+            with hb.control_dependencies([update]):
+                train = hb.assign_add(gstep, 1)
+        s = SimSession(cluster(n_workers=2, hybrid=hybrid))
+        s.run(hb.global_variables_initializer())
+        times = []
+        for _ in range(steps):
+            s.run(train, feeds)
+            times.append(s.last_record.step_time_s)
+        return times, s.run(w) if hybrid else None
+
+
+def test_synchronous_accumulators_run_shape_only_with_the_same_times():
+    """A shape-only simulation runs the accumulators' synchronization for real (counts and
+    steps, no values): the SyncReplicas program completes step after step, in the simulated
+    times hybrid mode (real values) gives."""
+    shape_only, _ = _accumulated_step(False)
+    hybrid, w = _accumulated_step(True)
+    assert shape_only == pytest.approx(hybrid, rel=1e-12)
+    assert all(t > 0 for t in shape_only) and np.isfinite(w).all()
+
+
 def test_out_of_memory_names_device_op_and_bytes():
     """A tensor that does not fit the simulated device is an OOM error naming device, op, bytes."""
     c = cluster(memory=3_000_000)

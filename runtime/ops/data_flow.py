@@ -18,7 +18,10 @@ Differences from TensorFlow 1.x:
   ``AccumulatorCancelTakes`` (fail the waiting takes, used to stop the chief's sync loop) are
   hetbed additions;
 * a step that times out or fails while waiting withdraws its request (the element or average
-  goes to the next waiter).
+  goes to the next waiter);
+* in a shape-only simulation (no values), the accumulators still run, keeping only counts and
+  shapes: synchronous training completes step after step, but every gradient is taken as
+  current (its local step has no value to compare).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+from hetbed.devices.simulated import SimValue
 
 from .. import dtypes as _dt
 from ..errors import (
@@ -665,7 +670,8 @@ class _Accumulator:
             if local_step < self.global_step:
                 self.dropped += 1  # stale: computed before the last take
                 return
-            if self.sum is None:
+            if self.sum is None or isinstance(grad, SimValue) or isinstance(self.sum, SimValue):
+                # (a shape-only simulation's placeholder: only the count and shape matter)
                 self.sum = grad.astype(self.dtype.np, copy=True)  # never alias the input
             elif self.sum.shape != grad.shape:
                 raise InvalidArgumentError(
@@ -703,7 +709,10 @@ class _Accumulator:
         if not self.takers or self.count < self.takers[0][0] or self.count == 0:
             return []
         _, done = self.takers.popleft()
-        avg = (self.sum / self.count).astype(self.dtype.np, copy=False)
+        if isinstance(self.sum, SimValue):
+            avg = self.sum
+        else:
+            avg = (self.sum / self.count).astype(self.dtype.np, copy=False)
         self.sum, self.count = None, 0
         self.global_step += 1
         return [(done, avg)]
@@ -749,6 +758,8 @@ def _apply_grad_shape(op):
 
 @AccumulatorApplyGradient.kernel("cpu", "gpu")
 def _apply_grad(ctx, acc, local_step, grad):
+    if isinstance(local_step, SimValue):  # shape-only: no step to compare, so it is current
+        local_step = acc.global_step
     acc.apply(int(local_step), grad, ctx.op.name)
 
 
@@ -800,6 +811,8 @@ def _set_step_shape(op):
 
 @AccumulatorSetGlobalStep.kernel("cpu", "gpu")
 def _set_global_step(ctx, acc, step):
+    if isinstance(step, SimValue):
+        return  # shape-only: the step has no value (every gradient is taken as current)
     with acc.lock:
         acc.global_step = int(step)  # TF sets it even when it goes backwards (with a warning)
 
