@@ -172,21 +172,33 @@ def dispatch_overhead(n_ops: int = 1000) -> float:
     return max(total - kernel, 0.0) / n_ops
 
 
-def _echo_server(sock: Any) -> None:
-    """Serve one connection: answer each message of ``[4-byte length][bytes]`` with one byte,
-    until the peer closes."""
-    import struct
-
-    conn, _ = sock.accept()
-    with conn:
-        while True:
-            head = _read_exactly(conn, 4)
-            if head is None:
-                return
-            (n,) = struct.unpack("!I", head)
-            if n and _read_exactly(conn, n) is None:
-                return
-            conn.sendall(b"k")
+#: the peer of ``loopback_link``, run as its own process (python -c): it binds a port on
+#: 127.0.0.1, prints it, and answers each ``[4-byte length][bytes]`` message with one byte
+_ECHO = """
+import socket, struct, sys
+srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+print(srv.getsockname()[1], flush=True)
+conn, _ = srv.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+buf = bytearray(1 << 20)
+def read(n):
+    while n:
+        k = conn.recv_into(buf, min(n, len(buf)))
+        if not k:
+            sys.exit(0)
+        n -= k
+while True:
+    head = bytearray()
+    while len(head) < 4:
+        part = conn.recv(4 - len(head))
+        if not part:
+            sys.exit(0)
+        head += part
+    read(struct.unpack("!I", bytes(head))[0])
+    conn.sendall(b"k")
+"""
 
 
 def _read_exactly(conn: Any, n: int) -> bytes | None:
@@ -201,40 +213,40 @@ def _read_exactly(conn: Any, n: int) -> bytes | None:
 
 
 def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
-    """(bytes/s, one-way latency s) of TCP over 127.0.0.1 between this process and a thread
-    serving a socket: the latency is half the median round trip of a 1-byte message, the rate
-    that of ``big`` bytes sent as one message (less one round trip)."""
+    """(bytes/s, one-way latency s) of TCP over 127.0.0.1 between this process and another
+    (a child echoing each message with one byte): the latency is half the median round trip of
+    a 1-byte message, the rate that of ``big`` bytes sent as one message (less a round trip)."""
     import socket
     import struct
-    import threading
+    import subprocess
+    import sys
 
-    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    th = threading.Thread(target=_echo_server, args=(srv,), daemon=True)
-    th.start()
-    cli = socket.create_connection(srv.getsockname())
-    cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    peer = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True)
     try:
-        rtts = []
-        one = struct.pack("!I", 1) + b"x"
-        for _ in range(pings):
-            t = time.perf_counter()
-            cli.sendall(one)
-            _read_exactly(cli, 1)
-            rtts.append(time.perf_counter() - t)
-        rtt = statistics.median(rtts)
-        payload = struct.pack("!I", big) + bytes(big)
-        best = float("inf")
-        for _ in range(3):
-            t = time.perf_counter()
-            cli.sendall(payload)
-            _read_exactly(cli, 1)
-            best = min(best, time.perf_counter() - t)
+        line = peer.stdout.readline()
+        if not line.strip().isdigit():
+            raise RuntimeError(f"the loopback peer process did not start (it printed {line!r})")
+        port = int(line)
+        cli = socket.create_connection(("127.0.0.1", port), timeout=30)
+        cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with cli:
+            rtts = []
+            one = struct.pack("!I", 1) + b"x"
+            for _ in range(pings):
+                t = time.perf_counter()
+                cli.sendall(one)
+                _read_exactly(cli, 1)
+                rtts.append(time.perf_counter() - t)
+            rtt = statistics.median(rtts)
+            payload = struct.pack("!I", big) + bytes(big)
+            best = float("inf")
+            for _ in range(3):
+                t = time.perf_counter()
+                cli.sendall(payload)
+                _read_exactly(cli, 1)
+                best = min(best, time.perf_counter() - t)
     finally:
-        cli.close()
-        th.join(timeout=5)
-        srv.close()
+        peer.wait(timeout=30)
     return big / max(best - rtt, 1e-9), rtt / 2
 
 

@@ -1,0 +1,163 @@
+"""The models of the cluster-fidelity grid, each written once for the three ways hetbed runs it:
+
+* for real, as a program of ``hetbed cluster`` tasks (``python -m hetbed.scenarios.models.grid
+  MODEL STEPS BARRIER_DIR``): between-graph replication, variables placed on the PS tasks by
+  ``replica_device_setter``, ``SyncReplicasOptimizer`` (every worker's gradient each step); the
+  chief prints each step's wall time;
+* step-level: one replica's profile (``profile_from_graph``) driven by ``SyncPS``;
+* op-level: the replicated synchronous graph simulated op by op (each worker's gradient goes into
+  a ConditionalAccumulator on its variable's PS task as it arrives; the PS takes the average and
+  applies it: what SyncReplicasOptimizer does across sessions, written in one graph).
+
+``MODELS`` maps a name to (elements per variable, variables per PS task): 0 elements is a
+scalar; a dense model has one variable, on the first PS task.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+
+import hetbed as hb
+from hetbed.simulator import Cluster, SimSession, sim_value
+from hetbed.simulator.profile import profile_from_graph
+from hetbed.simulator.training import SyncPS
+
+MODELS = {
+    "scalar": (0, 1),  # one scalar on each PS task
+    "dense_1mb": (1 << 18, 0),  # one float32 variable of 1 MB
+    "dense_10mb": (10 << 18, 0),
+    "dense_100mb": (100 << 18, 0),
+}
+LEARNING_RATE = 0.01
+
+
+def n_variables(model: str, n_ps: int) -> int:
+    elements, per_ps = MODELS[model]
+    return per_ps * n_ps if per_ps else 1
+
+
+def _input_shape(model: str) -> list[int]:
+    elements = MODELS[model][0]
+    return [1024] if elements == 0 else [elements]
+
+
+def loss(model: str, x: object, n_ps: int, device: object = None) -> object:
+    """One replica's loss; its variables ``v0``, ``v1``, ... (under the caller's scope) each on
+    ``device(k)`` when given."""
+    elements = MODELS[model][0]
+    total = None
+    for k in range(n_variables(model, n_ps)):
+        shape = [] if elements == 0 else [elements]
+        with hb.device(device(k)) if device else contextlib.nullcontext():
+            v = hb.get_variable(f"v{k}", shape, initializer=hb.zeros_initializer())
+        term = hb.reduce_mean(hb.square(v * x - 1.0)) if elements == 0 else hb.reduce_sum(v * x)
+        total = term if total is None else total + term
+    return total
+
+
+def op_level_step(
+    model: str, workers: int, n_ps: int, nic: object, worker: object, ps: object
+) -> float:
+    """Simulated time of one synchronous step of the replicated graph, op by op (shape-only)."""
+    c = Cluster()
+    for k in range(n_ps):
+        c.add_task("ps", k, cpu=ps, nic=nic)
+    for i in range(workers):
+        c.add_task("worker", i, cpu=worker, nic=nic)
+    nv = n_variables(model, n_ps)
+
+    def on_ps(k: int) -> str:
+        return f"/job:ps/task:{k % n_ps}/device:cpu:0"
+
+    with hb.Graph().as_default():
+        feeds, grads = {}, []
+        for t in range(workers):
+            with hb.device(f"/job:worker/task:{t}/device:cpu:0"):
+                x = hb.placeholder(hb.float32, _input_shape(model))
+                with hb.variable_scope("model", reuse=t > 0):
+                    replica_loss = loss(model, x, n_ps, on_ps)
+                variables = hb.trainable_variables()
+                grads.append(hb.gradients(replica_loss, variables))
+                feeds[x] = sim_value(_input_shape(model))
+        targets = []
+        for k in range(nv):
+            with hb.device(on_ps(k)):
+                acc = hb.ConditionalAccumulator(hb.float32, variables[k].shape, shared_name=f"a{k}")
+                targets += [acc.apply_grad(g[k], local_step=0) for g in grads]
+                opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
+                targets.append(opt.apply_gradients([(acc.take_grad(workers), variables[k])]))
+        sess = SimSession(c)
+        sess.run(hb.global_variables_initializer())
+        sess.run(targets, feeds)  # targets: no op gathers them on one task
+        return sess.last_record.step_time_s
+
+
+def step_level_step(
+    model: str, workers: int, n_ps: int, nic: object, worker: object, ps: object, steps: int = 8
+) -> float:
+    """Median step time of SyncPS driven by one replica's profile."""
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, _input_shape(model))
+        with hb.variable_scope("model"):
+            replica_loss = loss(model, x, n_ps)
+        train = hb.train.GradientDescentOptimizer(LEARNING_RATE).minimize(replica_loss)
+        feeds = {x: sim_value(_input_shape(model))}
+        prof = profile_from_graph(train, feeds, worker=worker, ps=ps, ps_tasks=n_ps)
+    return SyncPS(prof, workers, 0, n_ps=n_ps, nic=nic).run(steps).step_time()
+
+
+def main(argv: list[str]) -> int:
+    """A task of ``hetbed cluster``: ``MODEL STEPS BARRIER_DIR``; the chief prints ``step
+    SECONDS`` per step. Every worker starts stepping only once all have a session (each leaves a
+    file in BARRIER_DIR): otherwise the chief, which may contribute every gradient of a step
+    (TF's token queue), could run alone before the others join."""
+    import numpy as np
+
+    model, steps, barrier = argv[0], int(argv[1]), argv[2]
+    cluster, job, index = hb.train.cluster_from_env()
+    server = hb.train.Server(cluster, job, index)
+    if job == "ps":
+        server.join()
+        return 0
+    n_ps = cluster.num_tasks("ps")
+    n_workers = cluster.num_tasks("worker")
+    setter = hb.train.replica_device_setter(
+        cluster=cluster, worker_device=f"/job:worker/task:{index}"
+    )
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device(setter):
+            step = hb.train.get_or_create_global_step()
+            x = hb.constant(np.ones(_input_shape(model), np.float32))
+            with hb.variable_scope("model"):
+                replica_loss = loss(model, x, n_ps)
+            opt = hb.train.SyncReplicasOptimizer(
+                hb.train.GradientDescentOptimizer(LEARNING_RATE),
+                n_workers,
+                total_num_replicas=n_workers,
+            )
+            train = opt.minimize(replica_loss, global_step=step)
+        hooks = [
+            opt.make_session_run_hook(is_chief=index == 0),
+            hb.train.StopAtStepHook(last_step=steps),
+        ]
+        with hb.train.MonitoredTrainingSession(
+            master=server.target, is_chief=index == 0, hooks=hooks
+        ) as sess:
+            open(os.path.join(barrier, f"worker{index}"), "w").close()
+            while len(os.listdir(barrier)) < n_workers:
+                time.sleep(0.01)
+            while not sess.should_stop():
+                t = time.perf_counter()
+                sess.run(train)
+                if index == 0:
+                    print(f"step {time.perf_counter() - t:.6f}", flush=True)
+    server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
