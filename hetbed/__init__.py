@@ -63,7 +63,21 @@ from hetbed.runtime.ops.array import (
     to_int32,
     to_int64,
 )
-from hetbed.runtime.ops.control import group, no_op
+from hetbed.runtime.ops.control import (
+    Assert,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_none_equal,
+    assert_positive,
+    group,
+    no_op,
+)
 from hetbed.runtime.ops.control import tuple_ as tuple
 from hetbed.runtime.ops.data_flow import (
     ConditionalAccumulator,

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dtypes as _dt
 from .errors import InvalidArgumentError
 from .graph import Operation, Tensor, get_default_graph
 from .registry import apply_op, convert_to_tensor
@@ -180,10 +181,12 @@ def case(
     name: str = "case",
 ) -> Any:
     """TF1's ``tf.case``: the function of the first true predicate (in order), else
-    ``default`` (else the last pair's function), as nested conds."""
-    if exclusive:
-        raise InvalidArgumentError("case(exclusive=True) is not supported yet; use exclusive=False")
+    ``default`` (else the last pair's function), as nested conds. With ``exclusive=True`` every
+    predicate is evaluated and the step fails (InvalidArgumentError naming the predicates and
+    their values) when more than one is true."""
     pairs = list(pred_fn_pairs.items() if isinstance(pred_fn_pairs, dict) else pred_fn_pairs)
+    if exclusive and len(pairs) > 1:
+        return _exclusive_case(pairs, default, strict, name)
     if default is None:
         if not pairs:
             raise InvalidArgumentError("case: no predicates and no default")
@@ -200,6 +203,37 @@ def case(
             return cond(p, fn, lambda: chain(i + 1), strict=strict)
 
         return chain(0)
+
+
+def _exclusive_case(pairs: list, default: Any, strict: bool, name: str) -> Any:
+    """``case`` whose result waits for an Assert that at most one predicate is true."""
+    from .ops.array import cast, identity
+    from .ops.control import Assert
+    from .ops.manip import stack
+    from .ops.math import add_n, less_equal
+
+    g = get_default_graph()
+    with g.name_scope(f"{name}_exclusive"):
+        preds = [convert_to_tensor(p) for p, _ in pairs]
+        count = add_n([cast(p, _dt.int32) for p in preds])
+        check = Assert(
+            less_equal(count, convert_to_tensor(np.int32(1))),
+            [
+                "More than one condition evaluated as True but exclusive=True. Conditions: ("
+                + ", ".join(p.name for p in preds)
+                + "), Values:",
+                stack(preds),
+            ],
+            summarize=len(preds),
+        )
+    out = case(pairs, default, False, strict, name)
+    if isinstance(out, Operation):
+        from .ops.control import group
+
+        return group(out, check)
+    with g.control_dependencies([check]):
+        flat = [identity(t) for t in _flatten(out)]
+    return _pack(out, flat) if isinstance(out, (list, tuple, dict)) else flat[0]
 
 
 def _leading(elems: Any, what: str) -> tuple[list, int, bool]:

@@ -1,9 +1,13 @@
-"""Control ops: no_op, group, tuple (ordering without data)."""
+"""Control ops: no_op, group, tuple (ordering without data), and Assert with TF1's assert_*
+helpers (a step fails with InvalidArgumentError when a checked condition is false)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from ..errors import InvalidArgumentError
 from ..graph import Operation, Tensor, get_default_graph
 from ..registry import Cost, apply_op, defop
 
@@ -60,3 +64,139 @@ def tuple_(tensors: list, name: str | None = None, control_inputs: list | None =
         gate = group(*(ts + list(control_inputs or [])))
         with g.control_dependencies([gate]):
             return [identity(t) if t is not None else None for t in tensors]
+
+
+# ---- Assert ------------------------------------------------------------------------------------
+
+AssertOp = defop("Assert", stateful=True, differentiable=False)
+
+
+@AssertOp.shape
+def _assert_shape(op):
+    c = op.inputs[0]
+    if c.dtype.name != "bool" or c.shape.ndims not in (None, 0):
+        raise InvalidArgumentError(
+            f"Assert {op.name!r}: condition must be a bool scalar, got {c.dtype.name} {c.shape} "
+            f"({c.name})"
+        )
+    return []
+
+
+@AssertOp.kernel("cpu")
+def _assert(ctx, cond, *data):
+    if bool(np.asarray(cond)):
+        return None
+    n = ctx.attrs["summarize"]
+    parts = []
+    for kind, v in ctx.attrs["template"]:
+        if kind == "s":
+            parts.append(f"[{v}]")
+        else:
+            a = np.asarray(data[v])
+            flat = a.reshape(-1)
+            shown = " ".join(str(x) for x in flat[:n])
+            more = "..." if flat.size > n else ""
+            parts.append(f"[{shown}{more}]" if a.ndim else f"[{a.item()}]")
+    raise InvalidArgumentError(f"assertion failed: {' '.join(parts)}")
+
+
+@AssertOp.cost
+def _assert_cost(op, ins, outs):
+    return Cost()
+
+
+def Assert(  # noqa: N802 - TF's name
+    condition: Any, data: Any, summarize: int | None = None, name: str | None = None
+) -> Operation:
+    """TF's ``tf.Assert``: an op that fails the step with InvalidArgumentError ("assertion
+    failed: [...] [...]") when ``condition`` (a bool scalar) is false, printing ``data``: Python
+    strings as they are, tensors by their first ``summarize`` (default 3) values. Run it by
+    fetching it or through a control dependency."""
+    from ..registry import convert_to_tensor
+
+    items = list(data) if isinstance(data, (list, tuple)) else [data]
+    tensors, template = [], []
+    for item in items:
+        if isinstance(item, (str, bytes)):
+            template.append(("s", item.decode() if isinstance(item, bytes) else item))
+        else:
+            template.append(("t", len(tensors)))
+            tensors.append(convert_to_tensor(item))
+    return apply_op(
+        "Assert",
+        [convert_to_tensor(condition), *tensors],
+        {"summarize": 3 if summarize is None else int(summarize), "template": tuple(template)},
+        name=name or "Assert",
+    )
+
+
+def _compare_assert(
+    compare: Any, symbol: str, x: Any, y: Any, data: Any, summarize: Any, message: Any, name: str
+) -> Operation:
+    from ..registry import convert_to_tensor
+    from .math import reduce_all
+
+    g = get_default_graph()
+    with g.name_scope(name):
+        x = convert_to_tensor(x)
+        y = convert_to_tensor(y, dtype=x.dtype)
+        if data is None:
+            data = [
+                f"Condition x {symbol} y did not hold element-wise:",
+                f"x ({x.name}) = ",
+                x,
+                f"y ({y.name}) = ",
+                y,
+            ]
+        if message is not None:
+            data = [message, *data]
+        return Assert(reduce_all(compare(x, y)), data, summarize)
+
+
+def _comparisons() -> dict:
+    from .math import equal, greater, greater_equal, less, less_equal, not_equal
+
+    return {
+        "assert_equal": (equal, "=="),
+        "assert_none_equal": (not_equal, "!="),
+        "assert_less": (less, "<"),
+        "assert_less_equal": (less_equal, "<="),
+        "assert_greater": (greater, ">"),
+        "assert_greater_equal": (greater_equal, ">="),
+    }
+
+
+def _make_binary(fn_name: str) -> Any:
+    def assert_fn(x, y, data=None, summarize=None, message=None, name=None):
+        compare, symbol = _comparisons()[fn_name]
+        return _compare_assert(compare, symbol, x, y, data, summarize, message, name or fn_name)
+
+    assert_fn.__name__ = fn_name
+    assert_fn.__doc__ = f"TF1's ``tf.{fn_name}``: Assert that the comparison holds element-wise."
+    return assert_fn
+
+
+def _make_unary(fn_name: str, binary: str, zero_side: str) -> Any:
+    def assert_fn(x, data=None, summarize=None, message=None, name=None):
+        from ..registry import convert_to_tensor
+
+        x = convert_to_tensor(x)
+        zero = np.zeros((), x.dtype.np)
+        compare, symbol = _comparisons()[binary]
+        return _compare_assert(compare, symbol, x, zero, data, summarize, message, name or fn_name)
+
+    assert_fn.__name__ = fn_name
+    assert_fn.__doc__ = f"TF1's ``tf.{fn_name}``: Assert that every element is {zero_side}."
+    return assert_fn
+
+
+assert_equal = _make_binary("assert_equal")
+assert_none_equal = _make_binary("assert_none_equal")
+assert_less = _make_binary("assert_less")
+assert_less_equal = _make_binary("assert_less_equal")
+assert_greater = _make_binary("assert_greater")
+assert_greater_equal = _make_binary("assert_greater_equal")
+assert_positive = _make_unary("assert_positive", "assert_greater", "> 0")
+assert_negative = _make_unary("assert_negative", "assert_less", "< 0")
+assert_non_negative = _make_unary("assert_non_negative", "assert_greater_equal", ">= 0")
+assert_non_positive = _make_unary("assert_non_positive", "assert_less_equal", "<= 0")
