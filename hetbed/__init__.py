@@ -82,6 +82,7 @@ from hetbed.runtime.ops.control import tuple_ as tuple
 from hetbed.runtime.ops.data_flow import (
     ConditionalAccumulator,
     FIFOQueue,
+    PaddingFIFOQueue,
     QueueBase,
     RandomShuffleQueue,
 )

@@ -303,3 +303,90 @@ def test_same_batches_as_tensorflow():
         np.testing.assert_array_equal(a["x"], b["x"])
         np.testing.assert_array_equal(a["y"], b["y"])
     assert want[1] == got[1] == [[0, 1, 2, 3], [4, 5], "OutOfRange"]
+
+
+def test_padding_fifo_queue_pads_each_batch_to_its_largest_element():
+    """Components with dimensions of unknown size: each batch is zero-padded at the end of every
+    dimension to its largest element (numpy reference), dequeue_up_to too; an element of the
+    wrong rank or size is refused naming the component and the queue."""
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(1, 9, n).astype(np.int32) for n in (3, 1, 5, 2)]
+    mats = [rng.standard_normal((2, n)).astype(np.float32) for n in (4, 2, 1, 3)]
+    with tf.Graph().as_default():
+        q = tf.PaddingFIFOQueue(8, [tf.int32, tf.float32], shapes=[[None], [2, None]])
+        x, m = tf.placeholder(tf.int32, [None]), tf.placeholder(tf.float32, None)
+        enq = q.enqueue([x, m])
+        many, up_to, close = q.dequeue_many(3), q.dequeue_up_to(3), q.close()
+        assert many[0].shape.as_list() == [3, None] and many[1].shape.as_list() == [3, 2, None]
+        with tf.Session() as s:
+            for a, b in zip(seqs, mats):
+                s.run(enq, {x: a, m: b})
+            got = s.run(many)
+            s.run(close)
+            last = s.run(up_to)
+            with pytest.raises(
+                tf.errors.InvalidArgumentError, match=r"component 1 of shape \[3, 1\]"
+            ):
+                s.run(enq, {x: seqs[0], m: np.ones((3, 1), np.float32)})
+
+    def padded(vals, top):
+        out = np.zeros((len(vals), *top), vals[0].dtype)
+        for i, v in enumerate(vals):
+            out[(i, *(slice(0, k) for k in v.shape))] = v
+        return out
+
+    np.testing.assert_array_equal(got[0], padded(seqs[:3], (5,)))
+    np.testing.assert_array_equal(got[1], padded(mats[:3], (2, 4)))
+    np.testing.assert_array_equal(last[0], padded(seqs[3:], (2,)))
+    with tf.Graph().as_default(), pytest.raises(tf.errors.InvalidArgumentError, match="known rank"):
+        tf.PaddingFIFOQueue(4, [tf.int32], shapes=[None])
+
+
+def test_batch_with_dynamic_pad_pads_variable_length_examples():
+    """tf.train.batch(dynamic_pad=True) over examples of different lengths (from a queue of
+    sequences of unknown length): batches in order, each padded to its longest example."""
+    seqs = [np.arange(n, dtype=np.int32) + 10 * k for k, n in enumerate([3, 1, 4, 2, 5, 2])]
+    with tf.Graph().as_default():
+        src = tf.FIFOQueue(10, [tf.int32], shapes=[[None]])
+        x = tf.placeholder(tf.int32, [None])
+        fill, close = src.enqueue([x]), src.close()
+        seq = src.dequeue()
+        (b,) = tf.train.batch([seq], batch_size=4, dynamic_pad=True, allow_smaller_final_batch=True)
+        assert b.shape.as_list() == [None, None]
+        with tf.Session(config=_config()) as s:
+            for v in seqs:
+                s.run(fill, {x: v})
+            s.run(close)
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(s, coord)
+            out = _drain(s, b)
+            coord.request_stop()
+            coord.join(threads)
+    assert len(out) == 2
+    for start, a in zip((0, 4), out):
+        rows = seqs[start : start + 4]
+        top = max(len(r) for r in rows)
+        np.testing.assert_array_equal(a, np.array([np.pad(r, (0, top - len(r))) for r in rows]))
+
+
+def test_padding_same_as_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    tf1.disable_eager_execution()
+    seqs = [np.arange(n, dtype=np.float32) + n for n in (2, 5, 1, 3)]
+
+    def program(tf):
+        with tf.Graph().as_default():
+            q = tf.PaddingFIFOQueue(8, [tf.float32, tf.int32], shapes=[[None], []])
+            x, k = tf.placeholder(tf.float32, [None]), tf.placeholder(tf.int32, [])
+            enq, close = q.enqueue([x, k]), q.close()
+            many, up_to = q.dequeue_many(3), q.dequeue_up_to(3)
+            with tf.Session() as s:
+                for j, v in enumerate(seqs):
+                    s.run(enq, {x: v, k: j})
+                s.run(close)
+                return s.run(many), s.run(up_to)
+
+    want, got = program(tf1), program(tf)
+    for a, b in zip(want, got):
+        for u, v in zip(a, b):
+            np.testing.assert_array_equal(u, v)

@@ -92,8 +92,9 @@ class _Queue:
     rng) makes it a RandomShuffleQueue: a dequeue takes a uniformly random element and waits
     while taking would leave fewer than ``min_after_dequeue`` (until the queue is closed)."""
 
-    def __init__(self, name: str, attrs: dict, rng: Any = None):
+    def __init__(self, name: str, attrs: dict, rng: Any = None, pad: bool = False):
         self.name = name
+        self.pad = pad  # PaddingFIFOQueue: a batch pads each component to its largest element
         self.dtypes: tuple = attrs["component_types"]
         self.shapes: tuple = attrs["shapes"]
         cap = attrs["capacity"]
@@ -123,6 +124,16 @@ class _Queue:
         return f"component types [{types}], shapes {list(self.shapes)}, capacity {self.capacity}"
 
     # ---- enqueue ------------------------------------------------------------------------------
+
+    def mismatch(self, element: tuple, op_name: str) -> InvalidArgumentError | None:
+        """The error for an element whose components do not fit the queue's shapes, or None."""
+        for i, (v, sh) in enumerate(zip(element, self.shapes)):
+            if sh is not None and not sh.is_compatible_with(tuple(np.shape(v))):
+                return InvalidArgumentError(
+                    f"{op_name}: component {i} of shape {list(np.shape(v))} does not match "
+                    f"queue {self.name} element shape {sh}"
+                )
+        return None
 
     def put(self, elements: list, done: Callable, step: Any = None) -> None:
         """Append ``elements`` in order; ``done()`` once all are in (waiting for room while the
@@ -223,7 +234,12 @@ class _Queue:
             if n is None:
                 comps = taken[0]
             else:
-                comps = tuple(np.stack([e[c] for e in taken]) for c in range(len(self.dtypes)))
+                comps = tuple(
+                    _padded_stack([e[c] for e in taken])
+                    if self.pad
+                    else np.stack([e[c] for e in taken])
+                    for c in range(len(self.dtypes))
+                )
             out.append((done, (comps[0] if len(comps) == 1 else comps,)))
 
     def close(self, cancel_pending: bool) -> None:
@@ -246,7 +262,17 @@ class _Queue:
             return len(self.items)
 
 
-_QUEUE_TYPES = ("FIFOQueue", "RandomShuffleQueue")
+def _padded_stack(values: list) -> np.ndarray:
+    """Elements of one rank stacked along a new first dimension, each zero-padded at the end of
+    every dimension to the largest element's size there (PaddingFIFOQueue's batches)."""
+    top = tuple(max(v.shape[d] for v in values) for d in range(values[0].ndim))
+    out = np.zeros((len(values), *top), dtype=values[0].dtype)
+    for i, v in enumerate(values):
+        out[(i, *(slice(0, n) for n in v.shape))] = v
+    return out
+
+
+_QUEUE_TYPES = ("FIFOQueue", "RandomShuffleQueue", "PaddingFIFOQueue")
 
 
 def _queue_handle_shape(op):
@@ -261,6 +287,16 @@ FIFOQueueOp.cost(_no_cost)
 @FIFOQueueOp.kernel("cpu")
 def _fifo_queue(ctx):
     return _handle(ctx, lambda key: _Queue(key, ctx.attrs))
+
+
+PaddingFIFOQueueOp = defop("PaddingFIFOQueue", stateful=True, is_ref=True, differentiable=False)
+PaddingFIFOQueueOp.shape(_queue_handle_shape)
+PaddingFIFOQueueOp.cost(_no_cost)
+
+
+@PaddingFIFOQueueOp.kernel("cpu")
+def _padding_fifo_queue(ctx):
+    return _handle(ctx, lambda key: _Queue(key, ctx.attrs, pad=True))
 
 
 RandomShuffleQueueOp = defop("RandomShuffleQueue", stateful=True, is_ref=True, differentiable=False)
@@ -327,7 +363,12 @@ QueueEnqueue.cost(_no_cost)
 @QueueEnqueue.kernel("cpu", is_async=True)
 def _enqueue(ctx, step, inputs, done):
     q, *comps = inputs
-    q.put([tuple(np.array(c, copy=True) for c in comps)], done, step)
+    element = tuple(np.array(c, copy=True) for c in comps)
+    err = q.mismatch(element, f"QueueEnqueue {ctx.op.name!r}")
+    if err is not None:
+        done(None, err)
+        return
+    q.put([element], done, step)
 
 
 QueueEnqueueMany = defop("QueueEnqueueMany", stateful=True, differentiable=False)
@@ -350,7 +391,13 @@ def _enqueue_many(ctx, step, inputs, done):
         )
         return
     (k,) = sizes
-    q.put([tuple(np.array(c[i], copy=True) for c in comps) for i in range(k)], done, step)
+    elements = [tuple(np.array(c[i], copy=True) for c in comps) for i in range(k)]
+    for e in elements[:1]:  # one element tells: they share the shapes of the components
+        err = q.mismatch(e, f"QueueEnqueueMany {ctx.op.name!r}")
+        if err is not None:
+            done(None, err)
+            return
+    q.put(elements, done, step)
 
 
 def _dequeue_outputs(op, batch: Any):
@@ -606,6 +653,32 @@ class FIFOQueue(QueueBase):
         name: str = "fifo_queue",
     ):
         super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """``tf.PaddingFIFOQueue``: a FIFOQueue whose components may have dimensions of unknown
+    size (``None`` in ``shapes``, which are required: the rank of each component is fixed); a
+    batch (``dequeue_many``, ``dequeue_up_to``) zero-pads each component of each element at
+    the end of every dimension to the largest element of the batch there."""
+
+    _op_type = "PaddingFIFOQueue"
+
+    def __init__(
+        self,
+        capacity: int,
+        dtypes: Any,
+        shapes: Any,
+        names: Any = None,
+        shared_name: str | None = None,
+        name: str = "padding_fifo_queue",
+    ):
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+        for i, sh in enumerate(self.shapes):
+            if sh is None or sh.ndims is None:
+                raise InvalidArgumentError(
+                    f"PaddingFIFOQueue: component {i} needs a shape of known rank (None for a "
+                    f"dimension of unknown size), got {sh}"
+                )
 
 
 class RandomShuffleQueue(QueueBase):

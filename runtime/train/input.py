@@ -19,7 +19,7 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..graph import GraphKeys, Tensor, TensorShape, get_default_graph
 from ..ops.array import identity
-from ..ops.data_flow import FIFOQueue, RandomShuffleQueue
+from ..ops.data_flow import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from ..registry import convert_to_tensor
 from .queue_runner import QueueRunner, add_queue_runner
 
@@ -166,7 +166,9 @@ def _rebuild(flat: Any, how: Any) -> Any:
     return tuple(flat) if kind == "tuple" else list(flat)
 
 
-def _shapes(flat: list[Tensor], shapes: Any, enqueue_many: bool, what: str) -> list:
+def _shapes(
+    flat: list[Tensor], shapes: Any, enqueue_many: bool, what: str, dynamic_pad: bool = False
+) -> list:
     if shapes is not None:
         return [TensorShape(s) for s in shapes]
     out = []
@@ -174,7 +176,13 @@ def _shapes(flat: list[Tensor], shapes: Any, enqueue_many: bool, what: str) -> l
         s = t.shape
         if enqueue_many:
             s = TensorShape(s.dims[1:]) if s.ndims else TensorShape(None)
-        if not s.is_fully_defined():
+        if dynamic_pad:
+            if s.ndims is None:
+                raise InvalidArgumentError(
+                    f"{what}: dynamic_pad needs the rank of {t.name}; its shape is unknown, "
+                    "pass shapes="
+                )
+        elif not s.is_fully_defined():
             raise InvalidArgumentError(
                 f"{what}: the shape of {t.name} is {s}, not fully defined; pass shapes="
             )
@@ -194,6 +202,7 @@ def _batcher(
     shared_name: str | None,
     name: str | None,
     shuffle: tuple | None = None,
+    dynamic_pad: bool = False,
 ) -> Any:
     if batch_size <= 0 or num_threads <= 0:
         raise InvalidArgumentError(f"{what}: batch_size and num_threads must be > 0")
@@ -210,9 +219,11 @@ def _batcher(
         for flat in flats[1:]:
             if [t.dtype for t in flat] != dtypes:
                 raise InvalidArgumentError(f"{what}: every tensor list needs the same dtypes")
-        shp = _shapes(flats[0], shapes, enqueue_many, what)
-        if shuffle is None:
-            q: Any = FIFOQueue(capacity, dtypes, shapes=shp, shared_name=shared_name)
+        shp = _shapes(flats[0], shapes, enqueue_many, what, dynamic_pad)
+        if dynamic_pad:
+            q: Any = PaddingFIFOQueue(capacity, dtypes, shapes=shp, shared_name=shared_name)
+        elif shuffle is None:
+            q = FIFOQueue(capacity, dtypes, shapes=shp, shared_name=shared_name)
         else:
             min_after, seed = shuffle
             q = RandomShuffleQueue(
@@ -243,9 +254,9 @@ def batch(
     """Batches of ``batch_size`` examples of ``tensors`` (a list, tuple, dict or tensor), in the
     order ``num_threads`` runner threads enqueue them; the same structure comes back with a new
     first dimension. ``enqueue_many``: ``tensors`` hold many examples each (first dimension).
-    ``allow_smaller_final_batch``: the last batch may be smaller once the input ends."""
-    if dynamic_pad:
-        raise InvalidArgumentError("batch: dynamic_pad is not supported (PaddingFIFOQueue)")
+    ``allow_smaller_final_batch``: the last batch may be smaller once the input ends.
+    ``dynamic_pad``: examples may differ in size along dimensions of unknown size; each batch
+    is zero-padded to its largest example (a PaddingFIFOQueue)."""
     return _batcher(
         "batch",
         [tensors],
@@ -257,6 +268,7 @@ def batch(
         allow_smaller_final_batch,
         shared_name,
         name,
+        dynamic_pad=dynamic_pad,
     )
 
 
@@ -272,8 +284,6 @@ def batch_join(
     name: str | None = None,
 ) -> Any:
     """As ``batch``, with one runner thread per tensor list of ``tensors_list``."""
-    if dynamic_pad:
-        raise InvalidArgumentError("batch_join: dynamic_pad is not supported (PaddingFIFOQueue)")
     return _batcher(
         "batch_join",
         list(tensors_list),
@@ -285,6 +295,7 @@ def batch_join(
         allow_smaller_final_batch,
         shared_name,
         name,
+        dynamic_pad=dynamic_pad,
     )
 
 
