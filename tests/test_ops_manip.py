@@ -151,6 +151,43 @@ def test_fill_zeros_ones_range():
         np.testing.assert_allclose(v, w, rtol=1e-6)
 
 
+def test_range_over_numbers_known_only_when_the_graph_runs():
+    """range with a start, limit or delta from the graph (tf.range(tf.shape(x)[0])) matches
+    numpy.arange: its length is known at run time, its dtype from its operands; a delta of
+    zero or a limit it cannot reach fails the step naming the op."""
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None, 3])
+        n = hb.shape(x)[0]
+        d = hb.placeholder(hb.int64, [])
+        ts = [
+            hb.range(n),
+            hb.range(1, n, 2),
+            hb.range(n, -3, -2),
+            hb.range(0, n * 3, d),
+            hb.range(hb.cast(n, hb.float32), 0.0, -0.75),
+            hb.range(0.5, hb.cast(n, hb.float64)),
+        ]
+        assert [t.shape.as_list() for t in ts] == [[None]] * 6
+        bad = hb.range(n, 0, name="down")
+        with hb.Session() as s:
+            vals = s.run(ts, {x: np.zeros((5, 3), np.float32), d: 4})
+            with pytest.raises(hb.errors.InvalidArgumentError, match="'down'.* cannot reach"):
+                s.run(bad, {x: np.zeros((2, 3), np.float32)})
+            with pytest.raises(hb.errors.InvalidArgumentError, match="delta must not be zero"):
+                s.run(ts[3], {x: np.zeros((2, 3), np.float32), d: 0})
+    want = [
+        np.arange(5, dtype=np.int32),
+        np.arange(1, 5, 2, dtype=np.int32),
+        np.arange(5, -3, -2, dtype=np.int32),
+        np.arange(0, 15, 4, dtype=np.int64),
+        np.arange(5.0, 0.0, -0.75, dtype=np.float32),
+        np.arange(0.5, 5.0, dtype=np.float64),
+    ]
+    for v, w in zip(vals, want):
+        assert v.dtype == w.dtype
+        np.testing.assert_allclose(v, w, rtol=1e-6)
+
+
 def test_split_by_ints_returns_a_list_and_names():
     """split with num=1 still returns a list; zeros is a single named Fill op."""
     with hb.Graph().as_default():

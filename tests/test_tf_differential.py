@@ -146,3 +146,23 @@ def test_dtype_name_table():
             tf.as_dtype(n).name for n in ("float", "double", "half", "int32", "int64", "bool")
         ]
     assert names[tf1] == names[hbtf]
+
+
+def test_range_over_a_size_known_at_run_time():
+    """tf.range over sizes taken from the fed tensors: values and dtypes as TensorFlow's."""
+
+    def program(tf):
+        x = tf.placeholder(tf.float32, [None, 2])
+        k = tf.placeholder(tf.int64, [])
+        n = tf.shape(x)[0]
+        fetches = [
+            tf.range(n),
+            tf.range(n, 0, -2),
+            tf.range(1, n * 4, k),
+            tf.range(tf.cast(n, tf.float32), 0.0, -1.5),
+        ]
+        return fetches, {x: np.zeros((7, 2), np.float32), k: 3}
+
+    want, got = both(program)
+    assert_same(want, got)
+    assert [a.dtype for a in want] == [b.dtype for b in got]

@@ -1274,22 +1274,53 @@ def _range(ctx):
     return ctx.xp.arange(at["size"], dtype=dt) * dt.type(at["delta"]) + dt.type(at["start"])
 
 
+DynamicRange = defop("DynamicRange", differentiable=False, cost=_write_only_cost)
+
+
+@DynamicRange.shape
+def _dynamic_range_shape(op):
+    for t, what in zip(op.inputs, ("start", "limit", "delta")):
+        if t.shape.ndims not in (None, 0):
+            raise InvalidArgumentError(
+                f"range {op.name!r}: {what} must be a scalar, got shape {t.shape} ({t.name})"
+            )
+    return [(TensorShape([None]), op.attrs["dtype"])]
+
+
+@DynamicRange.kernel("cpu", "gpu")
+def _dynamic_range(ctx, start, limit, delta):
+    dt = ctx.attrs["dtype"]
+    a, b, d = (v.item() for v in (start, limit, delta))  # to the host (a GPU's too)
+    if d == 0:
+        raise InvalidArgumentError(f"range {ctx.op.name!r}: delta must not be zero")
+    if (d > 0 and a > b) or (d < 0 and a < b):
+        raise InvalidArgumentError(
+            f"range {ctx.op.name!r}: start {a} cannot reach limit {b} with delta {d}"
+        )
+    if dt.is_integer:
+        return ctx.xp.arange(int(a), int(b), int(d), dtype=dt.np)
+    n = int(_math.ceil(abs((b - a) / d)))
+    return ctx.xp.arange(n, dtype=dt.np) * dt.np.type(d) + dt.np.type(a)
+
+
 def range_(
     start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None, name: str = "range"
 ) -> Tensor:
-    """``[start, start + delta, ...]`` up to but excluding ``limit`` (static numbers).
+    """``[start, start + delta, ...]`` up to but excluding ``limit``. With static numbers the
+    size is known when the graph is built; any of them may be a scalar tensor known only when
+    the graph runs (``range_(tf.shape(x)[0])``), and then the size is known at run time.
 
     ``range_(n)`` counts from 0. Exported as ``hb.range``.
     """
     if limit is None:
         start, limit = 0, start
+    args = (("start", start), ("limit", limit), ("delta", delta))
+    if any(_is_tensor_like(v) and convert_to_tensor(v).op.type != "Const" for _, v in args):
+        return _dynamic_range(args, dtype, name)
     vals = []
-    for what, v in (("start", start), ("limit", limit), ("delta", delta)):
+    for _what, v in args:
         if _is_tensor_like(v):
-            t = convert_to_tensor(v)
-            if t.op.type != "Const":
-                raise TypeError(f"range: {what} must be a static number in hetbed, got {t.name}")
-            v = t.op.attrs["value"]
+            v = convert_to_tensor(v).op.attrs["value"]
         vals.append(np.asarray(v).item())
     start, limit, delta = vals
     if dtype is None:
@@ -1307,6 +1338,29 @@ def range_(
         size = len(range(start, limit, delta))
     attrs = {"start": start, "limit": limit, "delta": delta, "dtype": dtype, "size": size}
     return apply("Range", [], attrs, name)
+
+
+def _dynamic_range(args: tuple, dtype: Any, name: str) -> Tensor:
+    """``range`` whose start, limit or delta is known only when the graph runs."""
+    from .array import cast
+
+    tensors = [convert_to_tensor(v) if _is_tensor_like(v) else None for _, v in args]
+    if dtype is None:  # TF's rule: the highest of int32 < int64 < float32 < float64
+        order = [_dt.int32, _dt.int64, _dt.float32, _dt.float64]
+        kinds = [
+            t.dtype if t is not None else (_dt.float32 if isinstance(v, float) else _dt.int32)
+            for t, (_, v) in zip(tensors, args)
+        ]
+        dtype = max(kinds, key=lambda k: order.index(k) if k in order else 0)
+    dtype = _dt.as_dtype(dtype)
+    ins = []
+    for t, (_what, v) in zip(tensors, args):
+        if t is None:
+            t = convert_to_tensor(np.asarray(v, dtype=dtype.np))
+        elif t.dtype != dtype:
+            t = cast(t, dtype)
+        ins.append(t)
+    return apply("DynamicRange", ins, {"dtype": dtype}, name)
 
 
 # ---- Tile ----------------------------------------------------------------------------------------
