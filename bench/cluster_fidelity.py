@@ -2,10 +2,13 @@
 
 For each model of the grid (``scenarios/models/grid.py``: one scalar per PS task, one dense
 variable of 1, 10 and 100 MB) and each worker count, it runs hetbed's real distributed runtime
-(one PS, W workers, SyncReplicasOptimizer, processes on loopback), takes the chief's median step
-time (after the first 5 steps) of each repetition, and predicts the same run with the step-level
-driver (SyncPS on one replica's profile) and the op-level simulator (the replicated synchronous
-graph), on the catalog's ``this_machine`` CPU for every task and its ``loopback`` link. Nothing
+(one PS, W workers, processes on loopback): synchronous (SyncReplicasOptimizer), synchronous
+with one backup worker (W + 1 tasks, W gradients a step) and asynchronous. It takes the time per
+global step of each repetition (synchronous: the chief's median step after the first 5;
+asynchronous: the chief's view of the global step's progress after its first 5 steps) and
+predicts the same run with the step-level driver (SyncPS or AsyncPS on one replica's profile)
+and, for synchronous runs, the op-level simulator (the replicated synchronous graph), on the
+catalog's ``this_machine`` CPU for every task and its ``loopback`` link. Nothing
 is fitted to these runs: the catalog entries hold defaults, or what `hetbed calibrate` measured
 (point ``HETBED_CATALOG_PATH`` at its output), and no training step is among its measurements.
 
@@ -13,8 +16,8 @@ Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scalin
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
 The issue's baseline (measured before these mechanisms, 1 PS) is printed beside.
 
-Not yet in the grid: several PS tasks, backup workers, asynchronous training and the sparse
-embedding model. ``--quick``: W = 1, 2 and the two smaller models, one repetition.
+Not yet in the grid: several PS tasks and the sparse embedding model. ``--quick``: synchronous
+only, W = 1, 2, the two smaller models, one repetition.
 """
 
 from __future__ import annotations
@@ -34,25 +37,44 @@ from hetbed.runtime.distributed.launcher import launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
 
 HOST, LINK = "this_machine", "loopback"
-#: the issue's baseline: measured ms at W = 1, 2, 4 (1 PS), before per-message and host costs
-BASELINE = {"scalar": (3.1, 7.1, 11.8), "dense_10mb": (21.7, 36.4, 78.2)}
+#: the issue's baseline: measured ms per global step by worker count (1 PS), when it was filed
+BASELINE = {
+    ("sync", "scalar"): {1: 3.1, 2: 7.1, 4: 11.8},
+    ("sync", "dense_10mb"): {1: 21.7, 2: 36.4, 4: 78.2},
+    ("async", "dense_10mb"): {1: 20.7, 2: 19.9, 4: 21.5},
+}
 
 
-def measure(model: str, workers: int, steps: int) -> float:
-    """The chief's median step time (s) of one real run, after the first 5 steps."""
+def measure(model: str, workers: int, steps: int, mode: str) -> float:
+    """Seconds per global step of one real run (see the module docstring)."""
     out = io.StringIO()
+    tasks = workers + (1 if mode == "backup" else 0)
     with tempfile.TemporaryDirectory() as barrier:
         cmd = [sys.executable, "-m", "hetbed.scenarios.models.grid", model, str(steps), barrier]
-        rc = launch(cmd, 1, workers, stdout=out, stderr=out, deadline_s=600, grace_s=2)
-    times = [
-        float(line.split()[-1])
+        rc = launch([*cmd, mode], 1, tasks, stdout=out, stderr=out, deadline_s=600, grace_s=2)
+    rows = [
+        [float(v) for v in line.split()[2:]]
         for line in out.getvalue().splitlines()
         if line.startswith("[worker:0] step ")
     ]
-    if rc != 0 or len(times) <= 5:
+    if rc != 0 or len(rows) <= 6:
         tail = "\n".join(out.getvalue().splitlines()[-10:])
-        raise RuntimeError(f"{model} with {workers} workers failed (exit {rc}):\n{tail}")
-    return statistics.median(times[5:])
+        raise RuntimeError(f"{model}, {mode}, {workers} workers failed (exit {rc}):\n{tail}")
+    rows = rows[5:]
+    if mode == "async":
+        (_, g0, t0), (_, g1, t1) = rows[0], rows[-1]
+        return (t1 - t0) / max(g1 - g0, 1)
+    return statistics.median(r[0] for r in rows)
+
+
+def _grid(quick: bool) -> list[tuple[str, str, int]]:
+    if quick:
+        return [("sync", m, w) for m in ("scalar", "dense_1mb") for w in (1, 2)]
+    out = [("sync", m, w) for m in grid.MODELS for w in (1, 2, 4)]
+    out = [r for r in out if not (r[1] == "dense_100mb" and r[2] > 2)]
+    out += [("backup", m, w) for m in ("scalar", "dense_10mb") for w in (1, 3)]
+    out += [("async", m, w) for m in ("scalar", "dense_10mb") for w in (1, 2, 4)]
+    return out
 
 
 def main() -> None:
@@ -61,63 +83,64 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each real run")
     ap.add_argument("--steps", type=int, default=40, help="steps of each real run")
     args = ap.parse_args()
-    models = ["scalar", "dense_1mb"] if args.quick else list(grid.MODELS)
-    counts = (1, 2) if args.quick else (1, 2, 4)
     reps = 1 if args.quick else args.reps
     t0 = time.perf_counter()
     rows = []
-    for model in models:
-        for w in counts if model != "dense_100mb" else counts[:2]:
-            real = [measure(model, w, args.steps) for _ in range(reps)]
-            step = grid.step_level_step(model, w, 1, LINK, HOST, HOST)
-            op = grid.op_level_step(model, w, 1, LINK, HOST, HOST)
-            rows.append((model, w, real, step, op))
-            print(
-                f"  {model:12s} W={w}: measured {statistics.median(real) * 1e3:8.2f} ms, "
-                f"step-level {step * 1e3:8.3f}, op-level {op * 1e3:8.3f}",
-                flush=True,
-            )
-    title = "cluster_fidelity: real hetbed cluster (1 PS, sync) vs the simulators"
+    for mode, model, w in _grid(args.quick):
+        real = [measure(model, w, args.steps, mode) for _ in range(reps)]
+        step = grid.step_level_step(model, w, 1, LINK, HOST, HOST, mode=mode)
+        op = grid.op_level_step(model, w, 1, LINK, HOST, HOST) if mode == "sync" else None
+        rows.append((mode, model, w, real, step, op))
+        print(
+            f"  {mode:6s} {model:12s} W={w}: measured {statistics.median(real) * 1e3:8.2f} ms, "
+            f"step-level {step * 1e3:8.3f}"
+            + (f", op-level {op * 1e3:8.3f}" if op is not None else ""),
+            flush=True,
+        )
+    title = "cluster_fidelity: real hetbed cluster (1 PS) vs the simulators, ms per global step"
     print(f"\n{title}\n{'-' * len(title)}")
     print(
-        f"{'model':12s} {'W':>2s} {'measured ms [min, max]':>26s} {'step-level':>11s} "
+        f"{'mode':6s} {'model':12s} {'W':>2s} {'measured [min, max]':>24s} {'step-level':>11s} "
         f"{'err':>7s} {'op-level':>10s} {'err':>7s} {'baseline':>9s}"
     )
     errs: dict[str, list[float]] = {"step-level": [], "op-level": []}
-    for model, w, real, step, op in rows:
+    for mode, model, w, real, step, op in rows:
         m = statistics.median(real)
-        e_step, e_op = (step - m) / m, (op - m) / m
+        e_step = (step - m) / m
         errs["step-level"].append(abs(e_step))
-        errs["op-level"].append(abs(e_op))
-        base = BASELINE.get(model)
-        base_txt = f"{base[counts.index(w)]:9.1f}" if base and w in counts[:3] else f"{'-':>9s}"
+        op_txt = f"{'-':>10s} {'-':>7s}"
+        if op is not None:
+            errs["op-level"].append(abs((op - m) / m))
+            op_txt = f"{op * 1e3:10.3f} {(op - m) / m:+7.0%}"
+        base = BASELINE.get((mode, model), {}).get(w)
+        base_txt = f"{base:9.1f}" if base else f"{'-':>9s}"
         spread = f"{m * 1e3:.2f} [{min(real) * 1e3:.2f}, {max(real) * 1e3:.2f}]"
         print(
-            f"{model:12s} {w:2d} {spread:>26s} {step * 1e3:11.3f} {e_step:+7.0%} "
-            f"{op * 1e3:10.3f} {e_op:+7.0%} {base_txt}"
+            f"{mode:6s} {model:12s} {w:2d} {spread:>24s} {step * 1e3:11.3f} {e_step:+7.0%} "
+            f"{op_txt} {base_txt}"
         )
     print(
         f"(medians over {reps} repetition(s) of {args.steps} steps; predictions on the catalog's "
-        f"{HOST} and {LINK}; baseline: the issue's measured ms, 1 PS; {time.perf_counter() - t0:.0f} s)"
+        f"{HOST} and {LINK}; baseline: the issue's measured ms, 1 PS; "
+        f"{time.perf_counter() - t0:.0f} s)"
     )
     for sim in ("step-level", "op-level"):
         e = errs[sim]
         med, worst = statistics.median(e), max(e)
-        print(
-            f"target: {sim} median |error| <= 10%: {med:.0%}, {verdict([med], lambda v: v <= 0.10)}"
-        )
+        ok = verdict([med], lambda v: v <= 0.10)
+        print(f"target: {sim} median |error| <= 10%: {med:.0%}, {ok}")
         print(
             f"target: {sim} worst |error| <= 25%: {worst:.0%}, {verdict([worst], lambda v: v <= 0.25)}"
         )
         shapes = []
-        for model in models:
-            mine = [r for r in rows if r[0] == model]
+        for key in {(r[0], r[1]) for r in rows}:
+            mine = [r for r in rows if (r[0], r[1]) == key and (sim == "step-level" or r[5])]
             if len(mine) < 2:
                 continue
             lo, hi = mine[0], mine[-1]
-            measured = statistics.median(hi[2]) / statistics.median(lo[2])
-            predicted = (hi[3] / lo[3]) if sim == "step-level" else (hi[4] / lo[4])
-            shapes.append(abs(predicted / measured - 1))
+            measured = statistics.median(hi[3]) / statistics.median(lo[3])
+            k = 4 if sim == "step-level" else 5
+            shapes.append(abs(hi[k] / lo[k] / measured - 1))
         print(
             f"target: {sim} scaling (W=max / W=1) within 25% for every model: worst "
             f"{max(shapes):.0%}, {verdict([max(shapes)], lambda v: v <= 0.25)}"

@@ -1,10 +1,11 @@
 """The models of the cluster-fidelity grid, each written once for the three ways hetbed runs it:
 
 * for real, as a program of ``hetbed cluster`` tasks (``python -m hetbed.scenarios.models.grid
-  MODEL STEPS BARRIER_DIR``): between-graph replication, variables placed on the PS tasks by
-  ``replica_device_setter``, ``SyncReplicasOptimizer`` (every worker's gradient each step); the
-  chief prints each step's wall time;
-* step-level: one replica's profile (``profile_from_graph``) driven by ``SyncPS``;
+  MODEL STEPS BARRIER_DIR [MODE]``): between-graph replication, variables placed on the PS
+  tasks by ``replica_device_setter``; synchronous (``SyncReplicasOptimizer``, with or without
+  one backup worker) or asynchronous; the chief prints each step's wall time;
+* step-level: one replica's profile (``profile_from_graph``) driven by ``SyncPS`` or
+  ``AsyncPS``;
 * op-level: the replicated synchronous graph simulated op by op (each worker's gradient goes into
   a ConditionalAccumulator on its variable's PS task as it arrives; the PS takes the average and
   applies it: what SyncReplicasOptimizer does across sessions, written in one graph).
@@ -23,7 +24,7 @@ import time
 import hetbed as hb
 from hetbed.simulator import Cluster, SimSession, sim_value
 from hetbed.simulator.profile import profile_from_graph
-from hetbed.simulator.training import SyncPS
+from hetbed.simulator.training import AsyncPS, SyncPS
 
 MODELS = {
     "scalar": (0, 1),  # one scalar on each PS task
@@ -96,9 +97,18 @@ def op_level_step(
 
 
 def step_level_step(
-    model: str, workers: int, n_ps: int, nic: object, worker: object, ps: object, steps: int = 8
+    model: str,
+    workers: int,
+    n_ps: int,
+    nic: object,
+    worker: object,
+    ps: object,
+    steps: int = 8,
+    mode: str = "sync",
 ) -> float:
-    """Median step time of SyncPS driven by one replica's profile."""
+    """Seconds per global step of the step-level driver on one replica's profile: SyncPS's
+    median step ("sync"; "backup": ``workers`` gradients of ``workers`` + 1 tasks, TF's token
+    queue), or AsyncPS's simulated time over its global steps ("async")."""
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, _input_shape(model))
         with hb.variable_scope("model"):
@@ -106,17 +116,33 @@ def step_level_step(
         train = hb.train.GradientDescentOptimizer(LEARNING_RATE).minimize(replica_loss)
         feeds = {x: sim_value(_input_shape(model))}
         prof = profile_from_graph(train, feeds, worker=worker, ps=ps, ps_tasks=n_ps)
-    return SyncPS(prof, workers, 0, n_ps=n_ps, nic=nic).run(steps).step_time()
+    if mode == "async":
+        r = AsyncPS(prof, workers, n_ps=n_ps, nic=nic).run(steps * workers)
+        return r.sim_time_s / (steps * workers)
+    backup = 1 if mode == "backup" else 0
+    drv = SyncPS(
+        prof, workers, backup, n_ps=n_ps, nic=nic, fast_worker_can_contribute_twice=bool(backup)
+    )
+    return drv.run(steps).step_time()
+
+
+MODES = ("sync", "async", "backup")
 
 
 def main(argv: list[str]) -> int:
-    """A task of ``hetbed cluster``: ``MODEL STEPS BARRIER_DIR``; the chief prints ``step
-    SECONDS`` per step. Every worker starts stepping only once all have a session (each leaves a
-    file in BARRIER_DIR): otherwise the chief, which may contribute every gradient of a step
-    (TF's token queue), could run alone before the others join."""
+    """A task of ``hetbed cluster``: ``MODEL STEPS BARRIER_DIR [MODE]``. MODE "sync" (default):
+    SyncReplicasOptimizer aggregating every worker's gradient; "backup": aggregating all but one
+    (one backup worker); "async": plain SGD, each worker on its own. The chief prints ``step
+    SECONDS GLOBAL_STEP TIME`` after each of its steps. Every worker starts stepping only once
+    all have a session (each leaves a file in BARRIER_DIR): otherwise the chief, which may
+    contribute every gradient of a step (TF's token queue), could run alone before the others
+    join."""
     import numpy as np
 
     model, steps, barrier = argv[0], int(argv[1]), argv[2]
+    mode = argv[3] if len(argv) > 3 else "sync"
+    if mode not in MODES:
+        raise SystemExit(f"mode must be one of {MODES}, got {mode!r}")
     cluster, job, index = hb.train.cluster_from_env()
     server = hb.train.Server(cluster, job, index)
     if job == "ps":
@@ -134,16 +160,13 @@ def main(argv: list[str]) -> int:
             x = hb.constant(np.ones(_input_shape(model), np.float32))
             with hb.variable_scope("model"):
                 replica_loss = loss(model, x, n_ps)
-            opt = hb.train.SyncReplicasOptimizer(
-                hb.train.GradientDescentOptimizer(LEARNING_RATE),
-                n_workers,
-                total_num_replicas=n_workers,
-            )
+            opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
+            hooks = [hb.train.StopAtStepHook(last_step=steps)]
+            if mode != "async":
+                aggregate = n_workers - (1 if mode == "backup" else 0)
+                opt = hb.train.SyncReplicasOptimizer(opt, aggregate, total_num_replicas=n_workers)
+                hooks.append(opt.make_session_run_hook(is_chief=index == 0))
             train = opt.minimize(replica_loss, global_step=step)
-        hooks = [
-            opt.make_session_run_hook(is_chief=index == 0),
-            hb.train.StopAtStepHook(last_step=steps),
-        ]
         with hb.train.MonitoredTrainingSession(
             master=server.target, is_chief=index == 0, hooks=hooks
         ) as sess:
@@ -152,9 +175,10 @@ def main(argv: list[str]) -> int:
                 time.sleep(0.01)
             while not sess.should_stop():
                 t = time.perf_counter()
-                sess.run(train)
+                _, now = sess.run([train, step])
                 if index == 0:
-                    print(f"step {time.perf_counter() - t:.6f}", flush=True)
+                    end = time.perf_counter()
+                    print(f"step {end - t:.6f} {int(now)} {end:.6f}", flush=True)
     server.stop()
     return 0
 
