@@ -71,14 +71,17 @@ def tuple_(tensors: list, name: str | None = None, control_inputs: list | None =
 AssertOp = defop("Assert", stateful=True, differentiable=False)
 
 
+def require_bool_scalar(t: Tensor, what: str) -> None:
+    """InvalidArgumentError naming ``what`` unless ``t`` is a bool scalar (or of unknown rank)."""
+    if t.dtype.name != "bool" or t.shape.ndims not in (None, 0):
+        raise InvalidArgumentError(
+            f"{what} must be a scalar bool, got {t.dtype.name} of shape {t.shape} ({t.name})"
+        )
+
+
 @AssertOp.shape
 def _assert_shape(op):
-    c = op.inputs[0]
-    if c.dtype.name != "bool" or c.shape.ndims not in (None, 0):
-        raise InvalidArgumentError(
-            f"Assert {op.name!r}: condition must be a bool scalar, got {c.dtype.name} {c.shape} "
-            f"({c.name})"
-        )
+    require_bool_scalar(op.inputs[0], f"Assert {op.name!r}: the condition")
     return []
 
 

@@ -26,6 +26,7 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..graph import TensorShape
 from ..registry import Cost, defop
+from .control import require_bool_scalar
 
 
 def _no_cost(op, ins, outs):
@@ -56,13 +57,8 @@ LoopCond = defop("LoopCond", differentiable=False, cost=_no_cost)
 
 @LoopCond.shape
 def _loop_cond_shape(op):
-    p = op.inputs[0]
-    if p.dtype.name != "bool" or p.shape.ndims not in (None, 0):
-        raise InvalidArgumentError(
-            f"while_loop: the condition must be a scalar bool, got {p.dtype.name} of shape "
-            f"{p.shape} ({p.name})"
-        )
-    return [(TensorShape([]), p.dtype)]
+    require_bool_scalar(op.inputs[0], "while_loop: the condition")
+    return [(TensorShape([]), op.inputs[0].dtype)]
 
 
 @LoopCond.kernel("cpu", "gpu")
