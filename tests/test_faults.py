@@ -346,7 +346,8 @@ def test_killed_chief_without_backup_fails_steps_after_the_deadline_and_rejoins(
     # whichever part times out first (the PS's dequeue, the worker's Recv of the token, or the
     # PS's RecvTensor serving it) names its task, the 2 s and the token dequeued on the PS
     assert re.search(r"^RunGraph on /job:(ps|worker)/replica:0/task:(0|1) ", msg), msg
-    assert re.search(r"(timed out after 2\.0 s waiting for: |not sent within 1\.9\d* s)", msg)
+    # (the RecvTensor's budget is what is left of the 2 s: all of it, or a little less)
+    assert re.search(r"(timed out after 2\.0 s waiting for: |not sent within (2|1\.9\d*) s)", msg)
     assert re.search(r"Dequeue.*/job:ps/replica:0/task:0/device:cpu:0|/job:ps.*Dequeue:0", msg)
     assert time.monotonic() - t_kill >= 1.0
     assert c.procs["worker1"].poll() is None  # it retries instead of giving up
