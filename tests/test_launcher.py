@@ -74,8 +74,8 @@ TRAIN = textwrap.dedent(
     """
 )
 
-# The workers wait until the PS has printed its pid (it writes ps_ready afterwards): without
-# that, the launcher may stop the PS while it is still importing, before it prints anything.
+# Worker 1 fails once every task has printed its pid (each writes <job><index>_up afterwards):
+# without that, the launcher may stop a task while it is still importing, before it prints.
 FAIL = textwrap.dedent(
     """
     import os
@@ -87,11 +87,13 @@ FAIL = textwrap.dedent(
     cluster, job, index = hb.train.cluster_from_env()
     server = hb.train.Server(cluster, job, index)
     print(f"pid {os.getpid()}", flush=True)
+    open(f"{job}{index}_up", "w").close()
     if job == "ps":
-        open("ps_ready", "w").close()
         server.join()
     deadline = time.monotonic() + 60
-    while not os.path.exists("ps_ready") and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not all(
+        os.path.exists(f) for f in ("ps0_up", "worker0_up", "worker1_up")
+    ):
         time.sleep(0.05)
     if index == 1:
         sys.exit(1)
