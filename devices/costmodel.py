@@ -274,7 +274,9 @@ class Profiled(CostModel):
                 fit = self._fit(fam, perf, dtype, matrix)
                 if fit is not None:
                     c = op.op_def.cost_fn(op, list(ins), list(outs))
-                    w = _roofline_s(c.flops, c.bytes_read + c.bytes_written, perf, dtype, matrix)
+                    w = roofline_seconds(
+                        c.flops, c.bytes_read + c.bytes_written, perf, dtype, matrix
+                    )
                     self.scaled += 1
                     return fit[0] + fit[1] * w + self.overhead_s
         return self.fallback.duration(op, ins, outs, perf) + self.overhead_s
@@ -284,7 +286,10 @@ class Profiled(CostModel):
     ) -> tuple[float, float] | None:
         k = (fam, perf.name, matrix)
         if k not in self._fits:
-            pts = [(_roofline_s(f, b, perf, dtype, matrix), t) for (f, b), t in self._families[fam]]
+            pts = [
+                (roofline_seconds(f, b, perf, dtype, matrix), t)
+                for (f, b), t in self._families[fam]
+            ]
             self._fits[k] = affine_fit(pts, self.call_s)
         return self._fits[k]
 
@@ -330,7 +335,10 @@ def _family(key: str) -> str:
     return json.dumps([op_type, dtype, attrs])
 
 
-def _roofline_s(flops: float, moved: float, perf: DevicePerf, dtype: str, matrix: bool) -> float:
+def roofline_seconds(
+    flops: float, moved: float, perf: DevicePerf, dtype: str = "float32", matrix: bool = False
+) -> float:
+    """The roofline's time of ``flops`` and ``moved`` bytes on ``perf`` (no launch cost)."""
     peak = perf.peak(dtype, matrix)
     return max(flops / peak if peak > 0 else 0.0, moved / perf.memory_bandwidth)
 

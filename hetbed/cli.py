@@ -94,7 +94,7 @@ def _calibrate(args: argparse.Namespace) -> int:
                     "peak_float32_flops": perf.peak_flops["float32"],
                     "memory_bandwidth": perf.memory_bandwidth,
                     "dispatch_overhead_s": perf.launch_overhead_s,
-                    "measurements": [{"name": m.name, "unit": m.unit, **m.row()} for m in ms],
+                    "measurements": [{"name": m.name, "unit": m.unit, **m.row(1.0)} for m in ms],
                     "profile_entries": len(prof.table),
                     "out": args.out,
                 }

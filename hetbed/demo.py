@@ -66,12 +66,7 @@ def fidelity() -> tuple[pd.DataFrame, pd.DataFrame]:
     measurements (min/median/max, the other processes' load, a noisy flag) and, per model,
     measured vs predicted step time (the profiled step itself: in sample)."""
     perf, ms = measure(repeats=3)
-    machine = pd.DataFrame(
-        [
-            {"measurement": m.name, "unit": u, **m.row(scale)}
-            for m, scale, u in zip(ms, (1e-9, 1e-9, 1e6), ("GFLOP/s", "GB/s", "us/op"))
-        ]
-    )
+    machine = pd.DataFrame([{"measurement": m.name, "unit": m.shown[1], **m.row()} for m in ms])
     rows = []
     for name, build in small.BUILDERS.items():
         work: dict = {}

@@ -243,7 +243,10 @@ def _select(sc: dict, frame: pd.DataFrame, point: dict, where: str, free: str = 
             continue
         got = sel[sel[col(k)] == v]
         if not len(got):
-            have = sorted(set(frame[col(k)]), key=lambda x: (isinstance(x, str), str(x).zfill(20)))
+            vals = set(frame[col(k)])
+            have = sorted(v for v in vals if not isinstance(v, str)) + sorted(
+                v for v in vals if isinstance(v, str)
+            )
             raise ValueError(
                 f"{where}.point: no run has {k} = {v!r} (the runs have {', '.join(map(str, have))})"
             )

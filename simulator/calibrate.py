@@ -14,6 +14,7 @@ import datetime
 import os
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,7 @@ class Measurement:
     unit: str
     values: list[float]
     load_cores: float | None = None
+    shown: tuple[float, str] | None = None  # (scale, unit) to show the values in
 
     @property
     def median(self) -> float:
@@ -105,8 +107,11 @@ class Measurement:
         busy = self.load_cores is not None and self.load_cores > NOISY_LOAD_CORES
         return self.spread > NOISY_SPREAD or busy
 
-    def describe(self, scale: float = 1.0, unit: str | None = None) -> str:
-        """``median [min, max] unit, load x cores`` with a NOISY flag and why."""
+    def describe(self, scale: float | None = None, unit: str | None = None) -> str:
+        """``median [min, max] unit, load x cores`` with a NOISY flag and why, in the unit it
+        is ``shown`` in unless given."""
+        if scale is None:
+            scale, unit = self.shown or (1.0, self.unit)
         u = unit or self.unit
         text = (
             f"{self.median * scale:.4g} [{min(self.values) * scale:.4g}, "
@@ -123,7 +128,11 @@ class Measurement:
             text += f"  NOISY ({'; '.join(why)}: rerun on a quiet machine)"
         return text
 
-    def row(self, scale: float = 1.0) -> dict[str, Any]:
+    def row(self, scale: float | None = None) -> dict[str, Any]:
+        """median, min, max (in the unit it is ``shown`` in unless ``scale`` is given),
+        repeats, other_load_cores, noisy."""
+        if scale is None:
+            scale = self.shown[0] if self.shown else 1.0
         return {
             "median": self.median * scale,
             "min": min(self.values) * scale,
@@ -134,11 +143,17 @@ class Measurement:
         }
 
 
-def repeated(name: str, unit: str, fn: Callable[[], float], repeats: int) -> Measurement:
+def repeated(
+    name: str,
+    unit: str,
+    fn: Callable[[], float],
+    repeats: int,
+    shown: tuple[float, str] | None = None,
+) -> Measurement:
     """``fn()`` ``repeats`` times, with the load other processes put on the machine meanwhile."""
     meter = LoadMeter().start()
     values = [fn() for _ in range(max(repeats, 1))]
-    return Measurement(name, unit, values, meter.stop())
+    return Measurement(name, unit, values, meter.stop(), shown)
 
 
 def gemm_flops(n: int = 1024) -> float:
@@ -201,17 +216,6 @@ while True:
 """
 
 
-def _read_exactly(conn: Any, n: int) -> bytes | None:
-    buf = bytearray(n)
-    view, got = memoryview(buf), 0
-    while got < n:
-        k = conn.recv_into(view[got:], n - got)
-        if not k:
-            return None
-        got += k
-    return bytes(buf)
-
-
 def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
     """(bytes/s, one-way latency s) of TCP over 127.0.0.1 between this process and another
     (a child echoing each message with one byte): the latency is half the median round trip of
@@ -220,6 +224,8 @@ def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
     import struct
     import subprocess
     import sys
+
+    from hetbed.runtime.distributed.datachannel import recv_exact
 
     peer = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True)
     try:
@@ -235,7 +241,7 @@ def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
             for _ in range(pings):
                 t = time.perf_counter()
                 cli.sendall(one)
-                _read_exactly(cli, 1)
+                recv_exact(cli, 1)
                 rtts.append(time.perf_counter() - t)
             rtt = statistics.median(rtts)
             payload = struct.pack("!I", big) + bytes(big)
@@ -243,7 +249,7 @@ def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
             for _ in range(3):
                 t = time.perf_counter()
                 cli.sendall(payload)
-                _read_exactly(cli, 1)
+                recv_exact(cli, 1)
                 best = min(best, time.perf_counter() - t)
     finally:
         peer.wait(timeout=30)
@@ -254,9 +260,11 @@ def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
     """This machine's roofline numbers, each the median of ``repeats`` measurements, and the
     measurements (min/median/max and the other processes' load while each ran)."""
     ms = [
-        repeated("float32 GEMM 1024^3", "FLOP/s", gemm_flops, repeats),
-        repeated("memory bandwidth (float32 add)", "bytes/s", stream_bandwidth, repeats),
-        repeated("executor dispatch per op", "s", dispatch_overhead, repeats),
+        repeated("float32 GEMM 1024^3", "FLOP/s", gemm_flops, repeats, (1e-9, "GFLOP/s")),
+        repeated(
+            "memory bandwidth (float32 add)", "bytes/s", stream_bandwidth, repeats, (1e-9, "GB/s")
+        ),
+        repeated("executor dispatch per op", "s", dispatch_overhead, repeats, (1e6, "us/op")),
     ]
     flops, bw, dispatch = (m.median for m in ms)
     perf = DevicePerf(
@@ -307,8 +315,14 @@ class _ShapeTracer(TracingObserver):
             try:
                 c = node.op.op_def.cost_fn(node.op, ins, outs_shapes)
                 self.work[key] = (float(c.flops), float(c.bytes_read + c.bytes_written))
-            except Exception:  # noqa: BLE001 - a cost rule that cannot price these shapes
-                pass  # leaves the entry without work: it is priced as measured, never scaled
+            except (TypeError, ValueError, IndexError) as e:  # a rule that cannot price them
+                # the entry keeps its measured time but is never scaled to other shapes
+                warnings.warn(
+                    f"profile: the cost rule of {node.op.type} {node.op.name!r} cannot price "
+                    f"input shapes {ins} ({type(e).__name__}: {e}); this entry will not be "
+                    "scaled to shapes the profile did not measure",
+                    stacklevel=2,
+                )
 
 
 def profile_ops(
@@ -429,15 +443,15 @@ def calibrate(
     progress(f"measuring GEMM rate, memory bandwidth and per-op dispatch cost ({repeats} x) ...")
     perf, ms = measure(repeats)
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
-    for m, scale, unit in zip(ms, (1e-9, 1e-9, 1e6), ("GFLOP/s", "GB/s", "us/op")):
-        progress(f"  {m.name}: {m.describe(scale, unit)}")
+    for m in ms:
+        progress(f"  {m.name}: {m.describe()}")
     progress("measuring loopback TCP (rate and latency) ...")
     links = [loopback_link() for _ in range(max(min(repeats, 5), 1))]
-    rate = Measurement("loopback TCP rate", "bytes/s", [r for r, _ in links])
-    lat = Measurement("loopback TCP latency", "s", [t for _, t in links])
+    rate = Measurement("loopback TCP rate", "bytes/s", [r for r, _ in links], None, (1e-9, "GB/s"))
+    lat = Measurement("loopback TCP latency", "s", [t for _, t in links], None, (1e6, "us"))
     write_link_toml(rate.median, lat.median, os.path.join(out_dir, "loopback.toml"))
-    progress(f"  {rate.name}: {rate.describe(1e-9, 'GB/s')}")
-    progress(f"  {lat.name}: {lat.describe(1e6, 'us')}")
+    for m in (rate, lat):
+        progress(f"  {m.name}: {m.describe()}")
     ms += [rate, lat]
     progress(f"profiling the ops of {', '.join(builders)} ...")
     work: dict[str, tuple[float, float]] = {}

@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from hetbed.devices.catalog import load_device
-from hetbed.devices.costmodel import CostModel, DevicePerf, Roofline, perf_from_spec
+from hetbed.devices.costmodel import (
+    CostModel,
+    DevicePerf,
+    Roofline,
+    perf_from_spec,
+    roofline_seconds,
+)
 
 from .cluster import Cluster
 from .session import SimSession, sim_value
@@ -369,9 +375,7 @@ def accumulate_s(elements: float, nbytes: float, perf: DevicePerf) -> float:
     """Roofline seconds on ``perf`` to add a gradient of ``elements`` (``nbytes``) into an
     accumulator: one add per element, the accumulator and the gradient read, the accumulator
     written (the cost rule of AccumulatorApplyGradient), plus one launch."""
-    peak = perf.peak("float32", False)
-    work = max(elements / peak if peak > 0 else 0.0, 3.0 * nbytes / perf.memory_bandwidth)
-    return work + perf.launch_overhead_s
+    return roofline_seconds(elements, 3.0 * nbytes, perf) + perf.launch_overhead_s
 
 
 def _update_ops(train_op: Any) -> dict[Any, Any]:

@@ -100,7 +100,7 @@ def test_a_task_dying_during_the_handshake_reads_as_unavailable():
     def dying_server():
         conn, _ = lsn.accept()
         conn.sendall(datachannel.MAGIC + bytes(datachannel.NONCE_BYTES))
-        datachannel._recv_exact(conn, len(datachannel.MAGIC) + 32)
+        datachannel.recv_exact(conn, len(datachannel.MAGIC) + 32)
         conn.close()  # gone before naming itself
 
     t = threading.Thread(target=dying_server, daemon=True)

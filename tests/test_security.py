@@ -94,7 +94,7 @@ def test_message_limit_default_env_and_bad_values(monkeypatch):
 
 def _greeted(port: int) -> socket.socket:
     c = socket.create_connection(("127.0.0.1", port), timeout=5)
-    hello = datachannel._recv_exact(c, 4 + 32)
+    hello = datachannel.recv_exact(c, 4 + 32)
     assert hello[:4] == datachannel.MAGIC
     return c
 
@@ -108,10 +108,10 @@ def test_data_channel_says_nothing_before_the_token_is_proven(server):
         assert c.recv(1000) == b""  # hung up: no task name, no error text
         c.close()
     c = socket.create_connection(("127.0.0.1", port), timeout=5)
-    nonce = bytes(datachannel._recv_exact(c, 36)[4:])
+    nonce = bytes(datachannel.recv_exact(c, 36)[4:])
     c.sendall(datachannel.MAGIC + datachannel._mac(b"s3cret", nonce))
-    (n,) = datachannel._recv_exact(c, 1)
-    assert datachannel._recv_exact(c, n).decode() == PS
+    (n,) = datachannel.recv_exact(c, 1)
+    assert datachannel.recv_exact(c, n).decode() == PS
     c.close()
 
 

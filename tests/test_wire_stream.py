@@ -229,10 +229,10 @@ class _FakeTask:
         conn, _ = self.tcp.accept()
         with conn:
             conn.sendall(datachannel.MAGIC + bytes(32))
-            datachannel._recv_exact(conn, 36)  # the client's greeting
+            datachannel.recv_exact(conn, 36)  # the client's greeting
             conn.sendall(bytes([len(PS)]) + PS.encode())
-            (n,) = struct.unpack(">I", datachannel._recv_exact(conn, 4))
-            datachannel._recv_exact(conn, n)  # the request
+            (n,) = struct.unpack(">I", datachannel.recv_exact(conn, 4))
+            datachannel.recv_exact(conn, n)  # the request
             conn.sendall(reply)
             conn.shutdown(socket.SHUT_WR)
             conn.settimeout(5)
@@ -294,18 +294,18 @@ def test_bad_streams_raise_clear_errors(messages, tcp_reply, err, match):
 def _data_conn(port: int, greet: bool = True) -> socket.socket:
     """A connection to a data server without a token, past the challenge when ``greet``."""
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
-    hello = datachannel._recv_exact(s, 4 + 32)
+    hello = datachannel.recv_exact(s, 4 + 32)
     assert hello[:4] == datachannel.MAGIC
     if greet:
         s.sendall(datachannel.MAGIC + bytes(32))
-        (n,) = datachannel._recv_exact(s, 1)
-        assert datachannel._recv_exact(s, n).decode() == PS
+        (n,) = datachannel.recv_exact(s, 1)
+        assert datachannel.recv_exact(s, n).decode() == PS
     return s
 
 
 def _read_frame(s: socket.socket) -> dict:
-    (n,) = struct.unpack(">I", datachannel._recv_exact(s, 4))
-    return msgpack.unpackb(bytes(datachannel._recv_exact(s, n)))
+    (n,) = struct.unpack(">I", datachannel.recv_exact(s, 4))
+    return msgpack.unpackb(bytes(datachannel.recv_exact(s, n)))
 
 
 def test_data_server_rejects_malformed_requests_and_keeps_serving(pair):

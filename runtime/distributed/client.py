@@ -23,9 +23,9 @@ from .datachannel import (
     _frame,
     _idle_ok,
     _mac,
-    _recv_exact,
     _recv_frame,
     _shutdown,
+    recv_exact,
 )
 from .rpc import _FROM_CODE, SERVICE, TOKEN_KEY, channel_options
 from .wire import (
@@ -574,17 +574,17 @@ class WorkerClient:
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             deadline = min(deadline, time.monotonic() + HANDSHAKE_TIMEOUT_S)
-            hello = _recv_exact(sock, len(MAGIC) + NONCE_BYTES, deadline)
+            hello = recv_exact(sock, len(MAGIC) + NONCE_BYTES, deadline)
             if hello[: len(MAGIC)] != MAGIC:
                 raise E.DataLossError(
                     f"{host}:{port} (data channel of {self.task}) is not a hetbed data channel"
                 )
             sock.sendall(MAGIC + _mac(self._token, bytes(hello[len(MAGIC) :])))
             try:
-                (n,) = _recv_exact(sock, 1, deadline)
+                (n,) = recv_exact(sock, 1, deadline)
             except EOFError:
                 raise self._hung_up(host, port) from None
-            task = bytes(_recv_exact(sock, n, deadline)).decode(errors="replace")
+            task = bytes(recv_exact(sock, n, deadline)).decode(errors="replace")
             if task != self.task and self.task.startswith("/job:"):
                 # the port now belongs to another task (this one restarted elsewhere): ask again
                 raise ConnectionRefusedError(f"data port {port} now serves {task}")

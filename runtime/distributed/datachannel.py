@@ -37,7 +37,7 @@ def _mac(token: bytes | None, nonce: bytes) -> bytes:
     return hmac.new(token, _MAC_CONTEXT + nonce, hashlib.sha256).digest()
 
 
-def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytearray:
+def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytearray:
     """Exactly ``n`` bytes; EOFError when the peer closes first, TimeoutError when they have not
     all arrived by ``deadline`` (time.monotonic; the bound is on the total, not per read)."""
     buf = bytearray(n)
@@ -61,12 +61,12 @@ def _frame(msg: dict) -> bytes:
 
 
 def _recv_frame(sock: socket.socket, what: str, limit: int = MAX_FRAME_BYTES) -> dict:
-    (n,) = _LEN.unpack(_recv_exact(sock, 4))
+    (n,) = _LEN.unpack(recv_exact(sock, 4))
     if n > limit:
         raise E.ResourceExhaustedError(
             f"{what}: a frame of {n} bytes is over the {limit}-byte limit"
         )
-    return unpack(bytes(_recv_exact(sock, n)), what)
+    return unpack(bytes(recv_exact(sock, n)), what)
 
 
 class _HangupWatch:
@@ -194,7 +194,7 @@ class DataServer:
             conn.settimeout(HANDSHAKE_TIMEOUT_S)
             nonce = secrets.token_bytes(NONCE_BYTES)
             conn.sendall(MAGIC + nonce)
-            hello = _recv_exact(conn, len(MAGIC) + 32, deadline)
+            hello = recv_exact(conn, len(MAGIC) + 32, deadline)
             if hello[: len(MAGIC)] != MAGIC:
                 return
             if self._token is not None and not hmac.compare_digest(
@@ -206,7 +206,7 @@ class DataServer:
             while True:
                 conn.settimeout(None)  # an idle connection waits for its next request
                 try:
-                    (n,) = _LEN.unpack(_recv_exact(conn, 4))
+                    (n,) = _LEN.unpack(recv_exact(conn, 4))
                 except EOFError:
                     return  # the client closed an idle connection
                 conn.settimeout(HANDSHAKE_TIMEOUT_S)
@@ -229,7 +229,7 @@ class DataServer:
                     f"data channel: a request of {n} bytes is over the {limit}-byte limit (raise "
                     "it with HETBED_MAX_MESSAGE_BYTES or max_message_bytes= of hb.train.Server)"
                 )
-            req = unpack(bytes(_recv_exact(conn, n)), "data channel request")
+            req = unpack(bytes(recv_exact(conn, n)), "data channel request")
             method = req.get("method", "RecvTensor")
             if method in ("RunGraph", "CleanupStep"):
                 return self._answer_control(conn, method, req)

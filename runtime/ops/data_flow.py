@@ -392,11 +392,11 @@ def _enqueue_many(ctx, step, inputs, done):
         return
     (k,) = sizes
     elements = [tuple(np.array(c[i], copy=True) for c in comps) for i in range(k)]
-    for e in elements[:1]:  # one element tells: they share the shapes of the components
-        err = q.mismatch(e, f"QueueEnqueueMany {ctx.op.name!r}")
-        if err is not None:
-            done(None, err)
-            return
+    # one element tells: they all share the shapes of the components past the first dimension
+    err = q.mismatch(elements[0], f"QueueEnqueueMany {ctx.op.name!r}") if elements else None
+    if err is not None:
+        done(None, err)
+        return
     q.put(elements, done, step)
 
 
