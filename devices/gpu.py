@@ -49,7 +49,15 @@ class GPUDevice(Device):
     """
 
     device_type = "gpu"
-    synchronous = False  # inputs fed from the host are moved here in ``run``
+    #: kernels are enqueued inline, on the calling thread, on this device's one stream: the order
+    #: of the stream stands in for completion (as in TensorFlow's GPU executor), so a step on one
+    #: GPU takes the straight-line schedule and the host runs ahead of the kernels
+    synchronous = True
+    #: ...except when a StepObserver watches the step (traces, calibration): then the executor
+    #: hands each node to ``run``, which completes it when its kernels have finished on the GPU,
+    #: so that what is timed is kernels, not launches. ``run_step`` waits for the stream at the
+    #: end of every step (TensorFlow's sync_on_finish), so a step returns with its work done.
+    kernels_on_stream = True
     non_blocking = False
 
     def __init__(self, name: str, index: int, cupy: Any):
@@ -78,9 +86,26 @@ class GPUDevice(Device):
                 f"{self.name}: memory_in_use_bytes is read from the device's memory pool"
             )
 
+    def bind_kernel(self, fn: Callable) -> Callable:
+        """``fn`` as the executor calls it inline: on this device and its stream, host arrays
+        among the inputs (fed values) copied here first."""
+        device, stream, here = self.cp.cuda.Device(self.index), self.stream, self._here
+        ndarray = np.ndarray
+
+        def on_gpu(ctx: Any, *ins: Any) -> Any:
+            with device, stream:
+                for x in ins:
+                    if isinstance(x, ndarray):
+                        return fn(ctx, *[here(y) for y in ins])
+                return fn(ctx, *ins)
+
+        on_gpu.__wrapped__ = fn  # type: ignore[attr-defined]
+        return on_gpu
+
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
         """Enqueue the node's kernels; ``done`` fires when they have finished on the GPU (an event
-        recorded after them completes), so traces and calibration time kernels, not launches."""
+        recorded after them completes), so traces and calibration time kernels, not launches.
+        The executor calls it only for an observed step (see ``kernels_on_stream``)."""
         try:
             with self.cp.cuda.Device(self.index), self.stream:
                 ins = [self._here(x) for x in inputs]

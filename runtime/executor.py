@@ -114,6 +114,7 @@ class Node:
         "memo",
         "dead_rule",
         "ctrl_preds",
+        "on_stream",
     )
 
     def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
@@ -134,6 +135,11 @@ class Node:
         # A timed device (a simulated one) starts a node and says when it ends: ``device.start(
         # node, inputs) -> (end_time, result)``; the executor keeps the pending ends in a heap.
         self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
+        # A device whose kernels run inline on a stream (a GPU) completes them in stream order;
+        # an observed step hands its nodes to ``device.run`` instead, which waits for the kernels.
+        self.on_stream = bool(getattr(device, "kernels_on_stream", False)) and not kernel.is_async
+        if self.on_stream:
+            self.fn = device.bind_kernel(kernel.fn)
         self.input_tensors: list[Tensor] = list(op.inputs)
         self.memo: Any = None  # free for the device's per-node cache (simulated devices' plans)
         #: in a graph with conditionals: 1 dead when any input is, 2 (Merge) when all are, 0
@@ -161,6 +167,10 @@ class PreparedGraph:
         self.feed_slots = feed_slots
         self.fetch_slots = fetch_slots
         self.straight_line = straight_line
+        #: waits for the streams of the devices whose kernels run on one (GPUs), at step end
+        self.stream_syncs = [
+            d.synchronize for d in {id(n.device): n.device for n in nodes if n.on_stream}.values()
+        ]
         #: the graph has conditionals (Switch): dead tensors propagate (ops/cond.py)
         self.has_cond = False
         #: the frames of its while loops (runtime/frames.py), or None
@@ -411,6 +421,8 @@ def run_step(
         run_straight_line(plan, vals, step)
     else:
         run_clocked(plan, vals, step, clock, observer, timeout_s)
+    for sync in plan.stream_syncs:  # the kernels a GPU was left running (sync_on_finish)
+        sync()
 
 
 class WallClock:
@@ -496,7 +508,8 @@ def run_clocked(
         now = tnow = clock.now  # the step's time; the clock catches up before others read it
     peek, advance = clock.peek, clock.advance
     on_start = on_finish = None
-    if observer is not None:
+    observed = observer is not None  # nodes on a stream then complete when their kernels have
+    if observed:
         on_finish = observer.node_finished
         if getattr(type(observer), "node_started", None) is not StepObserver.node_started:
             on_start = observer.node_started
@@ -548,7 +561,12 @@ def run_clocked(
                     seq += 1
                     outstanding += 1
                     continue
-                if node.is_async or node.heavy or not node.device.synchronous:
+                if (
+                    node.is_async
+                    or node.heavy
+                    or not node.device.synchronous
+                    or (node.on_stream and observed)
+                ):
                     if not wall and clock.now != now:
                         advance(now)
                     waiting[node.index] = dead

@@ -121,3 +121,52 @@ def test_copy_between_gpus_and_nccl_all_reduce():
     np.testing.assert_array_equal(got_b, [1, 2, 3, 4])
     np.testing.assert_array_equal(r0, [2, 3, 4, 5])
     np.testing.assert_array_equal(r1, r0)
+
+
+def _gpu_of(sess):
+    return next(n.device for n in sess._last_plan.prepared.nodes if n.device.device_type == "gpu")
+
+
+def test_a_step_enqueues_kernels_inline_and_returns_with_them_done(cp):
+    """On one GPU a step takes the straight-line schedule: each kernel is enqueued on the calling
+    thread, on the device's stream, with no wait per node; the step ends by waiting for the
+    stream (TensorFlow's sync_on_finish), so an update that fetches nothing is done on return."""
+    with hb.Graph().as_default():
+        with hb.device("/gpu:0"):
+            v = hb.Variable(np.zeros(3, np.float32))
+            x = hb.placeholder(hb.float32, [3])
+            up = hb.assign_add(v, hb.square(x) + 1.0)
+        with hb.Session() as s:
+            s.run(v.initializer)
+            for _ in range(2):
+                s.run(up.op, {x: np.arange(3, dtype=np.float32)})
+            plan = s._last_plan.prepared
+            assert plan.straight_line and len(plan.stream_syncs) == 1
+            stream = _gpu_of(s).stream
+            if getattr(cp, "is_fake", False):
+                assert stream.synced == stream.seq > 0  # everything enqueued has been waited for
+            else:
+                assert stream.done
+            np.testing.assert_array_equal(s.run(v), [2, 4, 10])
+
+
+def test_a_traced_step_times_kernels_not_launches(cp):
+    """With a trace, each GPU node completes when its kernels have finished (an event after
+    them), so a traced matmul lasts at least its FLOPs at a peak no GPU reaches (1 PFLOP/s):
+    137 us at n = 4096, where a launch alone takes tens of microseconds."""
+    n = 256 if getattr(cp, "is_fake", False) else 4096  # the stand-in computes on the CPU
+    a = np.random.default_rng(3).standard_normal((n, n)).astype(np.float32)
+    with hb.Graph().as_default():
+        with hb.device("/gpu:0"):
+            x = hb.placeholder(hb.float32, [n, n])
+            y = hb.matmul(hb.matmul(x, x), x)
+            s_ = hb.reduce_sum(y)
+        with hb.Session() as s:
+            s.run(s_, {x: a})  # warm up (cuBLAS handles, kernel caches)
+            meta = hb.RunMetadata()
+            opts = hb.RunOptions(trace_level=hb.RunOptions.FULL_TRACE)
+            s.run(s_, {x: a}, options=opts, run_metadata=meta)
+    ops = meta.step_stats
+    mm = ops[ops.type == "MatMul"]
+    assert len(mm) == 2 and (mm.device.str.endswith("gpu:0")).all()
+    assert (mm.duration_s >= 2.0 * n**3 / 1e15).all(), mm[["op", "duration_s"]]

@@ -937,13 +937,16 @@ def _window(a: Any, i: int, j: int, sh: int, sw: int, ho: int, wo: int) -> Any:
 
 
 def _im2col(xp: Any, x: Any, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int) -> Any:
-    """Patches of padded NHWC ``x`` as a (N*Ho*Wo, kh*kw*C) matrix, columns in (kh, kw, C) order."""
+    """Patches of padded NHWC ``x`` as a (N*Ho*Wo, kh*kw*C) matrix, columns in (kh, kw, C) order:
+    one strided (N, Ho, Wo, kh, kw, C) view of ``x`` and one copy (one kernel on a GPU)."""
     n, c = x.shape[0], x.shape[3]
     if kh == 1 and kw == 1:
         return x[:, : (ho - 1) * sh + 1 : sh, : (wo - 1) * sw + 1 : sw].reshape(n * ho * wo, c)
-    v = xp.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))
-    v = v[:, : (ho - 1) * sh + 1 : sh, : (wo - 1) * sw + 1 : sw]  # (N, Ho, Wo, C, kh, kw)
-    return v.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * c)
+    s0, s1, s2, s3 = x.strides
+    v = xp.lib.stride_tricks.as_strided(
+        x, (n, ho, wo, kh, kw, c), (s0, s1 * sh, s2 * sw, s1, s2, s3)
+    )
+    return v.reshape(n * ho * wo, kh * kw * c)
 
 
 def _conv_dims(op_name: str, attrs: dict, x_shape: tuple, f_shape: tuple) -> tuple:
@@ -975,6 +978,20 @@ def _shape_tensor(t: Tensor) -> Tensor:
 
 def _sizes(v: Any) -> tuple:
     return tuple(int(d) for d in (v.tolist() if hasattr(v, "tolist") else v))
+
+
+def _shape_input(ctx: Any, i: int, v: Any) -> tuple:
+    """The values of shape input ``i`` (``v``). A host value (fed, or from a host op) is read;
+    a device array is not when the graph knows its value (a constant shape): reading it would
+    wait for every kernel queued on the GPU, as TensorFlow avoids by keeping shapes in host
+    memory."""
+    if isinstance(v, (np.ndarray, list, tuple)):
+        return _sizes(v)
+    known = ctx.state
+    if known is None:
+        xs = static_shape_value(ctx.op.inputs[i])
+        known = ctx.state = tuple(xs.as_list()) if xs.is_fully_defined() else ()
+    return known if known else _sizes(v)
 
 
 # ---- Conv2D ------------------------------------------------------------------------------------
@@ -1075,7 +1092,7 @@ def _conv_bi_shape(op):
 def _conv2d_backprop_input(ctx, sizes, f, dy):
     xp = ctx.xp
     n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
-        "Conv2DBackpropInput", ctx.attrs, _sizes(sizes), f.shape
+        "Conv2DBackpropInput", ctx.attrs, _shape_input(ctx, 0, sizes), f.shape
     )
     if dy.shape != (n, ho, wo, co):
         raise InvalidArgumentError(
@@ -1088,7 +1105,19 @@ def _conv2d_backprop_input(ctx, sizes, f, dy):
     dy2 = dy.reshape(n * ho * wo, co)
     if kh == kw == sh == sw == 1:
         return (dy2 @ f.reshape(c, co).T).reshape(n, h, w, c)
-    # One GEMM per window position, added into the strided cells it touched: faster than one
+    hp, wp = h + ph[0] + ph[1], w + pw[0] + pw[1]
+    if sh == sw == 1:
+        # The padded input's gradient is a stride-1 correlation of out_backprop, padded by
+        # kh-1 (kw-1) before and what the padded input has beyond it after, with the filter
+        # flipped in space: one im2col and one GEMM.
+        e = _pad_hw(xp, dy, (kh - 1, hp - ho), (kw - 1, wp - wo))
+        cols = _im2col(xp, e, kh, kw, 1, 1, hp, wp)
+        flipped = f[::-1, ::-1].transpose(0, 1, 3, 2).reshape(kh * kw * co, c)
+        dxp = (cols @ flipped).reshape(n, hp, wp, c)
+        if (hp, wp) == (h, w):
+            return dxp
+        return xp.ascontiguousarray(dxp[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w])
+    # Strided: one GEMM per window position, added into the strided cells it touched: faster than one
     # big GEMM followed by a col2im that reads its result with large strides.
     dxp = xp.zeros((n, h + ph[0] + ph[1], w + pw[0] + pw[1], c), dtype=dy.dtype)
     for i in range(kh):
@@ -1140,7 +1169,7 @@ def _conv_bf_shape(op):
 def _conv2d_backprop_filter(ctx, x, sizes, dy):
     xp = ctx.xp
     n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
-        "Conv2DBackpropFilter", ctx.attrs, x.shape, _sizes(sizes)
+        "Conv2DBackpropFilter", ctx.attrs, x.shape, _shape_input(ctx, 1, sizes)
     )
     if dy.shape != (n, ho, wo, co):
         raise InvalidArgumentError(
@@ -1261,6 +1290,11 @@ def _pool_dims(op_name: str, attrs: dict, x_shape: tuple) -> tuple:
     return n, h, w, c, kh, kw, sh, sw, ho, wo, (pt, pb), (pl, pr)
 
 
+def _tiles(h: int, w: int, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int) -> bool:
+    """Whether the pooling windows tile the input exactly (no overlap, no padding, no rest)."""
+    return kh == sh and kw == sw and ho * kh == h and wo * kw == w
+
+
 def _pool_out_shape(op_name: str, attrs: dict, xs: TensorShape) -> TensorShape:
     if xs.ndims is None:
         return TensorShape([None] * 4)
@@ -1301,6 +1335,8 @@ def _max_pool(ctx, x):
     fast = _cpu_fast(x)
     if fast is not None:
         return fast.max_pool(x, kh, kw, sh, sw, ho, wo, ph, pw)
+    if _tiles(h, w, kh, kw, sh, sw, ho, wo):  # one reduction instead of kh*kw passes
+        return x.reshape(n, ho, kh, wo, kw, c).max(axis=(2, 4))
     xpad = _pad_hw(xp, x, ph, pw, _lowest(x.dtype))
     out = None
     for i in range(kh):
@@ -1333,6 +1369,14 @@ def _max_pool_grad_kernel(ctx, x, y, g):
     fast = _cpu_fast(x, y, g)
     if fast is not None:
         return fast.max_pool_grad(x, y, g, kh, kw, sh, sw, ph, pw)
+    if _tiles(h, w, kh, kw, sh, sw, ho, wo):
+        # windows tile the input: each as a row of kh*kw values, the gradient to its first max
+        k = kh * kw
+        win = x.reshape(n, ho, kh, wo, kw, c).transpose(0, 1, 3, 5, 2, 4).reshape(n, ho, wo, c, k)
+        hit = win == y[..., None]
+        sel = (xp.arange(k) == hit.argmax(axis=-1)[..., None]) & hit  # none where no max (NaN)
+        d = xp.where(sel, g[..., None], xp.zeros((), dtype=g.dtype))
+        return d.reshape(n, ho, wo, c, kh, kw).transpose(0, 1, 4, 2, 5, 3).reshape(n, h, w, c)
     xpad = _pad_hw(xp, x, ph, pw, _lowest(x.dtype))
     dxp = xp.zeros(xpad.shape, dtype=g.dtype)
     open_ = xp.ones(y.shape, dtype=bool)  # windows whose maximum is not yet found
@@ -1404,7 +1448,9 @@ def _avg_pool_grad_shape(op):
 @AvgPoolGrad.kernel("cpu", "gpu")
 def _avg_pool_grad_kernel(ctx, sizes, g):
     xp = ctx.xp
-    n, h, w, c, kh, kw, sh, sw, ho, wo, ph, pw = _pool_dims("AvgPoolGrad", ctx.attrs, _sizes(sizes))
+    n, h, w, c, kh, kw, sh, sw, ho, wo, ph, pw = _pool_dims(
+        "AvgPoolGrad", ctx.attrs, _shape_input(ctx, 0, sizes)
+    )
     gs = g / _avg_counts(xp, g.dtype, h, w, kh, kw, sh, sw, ho, wo, ph, pw)
     dxp = xp.zeros((n, h + ph[0] + ph[1], w + pw[0] + pw[1], c), dtype=g.dtype)
     for i in range(kh):
