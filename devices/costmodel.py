@@ -59,6 +59,7 @@ class DevicePerf:
     memory_bytes: float = 16e9
     launch_overhead_s: float = 5e-6
     systolic: tuple[int, int] | None = None  # (rows, cols) of one matrix unit, TPU-like devices
+    multiprocessors: int | None = None  # SMs of a GPU (the tiled GEMM model, gpukernels.py)
 
     def peak(self, dtype: str, matrix: bool) -> float:
         if matrix and dtype in self.matrix_flops:
@@ -86,6 +87,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         memory_bytes=spec.memory_bytes,
         launch_overhead_s=spec.kernel_launch_overhead_s,
         systolic=spec.systolic_array_shape,
+        multiprocessors=getattr(spec, "multiprocessors", None),
     )
 
 
@@ -157,14 +159,26 @@ ZERO_TIME_OPS = {
 }
 
 
+#: how a GPU's matrix products and convolutions are priced: "peak" at the roofline of the
+#: device's peak; "tiled" by the tiled GEMM model (devices/gpukernels.py: tiles, waves, split-K
+#: and saturating efficiency, fitted to per-kernel benchmarks) where the device lists its SMs
+GPU_KERNEL_MODELS = ("peak", "tiled")
+
+
 class Roofline(CostModel):
     """max(flops / peak, bytes / bandwidth) + launch overhead (systolic fill for matrix ops), in
-    one of the ``PRECISIONS`` (see there). Raises ValueError for an unknown precision."""
+    one of the ``PRECISIONS`` (see there); with ``gpu_kernels="tiled"`` a GPU's matrix products
+    and convolutions take the tiled GEMM model's time instead (see ``GPU_KERNEL_MODELS``).
+    Raises ValueError for an unknown precision or kernel model."""
 
-    def __init__(self, precision: str = "float32"):
+    def __init__(self, precision: str = "float32", gpu_kernels: str = "peak"):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
+        if gpu_kernels not in GPU_KERNEL_MODELS:
+            raise ValueError(f"gpu_kernels must be one of {GPU_KERNEL_MODELS}, got {gpu_kernels!r}")
         self.precision = precision
+        self.gpu_kernels = gpu_kernels
+        self._gemm_params: dict | None = None
 
     def duration(
         self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
@@ -192,6 +206,10 @@ class Roofline(CostModel):
                     if t.op.type in _WEIGHT_READS:
                         extra += 6.0 * _numel(shape)  # the weight's cast to the half type
         peak = perf.peak(dtype, matrix)
+        if matrix and self.gpu_kernels == "tiled" and perf.multiprocessors:
+            t = self._tiled(op, ins, outs, perf, dtype, peak, moved)
+            if t is not None:
+                return t + extra / perf.memory_bandwidth + perf.launch_overhead_s
         if matrix and perf.systolic is not None:
             dims = _matmul_dims(op, ins)
             if dims is not None:
@@ -199,6 +217,18 @@ class Roofline(CostModel):
         compute = c.flops / peak if peak > 0 else 0.0
         memory = moved / perf.memory_bandwidth
         return max(compute, memory) + extra / perf.memory_bandwidth + perf.launch_overhead_s
+
+    def _tiled(self, op, ins, outs, perf, dtype, peak, moved) -> float | None:
+        from . import gpukernels as gk
+
+        dims = gk.gemm_dims(op.type, op.attrs, ins, outs)
+        if not dims:
+            return None
+        if self._gemm_params is None:
+            self._gemm_params = gk.load_params()
+        unit = gk.unit_class(dtype) if dtype in perf.matrix_flops else "cuda_cores"
+        p = self._gemm_params[unit]
+        return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p)
 
 
 def _numel(shape: Any) -> float:

@@ -24,6 +24,7 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     peer_link, network_link            optional link keys: device-to-device, the host's NIC
     systolic_array_shape = [rows, cols], matrix_units   (required for tpu; per chip)
     cores, fp32_lanes, clock_hz        optional: how the peaks are derived
+    multiprocessors                    optional (gpu): SMs, for the tiled GEMM model (gpukernels.py)
     description                        optional words
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
@@ -95,6 +96,7 @@ class HardwareSpec:
     matrix_units: int | None = None
     cores: int | None = None
     fp32_lanes: int | None = None
+    multiprocessors: int | None = None
     clock_hz: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
@@ -341,7 +343,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes clock_hz".split()
+    " cores fp32_lanes multiprocessors clock_hz".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
@@ -367,6 +369,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         matrix_units=r.number("matrix_units", required=tpu, integer=True),
         cores=r.number("cores", required=False, integer=True),
         fp32_lanes=r.number("fp32_lanes", required=False, integer=True),
+        multiprocessors=r.number("multiprocessors", required=False, integer=True),
         clock_hz=r.number("clock_hz", required=False),
         sources=r.sources,
         notes=r.notes,
