@@ -1,5 +1,6 @@
 """The tiled GEMM model of GPU kernels (devices/gpukernels.py) against per-kernel timings it was
-not fitted to: DeepBench's published V100 and P100 results and hetbed's own H200 measurements
+not fitted to: DeepBench's published V100 and P100 results, hetbed's own H200 measurements, and
+an H100 run that is never fitted to
 (devices/catalog/kernels/README.md says where each comes from). Needs scipy.
 
 The GEMM timings of each (GPU, precision) are numbered in file order; every third one is held
@@ -25,7 +26,12 @@ from hetbed.devices import catalog
 
 DATA = Path(gk.__file__).resolve().parent / "catalog" / "kernels"
 #: the catalog entry each benchmark's GPU is priced as
-GPUS = {"P100": "p100_pcie", "V100": "v100_sxm2", "H200": "h200_sxm"}
+GPUS = {"P100": "p100_pcie", "V100": "v100_sxm2", "H200": "h200_sxm", "H100": "h100_sxm5"}
+#: the GPUs fitted to (one at a time held out), and the files of each side
+FITTED_GPUS = ("P100", "V100", "H200")
+FIT_FILES = (("deepbench_gemm.csv", "h200_gemm.csv"), ("deepbench_conv.csv", "h200_conv.csv"))
+#: timings of a machine never fitted to: an H100 measured on another day by the same sweep
+UNSEEN_FILES = (("h100_gemm.csv",), ("h100_conv.csv",))
 #: the precision labels of the data files -> (dtype priced, element bytes)
 PRECISION = {"fp32": ("float32", 4), "tf32": ("tensorfloat32", 4), "fp16": ("float16", 2),
              "bf16": ("bfloat16", 2)}  # fmt: skip
@@ -50,10 +56,10 @@ def _has(spec, dtype: str) -> bool:
         return False
 
 
-def gemm_rows() -> list[tuple]:
+def gemm_rows(files: tuple = FIT_FILES[0]) -> list[tuple]:
     """(device, dtype, m, n, k, bytes, seconds, index within its (device, precision))."""
     rows, seen = [], {}
-    for name in ("deepbench_gemm.csv", "h200_gemm.csv"):
+    for name in files:
         for r in csv.DictReader(open(DATA / name)):
             dtype, el = PRECISION[r["precision"]]
             m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
@@ -63,10 +69,10 @@ def gemm_rows() -> list[tuple]:
     return rows
 
 
-def conv_rows() -> list[tuple]:
+def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
     """Each convolution pass as (device, dtype, m, n, k, bytes, seconds, pass name)."""
     rows = []
-    for name in ("deepbench_conv.csv", "h200_conv.csv"):
+    for name in files:
         for r in csv.DictReader(open(DATA / name)):
             dtype, el = PRECISION[r["precision"]]
             N, H, W, C, K = (int(r[x]) for x in ("n", "h", "w", "c", "k"))
@@ -130,7 +136,10 @@ def main(argv: list[str]) -> int:
     row("GEMMs fitted to (2 of every 3, all GPUs)", "fitted", train, params, False)
     row("GEMMs held out (every third)", "predicted", held, params, True)
     row("convolutions (implicit GEMM, never fitted)", "predicted", convs, params, False)
-    for gen in GPUS:
+    row("H100 GEMMs (another machine, never fitted)", "predicted", gemm_rows(UNSEEN_FILES[0]),
+        params, True)  # fmt: skip
+    row("H100 convolutions (never fitted)", "predicted", conv_rows(UNSEEN_FILES[1]), params, False)
+    for gen in FITTED_GPUS:
         ps = fit([r for r in train if r[0] != gen], devs)
         row(f"{gen}: GEMMs, refitted without {gen}", "predicted", [r for r in gemms if r[0] == gen],
             ps, True)  # fmt: skip

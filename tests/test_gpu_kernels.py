@@ -128,3 +128,21 @@ def test_the_roofline_prices_a_gpu_matmul_by_the_tiled_model_when_asked():
     with pytest.raises(ValueError, match="gpu_kernels"):
         Roofline(gpu_kernels="fast")
     assert math.isfinite(times["tiled"])
+
+
+def test_the_shipped_parameters_are_what_the_bench_fits():
+    """catalog/kernels/gemm.toml holds what bench/gpu_kernels.py's procedure fits (two of every
+    three GEMM shapes of P100, V100 and H200), not hand-set numbers."""
+    pytest.importorskip("scipy")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "gpu_kernels.py"
+    spec = importlib.util.spec_from_file_location("gpu_kernels_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    devs = bench.devices()
+    fitted = bench.fit([r for r in bench.gemm_rows() if r[7] % 3], devs)
+    shipped = gk.load_params()
+    for unit, p in fitted.items():
+        assert shipped[unit].vector() == pytest.approx(p.vector(), rel=1e-3), unit
