@@ -59,6 +59,13 @@ def mode(dt):
     }[dt]
 
 
+def measure(kind, dtype, shape, flops, moved, fn):
+    """Time ``fn`` and record one row."""
+    sec, reps = timeit(fn)
+    rows.append(dict(kind=kind, dtype=dtype, shape=shape, flops=flops, bytes=moved,
+                     seconds=sec, reps=reps))  # fmt: skip
+
+
 t0 = time.time()
 gemms = [(n, n, n) for n in (64, 128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192)]
 gemms += [(1760, b, 1760) for b in (16, 32, 64, 128, 7000)] + [
@@ -79,19 +86,9 @@ for dt in ("fp32", "tf32", "fp16", "bf16"):
     for m, n, k in gemms:
         a = torch.randn(m, k, device=dev, dtype=ty)
         b = torch.randn(k, n, device=dev, dtype=ty)
-        sec, reps = timeit(lambda: torch.mm(a, b))
         el = 2 if ty != torch.float32 else 4
-        rows.append(
-            dict(
-                kind="gemm",
-                dtype=dt,
-                shape=f"{m}x{n}x{k}",
-                flops=2 * m * n * k,
-                bytes=el * (m * k + k * n + m * n),
-                seconds=sec,
-                reps=reps,
-            )
-        )
+        measure("gemm", dt, f"{m}x{n}x{k}", 2 * m * n * k, el * (m * k + k * n + m * n),
+                lambda: torch.mm(a, b))  # fmt: skip
 print("gemm done", time.time() - t0, flush=True)
 convs = [  # N, H, W, C, K, R, stride, pad
     (32, 224, 224, 3, 64, 7, 2, 3),
@@ -115,31 +112,19 @@ for dt in ("fp32", "tf32", "fp16"):
     for N, H, W, C, K, R, st, pad in convs:
         x = torch.randn(N, C, H, W, device=dev, dtype=ty).to(memory_format=torch.channels_last)
         w = torch.randn(K, C, R, R, device=dev, dtype=ty).to(memory_format=torch.channels_last)
-        sec, reps = timeit(lambda: torch.nn.functional.conv2d(x, w, stride=st, padding=pad))
         P = (H + 2 * pad - R) // st + 1
         Q = (W + 2 * pad - R) // st + 1
         el = 2 if ty != torch.float32 else 4
-        rows.append(
-            dict(
-                kind="conv_fwd",
-                dtype=dt,
-                shape=f"N{N}H{H}W{W}C{C}K{K}R{R}s{st}",
-                flops=2 * N * P * Q * K * C * R * R,
-                bytes=el * (N * H * W * C + K * C * R * R + N * P * Q * K),
-                seconds=sec,
-                reps=reps,
-            )
-        )
+        measure("conv_fwd", dt, f"N{N}H{H}W{W}C{C}K{K}R{R}s{st}", 2 * N * P * Q * K * C * R * R,
+                el * (N * H * W * C + K * C * R * R + N * P * Q * K),
+                lambda: torch.nn.functional.conv2d(x, w, stride=st, padding=pad))  # fmt: skip
 print("conv done", time.time() - t0, flush=True)
 mode("fp32")
 for n in (1, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000):
     a = torch.randn(n, device=dev)
     b = torch.randn(n, device=dev)
     c = torch.empty_like(a)
-    sec, reps = timeit(lambda: torch.add(a, b, out=c))
-    rows.append(
-        dict(kind="add", dtype="fp32", shape=str(n), flops=n, bytes=12 * n, seconds=sec, reps=reps)
-    )
+    measure("add", "fp32", str(n), n, 12 * n, lambda: torch.add(a, b, out=c))
 # host-side launch rate: back-to-back tiny kernels, timed on the host
 a = torch.zeros(1, device=dev)
 torch.cuda.synchronize()

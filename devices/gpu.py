@@ -99,7 +99,6 @@ class GPUDevice(Device):
                         return fn(ctx, *[here(y) for y in ins])
                 return fn(ctx, *ins)
 
-        on_gpu.__wrapped__ = fn  # type: ignore[attr-defined]
         return on_gpu
 
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
