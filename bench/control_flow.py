@@ -6,7 +6,8 @@ rounds; and the while_loop rows of the issue.
 Targets (issue 14): the LSTM step within 1.5x of TF1's; a while_loop of 1,000 and 10,000 tiny
 iterations (a counter and one multiply) within 3x of TF1's time per iteration. hetbed runs
 dynamic_rnn unrolled (its time dimension is known when the graph is built) and while_loop with
-execution frames on its clocked schedule (runtime/frames.py), iterations one after another;
+execution frames (runtime/frames.py), iterations one after another, the later ones of a simple
+loop on the fast path;
 TF1's Session runs the same loop with its default graph optimizations. TF1's tf.nn.rnn_cell
 needs tf-keras under Keras 3 (pip install tf-keras; this bench sets TF_USE_LEGACY_KERAS=1 before
 importing TensorFlow).
@@ -154,7 +155,7 @@ def loops(with_tf: bool) -> None:
         rel = f"{med['hetbed'] / tf_us:7.2f}" if tf_us else "      -"
         tf_col = f"{tf_us * 1e6:12.2f}" if tf_us else f"{'-':>12s}"
         print(f"{n:<24,d} {med['hetbed'] * 1e6:15.2f} {tf_col} {rel}")
-    print("(medians of 5 runs; hetbed's iterations run one after another on the clocked schedule)")
+    print("(medians of 5 runs; hetbed runs the loop's later iterations on its fast path)")
     for n, med in rows:
         tf_us = med.get("TF1 Session")
         ratio = [med["hetbed"] / tf_us] if tf_us else []

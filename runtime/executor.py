@@ -45,6 +45,7 @@ from .errors import (
     InvalidArgumentError,
     OpError,
 )
+from .frames import LoopOpFailed
 from .frames import analyze as analyze_frames
 from .graph import Operation, Tensor
 from .node_errors import annotate as _annotate
@@ -522,7 +523,12 @@ def run_clocked(
     dead_nodes: set[int] = set()  # nodes found dead (conditionals only)
     store = _store
     if plan.frames is not None:  # while loops: frames carry values between iterations
-        store = plan.frames.step(plan, vals, pending, refs, ready, dead_nodes, _store).store
+        frames = plan.frames.step(
+            plan, vals, pending, refs, ready, dead_nodes, _store, fast=observer is None
+        )
+        store = frames.store
+        if frames.runners:  # simple loops' fast paths: pseudo-nodes after the graph's
+            nodes = nodes + frames.runners
     while True:
         while ready and failure is None:
             node = nodes[ready.pop()]
@@ -587,7 +593,9 @@ def run_clocked(
                     on_finish(node, r, dead)
             except Exception as e:  # noqa: BLE001 - reported below with the node
                 failure, failed, failed_ins = e, node, inputs
-                _abort(step, e)
+                if type(e) is LoopOpFailed:  # an op of a loop's fast path
+                    failure, failed, failed_ins = e.error, e.node, e.inputs
+                _abort(step, failure)
                 break
             store(node, r, vals, pending, ready)
         if not outstanding or (failure is not None and not wall):

@@ -324,3 +324,85 @@ def test_a_loop_on_a_worker_reading_a_variable_on_a_ps_task():
 
     np.testing.assert_allclose(got[0], f(0.5), rtol=1e-6)
     assert got[1] == pytest.approx((f(0.5 + 1e-5).sum() - f(0.5 - 1e-5).sum()) / 2e-5, rel=1e-4)
+
+
+def _fast_path_runs(monkeypatch):
+    """Count the fast path's runs (runtime/frames.py ``_LoopRunner``)."""
+    from hetbed.runtime import frames
+
+    runs = []
+    orig = frames._LoopRunner.fn
+
+    def fn(self, ctx):
+        runs.append(self.plan.conds)
+        return orig(self, ctx)
+
+    monkeypatch.setattr(frames._LoopRunner, "fn", fn)
+    return runs
+
+
+def test_the_fast_path_gives_what_the_general_path_gives(monkeypatch):
+    """Simple loops (with or without a cond inside) run their later iterations on the fast
+    path; values, gradients (a backward loop) and a variable updated in the body (once per
+    iteration) are the same as on the general path, which an observed step takes."""
+    from hetbed.runtime import frames
+    from hetbed.runtime.executor import StepObserver
+
+    runs = _fast_path_runs(monkeypatch)
+    rng = np.random.default_rng(3)
+    wv = (rng.standard_normal((3, 3)) * 0.5).astype(np.float32)
+    with tf.Graph().as_default():
+        n = tf.placeholder(tf.int32, [])
+        x0 = tf.placeholder(tf.float32, [3])
+        w = tf.Variable(wv)
+        hits = tf.Variable(0)
+
+        def body(i, x):
+            h = tf.reshape(tf.matmul(w, tf.reshape(x, [3, 1])), [3])
+            h = tf.cond(tf.equal(i % 3, 0), lambda: tf.tanh(h), lambda: h * 0.5)
+            with tf.control_dependencies([tf.assign_add(hits, 1)]):
+                return i + 1, tf.identity(h)
+
+        _, xn = tf.while_loop(lambda i, x: i < n, body, [0, x0])
+        gw, gx = tf.gradients(tf.reduce_sum(xn * xn), [w, x0])
+        _, plain = tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 1.5 - 1.0), [0, 2.0])
+        fetches = [xn, gw, gx, plain]
+        feed = {n: 7, x0: rng.standard_normal(3).astype(np.float32)}
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            fast = s.run(fetches, feed)
+            fast_hits = s.run(hits)
+            assert sorted(set(runs)) == [False, True]  # both kinds of fast path ran
+            del runs[:]
+            s.run(tf.global_variables_initializer())
+            s.run_observed(fetches, feed, lambda prep, feeds: StepObserver())
+            assert not runs and s.run(hits) == fast_hits
+        monkeypatch.setattr(frames, "_fast_plan", lambda *a: None)
+        with tf.Session() as s:  # a fresh session prepares the graph without fast paths
+            s.run(tf.global_variables_initializer())
+            general = s.run(fetches, feed)
+            assert not runs and s.run(hits) == fast_hits
+    assert fast_hits == 7  # once per iteration (the gradient reads the forward loop's stacks)
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a, b)
+    x = feed[x0].astype(np.float64)
+    for i in range(7):
+        x = wv @ x
+        x = np.tanh(x) if i % 3 == 0 else x * 0.5
+    np.testing.assert_allclose(fast[0], x, rtol=1e-5)
+    assert fast[3] == pytest.approx(2.0 * 1.5**7 - sum(1.5**k for k in range(7)))
+
+
+def test_an_op_failing_on_the_fast_path_is_named(monkeypatch):
+    runs = _fast_path_runs(monkeypatch)
+    with tf.Graph().as_default():
+        table = tf.constant([1.0, 2.0, 3.0])
+        _, total = tf.while_loop(
+            lambda i, t: i < 5,
+            lambda i, t: (i + 1, t + tf.gather(table, i, name="lookup")),
+            [0, 0.0],
+        )
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="lookup"):
+                s.run(total)
+    assert runs  # the failure happened on the fast path (iteration 4, index 3)
