@@ -353,6 +353,9 @@ def build_prepared(
     prep.has_cond = has_cond
     prep.frames = analyze_frames(nodes) if has_cond else None
     if prep.frames is not None:
+        # (a loop's _Recv may have gained a control input: counts and roots follow)
+        prep.initial_pending = [n.n_preds for n in nodes]
+        prep.roots = [n.index for n in nodes if n.n_preds == 0]
         for fr in prep.frames.frames:
             for s in fr.pinned:
                 prep.initial_refs[s] += 1 << 30  # captured by a loop: kept while it runs

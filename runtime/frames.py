@@ -97,9 +97,19 @@ def analyze(nodes: list) -> Frames | None:
         for s in n.outs:
             if s is not None:
                 producer[s] = n.index
-    for n in nodes:
+    # A _Recv runs in the frame of its _Send (the paper's loops across devices): each iteration
+    # sends, and receives, once. Visit every _Recv after its _Send.
+    send_of = {n.op.attrs["key"]: n.index for n in nodes if n.op.type == "_Send"}
+    sender = {
+        n.index: send_of[n.op.attrs["key"]]
+        for n in nodes
+        if n.op.type == "_Recv" and n.op.attrs["key"] in send_of
+    }
+    for n in _with_recvs_after_sends(nodes, producer, sender):
         t = n.op.type
         data_preds = [producer[s] for s in n.ins if s in producer]
+        if n.index in sender:
+            data_preds.append(sender[n.index])
         f = None
         for p in data_preds:
             fp = out_frame[p]
@@ -144,14 +154,21 @@ def analyze(nodes: list) -> Frames | None:
             elif t == "Merge" and n.op.attrs.get("loop_frame"):
                 role[n.index] = _MERGE
                 frames[f].merges.append(n.index)
+    recv_of = {v: k for k, v in sender.items()}
     for fr in frames[1:]:
         for i in fr.nodes:
             n = nodes[i]
-            if n.is_async and n.op.type in ("_Send", "_Recv"):
+            t = n.op.type
+            if (t == "_Send" and i not in recv_of) or (t == "_Recv" and i not in sender):
                 raise UnimplementedError(
-                    f"while_loop {fr.name!r}: its ops run on more than one device ({n.op.name} "
-                    "crosses devices inside the loop); place the whole loop on one device"
+                    f"while_loop {fr.name!r}: {n.op.name} crosses to another task inside the "
+                    "loop; a loop may span the devices of one process, not tasks: place the "
+                    "loop's ops on one task"
                 )
+            if t == "_Recv" and fr.merges and not n.ins and not n.ctrl_preds:
+                # armed by the loop's first Merge in every iteration (and at each entry into
+                # the loop), not once per step as a root
+                _add_control_edge(nodes, fr.merges[0], i)
             if role[i] == _MERGE:
                 continue
             preds = {producer[s] for s in n.ins if s in producer} | set(n.ctrl_preds)
@@ -243,6 +260,40 @@ def _fast_plan(fr: _Frame, frames: list, nodes: list, role: list, producer: dict
     merge_in = [(m, nodes[m].ins[0]) for m in fr.merges]
     next_src = [(merge_of[i], nodes[i].ins[0]) for i in fr.nodes if role[i] == _NEXT]
     return _FastPlan(order, conds, merge_in, next_src, exit_src)
+
+
+def _with_recvs_after_sends(nodes: list, producer: dict, sender: dict) -> list:
+    """``nodes`` in a topological order that also puts each _Recv after its _Send."""
+    if not sender:
+        return nodes
+    succ: list[list[int]] = [[] for _ in nodes]
+    indeg = [0] * len(nodes)
+    for n in nodes:
+        preds = {producer[s] for s in n.ins if s in producer} | set(n.ctrl_preds)
+        if n.index in sender:
+            preds.add(sender[n.index])
+        for p in preds:
+            succ[p].append(n.index)
+        indeg[n.index] = len(preds)
+    out = []
+    todo = [n.index for n in nodes if not indeg[n.index]][::-1]
+    while todo:
+        i = todo.pop()
+        out.append(nodes[i])
+        for c in succ[i]:
+            indeg[c] -= 1
+            if not indeg[c]:
+                todo.append(c)
+    if len(out) != len(nodes):
+        raise InvalidArgumentError("a _Recv is needed before its own _Send runs (a cycle)")
+    return out
+
+
+def _add_control_edge(nodes: list, src: int, dst: int) -> None:
+    """Make ``nodes[dst]`` wait for ``nodes[src]`` (the prepared graph's counts follow)."""
+    nodes[src].consumers.append(dst)
+    nodes[dst].ctrl_preds.append(src)
+    nodes[dst].n_preds += 1
 
 
 def _depth(frames: list[_Frame], f: int) -> int:

@@ -406,3 +406,103 @@ def test_an_op_failing_on_the_fast_path_is_named(monkeypatch):
             with pytest.raises(tf.errors.InvalidArgumentError, match="lookup"):
                 s.run(total)
     assert runs  # the failure happened on the fast path (iteration 4, index 3)
+
+
+def test_a_loop_across_two_devices_of_one_process():
+    """The body's multiply runs on cpu:1, the loop's control on cpu:0: Send/Recv inside the
+    frame carry values (and, in the last iteration, dead ones) each iteration; an inner loop
+    across devices runs anew in every outer iteration; gradients flow back across both."""
+    config = tf.ConfigProto(device_count={"CPU": 2})
+    with tf.Graph().as_default():
+        w = tf.placeholder(tf.float32, [])
+
+        def body(i, x):
+            with tf.device("/cpu:1"):
+                y = x * w + 1.0
+            return i + 1, y
+
+        def outer(k, acc):
+            def inner(j, s):
+                with tf.device("/cpu:1"):
+                    return j + 1, s + tf.cast(j, tf.float32) * w
+
+            return k + 1, acc + tf.while_loop(lambda j, s: j < k, inner, [0, 0.0])[1]
+
+        with tf.device("/cpu:0"):
+            _, x = tf.while_loop(lambda i, x: i < 5, body, [0, tf.constant(1.0)])
+            (g,) = tf.gradients(x, [w])
+            _, total = tf.while_loop(lambda k, a: k < 4, outer, [0, 0.0])
+        with tf.Session(config=config) as s:
+            for wv in (1.5, -0.5):  # the rendezvous keys come round every iteration and step
+                got = s.run([x, g, total], {w: wv})
+                want = sum(wv**k for k in range(6))
+                assert got[0] == pytest.approx(want, rel=1e-6)
+                assert got[1] == pytest.approx(
+                    sum(k * wv ** (k - 1) for k in range(1, 6)), rel=1e-6
+                )
+                assert got[2] == pytest.approx(wv * sum(j for k in range(4) for j in range(k)))
+
+
+def test_a_loop_spanning_two_tasks_is_refused_with_its_op_named():
+    import socket
+
+    import hetbed as hb
+    from hetbed.runtime.distributed.cluster import ClusterSpec
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
+    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:0"):
+
+                def body(i, y):
+                    with tf.device("/job:ps/task:0"):
+                        z = y * 2.0
+                    return i + 1, z
+
+                _, y = tf.while_loop(lambda i, y: i < 3, body, [0, 1.0])
+            with tf.Session(servers[1].target) as s:
+                with pytest.raises(
+                    tf.errors.UnimplementedError,
+                    match="while_loop .while.: .*crosses to another task",
+                ):
+                    s.run(y)
+    finally:
+        for s in servers:
+            s.stop(grace=0)
+
+
+def test_a_simulated_loop_across_two_gpus_pays_its_transfers_every_iteration():
+    """Shape-only simulation of a loop whose body runs on gpu:1 and its control on gpu:0: each
+    iteration costs the matmul plus the two transfers, the same for every iteration."""
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.simulator import Cluster, SimSession, sim_value
+
+    perf = DevicePerf("toy", {"float32": 1e12}, memory_bandwidth=1e15, launch_overhead_s=0.0)
+    times = []
+    for trips in (2, 4, 6):
+        c = Cluster()
+        c.add_task("worker", 0, cpu=None, gpu=(perf, 2))
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [256, 256])
+
+            def body(i, y):
+                with tf.device("/gpu:1"):
+                    z = tf.matmul(y, y)
+                return i + 1, z
+
+            with tf.device("/gpu:0"):
+                _, y = tf.while_loop(lambda i, y, n=trips: i < n, body, [0, x])
+            s = SimSession(c, graph=g)
+        s.run(y, {x: sim_value([256, 256])})
+        times.append(s.step_times[-1])
+    mm = 2 * 256**3 / 1e12
+    per = (times[2] - times[0]) / 4
+    assert times[1] - times[0] == pytest.approx(times[2] - times[1], rel=1e-6)
+    assert per > 1.2 * mm  # the matmul and 2 x 256 KiB over the GPUs' link
