@@ -344,7 +344,13 @@ def build_prepared(
         and (not n.is_async or (inline_async and n.kernel.inline_in_order))
         for n in nodes
     )
-    has_cond = any(n.op.type == "Switch" for n in nodes)
+    # dead values come from a Switch here, or through a _Recv whose _Send runs elsewhere (the
+    # partition of another task may hold a cond's Switch)
+    sent = {n.op.attrs["key"] for n in nodes if n.op.type == "_Send"}
+    has_cond = any(
+        n.op.type in ("Switch", "Merge") or (n.op.type == "_Recv" and n.op.attrs["key"] not in sent)
+        for n in nodes
+    )
     if has_cond:
         straight = False  # dead tensors propagate in the clocked schedule only
         for n in nodes:
