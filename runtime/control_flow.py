@@ -767,12 +767,10 @@ def _appended(acc: Tensor, v: Tensor, first: Tensor, front: bool) -> Tensor:
     as the first row when ``first``."""
     from .ops.manip import concat, expand_dims
 
+    if not front:  # amortized O(row) per append (ops/loop.py AppendRow)
+        return apply_op("AppendRow", [acc, v, first], name="AppendRow").outputs[0]
     row = expand_dims(v, 0)
-    return cond(
-        first,
-        lambda: row,
-        lambda: concat([row, acc] if front else [acc, row], 0),
-    )
+    return cond(first, lambda: row, lambda: concat([row, acc], 0))
 
 
 def _rows_shape(flat_out: list, shapes: list) -> list:
