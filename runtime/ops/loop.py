@@ -195,43 +195,46 @@ _handed_lock = threading.Lock()
 
 @AppendRow.kernel("cpu", "gpu")
 def _append_row(ctx, acc, row, first):
-    """``acc`` with ``row`` appended (``row`` alone when ``first``), in amortized O(row) time:
-    rows go into a buffer with spare capacity, and the result is a view of its first n + 1
-    rows. A view handed out earlier never sees a later row (it ends before it), so the value
-    semantics of tensors hold; a second append onto the same ``acc`` finds the buffer's next
-    row taken and copies instead."""
     xp = ctx.xp
     row = xp.asarray(row)
     if bool(first):
-        n = 0
-    else:
-        if acc.ndim != row.ndim + 1 or tuple(acc.shape[1:]) != tuple(row.shape):
-            raise InvalidArgumentError(
-                f"AppendRow {ctx.op.name!r}: a row of shape {tuple(row.shape)} onto rows of "
-                f"shape {tuple(acc.shape[1:])}"
-            )
-        n = acc.shape[0]
-        if xp is np:
-            base = acc.base
-            if base is not None and base.dtype == acc.dtype and base.shape[0] > n:
-                with _handed_lock:
-                    grow = (
-                        _HANDED.get(id(base)) == n
-                        and base.shape[1:] == acc.shape[1:]
-                        and acc.ctypes.data == base.ctypes.data
-                        and acc.strides == base.strides
-                    )
-                    if grow:
-                        _HANDED[id(base)] = n + 1
-                if grow:
-                    base[n] = row
-                    return base[: n + 1]
-    if xp is not np:  # (GPU: one copy per row)
+        return append_row(xp, None, row)
+    if acc.ndim != row.ndim + 1 or tuple(acc.shape[1:]) != tuple(row.shape):
+        raise InvalidArgumentError(
+            f"AppendRow {ctx.op.name!r}: a row of shape {tuple(row.shape)} onto rows of "
+            f"shape {tuple(acc.shape[1:])}"
+        )
+    return append_row(xp, acc, row)
+
+
+def append_row(xp, acc, row):
+    """``acc`` (rows of ``row``'s shape, or None for none) with ``row`` appended, in amortized
+    O(row) time: rows go into a buffer with spare capacity, and the result is a view of its
+    first n + 1 rows. A view handed out earlier never sees a later row (it ends before it), so
+    the value semantics of tensors hold; a second append onto the same ``acc`` finds the
+    buffer's next row taken and copies instead. (On a GPU: a copy per row.)"""
+    n = 0 if acc is None else acc.shape[0]
+    if xp is not np:
         out = xp.empty((n + 1, *row.shape), dtype=row.dtype)
         if n:
             out[:n] = acc
         out[n] = row
         return out
+    if n:
+        base = acc.base
+        if base is not None and base.dtype == acc.dtype and base.shape[0] > n:
+            with _handed_lock:
+                grow = (
+                    _HANDED.get(id(base)) == n
+                    and base.shape[1:] == acc.shape[1:]
+                    and acc.ctypes.data == base.ctypes.data
+                    and acc.strides == base.strides
+                )
+                if grow:
+                    _HANDED[id(base)] = n + 1
+            if grow:
+                base[n] = row
+                return base[: n + 1]
     base = np.empty((max(2 * (n + 1), 8), *row.shape), dtype=row.dtype)
     if n:
         base[:n] = acc
