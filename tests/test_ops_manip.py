@@ -530,3 +530,59 @@ def test_gather_from_a_strided_array_is_a_copy_of_the_rows():
             got = s.run(row)
             got[...] = -1  # a caller's value of its own: nothing else changes
             np.testing.assert_array_equal(s.run(row), t[1])
+
+
+def test_reshape_to_a_shape_known_when_the_step_runs():
+    """TF1's reshape to a shape tensor or to a list mixing ints and integer scalars: values,
+    the static shape TF1 infers, gradients, and errors naming the op."""
+    xv = np.arange(24, dtype=np.float32).reshape(2, 4, 3)
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None, 4, 3])
+        flat = hb.reshape(x, [hb.shape(x)[0], -1], name="flat")
+        back = hb.reshape(flat, hb.shape(x))
+        mixed = hb.reshape(x, [-1, hb.shape(x)[1], hb.constant(3, hb.int64)])
+        whole = hb.reshape(x, hb.constant([-1], hb.int32))
+        assert flat.shape.as_list() == [None, 12] and mixed.shape.as_list() == [None, 4, 3]
+        assert back.shape.as_list() == [None, 4, 3] and whole.shape.as_list() == [None]
+        (g,) = hb.gradients(hb.reduce_sum(flat * flat) + hb.reduce_sum(back), [x])
+        n = hb.placeholder(hb.int32, [])
+        bad = hb.reshape(x, [n, 5], name="bad")
+        with hb.Session() as s:
+            got = s.run([flat, back, mixed, whole, g], {x: xv})
+            with pytest.raises(hb.errors.InvalidArgumentError, match="'bad'.*24 elements"):
+                s.run(bad, {x: xv, n: 2})
+    np.testing.assert_array_equal(got[0], xv.reshape(2, 12))
+    np.testing.assert_array_equal(got[1], xv)
+    np.testing.assert_array_equal(got[2], xv)
+    np.testing.assert_array_equal(got[3], xv.reshape(-1))
+    np.testing.assert_allclose(got[4], 2 * xv + 1)
+    with hb.Graph().as_default(), pytest.raises(hb.errors.InvalidArgumentError, match="integer"):
+        hb.reshape(hb.zeros([4]), [hb.constant(2.0), 2])
+
+
+def test_fill_zeros_ones_and_random_ops_take_run_time_shapes():
+    """TF1's ``tf.zeros([tf.shape(x)[0], 8])``, ``tf.fill(tf.shape(x), v)``,
+    ``tf.random_normal([tf.shape(x)[0], 3])``: values, static shapes, the fill value's gradient."""
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None, 4])
+        v = hb.placeholder(hb.float32, [])
+        z = hb.zeros([hb.shape(x)[0], 8], dtype=hb.int32)
+        o = hb.ones(hb.shape(x))
+        f = hb.fill([hb.shape(x)[0], 2], v)
+        r = hb.random_normal([hb.shape(x)[0], 3], seed=1)
+        u = hb.random_uniform(hb.stack([2, hb.shape(x)[1]]), seed=2)
+        assert [t.shape.as_list() for t in (z, o, f, r, u)] == [
+            [None, 8], [None, 4], [None, 2], [None, 3], [2, 4],
+        ]  # fmt: skip
+        (gv,) = hb.gradients(hb.reduce_sum(f), [v])
+        bad = hb.fill(hb.stack([hb.shape(x)[0] - 9, 2]), v, name="neg")
+        with hb.Session() as s:
+            got = s.run([z, o, f, r, u, gv], {x: np.zeros((5, 4), np.float32), v: 1.5})
+            with pytest.raises(hb.errors.InvalidArgumentError, match="'neg'.*negative"):
+                s.run(bad, {x: np.zeros((5, 4), np.float32), v: 1.5})
+    assert got[0].dtype == np.int32 and not got[0].any() and got[0].shape == (5, 8)
+    np.testing.assert_array_equal(got[1], np.ones((5, 4), np.float32))
+    np.testing.assert_array_equal(got[2], np.full((5, 2), 1.5, np.float32))
+    assert got[3].shape == (5, 3) and got[3].std() > 0.1
+    assert got[4].shape == (2, 4) and (0 <= got[4]).all() and (got[4] < 1).all()
+    assert got[5] == 10.0

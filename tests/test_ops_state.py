@@ -440,8 +440,9 @@ def test_reshape_static_shapes_and_errors():
             hb.reshape(hb.zeros([2, 6]), [-1, -1])
         with pytest.raises(hb.errors.InvalidArgumentError, match="sizes >= 0"):
             hb.reshape(hb.zeros([2, 6]), [-2, -6])
-        with pytest.raises(TypeError, match="static"):
-            hb.reshape(x, hb.constant([3]))
+        with pytest.raises(hb.errors.InvalidArgumentError, match="12 elements.*to \\[5, 2\\]"):
+            hb.reshape(hb.zeros([2, 6]), hb.constant([5, 2]))  # a shape tensor known at build
+        assert hb.reshape(x, hb.constant([3, -1])).shape.as_list() == [3, None]
         with hb.Session() as s:
             y = s.run(hb.reshape(x, [-1]), {x: np.ones((4, 3), np.float32)})
             assert y.shape == (12,)

@@ -213,11 +213,181 @@ def _reshape_cost(op, ins, outs):
 
 
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
-    """Reshape to ``shape`` (a list of ints with at most one -1)."""
-    if isinstance(shape, Tensor):
-        raise TypeError("reshape: shape must be a static list of ints in hetbed, not a tensor")
-    shape = [int(d) for d in (shape.as_list() if isinstance(shape, TensorShape) else shape)]
+    """Reshape to ``shape``: a list of ints with at most one -1, or, as in TF1, a 1-D integer
+    tensor or a list mixing ints and integer scalar tensors (``[tf.shape(x)[0], -1]``), known
+    when the step runs (DynamicReshape)."""
+    if isinstance(shape, TensorShape):
+        shape = shape.as_list()
+    if isinstance(shape, Tensor) or (
+        isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape)
+    ):
+        return _dynamic_reshape(tensor, shape, name)
+    shape = [int(d) for d in shape]
     return apply("Reshape", [tensor], {"shape": tuple(shape)}, name or "Reshape")
+
+
+DynamicReshape = defop("DynamicReshape")
+
+
+def _shape_dims(t: Any) -> list | None:
+    """What is known of the value of the 1-D integer tensor ``t`` (its run-time value in a
+    simulated step, else from its ops): a list of ints and Nones, or None."""
+    val = getattr(t, "value", None)
+    if val is not None:
+        return [int(d) for d in np.asarray(val).reshape(-1).tolist()]
+    op = t.op
+    if op.type == "Const":
+        return [int(d) for d in np.asarray(op.attrs["value"]).reshape(-1).tolist()]
+    if op.type == "Shape":
+        dims = op.inputs[0].shape.dims
+        return None if dims is None else list(dims)
+    if op.type == "Pack" and op.attrs.get("axis", 0) == 0:
+        return [_scalar_dim(e) for e in op.inputs]
+    return None
+
+
+def _scalar_dim(e: Any) -> Any:
+    """An integer scalar tensor's value if known, ``(tensor, k)`` for ``tf.shape(tensor)[k]``
+    of an unknown dimension, else None."""
+    op = e.op
+    if op.type == "Const":
+        return int(np.asarray(op.attrs["value"]).reshape(-1)[0])
+    if op.type in ("Cast", "Identity"):
+        return _scalar_dim(op.inputs[0])
+    a = op.attrs
+    if (
+        op.type == "StridedSlice"
+        and op.inputs[0].op.type == "Shape"
+        and a.get("shrink_axis_mask") == 1
+        and len(a.get("begin", ())) == 1
+        and not a.get("begin_mask")
+    ):
+        src = op.inputs[0].op.inputs[0]
+        k = a["begin"][0]
+        if src.shape.ndims is not None and -src.shape.ndims <= k < src.shape.ndims:
+            d = src.shape.dims[k]
+            return d if d is not None else (src, k % src.shape.ndims)
+    return None
+
+
+@DynamicReshape.shape
+def _dynamic_reshape_shape(op):
+    x, s = op.inputs
+    if not s.dtype.is_integer or s.shape.ndims not in (None, 1):
+        raise InvalidArgumentError(
+            f"Reshape {op.name!r}: the shape must be a 1-D integer tensor, got {s.dtype.name} "
+            f"of shape {s.shape}"
+        )
+    dims = _shape_dims(s)
+    if dims is None:
+        n = s.shape.dims[0] if s.shape.ndims == 1 else None
+        return [(TensorShape(None if n is None else [None] * n), x.dtype)]
+    if dims.count(-1) > 1 or any(isinstance(d, int) and d < -1 for d in dims):
+        raise InvalidArgumentError(
+            f"Reshape {op.name!r}: shape must be sizes >= 0 with at most one -1, got {dims}"
+        )
+    if -1 in dims:
+        # the known part of x's size over the known part of the others', when the unknown
+        # factors are the same on both sides (tf.shape(x)[0] against x's unknown first dim)
+        i = dims.index(-1)
+        xd = x.shape.dims
+        dims[i] = None
+        if xd is not None:
+            x_unknown = sorted(k for k, d in enumerate(xd) if d is None)
+            mine = [d for d in dims if isinstance(d, tuple)]
+            if None not in dims[:i] + dims[i + 1 :] or mine:
+                same = all(t[0] is x for t in mine) and sorted(t[1] for t in mine) == x_unknown
+                if same and None not in [d for j, d in enumerate(dims) if j != i]:
+                    known = int(np.prod([d for d in xd if d is not None]))
+                    other = int(
+                        np.prod([d for j, d in enumerate(dims) if j != i and isinstance(d, int)])
+                    )
+                    if other > 0 and known % other == 0:
+                        dims[i] = known // other
+    dims = [None if isinstance(d, tuple) else d for d in dims]
+    n = x.shape.num_elements()
+    if n is not None and None not in dims and int(np.prod(dims)) != n:
+        raise InvalidArgumentError(
+            f"Reshape {op.name!r}: cannot reshape a tensor of {n} elements (shape {x.shape}) "
+            f"to {dims}"
+        )
+    return [(TensorShape(dims), x.dtype)]
+
+
+@DynamicReshape.kernel("cpu", "gpu", aliases_input=True)
+def _dynamic_reshape(ctx, x, shape):
+    dims = [int(d) for d in (shape.tolist() if hasattr(shape, "tolist") else list(shape))]
+    if not isinstance(dims, list):
+        dims = [dims]
+    size = int(np.prod(x.shape))
+    known = [d for d in dims if d != -1]
+    if dims.count(-1) > 1 or any(d < -1 for d in dims):
+        raise InvalidArgumentError(
+            f"Reshape {ctx.op.name!r}: shape must be sizes >= 0 with at most one -1, got {dims}"
+        )
+    k = int(np.prod(known))
+    if (-1 in dims and (k == 0 or size % k)) or (-1 not in dims and k != size):
+        raise InvalidArgumentError(
+            f"Reshape {ctx.op.name!r}: cannot reshape a tensor of {size} elements (shape "
+            f"{tuple(x.shape)}) to {dims}"
+        )
+    return x.reshape(dims)
+
+
+@DynamicReshape.gradient
+def _dynamic_reshape_grad(op, g):
+    return [reshape_like(g, op.inputs[0]), None]
+
+
+DynamicReshape.cost(lambda op, ins, outs: Cost())
+
+
+def _dynamic_reshape(tensor: Any, shape: Any, name: str | None) -> Tensor:
+    return apply("DynamicReshape", [tensor, shape_tensor("reshape", shape)], name=name or "Reshape")
+
+
+def is_run_time_shape(shape: Any) -> bool:
+    """A shape argument known only when the step runs: a non-constant tensor, or a list with
+    a tensor in it."""
+    if isinstance(shape, Tensor):
+        return shape.op.type != "Const"
+    return isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape)
+
+
+def shape_tensor(fn: str, shape: Any) -> Tensor:
+    """A shape argument as a 1-D int32 tensor: a tensor as it is (checked), a list mixing ints
+    and integer scalar tensors stacked (TF1's ``[tf.shape(x)[0], 128]``)."""
+    from .manip import stack
+
+    if isinstance(shape, Tensor):
+        if not shape.dtype.is_integer or shape.shape.ndims not in (None, 1):
+            raise InvalidArgumentError(
+                f"{fn}: a shape tensor must be a 1-D integer vector, got {shape.name} "
+                f"({shape.dtype.name}, shape {shape.shape})"
+            )
+        return cast(shape, _dt.int32) if shape.dtype != _dt.int32 else shape
+    parts = []
+    for d in shape:
+        if isinstance(d, Tensor):
+            if d.shape.ndims not in (None, 0) or not d.dtype.is_integer:
+                raise InvalidArgumentError(
+                    f"{fn}: each tensor in a shape list must be an integer scalar, got "
+                    f"{d.name} ({d.dtype.name}, shape {d.shape})"
+                )
+            parts.append(cast(d, _dt.int32) if d.dtype != _dt.int32 else d)
+        else:
+            parts.append(constant(np.int32(int(d))))
+    return stack(parts, name=f"{fn}_shape")
+
+
+def static_dims(t: Tensor) -> TensorShape:
+    """What is known when the graph is built of the value of the 1-D integer shape tensor
+    ``t`` (its run-time value in a simulated step), as a TensorShape."""
+    dims = _shape_dims(t)
+    if dims is None:
+        n = t.shape.dims[0] if t.shape.ndims == 1 else None
+        return TensorShape(None if n is None else [None] * n)
+    return TensorShape([d if isinstance(d, int) and d >= 0 else None for d in dims])
 
 
 ReshapeLike = defop("ReshapeLike")

@@ -1239,19 +1239,61 @@ def _dims(fn: str, dims: Any) -> tuple:
 
 
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
-    """A tensor of static shape ``dims`` whose every element is the scalar ``value``."""
+    """A tensor of shape ``dims`` whose every element is the scalar ``value``; ``dims`` may be
+    known only when the step runs (a shape tensor, or ints mixed with integer scalars)."""
+    from .array import is_run_time_shape, shape_tensor
+
+    if is_run_time_shape(dims):
+        return apply("DynamicFill", [shape_tensor("fill", dims), value], name=name or "Fill")
     return apply("Fill", [value], {"shape": _dims("fill", dims)}, name or "Fill")
 
 
 def _filled(fn: str, shape: Any, dtype: Any, value: int, name: str | None) -> Tensor:
-    dt = _dt.as_dtype(dtype)
-    dims = _dims(fn, shape)
-    g = get_default_graph()
-    from .array import constant
+    from .array import constant, is_run_time_shape, shape_tensor
 
+    dt = _dt.as_dtype(dtype)
+    dynamic = is_run_time_shape(shape)
+    dims = None if dynamic else _dims(fn, shape)
+    g = get_default_graph()
     with g.name_scope(name or fn) as scope:
         v = constant(np.array(value, dtype=dt.np), name="value")
+        if dynamic:
+            return apply("DynamicFill", [shape_tensor(fn, shape), v], name=scope)
         return apply("Fill", [v], {"shape": dims}, scope)
+
+
+DynamicFill = defop("DynamicFill", cost=_write_only_cost)
+
+
+@DynamicFill.shape
+def _dynamic_fill_shape(op):
+    from .array import static_dims
+
+    dims, v = op.inputs
+    if v.shape.ndims not in (None, 0):
+        raise InvalidArgumentError(f"Fill {op.name!r}: value must be a scalar, got shape {v.shape}")
+    return [(static_dims(dims), v.dtype)]
+
+
+@DynamicFill.kernel("cpu", "gpu")
+def _dynamic_fill(ctx, dims, v):
+    shape = tuple(int(d) for d in (dims.tolist() if hasattr(dims, "tolist") else dims))
+    if any(d < 0 for d in shape):
+        raise InvalidArgumentError(f"Fill {ctx.op.name!r}: shape {list(shape)} has a negative size")
+    nbytes = _math.prod(shape) * v.dtype.itemsize
+    if nbytes > _memory_bytes():
+        raise ResourceExhaustedError(
+            f"{ctx.op.name} (Fill): a {v.dtype} tensor of shape {list(shape)} needs {nbytes} "
+            f"bytes, more than this machine's {_memory_bytes()} bytes of memory"
+        )
+    return ctx.xp.full(shape, v, dtype=v.dtype)
+
+
+@DynamicFill.gradient
+def _dynamic_fill_grad(op, g):
+    from .math import reduce_sum
+
+    return [None, reduce_sum(g)]
 
 
 def zeros(shape: Any, dtype: Any = _dt.float32, name: str | None = None) -> Tensor:

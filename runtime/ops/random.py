@@ -28,19 +28,17 @@ def static_shape_value(t: Tensor) -> TensorShape:
     A stand-in input with a known run-time ``value`` (concrete shape inference in simulation)
     gives that value.
     """
-    value = getattr(t, "value", None)
-    if value is not None:
-        return TensorShape([int(d) for d in np.asarray(value).reshape(-1)])
-    if t.op.type == "Const":
-        return TensorShape([int(d) for d in np.asarray(t.op.attrs["value"]).reshape(-1)])
-    if t.op.type == "Shape":
-        return t.op.inputs[0].shape
-    n = t.shape[0] if t.shape.ndims == 1 else None
-    return TensorShape(None if n is None else [None] * n)
+    from .array import static_dims
+
+    return static_dims(t)
 
 
 def _shape_arg(fn_name: str, shape: Any) -> tuple[list, dict]:
     """Split a ``shape`` argument into (inputs, attrs) for a random op."""
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape):
+        from .array import shape_tensor
+
+        shape = shape_tensor(fn_name, shape)
     if isinstance(shape, Tensor):
         if not shape.dtype.is_integer or shape.shape.ndims not in (None, 1):
             raise InvalidArgumentError(

@@ -181,17 +181,39 @@ compat = _namespace(
 )
 
 
-# ---- tf.contrib: only contrib.rnn -------------------------------------------------------------
+# ---- tf.contrib: rnn, layers, slim's layer functions, framework's arg_scope -----------------
 
+from . import contrib_layers as _cl  # noqa: E402
+
+_layer_names = {k: getattr(_cl, k) for k in _cl.__all__}
 contrib = _namespace(
     "contrib",
-    "TF1's tf.contrib, of which hetbed has only contrib.rnn (the cells of tf.nn.rnn_cell).",
+    "TF1's tf.contrib: contrib.rnn (the cells of tf.nn.rnn_cell), contrib.layers, the layer "
+    "functions of contrib.slim and contrib.framework's arg_scope (contrib_layers.py).",
     {
         "rnn": _namespace(
             "contrib.rnn",
             "tf.contrib.rnn: aliases of tf.nn.rnn_cell's cells and static_rnn.",
             {k: getattr(nn.rnn_cell, k) for k in nn.rnn_cell.__all__},
-        )
+        ),
+        "layers": _namespace(
+            "contrib.layers", "tf.contrib.layers (see contrib_layers.py).", _layer_names
+        ),
+        "slim": _namespace(
+            "contrib.slim",
+            "tf.contrib.slim's layers, regularizers, initializers and arg_scope.",
+            _layer_names,
+        ),
+        "framework": _namespace(
+            "contrib.framework",
+            "tf.contrib.framework: arg_scope, add_arg_scope and the global step.",
+            {
+                "arg_scope": _cl.arg_scope,
+                "add_arg_scope": _cl.add_arg_scope,
+                "get_or_create_global_step": train.get_or_create_global_step,
+                "get_global_step": train.get_global_step,
+            },
+        ),
     },
 )
 

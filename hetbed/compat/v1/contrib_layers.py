@@ -1,0 +1,665 @@
+"""TF1's ``tf.contrib.layers`` (and the layer functions of ``tf.contrib.slim``), the part TF1
+programs use most: layers with contrib's argument names and defaults and its variable names
+(``fully_connected/weights``, ``fully_connected/biases``, ``Conv/weights``, ``BatchNorm/beta``,
+``LayerNorm/gamma``), regularizers, initializers and ``arg_scope``.
+
+Defaults as in contrib: ``fully_connected`` and ``conv2d`` apply ReLU and initialize weights with
+``xavier_initializer()`` (Glorot uniform) and biases with zeros; with a ``normalizer_fn`` they
+make no biases; ``max_pool2d``/``avg_pool2d`` take stride 2 and VALID padding; ``batch_norm`` has
+``decay=0.999``, ``scale=False``, ``epsilon=0.001`` and puts its moving-average updates in
+``GraphKeys.UPDATE_OPS`` (``updates_collections=None`` applies them with the output instead).
+Channels-last (NHWC) data only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import hetbed as _hb
+from hetbed.runtime import initializers as _init
+from hetbed.runtime import layers as _layers
+
+__all__ = [
+    "add_arg_scope",
+    "apply_regularization",
+    "arg_scope",
+    "avg_pool2d",
+    "batch_norm",
+    "conv2d",
+    "convolution2d",
+    "dropout",
+    "embed_sequence",
+    "flatten",
+    "fully_connected",
+    "l1_l2_regularizer",
+    "l1_regularizer",
+    "l2_regularizer",
+    "layer_norm",
+    "linear",
+    "max_pool2d",
+    "one_hot_encoding",
+    "repeat",
+    "stack",
+    "sum_regularizer",
+    "variance_scaling_initializer",
+    "xavier_initializer",
+    "xavier_initializer_conv2d",
+]
+
+# ---- arg_scope -----------------------------------------------------------------------------
+
+_scopes = threading.local()
+
+
+def _current() -> dict:
+    stack = getattr(_scopes, "stack", None)
+    return stack[-1] if stack else {}
+
+
+def add_arg_scope(fn: Callable) -> Callable:
+    """Let ``arg_scope`` give ``fn`` default keyword arguments."""
+
+    @functools.wraps(fn)
+    def scoped(*args: Any, **kwargs: Any) -> Any:
+        defaults = _current().get(scoped._arg_scope_key, {})
+        return fn(*args, **{**defaults, **kwargs})
+
+    scoped._arg_scope_key = (fn.__module__, fn.__qualname__)  # type: ignore[attr-defined]
+    return scoped
+
+
+@contextlib.contextmanager
+def arg_scope(list_ops_or_scope: Any, **kwargs: Any) -> Iterator[dict]:
+    """Default keyword arguments for the listed functions (made with ``add_arg_scope``) inside
+    the block, merged with (and overriding) those of enclosing blocks; yields the scope, which a
+    later ``arg_scope(scope)`` re-enters."""
+    if isinstance(list_ops_or_scope, dict):
+        if kwargs:
+            raise ValueError("arg_scope: when re-entering a scope, give no keyword arguments")
+        new = list_ops_or_scope
+    else:
+        ops = list_ops_or_scope
+        if not isinstance(ops, (list, tuple)):
+            raise TypeError(
+                "arg_scope: list_ops_or_scope must be a list/tuple of functions or a scope"
+            )
+        new = {k: dict(v) for k, v in _current().items()}
+        for op in ops:
+            key = getattr(op, "_arg_scope_key", None)
+            if key is None:
+                raise ValueError(
+                    f"arg_scope: {getattr(op, '__name__', op)!r} is not decorated with add_arg_scope"
+                )
+            new[key] = {**new.get(key, {}), **kwargs}
+    stack = getattr(_scopes, "stack", None)
+    if stack is None:
+        stack = _scopes.stack = []
+    stack.append(new)
+    try:
+        yield new
+    finally:
+        stack.pop()
+
+
+# ---- initializers and regularizers ---------------------------------------------------------
+
+
+def xavier_initializer(uniform: bool = True, seed: int | None = None, dtype: Any = _hb.float32):
+    """Glorot: variance 2 / (fan_in + fan_out), uniform or truncated normal."""
+    return _init.VarianceScaling(
+        1.0, "fan_avg", "uniform" if uniform else "truncated_normal", seed=seed, dtype=dtype
+    )
+
+
+xavier_initializer_conv2d = xavier_initializer
+
+
+def variance_scaling_initializer(
+    factor: float = 2.0,
+    mode: str = "FAN_IN",
+    uniform: bool = False,
+    seed: int | None = None,
+    dtype: Any = _hb.float32,
+):
+    """Variance ``factor / n`` (n: fan in, fan out or their mean by ``mode``), uniform or
+    truncated normal (the default, He et al.'s initializer for ReLU layers)."""
+    modes = {"FAN_IN": "fan_in", "FAN_OUT": "fan_out", "FAN_AVG": "fan_avg"}
+    if mode not in modes:
+        raise TypeError(
+            f"variance_scaling_initializer: unknown mode {mode!r} (FAN_IN, FAN_OUT, FAN_AVG)"
+        )
+    dist = "uniform" if uniform else "truncated_normal"
+    return _init.VarianceScaling(factor, modes[mode], dist, seed=seed, dtype=dtype)
+
+
+def _check_scale(what: str, scale: float) -> bool:
+    """False for a zero scale (no regularizer), True for a positive one."""
+    if isinstance(scale, (int, float)) and not isinstance(scale, bool):
+        if scale < 0.0:
+            raise ValueError(f"{what}: the scale must be >= 0, got {scale}")
+        return scale > 0.0
+    raise ValueError(f"{what}: the scale must be a number, got {scale!r}")
+
+
+def l1_regularizer(scale: float, scope: str | None = None) -> Callable | None:
+    """``weights -> scale * sum(|weights|)`` (None for a zero scale)."""
+    if not _check_scale("l1_regularizer", scale):
+        return lambda _w: None
+
+    def l1(weights: Any) -> Any:
+        with _hb.name_scope(scope or "l1_regularizer"):
+            return _hb.multiply(_hb.reduce_sum(_hb.abs(weights)), _cast(scale, weights))
+
+    return l1
+
+
+def l2_regularizer(scale: float, scope: str | None = None) -> Callable | None:
+    """``weights -> scale * sum(weights ** 2) / 2`` (``nn.l2_loss``; None for a zero scale)."""
+    if not _check_scale("l2_regularizer", scale):
+        return lambda _w: None
+
+    def l2(weights: Any) -> Any:
+        with _hb.name_scope(scope or "l2_regularizer"):
+            return _hb.multiply(_hb.nn.l2_loss(weights), _cast(scale, weights))
+
+    return l2
+
+
+def l1_l2_regularizer(scale_l1: float = 1.0, scale_l2: float = 1.0, scope: str | None = None):
+    """The sum of ``l1_regularizer(scale_l1)`` and ``l2_regularizer(scale_l2)``."""
+    return sum_regularizer([l1_regularizer(scale_l1), l2_regularizer(scale_l2)], scope)
+
+
+def sum_regularizer(regularizer_list: Sequence[Callable], scope: str | None = None) -> Callable:
+    """The sum of the regularizers' penalties (those returning None are left out)."""
+    regs = [r for r in regularizer_list if r is not None]
+
+    def total(weights: Any) -> Any:
+        parts = [p for p in (r(weights) for r in regs) if p is not None]
+        if not parts:
+            return None
+        with _hb.name_scope(scope or "sum_regularizer"):
+            return parts[0] if len(parts) == 1 else _hb.add_n(parts)
+
+    return total
+
+
+def apply_regularization(regularizer: Callable, weights_list: Sequence | None = None) -> Any:
+    """The sum of ``regularizer(w)`` over ``weights_list`` (default: the WEIGHTS collection,
+    which ``fully_connected`` and ``conv2d`` fill); the sum is added to the
+    REGULARIZATION_LOSSES collection. Raises ValueError when there are no weights."""
+    weights = list(weights_list) if weights_list is not None else _hb.get_collection("weights")
+    if not weights:
+        raise ValueError("apply_regularization: no weights to regularize")
+    penalties = [p for p in (regularizer(w) for w in weights) if p is not None]
+    if not penalties:
+        return _hb.constant(0.0)
+    with _hb.name_scope("get_regularization_penalty"):
+        total = penalties[0] if len(penalties) == 1 else _hb.add_n(penalties)
+    _hb.add_to_collection(_hb.GraphKeys.REGULARIZATION_LOSSES, total)
+    return total
+
+
+def _cast(scale: float, like: Any) -> Any:
+    return _hb.constant(
+        scale, dtype=like.dtype.base_dtype if hasattr(like.dtype, "base_dtype") else like.dtype
+    )
+
+
+# ---- layers --------------------------------------------------------------------------------
+
+
+def _variable(name, shape, dtype, initializer, regularizer, trainable, collections):
+    v = _hb.get_variable(
+        name,
+        shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+    )
+    for c in ["model_variables", *(collections or [])]:
+        if v not in _hb.get_collection(c):
+            _hb.add_to_collection(c, v)
+    return v
+
+
+def _collect(outputs_collections: Any, out: Any) -> Any:
+    for c in outputs_collections or []:
+        _hb.add_to_collection(c, out)
+    return out
+
+
+def _var_collections(variables_collections: Any, which: str) -> list:
+    if isinstance(variables_collections, dict):
+        return list(variables_collections.get(which) or [])
+    return list(variables_collections or [])
+
+
+def _finish(out, normalizer_fn, normalizer_params, activation_fn, outputs_collections):
+    if normalizer_fn is not None:
+        out = normalizer_fn(out, **(normalizer_params or {}))
+    if activation_fn is not None:
+        out = activation_fn(out)
+    return _collect(outputs_collections, out)
+
+
+@add_arg_scope
+def fully_connected(
+    inputs: Any,
+    num_outputs: int,
+    activation_fn: Callable | None = _hb.nn.relu,
+    normalizer_fn: Callable | None = None,
+    normalizer_params: dict | None = None,
+    weights_initializer: Any = None,
+    weights_regularizer: Callable | None = None,
+    biases_initializer: Any = "zeros",
+    biases_regularizer: Callable | None = None,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    scope: Any = None,
+) -> Any:
+    """``activation_fn(inputs @ weights + biases)`` over the last dimension of ``inputs``
+    (rank 2 or more); variables ``<scope>/weights`` and ``<scope>/biases``."""
+    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
+    if x.shape.ndims is not None and x.shape.ndims < 2:
+        raise ValueError(f"fully_connected: inputs must have rank >= 2, got shape {x.shape}")
+    n_in = x.shape.dims[-1] if x.shape.ndims is not None else None
+    if n_in is None:
+        raise ValueError(f"fully_connected: the last dimension of {x.name} must be known")
+    with _hb.variable_scope(scope, default_name="fully_connected", reuse=reuse):
+        w = _variable(
+            "weights",
+            [n_in, int(num_outputs)],
+            x.dtype,
+            weights_initializer or xavier_initializer(),
+            weights_regularizer,
+            trainable,
+            ["weights", *_var_collections(variables_collections, "weights")],
+        )
+        flat = x if x.shape.ndims == 2 else _hb.reshape(x, [-1, n_in])
+        out = _hb.matmul(flat, w)
+        if normalizer_fn is None and biases_initializer is not None:
+            b = _variable(
+                "biases",
+                [int(num_outputs)],
+                x.dtype,
+                _hb.zeros_initializer() if biases_initializer == "zeros" else biases_initializer,
+                biases_regularizer,
+                trainable,
+                ["biases", *_var_collections(variables_collections, "biases")],
+            )
+            out = _hb.nn.bias_add(out, b)
+        if x.shape.ndims != 2:
+            out = _hb.reshape(out, _hb.concat([_hb.shape(x)[:-1], [int(num_outputs)]], 0))
+            out.set_shape(_hb.TensorShape([*x.shape.dims[:-1], int(num_outputs)]))
+        return _finish(out, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
+
+
+def linear(inputs: Any, num_outputs: int, scope: Any = None, **kwargs: Any) -> Any:
+    """``fully_connected`` without an activation."""
+    return fully_connected(inputs, num_outputs, activation_fn=None, scope=scope, **kwargs)
+
+
+def _pair(v: Any, what: str) -> list[int]:
+    if isinstance(v, int):
+        return [v, v]
+    v = list(v)
+    if len(v) != 2:
+        raise ValueError(f"{what} must be an int or a pair of ints, got {v!r}")
+    return [int(v[0]), int(v[1])]
+
+
+def _nhwc(data_format: Any, what: str) -> None:
+    if data_format not in (None, "NHWC"):
+        raise ValueError(f"{what}: data_format {data_format!r} is not supported (NHWC only)")
+
+
+@add_arg_scope
+def conv2d(
+    inputs: Any,
+    num_outputs: int,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: str = "SAME",
+    data_format: Any = None,
+    rate: Any = 1,
+    activation_fn: Callable | None = _hb.nn.relu,
+    normalizer_fn: Callable | None = None,
+    normalizer_params: dict | None = None,
+    weights_initializer: Any = None,
+    weights_regularizer: Callable | None = None,
+    biases_initializer: Any = "zeros",
+    biases_regularizer: Callable | None = None,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    scope: Any = None,
+) -> Any:
+    """A 2-D convolution of NHWC ``inputs``; variables ``<scope>/weights`` ([kh, kw, in, out])
+    and ``<scope>/biases``."""
+    _nhwc(data_format, "conv2d")
+    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
+    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
+        raise ValueError(f"conv2d: inputs must be NHWC with known channels, got shape {x.shape}")
+    kh, kw = _pair(kernel_size, "conv2d: kernel_size")
+    sh, sw = _pair(stride, "conv2d: stride")
+    rh, rw = _pair(rate, "conv2d: rate")
+    with _hb.variable_scope(scope, default_name="Conv", reuse=reuse):
+        w = _variable(
+            "weights",
+            [kh, kw, x.shape.dims[-1], int(num_outputs)],
+            x.dtype,
+            weights_initializer or xavier_initializer(),
+            weights_regularizer,
+            trainable,
+            ["weights", *_var_collections(variables_collections, "weights")],
+        )
+        out = _hb.nn.conv2d(x, w, [1, sh, sw, 1], padding.upper(), dilations=[1, rh, rw, 1])
+        if normalizer_fn is None and biases_initializer is not None:
+            b = _variable(
+                "biases",
+                [int(num_outputs)],
+                x.dtype,
+                _hb.zeros_initializer() if biases_initializer == "zeros" else biases_initializer,
+                biases_regularizer,
+                trainable,
+                ["biases", *_var_collections(variables_collections, "biases")],
+            )
+            out = _hb.nn.bias_add(out, b)
+        return _finish(out, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
+
+
+convolution2d = conv2d
+
+
+def _pool(kind, inputs, kernel_size, stride, padding, data_format, outputs_collections, scope):
+    _nhwc(data_format, kind)
+    kh, kw = _pair(kernel_size, f"{kind}: kernel_size")
+    sh, sw = _pair(stride, f"{kind}: stride")
+    fn = _hb.nn.max_pool if kind == "max_pool2d" else _hb.nn.avg_pool
+    default = "MaxPool2D" if kind == "max_pool2d" else "AvgPool2D"
+    with _hb.name_scope(scope or default):
+        out = fn(inputs, [1, kh, kw, 1], [1, sh, sw, 1], padding.upper())
+    return _collect(outputs_collections, out)
+
+
+@add_arg_scope
+def max_pool2d(
+    inputs: Any,
+    kernel_size: Any,
+    stride: Any = 2,
+    padding: str = "VALID",
+    data_format: str = "NHWC",
+    outputs_collections: Any = None,
+    scope: Any = None,
+) -> Any:
+    """Max pooling of NHWC ``inputs`` (stride 2, VALID by default)."""
+    return _pool(
+        "max_pool2d", inputs, kernel_size, stride, padding, data_format, outputs_collections, scope
+    )
+
+
+@add_arg_scope
+def avg_pool2d(
+    inputs: Any,
+    kernel_size: Any,
+    stride: Any = 2,
+    padding: str = "VALID",
+    data_format: str = "NHWC",
+    outputs_collections: Any = None,
+    scope: Any = None,
+) -> Any:
+    """Average pooling of NHWC ``inputs`` (stride 2, VALID by default)."""
+    return _pool(
+        "avg_pool2d", inputs, kernel_size, stride, padding, data_format, outputs_collections, scope
+    )
+
+
+@add_arg_scope
+def flatten(inputs: Any, outputs_collections: Any = None, scope: Any = None) -> Any:
+    """``inputs`` as [batch, everything else]."""
+    with _hb.name_scope(scope or "Flatten"):
+        out = _layers.flatten(inputs)
+    return _collect(outputs_collections, out)
+
+
+@add_arg_scope
+def dropout(
+    inputs: Any,
+    keep_prob: Any = 0.5,
+    noise_shape: Any = None,
+    is_training: Any = True,
+    outputs_collections: Any = None,
+    scope: Any = None,
+    seed: int | None = None,
+) -> Any:
+    """Dropout with ``keep_prob`` when ``is_training`` (a bool or a bool tensor), else the
+    identity."""
+    with _hb.name_scope(scope or "Dropout"):
+        if isinstance(is_training, bool):
+            out = (
+                _hb.nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed)
+                if is_training
+                else _hb.identity(inputs)
+            )
+        else:
+            out = _hb.cond(
+                is_training,
+                lambda: _hb.nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed),
+                lambda: _hb.identity(inputs),
+            )
+    return _collect(outputs_collections, out)
+
+
+@add_arg_scope
+def batch_norm(
+    inputs: Any,
+    decay: float = 0.999,
+    center: bool = True,
+    scale: bool = False,
+    epsilon: float = 0.001,
+    activation_fn: Callable | None = None,
+    param_initializers: dict | None = None,
+    param_regularizers: dict | None = None,
+    updates_collections: Any = _hb.GraphKeys.UPDATE_OPS,
+    is_training: Any = True,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    batch_weights: Any = None,
+    fused: Any = None,
+    data_format: str = "NHWC",
+    zero_debias_moving_mean: bool = False,
+    scope: Any = None,
+    renorm: bool = False,
+) -> Any:
+    """Batch normalization over every axis but the last (variables ``<scope>/beta``, ``gamma``
+    with ``scale``, ``moving_mean``, ``moving_variance``). Training (``is_training``: a bool or
+    a bool tensor) normalizes with the batch's statistics and moves the moving ones by
+    ``1 - decay`` toward them; the update ops go to ``updates_collections``, or run with the
+    output when it is None."""
+    _nhwc(data_format, "batch_norm")
+    if batch_weights is not None or zero_debias_moving_mean or renorm:
+        raise ValueError(
+            "batch_norm: batch_weights, zero_debias_moving_mean and renorm are not supported"
+        )
+    inits = param_initializers or {}
+    regs = param_regularizers or {}
+    g = _hb.get_default_graph()
+    updates = g.get_collection_ref(_hb.GraphKeys.UPDATE_OPS)
+    before = len(updates)
+    with _hb.variable_scope(scope, default_name="BatchNorm", reuse=reuse) as sc:
+        layer = _layers.BatchNormalization(
+            axis=-1,
+            momentum=decay,
+            epsilon=epsilon,
+            center=center,
+            scale=scale,
+            beta_initializer=inits.get("beta"),
+            gamma_initializer=inits.get("gamma"),
+            moving_mean_initializer=inits.get("moving_mean"),
+            moving_variance_initializer=inits.get("moving_variance"),
+            beta_regularizer=regs.get("beta"),
+            gamma_regularizer=regs.get("gamma"),
+            trainable=trainable,
+            _reuse=reuse,
+            _scope=sc,
+        )
+        out = layer(inputs, training=is_training)
+        for v in layer.weights:
+            which = v.op.name.rsplit("/", 1)[-1]
+            for c in ["model_variables", *_var_collections(variables_collections, which)]:
+                if v not in _hb.get_collection(c):
+                    _hb.add_to_collection(c, v)
+        mine = updates[before:]
+        if mine and updates_collections != _hb.GraphKeys.UPDATE_OPS:
+            del updates[before:]
+            if updates_collections is None:
+                with _hb.control_dependencies(mine):
+                    out = _hb.identity(out)
+            else:
+                names = (
+                    [updates_collections]
+                    if isinstance(updates_collections, str)
+                    else list(updates_collections)
+                )
+                for c in names:
+                    for u in mine:
+                        _hb.add_to_collection(c, u)
+        if activation_fn is not None:
+            out = activation_fn(out)
+        return _collect(outputs_collections, out)
+
+
+@add_arg_scope
+def layer_norm(
+    inputs: Any,
+    center: bool = True,
+    scale: bool = True,
+    activation_fn: Callable | None = None,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    begin_norm_axis: int = 1,
+    begin_params_axis: int = -1,
+    scope: Any = None,
+) -> Any:
+    """Normalize each example over axes ``begin_norm_axis:`` (mean 0, variance 1, epsilon
+    1e-12), then ``* gamma + beta`` over axes ``begin_params_axis:`` (variables
+    ``<scope>/beta`` and ``<scope>/gamma``)."""
+    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError(f"layer_norm: the rank of {x.name} must be known")
+    bn = begin_norm_axis % rank if begin_norm_axis < 0 else begin_norm_axis
+    bp = begin_params_axis % rank if begin_params_axis < 0 else begin_params_axis
+    if not 0 < bn < rank or not 0 <= bp < rank:
+        raise ValueError(
+            f"layer_norm: begin_norm_axis {begin_norm_axis} / begin_params_axis "
+            f"{begin_params_axis} out of range for rank {rank}"
+        )
+    params_shape = x.shape.dims[bp:]
+    if any(d is None for d in params_shape):
+        raise ValueError(f"layer_norm: dims {bp}: of {x.shape} must be known")
+    with _hb.variable_scope(scope, default_name="LayerNorm", reuse=reuse):
+        mean, var = _hb.nn.moments(x, list(range(bn, rank)), keep_dims=True)
+        out = (x - mean) * _hb.rsqrt(var + 1e-12)
+        if scale:
+            gamma = _variable(
+                "gamma",
+                params_shape,
+                x.dtype,
+                _hb.ones_initializer(),
+                None,
+                trainable,
+                _var_collections(variables_collections, "gamma"),
+            )
+            out = out * gamma
+        if center:
+            beta = _variable(
+                "beta",
+                params_shape,
+                x.dtype,
+                _hb.zeros_initializer(),
+                None,
+                trainable,
+                _var_collections(variables_collections, "beta"),
+            )
+            out = out + beta
+        if activation_fn is not None:
+            out = activation_fn(out)
+        return _collect(outputs_collections, out)
+
+
+@add_arg_scope
+def one_hot_encoding(
+    labels: Any,
+    num_classes: int,
+    on_value: float = 1.0,
+    off_value: float = 0.0,
+    outputs_collections: Any = None,
+    scope: Any = None,
+) -> Any:
+    """``labels`` as float32 one-hot rows of ``num_classes``."""
+    with _hb.name_scope(scope or "OneHotEncoding"):
+        out = _hb.one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
+    return _collect(outputs_collections, out)
+
+
+def embed_sequence(
+    ids: Any,
+    vocab_size: int,
+    embed_dim: int,
+    unique: bool = False,
+    initializer: Any = None,
+    regularizer: Callable | None = None,
+    trainable: bool = True,
+    scope: Any = None,
+    reuse: Any = None,
+) -> Any:
+    """The rows of an ``embeddings`` variable [vocab_size, embed_dim] for ``ids``."""
+    with _hb.variable_scope(scope, default_name="EmbedSequence", reuse=reuse):
+        table = _variable(
+            "embeddings",
+            [int(vocab_size), int(embed_dim)],
+            _hb.float32,
+            initializer,
+            regularizer,
+            trainable,
+            [],
+        )
+        return _hb.nn.embedding_lookup(table, ids)
+
+
+def repeat(inputs: Any, repetitions: int, layer: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``layer`` applied ``repetitions`` times in scopes ``<scope>/<scope>_1``, ``_2``, ..."""
+    scope = kwargs.pop("scope", None)
+    base = scope or getattr(layer, "__name__", "repeat")
+    out = inputs
+    with _hb.variable_scope(scope, default_name="Repeat"):
+        for i in range(int(repetitions)):
+            out = layer(out, *args, scope=f"{base}_{i + 1}", **kwargs)
+    return out
+
+
+def stack(inputs: Any, layer: Callable, stack_args: Sequence, **kwargs: Any) -> Any:
+    """``layer`` applied once per entry of ``stack_args`` (a tuple of its positional
+    arguments, or one argument), in scopes ``<scope>/<scope>_1``, ``_2``, ..."""
+    scope = kwargs.pop("scope", None)
+    base = scope or getattr(layer, "__name__", "stack")
+    out = inputs
+    with _hb.variable_scope(scope, default_name="Stack"):
+        for i, a in enumerate(stack_args):
+            args = a if isinstance(a, (list, tuple)) else (a,)
+            out = layer(out, *args, scope=f"{base}_{i + 1}", **kwargs)
+    return out
