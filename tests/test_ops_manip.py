@@ -470,10 +470,10 @@ def test_other_run_time_and_build_time_errors():
             hb.slice(x, [0, 2], [-1, 2])
         with pytest.raises(hb.errors.InvalidArgumentError, match=r"REFLECT"):
             hb.pad(x, [[0, 0], [3, 0]], "REFLECT")
-        with pytest.raises(TypeError, match=r"static"):
-            _ = x[hb.constant(0) + 1]
-        with pytest.raises(TypeError, match=r"static"):
-            hb.tile(x, hb.shape(x))
+        with pytest.raises(TypeError, match=r"integer scalar"):
+            _ = x[hb.constant(0.5)]
+        with pytest.raises(hb.errors.InvalidArgumentError, match=r"multiples has 3 entries"):
+            hb.tile(x, hb.stack([1, 2, hb.shape(x)[0]]))
         with pytest.raises(hb.errors.InvalidArgumentError, match=r"start 5 cannot reach limit 1"):
             hb.range(5, 1)
         parts = hb.split(x, 3, axis=0)
@@ -586,3 +586,59 @@ def test_fill_zeros_ones_and_random_ops_take_run_time_shapes():
     assert got[3].shape == (5, 3) and got[3].std() > 0.1
     assert got[4].shape == (2, 4) and (0 <= got[4]).all() and (got[4] < 1).all()
     assert got[5] == 10.0
+
+
+RUN_TIME_ARGS = {
+    # x has shape (4, 3); every argument below is known only when the step runs
+    "tile": (
+        lambda x: hb.tile(x[:2], [hb.shape(x)[0] // 2, 1]),
+        lambda x: np.tile(x[:2], (2, 1)),
+        [None, 3],
+    ),
+    "slice": (
+        lambda x: hb.slice(x, [hb.shape(x)[0] - 3, 1], [2, -1]),
+        lambda x: x[1:3, 1:],
+        [2, None],
+    ),
+    "index": (lambda x: x[hb.shape(x)[0] - 2], lambda x: x[2], [3]),
+    "bounds": (
+        lambda x: x[1 : hb.shape(x)[0] - 1, :: hb.shape(x)[1] - 1],
+        lambda x: x[1:3, ::2],
+        [None, None],
+    ),
+    "mixed": (lambda x: x[..., hb.constant(1) - 2, None], lambda x: x[..., -1, None], [None, 1]),
+    "one_hot": (
+        lambda x: hb.one_hot(hb.constant([0, 2, 5]), hb.shape(x)[0], 2.0, dtype=x.dtype) * x[0, 0],
+        lambda x: np.array([[2, 0, 0, 0], [0, 0, 2, 0], [0, 0, 0, 0]], x.dtype) * x[0, 0],
+        [3, None],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RUN_TIME_ARGS))
+def test_ops_with_arguments_known_when_the_step_runs(case):
+    """tile, slice, indexing and one_hot with tensors where TF1 programs put them (multiples,
+    begin/size, index and slice bounds, depth): values, static shapes, gradients."""
+    build, ref, static = RUN_TIME_ARGS[case]
+    x = _x((4, 3))
+    check_forward(build, [x], ref)
+    with hb.Graph().as_default():
+        p = hb.placeholder(hb.float64, [None, 3])
+        assert build(p).shape.as_list() == static
+    out_shape = list(np.shape(ref(x)))
+    check_gradient(lambda t: hb.reshape(build(t), out_shape), [x])
+
+
+def test_run_time_arguments_out_of_range_are_named():
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None, 3])
+        n = hb.shape(x)[0]
+        cases = [
+            (hb.slice(x, [n, 0], [2, -1], name="late"), "'late'.*exceeds"),
+            (hb.tile(x, [n - 9, 1], name="neg"), "'neg'.*multiples"),
+            (x[n + 1], "out of bounds"),
+        ]
+        with hb.Session() as s:
+            for t, msg in cases:
+                with pytest.raises(hb.errors.InvalidArgumentError, match=msg):
+                    s.run(t, {x: np.zeros((4, 3), np.float32)})

@@ -666,12 +666,87 @@ def _slice_grad_grad(op, gg):
 
 def slice_(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:
     """``input_[begin[i] : begin[i] + size[i]]`` in every dimension; size -1 runs to the end.
-
-    Exported as ``hb.slice``.
+    ``begin`` and ``size`` may be known only when the step runs (tensors, or lists mixing ints
+    and integer scalars). Exported as ``hb.slice``.
     """
+    from .array import is_run_time_shape, shape_tensor
+
+    if is_run_time_shape(begin) or is_run_time_shape(size):
+        b, sz = shape_tensor("slice", begin), shape_tensor("slice", size)
+        return apply("DynamicSlice", [input_, b, sz], name=name or "Slice")
     b = _ints("slice", "begin", begin)
     s = _ints("slice", "size", size)
     return apply("Slice", [input_], {"begin": b, "size": s}, name or "Slice")
+
+
+def _run_time_ints(v: Any) -> tuple:
+    return tuple(int(d) for d in (v.tolist() if hasattr(v, "tolist") else v))
+
+
+DynamicSlice = defop("DynamicSlice", cost=_copy_out_cost)
+
+
+@DynamicSlice.shape
+def _dynamic_slice_shape(op):
+    from .array import static_dims
+
+    x, begin, size = op.inputs
+    b, sz = static_dims(begin).dims, static_dims(size).dims
+    if sz is None:
+        n = x.shape.ndims
+        return [(TensorShape(None if n is None else [None] * n), x.dtype)]
+    out = []
+    for i, s in enumerate(sz):
+        d = x.shape.dims[i] if x.shape.dims is not None and i < len(x.shape.dims) else None
+        bi = b[i] if b is not None and i < len(b) else None
+        if s is not None and s >= 0:
+            out.append(s)
+        elif s is None:
+            out.append(None)
+        else:  # -1: to the end
+            out.append(None if d is None or bi is None else d - bi)
+    return [(TensorShape(out), x.dtype)]
+
+
+def _dynamic_slice_index(ctx, x, begin, size) -> tuple:
+    b, sz = _run_time_ints(begin), _run_time_ints(size)
+    where = f"Slice {ctx.op.name!r}"
+    if len(b) != x.ndim or len(sz) != x.ndim:
+        raise InvalidArgumentError(
+            f"{where}: begin {list(b)} and size {list(sz)} need {x.ndim} entries for shape "
+            f"{tuple(x.shape)}"
+        )
+    if any(v < 0 for v in b) or any(v < -1 for v in sz):
+        raise InvalidArgumentError(
+            f"{where}: begin {list(b)} must be >= 0 and size {list(sz)} >= -1"
+        )
+    return _slice_index(b, sz, x.shape, where)
+
+
+@DynamicSlice.kernel("cpu", "gpu", aliases_input=True)
+def _dynamic_slice(ctx, x, begin, size):
+    return x[_dynamic_slice_index(ctx, x, begin, size)]
+
+
+@DynamicSlice.gradient
+def _dynamic_slice_grad(op, g):
+    x, begin, size = op.inputs
+    return [apply("DynamicSliceGrad", [g, x, begin, size], name="SliceGrad"), None, None]
+
+
+DynamicSliceGrad = defop("DynamicSliceGrad", cost=_write_only_cost, differentiable=False)
+
+
+@DynamicSliceGrad.shape
+def _dynamic_slice_grad_shape(op):
+    return [(op.inputs[1].shape, op.inputs[0].dtype)]
+
+
+@DynamicSliceGrad.kernel("cpu", "gpu")
+def _dynamic_slice_grad_kernel(ctx, g, x, begin, size):
+    out = ctx.xp.zeros(x.shape, dtype=g.dtype)
+    out[_dynamic_slice_index(ctx, x, begin, size)] = g
+    return out
 
 
 # ---- StridedSlice (Tensor.__getitem__) -----------------------------------------------------------
@@ -697,6 +772,10 @@ def _decode_index(at: dict) -> tuple:
     return tuple(idx)
 
 
+#: a slice whose bounds are known only when the step runs (its dimension's size is unknown)
+_UNKNOWN = slice(0, 0, 0)
+
+
 def _index_shape(where: str, idx: tuple, shape: TensorShape) -> TensorShape:
     """The static shape of ``x[idx]`` for a basic index; raises on indices out of bounds."""
     if shape.dims is None:
@@ -720,7 +799,7 @@ def _index_shape(where: str, idx: tuple, shape: TensorShape) -> TensorShape:
             axis += n
         elif isinstance(k, slice):
             d = dims[axis]
-            out.append(None if d is None else len(range(*k.indices(d))))
+            out.append(None if d is None or k is _UNKNOWN else len(range(*k.indices(d))))
             axis += 1
         else:
             d = dims[axis]
@@ -840,8 +919,148 @@ def _encode_key(key: Any) -> dict:
 
 
 def strided_slice_from_key(x: Tensor, key: Any, name: str | None = None) -> Tensor:
-    """``x[key]`` for a static numpy basic index (ints, slices with steps, ``...``, None)."""
+    """``x[key]`` for a numpy basic index (ints, slices with steps, ``...``, None); an int or a
+    slice bound may be an integer scalar tensor (``x[:, t]``, ``x[:n]``), known when the step
+    runs (DynamicStridedSlice)."""
+    items = key if isinstance(key, tuple) else (key,)
+    if any(_has_tensor(k) for k in items):
+        return _dynamic_strided_slice(x, items, name)
     return apply("StridedSlice", [x], _encode_key(key), name or "strided_slice")
+
+
+def _has_tensor(k: Any) -> bool:
+    if isinstance(k, slice):
+        return any(isinstance(p, Tensor) for p in (k.start, k.stop, k.step))
+    return isinstance(k, Tensor)
+
+
+def _dynamic_strided_slice(x: Tensor, items: tuple, name: str | None) -> Tensor:
+    """``x[items]`` with tensors among the bounds: the static encoding (its masks) with
+    begin/end/strides taken from run-time vectors. ``key`` (an attr) describes each item for
+    the static shape: ("i", int), ("t",) a tensor index, ("s", start, stop, step) with "?" for
+    a tensor part and None for an absent one, ("e",) for ..., ("n",) for None."""
+    from .array import shape_tensor
+    from .math import add
+
+    static: list = []
+    key: list = []
+    parts: dict = {"begin": [], "end": [], "strides": []}
+    for k in items:
+        if isinstance(k, Tensor):
+            if k.shape.ndims not in (None, 0) or not k.dtype.is_integer:
+                raise TypeError(
+                    f"an index tensor must be an integer scalar, got {k.name} ({k.dtype.name}, "
+                    f"shape {k.shape}); use hb.gather for a vector of indices"
+                )
+            static.append(0)
+            key.append(("t",))
+            parts["begin"].append(k)
+            parts["end"].append(add(k, convert_to_tensor(np.int32(1), dtype=k.dtype)))
+            parts["strides"].append(1)
+            continue
+        if isinstance(k, slice):
+            bounds = (k.start, k.stop, k.step)
+            static.append(slice(*(None if p is None else 1 for p in bounds)))
+            key.append(("s", *("?" if isinstance(p, Tensor) else p for p in bounds)))
+            for p, field, default in zip(bounds, ("begin", "end", "strides"), (0, 0, 1)):
+                parts[field].append(default if p is None else p)
+            continue
+        static.append(k)
+        key.append(("e",) if k is Ellipsis else ("n",) if k is None else ("i", int(k)))
+        enc = _encode_key((k,))
+        for field in ("begin", "end", "strides"):
+            parts[field].append(enc[field][0])
+    attrs = {m: v for m, v in _encode_key(tuple(static)).items() if m in _SS_MASKS}
+    attrs["key"] = tuple(key)
+    ins = [x, *(shape_tensor("strided_slice", parts[f]) for f in ("begin", "end", "strides"))]
+    return apply("DynamicStridedSlice", ins, attrs, name or "strided_slice")
+
+
+def _run_time_index(ctx, begin, end, strides) -> tuple:
+    at = dict(ctx.attrs)
+    at.update(begin=_run_time_ints(begin), end=_run_time_ints(end), strides=_run_time_ints(strides))
+    if any(s == 0 for s in at["strides"]):
+        raise InvalidArgumentError(f"StridedSlice {ctx.op.name!r}: a slice step is zero")
+    return _decode_index(at)
+
+
+DynamicStridedSlice = defop("DynamicStridedSlice", cost=_copy_out_cost)
+
+
+@DynamicStridedSlice.shape
+def _dynamic_strided_slice_shape(op):
+    idx: list = []
+    for item in op.attrs["key"]:
+        kind = item[0]
+        if kind == "e":
+            idx.append(Ellipsis)
+        elif kind == "n":
+            idx.append(None)
+        elif kind == "i":
+            idx.append(item[1])
+        elif kind == "t":
+            idx.append(0)  # one dimension less, whatever the index
+        elif "?" in item[1:]:
+            idx.append(_UNKNOWN)
+        else:
+            idx.append(slice(*item[1:]))
+    x = op.inputs[0]
+    shape = x.shape
+    if shape.dims is not None:  # (a tensor index is not checked against the static size)
+        shape = TensorShape(
+            [
+                None if it[0] == "t" else d
+                for it, d in zip(_axes_of(op.attrs["key"], shape.ndims), shape.dims)
+            ]
+        )
+    return [(_index_shape("StridedSlice", tuple(idx), shape), x.dtype)]
+
+
+def _axes_of(key: tuple, ndims: int) -> list:
+    """The key's item that consumes each axis of a tensor of rank ``ndims`` (("e",) for the
+    axes an ellipsis or nothing covers)."""
+    consumed = [it for it in key if it[0] not in ("e", "n")]
+    out: list = []
+    for it in key:
+        if it[0] == "n":
+            continue
+        if it[0] == "e":
+            out.extend([("e",)] * (ndims - len(consumed)))
+        else:
+            out.append(it)
+    out.extend([("e",)] * (ndims - len(out)))
+    return out[:ndims]
+
+
+@DynamicStridedSlice.kernel("cpu", "gpu", aliases_input=True)
+def _dynamic_strided_slice_kernel(ctx, x, begin, end, strides):
+    idx = _run_time_index(ctx, begin, end, strides)
+    _index_shape(f"StridedSlice {ctx.op.name!r}", idx, TensorShape(list(x.shape)))
+    return _arr(ctx.xp, x[idx])
+
+
+@DynamicStridedSlice.gradient
+def _dynamic_strided_slice_grad(op, g):
+    ins = list(op.inputs)
+    grad = apply("DynamicStridedSliceGrad", [g, *ins], dict(op.attrs), name="StridedSliceGrad")
+    return [grad, None, None, None]
+
+
+DynamicStridedSliceGrad = defop(
+    "DynamicStridedSliceGrad", cost=_write_only_cost, differentiable=False
+)
+
+
+@DynamicStridedSliceGrad.shape
+def _dynamic_ss_grad_shape(op):
+    return [(op.inputs[1].shape, op.inputs[0].dtype)]
+
+
+@DynamicStridedSliceGrad.kernel("cpu", "gpu")
+def _dynamic_ss_grad(ctx, g, x, begin, end, strides):
+    out = ctx.xp.zeros(x.shape, dtype=g.dtype)
+    out[_run_time_index(ctx, begin, end, strides)] = g
+    return out
 
 
 def strided_slice(
@@ -1181,6 +1400,8 @@ def one_hot(
     on = 1 if on_value is None else on_value
     off = 0 if off_value is None else off_value
     on, off = (v.item() if isinstance(v, np.generic) else v for v in (on, off))
+    if isinstance(depth, Tensor) and depth.op.type != "Const":  # known when the step runs
+        return _one_hot_run_time_depth(indices, depth, on, off, axis, dtype, name)
     attrs = {
         "depth": _int("one_hot", "depth", depth),
         "on_value": on,
@@ -1189,6 +1410,39 @@ def one_hot(
         "dtype": dtype,
     }
     return apply("OneHot", [indices], attrs, name or "one_hot")
+
+
+def _one_hot_run_time_depth(indices, depth, on, off, axis, dtype, name) -> Tensor:
+    """``one_hot`` with ``depth`` a scalar tensor: ``indices`` compared with ``range(depth)``
+    along a new last axis (then moved to ``axis``)."""
+    from .array import cast, constant, shape
+    from .math import equal, where
+
+    if depth.shape.ndims not in (None, 0) or not depth.dtype.is_integer:
+        raise InvalidArgumentError(
+            f"one_hot: depth must be an integer scalar, got {depth.name} ({depth.dtype.name}, "
+            f"shape {depth.shape})"
+        )
+    g = get_default_graph()
+    with g.name_scope(name or "one_hot"):
+        idx = convert_to_tensor(indices)
+        positions = range_(0, cast(depth, idx.dtype) if depth.dtype != idx.dtype else depth)
+        hit = equal(expand_dims(idx, -1), positions)
+        shape_on = constant(np.array(on, dtype=dtype.np))
+        out = where(
+            hit,
+            fill(shape(hit), shape_on),
+            fill(shape(hit), constant(np.array(off, dtype=dtype.np))),
+        )
+        if axis is not None and axis != -1:
+            rank = out.shape.ndims
+            if rank is None:
+                raise InvalidArgumentError("one_hot: an axis other than -1 needs a known rank")
+            a = _int("one_hot", "axis", axis) % rank
+            perm = list(range(rank - 1))
+            perm.insert(a, rank - 1)
+            out = transpose(out, perm)
+        return out
 
 
 # ---- Fill, zeros, ones, Range --------------------------------------------------------------------
@@ -1470,10 +1724,77 @@ def _tile_grad_cost(op, ins, outs):
 
 
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
-    """Repeat ``input`` ``multiples[i]`` times along dimension i."""
+    """Repeat ``input`` ``multiples[i]`` times along dimension i (``multiples`` may be known
+    only when the step runs: ``[tf.shape(x)[0], 1]``)."""
+    from .array import is_run_time_shape, shape_tensor
+
+    if is_run_time_shape(multiples):
+        m = shape_tensor("tile", multiples)
+        return apply("DynamicTile", [input, m], name=name or "Tile")
     return apply(
         "Tile", [input], {"multiples": _ints("tile", "multiples", multiples)}, name or "Tile"
     )
+
+
+DynamicTile = defop("DynamicTile", cost=default_cost)
+
+
+@DynamicTile.shape
+def _dynamic_tile_shape(op):
+    from .array import static_dims
+
+    x, m = op.inputs
+    mult = static_dims(m).dims
+    n = x.shape.ndims if mult is None else len(mult)
+    if n is None:
+        return [(TensorShape(None), x.dtype)]
+    if x.shape.dims is not None and len(x.shape.dims) != n:
+        raise InvalidArgumentError(
+            f"Tile {op.name!r}: multiples has {n} entries for shape {x.shape}"
+        )
+    xd = x.shape.dims or [None] * n
+    md = mult or [None] * n
+    return [
+        (TensorShape([None if a is None or b is None else a * b for a, b in zip(xd, md)]), x.dtype)
+    ]
+
+
+def _run_time_multiples(ctx, x, m) -> tuple:
+    mult = _run_time_ints(m)
+    if len(mult) != x.ndim or any(v < 0 for v in mult):
+        raise InvalidArgumentError(
+            f"Tile {ctx.op.name!r}: multiples {list(mult)} must be {x.ndim} sizes >= 0 for "
+            f"shape {tuple(x.shape)}"
+        )
+    return mult
+
+
+@DynamicTile.kernel("cpu", "gpu")
+def _dynamic_tile(ctx, x, m):
+    return ctx.xp.tile(x, _run_time_multiples(ctx, x, m))
+
+
+@DynamicTile.gradient
+def _dynamic_tile_grad(op, g):
+    x, m = op.inputs
+    return [apply("DynamicTileGrad", [g, x, m], name="TileGrad"), None]
+
+
+DynamicTileGrad = defop("DynamicTileGrad", differentiable=False)
+DynamicTileGrad.cost(_tile_grad_cost)
+
+
+@DynamicTileGrad.shape
+def _dynamic_tile_grad_shape(op):
+    return [(op.inputs[1].shape, op.inputs[0].dtype)]
+
+
+@DynamicTileGrad.kernel("cpu", "gpu")
+def _dynamic_tile_grad_kernel(ctx, g, x, m):
+    mult = _run_time_multiples(ctx, x, m)
+    split_shape = [v for k, d in zip(mult, x.shape) for v in (k, d)]
+    r = g.reshape(split_shape).sum(axis=tuple(range(0, 2 * len(mult), 2)))
+    return r.astype(g.dtype, copy=False)
 
 
 # ---- Pad, MirrorPad ------------------------------------------------------------------------------
