@@ -95,14 +95,18 @@ class RNNCell:
         raise NotImplementedError
 
     def zero_state(self, batch_size: Any, dtype: Any) -> Any:
-        """Zeros in the shape of ``state_size`` for a batch of ``batch_size`` (a Python int:
-        hetbed's shapes are static; ``static_rnn`` handles an unknown batch itself)."""
+        """Zeros in the shape of ``state_size`` for a batch of ``batch_size`` (a Python int, or
+        an integer scalar tensor such as ``tf.shape(x)[0]``, known when the step runs)."""
+        dt = _dt.as_dtype(dtype)
         if isinstance(batch_size, Tensor):
-            raise TypeError(
-                f"{type(self).__name__}.zero_state: batch_size must be a Python int, got the "
-                f"tensor {batch_size.name} (static_rnn with dtype= makes zero states itself)"
-            )
-        return self._zeros(lambda n: _manip.zeros([int(batch_size), n], _dt.as_dtype(dtype)))
+            if batch_size.shape.ndims not in (None, 0) or not batch_size.dtype.is_integer:
+                raise TypeError(
+                    f"{type(self).__name__}.zero_state: batch_size must be an int or an integer "
+                    f"scalar tensor, got {batch_size.name} ({batch_size.dtype.name}, shape "
+                    f"{batch_size.shape})"
+                )
+            return self._zeros(lambda n: _manip.zeros([batch_size, n], dt))
+        return self._zeros(lambda n: _manip.zeros([int(batch_size), n], dt))
 
     def _zero_state_like(self, x: Tensor, dtype: Any) -> Any:
         """Zero states with ``x``'s (possibly unknown) batch dimension."""

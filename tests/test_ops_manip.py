@@ -642,3 +642,17 @@ def test_run_time_arguments_out_of_range_are_named():
             for t, msg in cases:
                 with pytest.raises(hb.errors.InvalidArgumentError, match=msg):
                     s.run(t, {x: np.zeros((4, 3), np.float32)})
+
+
+def test_one_slice_unstack_and_split_give_the_slice():
+    """An Unpack of one slice and a split into one part (dynamic_rnn over one time step does
+    the first) give an array, not a tuple holding it. A bug until this test."""
+    xv = _x((1, 4, 3))
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float64, [None, 4, 3])
+        (u,) = hb.unstack(x, num=1)
+        (sp,) = hb.split(x, 1, axis=2)
+        with hb.Session() as s:
+            got = s.run([u * 2.0, sp + 1.0], {x: xv})
+    np.testing.assert_array_equal(got[0], xv[0] * 2)
+    np.testing.assert_array_equal(got[1], xv + 1)

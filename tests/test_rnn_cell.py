@@ -175,7 +175,29 @@ def test_dropout_wrapper_scales_kept_outputs_and_errors():
         rnn.DropoutWrapper(base, output_keep_prob=0.0)
     with pytest.raises(ValueError, match="initial_state or dtype"):
         tf.nn.static_rnn(base, x)
-    with pytest.raises(TypeError, match="Python int"):
-        base.zero_state(tf.constant(3), tf.float32)
+    z = base.zero_state(tf.constant(3), tf.float32)  # a constant batch size: a static shape
+    assert (z[0] if isinstance(z, tuple) else z).shape.as_list() == [3, 4]
     with pytest.raises(ValueError, match=r"\[batch, depth\]"):
         base(tf.zeros([2, 3, 4]), tf.zeros([2, 4]))
+
+
+def test_zero_state_for_a_batch_size_known_when_the_step_runs():
+    """``cell.zero_state(tf.shape(x)[0], tf.float32)`` as TF1 programs write it: zeros of the
+    fed batch, and dynamic_rnn from it matches dynamic_rnn with dtype=."""
+    xv = np.random.default_rng(0).standard_normal((5, 2, 3)).astype(np.float32)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 2, 3])
+        cell = tf.nn.rnn_cell.MultiRNNCell([tf.nn.rnn_cell.LSTMCell(4) for _ in range(2)])
+        st = cell.zero_state(tf.shape(x)[0], tf.float32)
+        assert st[0].c.shape.as_list() == [None, 4]
+        with tf.variable_scope("rnn"):
+            a, _ = tf.nn.dynamic_rnn(cell, x, initial_state=st)
+        with tf.variable_scope("rnn", reuse=True):
+            b, _ = tf.nn.dynamic_rnn(cell, x, dtype=tf.float32)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            zs, got_a, got_b = s.run([st, a, b], {x: xv})
+        with pytest.raises(TypeError, match="integer scalar"):
+            cell.zero_state(tf.constant(2.0), tf.float32)
+    assert zs[1].h.shape == (5, 4) and not zs[1].h.any()
+    np.testing.assert_allclose(got_a, got_b, rtol=1e-6)

@@ -12,6 +12,7 @@ from ..errors import InvalidArgumentError
 from ..graph import Tensor, TensorShape
 from ..registry import apply, apply_op, default_cost, defop
 from .array import reshape_like
+from .manip import outputs
 
 DynamicPartition = defop("DynamicPartition", cost=default_cost)
 
@@ -55,7 +56,7 @@ def _dynamic_partition(ctx, data, parts):
         raise InvalidArgumentError(
             f"DynamicPartition {ctx.op.name!r}: partition {bad} is not in [0, {n})"
         )
-    return tuple(data[parts == i] for i in range(n))
+    return outputs(data[parts == i] for i in range(n))
 
 
 @DynamicPartition.gradient

@@ -106,6 +106,13 @@ def _convert_all(values: Sequence[Any]) -> list[Tensor]:
     return out
 
 
+def outputs(values: Any) -> Any:
+    """A kernel's result for a number of outputs set by its attrs: the executor takes one
+    output as the value itself, several as a tuple (an Unpack of one slice returns the slice)."""
+    values = tuple(values)
+    return values[0] if len(values) == 1 else values
+
+
 def _arr(xp: Any, r: Any) -> Any:
     """numpy returns scalars for some 0-d results; kernels always return arrays."""
     return r if isinstance(r, xp.ndarray) else xp.asarray(r)
@@ -368,7 +375,7 @@ def _split_like_shape(op):
 def _split_like(ctx, g, *likes):
     axis = ctx.attrs["axis"]
     cuts = np.cumsum([t.shape[axis] for t in likes])[:-1]
-    return tuple(ctx.xp.split(g, [int(c) for c in cuts], axis=axis))
+    return outputs(ctx.xp.split(g, [int(c) for c in cuts], axis=axis))
 
 
 @SplitLike.gradient
@@ -458,7 +465,7 @@ def _split(ctx, x):
             f"of shape {x.shape}"
         )
     cuts = np.cumsum(sizes)[:-1]
-    return tuple(ctx.xp.split(x, [int(c) for c in cuts], axis=axis))
+    return outputs(ctx.xp.split(x, [int(c) for c in cuts], axis=axis))
 
 
 @SplitV.gradient
@@ -569,7 +576,7 @@ def _unpack(ctx, x):
             f"Unpack: expected {num} slices along axis {axis}, got shape {x.shape}"
         )
     m = ctx.xp.moveaxis(x, axis, 0)
-    return tuple(_arr(ctx.xp, m[i]) for i in range(num))
+    return outputs([_arr(ctx.xp, m[i]) for i in range(num)])
 
 
 @Unpack.gradient
