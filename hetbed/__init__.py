@@ -220,6 +220,9 @@ from hetbed.runtime.variables import (
     variables_initializer,
 )
 
+# ---- WP5: string tensors, string ops and file readers ----
+from hetbed.runtime.dtypes import string  # noqa: E402
+
 bool = bool_  # noqa: A001 - TF's name
 sub = subtract
 mul = multiply
