@@ -222,6 +222,28 @@ from hetbed.runtime.variables import (
 
 # ---- WP5: string tensors, string ops and file readers ----
 from hetbed.runtime.dtypes import string  # noqa: E402
+from hetbed.runtime.ops.readers import (  # noqa: E402
+    FixedLengthRecordReader,
+    ReaderBase,
+    TextLineReader,
+    WholeFileReader,
+)
+from hetbed.runtime.ops.strings import (  # noqa: E402
+    SparseTensor,
+    SparseTensorValue,
+    as_string,
+    decode_csv,
+    decode_raw,
+    read_file,
+    reduce_join,
+    regex_replace,
+    sparse_tensor_to_dense,
+    string_join,
+    string_split,
+    string_to_number,
+    substr,
+    write_file,
+)
 
 bool = bool_  # noqa: A001 - TF's name
 sub = subtract

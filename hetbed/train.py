@@ -130,3 +130,6 @@ __all__ = [
     "polynomial_decay",
     "update_checkpoint_state",
 ]
+
+# ---- WP5: string tensors and file readers ----
+from hetbed.runtime.ops.readers import string_input_producer  # noqa: E402, F401

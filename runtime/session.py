@@ -100,7 +100,8 @@ class _Fetches:
         if isinstance(f, dict):
             return ("dict", type(f), [(k, self._flatten(v)) for k, v in f.items()])
         if isinstance(f, tuple) and hasattr(f, "_fields"):
-            return ("namedtuple", type(f), [self._flatten(v) for v in f])
+            cls = getattr(type(f), "_value_type", type(f))  # SparseTensor -> SparseTensorValue
+            return ("namedtuple", cls, [self._flatten(v) for v in f])
         if isinstance(f, (list, tuple)):
             return ("seq", type(f), [self._flatten(v) for v in f])
         if isinstance(f, IndexedSlices):

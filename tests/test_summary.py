@@ -137,7 +137,7 @@ def test_fetched_summary_parses_and_tags_are_unique():
     b = tf.summary.scalar("v", tf.constant(2.5))
     with tf.Session() as sess:
         out = sess.run(tf.summary.merge([a, b]))
-    s = summary_pb2.Summary.FromString(out.item())
+    s = summary_pb2.Summary.FromString(out)
     assert [(v.tag, v.simple_value) for v in s.value] == [("v", 1.5), ("v_1", 2.5)]
     assert tf.summary.merge_all("no_such_collection") is None
 
@@ -178,6 +178,6 @@ def test_graph_with_summaries_round_trips_through_graph_dict():
     g2 = graph_from_dict(graph_to_dict(tf.get_default_graph()))
     with tf.Session(graph=g2) as sess:
         out = sess.run(g2.get_tensor_by_name("all:0"), {g2.get_tensor_by_name("p:0"): 1.25})
-    assert [(v.tag, v.simple_value) for v in summary_pb2.Summary.FromString(out.item()).value] == [
+    assert [(v.tag, v.simple_value) for v in summary_pb2.Summary.FromString(out).value] == [
         ("s", 2.5)
     ]
