@@ -137,3 +137,40 @@ def to_string_array(value: object, where: str) -> np.ndarray:
                 f" {v!r}"
             )
     return out
+
+
+def pack_strings(arr: np.ndarray, where: str) -> bytes:
+    """An object array of bytes as bytes: the little-endian uint64 length of every element (C
+    order), then the elements, concatenated (the wire and checkpoint form; never pickle).
+    Raises TypeError naming ``where`` for an element that is not bytes."""
+    flat = arr.reshape(-1)
+    for v in flat:
+        if not isinstance(v, bytes):
+            raise TypeError(
+                f"{where}: a string tensor holds bytes only, got an element of type "
+                f"{type(v).__name__}"
+            )
+    lengths = np.fromiter((len(v) for v in flat), dtype="<u8", count=flat.size)
+    return lengths.tobytes() + b"".join(flat)
+
+
+def unpack_strings(data: object, shape: list | tuple) -> np.ndarray:
+    """The object array of bytes of shape ``shape`` that ``pack_strings`` packed into ``data``
+    (bytes-like); ValueError when the lengths do not match the data."""
+    raw = bytes(data)  # type: ignore[call-overload]
+    n = 1
+    for d in shape:
+        n *= int(d)
+    head = 8 * n
+    if len(raw) < head:
+        raise ValueError(f"{len(raw)} bytes cannot hold {n} string lengths")
+    lengths = np.frombuffer(raw, dtype="<u8", count=n)
+    total = int(lengths.sum()) if n else 0
+    if total != len(raw) - head:
+        raise ValueError(f"string lengths add up to {total} bytes, {len(raw) - head} follow them")
+    out = np.empty(n, dtype=object)
+    pos = head
+    for i, k in enumerate(lengths.tolist()):
+        out[i] = raw[pos : pos + k]
+        pos += k
+    return out.reshape(tuple(shape))
