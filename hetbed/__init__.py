@@ -221,14 +221,15 @@ from hetbed.runtime.variables import (
 )
 
 # ---- WP5: string tensors, string ops and file readers ----
-from hetbed.runtime.dtypes import string  # noqa: E402
-from hetbed.runtime.ops.readers import (  # noqa: E402
+# isort: split
+from hetbed.runtime.dtypes import string
+from hetbed.runtime.ops.readers import (
     FixedLengthRecordReader,
     ReaderBase,
     TextLineReader,
     WholeFileReader,
 )
-from hetbed.runtime.ops.strings import (  # noqa: E402
+from hetbed.runtime.ops.strings import (
     SparseTensor,
     SparseTensorValue,
     as_string,

@@ -121,7 +121,9 @@ def to_string_array(value: object, where: str) -> np.ndarray:
     if arr.dtype.kind in "SU":
         arr = arr.astype(object)
     elif arr.dtype.kind != "O":
-        raise TypeError(f"{where}: expected bytes or str values for a string tensor, got {arr.dtype}")
+        raise TypeError(
+            f"{where}: expected bytes or str values for a string tensor, got {arr.dtype}"
+        )
     out = np.empty(arr.shape, dtype=object)
     flat_in, flat_out = arr.reshape(-1), out.reshape(-1)
     for i, v in enumerate(flat_in):

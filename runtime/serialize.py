@@ -151,7 +151,9 @@ def decode_value(obj: Any, where: str = "value") -> Any:
         shape = _decode_shape(body["shape"], where + ".shape")
         data = body["data"]
         if shape.dims is None or not isinstance(data, list) or len(data) != shape.num_elements():
-            raise GraphFormatError(f"{where}: a string array needs a shape and one item per element")
+            raise GraphFormatError(
+                f"{where}: a string array needs a shape and one item per element"
+            )
         out = np.empty(len(data), dtype=object)
         for i, v in enumerate(data):
             out[i] = _bytes_in(v, f"{where}.data[{i}]")

@@ -233,7 +233,9 @@ def test_decode_csv_types_defaults_quotes_and_errors():
     cols = _run(tf.decode_csv(["1,2,3"], [[0], [0]], select_cols=[0, 2]))
     assert [c.tolist() for c in cols] == [[1], [3]]
     bad = tf.decode_csv(tf.constant(["1,2", "3,oops"]), [[0], [0.0]], name="rows")
-    with pytest.raises(InvalidArgumentError, match=r"DecodeCSV 'rows': record 1 b'3,oops'.*field 1"):
+    with pytest.raises(
+        InvalidArgumentError, match=r"DecodeCSV 'rows': record 1 b'3,oops'.*field 1"
+    ):
         _run(bad)
     with pytest.raises(InvalidArgumentError, match="record 0 b'1'.*has 1 fields, expected 2"):
         _run(tf.decode_csv(["1"], [[0], [0]]))

@@ -336,8 +336,7 @@ class InTensor:
         nbytes = header.get("nbytes")
         if nbytes != n or isinstance(nbytes, bool):
             raise WireError(
-                f"{where}: header says {nbytes!r:.30} bytes but shape {shape} of {dts} "
-                f"holds {n}"
+                f"{where}: header says {nbytes!r:.30} bytes but shape {shape} of {dts} holds {n}"
             )
         if n > max_bytes:
             raise ResourceExhaustedError(

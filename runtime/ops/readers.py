@@ -250,7 +250,9 @@ class ReaderBase:
 
     def read(self, queue: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
         """(key, value): the next record, dequeuing a filename when the current file is done."""
-        op = apply_op("ReaderRead", [self._reader_ref, _queue_ref(queue)], name=name or "ReaderRead")
+        op = apply_op(
+            "ReaderRead", [self._reader_ref, _queue_ref(queue)], name=name or "ReaderRead"
+        )
         return op.outputs[0], op.outputs[1]
 
     def read_up_to(
@@ -311,7 +313,9 @@ class FixedLengthRecordReader(ReaderBase):
         encoding: str | None = None,
     ):
         if encoding:
-            raise InvalidArgumentError("FixedLengthRecordReader: compressed files are not supported")
+            raise InvalidArgumentError(
+                "FixedLengthRecordReader: compressed files are not supported"
+            )
         attrs = {
             "record_bytes": int(record_bytes),
             "header_bytes": int(header_bytes or 0),

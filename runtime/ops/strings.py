@@ -203,7 +203,9 @@ def strings_split(
     """TF1's ``tf.strings.split``: split at the separator ``sep`` (None: runs of whitespace), at
     most ``maxsplit`` times; a SparseTensor (the only ``result_type`` hetbed has)."""
     if result_type != "SparseTensor":
-        raise ValueError(f"strings.split: hetbed has result_type='SparseTensor' only, got {result_type!r}")
+        raise ValueError(
+            f"strings.split: hetbed has result_type='SparseTensor' only, got {result_type!r}"
+        )
     x = input if input is not None else source
     s = None if sep is None else _as_bytes(sep, "strings.split: sep")
     if s == b"":
