@@ -97,8 +97,8 @@ def encode_value(value: Any, binary: bool = False, where: str = "value") -> Any:
         for v in value.reshape(-1):
             if not isinstance(v, bytes):
                 raise TypeError(
-                    f"cannot serialize {where}: an object array must hold bytes only, got "
-                    f"{type(v).__name__}"
+                    f"cannot serialize {where}: numpy dtype object is plain data only as a "
+                    f"string tensor (bytes elements), got an element of type {type(v).__name__}"
                 )
             items.append(_bytes_out(v, binary))
         return {"strings": {"shape": list(value.shape), "data": items}}

@@ -206,3 +206,20 @@ def test_reader_on_another_task_sends_strings(tmp_path):
             sv.stop(grace=0)
     assert [k for k, _ in got] == [f"{p}:{i}".encode() for i in (1, 2, 3)]
     assert [t for _, t in got] == [b"a:10", b"bb:20", b"-:30"]
+
+
+def test_text_line_dataset_and_string_slices(tmp_path):
+    """tf.data over strings: TextLineDataset's lines (CRLF stripped) parsed by decode_csv in
+    map (its list becomes a tuple, as in TF), and from_tensor_slices of str giving bytes."""
+    p = tmp_path / "t.csv"
+    p.write_bytes(b"1,x\r\n2,yy\n3,z")
+    ds = tf.data.TextLineDataset(str(p)).map(lambda ln: tf.decode_csv(ln, [[0], ["?"]])).batch(2)
+    nxt = ds.make_one_shot_iterator().get_next()
+    sl = tf.data.Dataset.from_tensor_slices((["a", "bé"], [1, 2]))
+    sl = sl.map(lambda s, n: (tf.strings.length(s) + n, s))
+    nxt2 = sl.make_one_shot_iterator().get_next()
+    with tf.Session() as s:
+        got = _drain(s, nxt)
+        got2 = _drain(s, nxt2)
+    assert [(a.tolist(), b.tolist()) for a, b in got] == [([1, 2], [b"x", b"yy"]), ([3], [b"z"])]
+    assert [(int(a), b) for a, b in got2] == [(2, b"a"), (5, "bé".encode())]
