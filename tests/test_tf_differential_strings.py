@@ -63,6 +63,10 @@ def string_ops(tf):
         tf.reduce_join(tf.reshape(tf.constant(list("abcdef")), [2, 3]), axis=1, separator="-"),
         tf.decode_raw(f, tf.float32),
         tf.equal(w, "a  b"),
+    ] + [
+        getattr(t, f)
+        for t in (tf.strings.split(w, sep=" "), tf.string_split(w, "l ", skip_empty=False))
+        for f in ("indices", "values", "dense_shape")
     ]
 
 

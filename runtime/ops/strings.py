@@ -127,8 +127,9 @@ def sparse_tensor_to_dense(
         raise TypeError(f"sparse_tensor_to_dense: expected a SparseTensor, got {sp_input!r}")
     if default_value is None:
         default_value = b"" if sp_input.dtype.is_string else 0
-    d = convert_to_tensor(np.asarray(default_value), dtype=None)
-    if not sp_input.dtype.is_string:
+    if sp_input.dtype.is_string:
+        d = convert_to_tensor(default_value, dtype=_dt.string)
+    else:
         d = convert_to_tensor(np.asarray(default_value, dtype=sp_input.dtype.np))
     return apply(
         "SparseToDense",
@@ -171,7 +172,7 @@ def _split_one(s: bytes, attrs: dict) -> list:
         return [p for p in parts if p] if attrs["skip_empty"] else parts
     if sep is None:
         return s.split(None, attrs["maxsplit"])
-    return s.split(sep, attrs["maxsplit"]) if s else []
+    return s.split(sep, attrs["maxsplit"])  # b"" gives [b""], as in TF
 
 
 @StringSplit.kernel("cpu")
