@@ -85,6 +85,10 @@ def test_bad_values_and_arithmetic_are_refused():
         tf.less(p, p)
     with pytest.raises(InvalidArgumentError, match="AsString: input is already a string"):
         tf.as_string(p)
+    with pytest.raises(InvalidArgumentError, match="cannot cast string to float32; use string_to"):
+        tf.cast(p, tf.float32)
+    with pytest.raises(InvalidArgumentError, match="cannot cast int32 to string; use as_string"):
+        tf.cast(tf.constant([1]), tf.string)
 
 
 def test_strings_stay_on_the_cpu_under_a_gpu_device(fake_gpus):  # noqa: F811

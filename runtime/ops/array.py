@@ -319,7 +319,13 @@ Cast = defop("Cast")
 
 @Cast.shape
 def _cast_shape(op):
-    return [(op.inputs[0].shape, op.attrs["DstT"])]
+    src, dst = op.inputs[0].dtype, op.attrs["DstT"]
+    if src.is_string != dst.is_string:  # as in TF: string_to_number / as_string convert
+        raise TypeError(
+            f"cannot cast {src.name} to {dst.name}; use "
+            f"{'string_to_number' if src.is_string else 'as_string'}"
+        )
+    return [(op.inputs[0].shape, dst)]
 
 
 @Cast.kernel("cpu", "gpu")
