@@ -299,3 +299,21 @@ def test_graph_files_wire_and_checkpoints_carry_strings(tmp_path):
             assert s.run(v).tolist() == [b"a", b"bcd"]
     assert tf.train.load_variable(path, "v").tolist() == [b"a", b"bcd"]
     assert hb.train.list_variables(path) == [("v", [2])]
+
+
+def test_shape_only_simulation_runs_string_ops():
+    """A SimSession fed a shape-only string value times the string ops with the rest."""
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.simulator import Cluster, SimSession, sim_value
+
+    perf = DevicePerf("toy", {"float32": 1e12}, memory_bandwidth=100e9, memory_bytes=1e9)
+    c = Cluster()
+    c.add_task("worker", 0, cpu=perf, nic=(1e9, 1e-6))
+    lines = tf.placeholder(tf.string, [8])
+    a, b = tf.decode_csv(lines, [[0.0], [0.0]])
+    y = tf.reduce_sum(tf.matmul(tf.stack([a, b], 1), tf.ones([2, 3])))
+    words = tf.string_split(lines).values
+    s = SimSession(c)
+    s.run([y, words], {lines: sim_value([8], tf.string)})
+    ops = s.last_record.ops
+    assert {"DecodeCSV", "StringSplit", "MatMul"} <= set(ops.type) and s.step_times[0] > 0
