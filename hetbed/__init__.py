@@ -235,6 +235,7 @@ from hetbed.runtime.ops.strings import (
     as_string,
     decode_csv,
     decode_raw,
+    matching_files,
     read_file,
     reduce_join,
     regex_replace,

@@ -133,3 +133,4 @@ __all__ = [
 
 # ---- WP5: string tensors and file readers ----
 from hetbed.runtime.ops.readers import string_input_producer  # noqa: E402, F401
+from hetbed.runtime.ops.strings import match_filenames_once  # noqa: E402, F401

@@ -131,13 +131,15 @@ def _write_csvs(tmp_path, rng, n_files=2, rows=6):
 
 @pytest.mark.parametrize("shuffled", [False, True])
 def test_classic_csv_pipeline_trains_on_the_files(tmp_path, shuffled):
-    """filenames -> string_input_producer -> TextLineReader -> decode_csv -> batch /
+    """filenames (match_filenames_once) -> string_input_producer -> TextLineReader -> decode_csv -> batch /
     shuffle_batch -> one SGD step of logistic regression per batch, with Coordinator and queue
     runners: every row is seen once per epoch, the final weights are numpy's replay of SGD on the
     batches fetched, and OutOfRangeError comes after num_epochs."""
     rng = np.random.default_rng(1)
     epochs, bs, lr = 2, 4, 0.5
     files, table = _write_csvs(tmp_path, rng)
+    if not shuffled:  # the files found by a glob when local variables are initialized (sorted)
+        files = tf.train.match_filenames_once(str(tmp_path / "part*.csv"))
     q = tf.train.string_input_producer(files, num_epochs=epochs, shuffle=shuffled, seed=3)
     _, line = tf.TextLineReader(skip_header_lines=1).read(q)
     x1, x2, label = tf.decode_csv(line, record_defaults=[[0.0], [0.0], [0]])

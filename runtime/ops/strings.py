@@ -744,3 +744,51 @@ def _write_file(ctx, filename, contents):
 def write_file(filename: Any, contents: Any, name=None) -> Any:
     """Write the scalar string ``contents`` to the file ``filename`` (an op)."""
     return apply("WriteFile", [filename, contents], name=name or "WriteFile")
+
+
+# ---- MatchingFiles ------------------------------------------------------------------------------
+
+MatchingFiles = defop("MatchingFiles", stateful=True, differentiable=False)
+
+
+@MatchingFiles.shape
+def _matching_files_shape(op):
+    p = _string_input(op, 0, "pattern")
+    if p.shape.ndims not in (None, 0, 1):
+        raise InvalidArgumentError(
+            f"MatchingFiles: pattern must be a scalar or a vector, got {p.shape}"
+        )
+    return [(TensorShape([None]), _dt.string)]
+
+
+MatchingFiles.expected_shapes = lambda op, in_shapes: [(1,)]
+
+
+@MatchingFiles.kernel("cpu")
+def _matching_files(ctx, pattern):
+    import glob
+
+    found: list = []
+    for p in np.asarray(pattern, dtype=object).reshape(-1):
+        found.extend(sorted(glob.glob(os.fsdecode(p))))
+    return _strings((len(found),), [os.fsencode(f) for f in found])
+
+
+def matching_files(pattern: Any, name=None) -> Tensor:
+    """The sorted names of the files matching the glob ``pattern`` (a scalar or a vector)."""
+    return apply("MatchingFiles", [pattern], name=name or "MatchingFiles")
+
+
+def match_filenames_once(pattern: Any, name=None) -> Any:
+    """TF1's ``tf.train.match_filenames_once``: a local variable holding the files matching
+    ``pattern`` when local variables are initialized."""
+    from ..graph import GraphKeys
+    from ..variables import Variable
+
+    return Variable(
+        matching_files(pattern),
+        trainable=False,
+        collections=[GraphKeys.LOCAL_VARIABLES],
+        validate_shape=False,
+        name=name or "matching_filenames",
+    )

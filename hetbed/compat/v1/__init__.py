@@ -289,6 +289,7 @@ for _k, _v in {
     "decode_raw": _strings.decode_raw,
     "read_file": _strings.read_file,
     "write_file": _strings.write_file,
+    "matching_files": _strings.matching_files,
 }.items():
     setattr(io, _k, _v)
 sparse = _namespace(
