@@ -146,7 +146,7 @@ def test_classic_csv_pipeline_trains_on_the_files(tmp_path, shuffled):
     feats = tf.stack([x1, x2])
     if shuffled:
         xb, yb = tf.train.shuffle_batch(
-            [feats, label], bs, capacity=32, min_after_dequeue=4, seed=5,
+            [feats, label], bs, capacity=32, min_after_dequeue=4, seed=5, num_threads=2,
             allow_smaller_final_batch=True,
         )  # fmt: skip
     else:

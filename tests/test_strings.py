@@ -236,6 +236,8 @@ def test_decode_csv_types_defaults_quotes_and_errors():
     assert got[0] == 4 and got[0].dtype == np.int64 and got[1] == 1.0 and got[2] == b"q"
     cols = _run(tf.decode_csv(["1,2,3"], [[0], [0]], select_cols=[0, 2]))
     assert [c.tolist() for c in cols] == [[1], [3]]
+    (one,) = tf.decode_csv("8", [[0]])  # one column: a scalar record gives a scalar
+    assert one.shape.as_list() == [] and _run(one) == 8 and _run(one).shape == ()
     bad = tf.decode_csv(tf.constant(["1,2", "3,oops"]), [[0], [0.0]], name="rows")
     with pytest.raises(
         InvalidArgumentError, match=r"DecodeCSV 'rows': record 1 b'3,oops'.*field 1"

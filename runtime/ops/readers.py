@@ -106,6 +106,11 @@ class _Reader:
         def got_file(value: Any = None, error: BaseException | None = None) -> None:
             if error is not None:
                 if isinstance(error, OutOfRangeError):
+                    with self.lock:
+                        more = bool(self.pending)  # another step's file arrived meanwhile
+                    if more:
+                        pump()
+                        return
                     if keys and n is not None:
                         finish()
                         return

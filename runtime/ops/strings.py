@@ -626,7 +626,8 @@ def _decode_csv(ctx, records):
                     outs[j][i] = _parse_number(f.encode("utf-8"), dt)
                 except ValueError:
                     raise bad(i, rec, f"field {j} {f!r} is not a valid {dt.name}") from None
-    return tuple(o.reshape(records.shape) for o in outs)
+    outs = [o.reshape(records.shape) for o in outs]
+    return outs[0] if len(outs) == 1 else tuple(outs)  # one output: the array itself
 
 
 def _csv_default(v: Any, j: int) -> tuple:
