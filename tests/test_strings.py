@@ -319,3 +319,18 @@ def test_shape_only_simulation_runs_string_ops():
     s.run([y, words], {lines: sim_value([8], tf.string)})
     ops = s.last_record.ops
     assert {"DecodeCSV", "StringSplit", "MatMul"} <= set(ops.type) and s.step_times[0] > 0
+
+
+def test_queues_hold_strings_and_padding_uses_empty_bytes():
+    """FIFOQueue keeps string elements; PaddingFIFOQueue pads a string batch with b""."""
+    q = tf.FIFOQueue(4, [tf.string, tf.int32], shapes=[[], []])
+    enq = q.enqueue_many([["x", "yz"], [1, 2]])
+    pq = tf.PaddingFIFOQueue(4, [tf.string], shapes=[[None]])
+    pe = [pq.enqueue([tf.constant(v)]) for v in (["a"], ["b", "c"])]
+    with tf.Session() as s:
+        s.run(enq)
+        assert s.run(q.dequeue()) == [b"x", 1]
+        assert [v.tolist() for v in s.run(q.dequeue_many(1))] == [[b"yz"], [2]]
+        s.run(pe[0])
+        s.run(pe[1])
+        assert s.run(pq.dequeue_many(2)).tolist() == [[b"a", b""], [b"b", b"c"]]
