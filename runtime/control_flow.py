@@ -54,11 +54,14 @@ class _Branch:
 
 def _in_outer(ctx: Any, build: Callable) -> Any:
     """``build()`` with the context enclosing ``ctx`` current (where a cond's Switch or a loop's
-    Enter for a tensor from outside belongs), then ``ctx`` current again."""
+    Enter for a tensor from outside belongs), then ``ctx`` current again. The control
+    dependencies active inside the branch or body are not the Switch's or Enter's: they would
+    make the tensor dead (or late) for every use, the gradient's included."""
     local = ctx.graph._local
     local.cond = ctx.outer
     try:
-        return build()
+        with ctx.graph.control_dependencies(None):
+            return build()
     finally:
         local.cond = ctx
 
@@ -764,12 +767,10 @@ def _appended(acc: Tensor, v: Tensor, first: Tensor, front: bool) -> Tensor:
     as the first row when ``first``."""
     from .ops.manip import concat, expand_dims
 
+    if not front:  # amortized O(row) per append (ops/loop.py AppendRow)
+        return apply_op("AppendRow", [acc, v, first], name="AppendRow").outputs[0]
     row = expand_dims(v, 0)
-    return cond(
-        first,
-        lambda: row,
-        lambda: concat([row, acc] if front else [acc, row], 0),
-    )
+    return cond(first, lambda: row, lambda: concat([row, acc], 0))
 
 
 def _rows_shape(flat_out: list, shapes: list) -> list:

@@ -46,6 +46,7 @@ from .errors import (
     InvalidArgumentError,
     OpError,
 )
+from .frames import LoopOpFailed
 from .frames import analyze as analyze_frames
 from .graph import Operation, Tensor
 from .node_errors import annotate as _annotate
@@ -347,7 +348,13 @@ def build_prepared(
         and (not n.is_async or (inline_async and n.kernel.inline_in_order))
         for n in nodes
     )
-    has_cond = any(n.op.type == "Switch" for n in nodes)
+    # dead values come from a Switch here, or through a _Recv whose _Send runs elsewhere (the
+    # partition of another task may hold a cond's Switch)
+    sent = {n.op.attrs["key"] for n in nodes if n.op.type == "_Send"}
+    has_cond = any(
+        n.op.type in ("Switch", "Merge") or (n.op.type == "_Recv" and n.op.attrs["key"] not in sent)
+        for n in nodes
+    )
     if has_cond:
         straight = False  # dead tensors propagate in the clocked schedule only
         for n in nodes:
@@ -356,6 +363,9 @@ def build_prepared(
     prep.has_cond = has_cond
     prep.frames = analyze_frames(nodes) if has_cond else None
     if prep.frames is not None:
+        # (a loop's _Recv may have gained a control input: counts and roots follow)
+        prep.initial_pending = [n.n_preds for n in nodes]
+        prep.roots = [n.index for n in nodes if n.n_preds == 0]
         for fr in prep.frames.frames:
             for s in fr.pinned:
                 prep.initial_refs[s] += 1 << 30  # captured by a loop: kept while it runs
@@ -526,7 +536,12 @@ def run_clocked(
     dead_nodes: set[int] = set()  # nodes found dead (conditionals only)
     store = _store
     if plan.frames is not None:  # while loops: frames carry values between iterations
-        store = plan.frames.step(plan, vals, pending, refs, ready, dead_nodes, _store).store
+        frames = plan.frames.step(
+            plan, vals, pending, refs, ready, dead_nodes, _store, fast=observer is None
+        )
+        store = frames.store
+        if frames.runners:  # simple loops' fast paths: pseudo-nodes after the graph's
+            nodes = nodes + frames.runners
     while True:
         while ready and failure is None:
             node = nodes[ready.pop()]
@@ -591,7 +606,9 @@ def run_clocked(
                     on_finish(node, r, dead)
             except Exception as e:  # noqa: BLE001 - reported below with the node
                 failure, failed, failed_ins = e, node, inputs
-                _abort(step, e)
+                if type(e) is LoopOpFailed:  # an op of a loop's fast path
+                    failure, failed, failed_ins = e.error, e.node, e.inputs
+                _abort(step, failure)
                 break
             store(node, r, vals, pending, ready)
         if not outstanding or (failure is not None and not wall):

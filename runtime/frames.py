@@ -18,6 +18,15 @@ plain store:
 Iterations of one loop run one after the other (their ops run in parallel within an iteration,
 and separate loops in parallel with each other); TensorFlow's ``parallel_iterations`` is
 accepted and not used.
+
+A *simple* loop (no inner loop or cond; every op runs inline on its device: CPU kernels, or GPU
+kernels enqueued on their stream; its Switches all take the loop's predicate) runs its second and
+later iterations on a fast path when nothing observes the step (no tracing, no simulated
+memory accounting): one pseudo-node per loop (``_LoopRunner``) that the schedule runs inline,
+looping over the frame's ops in one fixed topological order. Each iteration runs the same ops as
+on the general path: the ops that do not depend on the predicate, then (while it holds) the body;
+an iteration where it is false ends the loop, its Exits delivering as usual. Nothing is counted
+or reset per op, which makes an iteration several times cheaper (bench/control_flow.py).
 """
 
 from __future__ import annotations
@@ -27,12 +36,12 @@ from typing import Any
 from .errors import InvalidArgumentError, UnimplementedError
 from .registry import DEAD
 
-_NORMAL, _ENTER, _EXIT, _NEXT, _MERGE = range(5)
+_NORMAL, _ENTER, _EXIT, _NEXT, _MERGE, _RUNNER = range(6)
 
 
 class _Frame:
     __slots__ = ("id", "name", "parent", "nodes", "merges", "exits", "reset_pending")
-    __slots__ += ("restart", "slots", "pinned")
+    __slots__ += ("restart", "slots", "pinned", "fast")
 
     def __init__(self, fid: int, name: str, parent: int):
         self.id = fid
@@ -45,6 +54,7 @@ class _Frame:
         self.restart: list[int] = []  # non-Merge nodes with none: ready at each new iteration
         self.slots: list[int] = []  # slots written in the frame (their counts reset)
         self.pinned: list[int] = []  # slots of captured tensors (constant Enters): kept
+        self.fast: _FastPlan | None = None  # a simple loop's fast path (see the module doc)
 
 
 class Frames:
@@ -52,13 +62,23 @@ class Frames:
 
     def __init__(self, frames: list[_Frame], role: list[int], frame_of: list[int], merge_of):
         self.frames = frames
-        self.role = role  # per node: _NORMAL, _ENTER, _EXIT, _NEXT or _MERGE
+        self.role = role  # per node: _NORMAL, _ENTER, _EXIT, _NEXT or _MERGE (+ runners)
         self.frame_of = frame_of  # per node: the frame it runs in (0: the step's)
         self.merge_of = merge_of  # per NextIteration node: its Merge's index
+        #: frames with a fast path; their runners take the node indices after the graph's
+        self.fast_frames = [fr.id for fr in frames if fr.fast is not None]
+        n = len(role)
+        for k, fid in enumerate(self.fast_frames):
+            frames[fid].fast.index = n + k
+            role.append(_RUNNER)
+            frame_of.append(fid)
 
-    def step(self, plan, vals, pending, refs, ready, dead_nodes, plain_store) -> _StepFrames:
-        """One step's state; ``plain_store`` is the schedule's own store of a node's outputs."""
-        return _StepFrames(self, plan, vals, pending, refs, ready, dead_nodes, plain_store)
+    def step(
+        self, plan, vals, pending, refs, ready, dead_nodes, plain_store, fast: bool = False
+    ) -> _StepFrames:
+        """One step's state; ``plain_store`` is the schedule's own store of a node's outputs;
+        ``fast``: simple loops may take the fast path (nothing observes the step's nodes)."""
+        return _StepFrames(self, plan, vals, pending, refs, ready, dead_nodes, plain_store, fast)
 
 
 def analyze(nodes: list) -> Frames | None:
@@ -77,9 +97,19 @@ def analyze(nodes: list) -> Frames | None:
         for s in n.outs:
             if s is not None:
                 producer[s] = n.index
-    for n in nodes:
+    # A _Recv runs in the frame of its _Send (the paper's loops across devices): each iteration
+    # sends, and receives, once. Visit every _Recv after its _Send.
+    send_of = {n.op.attrs["key"]: n.index for n in nodes if n.op.type == "_Send"}
+    sender = {
+        n.index: send_of[n.op.attrs["key"]]
+        for n in nodes
+        if n.op.type == "_Recv" and n.op.attrs["key"] in send_of
+    }
+    for n in _with_recvs_after_sends(nodes, producer, sender):
         t = n.op.type
         data_preds = [producer[s] for s in n.ins if s in producer]
+        if n.index in sender:
+            data_preds.append(sender[n.index])
         f = None
         for p in data_preds:
             fp = out_frame[p]
@@ -124,14 +154,21 @@ def analyze(nodes: list) -> Frames | None:
             elif t == "Merge" and n.op.attrs.get("loop_frame"):
                 role[n.index] = _MERGE
                 frames[f].merges.append(n.index)
+    recv_of = {v: k for k, v in sender.items()}
     for fr in frames[1:]:
         for i in fr.nodes:
             n = nodes[i]
-            if n.is_async and n.op.type in ("_Send", "_Recv"):
+            t = n.op.type
+            if (t == "_Send" and i not in recv_of) or (t == "_Recv" and i not in sender):
                 raise UnimplementedError(
-                    f"while_loop {fr.name!r}: its ops run on more than one device ({n.op.name} "
-                    "crosses devices inside the loop); place the whole loop on one device"
+                    f"while_loop {fr.name!r}: {n.op.name} crosses to another task inside the "
+                    "loop; a loop may span the devices of one process, not tasks: place the "
+                    "loop's ops on one task"
                 )
+            if t == "_Recv" and fr.merges and not n.ins and not n.ctrl_preds:
+                # armed by the loop's first Merge in every iteration (and at each entry into
+                # the loop), not once per step as a root
+                _add_control_edge(nodes, fr.merges[0], i)
             if role[i] == _MERGE:
                 continue
             preds = {producer[s] for s in n.ins if s in producer} | set(n.ctrl_preds)
@@ -146,7 +183,117 @@ def analyze(nodes: list) -> Frames | None:
         ]
         if missing:
             raise InvalidArgumentError(f"while_loop {fr.name!r}: {missing[0]} has no NextIteration")
+    for fr in frames[1:]:
+        fr.fast = _fast_plan(fr, frames, nodes, role, producer, merge_of)
     return Frames(frames, role, frame_of, merge_of)
+
+
+class _FastPlan:
+    """A simple loop's iteration as one fixed sequence (see the module docstring)."""
+
+    __slots__ = ("order", "conds", "merge_in", "next_src", "exit_src", "index")
+
+    def __init__(self, order, conds, merge_in, next_src, exit_src):
+        #: (node, is_body, is_loop_switch) in topological order; with ``conds`` (conds inside the
+        #: loop): (node, dead_rule, control predecessors), dead values propagating as on the
+        #: general path (``executor._is_dead``)
+        self.order = order
+        self.conds = conds
+        self.merge_in = merge_in  # (Merge index, the slot it reads) per loop variable
+        self.next_src = next_src  # (Merge index, the slot its NextIteration forwards)
+        self.exit_src = exit_src  # (Exit node, the slot it forwards)
+        self.index = -1  # the runner's node index (set by Frames)
+
+
+def _fast_plan(fr: _Frame, frames: list, nodes: list, role: list, producer: dict, merge_of):
+    """The fast path of a loop frame, or None when it does not qualify."""
+    if any(f.parent == fr.id for f in frames):
+        return None  # an inner loop
+    members = set(fr.nodes)
+    loop_switches: set[int] = set()
+    switch_false: set[int] = set()
+    conds = False
+    for i in fr.nodes:
+        n = nodes[i]
+        if (
+            n.is_async
+            or n.heavy
+            or n.timed
+            or not getattr(n.device, "synchronous", False)
+            or role[i] == _ENTER
+        ):
+            return None
+        if n.op.type == "Switch":
+            p = producer.get(n.ins[1])
+            if p is not None and p in members and nodes[p].op.type == "LoopCond":
+                loop_switches.add(i)
+                if n.outs[0] is not None:
+                    switch_false.add(n.outs[0])
+            else:
+                conds = True  # a cond inside the loop
+    exit_src = []
+    for i in fr.exits:
+        if nodes[i].ins[0] not in switch_false:
+            return None
+        exit_src.append((nodes[i], nodes[i].ins[0]))
+    body: set[int] = set()
+    order = []
+    for i in fr.nodes:  # topological
+        n = nodes[i]
+        if role[i] == _EXIT:
+            continue
+        if any(s in switch_false for s in n.ins):
+            return None  # only Exits take a loop Switch's untaken side
+        preds = {producer[s] for s in n.ins if s in producer} | set(n.ctrl_preds)
+        is_body = any(p in loop_switches or p in body for p in preds)
+        if is_body:
+            body.add(i)
+        if role[i] == _NEXT:
+            if not is_body:
+                return None
+            continue  # its value is read from its input's slot at the iteration's end
+        if conds:
+            ctrl = tuple(p for p in n.ctrl_preds if p in members)
+            order.append((n, n.dead_rule, ctrl))
+        else:
+            order.append((n, is_body, i in loop_switches))
+    merge_in = [(m, nodes[m].ins[0]) for m in fr.merges]
+    next_src = [(merge_of[i], nodes[i].ins[0]) for i in fr.nodes if role[i] == _NEXT]
+    return _FastPlan(order, conds, merge_in, next_src, exit_src)
+
+
+def _with_recvs_after_sends(nodes: list, producer: dict, sender: dict) -> list:
+    """``nodes`` in a topological order that also puts each _Recv after its _Send."""
+    if not sender:
+        return nodes
+    succ: list[list[int]] = [[] for _ in nodes]
+    indeg = [0] * len(nodes)
+    for n in nodes:
+        preds = {producer[s] for s in n.ins if s in producer} | set(n.ctrl_preds)
+        if n.index in sender:
+            preds.add(sender[n.index])
+        for p in preds:
+            succ[p].append(n.index)
+        indeg[n.index] = len(preds)
+    out = []
+    todo = [n.index for n in nodes if not indeg[n.index]][::-1]
+    while todo:
+        i = todo.pop()
+        out.append(nodes[i])
+        for c in succ[i]:
+            indeg[c] -= 1
+            if not indeg[c]:
+                todo.append(c)
+    if len(out) != len(nodes):
+        raise InvalidArgumentError("a _Recv is needed before its own _Send runs (a cycle)")
+    return out
+
+
+def _add_control_edge(nodes: list, src: int, dst: int) -> None:
+    """Make ``nodes[dst]`` wait for ``nodes[src]`` (the prepared graph's counts follow)."""
+    nodes[src].consumers.append(dst)
+    nodes[dst].ctrl_preds.append(src)
+    nodes[dst].n_preds += 1
 
 
 def _depth(frames: list[_Frame], f: int) -> int:
@@ -174,7 +321,9 @@ class _StepFrames:
     """One step's frame states; ``store(node, r, vals, pending, ready)`` replaces the plain
     store of a finished node's outputs."""
 
-    def __init__(self, frames: Frames, plan, vals, pending, refs, ready, dead_nodes, plain_store):
+    def __init__(
+        self, frames: Frames, plan, vals, pending, refs, ready, dead_nodes, plain_store, fast
+    ):
         self.plain = plain_store
         self.f = frames
         self._role, self._frame_of, self._merge_of = frames.role, frames.frame_of, frames.merge_of
@@ -183,6 +332,8 @@ class _StepFrames:
         self.vals, self.pending, self.refs = vals, pending, refs
         self.ready, self.dead_nodes = ready, dead_nodes
         self.states = [_State() for _ in frames.frames]
+        #: per-step pseudo-nodes running simple loops (their indices follow the graph's nodes)
+        self.runners = [_LoopRunner(self, fid) for fid in frames.fast_frames] if fast else []
 
     def store(self, node: Any, r: Any, vals: list, pending: list, ready: list) -> None:
         i = node.index
@@ -193,6 +344,9 @@ class _StepFrames:
         elif role == _EXIT:
             fid = self._frame_of[i]
             self.states[fid].exit_vals[i] = r
+        elif role == _RUNNER:  # a simple loop ran to its end on the fast path
+            self._loop_over(self._frame_of[i], r)
+            return
         else:
             # (the schedule's plain store, inlined: the hot path of a loop's every node)
             if node.n_out == 1:
@@ -232,6 +386,11 @@ class _StepFrames:
         st.nexts = {}
         if nexts and all(v is not DEAD for v in nexts.values()):
             st.iteration += 1
+            if self.runners and fr.fast is not None:  # the other iterations on the fast path
+                st.nexts = nexts
+                st.exit_vals = {}
+                self.ready.append(fr.fast.index)
+                return
             self._reset(fr, full=False)
             vals, ready = self.vals, self.ready
             nodes = self.plan.nodes
@@ -244,12 +403,20 @@ class _StepFrames:
         # the loop is over: the Exits deliver to the enclosing frame, and the frame is reset
         exit_vals = st.exit_vals
         st.exit_vals = {}
+        self._loop_over(fid, exit_vals)
+
+    def _loop_over(self, fid: int, exit_vals: dict) -> None:
+        st = self.states[fid]
+        fr = self.f.frames[fid]
         st.running = False
         st.iteration = 0
         self._reset(fr, full=True)
         nodes = self.plan.nodes
+        vals = self.vals
+        for s in fr.slots:  # what the last iteration left (the general path frees it on the way)
+            vals[s] = None
         for s in fr.pinned:
-            self.vals[s] = None
+            vals[s] = None
         for m in fr.merges:
             self.vals[nodes[m].ins[0]] = None
         for e in fr.exits:
@@ -278,3 +445,115 @@ class _StepFrames:
         init_refs = self.plan.initial_refs
         for s in fr.slots:
             refs[s] = init_refs[s]
+
+
+class _LoopRunner:
+    """The node a step's schedule runs for a simple loop's fast path: ``fn(ctx)`` runs the
+    loop's remaining iterations and returns its Exits' values; the schedule's store then ends
+    the loop (``_StepFrames.store``). It has what the schedule reads of a node."""
+
+    __slots__ = ("index", "ctx", "frames", "fid", "plan", "device", "op")
+    ins: tuple = ()
+    n_out = 0
+    dead_rule = 0
+    timed = is_async = heavy = on_stream = False
+
+    def __init__(self, step_frames: _StepFrames, fid: int):
+        self.frames = step_frames
+        self.fid = fid
+        self.plan = step_frames.f.frames[fid].fast
+        self.index = self.plan.index
+        self.ctx = None
+        first = self.plan.order[0][0] if self.plan.order else None
+        self.device = first.device if first is not None else None
+        self.op = first.op if first is not None else None
+
+    def fn(self, _ctx: Any) -> dict:
+        plan = self.plan
+        sf = self.frames
+        st = sf.states[self.fid]
+        vals = sf.vals
+        nexts = st.nexts
+        st.nexts = {}
+        run = _iterate_with_conds if plan.conds else _iterate
+        while True:
+            for m, s in plan.merge_in:
+                vals[s] = nexts[m]
+            ended = run(plan.order, vals)
+            nexts = {m: vals[s] for m, s in plan.next_src}
+            if ended or any(v is DEAD for v in nexts.values()):
+                break  # the condition was false: the loop is over
+            st.iteration += 1
+        return {e.index: vals[s] for e, s in plan.exit_src}
+
+
+def _iterate(order: list, vals: list) -> bool:
+    """One iteration of a loop without conds; True when its condition was false."""
+    live = True
+    node = None
+    try:
+        for node, body, switch in order:
+            if body and not live:
+                continue
+            ins = node.ins
+            if len(ins) == 1:
+                r = node.fn(node.ctx, vals[ins[0]])
+            elif len(ins) == 2:
+                r = node.fn(node.ctx, vals[ins[0]], vals[ins[1]])
+            else:
+                r = node.fn(node.ctx, *[vals[s] for s in ins])
+            if node.n_out == 1:
+                s = node.outs[0]
+                if s is not None:
+                    vals[s] = r
+            elif node.n_out:
+                for s, v in zip(node.outs, r):
+                    if s is not None:
+                        vals[s] = v
+            if switch:
+                live = r[1] is not DEAD
+    except Exception as e:  # noqa: BLE001 - the schedule reports it with the op that failed
+        raise LoopOpFailed(e, node, [vals[s] for s in node.ins]) from e
+    return not live
+
+
+def _iterate_with_conds(order: list, vals: list) -> bool:
+    """One iteration of a loop with conds inside: dead values propagate (an op with a dead input
+    or a dead control predecessor is dead; a Merge when all its inputs are). Returns None; the
+    caller sees the end of the loop in its NextIterations' dead values."""
+    dead: set[int] = set()
+    node = None
+    try:
+        for node, rule, ctrl in order:
+            ins = [vals[s] for s in node.ins]
+            if rule == 2:
+                is_dead = all(v is DEAD for v in ins)
+            elif rule:
+                is_dead = any(v is DEAD for v in ins) or any(p in dead for p in ctrl)
+            else:
+                is_dead = False
+            if is_dead:
+                dead.add(node.index)
+                n_out = node.n_out
+                r = DEAD if n_out == 1 else ((DEAD,) * n_out if n_out else None)
+            else:
+                r = node.fn(node.ctx, *ins)
+            if node.n_out == 1:
+                s = node.outs[0]
+                if s is not None:
+                    vals[s] = r
+            elif node.n_out:
+                for s, v in zip(node.outs, r):
+                    if s is not None:
+                        vals[s] = v
+    except Exception as e:  # noqa: BLE001 - the schedule reports it with the op that failed
+        raise LoopOpFailed(e, node, [vals[s] for s in node.ins]) from e
+    return False
+
+
+class LoopOpFailed(Exception):
+    """An op of a loop's fast path failed: the schedule reports ``error`` as ``node``'s."""
+
+    def __init__(self, error: BaseException, node: Any, inputs: list):
+        super().__init__(str(error))
+        self.error, self.node, self.inputs = error, node, inputs

@@ -15,6 +15,7 @@ from . import executor as ex
 from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
 from .graph import Graph, Operation, Tensor, get_default_graph
+from .host_memory import keep_freed_memory
 from .ops.state import VarHandle, snapshot
 from .registry import DEAD
 
@@ -177,6 +178,7 @@ class BaseSession:
             )
         self.graph = graph or get_default_graph()
         self.config = config or ConfigProto()
+        keep_freed_memory()  # (runtime/host_memory.py: no page faults on each step's buffers)
         self._lock = threading.RLock()
         self._plans: dict[tuple, _Plan] = {}
         self._contexts: dict[tuple[Operation, str], ex.KernelContext] = {}

@@ -8,8 +8,10 @@ the earlier flow and the written row).
 A size given as a tensor (known when the graph runs) makes an array that grows as elements are
 written. Differences from TensorFlow: elements must all have one shape (``concat``/``split`` of ragged
 elements are not supported); ``clear_after_read`` and ``colocate_with_first_write_call`` are
-accepted and not used (reading an element twice is allowed); a write costs a copy of the whole
-array, so a loop writing n elements costs O(n^2) copies; an element never written reads as zeros.
+accepted and not used (reading an element twice is allowed); writing the element after the last
+one (a loop writing 0, 1, 2, ... into an array of dynamic size) appends it in place in amortized
+O(element) time, while any other write costs a copy of the whole array (a loop writing into an
+array of fixed size costs O(n^2) copies); an element never written reads as zeros.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import numpy as np
 from . import dtypes as _dt
 from .errors import InvalidArgumentError
 from .graph import Tensor, TensorShape, get_default_graph
+from .ops.loop import append_row
 from .registry import Cost, apply, apply_op, convert_to_tensor, defop, nbytes
 
 __all__ = ["TensorArray"]
@@ -68,6 +71,8 @@ def _write(ctx, flow, index, value):
             f"{ctx.op.name}: element of shape {tuple(value.shape)} into an array of elements of "
             f"shape {tuple(flow.shape[1:])}"
         )
+    if i == n and value.dtype == flow.dtype:  # the next element: appended in place (ops/loop.py)
+        return append_row(xp, flow if n else None, value)
     out = xp.zeros((size, *value.shape), dtype=value.dtype)
     if flow.ndim == value.ndim + 1 and flow.shape[0]:
         out[: flow.shape[0]] = flow

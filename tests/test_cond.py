@@ -198,3 +198,87 @@ def test_same_as_tensorflow():
     for a, b in zip(out[0], out[1]):
         np.testing.assert_allclose(b[0], a[0], rtol=1e-5)
         np.testing.assert_allclose(b[1], a[1], rtol=1e-5, atol=1e-6)
+
+
+def test_a_cond_whose_branches_run_on_another_task():
+    """The predicate and the merge on the worker, each branch's work on the PS task: the untaken
+    branch's tensors cross tasks as dead values (a header and no bytes), so only the taken
+    branch runs there; values and gradients as on one task."""
+    import socket
+
+    import hetbed.compat.v1 as tf
+    from hetbed.runtime.distributed.cluster import ClusterSpec
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
+    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:ps/task:0"):
+                w = tf.Variable(np.float32(2.0))
+                count = tf.Variable(0)
+            with tf.device("/job:worker/task:0"):
+                x = tf.placeholder(tf.float32, [])
+                flag = tf.placeholder(tf.bool, [])
+
+                def taken():
+                    with tf.device("/job:ps/task:0"):
+                        with tf.control_dependencies([tf.assign_add(count, 1)]):
+                            return x * w * w
+
+                def other():
+                    with tf.device("/job:ps/task:0"):
+                        return x + w
+
+                y = tf.cond(flag, taken, other)
+                (gw,) = tf.gradients(y, [w])
+            with tf.Session(servers[1].target) as s:
+                s.run(tf.global_variables_initializer())
+                assert s.run([y, gw], {x: 3.0, flag: True}) == [12.0, 12.0]
+                assert s.run([y, gw], {x: 3.0, flag: False}) == [5.0, 1.0]
+                assert s.run(count) == 1  # the other branch's side effect ran when taken only
+    finally:
+        for s in servers:
+            s.stop(grace=0)
+
+
+def test_a_dead_tensor_on_the_wire_is_a_header_without_bytes():
+    from hetbed.runtime.distributed.wire import InTensor, WireError, out_tensor
+    from hetbed.runtime.registry import DEAD
+
+    out = out_tensor(DEAD)
+    assert out.header["dead"] is True and out.nbytes == 0 and len(out.payload) == 0
+    assert InTensor(out.header, "t", 1 << 20).value() is DEAD
+    with pytest.raises(WireError, match="'dead' must be a bool"):
+        InTensor({**out.header, "dead": 1}, "t", 1 << 20)
+    bad = {"dtype": "<f4", "shape": [2], "nbytes": 8, "scalar": False, "dead": True}
+    with pytest.raises(WireError, match="on an empty tensor"):
+        InTensor(bad, "t", 1 << 20)
+
+
+def test_control_dependencies_in_a_branch_do_not_kill_a_captured_tensor():
+    """A branch built under control_dependencies([side effect]) still leaves the captured
+    tensor's Switch free of them: with the other branch taken, the gradient is that branch's
+    (1), not a dead value."""
+    import hetbed.compat.v1 as tf
+
+    with tf.Graph().as_default():
+        w = tf.Variable(np.float32(2.0))
+        count = tf.Variable(0)
+        flag = tf.placeholder(tf.bool, [])
+
+        def taken():
+            with tf.control_dependencies([tf.assign_add(count, 1)]):
+                return w * w
+
+        y = tf.cond(flag, taken, lambda: w + 1.0)
+        (gw,) = tf.gradients(y, [w])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run([y, gw], {flag: False}) == [3.0, 1.0]
+            assert s.run([y, gw], {flag: True}) == [4.0, 4.0]
+            assert s.run(count) == 1

@@ -16,6 +16,7 @@ import sys
 import pytest
 import test_cond
 import test_dynamic_rnn
+import test_map_scan
 import test_ops_manip
 import test_ops_math
 import test_ops_nn
@@ -58,6 +59,7 @@ EXTRA = [
     (test_while_loop, "test_gradients_through_a_loop_match_finite_differences"),
     (test_tensor_array, "test_an_rnn_writing_a_tensor_array_in_a_loop_and_its_gradients"),
     (test_dynamic_rnn, "test_reverse_sequence_is_numpy_and_its_own_gradient"),
+    (test_map_scan, "test_unknown_first_dimension_runs_a_while_loop"),
 ]
 USE_REAL = os.environ.get("HETBED_GPU_OPS") == "real"
 

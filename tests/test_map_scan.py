@@ -91,3 +91,33 @@ def test_unknown_first_dimension_runs_a_while_loop():
     want_g = 4 * want_m + 2 * want_m.sum(1, keepdims=True) + (n - np.arange(n))[:, None] + 1
     np.testing.assert_allclose(got[6], want_g, rtol=1e-5)
     assert empty.shape == (0, 3)
+
+
+def test_append_row_keeps_every_value_it_handed_out():
+    """AppendRow grows one buffer in place: an earlier result keeps its rows, and a second
+    append onto the same value copies instead of taking the row after it."""
+    from hetbed.runtime.registry import apply_op
+
+    def append(acc, row, first):
+        return apply_op("AppendRow", [acc, row, hb.constant(first)]).outputs[0]
+
+    with hb.Graph().as_default():
+        r = [hb.constant(np.full(3, k, np.float32)) for k in range(4)]
+        a1 = append(hb.zeros([0]), r[0], True)
+        a2 = append(a1, r[1], False)
+        a3 = append(a2, r[2], False)
+        b3 = append(a2, r[3], False)  # a second append onto a2
+        c4 = append(a3, r[3], False)
+        with hb.Session() as s:
+            got = s.run([a1, a2, a3, b3, c4])
+    rows = np.arange(4, dtype=np.float32)[:, None] * np.ones(3, np.float32)
+    np.testing.assert_array_equal(got[0], rows[:1])
+    np.testing.assert_array_equal(got[1], rows[:2])
+    np.testing.assert_array_equal(got[2], rows[:3])
+    np.testing.assert_array_equal(got[3], rows[[0, 1, 3]])
+    np.testing.assert_array_equal(got[4], rows[[0, 1, 2, 3]])
+    with hb.Graph().as_default(), pytest.raises(hb.errors.InvalidArgumentError, match="onto rows"):
+        x = hb.placeholder(hb.float32, [None])
+        out = append(hb.zeros([1, 2]), x, False)
+        with hb.Session() as s:
+            s.run(out, {x: np.zeros(3, np.float32)})

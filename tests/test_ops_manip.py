@@ -508,3 +508,25 @@ def test_costs_count_moved_bytes_and_adds():
         assert c.bytes_read == c.bytes_written == 0
         c = _cost(hb.zeros([4, 5]), [()])
         assert (c.bytes_read, c.bytes_written) == (0.0, 80.0)
+
+
+def test_gather_from_a_strided_array_is_a_copy_of_the_rows():
+    """A transposed (strided) array gathered along each axis with a scalar and a vector index:
+    numpy's values, and the result does not alias its input."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    t = x.transpose(1, 0, 2)  # (3, 2, 4)
+    for axis in (0, 1, 2):
+        for idx in (np.int32(1), np.array([1, 0, 1], np.int32)):
+            check_forward(
+                lambda a, axis=axis, idx=idx: hb.gather(hb.transpose(a, [1, 0, 2]), idx, axis=axis),
+                [x],
+                lambda a, axis=axis, idx=idx: np.take(t, idx, axis=axis),
+            )
+    with hb.Graph().as_default():
+        v = hb.Variable(x)
+        row = hb.gather(hb.transpose(v, [1, 0, 2]), 1)
+        with hb.Session() as s:
+            s.run(hb.global_variables_initializer())
+            got = s.run(row)
+            got[...] = -1  # a caller's value of its own: nothing else changes
+            np.testing.assert_array_equal(s.run(row), t[1])

@@ -131,3 +131,21 @@ def test_same_as_tensorflow():
     want, got = program(tf1), program(tf)
     for a, b in zip(want, got):
         np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-6)
+
+
+def test_appending_writes_leave_every_earlier_array_as_it_was():
+    """Writes of the next element of a dynamic array append in place; arrays written before,
+    and a second write onto the same array, keep their own elements."""
+    with tf.Graph().as_default():
+        ta0 = tf.TensorArray(tf.float32, size=0, dynamic_size=True)
+        ta1 = ta0.write(0, tf.constant([1.0, 2.0]))
+        ta2 = ta1.write(1, tf.constant([3.0, 4.0]))
+        ta3 = ta2.write(2, tf.constant([5.0, 6.0]))
+        other = ta1.write(1, tf.constant([7.0, 8.0]))
+        with tf.Session() as s:
+            got = s.run([ta1.stack(), ta2.stack(), ta3.stack(), other.stack(), ta2.read(1)])
+    np.testing.assert_array_equal(got[0], [[1, 2]])
+    np.testing.assert_array_equal(got[1], [[1, 2], [3, 4]])
+    np.testing.assert_array_equal(got[2], [[1, 2], [3, 4], [5, 6]])
+    np.testing.assert_array_equal(got[3], [[1, 2], [7, 8]])
+    np.testing.assert_array_equal(got[4], [3, 4])

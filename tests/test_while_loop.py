@@ -324,3 +324,185 @@ def test_a_loop_on_a_worker_reading_a_variable_on_a_ps_task():
 
     np.testing.assert_allclose(got[0], f(0.5), rtol=1e-6)
     assert got[1] == pytest.approx((f(0.5 + 1e-5).sum() - f(0.5 - 1e-5).sum()) / 2e-5, rel=1e-4)
+
+
+def _fast_path_runs(monkeypatch):
+    """Count the fast path's runs (runtime/frames.py ``_LoopRunner``)."""
+    from hetbed.runtime import frames
+
+    runs = []
+    orig = frames._LoopRunner.fn
+
+    def fn(self, ctx):
+        runs.append(self.plan.conds)
+        return orig(self, ctx)
+
+    monkeypatch.setattr(frames._LoopRunner, "fn", fn)
+    return runs
+
+
+def test_the_fast_path_gives_what_the_general_path_gives(monkeypatch):
+    """Simple loops (with or without a cond inside) run their later iterations on the fast
+    path; values, gradients (a backward loop) and a variable updated in the body (once per
+    iteration) are the same as on the general path, which an observed step takes."""
+    from hetbed.runtime import frames
+    from hetbed.runtime.executor import StepObserver
+
+    runs = _fast_path_runs(monkeypatch)
+    rng = np.random.default_rng(3)
+    wv = (rng.standard_normal((3, 3)) * 0.5).astype(np.float32)
+    with tf.Graph().as_default():
+        n = tf.placeholder(tf.int32, [])
+        x0 = tf.placeholder(tf.float32, [3])
+        w = tf.Variable(wv)
+        hits = tf.Variable(0)
+
+        def body(i, x):
+            h = tf.reshape(tf.matmul(w, tf.reshape(x, [3, 1])), [3])
+            h = tf.cond(tf.equal(i % 3, 0), lambda: tf.tanh(h), lambda: h * 0.5)
+            with tf.control_dependencies([tf.assign_add(hits, 1)]):
+                return i + 1, tf.identity(h)
+
+        _, xn = tf.while_loop(lambda i, x: i < n, body, [0, x0])
+        gw, gx = tf.gradients(tf.reduce_sum(xn * xn), [w, x0])
+        _, plain = tf.while_loop(lambda i, v: i < n, lambda i, v: (i + 1, v * 1.5 - 1.0), [0, 2.0])
+        fetches = [xn, gw, gx, plain]
+        feed = {n: 7, x0: rng.standard_normal(3).astype(np.float32)}
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            fast = s.run(fetches, feed)
+            fast_hits = s.run(hits)
+            assert sorted(set(runs)) == [False, True]  # both kinds of fast path ran
+            del runs[:]
+            s.run(tf.global_variables_initializer())
+            s.run_observed(fetches, feed, lambda prep, feeds: StepObserver())
+            assert not runs and s.run(hits) == fast_hits
+        monkeypatch.setattr(frames, "_fast_plan", lambda *a: None)
+        with tf.Session() as s:  # a fresh session prepares the graph without fast paths
+            s.run(tf.global_variables_initializer())
+            general = s.run(fetches, feed)
+            assert not runs and s.run(hits) == fast_hits
+    assert fast_hits == 7  # once per iteration (the gradient reads the forward loop's stacks)
+    for a, b in zip(fast, general):
+        np.testing.assert_array_equal(a, b)
+    x = feed[x0].astype(np.float64)
+    for i in range(7):
+        x = wv @ x
+        x = np.tanh(x) if i % 3 == 0 else x * 0.5
+    np.testing.assert_allclose(fast[0], x, rtol=1e-5)
+    assert fast[3] == pytest.approx(2.0 * 1.5**7 - sum(1.5**k for k in range(7)))
+
+
+def test_an_op_failing_on_the_fast_path_is_named(monkeypatch):
+    runs = _fast_path_runs(monkeypatch)
+    with tf.Graph().as_default():
+        table = tf.constant([1.0, 2.0, 3.0])
+        _, total = tf.while_loop(
+            lambda i, t: i < 5,
+            lambda i, t: (i + 1, t + tf.gather(table, i, name="lookup")),
+            [0, 0.0],
+        )
+        with tf.Session() as s:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="lookup"):
+                s.run(total)
+    assert runs  # the failure happened on the fast path (iteration 4, index 3)
+
+
+def test_a_loop_across_two_devices_of_one_process():
+    """The body's multiply runs on cpu:1, the loop's control on cpu:0: Send/Recv inside the
+    frame carry values (and, in the last iteration, dead ones) each iteration; an inner loop
+    across devices runs anew in every outer iteration; gradients flow back across both."""
+    config = tf.ConfigProto(device_count={"CPU": 2})
+    with tf.Graph().as_default():
+        w = tf.placeholder(tf.float32, [])
+
+        def body(i, x):
+            with tf.device("/cpu:1"):
+                y = x * w + 1.0
+            return i + 1, y
+
+        def outer(k, acc):
+            def inner(j, s):
+                with tf.device("/cpu:1"):
+                    return j + 1, s + tf.cast(j, tf.float32) * w
+
+            return k + 1, acc + tf.while_loop(lambda j, s: j < k, inner, [0, 0.0])[1]
+
+        with tf.device("/cpu:0"):
+            _, x = tf.while_loop(lambda i, x: i < 5, body, [0, tf.constant(1.0)])
+            (g,) = tf.gradients(x, [w])
+            _, total = tf.while_loop(lambda k, a: k < 4, outer, [0, 0.0])
+        with tf.Session(config=config) as s:
+            for wv in (1.5, -0.5):  # the rendezvous keys come round every iteration and step
+                got = s.run([x, g, total], {w: wv})
+                want = sum(wv**k for k in range(6))
+                assert got[0] == pytest.approx(want, rel=1e-6)
+                assert got[1] == pytest.approx(
+                    sum(k * wv ** (k - 1) for k in range(1, 6)), rel=1e-6
+                )
+                assert got[2] == pytest.approx(wv * sum(j for k in range(4) for j in range(k)))
+
+
+def test_a_loop_spanning_two_tasks_is_refused_with_its_op_named():
+    import socket
+
+    import hetbed as hb
+    from hetbed.runtime.distributed.cluster import ClusterSpec
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
+    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            with tf.device("/job:worker/task:0"):
+
+                def body(i, y):
+                    with tf.device("/job:ps/task:0"):
+                        z = y * 2.0
+                    return i + 1, z
+
+                _, y = tf.while_loop(lambda i, y: i < 3, body, [0, 1.0])
+            with tf.Session(servers[1].target) as s:
+                with pytest.raises(
+                    tf.errors.UnimplementedError,
+                    match="while_loop .while.: .*crosses to another task",
+                ):
+                    s.run(y)
+    finally:
+        for s in servers:
+            s.stop(grace=0)
+
+
+def test_a_simulated_loop_across_two_gpus_pays_its_transfers_every_iteration():
+    """Shape-only simulation of a loop whose body runs on gpu:1 and its control on gpu:0: each
+    iteration costs the matmul plus the two transfers, the same for every iteration."""
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.simulator import Cluster, SimSession, sim_value
+
+    perf = DevicePerf("toy", {"float32": 1e12}, memory_bandwidth=1e15, launch_overhead_s=0.0)
+    times = []
+    for trips in (2, 4, 6):
+        c = Cluster()
+        c.add_task("worker", 0, cpu=None, gpu=(perf, 2))
+        g = tf.Graph()
+        with g.as_default():
+            x = tf.placeholder(tf.float32, [256, 256])
+
+            def body(i, y):
+                with tf.device("/gpu:1"):
+                    z = tf.matmul(y, y)
+                return i + 1, z
+
+            with tf.device("/gpu:0"):
+                _, y = tf.while_loop(lambda i, y, n=trips: i < n, body, [0, x])
+            s = SimSession(c, graph=g)
+        s.run(y, {x: sim_value([256, 256])})
+        times.append(s.step_times[-1])
+    mm = 2 * 256**3 / 1e12
+    per = (times[2] - times[0]) / 4
+    assert times[1] - times[0] == pytest.approx(times[2] - times[1], rel=1e-6)
+    assert per > 1.2 * mm  # the matmul and 2 x 256 KiB over the GPUs' link

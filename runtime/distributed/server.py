@@ -22,6 +22,7 @@ import threading
 from concurrent import futures
 from typing import Any
 
+from ..host_memory import keep_freed_memory
 from .cluster import ClusterSpec, split_address
 from .wire import MAX_TENSOR_BYTES, message_limit
 from .worker import Worker
@@ -65,6 +66,7 @@ class Server:
         max_workers: int = 32,
         max_tensor_bytes: int = MAX_TENSOR_BYTES,
     ):
+        keep_freed_memory()  # (runtime/host_memory.py)
         if protocol is None:
             protocol = DEFAULT_PROTOCOL
         if protocol not in ("grpc", "grpc+tcp"):

@@ -7,7 +7,8 @@ in a message (RunGraph feeds and fetches) is ``{"dtype": "<f4", "shape": [2, 3],
 dtype ``"string"`` and data the uint64 length of each element then the elements' bytes.
 
 Tensors between tasks (RecvTensor) are streamed instead: a header ``{"dtype", "shape", "nbytes",
-"scalar"}`` then the raw bytes. The sender keeps an ``OutTensor`` (the bytes are a memoryview of
+"scalar"}`` then the raw bytes; a dead tensor (the untaken branch of a cond) is a header with
+``"dead": true`` and no bytes. The sender keeps an ``OutTensor`` (the bytes are a memoryview of
 the array, or of a snapshot when the value could change while being sent); the receiver checks the
 header against its size limit, preallocates the array and writes the bytes straight into it
 (``InTensor``), and raises DataLossError when the stream is short or long.
@@ -27,6 +28,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import DataLossError, ResourceExhaustedError
+from ..registry import DEAD
 
 #: default max size of one gRPC message each way (bytes): a request, a RunGraph feed or fetch
 #: (sent whole), one message of a RecvTensor stream. Tensors between tasks travel in chunks, so
@@ -275,6 +277,8 @@ def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTenso
     (Copying a large snapshot in pieces while the first ones are already being sent was tried:
     on a 2-core machine it was slower, the transfer itself keeping both cores busy.)
     """
+    if value is DEAD:  # an untaken branch of a cond: the receiver's side is dead too
+        return OutTensor({**_DEAD_HEADER}, _NO_BYTES)
     value, arr, le, from_device = _host_array(value, where)
     if le is None:  # a string tensor: packed (a fresh buffer, so no snapshot is needed)
         packed = np.frombuffer(pack_strings(arr, where), dtype=np.uint8)
@@ -296,6 +300,11 @@ def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTenso
     snap = pooled.view(le).reshape(arr.shape)
     np.copyto(snap, arr, casting="equiv")
     return OutTensor(header, snap, pooled)
+
+
+#: the header of a dead tensor (ops/cond.py): no bytes follow
+_DEAD_HEADER = {"dtype": "|b1", "shape": [0], "nbytes": 0, "scalar": False, "dead": True}
+_NO_BYTES = np.zeros(0, np.bool_)
 
 
 def _check_header(obj: Any, where: str) -> tuple[np.dtype, list, int]:
@@ -327,12 +336,16 @@ class InTensor:
     (DataLossError otherwise) and returns the numpy value.
     """
 
-    __slots__ = ("where", "nbytes", "filled", "view", "_array", "_scalar", "_shape")
+    __slots__ = ("where", "nbytes", "filled", "view", "_array", "_scalar", "_dead", "_shape")
 
     def __init__(self, header: Any, where: str, max_bytes: int):
         self.where = where
         dtype, shape, n = _check_header(header, where)
         dts = dtype.str if dtype is not None else STRING_DTYPE
+        dead = header.get("dead", False)
+        if not isinstance(dead, bool) or (dead and n):
+            raise WireError(f"{where}: 'dead' must be a bool, on an empty tensor, got {dead!r:.30}")
+        self._dead = dead
         nbytes = header.get("nbytes")
         if nbytes != n or isinstance(nbytes, bool):
             raise WireError(
@@ -367,6 +380,8 @@ class InTensor:
             raise DataLossError(
                 f"{self.where}: stream truncated after {self.filled} of {self.nbytes} bytes"
             )
+        if self._dead:
+            return DEAD
         arr = self._array
         if self._shape is not None:
             try:

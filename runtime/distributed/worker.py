@@ -25,7 +25,6 @@ from ..errors import (
     DeadlineExceededError,
     InvalidArgumentError,
     NotFoundError,
-    UnimplementedError,
 )
 from ..graph import Operation, Tensor, TensorShape
 from ..ops.state import _NO_LOCK, LOCKED_COPY_BYTES, VarHandle, owner_of
@@ -85,12 +84,7 @@ class RemoteRendezvous(Rendezvous):
         _, dst = _key_devices(key)
         if task_of(dst) != self.task:
             where = f"tensor of rendezvous key {key!r}"
-            if value is DEAD:
-                raise UnimplementedError(
-                    f"{where}: a cond whose branch runs on another task ({task_of(dst)}) is not "
-                    "supported yet; keep each cond's branches on the task of its predicate"
-                )
-            copy = self._aliases_state(value)
+            copy = value is not DEAD and self._aliases_state(value)
             h = None
             if copy and getattr(value, "nbytes", 0) >= LOCKED_COPY_BYTES:
                 h = self._owner(value)  # a variable: copy it under its lock (use_locking)
