@@ -220,6 +220,33 @@ from hetbed.runtime.variables import (
     variables_initializer,
 )
 
+# ---- WP5: string tensors, string ops and file readers ----
+# isort: split
+from hetbed.runtime.dtypes import string
+from hetbed.runtime.ops.readers import (
+    FixedLengthRecordReader,
+    ReaderBase,
+    TextLineReader,
+    WholeFileReader,
+)
+from hetbed.runtime.ops.strings import (
+    SparseTensor,
+    SparseTensorValue,
+    as_string,
+    decode_csv,
+    decode_raw,
+    matching_files,
+    read_file,
+    reduce_join,
+    regex_replace,
+    sparse_tensor_to_dense,
+    string_join,
+    string_split,
+    string_to_number,
+    substr,
+    write_file,
+)
+
 bool = bool_  # noqa: A001 - TF's name
 sub = subtract
 mul = multiply

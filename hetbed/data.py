@@ -26,7 +26,13 @@ from hetbed.runtime.graph import Graph, Tensor, TensorShape, get_default_graph
 from hetbed.runtime.ops.iterator import register_dataset
 from hetbed.runtime.registry import apply_op, convert_to_tensor
 
-__all__ = ["Dataset", "Iterator", "make_initializable_iterator", "make_one_shot_iterator"]
+__all__ = [
+    "Dataset",
+    "Iterator",
+    "TextLineDataset",
+    "make_initializable_iterator",
+    "make_one_shot_iterator",
+]
 
 
 # ---- nests ---------------------------------------------------------------------------------
@@ -64,6 +70,8 @@ def _to_array(x: Any, where: str) -> np.ndarray:
             "(feed tensors through a placeholder instead)"
         )
     a = np.asarray(x)
+    if a.dtype.kind in "SUO":  # strings: object arrays of bytes (str is utf-8), as tf.string
+        return _dt.to_string_array(a, f"Dataset.{where}")
     if not isinstance(x, (np.ndarray, np.generic)):  # Python numbers: TF's float32 and int32
         if a.dtype == np.float64:
             a = a.astype(np.float32)
@@ -426,6 +434,8 @@ class _GraphFunction:
             phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
             arg = _pack(ds._structure, phs)
             out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
+            if isinstance(out, list):  # TF converts a returned list (decode_csv's) to a tuple
+                out = tuple(out)
             self.outs = [convert_to_tensor(x) for x in _flatten(out)]
         self.phs = phs
         self.out_structure = _map_nest(lambda _: None, out)
@@ -505,3 +515,29 @@ def make_one_shot_iterator(dataset: Dataset) -> Iterator:
 
 def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None) -> Iterator:
     return dataset.make_initializable_iterator(shared_name)
+
+
+# ---- WP5: text files ----------------------------------------------------------------------
+
+
+def TextLineDataset(  # noqa: N802 - TF's class name
+    filenames: Any, compression_type: Any = None, buffer_size: Any = None, num_parallel_reads=None
+) -> Dataset:
+    """The lines of the files ``filenames`` (a name or a list of names), in order, as scalar
+    strings without their newline ("\r\n" too); files are read when iterated."""
+    if compression_type:
+        raise ValueError(f"TextLineDataset: compression {compression_type!r} is not supported")
+    names = [n.encode() if isinstance(n, str) else n for n in _to_array(filenames, "text").ravel()]
+
+    def lines(path: bytes) -> Any:
+        import os
+
+        with open(os.fsdecode(path), "rb") as f:
+            for ln in f:
+                ln = ln[:-1] if ln.endswith(b"\n") else ln
+                yield np.array(ln[:-1] if ln.endswith(b"\r") else ln, dtype=object)
+
+    def make() -> Any:
+        return ([ln] for path in names for ln in lines(path))
+
+    return Dataset(None, [_dt.string], [[]], make)

@@ -65,16 +65,16 @@ def image(
 
 
 def text(name: str, tensor: Any, collections: Any = None) -> Tensor:
-    """A text summary of a Python string (hetbed has no string tensors: the text is fixed when
-    the graph is built)."""
+    """A text summary of a string tensor's value, or of a Python str (fixed with the graph)."""
     if isinstance(tensor, bytes):
         tensor = tensor.decode("utf-8")
-    if not isinstance(tensor, str):
-        raise TypeError(
-            f"tf.summary.text {name!r}: hetbed takes the text as a Python str (it has no string "
-            f"tensors), got {type(tensor).__name__}"
-        )
-    return _summary_op("TextSummary", name, [], {"text": tensor}, collections, get_default_graph())
+    if isinstance(tensor, str):
+        g = get_default_graph()
+        return _summary_op("TextSummary", name, [], {"text": tensor}, collections, g)
+    t = convert_to_tensor(tensor)
+    if t.dtype != _dt.string:
+        raise TypeError(f"tf.summary.text {name!r}: {t.name} is {t.dtype.name}, not a string")
+    return _summary_op("TextSummary", name, [t], {"text": None}, collections)
 
 
 def merge(inputs: Any, collections: Any = None, name: str | None = None) -> Tensor:

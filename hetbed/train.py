@@ -130,3 +130,7 @@ __all__ = [
     "polynomial_decay",
     "update_checkpoint_state",
 ]
+
+# ---- WP5: string tensors and file readers ----
+from hetbed.runtime.ops.readers import string_input_producer  # noqa: E402, F401
+from hetbed.runtime.ops.strings import match_filenames_once  # noqa: E402, F401

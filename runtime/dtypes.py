@@ -8,7 +8,7 @@ import numpy as np
 class DType:
     """A tensor element type (``hb.float32``, ...), comparable with numpy dtypes and names."""
 
-    __slots__ = ("name", "np", "size", "is_floating", "is_integer", "is_bool")
+    __slots__ = ("name", "np", "size", "is_floating", "is_integer", "is_bool", "is_string")
 
     def __init__(self, name: str, np_dtype: type):
         self.name = name
@@ -17,6 +17,7 @@ class DType:
         self.is_floating = self.np.kind == "f"
         self.is_integer = self.np.kind in "iu"
         self.is_bool = self.np.kind == "b"
+        self.is_string = self.np.kind == "O"
 
     @property
     def as_numpy_dtype(self) -> type:
@@ -54,11 +55,12 @@ float64 = DType("float64", np.float64)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
 bool_ = DType("bool", np.bool_)
-# Serialized summaries (bytes in a 0-d object array): internal to the summary ops, outside the
-# table as_dtype reads (TF1's string tensors are not supported).
+# TF1's tf.string: numpy object arrays whose elements are Python bytes (str is encoded utf-8).
+# String tensors live on the CPU only (see OpDef.find_kernel).
 string = DType("string", np.object_)
 
-ALL = (float16, float32, float64, int32, int64, bool_)
+ALL = (float16, float32, float64, int32, int64, bool_, string)
+NON_STRING = (float16, float32, float64, int32, int64, bool_)
 FLOATS = (float16, float32, float64)
 INTS = (int32, int64)
 NUMERIC = FLOATS + INTS
@@ -80,7 +82,8 @@ def as_dtype(value: object) -> DType:
     """Return the DType for a DType, a name ('float32'), a numpy dtype or a Python type.
 
     Names follow TensorFlow's table: "float" is float32, "double" float64, "half" float16.
-    Raises TypeError for anything else (e.g. complex or string dtypes, which hetbed lacks).
+    numpy's bytes, str and object dtypes (and Python's ``str``/``bytes``) are ``string``.
+    Raises TypeError for anything else (e.g. complex dtypes, which hetbed lacks).
     """
     if isinstance(value, DType):
         return value
@@ -94,12 +97,82 @@ def as_dtype(value: object) -> DType:
         return int32
     if value is bool:
         return bool_
+    if value is str or value is bytes:
+        return string
     try:
         npd = np.dtype(value)  # type: ignore[call-overload]
     except TypeError as e:
         raise TypeError(f"not a dtype: {value!r}") from e
     if npd in _BY_NP:
         return _BY_NP[npd]
+    if npd.kind in "SU":
+        return string
     if npd.kind == "u" or npd == np.int8 or npd == np.int16:
         return int32
     raise TypeError(f"unsupported dtype {npd}; hetbed has {', '.join(_BY_NAME)}")
+
+
+def to_string_array(value: object, where: str) -> np.ndarray:
+    """``value`` (bytes, str or nested lists/arrays of them) as an object array of bytes.
+
+    str is encoded utf-8. Raises TypeError naming ``where`` for any other element type.
+    """
+    arr = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
+    if arr.dtype.kind in "SU":
+        arr = arr.astype(object)
+    elif arr.dtype.kind != "O":
+        raise TypeError(
+            f"{where}: expected bytes or str values for a string tensor, got {arr.dtype}"
+        )
+    out = np.empty(arr.shape, dtype=object)
+    flat_in, flat_out = arr.reshape(-1), out.reshape(-1)
+    for i, v in enumerate(flat_in):
+        if isinstance(v, bytes):
+            flat_out[i] = v
+        elif isinstance(v, str):
+            flat_out[i] = v.encode("utf-8")
+        elif isinstance(v, (bytearray, np.bytes_)):
+            flat_out[i] = bytes(v)
+        else:
+            raise TypeError(
+                f"{where}: expected bytes or str values for a string tensor, got {type(v).__name__}"
+                f" {v!r}"
+            )
+    return out
+
+
+def pack_strings(arr: np.ndarray, where: str) -> bytes:
+    """An object array of bytes as bytes: the little-endian uint64 length of every element (C
+    order), then the elements, concatenated (the wire and checkpoint form; never pickle).
+    Raises TypeError naming ``where`` for an element that is not bytes."""
+    flat = arr.reshape(-1)
+    for v in flat:
+        if not isinstance(v, bytes):
+            raise TypeError(
+                f"{where}: a string tensor holds bytes only, got an element of type "
+                f"{type(v).__name__}"
+            )
+    lengths = np.fromiter((len(v) for v in flat), dtype="<u8", count=flat.size)
+    return lengths.tobytes() + b"".join(flat)
+
+
+def unpack_strings(data: object, shape: list | tuple) -> np.ndarray:
+    """The object array of bytes of shape ``shape`` that ``pack_strings`` packed into ``data``
+    (bytes-like); ValueError when the lengths do not match the data."""
+    raw = bytes(data)  # type: ignore[call-overload]
+    n = 1
+    for d in shape:
+        n *= int(d)
+    head = 8 * n
+    if len(raw) < head:
+        raise ValueError(f"{len(raw)} bytes cannot hold {n} string lengths")
+    lengths = np.frombuffer(raw, dtype="<u8", count=n)
+    total = int(lengths.sum()) if n else 0
+    if total != len(raw) - head:
+        raise ValueError(f"string lengths add up to {total} bytes, {len(raw) - head} follow them")
+    out = np.empty(n, dtype=object)
+    pos = head
+    for i, k in enumerate(lengths.tolist()):
+        out[i] = raw[pos : pos + k]
+        pos += k
+    return out.reshape(tuple(shape))

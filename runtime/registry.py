@@ -127,9 +127,16 @@ class OpDef:
 
     # ---- lookups ---------------------------------------------------------------------
     def find_kernel(self, device_type: str, dtype: _dt.DType | None, op_name: str = "") -> Kernel:
-        """Return the kernel for (device type, dtype); raises UnimplementedError listing options."""
+        """Return the kernel for (device type, dtype); raises UnimplementedError listing options.
+
+        A string dtype matches a kernel registered for any dtype on the CPU only: elsewhere it
+        needs a kernel that names ``string`` (none does, so string tensors stay on the CPU).
+        """
         for k in self.kernels.get(device_type, ()):
-            if k.dtypes is None or dtype is None or dtype in k.dtypes:
+            if k.dtypes is None:
+                if dtype is None or not dtype.is_string or device_type == "cpu":
+                    return k
+            elif dtype is None or dtype in k.dtypes:
                 return k
         where = ", ".join(
             f"{dev} ({'any' if any(k.dtypes is None for k in ks) else _dtype_names(ks)})"
@@ -238,6 +245,8 @@ def apply_op(
     if cond is not None:
         tensors = [cond.enter(t) for t in tensors]
     view = _ShapeView(name or op_type, op_type, tensors, attrs, g)
+    if op_def.kernels and any(t.dtype.is_string for t in tensors):
+        _check_takes_strings(op_def, view)
     try:
         specs = op_def.shape_fn(view) if op_def.shape_fn else []
     except InvalidArgumentError as e:
@@ -248,6 +257,19 @@ def apply_op(
     if cond is not None:
         cond.added(op)
     return op
+
+
+def _check_takes_strings(op_def: OpDef, view: _ShapeView) -> None:
+    """Refuse string inputs for an op with no kernel that takes them (arithmetic, ...)."""
+    for ks in op_def.kernels.values():
+        for k in ks:
+            if k.dtypes is None or _dt.string in k.dtypes:
+                return
+    t = next(t for t in view.inputs if t.dtype.is_string)
+    raise TypeError(
+        f"{view.type} does not take string tensors: input {t.name} of {view.name!r} is a string "
+        f"(shape {t.shape})"
+    )
 
 
 def apply(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, name: str | None = None):

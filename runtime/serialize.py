@@ -18,6 +18,7 @@ other value is an object with exactly one tag:
     {"dtype": "float32"}                {"shape": null | [2, null]}
     {"ndarray": {"dtype": "<f4", "shape": [2, 3], "data": "<base64 of little-endian bytes>"}}
     {"npscalar": {... as ndarray, shape []}}      {"bytes": "<base64>"}
+    {"strings": {"shape": [2], "data": ["<base64>", ...]}} (a string tensor's elements, C order)
 
 The msgpack form is the same dict with raw bytes in place of the base64 strings. Loading rebuilds
 every op through the registry (so kernels, gradients and costs are the registered ones), keeps
@@ -50,7 +51,9 @@ VERSION = 1
 
 _INT64 = (-(2**63), 2**63 - 1)
 _ARRAY_DTYPE_RE = re.compile(r"^[<|][biufcSU][1-9][0-9]*$")
-_TAGS = ("float", "int", "tuple", "dict", "dtype", "shape", "ndarray", "npscalar", "bytes")
+_TAGS = (
+    "float", "int", "tuple", "dict", "dtype", "shape", "ndarray", "npscalar", "bytes", "strings",
+)  # fmt: skip
 
 
 class GraphFormatError(ValueError):
@@ -89,6 +92,16 @@ def encode_value(value: Any, binary: bool = False, where: str = "value") -> Any:
         return {"dtype": value.name}
     if isinstance(value, TensorShape):
         return {"shape": None if value.dims is None else list(value.dims)}
+    if isinstance(value, np.ndarray) and value.dtype.kind == "O":  # a string tensor's value
+        items = []
+        for v in value.reshape(-1):
+            if not isinstance(v, bytes):
+                raise TypeError(
+                    f"cannot serialize {where}: numpy dtype object is plain data only as a "
+                    f"string tensor (bytes elements), got an element of type {type(v).__name__}"
+                )
+            items.append(_bytes_out(v, binary))
+        return {"strings": {"shape": list(value.shape), "data": items}}
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
         if arr.dtype.kind not in "biufcSU":
@@ -134,6 +147,17 @@ def decode_value(obj: Any, where: str = "value") -> Any:
         return arr if tag == "ndarray" else arr[()]
     if tag == "bytes":
         return _bytes_in(body, where)
+    if tag == "strings" and isinstance(body, dict) and set(body) == {"shape", "data"}:
+        shape = _decode_shape(body["shape"], where + ".shape")
+        data = body["data"]
+        if shape.dims is None or not isinstance(data, list) or len(data) != shape.num_elements():
+            raise GraphFormatError(
+                f"{where}: a string array needs a shape and one item per element"
+            )
+        out = np.empty(len(data), dtype=object)
+        for i, v in enumerate(data):
+            out[i] = _bytes_in(v, f"{where}.data[{i}]")
+        return out.reshape(shape.dims)
     if tag not in _TAGS:
         raise GraphFormatError(f"{where}: unknown value tag {tag!r}; known: {', '.join(_TAGS)}")
     raise GraphFormatError(f"{where}: malformed {tag!r} value {body!r:.80}")
@@ -155,7 +179,7 @@ def _bytes_in(data: Any, where: str) -> bytes:
 
 
 def _decode_dtype(name: Any, where: str) -> _dt.DType:
-    for d in (*_dt.ALL, _dt.string):  # string: the outputs of summary ops
+    for d in _dt.ALL:
         if d.name == name:
             return d
     raise GraphFormatError(

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from . import dtypes as _dt
 from . import executor as ex
 from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
@@ -100,7 +101,8 @@ class _Fetches:
         if isinstance(f, dict):
             return ("dict", type(f), [(k, self._flatten(v)) for k, v in f.items()])
         if isinstance(f, tuple) and hasattr(f, "_fields"):
-            return ("namedtuple", type(f), [self._flatten(v) for v in f])
+            cls = getattr(type(f), "_value_type", type(f))  # SparseTensor -> SparseTensorValue
+            return ("namedtuple", cls, [self._flatten(v) for v in f])
         if isinstance(f, (list, tuple)):
             return ("seq", type(f), [self._flatten(v) for v in f])
         if isinstance(f, IndexedSlices):
@@ -308,6 +310,8 @@ class BaseSession:
                     v, copy = v.read(), True
                 if copy and isinstance(v, np.ndarray):  # under its variable's lock, if any
                     v = snapshot(v, self._resources.values())
+                if v.__class__ is np.ndarray and v.dtype.kind == "O" and v.ndim == 0:
+                    v = v.item()  # a scalar string is bytes, as in TF
                 out.append(v)
         return fetch.build(out)
 
@@ -544,8 +548,19 @@ def _may_alias_state(t: Tensor) -> bool:
 def _feed_value(t: Tensor, v: Any) -> Any:
     if isinstance(v, Tensor):
         raise TypeError(f"the value fed for {t.name} is a Tensor ({v.name}); feed a numpy value")
-    arr = np.asarray(v)
     want = t.dtype
+    if want.is_string:
+        try:
+            arr = _dt.to_string_array(v, f"feeding {t.name}")
+        except TypeError as e:
+            raise InvalidArgumentError(str(e)) from None
+        if not t.shape.is_compatible_with(arr.shape):
+            raise InvalidArgumentError(
+                f"cannot feed value of shape {arr.shape} for tensor {t.name!r}, which has shape "
+                f"{t.shape}"
+            )
+        return arr
+    arr = np.asarray(v)
     if arr.dtype != want.np:
         if arr.dtype.kind == "f" and want.is_integer:
             raise InvalidArgumentError(

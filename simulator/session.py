@@ -309,5 +309,11 @@ class SimSession(BaseSession):
 
 
 def sim_value(shape: Any, dtype: Any = np.float32) -> SimValue:
-    """A shape-only feed value for pure simulation: ``sess.run(y, {x: sim_value([256, 784])})``."""
+    """A shape-only feed value for pure simulation: ``sess.run(y, {x: sim_value([256, 784])})``.
+
+    ``dtype`` is a numpy dtype or a hetbed one (``hb.string``: an object array's)."""
+    from hetbed.runtime.dtypes import DType, as_dtype
+
+    if isinstance(dtype, (DType, str)):
+        dtype = as_dtype(dtype).np
     return SimValue(tuple(shape), dtype)

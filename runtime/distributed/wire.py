@@ -3,7 +3,8 @@
 No pickle: a message is plain data (str-keyed maps, lists, strings, numbers, bytes), and a tensor
 in a message (RunGraph feeds and fetches) is ``{"dtype": "<f4", "shape": [2, 3], "data":
 <little-endian bytes>, "scalar": false}``. Every decoder validates what it reads and raises
-``WireError`` (a ValueError) naming the field.
+``WireError`` (a ValueError) naming the field. A string tensor (an object array of bytes) has
+dtype ``"string"`` and data the uint64 length of each element then the elements' bytes.
 
 Tensors between tasks (RecvTensor) are streamed instead: a header ``{"dtype", "shape", "nbytes",
 "scalar"}`` then the raw bytes; a dead tensor (the untaken branch of a cond) is a header with
@@ -25,6 +26,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
+from .. import dtypes as _dt
 from ..errors import DataLossError, ResourceExhaustedError
 from ..registry import DEAD
 
@@ -95,6 +97,35 @@ def _kind_name(kind: type | tuple) -> str:
     return kind.__name__
 
 
+# ---- string tensors ------------------------------------------------------------------------
+#: the dtype field of a string tensor: its data is the little-endian uint64 length of every
+#: element (in C order), then the elements' bytes, concatenated
+STRING_DTYPE = "string"
+
+
+def pack_strings(arr: np.ndarray, where: str) -> bytes:
+    """The wire bytes of an object array of bytes (see STRING_DTYPE); TypeError otherwise."""
+    return _dt.pack_strings(arr, where)
+
+
+def unpack_strings(data: Any, shape: list, where: str) -> np.ndarray:
+    """The object array of bytes that ``pack_strings`` packed; WireError when inconsistent."""
+    try:
+        return _dt.unpack_strings(data, shape)
+    except ValueError as e:
+        raise WireError(f"{where}: {e}") from None
+
+
+def _check_shape(shape: Any, where: str) -> list:
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 32
+        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    ):
+        raise WireError(f"{where}: shape must be a list of at most 32 ints >= 0, got {shape!r:.60}")
+    return shape
+
+
 def _host_array(value: Any, where: str) -> tuple[Any, Any, Any, bool]:
     """(value on the host, as an array, its little-endian dtype, whether it came from a device);
     raises TypeError for values that cannot cross tasks."""
@@ -108,6 +139,8 @@ def _host_array(value: Any, where: str) -> tuple[Any, Any, Any, bool]:
             "(variable references stay on the task that owns the variable)"
         )
     arr = np.asarray(value)
+    if arr.dtype.kind == "O":
+        return value, arr, None, from_device  # a string tensor: see pack_strings
     if arr.dtype.kind not in "biufcSU":
         raise TypeError(f"{where}: numpy dtype {arr.dtype} cannot cross tasks")
     le = arr.dtype.newbyteorder("<") if arr.dtype.byteorder != "|" else arr.dtype
@@ -117,6 +150,13 @@ def _host_array(value: Any, where: str) -> tuple[Any, Any, Any, bool]:
 def tensor_to_wire(value: Any, where: str = "tensor") -> dict:
     """The wire form of a numpy value (array or scalar); raises TypeError for anything else."""
     value, arr, le, _ = _host_array(value, where)
+    if le is None:
+        return {
+            "dtype": STRING_DTYPE,
+            "shape": list(arr.shape),
+            "data": pack_strings(arr, where),
+            "scalar": False,
+        }
     return {
         "dtype": le.str,
         "shape": list(arr.shape),
@@ -130,6 +170,11 @@ def tensor_from_wire(obj: Any, where: str = "tensor") -> Any:
     if not isinstance(obj, dict):
         raise WireError(f"{where}: a tensor is a map, got {type(obj).__name__}")
     dt = obj.get("dtype")
+    if dt == STRING_DTYPE:
+        data = obj.get("data")
+        if not isinstance(data, bytes):
+            raise WireError(f"{where}: data must be bytes, got {type(data).__name__}")
+        return unpack_strings(data, _check_shape(obj.get("shape"), where), where)
     if not isinstance(dt, str) or not _DTYPE_RE.match(dt):
         raise WireError(f"{where}: unsupported dtype {dt!r}")
     shape = obj.get("shape")
@@ -235,6 +280,10 @@ def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTenso
     if value is DEAD:  # an untaken branch of a cond: the receiver's side is dead too
         return OutTensor({**_DEAD_HEADER}, _NO_BYTES)
     value, arr, le, from_device = _host_array(value, where)
+    if le is None:  # a string tensor: packed (a fresh buffer, so no snapshot is needed)
+        packed = np.frombuffer(pack_strings(arr, where), dtype=np.uint8)
+        header = {"dtype": STRING_DTYPE, "shape": list(arr.shape), "nbytes": packed.size}
+        return OutTensor({**header, "scalar": False}, packed)
     if from_device:
         copy = False
     header = {
@@ -262,15 +311,15 @@ def _check_header(obj: Any, where: str) -> tuple[np.dtype, list, int]:
     if not isinstance(obj, dict):
         raise WireError(f"{where}: a tensor header is a map, got {type(obj).__name__}")
     dt = obj.get("dtype")
+    if dt == STRING_DTYPE:  # its size is in the header: lengths, then bytes
+        shape = _check_shape(obj.get("shape"), where)
+        n = obj.get("nbytes")
+        if not isinstance(n, int) or isinstance(n, bool) or n < 8 * math.prod(shape):
+            raise WireError(f"{where}: a string tensor of shape {shape} cannot be {n!r:.30} bytes")
+        return None, shape, n
     if not isinstance(dt, str) or not _DTYPE_RE.match(dt):
         raise WireError(f"{where}: unsupported dtype {dt!r:.60}")
-    shape = obj.get("shape")
-    if (
-        not isinstance(shape, list)
-        or len(shape) > 32
-        or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
-    ):
-        raise WireError(f"{where}: shape must be a list of at most 32 ints >= 0, got {shape!r:.60}")
+    shape = _check_shape(obj.get("shape"), where)
     try:
         dtype = np.dtype(dt)
     except TypeError:
@@ -287,11 +336,12 @@ class InTensor:
     (DataLossError otherwise) and returns the numpy value.
     """
 
-    __slots__ = ("where", "nbytes", "filled", "view", "_array", "_scalar", "_dead")
+    __slots__ = ("where", "nbytes", "filled", "view", "_array", "_scalar", "_dead", "_shape")
 
     def __init__(self, header: Any, where: str, max_bytes: int):
         self.where = where
         dtype, shape, n = _check_header(header, where)
+        dts = dtype.str if dtype is not None else STRING_DTYPE
         dead = header.get("dead", False)
         if not isinstance(dead, bool) or (dead and n):
             raise WireError(f"{where}: 'dead' must be a bool, on an empty tensor, got {dead!r:.30}")
@@ -299,17 +349,17 @@ class InTensor:
         nbytes = header.get("nbytes")
         if nbytes != n or isinstance(nbytes, bool):
             raise WireError(
-                f"{where}: header says {nbytes!r:.30} bytes but shape {shape} of {dtype.str} "
-                f"holds {n}"
+                f"{where}: header says {nbytes!r:.30} bytes but shape {shape} of {dts} holds {n}"
             )
         if n > max_bytes:
             raise ResourceExhaustedError(
-                f"{where}: a tensor of {n} bytes (shape {shape}, {dtype.str}) is over the "
+                f"{where}: a tensor of {n} bytes (shape {shape}, {dts}) is over the "
                 f"{max_bytes}-byte limit for one tensor"
             )
         self.nbytes = n
         self.filled = 0
-        self._array = np.empty(shape, dtype)
+        self._shape = shape if dtype is None else None  # a string tensor: unpacked at the end
+        self._array = np.empty(shape, dtype) if dtype is not None else np.empty(n, np.uint8)
         self.view = memoryview(self._array.reshape(-1).view(np.uint8))
         self._scalar = bool(header.get("scalar")) and not shape
 
@@ -333,6 +383,11 @@ class InTensor:
         if self._dead:
             return DEAD
         arr = self._array
+        if self._shape is not None:
+            try:
+                return unpack_strings(arr, self._shape, self.where)
+            except WireError as e:
+                raise DataLossError(str(e)) from None
         if not arr.dtype.isnative:
             arr = arr.astype(arr.dtype.newbyteorder("="))
         return arr[()] if self._scalar else arr

@@ -14,8 +14,10 @@ from . import (  # noqa: F401
     math,
     nn,
     random,
+    readers,
     sampled,
     state,
+    strings,
     summary,
     transfer,
 )

@@ -51,6 +51,20 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
         raise TypeError(f"constant() takes a value, not the tensor {value.name}")
     from_python = not isinstance(value, (np.ndarray, np.generic))
     want = _dt.as_dtype(dtype) if dtype is not None else None
+    if want is _dt.string or (want is None and _is_text(value)):
+        arr = _dt.to_string_array(value, f"constant {name}")
+        if shape is not None:
+            shape = tuple(as_shape(shape).as_list())
+            if arr.size == 1:
+                arr = np.broadcast_to(arr.reshape(()), shape)
+            elif arr.size == int(np.prod(shape)):
+                arr = arr.reshape(shape)
+            else:
+                raise InvalidArgumentError(
+                    f"constant {name}: value of {arr.size} elements does not fit shape {shape}"
+                )
+        arr = np.array(arr, dtype=object, copy=True)
+        return apply("Const", [], {"value": arr, "dtype": _dt.string}, name)
     arr = np.asarray(value)
     if want is not None:
         if from_python and arr.dtype.kind == "f" and not want.is_floating:
@@ -79,6 +93,19 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
             )
     arr = np.array(arr, copy=True)
     return apply("Const", [], {"value": arr, "dtype": _dt.as_dtype(arr.dtype)}, name)
+
+
+def _is_text(value: Any) -> bool:
+    """Whether a constant's value holds bytes or str (a string tensor)."""
+    if isinstance(value, (bytes, str, np.bytes_, np.str_)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "SUO"
+    if isinstance(value, (list, tuple)):
+        while isinstance(value, (list, tuple)) and value:
+            value = value[0]
+        return isinstance(value, (bytes, str, np.bytes_, np.str_))
+    return False
 
 
 # ---- Placeholder ------------------------------------------------------------------------
@@ -462,7 +489,13 @@ Cast = defop("Cast")
 
 @Cast.shape
 def _cast_shape(op):
-    return [(op.inputs[0].shape, op.attrs["DstT"])]
+    src, dst = op.inputs[0].dtype, op.attrs["DstT"]
+    if src.is_string != dst.is_string:  # as in TF: string_to_number / as_string convert
+        raise TypeError(
+            f"cannot cast {src.name} to {dst.name}; use "
+            f"{'string_to_number' if src.is_string else 'as_string'}"
+        )
+    return [(op.inputs[0].shape, dst)]
 
 
 @Cast.kernel("cpu", "gpu")

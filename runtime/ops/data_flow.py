@@ -267,6 +267,8 @@ def _padded_stack(values: list) -> np.ndarray:
     every dimension to the largest element's size there (PaddingFIFOQueue's batches)."""
     top = tuple(max(v.shape[d] for v in values) for d in range(values[0].ndim))
     out = np.zeros((len(values), *top), dtype=values[0].dtype)
+    if out.dtype.kind == "O":
+        out[...] = b""  # strings pad with b"", as in TF
     for i, v in enumerate(values):
         out[(i, *(slice(0, n) for n in v.shape))] = v
     return out

@@ -115,7 +115,11 @@ def outputs(values: Any) -> Any:
 
 def _arr(xp: Any, r: Any) -> Any:
     """numpy returns scalars for some 0-d results; kernels always return arrays."""
-    return r if isinstance(r, xp.ndarray) else xp.asarray(r)
+    if isinstance(r, xp.ndarray):
+        return r
+    if isinstance(r, bytes):  # an element of a string tensor
+        return np.array(r, dtype=object)
+    return xp.asarray(r)
 
 
 def _add_at(xp: Any, out: Any, idx: Any, vals: Any) -> None:

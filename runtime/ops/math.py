@@ -208,13 +208,13 @@ def _compare_shape(op):
     return [(shape, _dt.bool_)]
 
 
-def _compare(name: str, np_fn: Any, dtypes: Any = _dt.ALL):
+def _compare(name: str, np_fn: Any, dtypes: Any = _dt.NON_STRING, strings: bool = False):
     d = defop(name, shape=_compare_shape, cost=elementwise_cost(1), differentiable=False)
 
     def kernel(ctx, x, y):
-        return np_fn(x, y)
+        return np.asarray(np_fn(x, y), dtype=np.bool_)
 
-    d.kernel("cpu", dtypes=dtypes)(kernel)
+    d.kernel("cpu", dtypes=(*dtypes, _dt.string) if strings else dtypes)(kernel)
     d.kernel("gpu", dtypes=dtypes)(lambda ctx, x, y: getattr(ctx.xp, np_fn.__name__)(x, y))
     return d
 
@@ -223,8 +223,8 @@ Less = _compare("Less", np.less)
 LessEqual = _compare("LessEqual", np.less_equal)
 Greater = _compare("Greater", np.greater)
 GreaterEqual = _compare("GreaterEqual", np.greater_equal)
-Equal = _compare("Equal", np.equal)
-NotEqual = _compare("NotEqual", np.not_equal)
+Equal = _compare("Equal", np.equal, strings=True)
+NotEqual = _compare("NotEqual", np.not_equal, strings=True)
 LogicalAnd = _compare("LogicalAnd", np.logical_and, dtypes=[_dt.bool_])
 LogicalOr = _compare("LogicalOr", np.logical_or, dtypes=[_dt.bool_])
 

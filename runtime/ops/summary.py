@@ -239,15 +239,18 @@ TextSummary = defop("TextSummary", differentiable=False, shape=_string_shape)
 
 
 @TextSummary.kernel("cpu")
-def _text(ctx):
+def _text(ctx, *value):
     from tensorboard.compat.proto import tensor_pb2, tensor_shape_pb2, types_pb2
 
     pb = _pb()
-    text = ctx.attrs["text"]
+    if value:  # a string tensor (WP5): all its elements, with its shape
+        v = np.asarray(value[0], dtype=object)
+        dims = [tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in v.shape]
+        shape, strings = tensor_shape_pb2.TensorShapeProto(dim=dims), list(v.reshape(-1))
+    else:
+        shape, strings = tensor_shape_pb2.TensorShapeProto(), [ctx.attrs["text"].encode("utf-8")]
     tensor = tensor_pb2.TensorProto(
-        dtype=types_pb2.DT_STRING,
-        tensor_shape=tensor_shape_pb2.TensorShapeProto(),
-        string_val=[text.encode("utf-8")],
+        dtype=types_pb2.DT_STRING, tensor_shape=shape, string_val=strings
     )
     meta = pb.SummaryMetadata(plugin_data=pb.SummaryMetadata.PluginData(plugin_name="text"))
     v = pb.Summary.Value(tag=ctx.attrs["tag"], tensor=tensor, metadata=meta)

@@ -7,6 +7,7 @@ File layout (no pickle; every number little-endian)::
     header       JSON      {"format": 1, "data_length": D, "tensors": [{"name", "dtype", "shape",
                             "offset", "length"}, ...]}, space-padded so the data starts 64-aligned
     data         D bytes   raw tensor bytes, each tensor at a 64-aligned offset from the data start
+                           (a string tensor: uint64 length of each element, then their bytes)
     digest       32 bytes  SHA-256 of everything before it
 
 Files are written atomically (temporary file in the same directory, flush, fsync, rename, fsync of
@@ -61,7 +62,10 @@ def write_checkpoint(path: str, tensors: dict[str, np.ndarray]) -> None:
     for name, value in tensors.items():
         arr = np.asarray(value)
         dt = _dt.as_dtype(arr.dtype)
-        raw = _le_bytes(arr.astype(dt.np, copy=False))
+        if dt.is_string:  # lengths, then bytes (see dtypes.pack_strings)
+            raw = np.frombuffer(_dt.pack_strings(arr, f"checkpoint tensor {name!r}"), np.uint8)
+        else:
+            raw = _le_bytes(arr.astype(dt.np, copy=False))
         offset = _align(offset)
         entries.append(
             {
@@ -144,6 +148,11 @@ class CheckpointReader:
     def get_tensor(self, name: str) -> np.ndarray:
         """The tensor as a read-only array over the file's bytes (native byte order)."""
         e = self.entry(name)
+        if e.dtype.is_string:
+            try:
+                return _dt.unpack_strings(self._data[e.offset : e.offset + e.length], e.shape)
+            except ValueError as err:
+                raise DataLossError(f"checkpoint {self.path}: tensor {name!r}: {err}") from None
         le = e.dtype.np.newbyteorder("<")
         count = int(np.prod(e.shape, dtype=np.int64))
         arr = np.frombuffer(self._data, dtype=le, count=count, offset=e.offset).reshape(e.shape)
@@ -221,6 +230,8 @@ def _entries(path: str, header: dict, data_length: int) -> dict[str, _Entry]:
         if name in out:
             raise DataLossError(f"checkpoint {path}: tensor {name!r} appears twice")
         want = math.prod(shape) * dtype.size  # Python ints: a shape like [2**64] cannot wrap
+        if dtype.is_string:  # lengths then bytes: at least the lengths
+            want = max(length, want)
         if length != want or offset + length > data_length:
             raise DataLossError(
                 f"checkpoint {path}: tensor {name!r} ({dtype.name}{list(shape)}) claims bytes "

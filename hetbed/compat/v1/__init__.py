@@ -286,4 +286,43 @@ logging = _namespace(
     },
 )
 
+
+# ---- WP5: string tensors and file readers: tf.strings, tf.io, tf.sparse ----------------------
+
+from hetbed.runtime.ops import strings as _strings  # noqa: E402
+
+strings = _namespace(
+    "strings",
+    "TF1's tf.strings: string ops over string tensors (CPU only).",
+    {
+        "split": _strings.strings_split,
+        "length": _strings.string_length,
+        "join": _strings.string_join,
+        "reduce_join": _strings.reduce_join,
+        "regex_replace": _strings.regex_replace,
+        "substr": _strings.substr,
+        "to_number": _strings.string_to_number,
+        "as_string": _strings.as_string,
+        "format": None,
+    },
+)
+for _k, _v in {
+    "decode_csv": _strings.decode_csv,
+    "decode_raw": _strings.decode_raw,
+    "read_file": _strings.read_file,
+    "write_file": _strings.write_file,
+    "matching_files": _strings.matching_files,
+}.items():
+    setattr(io, _k, _v)
+sparse = _namespace(
+    "sparse",
+    "TF1's tf.sparse, of which hetbed has SparseTensor and to_dense.",
+    {
+        "SparseTensor": _strings.SparseTensor,
+        "SparseTensorValue": _strings.SparseTensorValue,
+        "to_dense": _strings.sparse_tensor_to_dense,
+    },
+)
+dtypes.string = _hb.string
+del _k, _v
 del _name
