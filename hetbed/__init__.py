@@ -220,6 +220,59 @@ from hetbed.runtime.variables import (
     variables_initializer,
 )
 
+# ---- WP2: indexing, scatter, segments, sets, shape ops ----
+from hetbed.runtime.ops.dynamic import dynamic_partition, dynamic_stitch
+from hetbed.runtime.ops.scatter import (
+    gather_nd,
+    scatter_div,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_nd,
+    scatter_nd_add,
+    scatter_nd_sub,
+    scatter_nd_update,
+    tensor_scatter_nd_add,
+    tensor_scatter_nd_sub,
+    tensor_scatter_nd_update,
+)
+from hetbed.runtime.ops.segments import (
+    bincount,
+    boolean_mask,
+    histogram_fixed_width,
+    invert_permutation,
+    searchsorted,
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    setdiff1d,
+    unique,
+    unique_with_counts,
+    unsorted_segment_max,
+    unsorted_segment_mean,
+    unsorted_segment_min,
+    unsorted_segment_prod,
+)
+from hetbed.runtime.ops.shape_ops import (
+    broadcast_dynamic_shape,
+    broadcast_static_shape,
+    broadcast_to,
+    depth_to_space,
+    meshgrid,
+    roll,
+    sequence_mask,
+    shape_n,
+    space_to_depth,
+)
+
+tensor_scatter_update = tensor_scatter_nd_update
+tensor_scatter_add = tensor_scatter_nd_add
+tensor_scatter_sub = tensor_scatter_nd_sub
+where_v2 = where
+# ---- end WP2 ----
+
 bool = bool_  # noqa: A001 - TF's name
 sub = subtract
 mul = multiply

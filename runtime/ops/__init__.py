@@ -19,3 +19,5 @@ from . import (  # noqa: F401
     summary,
     transfer,
 )
+# WP2: indexing, scatter, segments, sets, shape ops
+from . import scatter, segments, shape_ops  # noqa: E402, F401
