@@ -220,9 +220,25 @@ from hetbed.runtime.variables import (
     variables_initializer,
 )
 
+bool = bool_  # noqa: A001 - TF's name
+sub = subtract
+mul = multiply
+neg = negative
+
+
+def list_devices(config: ConfigProto | None = None) -> list:
+    """The devices a Session with ``config`` would have in this process."""
+    from hetbed.devices import local_devices
+
+    return local_devices(config)
+
+
+__version__ = "0.1.0"
+
 # ---- WP2: indexing, scatter, segments, sets, shape ops ----
-from hetbed.runtime.ops.dynamic import dynamic_partition, dynamic_stitch
-from hetbed.runtime.ops.scatter import (
+# isort: split
+from hetbed.runtime.ops.dynamic import dynamic_partition, dynamic_stitch  # noqa: E402
+from hetbed.runtime.ops.scatter import (  # noqa: E402
     gather_nd,
     scatter_div,
     scatter_max,
@@ -236,7 +252,7 @@ from hetbed.runtime.ops.scatter import (
     tensor_scatter_nd_sub,
     tensor_scatter_nd_update,
 )
-from hetbed.runtime.ops.segments import (
+from hetbed.runtime.ops.segments import (  # noqa: E402
     bincount,
     boolean_mask,
     histogram_fixed_width,
@@ -255,7 +271,7 @@ from hetbed.runtime.ops.segments import (
     unsorted_segment_min,
     unsorted_segment_prod,
 )
-from hetbed.runtime.ops.shape_ops import (
+from hetbed.runtime.ops.shape_ops import (  # noqa: E402
     broadcast_dynamic_shape,
     broadcast_static_shape,
     broadcast_to,
@@ -272,21 +288,6 @@ tensor_scatter_add = tensor_scatter_nd_add
 tensor_scatter_sub = tensor_scatter_nd_sub
 where_v2 = where
 # ---- end WP2 ----
-
-bool = bool_  # noqa: A001 - TF's name
-sub = subtract
-mul = multiply
-neg = negative
-
-
-def list_devices(config: ConfigProto | None = None) -> list:
-    """The devices a Session with ``config`` would have in this process."""
-    from hetbed.devices import local_devices
-
-    return local_devices(config)
-
-
-__version__ = "0.1.0"
 
 
 def _distributed_session() -> type:

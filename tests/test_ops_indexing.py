@@ -402,7 +402,10 @@ def test_out_of_range_indices_name_the_op_and_index():
             lambda x: hb.gather_nd(x, [[0, 1], [3, 0]], name="gnd"),
             r"GatherNd 'gnd'.*\[1\] = \[3, 0\]",
         ),
-        (lambda x: hb.scatter_nd([[4]], np.ones(1), [4]) + 0 * x[0, 0], r"ScatterNd .*\[0\] = \[4\]"),
+        (
+            lambda x: hb.scatter_nd([[4]], np.ones(1), [4]) + 0 * x[0, 0],
+            r"ScatterNd .*\[0\] = \[4\]",
+        ),
         (
             lambda x: hb.tensor_scatter_nd_add(x, [[-1]], [[1.0, 1.0]]),
             r"TensorScatterAdd .*= \[-1\]",

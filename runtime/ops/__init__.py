@@ -15,9 +15,10 @@ from . import (  # noqa: F401
     nn,
     random,
     sampled,
+    scatter,
+    segments,
+    shape_ops,
     state,
     summary,
     transfer,
 )
-# WP2: indexing, scatter, segments, sets, shape ops
-from . import scatter, segments, shape_ops  # noqa: E402, F401

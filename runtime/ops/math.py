@@ -277,7 +277,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
         return where_indices(condition, name=name)
     if x is None or y is None:
         raise InvalidArgumentError(
-            "where(condition) without x and y is not supported; pass x and y"
+            "where: x without y (or y without x) is not supported; pass both or neither"
         )
     x, y = convert_pair(x, y)
     return apply("Select", [condition, x, y], name=name or "Select")
