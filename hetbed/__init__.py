@@ -272,6 +272,8 @@ from hetbed.runtime.ops.segments import (  # noqa: E402
     unsorted_segment_prod,
 )
 from hetbed.runtime.ops.shape_ops import (  # noqa: E402
+    batch_to_space,
+    batch_to_space_nd,
     broadcast_dynamic_shape,
     broadcast_static_shape,
     broadcast_to,
@@ -280,6 +282,8 @@ from hetbed.runtime.ops.shape_ops import (  # noqa: E402
     roll,
     sequence_mask,
     shape_n,
+    space_to_batch,
+    space_to_batch_nd,
     space_to_depth,
 )
 

@@ -60,6 +60,20 @@ IDX2 = np.array([[0, 1], [2, 0], [0, 1]], np.int32)  # a repeated index
 IDS = np.array([0, 0, 2, 3, 3], np.int32)  # sorted, segment 1 empty
 UIDS = np.array([3, -1, 0, 3, 1], np.int32)  # unsorted, one dropped, segment 2 empty
 
+
+def _np_space_to_batch(x, block, pads):
+    """A loop over output elements: batch ``o * B + b`` holds ``padded[b, h*k + i, ...]``."""
+    x = np.pad(x, [(0, 0), *pads, *[(0, 0)] * (x.ndim - 1 - len(block))])
+    bsz, sp = x.shape[0], [s // k for s, k in zip(x.shape[1 : len(block) + 1], block)]
+    out = np.zeros((bsz * int(np.prod(block)), *sp, *x.shape[len(block) + 1 :]), x.dtype)
+    for o, offs in enumerate(np.ndindex(*block)):
+        for b in range(bsz):
+            for pos in np.ndindex(*sp):
+                src = tuple(p * k + i for p, k, i in zip(pos, block, offs))
+                out[(o * bsz + b, *pos)] = x[(b, *src)]
+    return out
+
+
 FORWARD = {
     "gather_nd_elements": (
         lambda p: hb.gather_nd(p, IDX2),
@@ -85,6 +99,16 @@ FORWARD = {
         lambda u: hb.scatter_nd([[1], [1], [3]], u, hb.constant([4, 2])),
         [_x(3, 2)],
         lambda u: _np_scatter_nd(np.array([[1], [1], [3]]), u, (4, 2)),
+    ),
+    "scatter_nd_empty": (
+        lambda u: hb.scatter_nd(np.zeros((0, 2), np.int64), u, [2, 3]),
+        [np.zeros(0)],
+        lambda u: np.zeros((2, 3)),
+    ),
+    "tensor_scatter_nd_add_empty": (
+        lambda t: hb.tensor_scatter_nd_add(t, np.zeros((0, 1), np.int32), np.zeros((0, 2))),
+        [_x(3, 2)],
+        lambda t: t,
     ),
     "tensor_scatter_nd_update": (
         lambda t, u: hb.tensor_scatter_nd_update(t, [[0], [2]], u),
@@ -191,6 +215,11 @@ FORWARD = {
         [_x(5, 1, 2)],
         lambda d: _np_segment("min", d, UIDS.reshape(5, 1), 4, np.finfo(np.float64).max),
     ),
+    "unsorted_segment_max_empty": (
+        lambda d: hb.unsorted_segment_max(d, np.zeros(0, np.int32), 2),
+        [np.zeros((0, 2), np.int32)],
+        lambda d: np.full((2, 2), np.iinfo(np.int32).min, np.int32),
+    ),
     "unsorted_segment_mean": (
         lambda d: hb.unsorted_segment_mean(d, UIDS, 4),
         [_x(5, 2)],
@@ -271,6 +300,23 @@ FORWARD = {
         [_x(1, 4, 2, 3)],
         lambda x: x.reshape(1, 2, 2, 1, 2, 3).transpose(0, 1, 3, 2, 4, 5).reshape(1, 2, 1, 12),
     ),
+    "space_to_batch_nd": (
+        lambda x: hb.space_to_batch_nd(x, [2, 3], [[1, 1], [0, 2]]),
+        [_x(2, 2, 4, 2)],
+        lambda x: _np_space_to_batch(x, (2, 3), ((1, 1), (0, 2))),
+    ),
+    "batch_to_space_nd_inverts_and_crops": (
+        lambda x: hb.batch_to_space_nd(
+            hb.space_to_batch_nd(x, [2], [[1, 2]]), hb.constant([2]), [[1, 2]]
+        ),
+        [_x(2, 3, 2)],
+        lambda x: x,
+    ),
+    "batch_to_space": (
+        lambda x: hb.batch_to_space(x, [[0, 1], [1, 0]], 2),
+        [_np_space_to_batch(np.arange(18.0).reshape(1, 3, 3, 2), (2, 2), ((0, 1), (1, 0)))],
+        lambda x: np.arange(18.0).reshape(1, 3, 3, 2),
+    ),
     "depth_to_space": (
         lambda x: hb.depth_to_space(x, 2),
         [_x(2, 1, 2, 8)],
@@ -313,6 +359,14 @@ GRADIENTS = {
     "roll": (lambda x: hb.roll(x, [1, 3], [0, 1]), [_x(2, 3)]),
     "broadcast_to": (lambda x: hb.broadcast_to(x, [2, 3, 2]), [_x(3, 1)]),
     "space_to_depth": (lambda x: hb.space_to_depth(x, 2), [_x(1, 2, 4, 1)]),
+    "space_to_batch_nd": (
+        lambda x: hb.space_to_batch_nd(x, [2, 2], [[1, 1], [0, 0]]),
+        [_x(1, 2, 2, 1)],
+    ),
+    "batch_to_space_nd": (
+        lambda x: hb.batch_to_space_nd(x, [2, 1], [[1, 0], [0, 1]]),
+        [_x(4, 2, 2)],
+    ),
 }
 
 
@@ -442,6 +496,10 @@ def test_static_shape_errors():
             hb.broadcast_to(x, [3, 3])
         with pytest.raises(ERR, match="SpaceToDepth: height 3"):
             hb.space_to_depth(hb.placeholder(hb.float32, [1, 3, 2, 1]), 2)
+        with pytest.raises(ERR, match=r"SpaceToBatchND: padded dimension 1 \(2 \+ 0 \+ 1\)"):
+            hb.space_to_batch_nd(x, [2], [[0, 1]])
+        with pytest.raises(ERR, match="BatchToSpaceND: batch 3 is not divisible"):
+            hb.batch_to_space_nd(x, [2], [[0, 0]])
         with pytest.raises(ERR, match="SegmentSum: segment_ids must be 1-d"):
             hb.segment_sum(x, [[0, 0]])
     assert hb.broadcast_static_shape(hb.TensorShape([3, 1]), hb.TensorShape([4])).as_list() == [

@@ -86,13 +86,20 @@ def shapes_and_counts(tf, xv, nv):
     s2d = tf.space_to_depth(x, 2)
     d2s = tf.depth_to_space(s2d * 2.0, 2)
     r = tf.roll(x, shift=[1, -1], axis=[1, 2])
+    s2b = tf.space_to_batch_nd(x, [2, 3], [[1, 1], [0, 2]])
+    b2s = tf.batch_to_space_nd(s2b * 3.0, [3, 2], [[0, 1], [1, 0]])
+    sb = tf.space_to_batch(x, [[0, 2], [2, 0]], 2)
     bt = tf.broadcast_to(tf.constant([[1.0], [2.0]]), [3, 2, 4])
     mx, my = tf.meshgrid(tf.range(3), tf.range(2))
     ix, iy = tf.meshgrid([1.0, 2.0], [3.0, 4.0, 5.0], indexing="ij")
     loss = tf.reduce_sum(s2d * s2d) + tf.reduce_sum(r * tf.range(2.0))
+    loss += tf.reduce_sum(b2s * b2s) + tf.reduce_sum(tf.batch_to_space(sb, [[0, 1], [1, 1]], 2))
     fetches = [
         s2d,
         d2s,
+        s2b,
+        b2s,
+        sb,
         r,
         bt,
         mx,

@@ -16,7 +16,7 @@ from .. import dtypes as _dt
 from ..errors import InvalidArgumentError, UnimplementedError
 from ..graph import Tensor, TensorShape
 from ..registry import Cost, apply, convert_to_tensor, defop, nbytes, numel
-from .manip import _add_at, _copy_out_cost, _scatter_cost
+from .manip import _add_at, _copy_out_cost
 
 # ---- shared helpers ------------------------------------------------------------------------------
 
@@ -209,7 +209,11 @@ def _scatter_nd(ctx, idx, upd, shp):
 
 @ScatterNd.cost
 def _scatter_nd_cost(op, ins, outs):
-    return _scatter_cost(op, [ins[1], ins[0]], outs)
+    """Zero-fill the output, then add each update into it."""
+    upd = nbytes(ins[1], op.inputs[1].dtype)
+    idx = nbytes(ins[0], op.inputs[0].dtype)
+    out = nbytes(outs[0], op.outputs[0].dtype)
+    return Cost(float(numel(ins[1])), float(upd + idx + out), float(out))
 
 
 @ScatterNd.gradient

@@ -1,6 +1,6 @@
 """Shape and layout ops of TF1: roll, broadcast_to, broadcast_static_shape /
 broadcast_dynamic_shape, shape_n, sequence_mask, meshgrid, space_to_depth and depth_to_space
-(NHWC)."""
+(NHWC), space_to_batch(_nd) and batch_to_space(_nd)."""
 
 from __future__ import annotations
 
@@ -210,8 +210,12 @@ def meshgrid(*args: Any, **kwargs: Any) -> list[Tensor]:
         order = list(range(n))
         if swap:
             order[0], order[1] = 1, 0
-        sizes = [size(x) for x in xs]
-        full = stack([sizes[i] for i in order])
+        statics = [x.shape.num_elements() for x in xs]
+        if all(v is not None for v in statics):
+            full = [statics[i] for i in order]
+        else:
+            sizes = [size(x) for x in xs]
+            full = stack([sizes[i] for i in order])
         outs = []
         for i, x in enumerate(xs):
             pos = order.index(i)
@@ -306,3 +310,139 @@ def depth_to_space(input: Any, block_size: int, name=None, data_format: str = "N
     """The inverse of space_to_depth: depth moves into blocks of height and width (NHWC)."""
     attrs = _block("depth_to_space", block_size, data_format)
     return apply("DepthToSpace", [input], attrs, name or "DepthToSpace")
+
+
+# ---- SpaceToBatchND, BatchToSpaceND --------------------------------------------------------------
+
+
+def _s2b(xp: Any, x: Any, block: tuple, pads: tuple) -> Any:
+    m = len(block)
+    x = xp.pad(x, [(0, 0), *pads, *[(0, 0)] * (x.ndim - 1 - m)])
+    b, sp, rest = x.shape[0], x.shape[1 : m + 1], x.shape[m + 1 :]
+    split = [b]
+    for s, k in zip(sp, block):
+        split += [s // k, k]
+    y = x.reshape(*split, *rest)
+    perm = [2 + 2 * i for i in range(m)] + [0] + [1 + 2 * i for i in range(m)]
+    perm += list(range(1 + 2 * m, y.ndim))
+    y = y.transpose(perm)
+    return y.reshape(b * int(np.prod(block)), *[s // k for s, k in zip(sp, block)], *rest)
+
+
+def _b2s(xp: Any, x: Any, block: tuple, crops: tuple) -> Any:
+    m = len(block)
+    n = int(np.prod(block))
+    b, sp, rest = x.shape[0] // n, x.shape[1 : m + 1], x.shape[m + 1 :]
+    y = x.reshape(*block, b, *sp, *rest)
+    perm = [m]
+    for i in range(m):
+        perm += [m + 1 + i, i]
+    perm += list(range(2 * m + 1, y.ndim))
+    y = y.transpose(perm).reshape(b, *[s * k for s, k in zip(sp, block)], *rest)
+    idx = (slice(None),) + tuple(slice(c0, s * k - c1) for (c0, c1), s, k in zip(crops, sp, block))
+    return xp.ascontiguousarray(y[idx])
+
+
+def _space_batch_op(op_name: str, to_batch: bool):
+    d = defop(op_name, cost=default_cost)
+
+    def _check(where: str, shape: tuple, block: tuple, pads: tuple) -> None:
+        m = len(block)
+        if len(shape) < m + 1:
+            raise InvalidArgumentError(
+                f"{where}: input of rank {len(shape)} needs rank >= {m + 1} for block_shape {block}"
+            )
+        if to_batch:
+            for i, (s, k, (p0, p1)) in enumerate(zip(shape[1:], block, pads)):
+                if s is not None and (s + p0 + p1) % k:
+                    raise InvalidArgumentError(
+                        f"{where}: padded dimension {i + 1} ({s} + {p0} + {p1}) is not divisible "
+                        f"by block size {k}"
+                    )
+        else:
+            n = int(np.prod(block))
+            if shape[0] is not None and shape[0] % n:
+                raise InvalidArgumentError(
+                    f"{where}: batch {shape[0]} is not divisible by prod(block_shape) = {n}"
+                )
+            for i, (s, k, (c0, c1)) in enumerate(zip(shape[1:], block, pads)):
+                if s is not None and c0 + c1 > s * k:
+                    raise InvalidArgumentError(
+                        f"{where}: crops {c0} + {c1} exceed dimension {i + 1} ({s * k})"
+                    )
+
+    @d.shape
+    def _shape(op):
+        x = op.inputs[0]
+        block, pads = op.attrs["block_shape"], op.attrs["pads"]
+        if x.shape.dims is None:
+            return [(TensorShape(None), x.dtype)]
+        dims = list(x.shape.dims)
+        _check(op_name, tuple(dims), block, pads)
+        m, n = len(block), int(np.prod(block))
+        out = [None if dims[0] is None else (dims[0] * n if to_batch else dims[0] // n)]
+        for s, k, (p0, p1) in zip(dims[1 : m + 1], block, pads):
+            out.append(None if s is None else ((s + p0 + p1) // k if to_batch else s * k - p0 - p1))
+        return [(TensorShape(out + dims[m + 1 :]), x.dtype)]
+
+    @d.kernel("cpu", "gpu")
+    def _kernel(ctx, x):
+        block, pads = ctx.attrs["block_shape"], ctx.attrs["pads"]
+        _check(f"{op_name} {ctx.op.name!r}", x.shape, block, pads)
+        if to_batch:
+            return ctx.xp.ascontiguousarray(_s2b(ctx.xp, x, block, pads))
+        return _b2s(ctx.xp, x, block, pads)
+
+    @d.gradient
+    def _grad(op, g):
+        other = "BatchToSpaceND" if to_batch else "SpaceToBatchND"
+        return [apply(other, [g], op.attrs, name=other)]
+
+    return d
+
+
+SpaceToBatchND = _space_batch_op("SpaceToBatchND", True)
+BatchToSpaceND = _space_batch_op("BatchToSpaceND", False)
+
+
+def _block_attrs(fn: str, block_shape: Any, pads: Any, what: str) -> dict:
+    block = _ints(fn, "block_shape", block_shape)
+    if not block or any(k < 1 for k in block):
+        raise InvalidArgumentError(f"{fn}: block_shape must be ints >= 1, got {block}")
+    flat = _ints(fn, what, np.reshape(np.asarray(_static_pairs(fn, pads, what)), -1))
+    if len(flat) != 2 * len(block) or any(p < 0 for p in flat):
+        raise InvalidArgumentError(
+            f"{fn}: {what} must be {len(block)} pairs of ints >= 0, got {list(flat)}"
+        )
+    return {"block_shape": block, "pads": tuple(zip(flat[::2], flat[1::2]))}
+
+
+def _static_pairs(fn: str, pads: Any, what: str) -> np.ndarray:
+    from .manip import _static
+
+    return _static(fn, what, pads)
+
+
+def space_to_batch_nd(input: Any, block_shape: Any, paddings: Any, name=None) -> Tensor:
+    """Pads the spatial dimensions 1..M by ``paddings`` and moves blocks of ``block_shape`` into
+    the batch dimension (static block_shape and paddings)."""
+    attrs = _block_attrs("space_to_batch_nd", block_shape, paddings, "paddings")
+    return apply("SpaceToBatchND", [input], attrs, name or "SpaceToBatchND")
+
+
+def batch_to_space_nd(input: Any, block_shape: Any, crops: Any, name=None) -> Tensor:
+    """The inverse of space_to_batch_nd: batch blocks back into space, then ``crops``."""
+    attrs = _block_attrs("batch_to_space_nd", block_shape, crops, "crops")
+    return apply("BatchToSpaceND", [input], attrs, name or "BatchToSpaceND")
+
+
+def space_to_batch(input: Any, paddings: Any, block_size: int, name=None) -> Tensor:
+    """TF1's 4-d ``space_to_batch``: space_to_batch_nd with a square block."""
+    b = int(block_size)
+    return space_to_batch_nd(input, [b, b], paddings, name=name)
+
+
+def batch_to_space(input: Any, crops: Any, block_size: int, name=None) -> Tensor:
+    """TF1's 4-d ``batch_to_space``: batch_to_space_nd with a square block."""
+    b = int(block_size)
+    return batch_to_space_nd(input, [b, b], crops, name=name)

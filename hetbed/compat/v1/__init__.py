@@ -218,7 +218,7 @@ for _k in ("space_to_depth", "depth_to_space"):
         setattr(nn, _k, getattr(_hb, _k))
 manip = _namespace(
     "manip",
-    "TF1's tf.manip: roll, gathers and scatters, reshape, tile and friends.",
+    "TF1's tf.manip: roll, gather_nd/scatter_nd, space/batch moves, reshape, reverse, tile.",
     _pick(
         "batch_to_space_nd",
         "gather_nd",
@@ -227,7 +227,6 @@ manip = _namespace(
         "roll",
         "scatter_nd",
         "space_to_batch_nd",
-        "space_to_depth",
         "tile",
     ),
 )
