@@ -437,6 +437,29 @@ def test_variable_scatter_ops_apply_every_repeat():
             np.testing.assert_array_equal(s.run(w), want)  # nothing half-applied
 
 
+def test_variable_methods():
+    """Variable.scatter_* take an IndexedSlices; scatter_nd_* take indices and updates."""
+    g = hb.Graph()
+    with g.as_default():
+        w = hb.Variable(np.ones((3, 2)))
+        delta = hb.IndexedSlices(hb.constant(np.full((2, 2), 3.0)), hb.constant([2, 0]))
+        with hb.Session(graph=g) as s:
+            s.run(w.initializer)
+            s.run(w.scatter_mul(delta))
+            s.run(
+                w.scatter_max(
+                    hb.IndexedSlices(hb.constant(np.array([[5.0, 0.0]])), hb.constant([0]))
+                )
+            )
+            s.run(w.scatter_nd_add([[1, 1]], [4.0]))
+            s.run(
+                w.scatter_update(
+                    hb.IndexedSlices(hb.constant(np.array([[7.0, 8.0]])), hb.constant([2]))
+                )
+            )
+            np.testing.assert_array_equal(s.run(w), [[5, 3], [1, 5], [7, 8]])
+
+
 def test_integer_scatter_div_truncates():
     g = hb.Graph()
     with g.as_default():

@@ -146,3 +146,24 @@ def test_variable_scatters_in_sequence():
                 s.run(tf.global_variables_initializer())
                 out.append([s.run(op).copy() for op in ops])
     assert_same(out[0], out[1])
+
+
+def idioms(tf, xv, yv):
+    """Common TF1 patterns: picking each row's label logit, masking a loss, summing duplicates."""
+    logits = tf.placeholder(tf.float32, [None, 4])
+    labels = tf.placeholder(tf.int32, [None])
+    w = tf.Variable(tf.ones([4]))
+    z = logits * w
+    picked = tf.gather_nd(z, tf.stack([tf.range(tf.shape(z)[0]), labels], axis=1))
+    mask = labels > 0
+    loss = tf.reduce_mean(tf.boolean_mask(tf.square(picked), mask))
+    hits = tf.where(tf.equal(labels, 2))
+    y, idx = tf.unique(labels)
+    sums = tf.unsorted_segment_sum(picked, idx, tf.shape(y)[0])
+    grad = tf.gradients(loss, [w, logits])
+    return [picked, loss, hits, y, idx, sums] + grad, {logits: xv, labels: yv}
+
+
+def test_idioms():
+    a, b = both(idioms, RNG.standard_normal((5, 4)), np.array([2, 0, 3, 2, 1], np.int32))
+    assert_same(a, b)

@@ -156,6 +156,8 @@ def _gather_nd_grad(op, g):
     from .array import shape
 
     params, idx = op.inputs
+    if params.shape.is_fully_defined():
+        return [scatter_nd(idx, g, params.shape.as_list()), None]
     return [scatter_nd(idx, g, shape(params, out_type=idx.dtype)), None]
 
 
