@@ -567,3 +567,28 @@ def test_data_dependent_sizes_are_unknown_and_simulated():
 def test_where_with_x_and_y_still_selects():
     got = run(lambda c: hb.where(c, [1.0, 2.0], [3.0, 4.0]), [np.array([True, False])])
     np.testing.assert_array_equal(got, [1.0, 4.0])
+
+
+def test_shape_only_simulation_runs_data_dependent_ops_and_gradients():
+    """A simulated step sizes data-dependent outputs by their expected shapes and runs them."""
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.simulator import Cluster, SimSession, sim_value
+
+    toy = DevicePerf("toy", {"float32": 1e12}, memory_bandwidth=1e11, memory_bytes=1e9)
+    c = Cluster()
+    c.add_task("worker", 0, cpu=toy, gpu=(toy, 1), nic=(1e9, 50e-6))
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [16, 4])
+        ids = hb.placeholder(hb.int32, [16])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            m = hb.boolean_mask(x, x[:, 0] > 0)
+            seg = hb.segment_max(x, ids)
+            u, _ = hb.unique(ids)
+            w = hb.where(x > 0)
+            g = hb.gather_nd(x, w)
+            gx = hb.gradients(hb.reduce_sum(m) + hb.reduce_sum(seg) + hb.reduce_sum(g), x)[0]
+        s = SimSession(c)
+        out = s.run([m, seg, u, w, g, gx], {x: sim_value([16, 4]), ids: sim_value([16], np.int32)})
+    assert [o.shape for o in out] == [(16, 4), (16, 4), (16,), (64, 2), (64,), (16, 4)]
+    types = set(s.last_record.ops.type)
+    assert {"BooleanMaskGrad", "ScatterNd", "SegmentMax", "Unique", "Where"} <= types
