@@ -262,6 +262,64 @@ def list_devices(config: ConfigProto | None = None) -> list:
 
 __version__ = "0.1.0"
 
+# ---- WP2: indexing, scatter, segments, sets, shape ops ----
+# isort: split
+from hetbed.runtime.ops.dynamic import dynamic_partition, dynamic_stitch  # noqa: E402
+from hetbed.runtime.ops.scatter import (  # noqa: E402
+    gather_nd,
+    scatter_div,
+    scatter_max,
+    scatter_min,
+    scatter_mul,
+    scatter_nd,
+    scatter_nd_add,
+    scatter_nd_sub,
+    scatter_nd_update,
+    tensor_scatter_nd_add,
+    tensor_scatter_nd_sub,
+    tensor_scatter_nd_update,
+)
+from hetbed.runtime.ops.segments import (  # noqa: E402
+    bincount,
+    boolean_mask,
+    histogram_fixed_width,
+    invert_permutation,
+    searchsorted,
+    segment_max,
+    segment_mean,
+    segment_min,
+    segment_prod,
+    segment_sum,
+    setdiff1d,
+    unique,
+    unique_with_counts,
+    unsorted_segment_max,
+    unsorted_segment_mean,
+    unsorted_segment_min,
+    unsorted_segment_prod,
+)
+from hetbed.runtime.ops.shape_ops import (  # noqa: E402
+    batch_to_space,
+    batch_to_space_nd,
+    broadcast_dynamic_shape,
+    broadcast_static_shape,
+    broadcast_to,
+    depth_to_space,
+    meshgrid,
+    roll,
+    sequence_mask,
+    shape_n,
+    space_to_batch,
+    space_to_batch_nd,
+    space_to_depth,
+)
+
+tensor_scatter_update = tensor_scatter_nd_update
+tensor_scatter_add = tensor_scatter_nd_add
+tensor_scatter_sub = tensor_scatter_nd_sub
+where_v2 = where
+# ---- end WP2 ----
+
 
 def _distributed_session() -> type:
     from hetbed.runtime.distributed.master import DistributedSession

@@ -168,6 +168,43 @@ class Variable:
     def scatter_sub(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None):
         return state.scatter_sub(self, sparse_delta.indices, sparse_delta.values, name=name)
 
+    # ---- WP2: the other scatter updates of TF1's Variable ----
+    def scatter_update(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None):
+        return state.scatter_update(self, sparse_delta.indices, sparse_delta.values, name=name)
+
+    def _scatter_rows(self, fn: str, sparse_delta: Any, use_locking: bool, name: str | None):
+        from .ops import scatter
+
+        f = getattr(scatter, fn)
+        return f(self, sparse_delta.indices, sparse_delta.values, use_locking, name)
+
+    def scatter_mul(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None):
+        return self._scatter_rows("scatter_mul", sparse_delta, use_locking, name)
+
+    def scatter_div(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None):
+        return self._scatter_rows("scatter_div", sparse_delta, use_locking, name)
+
+    def scatter_max(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None):
+        return self._scatter_rows("scatter_max", sparse_delta, use_locking, name)
+
+    def scatter_min(self, sparse_delta: Any, use_locking: bool = False, name: str | None = None):
+        return self._scatter_rows("scatter_min", sparse_delta, use_locking, name)
+
+    def scatter_nd_update(self, indices: Any, updates: Any, name: str | None = None):
+        from .ops.scatter import scatter_nd_update
+
+        return scatter_nd_update(self, indices, updates, name=name)
+
+    def scatter_nd_add(self, indices: Any, updates: Any, name: str | None = None):
+        from .ops.scatter import scatter_nd_add
+
+        return scatter_nd_add(self, indices, updates, name=name)
+
+    def scatter_nd_sub(self, indices: Any, updates: Any, name: str | None = None):
+        from .ops.scatter import scatter_nd_sub
+
+        return scatter_nd_sub(self, indices, updates, name=name)
+
     def eval(self, session: Any = None) -> Any:
         return self._snapshot.eval(session=session)
 

@@ -213,7 +213,7 @@ def test_where_needs_bool_condition():
         with pytest.raises(hb.errors.InvalidArgumentError, match="condition must be bool.*int32"):
             hb.where(hb.constant([1, 0, 1]), x, x)
         with pytest.raises(hb.errors.InvalidArgumentError, match="not supported"):
-            hb.where(hb.constant([True]))
+            hb.where(hb.constant([True, False, True]), x)
         with pytest.raises(hb.errors.InvalidArgumentError, match="float32 vs float64"):
             hb.where(hb.constant([True, False, True]), x, hb.placeholder(hb.float64, [3]))
 

@@ -269,10 +269,15 @@ def _select_grad(op, g):
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
-    """Elementwise ``x if condition else y`` with broadcasting (``where_v2`` semantics)."""
+    """Elementwise ``x if condition else y`` with broadcasting (``where_v2`` semantics); with
+    ``condition`` alone, the int64 coordinates of its true elements (``[n, rank]``)."""
+    if x is None and y is None:  # WP2
+        from .segments import where_indices
+
+        return where_indices(condition, name=name)
     if x is None or y is None:
         raise InvalidArgumentError(
-            "where(condition) without x and y is not supported; pass x and y"
+            "where: x without y (or y without x) is not supported; pass both or neither"
         )
     x, y = convert_pair(x, y)
     return apply("Select", [condition, x, y], name=name or "Select")

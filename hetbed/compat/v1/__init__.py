@@ -218,6 +218,43 @@ contrib = _namespace(
 )
 
 
+# ---- WP2: indexing, scatter, segments, sets, shape ops ------------------------------------------
+
+for _k in (
+    "bincount",
+    "invert_permutation",
+    "segment_max",
+    "segment_mean",
+    "segment_min",
+    "segment_prod",
+    "segment_sum",
+    "unsorted_segment_max",
+    "unsorted_segment_mean",
+    "unsorted_segment_min",
+    "unsorted_segment_prod",
+    "unsorted_segment_sum",
+):
+    setattr(math, _k, getattr(_hb, _k))
+for _k in ("space_to_depth", "depth_to_space"):
+    if not hasattr(nn, _k):
+        setattr(nn, _k, getattr(_hb, _k))
+manip = _namespace(
+    "manip",
+    "TF1's tf.manip: roll, gather_nd/scatter_nd, space/batch moves, reshape, reverse, tile.",
+    _pick(
+        "batch_to_space_nd",
+        "gather_nd",
+        "reshape",
+        "reverse",
+        "roll",
+        "scatter_nd",
+        "space_to_batch_nd",
+        "tile",
+    ),
+)
+del _k
+
+
 # ---- tf.gfile -------------------------------------------------------------------------------
 
 from . import gfile  # noqa: E402
