@@ -77,3 +77,40 @@ __all__ = [
     "tanh",
     "xw_plus_b",
 ]
+
+# ---- WP3: nn ops composed in runtime/ops/nn_extra.py ----
+from hetbed.runtime.ops.nn_extra import (  # noqa: E402
+    atrous_conv2d,
+    avg_pool1d,
+    conv1d,
+    convolution,
+    crelu,
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    local_response_normalization,
+    lrn,
+    max_pool1d,
+    pool,
+    selu,
+    separable_conv2d,
+    softsign,
+    weighted_cross_entropy_with_logits,
+)
+
+__all__ += [
+    "atrous_conv2d",
+    "avg_pool1d",
+    "conv1d",
+    "convolution",
+    "crelu",
+    "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "local_response_normalization",
+    "lrn",
+    "max_pool1d",
+    "pool",
+    "selu",
+    "separable_conv2d",
+    "softsign",
+    "weighted_cross_entropy_with_logits",
+]
