@@ -378,8 +378,12 @@ def convert_image_dtype(
             return _array.cast(x, out) * (1.0 / float(np.iinfo(src.np).max))
         info = np.iinfo(out.np)
         scaled = x * (float(info.max) + 0.5)
-        if saturate:
-            scaled = _math.minimum(_math.maximum(scaled, float(info.min)), float(info.max))
+        if saturate:  # bounds representable in the float type, so the cast cannot overflow
+            hi = np.array(info.max, dtype=src.np)
+            if float(hi) > info.max:
+                hi = np.nextafter(hi, hi.dtype.type(0))
+            lo = _array.constant(np.array(info.min, dtype=src.np))
+            scaled = _math.minimum(_math.maximum(scaled, lo), _array.constant(hi))
         return _array.cast(scaled, out)
 
 
