@@ -153,6 +153,46 @@ def test_pool_1d_and_2d_and_pool1d_functions():
         tf.nn.pool(hb.zeros([1, 4, 1]), [2], "MIN", "SAME")
 
 
+def _argmax_pool_ref(x, k, s, pad, with_batch):
+    """Loops: the first maximum (row-major) of each window and its flat index."""
+    n, h, w, c = x.shape
+    ho, pt = _geometry(h, k, s, pad)
+    wo, pl = _geometry(w, k, s, pad)
+    out, arg = np.zeros((n, ho, wo, c)), np.zeros((n, ho, wo, c), dtype=np.int64)
+    for b, i, j, d in np.ndindex(n, ho, wo, c):
+        best = None
+        for y in range(i * s - pt, i * s - pt + k):
+            for z in range(j * s - pl, j * s - pl + k):
+                if 0 <= y < h and 0 <= z < w and (best is None or x[b, y, z, d] > best):
+                    best = x[b, y, z, d]
+                    arg[b, i, j, d] = ((b * h if with_batch else 0) + y) * w * c + z * c + d
+        out[b, i, j, d] = best
+    return out, arg
+
+
+@pytest.mark.parametrize("pad,with_batch", [("SAME", False), ("VALID", True)])
+def test_max_pool_with_argmax_and_gradient(pad, with_batch):
+    x = _x(2, 5, 4, 2)
+    x[0, 0, 0, 0] = x[0, 0, 1, 0] = 9.0  # a tie: the first in row-major order wins
+
+    def build(a):
+        return list(
+            tf.nn.max_pool_with_argmax(a, [1, 3, 3, 1], [1, 2, 2, 1], pad,
+                                       include_batch_in_index=with_batch)
+        )  # fmt: skip
+
+    check_forward(build, [x], lambda a: list(_argmax_pool_ref(a, 3, 2, pad, with_batch)))
+    check_gradient(lambda a: build(a)[0], [_x(1, 5, 4, 1)])
+    ints = RNG.integers(-5, 5, (1, 4, 4, 1)).astype(np.int32)
+    got = run(lambda a: tf.nn.max_pool_with_argmax(a, 2, 2, "VALID", Targmax=hb.int32), [ints])
+    want = _argmax_pool_ref(ints, 2, 2, "VALID", False)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[1].dtype == np.int32
+    with pytest.raises(hb.errors.InvalidArgumentError, match="Targmax"):
+        tf.nn.max_pool_with_argmax(hb.zeros([1, 2, 2, 1]), 2, 2, "VALID", Targmax=hb.float32)
+
+
 # ---- normalization, activations, losses -----------------------------------------------------
 
 

@@ -107,6 +107,10 @@ def test_convolutions_lrn_and_activations_match_tf():
             tf.nn.separable_conv2d(p, dw, pw, [1, 1, 1, 1], "SAME"),
             tf.nn.convolution(p, f, "SAME", strides=[2, 2]),
             tf.nn.pool(p1, [3], "MAX", "SAME", strides=[2]),
+            *tf.nn.max_pool_with_argmax(p, [1, 3, 3, 1], [1, 2, 2, 1], "SAME"),
+            *tf.nn.max_pool_with_argmax(
+                p, [1, 2, 2, 1], [1, 2, 2, 1], "VALID", include_batch_in_index=True
+            ),
             tf.nn.pool(p, [2, 2], "AVG", "VALID", strides=[1, 2]),
             tf.nn.lrn(p, depth_radius=1, bias=2.0, alpha=0.5, beta=0.75),
             tf.nn.selu(p),
@@ -118,7 +122,9 @@ def test_convolutions_lrn_and_activations_match_tf():
         ]
         lrn = tf.nn.lrn(p, 2, 1.0, 0.3, 0.5)
         dep = tf.nn.depthwise_conv2d(p, dw, [1, 1, 1, 1], "SAME", rate=[2, 2])
-        outs += tf.gradients(tf.reduce_sum(lrn * lrn) + tf.reduce_sum(dep * dep), [p])
+        mp = tf.nn.max_pool_with_argmax(p, [1, 2, 2, 1], [1, 1, 1, 1], "SAME")[0]
+        loss = tf.reduce_sum(lrn * lrn) + tf.reduce_sum(dep * dep) + tf.reduce_sum(mp * mp)
+        outs += tf.gradients(loss, [p])
         outs += tf.gradients(tf.reduce_sum(conv1 * conv1), [p1])
         return outs, {p: x, p1: x1}
 

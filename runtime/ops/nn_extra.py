@@ -2,6 +2,7 @@
 conv1d, dilated (atrous) and depthwise/separable convolutions, nn.convolution and nn.pool,
 local response normalization, selu, softsign, crelu and weighted_cross_entropy_with_logits.
 
+MaxPoolWithArgmax is an op of its own (with MaxPoolGradWithArgmax for its gradient).
 Depthwise convolution is a conv2d with a block-diagonal filter (each input channel feeds only
 its own ``channel_multiplier`` outputs); dilation inserts zeros into the filter.
 """
@@ -12,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes as _dt
 from ..errors import InvalidArgumentError, UnimplementedError
 from ..graph import Tensor, name_scope
-from ..registry import convert_to_tensor
+from ..registry import apply, convert_to_tensor, defop
 from . import array as _array
 from . import manip as _manip
 from . import math as _math
@@ -437,6 +439,114 @@ def weighted_cross_entropy_with_logits(
         return (1.0 - z) * x + lw * soft
 
 
+# ---- MaxPoolWithArgmax ------------------------------------------------------------------------
+
+MaxPoolWithArgmax = defop("MaxPoolWithArgmax", cost=_nn._pool_cost(2))
+
+
+@MaxPoolWithArgmax.shape
+def _mpa_shape(op):
+    x = op.inputs[0]
+    _nn._check_rank4("MaxPoolWithArgmax", "input", x)
+    s = _nn._pool_out_shape("MaxPoolWithArgmax", op.attrs, x.shape)
+    return [(s, x.dtype), (s, _dt.as_dtype(op.attrs["Targmax"]))]
+
+
+@MaxPoolWithArgmax.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+def _max_pool_with_argmax(ctx, x):
+    """The first maximum of each window (row-major) and its flat index ``(y * W + x) * C + c``
+    (plus ``b * H * W * C`` when include_batch_in_index); padding never wins."""
+    xp = ctx.xp
+    n, h, w, c, kh, kw, sh, sw, ho, wo, ph, pw = _nn._pool_dims(
+        "MaxPoolWithArgmax", ctx.attrs, x.shape
+    )
+    xpad = _nn._pad_hw(xp, x, ph, pw, _nn._lowest(x.dtype))
+    rows = np.arange(ho) * sh - ph[0]
+    cols = np.arange(wo) * sw - pw[0]
+    best = arg = have = None
+    for i in range(kh):
+        for j in range(kw):
+            r, q = rows + i, cols + j
+            valid = ((r >= 0) & (r < h))[:, None, None] & ((q >= 0) & (q < w))[None, :, None]
+            idx = (r[:, None, None] * w + q[None, :, None]) * c + np.arange(c)[None, None, :]
+            valid_d, idx_d = xp.asarray(valid), xp.asarray(idx.astype(np.int64))
+            win = _nn._window(xpad, i, j, sh, sw, ho, wo)
+            if best is None:
+                best = win.copy()
+                arg = xp.broadcast_to(idx_d, best.shape).copy()
+                have = xp.broadcast_to(valid_d, best.shape).copy()
+                continue
+            upd = valid_d & ((win > best) | ~have)
+            best = xp.where(upd, win, best)
+            arg = xp.where(upd, idx_d, arg)
+            have = have | upd
+    if ctx.attrs["include_batch_in_index"]:
+        arg = arg + xp.asarray((np.arange(n) * (h * w * c)).reshape(n, 1, 1, 1))
+    return best, arg.astype(np.dtype(_dt.as_dtype(ctx.attrs["Targmax"]).np), copy=False)
+
+
+MaxPoolGradWithArgmax = defop("MaxPoolGradWithArgmax", cost=_nn._pool_cost(1))
+
+
+@MaxPoolGradWithArgmax.shape
+def _mpga_shape(op):
+    x, g, _ = op.inputs
+    return [(x.shape, g.dtype)]
+
+
+@MaxPoolGradWithArgmax.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+def _max_pool_grad_with_argmax(ctx, x, g, argmax):
+    """Each output gradient added at its argmax position."""
+    from .manip import _add_at
+
+    xp = ctx.xp
+    n = x.shape[0]
+    per = x.size // n if n else 0
+    idx = argmax.astype(np.int64)
+    if not ctx.attrs["include_batch_in_index"]:
+        idx = idx + xp.asarray((np.arange(n, dtype=np.int64) * per).reshape(n, 1, 1, 1))
+    out = xp.zeros(x.size, dtype=g.dtype)
+    _add_at(xp, out, idx.reshape(-1), g.reshape(-1))
+    return out.reshape(x.shape)
+
+
+@MaxPoolWithArgmax.gradient
+def _max_pool_with_argmax_grad(op, g, _g_argmax):
+    return [
+        apply(
+            "MaxPoolGradWithArgmax",
+            [op.inputs[0], g, op.outputs[1]],
+            dict(op.attrs),
+            "MaxPoolGradWithArgmax",
+        )
+    ]
+
+
+def max_pool_with_argmax(
+    input: Any,
+    ksize: Any,
+    strides: Any,
+    padding: str,
+    data_format: str = "NHWC",
+    Targmax: Any = None,
+    name: str | None = None,
+    output_dtype: Any = None,
+    include_batch_in_index: bool = False,
+) -> tuple[Tensor, Tensor]:
+    """Max pooling that also returns where each maximum was, as a flat index (int64)."""
+    attrs = _nn._pool_attrs("max_pool_with_argmax", ksize, strides, padding, data_format)
+    dt = output_dtype if Targmax is None else Targmax
+    dt = _dt.int64 if dt is None else _dt.as_dtype(dt)
+    if dt not in (_dt.int32, _dt.int64):
+        raise InvalidArgumentError(
+            f"max_pool_with_argmax: Targmax must be int32 or int64, got {dt}"
+        )
+    attrs["Targmax"] = dt.name
+    attrs["include_batch_in_index"] = bool(include_batch_in_index)
+    out, argmax = apply("MaxPoolWithArgmax", [input], attrs, name or "MaxPoolWithArgmax")
+    return out, argmax
+
+
 __all__ = [
     "atrous_conv2d",
     "avg_pool1d",
@@ -450,6 +560,7 @@ __all__ = [
     "local_response_normalization",
     "lrn",
     "max_pool1d",
+    "max_pool_with_argmax",
     "pool",
     "selu",
     "separable_conv2d",

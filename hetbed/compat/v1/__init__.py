@@ -264,4 +264,8 @@ logging = _namespace(
     },
 )
 
+# ---- WP3: tf.math names of the new tf.nn activations ----
+math.softsign = nn.softsign
+math.selu = nn.selu
+
 del _name
