@@ -260,6 +260,25 @@ def test_random_brightness_and_contrast_ranges():
         tf.image.random_contrast(hb.zeros([2, 2, 1]), 0.5, 0.5)
 
 
+def test_adjust_gamma_total_variation_and_aliases():
+    x = RNG.uniform(0.1, 1.0, size=(2, 3, 4, 2))
+    check_forward(lambda a: tf.image.adjust_gamma(a, 2.2, 0.5), [x], lambda a: 0.5 * a**2.2)
+    check_gradient(lambda a: tf.image.adjust_gamma(a, 1.5), [x[:1, :2, :2, :1]])
+
+    def tv(a):
+        ax = (-3, -2, -1)
+        dy = np.abs(np.diff(a, axis=-3)).sum(axis=ax)
+        return dy + np.abs(np.diff(a, axis=-2)).sum(axis=ax)
+
+    check_forward(tf.image.total_variation, [x], tv)
+    check_forward(tf.image.total_variation, [x[0]], tv)
+    check_forward(tf.image.transpose, [x], lambda a: np.swapaxes(a, 1, 2))
+    got = run(lambda a: tf.image.resize(a, [5, 6]), [x])
+    np.testing.assert_allclose(got, bilinear_ref(x, 5, 6))
+    with pytest.raises(ValueError, match="gamma"):
+        tf.image.adjust_gamma(hb.zeros([2, 2, 1]), -1.0)
+
+
 def test_grayscale_conversions():
     rgb = RNG.uniform(size=(2, 2, 3))
     w = np.array([0.2989, 0.5870, 0.1140])

@@ -255,6 +255,21 @@ def test_weighted_cross_entropy_with_logits():
         build(hb.zeros([2, 3], hb.float64), hb.zeros([3, 2], hb.float64))
 
 
+def test_swish_relu_layer_zero_fraction_and_pool2d_aliases():
+    x, w, b = _x(3, 4), _x(4, 2), _x(2)
+    check_forward(lambda a: tf.nn.swish(a, beta=0.7), [x], lambda a: a / (1 + np.exp(-0.7 * a)))
+    check_gradient(lambda a: tf.nn.swish(a), [x])
+    check_forward(tf.nn.relu_layer, [x, w, b], lambda a, c, d: np.maximum(a @ c + d, 0))
+    z = np.array([[0.0, 1.0, 0.0, 2.0]])
+    check_forward(tf.nn.zero_fraction, [z], lambda a: np.float32(0.5))
+    x4 = _x(1, 4, 4, 1)
+    got = run(lambda a: [tf.nn.max_pool2d(a, 2, 2, "VALID"), tf.nn.avg_pool2d(a, 2, 2, "VALID")],
+              [x4])  # fmt: skip
+    blocks = x4.reshape(1, 2, 2, 2, 2, 1)
+    np.testing.assert_allclose(got[0], blocks.max(axis=(2, 4)))
+    np.testing.assert_allclose(got[1], blocks.mean(axis=(2, 4)))
+
+
 def test_existing_nn_names_cover_tf1():
     """relu6 and moments exist already; the new names are in tf.nn."""
     for n in ("relu6", "moments", "selu", "softsign", "crelu", "lrn", "conv1d", "pool"):

@@ -81,6 +81,11 @@ def test_image_crops_pads_and_photometric_match_tf():
             tf.image.rot90(p, 3),
             tf.image.transpose_image(p),
             tf.image.flip_up_down(p),
+            tf.image.adjust_gamma(p, 2.0, 0.5),
+            tf.image.total_variation(p),
+            tf.image.total_variation(tf.stack([p, p * 2.0])),
+            tf.image.transpose(p),
+            tf.image.resize(p, [3, 11]),
             tf.image.convert_image_dtype(p, tf.int32, saturate=True),
         ]
         return outs, {p: img}
@@ -115,6 +120,10 @@ def test_convolutions_lrn_and_activations_match_tf():
             tf.nn.lrn(p, depth_radius=1, bias=2.0, alpha=0.5, beta=0.75),
             tf.nn.selu(p),
             tf.nn.softsign(p),
+            tf.nn.swish(p),
+            tf.nn.zero_fraction(tf.nn.relu(p)),
+            tf.nn.max_pool2d(p, 2, 2, "SAME"),
+            tf.nn.avg_pool2d(p, [1, 2, 3, 1], [1, 1, 2, 1], "VALID"),
             tf.nn.crelu(p),
             tf.nn.weighted_cross_entropy_with_logits(
                 labels=tf.sigmoid(p), logits=2.0 * p, pos_weight=3.0

@@ -101,11 +101,14 @@ def random_flip_up_down(image: Any, seed: Any = None) -> Tensor:
     return _random_flip("random_flip_up_down", image, 3, seed)
 
 
-def transpose_image(image: Any) -> Tensor:
-    """Swap height and width."""
+def transpose_image(image: Any, name: str | None = None) -> Tensor:
+    """Swap height and width (also ``tf.image.transpose``)."""
     x, r = _image("transpose_image", image)
     perm = [1, 0, 2] if r == 3 else [0, 2, 1, 3]
-    return _manip.transpose(x, perm, name="transpose_image")
+    return _manip.transpose(x, perm, name=name or "transpose_image")
+
+
+transpose = transpose_image
 
 
 def rot90(image: Any, k: int = 1, name: str | None = None) -> Tensor:
@@ -351,6 +354,9 @@ def resize_images(
     raise UnimplementedError(f"resize_images: method {method} (bicubic/area) is not supported")
 
 
+resize = resize_images  # TF1's tf.image.resize is resize_images
+
+
 # ---- dtype conversion and photometric adjustments --------------------------------------------
 
 
@@ -478,10 +484,36 @@ def grayscale_to_rgb(images: Any, name: str | None = None) -> Tensor:
     return _manip.concat([x, x, x], -1, name=name or "grayscale_to_rgb")
 
 
+def adjust_gamma(image: Any, gamma: float = 1, gain: float = 1) -> Tensor:
+    """``gain * image ** gamma`` (in float for integer images); gamma must be non-negative."""
+    if not isinstance(gamma, Tensor) and gamma < 0:
+        raise ValueError("adjust_gamma: gamma must be non-negative")
+    return _in_float(
+        "adjust_gamma", image, lambda x: _math_cast(gain, x) * _math.pow(x, _math_cast(gamma, x))
+    )
+
+
+def total_variation(images: Any, name: str | None = None) -> Tensor:
+    """Sum of absolute differences of neighboring pixels, per image (a scalar for one image)."""
+    x, r = _image("total_variation", images)
+    with name_scope(name or "total_variation"):
+        a = list(range(r - 3, r))
+        h, w = _hw("total_variation", x)
+        lead = [0] * (r - 3)
+        rest = [-1] * (r - 3)
+        dy = _manip.slice_(x, lead + [1, 0, 0], rest + [-1, -1, -1]) - _manip.slice_(
+            x, lead + [0, 0, 0], rest + [h - 1, -1, -1]
+        )
+        dx = _manip.slice_(x, lead + [0, 1, 0], rest + [-1, -1, -1]) - _manip.slice_(
+            x, lead + [0, 0, 0], rest + [-1, w - 1, -1]
+        )
+        return _math.reduce_sum(_math.abs(dy), axis=a) + _math.reduce_sum(_math.abs(dx), axis=a)
+
+
 __all__ = [
-    "ResizeMethod",
     "adjust_brightness",
     "adjust_contrast",
+    "adjust_gamma",
     "central_crop",
     "convert_image_dtype",
     "crop_to_bounding_box",
@@ -495,12 +527,16 @@ __all__ = [
     "random_crop",
     "random_flip_left_right",
     "random_flip_up_down",
+    "resize",
     "resize_bilinear",
     "resize_image_with_crop_or_pad",
     "resize_images",
     "resize_nearest_neighbor",
     "resize_with_crop_or_pad",
+    "ResizeMethod",
     "rgb_to_grayscale",
     "rot90",
+    "total_variation",
+    "transpose",
     "transpose_image",
 ]

@@ -547,9 +547,45 @@ def max_pool_with_argmax(
     return out, argmax
 
 
+# ---- small aliases and compositions of TF1's tf.nn -------------------------------------------
+
+
+def max_pool2d(input, ksize, strides, padding, data_format="NHWC", name=None) -> Tensor:
+    """TF1's ``tf.nn.max_pool2d`` (= max_pool)."""
+    return _nn.max_pool(input, ksize, strides, padding, data_format=data_format, name=name)
+
+
+def avg_pool2d(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):
+    """TF1's ``tf.nn.avg_pool2d`` (= avg_pool)."""
+    return _nn.avg_pool(value, ksize, strides, padding, data_format=data_format, name=name,
+                        input=input)  # fmt: skip
+
+
+def swish(features: Any, beta: float = 1.0) -> Tensor:
+    """``x * sigmoid(beta * x)``."""
+    with name_scope("swish"):
+        x = convert_to_tensor(features)
+        return x * _nn.sigmoid(beta * x)
+
+
+def relu_layer(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
+    """``relu(matmul(x, weights) + biases)``."""
+    with name_scope(name or "relu_layer"):
+        return _nn.relu(_nn.bias_add(_math.matmul(x, weights), biases))
+
+
+def zero_fraction(value: Any, name: str | None = None) -> Tensor:
+    """The fraction of zeros in ``value`` (float32)."""
+    with name_scope(name or "zero_fraction"):
+        x = convert_to_tensor(value)
+        zero = _math.equal(x, _array.constant(0, dtype=x.dtype))
+        return _math.reduce_mean(_array.cast(zero, _dt.float32))
+
+
 __all__ = [
     "atrous_conv2d",
     "avg_pool1d",
+    "avg_pool2d",
     "conv1d",
     "convolution",
     "crelu",
@@ -560,10 +596,14 @@ __all__ = [
     "local_response_normalization",
     "lrn",
     "max_pool1d",
+    "max_pool2d",
     "max_pool_with_argmax",
     "pool",
+    "relu_layer",
     "selu",
     "separable_conv2d",
     "softsign",
+    "swish",
     "weighted_cross_entropy_with_logits",
+    "zero_fraction",
 ]

@@ -264,8 +264,7 @@ logging = _namespace(
     },
 )
 
-# ---- WP3: tf.math names of the new tf.nn activations ----
+# ---- WP3: tf.math name of a new tf.nn activation ----
 math.softsign = nn.softsign
-math.selu = nn.selu
 
 del _name
