@@ -48,6 +48,13 @@ def test_random_flips_pick_each_image_independently():
         flipped = [np.array_equal(g, np.flip(xi, axis - 1)) for g, xi in zip(got, x)]
         assert all(s or f for s, f in zip(same, flipped))
         assert any(same) and any(flipped)  # 16 coins: both outcomes (fixed seed)
+    g = hb.Graph()
+    with g.as_default():
+        ph = hb.placeholder(hb.float64, [None, 2, 3, 1])  # batch size known only at run time
+        with hb.Session() as s:
+            got = s.run(tf.image.random_flip_left_right(ph, seed=4), {ph: x})
+    flipped = [np.array_equal(gi, np.flip(xi, 1)) for gi, xi in zip(got, x)]
+    assert any(flipped) and not all(flipped)
     one = run(lambda a: tf.image.random_flip_left_right(a), [x[0]])
     assert np.array_equal(one, x[0]) or np.array_equal(one, np.flip(x[0], 1))
 

@@ -77,7 +77,7 @@ def _random_flip(fn: str, image: Any, axis_from_end: int, seed: Any) -> Tensor:
     x, r = _image(fn, image)
     with name_scope(fn):
         flipped = _manip.reverse(x, [r - axis_from_end])
-        n = [] if r == 3 else [_batch_size(x)]
+        n = [] if r == 3 else _batch_size(x)
         coin = _math.less(_random.random_uniform(n, seed=seed), 0.5)
         if r == 4:
             coin = _array.reshape(coin, [-1, 1, 1, 1])
@@ -85,10 +85,11 @@ def _random_flip(fn: str, image: Any, axis_from_end: int, seed: Any) -> Tensor:
 
 
 def _batch_size(x: Tensor) -> Any:
+    """[N] for a batch: a list when N is static, else a slice of the run-time shape."""
     n = x.shape.as_list()[0]
     if n is None:
-        raise UnimplementedError(f"random flips of a batch need a known batch size, got {x.shape}")
-    return n
+        return _manip.slice_(_array.shape(x), [0], [1])
+    return [n]
 
 
 def random_flip_left_right(image: Any, seed: Any = None) -> Tensor:
