@@ -252,6 +252,10 @@ sub = subtract
 mul = multiply
 neg = negative
 
+# ---- WP3: nn and image ops (tf.image, tf.random_crop) ----
+from hetbed import image  # noqa: E402
+from hetbed.runtime.ops.image import random_crop  # noqa: E402
+
 
 def list_devices(config: ConfigProto | None = None) -> list:
     """The devices a Session with ``config`` would have in this process."""

@@ -48,3 +48,35 @@ __all__ = [
     "flatten",
     "max_pooling2d",
 ]
+
+# ---- WP3: 1-D convolution and pooling, separable convolution ----
+from hetbed.runtime.layers_extra import (  # noqa: E402
+    AveragePooling1D,
+    Conv1D,
+    MaxPooling1D,
+    SeparableConv2D,
+    average_pooling1d,
+    conv1d,
+    max_pooling1d,
+    separable_conv2d,
+)
+
+AvgPool1D = AveragePooling1D
+MaxPool1D = MaxPooling1D
+Convolution1D = Conv1D
+SeparableConvolution2D = SeparableConv2D
+
+__all__ += [
+    "AvgPool1D",
+    "AveragePooling1D",
+    "Conv1D",
+    "Convolution1D",
+    "MaxPool1D",
+    "MaxPooling1D",
+    "SeparableConv2D",
+    "SeparableConvolution2D",
+    "average_pooling1d",
+    "conv1d",
+    "max_pooling1d",
+    "separable_conv2d",
+]

@@ -17,10 +17,12 @@ import pytest
 import test_cond
 import test_dynamic_rnn
 import test_map_scan
+import test_ops_image  # WP3
 import test_ops_indexing  # WP2
 import test_ops_manip
 import test_ops_math
 import test_ops_nn
+import test_ops_nn_extra  # WP3
 import test_ops_random
 import test_ops_state
 import test_sync_replicas
@@ -42,6 +44,8 @@ MODULES = [
     test_ops_random,
     test_train_optimizers,
     test_ops_indexing,  # WP2
+    test_ops_image,  # WP3
+    test_ops_nn_extra,  # WP3
 ]
 try:  # skips itself (at import) where tensorboard is missing; its ops then go unchecked here
     import test_summary

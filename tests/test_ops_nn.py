@@ -518,8 +518,8 @@ def test_conv2d_errors():
             hb.nn.conv2d(x, f3, [1, 1, 1, 1], "same")
         with pytest.raises(hb.errors.UnimplementedError, match="NCHW"):
             hb.nn.conv2d(x, f3, [1, 1, 1, 1], "SAME", data_format="NCHW")
-        with pytest.raises(hb.errors.UnimplementedError, match="dilations"):
-            hb.nn.conv2d(x, f3, [1, 1, 1, 1], "SAME", dilations=[1, 2, 2, 1])
+        with pytest.raises(hb.errors.InvalidArgumentError, match="dilations must be"):
+            hb.nn.conv2d(x, f3, [1, 1, 1, 1], "SAME", dilations=[2, 2, 2, 1])  # WP3: 1 < rate OK
         with pytest.raises(hb.errors.InvalidArgumentError, match=r"\[1, h, w, 1\]"):
             hb.nn.conv2d(x, f3, [2, 1, 1, 1], "SAME")
         big = hb.constant(np.zeros((7, 7, 3, 1), np.float32))

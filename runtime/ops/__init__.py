@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     manip,
     math,
     nn,
+    nn_extra,
     random,
     readers,
     sampled,

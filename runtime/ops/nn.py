@@ -1217,9 +1217,14 @@ def conv2d(
     ``strides`` is [1, sh, sw, 1] (or [sh, sw], or an int); ``padding`` "SAME" or "VALID" with
     TensorFlow's rule (the extra padding row/column goes at the bottom/right). Raises
     InvalidArgumentError on a bad padding string or when input depth and filter in_channels differ;
-    UnimplementedError for NCHW or dilations other than 1.
+    UnimplementedError for NCHW. ``dilations`` [1, rh, rw, 1] convolve with a dilated filter.
     """
     filter = filters if filter is None else filter
+    if dilations is not None and _window4("conv2d", "dilations", dilations) != (1, 1, 1, 1):
+        from .nn_extra import dilated_conv2d  # WP3: dilations by a dilated filter
+
+        _check_format("conv2d", data_format)
+        return dilated_conv2d(input, filter, strides, padding, dilations, name=name)
     attrs = _conv_attrs("conv2d", strides, padding, data_format, dilations)
     x = convert_to_tensor(input)
     f = convert_to_tensor(filter, dtype=x.dtype)

@@ -362,4 +362,7 @@ sparse = _namespace(
 )
 dtypes.string = _hb.string
 del _k, _v
+# ---- WP3: tf.math name of a new tf.nn activation ----
+math.softsign = nn.softsign
+
 del _name
