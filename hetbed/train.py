@@ -130,3 +130,28 @@ __all__ = [
     "polynomial_decay",
     "update_checkpoint_state",
 ]
+
+# ---- WP4: more optimizers and hooks ----
+from hetbed.runtime.train.hooks_extra import (  # noqa: E402
+    FeedFnHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+)
+from hetbed.runtime.train.optimizers_extra import (  # noqa: E402
+    AdadeltaOptimizer,
+    FtrlOptimizer,
+    ProximalGradientDescentOptimizer,
+)
+
+__all__ += [
+    "AdadeltaOptimizer",
+    "FeedFnHook",
+    "FtrlOptimizer",
+    "LoggingTensorHook",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "ProximalGradientDescentOptimizer",
+    "SecondOrStepTimer",
+]

@@ -7,12 +7,14 @@ from . import (  # noqa: F401
     control,
     conv_transpose,
     data_flow,
+    debug,  # WP4
     dynamic,
     iterator,
     loop,
     manip,
     math,
     nn,
+    py_func,  # WP4
     random,
     sampled,
     state,
