@@ -55,7 +55,7 @@ def summarize_v1(a: np.ndarray, n: int) -> str:
         out.append(_item(flat[i]))
         out.append("]" * sum(1 for s in spans if s and (i + 1) % s == 0))
     if shown < flat.size:
-        out.append("...")
+        out.append("..." + "]" * sum(1 for s in spans if s and shown % s != 0))
     return "".join(out)
 
 

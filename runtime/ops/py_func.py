@@ -42,6 +42,9 @@ def _py_func_cost(op, ins, outs):
 
 
 def _expected_shapes(op, in_shapes):
+    declared = [t.shape for t in op.outputs]
+    if all(s.is_fully_defined() for s in declared):
+        return [tuple(s.as_list()) for s in declared]
     raise InvalidArgumentError(
         f"PyFunc {op.name!r}: a shape-only simulation cannot call a Python function and its "
         f"output shapes are unknown; declare them with set_shape() on its outputs"
