@@ -87,6 +87,8 @@ class TestCase(unittest.TestCase):
 
     def setUp(self) -> None:
         super().setUp()
+        if self._testMethodName == "test_session":
+            self.skipTest("Not a test (TF1's test_session helper).")
         reset_default_graph()
         self._cached: Session | None = None
         self._cached_cm: Any = None
@@ -176,7 +178,7 @@ class TestCase(unittest.TestCase):
     ) -> None:
         """assertAllClose with tolerances widened for float32 and float16 operands."""
         a, b = np.asarray(_value(a)), np.asarray(_value(b))
-        kinds = {a.dtype, b.dtype}
+        kinds = {a.dtype.type, b.dtype.type}
         if np.float32 in kinds:
             rtol, atol = max(rtol, float_rtol), max(atol, float_atol)
         if np.float16 in kinds:
