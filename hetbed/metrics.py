@@ -81,6 +81,15 @@ def _weighted(values: Tensor, weights: Any) -> tuple[Tensor, Tensor]:
     return reduce_sum(multiply(values, w)), reduce_sum(w)
 
 
+def _mean(v: Tensor, weights: Any) -> tuple[Tensor, Tensor]:
+    total, count = _local("total"), _local("count")
+    batch_sum, batch_count = _weighted(v, weights)
+    update_total = assign_add(total, batch_sum)
+    update_count = assign_add(count, batch_count)
+    value = _safe_div(total.value(), count.value(), "value")
+    return value, _safe_div(update_total, update_count, "update_op")
+
+
 def mean(
     values: Any,
     weights: Any = None,
@@ -90,15 +99,8 @@ def mean(
 ) -> tuple[Tensor, Tensor]:
     """TF1's ``tf.metrics.mean``: the (weighted) mean of every value seen, from local variables
     ``total`` and ``count``."""
-    g = get_default_graph()
-    with g.name_scope(name or "mean"):
-        v = cast(convert_to_tensor(values), _dt.float32)
-        total, count = _local("total"), _local("count")
-        batch_sum, batch_count = _weighted(v, weights)
-        update_total = assign_add(total, batch_sum)
-        update_count = assign_add(count, batch_count)
-        value = _safe_div(total.value(), count.value(), "value")
-        update = _safe_div(update_total, update_count, "update_op")
+    with get_default_graph().name_scope(name or "mean"):
+        value, update = _mean(cast(convert_to_tensor(values), _dt.float32), weights)
     _collect(metrics_collections, updates_collections, value, update)
     return value, update
 
@@ -119,8 +121,9 @@ def accuracy(
         lab = convert_to_tensor(labels)
         if lab.dtype != p.dtype:
             lab = cast(lab, p.dtype)
-        correct = cast(equal(p, lab), _dt.float32)
-    return mean(correct, weights, metrics_collections, updates_collections, name or "accuracy")
+        value, update = _mean(cast(equal(p, lab), _dt.float32), weights)
+    _collect(metrics_collections, updates_collections, value, update)
+    return value, update
 
 
 def _count(
