@@ -249,3 +249,20 @@ def test_gpu_and_graph_options_accepted():
             assert s.run(hb.constant(1) + 1) == 2
     with pytest.raises(ValueError, match="per_process_gpu_memory_fraction"):
         tf.GPUOptions(per_process_gpu_memory_fraction=1.5)
+
+
+def test_py_func_refused_in_a_remote_task():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = hb.train.Server(hb.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]}), "worker", 0)
+    try:
+        with hb.Graph().as_default():
+            y = tf.py_func(lambda a: a * 2, [hb.constant([1.0])], tf.float32, name="remote_cb")
+            with hb.Session(server.target) as s:
+                with pytest.raises(InvalidArgumentError, match="'remote_cb'.*remote task"):
+                    s.run(y)
+    finally:
+        server.stop(grace=0)

@@ -15,6 +15,7 @@ import sys
 
 import pytest
 import test_cond
+import test_debug_ops
 import test_dynamic_rnn
 import test_ops_manip
 import test_ops_math
@@ -58,6 +59,10 @@ EXTRA = [
     (test_while_loop, "test_gradients_through_a_loop_match_finite_differences"),
     (test_tensor_array, "test_an_rnn_writing_a_tensor_array_in_a_loop_and_its_gradients"),
     (test_dynamic_rnn, "test_reverse_sequence_is_numpy_and_its_own_gradient"),
+    # WP4: CheckNumerics, IsNan, IsInf, IsFinite
+    (test_debug_ops, "test_check_numerics_identity_and_error_names_op_and_message"),
+    (test_debug_ops, "test_check_numerics_gradient_is_checked"),
+    (test_debug_ops, "test_is_nan_inf_finite_against_numpy"),
 ]
 USE_REAL = os.environ.get("HETBED_GPU_OPS") == "real"
 
