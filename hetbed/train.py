@@ -144,6 +144,7 @@ from hetbed.runtime.train.optimizers_extra import (  # noqa: E402
     FtrlOptimizer,
     ProximalGradientDescentOptimizer,
 )
+from hetbed.runtime.train.supervisor import SummarySaverHook, Supervisor  # noqa: E402
 
 __all__ += [
     "AdadeltaOptimizer",
@@ -154,4 +155,6 @@ __all__ += [
     "NanTensorHook",
     "ProximalGradientDescentOptimizer",
     "SecondOrStepTimer",
+    "SummarySaverHook",
+    "Supervisor",
 ]

@@ -206,3 +206,60 @@ def test_nan_tensor_hook_and_feed_fn_hook():
                 sess.run(loss)
                 n += 1
         assert n == 2
+
+
+# ---- Supervisor and SummarySaverHook --------------------------------------------------------
+
+
+def test_supervisor_initializes_saves_and_restores(tmp_path):
+    logdir = str(tmp_path)
+    for run in range(2):
+        with hb.Graph().as_default():
+            gs = tf.train.get_or_create_global_step()
+            w = hb.Variable(10.0, name="w")
+            step = hb.group(hb.assign_add(w, 1.0), hb.assign_add(gs, 1))
+            sv = tf.train.Supervisor(logdir=logdir, summary_op=None, save_model_secs=0)
+            assert sv.global_step is gs and sv.saver is not None and sv.summary_writer is None
+            with sv.managed_session() as sess:
+                assert sess.run(w) == 10.0 + 3 * run  # restored on the second run
+                for _ in range(3):
+                    if sv.should_stop():
+                        break
+                    sess.run(step)
+                if run == 1:
+                    raise hb.errors.OutOfRangeError("end of input")  # a clean stop
+            assert sv.should_stop()
+    assert tf.train.latest_checkpoint(logdir).endswith("model.ckpt-6")
+
+
+def test_summary_saver_hook_every_n_steps():
+    pytest.importorskip("tensorboard")
+    from tensorboard.compat.proto import summary_pb2  # protobuf only, no TensorFlow import
+
+    class Writer:  # stands in for a FileWriter (whose import may pull TensorFlow in: slow)
+        def __init__(self):
+            self.got, self.flushed = [], False
+
+        def add_summary(self, summary, step):
+            self.got.append((step, summary_pb2.Summary.FromString(bytes(summary.item()))))
+
+        def flush(self):
+            self.flushed = True
+
+    with hb.Graph().as_default():
+        gs = tf.train.get_or_create_global_step()
+        tf.summary.scalar("seven", hb.constant(7.0))
+        step = hb.assign_add(gs, 1)
+        writer = Writer()
+        hook = tf.train.SummarySaverHook(save_steps=2, summary_writer=writer)
+        with tf.train.MonitoredTrainingSession(hooks=[hook]) as sess:
+            for _ in range(5):
+                sess.run(step)
+    assert writer.flushed
+    values = [(v.tag, v.simple_value) for _, sm in writer.got for v in sm.value]
+    assert values == [("seven", 7.0)] * 3
+    # the global step is read in the step that bumps it: steps 0, 2, 4 or 1, 3, 5
+    steps = [st for st, _ in writer.got]
+    assert steps[1] - steps[0] == 2 and steps[2] - steps[1] == 2
+    with pytest.raises(ValueError, match="exactly one"):
+        tf.train.SummarySaverHook(save_steps=1)
