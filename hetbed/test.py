@@ -23,6 +23,8 @@ __all__ = [
     "is_built_with_cuda",
     "is_built_with_gpu_support",
     "get_temp_dir",
+    "compute_gradient",
+    "compute_gradient_error",
 ]
 
 _TEMP_DIR: str | None = None
@@ -69,6 +71,89 @@ def is_built_with_cuda() -> bool:
 
 
 is_built_with_gpu_support = is_built_with_cuda
+
+
+def _listify(x: Any) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def compute_gradient(
+    x: Any,
+    x_shape: Any,
+    y: Any,
+    y_shape: Any,
+    x_init_value: Any = None,
+    delta: float = 1e-3,
+    init_targets: Any = None,
+    extra_feed_dict: dict | None = None,
+) -> Any:
+    """TF1's ``tf.test.compute_gradient`` in the default session: for each x, the (theoretical,
+    numerical) Jacobians of shape (x size, y size); the numerical one by central differences
+    of step ``delta``, at ``x_init_value`` (default: uniform in [-1, 1), seed 0)."""
+    from hetbed.runtime.gradients import gradients
+    from hetbed.runtime.ops.array import placeholder
+
+    sess = get_default_session()
+    if sess is None:
+        raise ValueError("compute_gradient needs a default session (use `with sess.as_default()`)")
+    if init_targets is not None:
+        sess.run(init_targets)
+    xs, shapes = _listify(x), _listify(x_shape) if isinstance(x, (list, tuple)) else [x_shape]
+    inits = _listify(x_init_value) if isinstance(x, (list, tuple)) else [x_init_value]
+    if x_init_value is None:
+        inits = [None] * len(xs)
+    rng = np.random.default_rng(0)
+    values = [
+        np.asarray(v, t.dtype.np) if v is not None else rng.uniform(-1, 1, s).astype(t.dtype.np)
+        for t, s, v in zip(xs, shapes, inits)
+    ]
+    dy = placeholder(y.dtype, list(y_shape))
+    grads = gradients(y, xs, grad_ys=dy)
+    feed = dict(extra_feed_dict or {})
+    base = {**feed, **dict(zip(xs, values))}
+    ny = int(np.prod(y_shape))
+    out = []
+    for i, (t, v) in enumerate(zip(xs, values)):
+        theory = np.zeros((v.size, ny))
+        for j in range(ny):
+            onehot = np.zeros(ny, y.dtype.np)
+            onehot[j] = 1
+            g = (
+                sess.run(grads[i], {**base, dy: onehot.reshape(y_shape)})
+                if grads[i] is not None
+                else 0
+            )
+            theory[:, j] = np.asarray(g, float).reshape(-1) if np.ndim(g) else 0.0
+        numeric = np.zeros((v.size, ny))
+        for k in range(v.size):
+            hi, lo = v.copy().reshape(-1), v.copy().reshape(-1)
+            hi[k] += delta
+            lo[k] -= delta
+            y_hi = sess.run(y, {**base, t: hi.reshape(v.shape)})
+            y_lo = sess.run(y, {**base, t: lo.reshape(v.shape)})
+            numeric[k] = (np.asarray(y_hi, float) - np.asarray(y_lo, float)).reshape(-1) / (
+                2 * delta
+            )
+        out.append((theory, numeric))
+    return out if isinstance(x, (list, tuple)) else out[0]
+
+
+def compute_gradient_error(
+    x: Any,
+    x_shape: Any,
+    y: Any,
+    y_shape: Any,
+    x_init_value: Any = None,
+    delta: float = 1e-3,
+    init_targets: Any = None,
+    extra_feed_dict: dict | None = None,
+) -> float:
+    """The largest absolute difference between the theoretical and numerical Jacobians."""
+    res = compute_gradient(
+        x, x_shape, y, y_shape, x_init_value, delta, init_targets, extra_feed_dict
+    )
+    pairs = res if isinstance(x, (list, tuple)) else [res]
+    return float(max((np.max(np.abs(a - b)) if a.size else 0.0) for a, b in pairs))
 
 
 def _value(x: Any) -> Any:

@@ -78,3 +78,23 @@ def test_module_functions():
     assert tf.test.main is not None
     with pytest.raises(SystemExit):
         tf.test.main(argv=["prog", "--help"])
+
+
+def test_compute_gradient_error():
+    with tf.Graph().as_default(), tf.Session():
+        x = tf.placeholder(tf.float64, [2, 3])
+        y = tf.reduce_sum(tf.square(x), axis=1)
+        theory, numeric = tf.test.compute_gradient(x, [2, 3], y, [2])
+        v = np.random.default_rng(0).uniform(-1, 1, (2, 3))
+        want = np.zeros((6, 2))
+        want[:3, 0], want[3:, 1] = 2 * v[0], 2 * v[1]
+        np.testing.assert_allclose(theory, want, rtol=1e-12)
+        np.testing.assert_allclose(numeric, want, rtol=1e-6)
+        assert tf.test.compute_gradient_error(x, [2, 3], y, [2]) < 1e-6
+        # a wrong gradient shows: stop_gradient hides half of it
+        z = tf.stop_gradient(x) * x
+        assert tf.test.compute_gradient_error(x, [2, 3], z, [2, 3], x_init_value=v) > 0.1
+    with pytest.raises(ValueError, match="default session"):
+        with tf.Graph().as_default():
+            p = tf.placeholder(tf.float64, [1])
+            tf.test.compute_gradient(p, [1], p * 2.0, [1])
