@@ -100,12 +100,14 @@ def test_verify_and_add_check_numerics_ops():
     with g.as_default():
         x = hb.placeholder(hb.float32, [2])
         y = tf.verify_tensor_all_finite(hb.log(x), "bad log")
-        z = hb.reduce_sum(y * 3.0)
+        w = hb.Variable(3.0)  # a variable and its optimizer: references are not checked
+        z = hb.reduce_sum(y * w)
+        train = tf.train.GradientDescentOptimizer(0.0).minimize(z)
         check = tf.add_check_numerics_ops()
         with hb.Session(graph=g) as s:
-            assert s.run([z, check], {x: np.array([1.0, 2.0], np.float32)})[0] == pytest.approx(
-                3 * np.log(2.0)
-            )
+            s.run(w.initializer)
+            feed = {x: np.array([1.0, 2.0], np.float32)}
+            assert s.run([z, check, train], feed)[0] == pytest.approx(3 * np.log(2.0))
             with pytest.raises(InvalidArgumentError, match="Log"):
                 s.run(check, {x: np.array([-1.0, 2.0], np.float32)})
     with hb.Graph().as_default():

@@ -276,6 +276,8 @@ def add_check_numerics_ops() -> Operation:
             "cond() or while_loop()"
         )
     for op in ops:
+        if op.op_def is not None and op.op_def.is_ref:
+            continue  # a variable's reference (TF1 skips ref dtypes too)
         for out in op.outputs:
             if out.dtype.is_floating and op.type != "CheckNumerics":
                 deps = [checks[-1]] if checks else []
