@@ -9,7 +9,6 @@ import pytest
 import hetbed.compat.v1 as hbtf
 
 tf1 = pytest.importorskip("tensorflow.compat.v1")
-tf1.disable_eager_execution()
 
 W0 = np.array([[0.5, -1.0], [2.0, 0.1], [-0.3, 0.7]], np.float32)
 X = np.array([[1.0, 2.0], [-1.0, 0.5], [0.3, -2.0]], np.float32)
