@@ -332,3 +332,26 @@ def _distributed_session() -> type:
 
 
 register_session_kind("grpc://", _distributed_session)  # hb.Session("grpc://host:port")
+
+# ---- WP4: debugging ops, Python callbacks, tf.test, tf.metrics, config options ----
+from hetbed import metrics, test  # noqa: E402
+from hetbed.runtime.config_protos import GPUOptions, GraphOptions, OptimizerOptions  # noqa: E402
+from hetbed.runtime.ops.debug import (  # noqa: E402
+    Print,
+    add_check_numerics_ops,
+    assert_integer,
+    assert_rank,
+    assert_rank_at_least,
+    assert_rank_in,
+    assert_same_float_dtype,
+    assert_scalar,
+    assert_type,
+    check_numerics,
+    is_finite,
+    is_inf,
+    is_nan,
+    is_numeric_tensor,
+    verify_tensor_all_finite,
+)
+from hetbed.runtime.ops.debug import print_ as print  # noqa: E402
+from hetbed.runtime.ops.py_func import numpy_function, py_func  # noqa: E402

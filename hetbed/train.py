@@ -134,3 +134,31 @@ __all__ = [
 # ---- WP5: string tensors and file readers ----
 from hetbed.runtime.ops.readers import string_input_producer  # noqa: E402, F401
 from hetbed.runtime.ops.strings import match_filenames_once  # noqa: E402, F401
+
+# ---- WP4: more optimizers and hooks ----
+from hetbed.runtime.train.hooks_extra import (  # noqa: E402
+    FeedFnHook,
+    LoggingTensorHook,
+    NanLossDuringTrainingError,
+    NanTensorHook,
+    SecondOrStepTimer,
+)
+from hetbed.runtime.train.optimizers_extra import (  # noqa: E402
+    AdadeltaOptimizer,
+    FtrlOptimizer,
+    ProximalGradientDescentOptimizer,
+)
+from hetbed.runtime.train.supervisor import SummarySaverHook, Supervisor  # noqa: E402
+
+__all__ += [
+    "AdadeltaOptimizer",
+    "FeedFnHook",
+    "FtrlOptimizer",
+    "LoggingTensorHook",
+    "NanLossDuringTrainingError",
+    "NanTensorHook",
+    "ProximalGradientDescentOptimizer",
+    "SecondOrStepTimer",
+    "SummarySaverHook",
+    "Supervisor",
+]

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import executor as ex
+from .config_protos import GPUOptions, GraphOptions
 from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
 from .graph import Graph, Operation, Tensor, get_default_graph
@@ -37,7 +38,9 @@ class ConfigProto:
     log_device_placement: bool = False
     #: fail a step that waits this long for a completion (0: wait forever, like TF1's default)
     operation_timeout_in_ms: int = 0
-    gpu_options: Any = None
+    #: TF1's GPUOptions / GraphOptions: recorded, not acted on (see config_protos.py)
+    gpu_options: Any = field(default_factory=GPUOptions)
+    graph_options: Any = field(default_factory=GraphOptions)
     #: "default" (unconstrained ops on the first device) or "cost" (cost-aware spreading)
     placement: str = "default"
     #: extra in-process CPU devices with full names, e.g. "/job:ps/replica:0/task:0/device:cpu:0"

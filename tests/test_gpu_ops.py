@@ -15,6 +15,7 @@ import sys
 
 import pytest
 import test_cond
+import test_debug_ops
 import test_dynamic_rnn
 import test_map_scan
 import test_ops_image  # WP3
@@ -66,6 +67,12 @@ EXTRA = [
     (test_tensor_array, "test_an_rnn_writing_a_tensor_array_in_a_loop_and_its_gradients"),
     (test_dynamic_rnn, "test_reverse_sequence_is_numpy_and_its_own_gradient"),
     (test_map_scan, "test_unknown_first_dimension_runs_a_while_loop"),
+    # WP4: CheckNumerics, IsNan, IsInf, IsFinite
+    (test_debug_ops, "test_check_numerics_identity_and_error_names_op_and_message"),
+    (test_debug_ops, "test_check_numerics_gradient_is_checked"),
+    (test_debug_ops, "test_is_nan_inf_finite_against_numpy"),
+    (test_debug_ops, "test_print_is_identity_and_prints_first_n"),  # CPU-only ops fall back
+    (test_debug_ops, "test_py_func_single_and_multiple_outputs"),
 ]
 USE_REAL = os.environ.get("HETBED_GPU_OPS") == "real"
 

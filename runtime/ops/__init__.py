@@ -7,6 +7,7 @@ from . import (  # noqa: F401
     control,
     conv_transpose,
     data_flow,
+    debug,  # WP4
     dynamic,
     iterator,
     loop,
@@ -14,6 +15,7 @@ from . import (  # noqa: F401
     math,
     nn,
     nn_extra,
+    py_func,  # WP4
     random,
     readers,
     sampled,

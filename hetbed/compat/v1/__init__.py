@@ -366,3 +366,40 @@ del _k, _v
 math.softsign = nn.softsign
 
 del _name
+
+
+# ---- WP4: tf.debugging, tf.math.is_nan/is_inf/is_finite ----------------------------------
+
+debugging = _namespace(
+    "debugging",
+    "TF1's tf.debugging: check_numerics, the assert_* helpers and is_nan/is_inf/is_finite.",
+    _pick(
+        "Assert",
+        "assert_equal",
+        "assert_greater",
+        "assert_greater_equal",
+        "assert_integer",
+        "assert_less",
+        "assert_less_equal",
+        "assert_negative",
+        "assert_non_negative",
+        "assert_non_positive",
+        "assert_none_equal",
+        "assert_positive",
+        "assert_rank",
+        "assert_rank_at_least",
+        "assert_rank_in",
+        "assert_same_float_dtype",
+        "assert_scalar",
+        "assert_type",
+        "check_numerics",
+        "is_finite",
+        "is_inf",
+        "is_nan",
+        "is_numeric_tensor",
+    )
+    | {"assert_all_finite": _hb.verify_tensor_all_finite},
+)
+for _k in ("is_nan", "is_inf", "is_finite"):
+    setattr(math, _k, getattr(_hb, _k))
+del _k

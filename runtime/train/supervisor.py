@@ -1,0 +1,248 @@
+"""TF1's SummarySaverHook and the older managed-session helper ``tf.train.Supervisor``."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import OutOfRangeError
+from ..graph import GraphKeys, get_default_graph
+from ..session import Session
+from ..variables import (
+    global_variables_initializer,
+    local_variables_initializer,
+)
+from .checkpoint import latest_checkpoint
+from .hooks_extra import SecondOrStepTimer
+from .monitored import SessionRunArgs, SessionRunHook
+from .queue_runner import Coordinator, start_queue_runners
+from .saver import Saver
+from .training_util import get_global_step
+
+_log = logging.getLogger("hetbed")
+
+
+def _merged_summaries() -> Any:
+    from hetbed.summary import merge_all
+
+    return merge_all()
+
+
+class SummarySaverHook(SessionRunHook):
+    """Writes ``summary_op`` (default: every summary of the graph, merged) to ``output_dir``
+    (or ``summary_writer``) every ``save_steps`` global steps or ``save_secs`` seconds."""
+
+    def __init__(
+        self,
+        save_steps: int | None = None,
+        save_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer: Any = None,
+        scaffold: Any = None,
+        summary_op: Any = None,
+    ):
+        if (output_dir is None) == (summary_writer is None):
+            raise ValueError("SummarySaverHook: give exactly one of output_dir and summary_writer")
+        self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+        self._output_dir = output_dir
+        self._writer = summary_writer
+        self._summary_op = summary_op
+
+    def begin(self) -> None:
+        if self._writer is None:
+            from hetbed.summary import FileWriter
+
+            self._writer = FileWriter(self._output_dir)
+        if self._summary_op is None:
+            self._summary_op = _merged_summaries()
+        self._gs = get_global_step()
+        if self._gs is None:
+            raise RuntimeError("SummarySaverHook needs a global step (create_global_step())")
+        self._next = None
+
+    def before_run(self, run_context):
+        fetches: dict = {"global_step": self._gs}
+        step = self._next
+        self._request = step is None or self._timer.should_trigger_for_step(step)
+        if self._request and self._summary_op is not None:
+            fetches["summary"] = self._summary_op
+        return SessionRunArgs(fetches)
+
+    def after_run(self, run_context, run_values):
+        step = int(run_values.results["global_step"])
+        if "summary" in run_values.results:
+            self._timer.update_last_triggered_step(step)
+            self._writer.add_summary(run_values.results["summary"], step)
+        self._next = step + 1
+
+    def end(self, session):
+        self._writer.flush()
+
+
+class Supervisor:
+    """TF1's ``tf.train.Supervisor``: ``managed_session()`` initializes the variables or restores
+    them from the latest checkpoint in ``logdir``, starts the queue runners and a thread that
+    saves a checkpoint every ``save_model_secs``; on leaving it saves a last checkpoint (chief),
+    stops the threads and closes the session. An OutOfRangeError inside the block is a clean
+    stop. ``summary_op=None`` writes no summaries (summaries are written by the loop with
+    ``summary_computed``)."""
+
+    USE_DEFAULT = 0
+
+    def __init__(
+        self,
+        graph: Any = None,
+        ready_op: Any = USE_DEFAULT,
+        ready_for_local_init_op: Any = USE_DEFAULT,
+        is_chief: bool = True,
+        init_op: Any = USE_DEFAULT,
+        init_feed_dict: dict | None = None,
+        local_init_op: Any = USE_DEFAULT,
+        logdir: str | None = None,
+        summary_op: Any = USE_DEFAULT,
+        saver: Any = USE_DEFAULT,
+        global_step: Any = USE_DEFAULT,
+        save_summaries_secs: float = 120,
+        save_model_secs: float = 600,
+        recovery_wait_secs: float = 30,
+        stop_grace_secs: float = 120,
+        checkpoint_basename: str = "model.ckpt",
+        session_manager: Any = None,
+        summary_writer: Any = USE_DEFAULT,
+        init_fn: Any = None,
+        local_init_run_options: Any = None,
+    ):
+        self._graph = graph if graph is not None else get_default_graph()
+        self._is_chief = is_chief
+        self._logdir = logdir
+        self._init_feed_dict = init_feed_dict
+        self._init_fn = init_fn
+        self._save_model_secs = save_model_secs
+        with self._graph.as_default():
+            self._init_op = global_variables_initializer() if init_op == 0 else init_op
+            self._local_init_op = (
+                local_variables_initializer() if local_init_op == 0 else (local_init_op)
+            )
+            if global_step == 0:
+                global_step = get_global_step(self._graph)
+            self._global_step = global_step
+            if saver == 0:
+                saver = self._graph.get_collection(GraphKeys.SAVERS)
+                saver = saver[0] if saver else Saver()
+            self._saver = saver
+            self._summary_op = _merged_summaries() if summary_op == 0 else summary_op
+        self._save_path = os.path.join(logdir, checkpoint_basename) if logdir else None
+        self._summary_writer = None
+        if summary_writer != 0:
+            self._summary_writer = summary_writer
+        elif logdir and is_chief and self._summary_op is not None:
+            from hetbed.summary import FileWriter
+
+            self._summary_writer = FileWriter(logdir)
+        self._coord = Coordinator()
+        self._threads: list[threading.Thread] = []
+        self._graph.finalize()
+
+    # ---- properties -----------------------------------------------------------------------
+    is_chief = property(lambda self: self._is_chief)
+    coord = property(lambda self: self._coord)
+    saver = property(lambda self: self._saver)
+    global_step = property(lambda self: self._global_step)
+    init_op = property(lambda self: self._init_op)
+    summary_op = property(lambda self: self._summary_op)
+    summary_writer = property(lambda self: self._summary_writer)
+    save_path = property(lambda self: self._save_path)
+
+    # ---- sessions -------------------------------------------------------------------------
+    def prepare_or_wait_for_session(
+        self, master: str = "", config: Any = None, start_standard_services: bool = True, **_: Any
+    ) -> Session:
+        """A session with the variables restored from ``logdir`` or initialized."""
+        sess = Session(master, graph=self._graph, config=config)
+        ckpt = latest_checkpoint(self._logdir) if self._logdir else None
+        if ckpt and self._saver is not None:
+            self._saver.restore(sess, ckpt)
+            _log.info("Supervisor: restored from %s", ckpt)
+        else:
+            if self._init_op is not None:
+                sess.run(self._init_op, self._init_feed_dict)
+            if self._init_fn is not None:
+                self._init_fn(sess)
+        if self._local_init_op is not None:
+            sess.run(self._local_init_op)
+        if start_standard_services:
+            self._threads = list(start_queue_runners(sess, self._coord))
+            if self._is_chief and self._save_path and self._saver is not None:
+                t = threading.Thread(target=self._checkpoint_loop, args=(sess,), daemon=True)
+                t.start()
+                self._threads.append(t)
+        return sess
+
+    def _checkpoint_loop(self, sess: Session) -> None:
+        while self._save_model_secs and not self._coord.wait_for_stop(self._save_model_secs):
+            self._save(sess)
+
+    def _save(self, sess: Session) -> None:
+        self._saver.save(sess, self._save_path, global_step=self._global_step)
+
+    @contextlib.contextmanager
+    def managed_session(
+        self,
+        master: str = "",
+        config: Any = None,
+        start_standard_services: bool = True,
+        close_summary_writer: bool = True,
+    ) -> Iterator[Session]:
+        sess = self.prepare_or_wait_for_session(master, config, start_standard_services)
+        try:
+            yield sess
+        except OutOfRangeError:
+            self._coord.request_stop()
+        except BaseException as e:
+            self._coord.request_stop(e)
+            self.stop(sess, close_summary_writer, save=False, raise_errors=False)
+            raise
+        self.stop(sess, close_summary_writer)
+
+    def stop(
+        self,
+        sess: Session | None = None,
+        close_summary_writer: bool = True,
+        save: bool = True,
+        raise_errors: bool = True,
+    ) -> None:
+        """Stop the services; with the session, save a last checkpoint (chief) and close it."""
+        self._coord.request_stop()
+        try:
+            self._coord.join(self._threads, ignore_live_threads=True)
+        except Exception:
+            if raise_errors:
+                raise
+        finally:
+            if sess is not None:
+                if save and self._is_chief and self._save_path and self._saver is not None:
+                    self._save(sess)
+                sess.close()
+            if close_summary_writer and self._summary_writer is not None:
+                self._summary_writer.close()
+
+    def should_stop(self) -> bool:
+        return self._coord.should_stop()
+
+    def request_stop(self, ex: Any = None) -> None:
+        self._coord.request_stop(ex)
+
+    def stop_on_exception(self) -> Any:
+        return self._coord.stop_on_exception()
+
+    def summary_computed(self, sess: Session, summary: Any, global_step: Any = None) -> None:
+        """Write a summary computed by the training loop."""
+        if self._summary_writer is None:
+            raise RuntimeError("Supervisor has no summary writer (give it a logdir)")
+        if global_step is None and self._global_step is not None:
+            global_step = sess.run(self._global_step)
+        self._summary_writer.add_summary(summary, global_step)
