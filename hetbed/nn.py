@@ -77,3 +77,9 @@ __all__ = [
     "tanh",
     "xw_plus_b",
 ]
+
+# ---- WP1: top_k ----
+from hetbed.runtime.ops.math_extra import top_k  # noqa: E402
+
+__all__ += ["top_k"]
+# ---- end WP1 ----
