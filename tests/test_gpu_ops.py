@@ -17,6 +17,7 @@ import pytest
 import test_cond
 import test_dynamic_rnn
 import test_map_scan
+import test_ops_linalg
 import test_ops_manip
 import test_ops_math
 import test_ops_nn
@@ -40,6 +41,7 @@ MODULES = [
     test_ops_state,
     test_ops_random,
     test_train_optimizers,
+    test_ops_linalg,  # WP1
 ]
 try:  # skips itself (at import) where tensorboard is missing; its ops then go unchecked here
     import test_summary

@@ -87,7 +87,7 @@ def _inverse(ctx, x):
 def _inverse_grad(op, g):
     y = op.outputs[0]
     if op.attrs.get("adjoint"):
-        return [negative(matmul(y, matmul(g, y, transpose_a=True), transpose_b=True))]
+        return [negative(matmul(y, matmul(g, y, transpose_a=True)))]
     return [negative(matmul(y, matmul(g, y, transpose_b=True), transpose_a=True))]
 
 
@@ -494,7 +494,8 @@ def _einsum(ctx, *xs):
     xp = ctx.xp
     r = xp.einsum(ctx.attrs["equation"], *xs)
     r = r if isinstance(r, xp.ndarray) else xp.asarray(r)
-    return xp.ascontiguousarray(r.astype(xs[0].dtype, copy=False))
+    r = r.astype(xs[0].dtype, copy=False)
+    return xp.ascontiguousarray(r) if r.ndim else r.copy()
 
 
 @Einsum.cost
@@ -554,7 +555,8 @@ def _einsum_grad_kernel(ctx, *ins):
     keep = ctx.attrs["equation"].split("->")[1]
     target = ctx.attrs["target"]
     r = r.reshape([r.shape[keep.index(c)] if c in keep else 1 for c in target])
-    return xp.ascontiguousarray(xp.broadcast_to(r, x.shape).astype(x.dtype, copy=False))
+    r = xp.broadcast_to(r, x.shape).astype(x.dtype)  # a copy: broadcast views are read-only
+    return r
 
 
 # ---- public functions --------------------------------------------------------------------------

@@ -96,7 +96,12 @@ def _trigamma_py(v: float) -> float:
 
 
 def _unary(name: str, np_name: str | None, flops: float, kernel: Any = None, out_bool=False):
-    shape = (lambda op: [(op.inputs[0].shape, _dt.bool_)]) if out_bool else unchanged_shape
+    def shape(op):
+        x = op.inputs[0]
+        if not x.dtype.is_floating:
+            raise InvalidArgumentError(f"{name}: x must be float, got {x.dtype.name} ({x.name})")
+        return [(x.shape, _dt.bool_ if out_bool else x.dtype)]
+
     d = defop(name, shape=shape, cost=elementwise_cost(flops), differentiable=not out_bool)
     if kernel is None:
 
