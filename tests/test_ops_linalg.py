@@ -60,6 +60,12 @@ def test_special_values_and_tf_math_names():
         assert callable(getattr(tf.math, n)), n
 
 
+def test_mod_is_floormod_with_tf_gradient():
+    x, y = np.array([[5.3, -5.3], [2.2, -0.7]]), np.array([2.0, 1.5])
+    check_forward(hb.mod, [x, y], np.mod)
+    check_gradient(hb.mod, [x, y])
+
+
 def test_is_nan_is_inf_is_finite():
     x = np.array([1.0, np.nan, np.inf, -np.inf, 0.0], np.float32)
     got = run(lambda t: [hb.is_nan(t), hb.is_inf(t), hb.is_finite(t)], [x])
@@ -412,3 +418,25 @@ def test_costs_count_cubic_flops():
     assert isinstance(c, Cost) and c.flops == 2 * 4 * 8**3 and c.bytes_read == 4 * 64 * 4
     c = get_op_def("MatrixSolve").cost_fn(sol.op, [(8, 8), (8, 2)], [(8, 2)])
     assert c.flops == pytest.approx(2 / 3 * 8**3 + 2 * 64 * 2)
+
+
+def test_shape_only_simulation_times_inverse_by_its_flops():
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.simulator import Cluster, SimSession, sim_value
+
+    perf = DevicePerf("toy", {"float32": 1e12}, memory_bandwidth=100e9, memory_bytes=1e9)
+    c = Cluster()
+    c.add_task("worker", 0, cpu=perf, gpu=(perf, 1), nic=(1e9, 50e-6))
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [4, 256, 256])
+        with hb.device("/job:worker/task:0/device:gpu:0"):
+            y = hb.matrix_inverse(x)
+            z = hb.einsum("bij,bjk->bik", y, hb.cumsum(x, axis=1))
+            v, _ = hb.nn.top_k(hb.reshape(z, [4, -1]), 3)
+            (gx,) = hb.gradients(hb.reduce_sum(v) + hb.reduce_sum(hb.cholesky(x)), [x])
+        s = SimSession(c)
+        out = s.run([v, gx], {x: sim_value([4, 256, 256])})
+    assert out[0].shape == (4, 3) and out[1].shape == (4, 256, 256)
+    ops = s.last_record.ops
+    inv = ops[ops.type == "MatrixInverse"]
+    assert len(inv) == 1 and inv.duration_s.iloc[0] >= 2 * 4 * 256**3 / 1e12

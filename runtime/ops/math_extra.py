@@ -4,6 +4,7 @@ sums and products, top_k and sorting, and composites: logsumexp, variance, norms
 from __future__ import annotations
 
 import math as _math
+from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -374,6 +375,9 @@ def _topk(x: Any, k: int, largest: bool, name: str) -> tuple[Tensor, Tensor]:
     return op.outputs[0], op.outputs[1]
 
 
+TopK = namedtuple("TopKV2", ["values", "indices"])
+
+
 def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None):
     """``(values, indices)`` of the ``k`` largest entries along the last axis, largest first
     (equal values: lower index first). ``k`` must be a static int here."""
@@ -381,7 +385,7 @@ def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None):
         raise TypeError("top_k: k must be a static int in hetbed, not a tensor")
     if int(k) < 0:
         raise InvalidArgumentError(f"top_k: k must be >= 0, got {k}")
-    return _topk(input, int(k), True, name or "TopKV2")
+    return TopK(*_topk(input, int(k), True, name or "TopKV2"))
 
 
 def _along_last(x: Tensor, axis: int, fn: Any) -> Any:
