@@ -60,6 +60,21 @@ def test_special_values_and_tf_math_names():
         assert callable(getattr(tf.math, n)), n
 
 
+def test_special_functions_without_scipy(monkeypatch):
+    x = np.array([-2.5, -0.5, 0.3, 1.0, 4.5, 12.0])
+    want = [sp.erf(x), sp.erfc(x), sp.gammaln(x), sp.digamma(x), sp.polygamma(1, x[2:])]
+    monkeypatch.setitem(__import__("sys").modules, "scipy.special", None)  # import fails
+    with hb.Graph().as_default():
+        t = hb.constant(x)
+        fns = [hb.erf, hb.erfc, hb.lgamma, hb.digamma]
+        (tri,) = hb.gradients(hb.reduce_sum(hb.digamma(t[2:])), [t])
+        with hb.Session() as s:
+            got = s.run([f(t) for f in fns] + [tri])
+    for a, b in zip(got[:4], want[:4]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[4][2:], want[4], rtol=1e-10)
+
+
 def test_mod_is_floormod_with_tf_gradient():
     x, y = np.array([[5.3, -5.3], [2.2, -0.7]]), np.array([2.0, 1.5])
     check_forward(hb.mod, [x, y], np.mod)

@@ -77,13 +77,7 @@ def elementwise_and_scans(tf, xv):
         tf.is_inf(tf.log(tf.abs(tf.floor(x)))),
         tf.is_finite(tf.log(tf.abs(tf.floor(x)))),
     ]
-    loss = tf.add_n(
-        [
-            tf.reduce_sum(o * 0.1)
-            for o in outs
-            if o.dtype == tf.float64 and o is not outs[14] and o is not outs[25]
-        ]
-    )
+    loss = tf.add_n([tf.reduce_sum(o * 0.1) for o in outs if o.dtype == tf.float64])
     loss += tf.reduce_sum(tf.nn.top_k(x, 2)[0] * tf.constant([[1.0, 2.0]], tf.float64))
     return outs + tf.gradients(loss, [x]), {x: xv}
 

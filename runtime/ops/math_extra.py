@@ -74,26 +74,36 @@ def _special(fn_name: str, fallback: Any = None):
 
 
 def _digamma_py(v: float) -> float:
-    """psi(v) by recurrence up to v >= 6, then the asymptotic series (reflection below 0)."""
+    """psi(v) by recurrence up to v >= 10, then the asymptotic series (reflection below 0)."""
     if v <= 0 and v == _math.floor(v):
         return _math.nan
     if v < 0:
         return _digamma_py(1 - v) - _math.pi / _math.tan(_math.pi * v)
     r = 0.0
-    while v < 6:
+    while v < 10:
         r -= 1 / v
         v += 1
     f = 1 / (v * v)
-    return r + _math.log(v) - 0.5 / v - f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f / 240)))
+    return (
+        r
+        + _math.log(v)
+        - 0.5 / v
+        - f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f * (1 / 240 - f / 132))))
+    )
 
 
 def _trigamma_py(v: float) -> float:
     r = 0.0
-    while v < 6:
+    while v < 10:
         r += 1 / (v * v)
         v += 1
     f = 1 / (v * v)
-    return r + 1 / v + f / 2 + f / v * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f / 30)))
+    return (
+        r
+        + 1 / v
+        + f / 2
+        + f / v * (1 / 6 - f * (1 / 30 - f * (1 / 42 - f * (1 / 30 - f * 5 / 66))))
+    )
 
 
 def _unary(name: str, np_name: str | None, flops: float, kernel: Any = None, out_bool=False):
