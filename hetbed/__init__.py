@@ -247,6 +247,66 @@ from hetbed.runtime.ops.strings import (
     write_file,
 )
 
+# ---- WP1: math, reductions, linear algebra, clipping ----
+# isort: split
+from hetbed.runtime.ops.linalg import (
+    cholesky,
+    diag,
+    diag_part,
+    einsum,
+    eye,
+    linspace,
+    matrix_band_part,
+    matrix_determinant,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_inverse,
+    matrix_set_diag,
+    matrix_solve,
+    matrix_transpose,
+    matrix_triangular_solve,
+    qr,
+    self_adjoint_eig,
+    self_adjoint_eigvals,
+    svd,
+    tensordot,
+    trace,
+)
+from hetbed.runtime.ops.linalg import linspace as lin_space
+from hetbed.runtime.ops.math import floormod as mod
+from hetbed.runtime.ops.math_extra import (
+    accumulate_n,
+    acos,
+    argsort,
+    asin,
+    atan,
+    atan2,
+    clip_by_global_norm,
+    clip_by_norm,
+    cos,
+    cosh,
+    count_nonzero,
+    cumprod,
+    cumsum,
+    digamma,
+    erf,
+    erfc,
+    expm1,
+    global_norm,
+    is_finite,
+    is_inf,
+    is_nan,
+    lgamma,
+    norm,
+    reduce_logsumexp,
+    sin,
+    sinh,
+    sort,
+    tan,
+)
+
+# ---- end WP1 ----
+
 bool = bool_  # noqa: A001 - TF's name
 sub = subtract
 mul = multiply
@@ -347,9 +407,6 @@ from hetbed.runtime.ops.debug import (  # noqa: E402
     assert_scalar,
     assert_type,
     check_numerics,
-    is_finite,
-    is_inf,
-    is_nan,
     is_numeric_tensor,
     verify_tensor_all_finite,
 )

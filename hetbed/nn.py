@@ -126,3 +126,8 @@ __all__ += [
     "weighted_cross_entropy_with_logits",
     "zero_fraction",
 ]
+# ---- WP1: top_k ----
+from hetbed.runtime.ops.math_extra import top_k  # noqa: E402
+
+__all__ += ["top_k"]
+# ---- end WP1 ----

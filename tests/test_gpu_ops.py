@@ -20,6 +20,7 @@ import test_dynamic_rnn
 import test_map_scan
 import test_ops_image  # WP3
 import test_ops_indexing  # WP2
+import test_ops_linalg
 import test_ops_manip
 import test_ops_math
 import test_ops_nn
@@ -47,6 +48,7 @@ MODULES = [
     test_ops_indexing,  # WP2
     test_ops_image,  # WP3
     test_ops_nn_extra,  # WP3
+    test_ops_linalg,  # WP1
 ]
 try:  # skips itself (at import) where tensorboard is missing; its ops then go unchecked here
     import test_summary

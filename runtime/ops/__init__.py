@@ -10,9 +10,11 @@ from . import (  # noqa: F401
     debug,  # WP4
     dynamic,
     iterator,
+    linalg,
     loop,
     manip,
     math,
+    math_extra,
     nn,
     nn_extra,
     py_func,  # WP4

@@ -287,36 +287,9 @@ def add_check_numerics_ops() -> Operation:
     return group(*checks, name="CheckNumerics_all") if checks else no_op("CheckNumerics_all")
 
 
-# ---- IsNan / IsInf / IsFinite --------------------------------------------------------------
+# ---- IsNan / IsInf / IsFinite: the elementwise ops of math_extra.py -------------------------
 
-
-def _def_predicate(op_name: str, fn_name: str) -> Any:
-    d = defop(op_name, differentiable=False, cost=elementwise_cost(1))
-
-    @d.shape
-    def _shape(op):
-        x = op.inputs[0]
-        if not x.dtype.is_floating:
-            raise InvalidArgumentError(f"{op_name}: x must be floating point, got {x.dtype.name}")
-        return [(x.shape, _dt.bool_)]
-
-    @d.kernel("cpu", "gpu")
-    def _kernel(ctx, x):
-        return getattr(ctx.xp, fn_name)(x)
-
-    def public(x: Any, name: str | None = None) -> Tensor:
-        return apply(op_name, [x], name=name or op_name)
-
-    public.__name__ = fn_name.replace("isnan", "is_nan").replace("isinf", "is_inf")
-    public.__doc__ = f"TF's ``tf.math.{public.__name__}``: elementwise, bool."
-    return public
-
-
-is_nan = _def_predicate("IsNan", "isnan")
-is_inf = _def_predicate("IsInf", "isinf")
-is_finite = _def_predicate("IsFinite", "isfinite")
-is_finite.__name__ = "is_finite"
-
+from .math_extra import is_finite, is_inf, is_nan  # noqa: E402, F401
 
 # ---- static checks -------------------------------------------------------------------------
 

@@ -197,7 +197,13 @@ def _sqdiff_grad(op, g):
 
 
 FloorDiv.gradient(lambda op, g: [None, None])
-FloorMod.gradient(lambda op, g: [None, None])
+
+
+@FloorMod.gradient
+def _floormod_grad(op, g):
+    """x - floor(x / y) * y: dx = g, dy = -floor(x / y) * g (as TF; zero almost everywhere)."""
+    x, y = op.inputs
+    return [_unbroadcast(g, x), _unbroadcast(multiply(g, negative(floordiv(x, y))), y)]
 
 
 # ---- comparisons and logic ---------------------------------------------------------------------

@@ -403,3 +403,45 @@ debugging = _namespace(
 for _k in ("is_nan", "is_inf", "is_finite"):
     setattr(math, _k, getattr(_hb, _k))
 del _k
+# ---- WP1: math, reductions, linear algebra, clipping ----
+
+from hetbed.runtime.ops import math_extra as _wp1_math  # noqa: E402
+
+for _wp1_name in (
+    "sin cos tan asin acos atan atan2 sinh cosh erf erfc lgamma digamma expm1 mod is_nan is_inf "
+    "is_finite cumsum cumprod reduce_logsumexp count_nonzero accumulate_n"
+).split():
+    setattr(math, _wp1_name, getattr(_hb, _wp1_name))
+math.reduce_std = _wp1_math.reduce_std
+math.reduce_variance = _wp1_math.reduce_variance
+math.top_k = _wp1_math.top_k
+
+linalg = _namespace(
+    "linalg",
+    "TF1's tf.linalg: matrix products, decompositions, solves, diagonals and norms.",
+    {
+        "inv": _hb.matrix_inverse,
+        "det": _hb.matrix_determinant,
+        "cholesky": _hb.cholesky,
+        "solve": _hb.matrix_solve,
+        "triangular_solve": _hb.matrix_triangular_solve,
+        "qr": _hb.qr,
+        "svd": _hb.svd,
+        "eigh": _hb.self_adjoint_eig,
+        "eigvalsh": _hb.self_adjoint_eigvals,
+        "matmul": _hb.matmul,
+        "diag": _hb.matrix_diag,
+        "diag_part": _hb.matrix_diag_part,
+        "set_diag": _hb.matrix_set_diag,
+        "trace": _hb.trace,
+        "transpose": _hb.matrix_transpose,
+        "band_part": _hb.matrix_band_part,
+        "einsum": _hb.einsum,
+        "tensordot": _hb.tensordot,
+        "norm": _hb.norm,
+        "eye": _hb.eye,
+        "global_norm": _hb.global_norm,
+    },
+)
+del _wp1_name
+# ---- end WP1 ----

@@ -68,3 +68,13 @@ def __getattr__(name: str) -> _Any:
     f = _fn(name)
     globals()[name] = f
     return f
+
+
+# cupy.linalg (WP1): numpy.linalg on the stand-in's buffers
+linalg = _types.SimpleNamespace(
+    LinAlgError=_np.linalg.LinAlgError,
+    **{
+        n: _fn(f"linalg.{n}")
+        for n in "inv det cholesky solve qr svd eigh eigvalsh norm slogdet".split()
+    },
+)

@@ -1,0 +1,1 @@
+"""cupyx.scipy (fake): special."""
