@@ -241,7 +241,7 @@ def test_summary_saver_hook_every_n_steps():
             self.got, self.flushed = [], False
 
         def add_summary(self, summary, step):
-            self.got.append((step, summary_pb2.Summary.FromString(bytes(summary.item()))))
+            self.got.append((step, summary_pb2.Summary.FromString(bytes(summary))))
 
         def flush(self):
             self.flushed = True
