@@ -23,6 +23,7 @@ from hetbed.runtime.gradients import IndexedSlices, IndexedSlicesValue, gradient
 from hetbed.runtime.graph import (
     Graph,
     GraphKeys,
+    NodeDef,
     Operation,
     Tensor,
     TensorShape,

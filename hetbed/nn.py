@@ -37,11 +37,17 @@ from hetbed.runtime.ops.sampled import (
     nce_loss,
     sampled_softmax_loss,
 )
-from hetbed.runtime.rnn_cell import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from hetbed.runtime.rnn_cell import (
+    bidirectional_dynamic_rnn,
+    dynamic_rnn,
+    static_bidirectional_rnn,
+    static_rnn,
+)
 
 __all__ = [
     "rnn_cell",
     "static_rnn",
+    "static_bidirectional_rnn",
     "dynamic_rnn",
     "bidirectional_dynamic_rnn",
     "conv2d_transpose",

@@ -170,6 +170,28 @@ class Tensor:
     # Arithmetic operators are attached by runtime.ops.math (kept next to the ops they build).
 
 
+class NodeDef:
+    """TF1's ``tf.NodeDef`` (the fields a program reads): ``name``, ``op`` (the op type),
+    ``input`` (input tensor names, ``^name`` for control inputs), ``device`` and ``attr``."""
+
+    __slots__ = ("name", "op", "input", "device", "attr")
+
+    def __init__(
+        self,
+        name: str = "",
+        op: str = "",
+        input: list | None = None,  # noqa: A002 - TF's field name
+        device: str = "",
+        attr: dict | None = None,
+    ):
+        self.name, self.op, self.device = name, op, device
+        self.input = list(input or [])
+        self.attr = dict(attr or {})
+
+    def __repr__(self) -> str:
+        return f"NodeDef(name={self.name!r}, op={self.op!r}, device={self.device!r})"
+
+
 class Operation:
     """A node of the graph: an op type, its inputs, attributes, device request and outputs."""
 
@@ -202,8 +224,12 @@ class Operation:
         self.op_def: Any = None
 
     @property
-    def node_def(self) -> dict:
-        return {"name": self.name, "op": self.type, "attrs": self.attrs}
+    def node_def(self) -> NodeDef:
+        """The op as TF1's NodeDef describes it (``name``, ``op``, ``input``, ``device``,
+        ``attr``): what device functions such as ``lambda op: ... op.node_def.op ...`` read."""
+        ins = [t.name[:-2] if t.name.endswith(":0") else t.name for t in self.inputs]
+        ins += [f"^{c.name}" for c in self.control_inputs]
+        return NodeDef(self.name, self.type, ins, self.device, dict(self.attrs))
 
     def get_attr(self, name: str) -> Any:
         try:

@@ -43,6 +43,7 @@ __all__ = [
     "LSTMStateTuple",
     "MultiRNNCell",
     "RNNCell",
+    "static_bidirectional_rnn",
     "static_rnn",
 ]
 
@@ -509,6 +510,49 @@ def dynamic_rnn(
     xs = _manip.unstack(x, num=steps, axis=0 if time_major else 1)
     outputs, state = static_rnn(cell, xs, initial_state, dtype, sequence_length, scope or "rnn")
     return _manip.stack(outputs, axis=0 if time_major else 1), state
+
+
+def static_bidirectional_rnn(
+    cell_fw: RNNCell,
+    cell_bw: RNNCell,
+    inputs: list,
+    initial_state_fw: Any = None,
+    initial_state_bw: Any = None,
+    dtype: Any = None,
+    sequence_length: Any = None,
+    scope: Any = None,
+) -> tuple[list, Any, Any]:
+    """TF1's ``static_bidirectional_rnn``: ``(outputs, state_fw, state_bw)`` where each output is
+    the forward and backward cells' outputs at that step joined along the depth. The backward
+    cell runs ``static_rnn`` over the inputs in reverse order (each row within its own
+    ``sequence_length`` when given, by ``reverse_sequence``), its outputs put back in time
+    order. Variables under ``bidirectional_rnn/fw`` and ``/bw`` as in TF."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError(
+            "static_bidirectional_rnn: inputs must be a non-empty list of [batch, depth] tensors"
+        )
+    xs = [convert_to_tensor(x) for x in inputs]
+
+    def backwards(seq: list) -> list:
+        if sequence_length is None:
+            return list(reversed(seq))
+        stacked = _manip.stack(seq)
+        rev = _manip.reverse_sequence(stacked, sequence_length, seq_axis=0, batch_axis=1)
+        return _manip.unstack(rev, num=len(seq))
+
+    with variable_scope(scope or "bidirectional_rnn"):
+        out_fw, st_fw = static_rnn(
+            cell_fw, xs, initial_state_fw, dtype, sequence_length, scope="fw"
+        )
+        with name_scope("bw"):
+            xs_bw = backwards(xs)
+        out_bw, st_bw = static_rnn(
+            cell_bw, xs_bw, initial_state_bw, dtype, sequence_length, scope="bw"
+        )
+        with name_scope("bw"):
+            out_bw = backwards(out_bw)
+        outputs = [_manip.concat([f, b], 1) for f, b in zip(out_fw, out_bw)]
+    return outputs, st_fw, st_bw
 
 
 def bidirectional_dynamic_rnn(

@@ -566,9 +566,13 @@ def _feed_value(t: Tensor, v: Any) -> Any:
     arr = np.asarray(v)
     if arr.dtype != want.np:
         if arr.dtype.kind == "f" and want.is_integer:
-            raise InvalidArgumentError(
-                f"cannot feed a float value for {t.name}, which has dtype {want.name}"
-            )
+            # TF1 truncates silently; whole numbers (labels made by np.ones/np.zeros) convert,
+            # a fraction or a non-finite value is refused rather than changed
+            if not np.all(np.isfinite(arr)) or np.any(arr != np.trunc(arr)):
+                raise InvalidArgumentError(
+                    f"cannot feed float values that are not whole numbers for {t.name}, which "
+                    f"has dtype {want.name}"
+                )
         if arr.dtype.kind in "OUS":
             raise InvalidArgumentError(
                 f"cannot feed a {arr.dtype} value for {t.name} ({want.name})"

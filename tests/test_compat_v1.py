@@ -156,3 +156,37 @@ def test_logging_levels(caplog):
     with caplog.at_level(logging.INFO, logger="hetbed"):
         tf.logging.info("step %d", 3)
     assert "step 3" in caplog.text
+
+
+def test_node_def_int_names_and_labels_of_another_float_type():
+    """What TF1 programs read and pass: ``op.node_def.op`` in device functions, ``tf.NodeDef``,
+    ``tf.uint8``/``tf.int16`` (int32 here), float64 labels beside float32 logits (cast)."""
+    import numpy as np
+
+    import hetbed.compat.v1 as tf
+
+    ps_ops = ("Variable", "VariableV2")
+
+    def assign(op):
+        node_def = op if isinstance(op, tf.NodeDef) else op.node_def
+        return "/cpu:0" if node_def.op in ps_ops else "/cpu:1"
+
+    with tf.Graph().as_default():
+        with tf.device(assign):
+            w = tf.Variable(2.0, name="w")
+            y = tf.multiply(w, 3.0, name="y")
+        assert w.op.device.endswith("cpu:0") and y.op.device.endswith("cpu:1")
+        nd = y.op.node_def
+        assert (nd.name, nd.op) == ("y", "Mul") and nd.input[0] == "w/read"
+        assert tf.uint8 == tf.int16 == tf.int32 and tf.as_dtype("uint8") == tf.int32
+        logits = tf.placeholder(tf.float32, [None, 3])
+        labels = tf.placeholder(tf.float64, [None, 3])
+        loss = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
+        assert loss.dtype == tf.float32
+        with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as s:
+            s.run(tf.global_variables_initializer())
+            lv = np.array([[0.0, 1.0, 0.0]])
+            xv = np.array([[1.0, 2.0, 0.5]], np.float32)
+            got = s.run(loss, {logits: xv, labels: lv})
+    want = -np.log(np.exp(2.0) / np.exp(xv.astype(np.float64)).sum())
+    np.testing.assert_allclose(got, [want], rtol=1e-6)

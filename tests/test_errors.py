@@ -84,12 +84,18 @@ def test_no_kernel_for_dtype_names_op_and_dtype():
 
 
 def test_feeding_float_into_int_placeholder():
-    """A float value fed to an int placeholder is refused instead of silently truncated."""
+    """Float values fed to an int placeholder convert when they are whole numbers (labels built
+    with np.ones), and are refused instead of silently truncated otherwise."""
     with hb.Graph().as_default():
         x = hb.placeholder(hb.int32, [2], name="labels")
         with hb.Session() as s:
-            with pytest.raises(hb.errors.InvalidArgumentError, match="float value for labels:0"):
-                s.run(x * 2, {x: [1.5, 2.0]})
+            got = s.run(x * 2, {x: np.array([1.0, -3.0])})
+            assert got.dtype == np.int32 and got.tolist() == [2, -6]
+            for bad in ([1.5, 2.0], [np.nan, 1.0]):
+                with pytest.raises(
+                    hb.errors.InvalidArgumentError, match="whole numbers for labels:0"
+                ):
+                    s.run(x * 2, {x: bad})
 
 
 def test_failed_step_leaves_variables_unchanged():

@@ -201,3 +201,37 @@ def test_zero_state_for_a_batch_size_known_when_the_step_runs():
             cell.zero_state(tf.constant(2.0), tf.float32)
     assert zs[1].h.shape == (5, 4) and not zs[1].h.any()
     np.testing.assert_allclose(got_a, got_b, rtol=1e-6)
+
+
+def test_static_bidirectional_rnn_is_the_dynamic_one_over_a_list():
+    """static_bidirectional_rnn (with sequence lengths) gives, step by step, the forward and
+    backward outputs of bidirectional_dynamic_rnn with the same variables, joined on depth."""
+    rng = np.random.default_rng(1)
+    xv = rng.standard_normal((3, 4, 2)).astype(np.float32)  # batch, time, depth
+    lens = np.array([4, 2, 3], np.int32)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [3, 4, 2])
+        n = tf.placeholder(tf.int32, [3])
+        fw, bw = tf.nn.rnn_cell.GRUCell(3), tf.nn.rnn_cell.LSTMCell(2)
+        outs, st_fw, st_bw = tf.contrib.rnn.static_bidirectional_rnn(
+            fw, bw, tf.unstack(x, 4, 1), dtype=tf.float32, sequence_length=n
+        )
+        assert outs[0].shape.as_list() == [3, 5]
+        names = sorted(v.op.name for v in tf.global_variables())
+        assert all(
+            m.startswith("bidirectional_rnn/fw/") or m.startswith("bidirectional_rnn/bw/")
+            for m in names
+        )
+        with tf.variable_scope(tf.get_variable_scope(), reuse=True):
+            (o_fw, o_bw), (d_fw, d_bw) = tf.nn.bidirectional_dynamic_rnn(
+                fw, bw, x, sequence_length=n, dtype=tf.float32
+            )
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got, want, sf, sb, wf, wb = s.run(
+                [outs, tf.concat([o_fw, o_bw], 2), st_fw, st_bw, d_fw, d_bw], {x: xv, n: lens}
+            )
+    np.testing.assert_allclose(np.stack(got, 1), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sf, wf, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(sb.h, wb.h, rtol=1e-5, atol=1e-6)
+    assert not np.stack(got, 1)[1, 2:].any()  # zeros past a row's length, both directions

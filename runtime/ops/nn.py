@@ -452,7 +452,7 @@ def softmax_cross_entropy_with_logits_v2(
     """
     _named_only("softmax_cross_entropy_with_logits_v2", _sentinel, labels, logits)
     logits = convert_to_tensor(logits)
-    labels = convert_to_tensor(labels, dtype=logits.dtype)
+    labels = _labels_as(labels, logits)
     axis = -1 if axis is None and dim is None else int(axis if axis is not None else dim)
     if logits.shape.ndims is None and axis >= 0:
         raise InvalidArgumentError(
@@ -481,10 +481,20 @@ def softmax_cross_entropy_with_logits(
 
     _named_only("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
     logits = convert_to_tensor(logits)
-    labels = stop_gradient(convert_to_tensor(labels, dtype=logits.dtype))
+    labels = stop_gradient(_labels_as(labels, logits))
     return softmax_cross_entropy_with_logits_v2(
         labels=labels, logits=logits, axis=dim if axis is None else axis, name=name
     )
+
+
+def _labels_as(labels: Any, logits: Tensor) -> Tensor:
+    """Labels in the logits' dtype: a tensor of another float dtype is cast, as TF1 does
+    (float64 labels from a numpy pipeline beside float32 logits)."""
+    if isinstance(labels, Tensor) and labels.dtype != logits.dtype and labels.dtype.is_floating:
+        from .array import cast
+
+        return cast(labels, logits.dtype)
+    return convert_to_tensor(labels, dtype=logits.dtype)
 
 
 def _named_only(fn: str, sentinel: Any, labels: Any, logits: Any) -> None:
@@ -620,7 +630,7 @@ def sigmoid_cross_entropy_with_logits(
     """Elementwise -z log(sigmoid(x)) - (1 - z) log(1 - sigmoid(x)) for labels z, logits x."""
     _named_only("sigmoid_cross_entropy_with_logits", _sentinel, labels, logits)
     logits = convert_to_tensor(logits)
-    labels = convert_to_tensor(labels, dtype=logits.dtype)
+    labels = _labels_as(labels, logits)
     return apply(
         "SigmoidCrossEntropyWithLogits",
         [logits, labels],

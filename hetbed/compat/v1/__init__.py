@@ -109,11 +109,16 @@ math = _namespace(
     | {"softplus": getattr(nn, "softplus", None), "log_softmax": getattr(nn, "log_softmax", None)},
 )
 
+# TF's 8/16-bit and unsigned integer names stand for int32 (values kept; as_dtype maps numpy's
+# uint8/int8/int16 the same way); arithmetic does not wrap at 8 or 16 bits.
+int8 = int16 = uint8 = uint16 = _hb.int32
+
 dtypes = _namespace(
     "dtypes",
     "TF1's tf.dtypes.",
     _pick("DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "cast")
-    | {"bool": _hb.bool_},
+    | {"bool": _hb.bool_, "int8": int8, "int16": int16, "uint8": uint8, "uint16": uint16}
+    | {"string": getattr(_hb, "string", None)},
 )
 
 
