@@ -370,7 +370,7 @@ def test_placeholder_feeding():
                 hb.errors.InvalidArgumentError, match="must feed a value for placeholder 'ids'"
             ):
                 s.run(y)
-            with pytest.raises(hb.errors.InvalidArgumentError, match="float value for ids"):
+            with pytest.raises(hb.errors.InvalidArgumentError, match="not whole numbers for ids"):
                 s.run(y, {p: [[1.5, 2.0]]})
             with pytest.raises(hb.errors.InvalidArgumentError, match=r"shape \(3,\)"):
                 s.run(y, {p: [1, 2, 3]})
