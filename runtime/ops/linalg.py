@@ -4,6 +4,7 @@ decomposition; plus eye, trace, matrix_transpose and linspace."""
 
 from __future__ import annotations
 
+import contextlib
 import string
 from typing import Any
 
@@ -63,6 +64,16 @@ def _square_op(name: str, factor: float, out: str = "same", differentiable: bool
     return d
 
 
+def _raising(xp: Any) -> Any:
+    """On a GPU, cupy's solvers report a singular or indefinite matrix only when asked
+    (``cupyx.errstate(linalg="raise")``; else they return NaNs); numpy's always raise."""
+    if xp is np:
+        return contextlib.nullcontext()
+    import cupyx
+
+    return cupyx.errstate(linalg="raise")
+
+
 def _linalg_error(ctx: Any, what: str, e: Exception) -> InvalidArgumentError:
     return InvalidArgumentError(f"{ctx.op.type} {ctx.op.name!r}: {what} ({e})")
 
@@ -78,7 +89,8 @@ def _inverse(ctx, x):
     if ctx.attrs.get("adjoint"):
         x = xp.swapaxes(x, -1, -2)
     try:
-        return xp.linalg.inv(x).astype(x.dtype, copy=False)
+        with _raising(xp):
+            return xp.linalg.inv(x).astype(x.dtype, copy=False)
     except np.linalg.LinAlgError as e:
         raise _linalg_error(ctx, f"input of shape {tuple(x.shape)} is not invertible", e) from None
 
@@ -114,7 +126,8 @@ Cholesky = _square_op("Cholesky", 1.0 / 3.0)
 @Cholesky.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
 def _cholesky(ctx, x):
     try:
-        return ctx.xp.linalg.cholesky(x).astype(x.dtype, copy=False)
+        with _raising(ctx.xp):
+            return ctx.xp.linalg.cholesky(x).astype(x.dtype, copy=False)
     except np.linalg.LinAlgError as e:
         raise _linalg_error(ctx, "input is not symmetric positive definite", e) from None
 
@@ -188,7 +201,8 @@ def _solve(ctx, a, b):
     if ctx.attrs["adjoint"]:
         a = xp.swapaxes(a, -1, -2)
     try:
-        return xp.linalg.solve(a, b).astype(b.dtype, copy=False)
+        with _raising(xp):
+            return xp.linalg.solve(a, b).astype(b.dtype, copy=False)
     except np.linalg.LinAlgError as e:
         raise _linalg_error(ctx, "matrix is singular", e) from None
 
@@ -213,7 +227,8 @@ def _tri_solve(ctx, a, b):
     if ctx.attrs["adjoint"]:
         a = xp.swapaxes(a, -1, -2)
     try:
-        return xp.linalg.solve(a, b).astype(b.dtype, copy=False)
+        with _raising(xp):
+            return xp.linalg.solve(a, b).astype(b.dtype, copy=False)
     except np.linalg.LinAlgError as e:
         raise _linalg_error(ctx, "matrix has a zero on its diagonal", e) from None
 

@@ -155,7 +155,8 @@ def _trigamma(ctx, x):
         return np.asarray(sp.polygamma(1, x), dtype=x.dtype)
     import cupyx.scipy.special as csp
 
-    return csp.polygamma(1, x).astype(x.dtype, copy=False)
+    # trigamma(x) = zeta(2, x) (cupy's polygamma fails on a Python int order)
+    return csp.zeta(2.0, x).astype(x.dtype, copy=False)
 
 
 def _one_minus_sq(x: Tensor) -> Tensor:
