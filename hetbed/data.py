@@ -9,8 +9,15 @@ element) and run by a private session per element. Elements are made on the host
 
 ``make_one_shot_iterator(ds)`` / ``make_initializable_iterator(ds)`` (or the methods of the same
 names) give an ``Iterator`` whose ``get_next()`` adds an ``IteratorGetNext`` op; running it past
-the end raises ``OutOfRangeError``, which ``MonitoredTrainingSession`` takes as a stop. Sources
-are numpy values, not graph tensors (a tensor argument is an error naming the method).
+the end raises ``OutOfRangeError``, which ``MonitoredTrainingSession`` takes as a stop.
+
+Sources are numpy values, or graph tensors (``from_tensor_slices``, ``from_tensors``,
+``TextLineDataset``): a dataset *captures* them, and their values are read when the iterator
+starts: the ``initializer`` of an initializable iterator (feed the placeholders there, TF1's way
+of feeding numpy data), or the first ``get_next`` of a one-shot one. ``Iterator.from_structure``
+makes a reinitializable iterator (``make_initializer(dataset)``). ``flat_map`` and
+``interleave`` functions are traced once like ``map``'s, and the dataset they return is read
+per element with its captured tensors evaluated by a private session.
 """
 
 from __future__ import annotations
@@ -22,14 +29,17 @@ from typing import Any
 import numpy as np
 
 from hetbed.runtime import dtypes as _dt
+from hetbed.runtime.errors import FailedPreconditionError, InvalidArgumentError
 from hetbed.runtime.graph import Graph, Tensor, TensorShape, get_default_graph
 from hetbed.runtime.ops.iterator import register_dataset
 from hetbed.runtime.registry import apply_op, convert_to_tensor
 
 __all__ = [
+    "AUTOTUNE",
     "Dataset",
     "Iterator",
     "TextLineDataset",
+    "experimental",
     "make_initializable_iterator",
     "make_one_shot_iterator",
 ]
@@ -63,11 +73,13 @@ def _map_nest(fn: Callable, s: Any) -> Any:
     return _pack(s, [fn(x) for x in _flatten(s)])
 
 
-def _to_array(x: Any, where: str) -> np.ndarray:
+def _to_array(x: Any, where: str, capture: bool = False) -> Any:
     if isinstance(x, Tensor):
+        if capture:
+            return x  # read when an initializable iterator is initialized (see Iterator)
         raise TypeError(
             f"Dataset.{where}: got the graph tensor {x.name}; hetbed datasets take numpy values "
-            "(feed tensors through a placeholder instead)"
+            "here (feed tensors through a placeholder instead)"
         )
     a = np.asarray(x)
     if a.dtype.kind in "SUO":  # strings: object arrays of bytes (str is utf-8), as tf.string
@@ -81,20 +93,57 @@ def _to_array(x: Any, where: str) -> np.ndarray:
     return a
 
 
+def _bound(arrs: list, env: dict) -> list:
+    """``arrs`` with each captured graph tensor replaced by its value in ``env``."""
+    out = []
+    for a in arrs:
+        if isinstance(a, Tensor):
+            if a not in env:
+                raise FailedPreconditionError(
+                    f"the dataset reads the graph tensor {a.name}, which has no value here: use "
+                    "make_initializable_iterator and feed it when running the initializer"
+                )
+            v = env[a]
+            out.append(v if isinstance(v, np.ndarray) else np.asarray(v))
+        else:
+            out.append(a)
+    return out
+
+
+def _ndim(a: Any) -> int | None:
+    return a.shape.ndims if isinstance(a, Tensor) else a.ndim
+
+
+def _shape_of(a: Any) -> list | None:
+    if isinstance(a, Tensor):
+        return a.shape.as_list() if a.shape.ndims is not None else None
+    return list(a.shape)
+
+
 # ---- datasets ------------------------------------------------------------------------------
 
 
 class Dataset:
     """A stream of elements with fixed structure, dtypes and (partly known) shapes."""
 
-    def __init__(self, structure: Any, types: list, shapes: list, make: Callable[[], Any]):
+    def __init__(
+        self,
+        structure: Any,
+        types: list,
+        shapes: list,
+        make: Callable[[dict], Any],
+        captures: list | None = None,
+    ):
         self._structure = structure  # a nest whose leaves are placeholders (None)
         self._types = [_dt.as_dtype(t) for t in types]
         self._shapes = [TensorShape(s) for s in shapes]
-        self._make = make  # () -> iterator over flat lists of arrays
+        self._make = make  # env -> iterator over flat lists of arrays
+        #: graph tensors the sources read (placeholders fed when the iterator is initialized);
+        #: ``env`` maps each to its value when the elements are made
+        self._captures: list = list(captures or [])
 
-    def _elements(self) -> _PyIterator:
-        return iter(self._make())
+    def _elements(self, env: dict | None = None) -> _PyIterator:
+        return iter(self._make(env or {}))
 
     def _derive(self, make: Callable, types: Any = None, shapes: Any = None) -> Dataset:
         return Dataset(
@@ -102,6 +151,7 @@ class Dataset:
             self._types if types is None else types,
             self._shapes if shapes is None else shapes,
             make,
+            self._captures,
         )
 
     # TF1's properties
@@ -116,44 +166,55 @@ class Dataset:
     # ---- sources ----------------------------------------------------------------------
     @staticmethod
     def from_tensor_slices(tensors: Any) -> Dataset:
-        """One element per row of the arrays in ``tensors`` (all with the same first dim)."""
-        arrs = [_to_array(x, "from_tensor_slices") for x in _flatten(tensors)]
-        if any(a.ndim == 0 for a in arrs):
+        """One element per row of the arrays in ``tensors`` (all with the same first dim).
+        A component may be a graph tensor (a placeholder, as in TF1's way of feeding numpy
+        data): its value is read when an initializable iterator's initializer runs."""
+        arrs = [_to_array(x, "from_tensor_slices", capture=True) for x in _flatten(tensors)]
+        if any(_ndim(a) == 0 for a in arrs):
             raise ValueError("Dataset.from_tensor_slices: every component needs a first dimension")
-        n = {a.shape[0] for a in arrs}
-        if len(n) != 1:
+        known = [a for a in arrs if not isinstance(a, Tensor)]
+        if len({a.shape[0] for a in known}) > 1:
             raise ValueError(
                 "Dataset.from_tensor_slices: the components' first dimensions differ: "
-                + ", ".join(str(list(a.shape)) for a in arrs)
+                + ", ".join(str(list(a.shape)) for a in known)
             )
-        (rows,) = n
 
-        def make() -> Any:
-            return ([a[i] for a in arrs] for i in range(rows))
+        def make(env: dict) -> Any:
+            vals = _bound(arrs, env)
+            n = {a.shape[0] for a in vals}
+            if len(n) != 1:
+                raise InvalidArgumentError(
+                    "Dataset.from_tensor_slices: the components' first dimensions differ: "
+                    + ", ".join(str(list(a.shape)) for a in vals)
+                )
+            (rows,) = n
+            return ([a[i] for a in vals] for i in range(rows))
 
         return Dataset(
             _map_nest(lambda _: None, tensors),
             [a.dtype for a in arrs],
-            [list(a.shape[1:]) for a in arrs],
+            [None if _shape_of(a) is None else _shape_of(a)[1:] for a in arrs],
             make,
+            [a for a in arrs if isinstance(a, Tensor)],
         )
 
     @staticmethod
     def from_tensors(tensors: Any) -> Dataset:
         """A dataset of one element: ``tensors``."""
-        arrs = [_to_array(x, "from_tensors") for x in _flatten(tensors)]
+        arrs = [_to_array(x, "from_tensors", capture=True) for x in _flatten(tensors)]
         return Dataset(
             _map_nest(lambda _: None, tensors),
             [a.dtype for a in arrs],
-            [list(a.shape) for a in arrs],
-            lambda: iter([arrs]),
+            [_shape_of(a) for a in arrs],
+            lambda env: iter([_bound(arrs, env)]),
+            [a for a in arrs if isinstance(a, Tensor)],
         )
 
     @staticmethod
     def range(*args: int) -> Dataset:
         """``range(stop)``, ``range(start, stop)`` or ``range(start, stop, step)`` as int64."""
         r = range(*[int(a) for a in args])
-        return Dataset(None, [_dt.int64], [[]], lambda: ([np.int64(i)] for i in r))
+        return Dataset(None, [_dt.int64], [[]], lambda env: ([np.int64(i)] for i in r))
 
     @staticmethod
     def from_generator(
@@ -177,7 +238,7 @@ class Dataset:
         structure = _map_nest(lambda _: None, output_types)
         cargs = tuple(args or ())
 
-        def make() -> Any:
+        def make(env: dict) -> Any:
             for el in generator(*cargs):
                 flat = _flatten(el)
                 if len(flat) != len(types):
@@ -197,8 +258,8 @@ class Dataset:
             if not isinstance(d, Dataset):
                 raise TypeError(f"Dataset.zip: expected datasets, got {type(d).__name__}")
 
-        def make() -> Any:
-            for parts in zip(*(d._elements() for d in dss)):
+        def make(env: dict) -> Any:
+            for parts in zip(*(d._elements(env) for d in dss)):
                 yield [x for p in parts for x in p]
 
         structure = _pack(datasets, [d._structure for d in dss])
@@ -207,6 +268,7 @@ class Dataset:
             [t for d in dss for t in d._types],
             [s for d in dss for s in d._shapes],
             make,
+            [c for d in dss for c in d._captures],
         )
 
     # ---- transformations ----------------------------------------------------------------
@@ -214,11 +276,11 @@ class Dataset:
         """``map_func`` (graph ops over the element's components) applied to each element."""
         fn = _GraphFunction(self, map_func)
 
-        def make() -> Any:
+        def make(env: dict) -> Any:
             run = fn.runner()
-            return (run(el) for el in self._elements())
+            return (run(el) for el in self._elements(env))
 
-        return Dataset(fn.out_structure, fn.out_types, fn.out_shapes, make)
+        return Dataset(fn.out_structure, fn.out_types, fn.out_shapes, make, self._captures)
 
     def filter(self, predicate: Callable) -> Dataset:
         """The elements for which ``predicate`` (graph ops returning a scalar bool) is true."""
@@ -228,9 +290,9 @@ class Dataset:
                 f"Dataset.filter: the predicate must return one bool scalar, got {fn.out_types}"
             )
 
-        def make() -> Any:
+        def make(env: dict) -> Any:
             run = fn.runner()
-            return (el for el in self._elements() if bool(np.asarray(run(el)[0])))
+            return (el for el in self._elements(env) if bool(np.asarray(run(el)[0])))
 
         return self._derive(make)
 
@@ -278,9 +340,9 @@ class Dataset:
                     out.append(_pad(comp, ps[i], pv[i], self._types[i], i))
             return out
 
-        def make() -> Any:
+        def make(env: dict) -> Any:
             rows: list = []
-            for el in self._elements():
+            for el in self._elements(env):
                 rows.append(el)
                 if len(rows) == b:
                     yield stack(rows)
@@ -311,12 +373,12 @@ class Dataset:
         seeds = np.random.SeedSequence(seed)
         passes = [0]
 
-        def make() -> Any:
+        def make(env: dict) -> Any:
             k = passes[0] if reshuffle_each_iteration else 0
             passes[0] += 1
             rng = np.random.default_rng(seeds.spawn(k + 1)[k] if seed is not None else None)
             buf: list = []
-            for el in self._elements():
+            for el in self._elements(env):
                 buf.append(el)
                 if len(buf) == n:
                     j = int(rng.integers(n))
@@ -333,19 +395,19 @@ class Dataset:
         """The dataset ``count`` times (forever when None or -1)."""
         c = None if count is None or int(count) < 0 else int(count)
 
-        def make() -> Any:
+        def make(env: dict) -> Any:
             i = 0
             while c is None or i < c:
                 i += 1
-                yield from self._elements()
+                yield from self._elements(env)
 
         return self._derive(make)
 
     def take(self, count: int) -> Dataset:
         c = int(count)
 
-        def make() -> Any:
-            for i, el in enumerate(self._elements()):
+        def make(env: dict) -> Any:
+            for i, el in enumerate(self._elements(env)):
                 if 0 <= c <= i:
                     return
                 yield el
@@ -355,14 +417,116 @@ class Dataset:
     def skip(self, count: int) -> Dataset:
         c = int(count)
 
-        def make() -> Any:
-            for i, el in enumerate(self._elements()):
+        def make(env: dict) -> Any:
+            for i, el in enumerate(self._elements(env)):
                 if c < 0:
                     return
                 if i >= c:
                     yield el
 
         return self._derive(make)
+
+    def flat_map(self, map_func: Callable) -> Dataset:
+        """The elements of the datasets ``map_func`` makes from each element, one after the
+        other. ``map_func`` is traced once with placeholders (graph ops on the element run in a
+        private session per element, as ``map``'s do); the dataset it returns may read them
+        (``from_tensor_slices``, ``from_tensors``, ``TextLineDataset``)."""
+        return self.interleave(map_func, cycle_length=1, block_length=1, what="flat_map")
+
+    def interleave(
+        self,
+        map_func: Callable,
+        cycle_length: Any = None,
+        block_length: int = 1,
+        num_parallel_calls: Any = None,
+        what: str = "interleave",
+    ) -> Dataset:
+        """TF's interleave: ``cycle_length`` of the datasets ``map_func`` makes (one per input
+        element, traced as in ``flat_map``) are read in turn, ``block_length`` elements from
+        each; an exhausted one is replaced by the next input element's."""
+        inner = _DatasetFunction(self, map_func, what)
+        cycle = max(1, int(cycle_length)) if cycle_length not in (None, -1) else 1
+        block = int(block_length)
+        if block < 1:
+            raise ValueError(f"Dataset.{what}: block_length must be positive, got {block}")
+
+        def make(env: dict) -> Any:
+            opened = (inner.open(el) for el in self._elements(env))
+            slots: list = []
+            for it in opened:  # fill the cycle
+                slots.append(it)
+                if len(slots) == cycle:
+                    break
+            while slots:
+                for k in range(len(slots)):
+                    it = slots[k]
+                    for _ in range(block):
+                        el = next(it, None)
+                        if el is None:
+                            nxt = next(opened, None)
+                            slots[k] = nxt
+                            break
+                        yield el
+                slots = [it for it in slots if it is not None]
+
+        return Dataset(inner.ds._structure, inner.ds._types, inner.ds._shapes, make, self._captures)
+
+    def unbatch(self) -> Dataset:
+        """Each element split along its first dimension into rows."""
+        if any(s.ndims == 0 for s in self._shapes):
+            raise ValueError("Dataset.unbatch: every component needs a first dimension")
+
+        def make(env: dict) -> Any:
+            for el in self._elements(env):
+                n = {np.shape(c)[0] for c in el}
+                if len(n) != 1:
+                    raise InvalidArgumentError(
+                        f"Dataset.unbatch: the components' first dimensions differ: {sorted(n)}"
+                    )
+                for i in range(n.pop()):
+                    yield [c[i] for c in el]
+
+        shapes = [None if s.ndims is None else s.as_list()[1:] for s in self._shapes]
+        return self._derive(make, shapes=shapes)
+
+    def apply(self, transformation_func: Callable) -> Dataset:
+        """``transformation_func(self)`` (TF's way of applying ``unbatch()`` and friends)."""
+        out = transformation_func(self)
+        if not isinstance(out, Dataset):
+            raise TypeError(
+                f"Dataset.apply: the function returned {type(out).__name__}, not a Dataset"
+            )
+        return out
+
+    @staticmethod
+    def list_files(
+        file_pattern: Any, shuffle: bool | None = None, seed: int | None = None
+    ) -> Dataset:
+        """The names of the files matching ``file_pattern`` (a glob or a list of them), as
+        scalar strings, in sorted order or, by default (``shuffle``), shuffled anew on every
+        pass (repeatably with a ``seed``). No match fails the pass naming the pattern."""
+        import glob as _glob
+
+        pats = [
+            p.decode() if isinstance(p, bytes) else str(p)
+            for p in np.asarray(file_pattern, dtype=object).ravel()
+        ]
+        mix = True if shuffle is None else bool(shuffle)
+        seeds = np.random.SeedSequence(seed)
+        passes = [0]
+
+        def make(env: dict) -> Any:
+            names = sorted({n for p in pats for n in _glob.glob(p)})
+            if not names:
+                raise InvalidArgumentError(f"Dataset.list_files: no files match {pats}")
+            if mix:
+                k = passes[0]
+                passes[0] += 1
+                rng = np.random.default_rng(seeds.spawn(k + 1)[k] if seed is not None else None)
+                names = [names[i] for i in rng.permutation(len(names))]
+            return ([np.array(n.encode(), dtype=object)] for n in names)
+
+        return Dataset(None, [_dt.string], [[]], make)
 
     def prefetch(self, buffer_size: Any) -> Dataset:
         """The same dataset (elements are made when asked for)."""
@@ -373,12 +537,12 @@ class Dataset:
         store: list = []
         done = [False]
 
-        def make() -> Any:
+        def make(env: dict) -> Any:
             if done[0]:
                 yield from store
                 return
             store.clear()
-            for el in self._elements():
+            for el in self._elements(env):
                 store.append(el)
                 yield el
             done[0] = True
@@ -453,6 +617,43 @@ class _GraphFunction:
         return run
 
 
+class _DatasetFunction:
+    """``fn`` (element -> Dataset) traced once on placeholders in a private graph; ``open(el)``
+    iterates the dataset it made with the element's values: the graph tensors that dataset
+    reads are evaluated by a private session with the element fed."""
+
+    def __init__(self, ds: Dataset, fn: Callable, what: str):
+        from hetbed.runtime.ops.array import placeholder
+
+        self.graph = Graph()
+        with self.graph.as_default():
+            phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
+            arg = _pack(ds._structure, phs)
+            out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
+        if not isinstance(out, Dataset):
+            raise TypeError(
+                f"Dataset.{what}: the function must return a Dataset, got {type(out).__name__}"
+            )
+        self.ds, self.phs = out, phs
+        self._sess = None
+
+    def open(self, el: list) -> Any:
+        env: dict = {}
+        caps = self.ds._captures
+        if caps:
+            direct = {ph: v for ph, v in zip(self.phs, el)}
+            computed = [c for c in caps if c not in direct]
+            if computed:
+                if self._sess is None:
+                    from hetbed.runtime.session import Session
+
+                    self._sess = Session(graph=self.graph)
+                vals = self._sess.run(computed, direct)
+                env.update(zip(computed, vals))
+            env.update((c, direct[c]) for c in caps if c in direct)
+        return self.ds._elements(env)
+
+
 # ---- iterators ---------------------------------------------------------------------------
 
 
@@ -485,14 +686,59 @@ class Iterator:
         if self._one_shot:
             raise ValueError(f"iterator {self.name!r} is one-shot and has no initializer")
         if self._init is None:
-            self._init = apply_op(
-                "MakeIterator",
-                [],
-                self._attrs(),
-                name=self.name + "/MakeIterator",
-                graph=self.graph,
-            )
+            self._init = self.make_initializer(self._ds)
         return self._init
+
+    def make_initializer(self, dataset: Dataset, name: str | None = None) -> Any:
+        """The op that starts this iterator on ``dataset`` (which must have this iterator's
+        types and compatible shapes): a reinitializable iterator (``Iterator.from_structure``)
+        switches datasets this way (train / validation)."""
+        if dataset is not self._ds:
+            if [t.name for t in dataset._types] != [t.name for t in self._ds._types] or not all(
+                a.is_compatible_with(b) for a, b in zip(dataset._shapes, self._ds._shapes)
+            ):
+                raise TypeError(
+                    f"iterator {self.name!r}: the dataset's types/shapes {dataset.output_types} "
+                    f"{dataset.output_shapes} differ from the iterator's {self.output_types} "
+                    f"{self.output_shapes}"
+                )
+        index = self._index if dataset is self._ds else register_dataset(self.graph, dataset)
+        return apply_op(
+            "MakeIterator",
+            list(dataset._captures),
+            {"dataset": index, "iterator": self.name},
+            name=name or self.name + "/MakeIterator",
+            graph=self.graph,
+        )
+
+    @staticmethod
+    def from_structure(
+        output_types: Any,
+        output_shapes: Any = None,
+        shared_name: str | None = None,
+        output_classes: Any = None,
+    ) -> Iterator:
+        """A reinitializable iterator of the given structure, started on a dataset by the op
+        ``make_initializer(dataset)`` returns (TF1's ``tf.data.Iterator.from_structure``)."""
+        types = [_dt.as_dtype(t) for t in _flatten(output_types)]
+        shapes = (
+            [None] * len(types)
+            if output_shapes is None
+            else [
+                s if s is None or isinstance(s, TensorShape) else list(s)
+                for s in _flatten_shapes(output_shapes)
+            ]
+        )
+        if len(shapes) != len(types):
+            raise ValueError(
+                f"Iterator.from_structure: {len(types)} output_types but {len(shapes)} output_shapes"
+            )
+
+        def make(env: dict) -> Any:
+            raise FailedPreconditionError("the iterator has not been initialized with a dataset")
+
+        shape_of = Dataset(_map_nest(lambda _: None, output_types), types, shapes, make)
+        return Iterator(shape_of, one_shot=False, shared_name=shared_name)
 
     def get_next(self, name: str | None = None) -> Any:
         """The next element, as tensors in the dataset's nest; running them past the end
@@ -503,8 +749,11 @@ class Iterator:
             output_types=[t.name for t in self._ds._types],
             output_shapes=[s.as_list() if s.ndims is not None else None for s in self._ds._shapes],
         )
+        # a one-shot iterator reads the graph tensors its dataset captures when it starts, so
+        # they are its get_next's inputs (a placeholder among them must be fed with that run)
+        ins = list(self._ds._captures) if self._one_shot else []
         op = apply_op(
-            "IteratorGetNext", [], attrs, name=name or "IteratorGetNext", graph=self.graph
+            "IteratorGetNext", ins, attrs, name=name or "IteratorGetNext", graph=self.graph
         )
         return _pack(self._ds._structure, list(op.outputs))
 
@@ -527,7 +776,7 @@ def TextLineDataset(  # noqa: N802 - TF's class name
     strings without their newline ("\r\n" too); files are read when iterated."""
     if compression_type:
         raise ValueError(f"TextLineDataset: compression {compression_type!r} is not supported")
-    names = [n.encode() if isinstance(n, str) else n for n in _to_array(filenames, "text").ravel()]
+    given = _to_array(filenames, "TextLineDataset", capture=True)
 
     def lines(path: bytes) -> Any:
         import os
@@ -537,7 +786,28 @@ def TextLineDataset(  # noqa: N802 - TF's class name
                 ln = ln[:-1] if ln.endswith(b"\n") else ln
                 yield np.array(ln[:-1] if ln.endswith(b"\r") else ln, dtype=object)
 
-    def make() -> Any:
+    def make(env: dict) -> Any:
+        (value,) = _bound([given], env)
+        names = [
+            n.encode() if isinstance(n, str) else n for n in np.asarray(value, dtype=object).ravel()
+        ]
         return ([ln] for path in names for ln in lines(path))
 
-    return Dataset(None, [_dt.string], [[]], make)
+    return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
+
+
+# ---- tf.data.experimental ------------------------------------------------------------------
+
+#: TF's "choose for me" for buffer sizes and parallelism (hetbed makes elements when asked)
+AUTOTUNE = -1
+
+
+class experimental:  # noqa: N801 - TF's module name
+    """TF1's ``tf.data.experimental`` (the parts hetbed has)."""
+
+    AUTOTUNE = AUTOTUNE
+
+    @staticmethod
+    def unbatch() -> Callable[[Dataset], Dataset]:
+        """For ``dataset.apply``: each element split along its first dimension."""
+        return lambda ds: ds.unbatch()

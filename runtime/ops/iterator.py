@@ -70,9 +70,19 @@ def _make_iterator_shape(op):
 
 
 @MakeIterator.kernel("cpu")
-def _make_iterator(ctx):
-    _state(ctx).it = iter(_dataset(ctx.op)._elements())
+def _make_iterator(ctx, *captured):
+    """Start the iterator; ``captured`` are the values of the graph tensors the dataset reads
+    (placeholders fed with this run), in the order of its ``_captures``."""
+    ds = _dataset(ctx.op)
+    _state(ctx).it = iter(ds._elements(_env(ds, captured)))
     return None
+
+
+def _env(ds: Any, captured: tuple) -> dict:
+    """The captured graph tensors of ``ds`` with their values in this run."""
+    return dict(
+        zip(ds._captures, (v if isinstance(v, np.ndarray) else np.asarray(v) for v in captured))
+    )
 
 
 IteratorGetNext = defop("IteratorGetNext", stateful=True, differentiable=False, cost=_no_cost)
@@ -87,7 +97,7 @@ def _get_next_shape(op):
 
 
 @IteratorGetNext.kernel("cpu")
-def _get_next(ctx):
+def _get_next(ctx, *captured):
     st = _state(ctx)
     if st.it is None:
         if not ctx.attrs["one_shot"]:
@@ -96,7 +106,8 @@ def _get_next(ctx):
                 "been initialized; run its initializer first",
                 ctx.op,
             )
-        st.it = iter(_dataset(ctx.op)._elements())
+        ds = _dataset(ctx.op)
+        st.it = iter(ds._elements(_env(ds, captured)))
     try:
         comps = next(st.it)
     except StopIteration:

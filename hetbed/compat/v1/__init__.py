@@ -450,3 +450,12 @@ linalg = _namespace(
 )
 del _wp1_name
 # ---- end WP1 ----
+
+
+# ---- tf.contrib.data: the transformations that take a dataset ---------------------------------
+
+contrib.data = _namespace(  # type: ignore[attr-defined]
+    "contrib.data",
+    "TF1's tf.contrib.data (the parts hetbed has).",
+    {"unbatch": _hb.data.experimental.unbatch},
+)
