@@ -56,7 +56,7 @@ from hetbed.runtime.train.queue_runner import (
     add_queue_runner,
     start_queue_runners,
 )
-from hetbed.runtime.train.saver import Saver
+from hetbed.runtime.train.saver import Saver, export_meta_graph, import_meta_graph
 from hetbed.runtime.train.sync_replicas import SyncReplicasOptimizer
 from hetbed.runtime.train.training_util import (
     assert_global_step,
@@ -110,6 +110,8 @@ __all__ = [
     "Optimizer",
     "RMSPropOptimizer",
     "Saver",
+    "export_meta_graph",
+    "import_meta_graph",
     "SyncReplicasOptimizer",
     "assert_global_step",
     "checkpoint_exists",

@@ -299,8 +299,9 @@ def _collection_item(key: str, x: Any, binary: bool) -> dict | None:
 # ---- document -> graph --------------------------------------------------------------------
 
 
-def graph_from_dict(doc: Any) -> Graph:
-    """A new Graph rebuilt from a ``graph_to_dict`` document, names and collections intact.
+def graph_from_dict(doc: Any, into: Graph | None = None) -> Graph:
+    """A new Graph rebuilt from a ``graph_to_dict`` document, names and collections intact
+    (``into``: build into that graph instead, which must have no op of the same name).
 
     Raises GraphFormatError (a ValueError) for another format or version, a malformed or
     inconsistent document (missing input, duplicate name, shapes that disagree with the op's
@@ -308,7 +309,7 @@ def graph_from_dict(doc: Any) -> Graph:
     UnimplementedError for an unknown op type. No other exception escapes for a bad document.
     """
     try:
-        return _graph_from_dict(doc)
+        return _graph_from_dict(doc, into)
     except (GraphFormatError, UnimplementedError, InvalidArgumentError):
         raise
     except RecursionError:
@@ -317,7 +318,7 @@ def graph_from_dict(doc: Any) -> Graph:
         raise GraphFormatError(f"malformed graph document: {type(e).__name__}: {e}") from None
 
 
-def _graph_from_dict(doc: Any) -> Graph:
+def _graph_from_dict(doc: Any, into: Graph | None = None) -> Graph:
     if not isinstance(doc, dict):
         raise GraphFormatError(f"a graph document is an object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
@@ -334,8 +335,17 @@ def _graph_from_dict(doc: Any) -> Graph:
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise GraphFormatError(f"document field 'seed' must be an int or null, got {seed!r}")
     specs = [_parse_node(i, n) for i, n in enumerate(nodes)]
-    g = Graph()
-    g.seed = seed
+    if into is not None:
+        clash = [sp["name"] for sp in specs if _has_op(into, sp["name"])]
+        if clash:
+            raise InvalidArgumentError(
+                f"the graph already has ops named like the imported ones ({', '.join(clash[:3])}"
+                f"{', ...' if len(clash) > 3 else ''}); import into an empty graph "
+                "(tf.reset_default_graph() or a new tf.Graph())"
+            )
+    g = into if into is not None else Graph()
+    if into is None or g.seed is None:
+        g.seed = seed
     built: dict[str, Operation] = {}
     with g.as_default(), g.control_dependencies(None):
         for spec in _topological(specs):
@@ -359,6 +369,32 @@ def _graph_from_dict(doc: Any) -> Graph:
         for i, item in enumerate(items):
             g.add_to_collection(key, _load_item(g, f"collection {key!r} item {i}", item, variables))
     return g
+
+
+def _has_op(g: Graph, name: str) -> bool:
+    try:
+        g.get_operation_by_name(name)
+    except (KeyError, ValueError):
+        return False
+    return True
+
+
+def read_graph_document(data: bytes) -> dict:
+    """The document in graph file bytes (JSON or msgpack, recognized by content)."""
+    if data.lstrip()[:1] == b"{":
+        try:
+            doc = json.loads(data)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise GraphFormatError(f"not a JSON graph document: {e}") from None
+        except RecursionError:
+            raise GraphFormatError("not a JSON graph document: nested too deeply") from None
+        return doc
+    import msgpack
+
+    try:
+        return msgpack.unpackb(data, raw=False, strict_map_key=True)
+    except (ValueError, msgpack.UnpackException) as e:
+        raise GraphFormatError(f"not a msgpack graph document: {e}") from None
 
 
 def _parse_node(i: int, node: Any) -> dict:

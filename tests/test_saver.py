@@ -230,3 +230,67 @@ def test_resumed_training_equals_uninterrupted(tmp_path):
             s.run(train)
             np.testing.assert_array_equal(s.run(w), straight)
     assert path.endswith("run-2")
+
+
+def test_import_meta_graph_restores_a_model_without_its_code(tmp_path):
+    """TF1's restore idiom: Saver.save writes the graph beside the checkpoint (<ckpt>.meta);
+    import_meta_graph rebuilds it into an empty default graph and returns a Saver; tensors and
+    collections are found by name; old checkpoints take their .meta with them."""
+    import hetbed.compat.v1 as tf
+
+    xv = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name="x")
+        with tf.device("/cpu:0"):
+            w = tf.Variable(tf.ones([3, 2]), name="w")
+        y = tf.matmul(x, w, name="y")
+        tf.add_to_collection("pred", y)
+        step = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(y * y))
+        saver = tf.train.Saver(max_to_keep=1)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            saver.save(s, str(tmp_path / "model"), global_step=0)
+            s.run(step, {x: xv})
+            want = s.run(y, {x: xv})
+            path = saver.save(s, str(tmp_path / "model"), global_step=1)
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint", "model-1", "model-1.meta"]
+    with tf.Graph().as_default() as g, tf.Session() as s:
+        restorer = tf.train.import_meta_graph(path + ".meta", clear_devices=True)
+        restorer.restore(s, tf.train.latest_checkpoint(str(tmp_path)))
+        got = s.run(g.get_tensor_by_name("y:0"), {g.get_tensor_by_name("x:0"): xv})
+        again = s.run(tf.get_collection("pred")[0], {"x:0": xv})
+        assert g.get_operation_by_name("w").device == ""
+        with pytest.raises(tf.errors.InvalidArgumentError, match="already has ops named"):
+            tf.train.import_meta_graph(path + ".meta")
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(again, want, rtol=1e-6)
+    with tf.Graph().as_default():  # a py_func's Python function does not travel in the file
+        v = tf.Variable(1.0)
+        tf.py_func(lambda a: a * 2, [v], tf.float32, name="double")
+        with tf.Session() as s:
+            s.run(v.initializer)
+            p2 = tf.train.Saver().save(s, str(tmp_path / "pyf"))
+    with tf.Graph().as_default() as g, tf.Session() as s:
+        tf.train.import_meta_graph(p2 + ".meta").restore(s, p2)
+        with pytest.raises(tf.errors.OpError, match="double"):
+            s.run(g.get_tensor_by_name("double:0"))
+    with tf.Graph().as_default(), pytest.raises(tf.errors.NotFoundError, match="no meta graph"):
+        tf.train.import_meta_graph(str(tmp_path / "missing.meta"))
+
+
+def test_a_graph_that_cannot_be_written_leaves_the_checkpoint_and_warns_once(tmp_path, monkeypatch):
+    import hetbed.compat.v1 as tf
+    from hetbed.runtime import serialize
+
+    def refuse(*a, **k):
+        raise ValueError("attr of an unknown type")
+
+    monkeypatch.setattr(serialize, "write_graph", refuse)
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0)
+        saver = tf.train.Saver()
+        with tf.Session() as s, pytest.warns(UserWarning, match="not written beside") as rec:
+            s.run(v.initializer)
+            paths = [saver.save(s, str(tmp_path / "m"), global_step=i) for i in range(2)]
+    assert all(os.path.isfile(p) and not os.path.exists(p + ".meta") for p in paths)
+    assert len(rec) == 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,7 @@ class Saver:
         self._pad_step_number = pad_step_number
         self._filename = filename
         self._last: list[tuple[str, float]] = []
+        self._meta_warned = False
         self._items: list[tuple[str, Variable, Any]] = []
         assigns = []
         with g.name_scope(name or "save"), g.control_dependencies(None), g.device(None):
@@ -118,9 +120,28 @@ class Saver:
             raise ValueError(f"save path {path!r} is a directory; pass a file prefix inside it")
         values = sess.run(self._reads) if self._reads else []
         write_checkpoint(path, {k: v for (k, _, _), v in zip(self._items, values)})
+        if write_meta_graph:
+            self._write_meta(f"{path}.{meta_graph_suffix}", getattr(sess, "graph", self._graph))
         if write_state:
             self._record(path, directory, latest_filename)
         return path
+
+    def _write_meta(self, meta_path: str, graph: Any) -> None:
+        """The graph beside the checkpoint (hetbed's graph document, for import_meta_graph).
+        A graph that cannot be written (a py_func, a dataset) leaves the checkpoint saved and
+        warns once."""
+        from ..serialize import write_graph
+
+        try:
+            write_graph(graph, meta_path, format="msgpack")
+        except (TypeError, ValueError) as e:
+            if not self._meta_warned:
+                self._meta_warned = True
+                warnings.warn(
+                    f"Saver: the graph is not written beside the checkpoint ({e}); the "
+                    "variables are saved",
+                    stacklevel=3,
+                )
 
     def _record(self, path: str, directory: str, latest_filename: str | None) -> None:
         now = time.time()
@@ -137,8 +158,9 @@ class Saver:
         stamps = [t for _, t in self._last] if self._max_to_keep else [now]
         update_checkpoint_state(directory, path, kept, latest_filename, stamps)
         for p in doomed:  # only after the index no longer lists them
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(p)
+            for f in (p, p + ".meta"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(f)
 
     @property
     def last_checkpoints(self) -> list[str]:
@@ -224,3 +246,49 @@ def _names_to_vars(var_list: Any, graph: Any) -> dict[str, Variable]:
 
 
 __all__ = ["Saver"]
+
+
+# ---- meta graphs -------------------------------------------------------------------------------
+
+
+def export_meta_graph(filename: str | None = None, graph: Any = None, **unused: Any) -> dict:
+    """Write ``graph`` (default: the default graph) to ``filename`` as hetbed's graph document
+    (msgpack), as ``Saver.save`` does beside each checkpoint; return the document."""
+    from ..serialize import graph_to_dict, write_graph
+
+    g = graph if graph is not None else get_default_graph()
+    if filename is not None:
+        write_graph(g, filename, format="msgpack")
+    return graph_to_dict(g)
+
+
+def import_meta_graph(
+    meta_graph_or_file: Any, clear_devices: bool = False, import_scope: str | None = None, **unused
+) -> Saver | None:
+    """TF1's ``tf.train.import_meta_graph``: rebuild the graph ``Saver.save`` wrote beside a
+    checkpoint (``<checkpoint>.meta``, or a document from ``export_meta_graph``) into the default
+    graph, which must have no op of the same names; return a Saver of its variables (None when
+    it has none) to ``restore`` them. ``clear_devices`` drops the ops' device requests."""
+    from ..serialize import graph_from_dict, read_graph_document
+
+    if import_scope:
+        raise ValueError("import_meta_graph: import_scope is not supported")
+    if isinstance(meta_graph_or_file, dict):
+        doc = meta_graph_or_file
+    else:
+        path = os.fspath(meta_graph_or_file)
+        if not os.path.isfile(path):
+            from ..errors import NotFoundError
+
+            raise NotFoundError(f"import_meta_graph: no meta graph file {path!r}")
+        with open(path, "rb") as f:
+            doc = read_graph_document(f.read())
+    if clear_devices and isinstance(doc, dict) and isinstance(doc.get("nodes"), list):
+        doc = dict(
+            doc, nodes=[dict(n, device="") if isinstance(n, dict) else n for n in doc["nodes"]]
+        )
+    g = get_default_graph()
+    before = set(g.get_collection(GraphKeys.GLOBAL_VARIABLES))
+    graph_from_dict(doc, into=g)
+    new = [v for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES) if v not in before]
+    return Saver(new) if new else None
