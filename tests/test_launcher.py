@@ -317,8 +317,11 @@ def test_monitored_session_restores_and_continues_the_global_step(tmp_path):
     assert hb.train.latest_checkpoint(ckpt).endswith("model.ckpt-7")
     assert sorted(f for f in os.listdir(ckpt) if f.startswith("model")) == [
         "model.ckpt-3",
+        "model.ckpt-3.meta",
         "model.ckpt-6",
+        "model.ckpt-6.meta",
         "model.ckpt-7",
+        "model.ckpt-7.meta",
     ]
     with hb.Graph().as_default():
         step, w, train = _regression()
