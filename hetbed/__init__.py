@@ -207,6 +207,7 @@ from hetbed.runtime.variable_scope import (
     get_local_variable,
     get_variable,
     get_variable_scope,
+    make_template,
     variable_scope,
 )
 from hetbed.runtime.variables import (

@@ -38,11 +38,14 @@ __all__ = [
     "BasicLSTMCell",
     "BasicRNNCell",
     "DropoutWrapper",
+    "GRUBlockCell",
     "GRUCell",
+    "LSTMBlockCell",
     "LSTMCell",
     "LSTMStateTuple",
     "MultiRNNCell",
     "RNNCell",
+    "ResidualWrapper",
     "static_bidirectional_rnn",
     "static_rnn",
 ]
@@ -429,6 +432,63 @@ class DropoutWrapper(RNNCell):
             flat = _flatten(new)
             new = _pack(new, [self._drop(s, sk) for s in flat])
         return self._drop(out, ok), new
+
+
+class ResidualWrapper(RNNCell):
+    """``cell`` whose output is added to its input (``residual_fn(inputs, outputs)``, by
+    default their sum: the input and output depths must agree)."""
+
+    def __init__(self, cell: RNNCell, residual_fn: Any = None):
+        super().__init__(None)
+        self._cell = cell
+        self._residual_fn = residual_fn
+
+    @property
+    def state_size(self) -> Any:
+        return self._cell.state_size
+
+    @property
+    def output_size(self) -> int:
+        return self._cell.output_size
+
+    def _step(self, x, state):
+        out, new = self._cell(x, state)
+        if self._residual_fn is not None:
+            return self._residual_fn(x, out), new
+        if x.shape.dims is not None and out.shape.dims is not None:
+            if x.shape.dims[-1] is not None and x.shape.dims[-1] != out.shape.dims[-1]:
+                raise ValueError(
+                    f"ResidualWrapper: input depth {x.shape.dims[-1]} and output depth "
+                    f"{out.shape.dims[-1]} differ"
+                )
+        return _math.add(x, out), new
+
+
+def LSTMBlockCell(  # noqa: N802 - TF's class name
+    num_units: int,
+    forget_bias: float = 1.0,
+    cell_clip: float | None = None,
+    use_peephole: bool = False,
+    reuse: Any = None,
+    dtype: Any = None,
+    name: str = "lstm_cell",
+) -> RNNCell:
+    """contrib.rnn's LSTMBlockCell (a fused kernel in TF): the same LSTM (gates i, j, f, o,
+    ``forget_bias`` added to f, variables ``lstm_cell/kernel`` and ``bias``) as BasicLSTMCell,
+    or LSTMCell with peepholes or a cell clip."""
+    if use_peephole or cell_clip is not None:
+        return LSTMCell(
+            num_units, use_peepholes=use_peephole, cell_clip=cell_clip,
+            forget_bias=forget_bias, reuse=reuse, name=name, dtype=dtype,
+        )  # fmt: skip
+    return BasicLSTMCell(num_units, forget_bias=forget_bias, reuse=reuse, name=name, dtype=dtype)
+
+
+def GRUBlockCell(
+    num_units: int, cell_size: Any = None, name: str = "gru_cell", **kw: Any
+) -> RNNCell:  # noqa: N802
+    """contrib.rnn's GRUBlockCell: the GRU of GRUCell (variables under ``gru_cell``)."""
+    return GRUCell(int(num_units if cell_size is None else cell_size), name=name, **kw)
 
 
 def static_rnn(

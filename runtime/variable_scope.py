@@ -679,3 +679,71 @@ def variable_scope(
                 st.counts = saved_counts
             else:
                 st.close_subscopes(new_name)
+
+
+class Template:
+    """A function whose variables are made on its first call and shared by every later one
+    (TF1's ``tf.make_template``): each call runs under the same variable scope, the later ones
+    with ``reuse=True`` (so a later call that would make a new variable fails)."""
+
+    def __init__(
+        self, name: str, func: Callable, unique_name: str | None = None, custom_getter=None
+    ):
+        if not callable(func):
+            raise TypeError(f"make_template: {func!r} is not callable")
+        self._name = name
+        self._unique = unique_name
+        self._func = func
+        self._custom_getter = custom_getter
+        self._scope: VariableScope | None = None
+
+    @property
+    def variable_scope(self) -> VariableScope | None:
+        return self._scope
+
+    @property
+    def variable_scope_name(self) -> str | None:
+        return None if self._scope is None else self._scope.name
+
+    def _owned(self, key: str) -> list:
+        if self._scope is None:
+            return []
+        return get_default_graph().get_collection(key, self._scope.name + "/")
+
+    @property
+    def trainable_variables(self) -> list:
+        return self._owned(GraphKeys.TRAINABLE_VARIABLES)
+
+    @property
+    def global_variables(self) -> list:
+        return self._owned(GraphKeys.GLOBAL_VARIABLES)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._scope is None:
+            with variable_scope(
+                self._unique, default_name=self._name, custom_getter=self._custom_getter
+            ) as sc:
+                self._scope = sc
+                return self._func(*args, **kwargs)
+        with variable_scope(self._scope, reuse=True, custom_getter=self._custom_getter):
+            return self._func(*args, **kwargs)
+
+
+def make_template(
+    name_: str,
+    func_: Callable,
+    create_scope_now_: bool = False,
+    unique_name_: str | None = None,
+    custom_getter_: Callable | None = None,
+    **kwargs: Any,
+) -> Template:
+    """TF1's ``tf.make_template``: ``func_`` (with ``kwargs`` bound) wrapped so that all its
+    calls share the variables its first call makes, under the scope ``name_`` (made unique)."""
+    import functools
+
+    fn = functools.partial(func_, **kwargs) if kwargs else func_
+    t = Template(name_, fn, unique_name_, custom_getter_)
+    if create_scope_now_:
+        with variable_scope(unique_name_, default_name=name_) as sc:
+            t._scope = sc
+    return t

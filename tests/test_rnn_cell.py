@@ -235,3 +235,42 @@ def test_static_bidirectional_rnn_is_the_dynamic_one_over_a_list():
     np.testing.assert_allclose(sf, wf, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(sb.h, wb.h, rtol=1e-5, atol=1e-6)
     assert not np.stack(got, 1)[1, 2:].any()  # zeros past a row's length, both directions
+
+
+def test_residual_wrapper_block_cells_and_make_template():
+    """ResidualWrapper adds the input to the cell's output; contrib's LSTMBlockCell and
+    GRUBlockCell are the LSTM and GRU of BasicLSTMCell and GRUCell (same variables, same
+    values); make_template shares its first call's variables with every later call."""
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [2, 3, 4])
+        with tf.variable_scope("res"):
+            plain, _ = tf.nn.dynamic_rnn(tf.nn.rnn_cell.GRUCell(4), x, dtype=tf.float32)
+        with tf.variable_scope("res", reuse=True):
+            res, _ = tf.nn.dynamic_rnn(
+                tf.nn.rnn_cell.ResidualWrapper(tf.nn.rnn_cell.GRUCell(4)), x, dtype=tf.float32
+            )
+        with tf.variable_scope("blk"):
+            a, _ = tf.nn.dynamic_rnn(tf.contrib.rnn.LSTMBlockCell(4), x, dtype=tf.float32)
+        with tf.variable_scope("blk", reuse=True):
+            b, _ = tf.nn.dynamic_rnn(
+                tf.nn.rnn_cell.BasicLSTMCell(4, name="lstm_cell"), x, dtype=tf.float32
+            )
+        dense = tf.make_template("lin", lambda v, units: tf.layers.dense(v, units), units=2)
+        y1, y2 = dense(x), dense(x * 2.0)
+        n_vars = len(dense.trainable_variables)
+        assert dense.variable_scope_name == "lin"
+        bias = [v for v in dense.trainable_variables if "bias" in v.op.name][0]
+        bias_init = tf.assign(bias, [0.5, -1.0])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(bias_init)
+            got = s.run([plain, res, a, b, y1, y2], {x: xv})
+    assert n_vars == 2
+    np.testing.assert_allclose(got[1], got[0] + xv, rtol=1e-6)
+    np.testing.assert_allclose(got[2], got[3], rtol=1e-6)
+    # one kernel w and bias b for both calls: 2 * (x w + b) - (2x w + b) = b everywhere
+    np.testing.assert_allclose(
+        2 * got[4] - got[5], np.broadcast_to([0.5, -1.0], got[4].shape), atol=1e-5
+    )
