@@ -414,3 +414,7 @@ from hetbed.runtime.ops.debug import (  # noqa: E402
 )
 from hetbed.runtime.ops.debug import print_ as print  # noqa: E402
 from hetbed.runtime.ops.py_func import numpy_function, py_func  # noqa: E402
+
+# ---- lookup tables ----
+# isort: split
+from hetbed.runtime.ops.lookup import tables_initializer  # noqa: E402

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     dynamic,
     iterator,
     linalg,
+    lookup,
     loop,
     manip,
     math,

@@ -459,3 +459,26 @@ contrib.data = _namespace(  # type: ignore[attr-defined]
     "TF1's tf.contrib.data (the parts hetbed has).",
     {"unbatch": _hb.data.experimental.unbatch},
 )
+
+
+# ---- lookup tables: tf.contrib.lookup and tf.lookup ----------------------------------------
+
+from hetbed.runtime.ops import lookup as _lookup  # noqa: E402
+
+_tables = {
+    k: getattr(_lookup, k)
+    for k in (
+        "HashTable",
+        "StaticHashTable",
+        "KeyValueTensorInitializer",
+        "TextFileInitializer",
+        "index_table_from_tensor",
+        "index_table_from_file",
+        "index_to_string_table_from_tensor",
+        "index_to_string_table_from_file",
+    )
+}
+contrib.lookup = _namespace(  # type: ignore[attr-defined]
+    "contrib.lookup", "TF1's tf.contrib.lookup (lookup tables, runtime/ops/lookup.py).", _tables
+)
+lookup = _namespace("lookup", "TF1's tf.lookup (lookup tables).", _tables)
