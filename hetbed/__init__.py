@@ -418,3 +418,4 @@ from hetbed.runtime.ops.py_func import numpy_function, py_func  # noqa: E402
 # ---- lookup tables ----
 # isort: split
 from hetbed.runtime.ops.lookup import tables_initializer  # noqa: E402
+from hetbed.runtime.ops.strings import sparse_placeholder  # noqa: E402

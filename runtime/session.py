@@ -383,6 +383,16 @@ class BaseSession:
         for k, v in feed_dict.items():
             if isinstance(k, IndexedSlices):
                 raise TypeError("feeding IndexedSlices is not supported; feed its parts")
+            if isinstance(k, tuple) and hasattr(k, "_value_type"):  # a SparseTensor: its parts
+                if not (isinstance(v, tuple) and len(v) == 3):
+                    raise TypeError(
+                        "feed a SparseTensor with a SparseTensorValue or an (indices, values, "
+                        f"dense_shape) tuple, got {type(v).__name__}"
+                    )
+                for part, value in zip(k, v):
+                    el = self.graph.as_graph_element(part)
+                    feeds[el] = _feed_value(el, value)
+                continue
             el = self.graph.as_graph_element(k)
             if isinstance(el, Operation):
                 raise TypeError(f"cannot feed operation {el.name}; feed one of its output tensors")

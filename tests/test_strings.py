@@ -334,3 +334,17 @@ def test_queues_hold_strings_and_padding_uses_empty_bytes():
         s.run(pe[0])
         s.run(pe[1])
         assert s.run(pq.dequeue_many(2)).tolist() == [[b"a", b""], [b"b", b"c"]]
+
+
+def test_sparse_placeholder_fed_with_a_sparse_tensor_value():
+    import hetbed.compat.v1 as tf
+
+    with tf.Graph().as_default():
+        sp = tf.sparse_placeholder(tf.float32, shape=[None, None])
+        dense = tf.sparse_tensor_to_dense(sp)
+        assert sp.indices.shape.as_list() == [None, 2]
+        with tf.Session() as s:
+            got = s.run(dense, {sp: tf.SparseTensorValue([[0, 1], [2, 0]], [1.5, 2.5], [3, 2])})
+            with pytest.raises(TypeError, match="SparseTensorValue"):
+                s.run(dense, {sp: np.zeros((3, 2))})
+    np.testing.assert_array_equal(got, [[0, 1.5], [0, 0], [2.5, 0]])

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError, NotFoundError
-from ..graph import Tensor, TensorShape
+from ..graph import Tensor, TensorShape, get_default_graph
 from ..registry import apply, apply_op, broadcast_shapes, convert_to_tensor, defop
 
 # ---- helpers -------------------------------------------------------------------------------------
@@ -793,3 +793,19 @@ def match_filenames_once(pattern: Any, name=None) -> Any:
         validate_shape=False,
         name=name or "matching_filenames",
     )
+
+
+def sparse_placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> SparseTensor:
+    """TF1's ``tf.sparse_placeholder``: a SparseTensor of three placeholders (``indices``,
+    ``values``, ``dense_shape``) fed together with a SparseTensorValue (or a 3-tuple)."""
+    from .array import placeholder
+
+    rank = None
+    if shape is not None:
+        rank = (shape if isinstance(shape, TensorShape) else TensorShape(shape)).ndims
+    with get_default_graph().name_scope(name or "SparsePlaceholder"):
+        return SparseTensor(
+            placeholder(_dt.int64, [None, rank], name="indices"),
+            placeholder(_dt.as_dtype(dtype), [None], name="values"),
+            placeholder(_dt.int64, [rank], name="shape"),
+        )
