@@ -38,6 +38,7 @@ __all__ = [
     "AUTOTUNE",
     "Dataset",
     "Iterator",
+    "TFRecordDataset",
     "TextLineDataset",
     "experimental",
     "make_initializable_iterator",
@@ -792,6 +793,35 @@ def TextLineDataset(  # noqa: N802 - TF's class name
             n.encode() if isinstance(n, str) else n for n in np.asarray(value, dtype=object).ravel()
         ]
         return ([ln] for path in names for ln in lines(path))
+
+    return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
+
+
+def TFRecordDataset(  # noqa: N802 - TF's class name
+    filenames: Any, compression_type: Any = None, buffer_size: Any = None, num_parallel_reads=None
+) -> Dataset:
+    """The records of the TFRecord files ``filenames`` (a name, a list of names or a string
+    tensor), in order, as scalar strings (``parse_single_example`` them); a bad checksum or a
+    truncated record fails naming the file and offset."""
+    from hetbed.runtime.ops.records import tf_record_iterator
+
+    if compression_type:
+        raise ValueError(f"TFRecordDataset: compression {compression_type!r} is not supported")
+    given = _to_array(filenames, "TFRecordDataset", capture=True)
+
+    def make(env: dict) -> Any:
+        import os
+
+        (value,) = _bound([given], env)
+        names = [
+            n.decode() if isinstance(n, bytes) else str(n)
+            for n in np.asarray(value, dtype=object).ravel()
+        ]
+        return (
+            [np.array(r, dtype=object)]
+            for path in names
+            for r in tf_record_iterator(os.fspath(path))
+        )
 
     return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
 

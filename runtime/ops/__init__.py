@@ -21,6 +21,7 @@ from . import (  # noqa: F401
     py_func,  # WP4
     random,
     readers,
+    records,
     sampled,
     scatter,
     segments,

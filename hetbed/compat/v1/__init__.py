@@ -482,3 +482,23 @@ contrib.lookup = _namespace(  # type: ignore[attr-defined]
     "contrib.lookup", "TF1's tf.contrib.lookup (lookup tables, runtime/ops/lookup.py).", _tables
 )
 lookup = _namespace("lookup", "TF1's tf.lookup (lookup tables).", _tables)
+
+
+# ---- TFRecord files and tf.train.Example (runtime/ops/records.py) ----------------------------
+
+from hetbed.runtime.ops import records as _records  # noqa: E402
+
+for _k in ("Example", "Features", "Feature", "BytesList", "FloatList", "Int64List"):
+    setattr(train, _k, getattr(_records, _k))
+parse_single_example = _records.parse_single_example
+parse_example = _records.parse_example
+FixedLenFeature = _records.FixedLenFeature
+VarLenFeature = _records.VarLenFeature
+python_io = _namespace(
+    "python_io",
+    "TF1's tf.python_io: TFRecord files.",
+    {"TFRecordWriter": _records.TFRecordWriter, "tf_record_iterator": _records.tf_record_iterator},
+)
+for _k in ("TFRecordWriter", "tf_record_iterator", "parse_single_example", "parse_example"):
+    setattr(io, _k, getattr(_records, _k))
+io.FixedLenFeature, io.VarLenFeature = _records.FixedLenFeature, _records.VarLenFeature

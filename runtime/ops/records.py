@@ -1,0 +1,313 @@
+"""TFRecord files and ``tf.train.Example`` (TF1's record format), with protobuf (a dependency of
+tensorboard, which hetbed requires).
+
+* ``Example`` and its parts (``Features``, ``Feature``, ``BytesList``, ``FloatList``,
+  ``Int64List``) are protobuf message classes built here from the schema TensorFlow publishes
+  (package ``tensorflow``, the same field numbers), so their bytes are TensorFlow's.
+* A TFRecord file is a sequence of records: the length (uint64, little-endian), its masked
+  CRC-32C, the data, the data's masked CRC-32C. ``TFRecordWriter`` writes them;
+  ``TFRecordDataset`` and ``tf_record_iterator`` read them and fail with DataLossError naming the
+  file and offset on a bad checksum or a truncated record.
+* ``parse_single_example`` / ``parse_example`` (ops ``ParseExample``, CPU) decode serialized
+  Examples into dense tensors (``FixedLenFeature``, with ``default_value``) and SparseTensors
+  (``VarLenFeature``).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import DataLossError, InvalidArgumentError
+from ..graph import TensorShape
+from ..registry import Cost, apply_op, convert_to_tensor, defop
+
+# ---- the Example protos --------------------------------------------------------------------
+
+
+def _build_messages() -> dict:
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    f = descriptor_pb2.FileDescriptorProto(
+        name="hetbed/example.proto", package="tensorflow", syntax="proto3"
+    )
+    FD = descriptor_pb2.FieldDescriptorProto  # noqa: N806
+
+    def msg(name: str, fields: list, nested: list | None = None, oneofs: list | None = None):
+        m = f.message_type.add(name=name)
+        for o in oneofs or []:
+            m.oneof_decl.add(name=o)
+        for fname, number, ftype, label, type_name, oneof in fields:
+            fd = m.field.add(name=fname, number=number, type=ftype, label=label)
+            if type_name:
+                fd.type_name = type_name
+            if oneof is not None:
+                fd.oneof_index = oneof
+            if ftype in (FD.TYPE_FLOAT, FD.TYPE_INT64) and label == FD.LABEL_REPEATED:
+                fd.options.packed = True
+        for n in nested or []:
+            m.nested_type.add().CopyFrom(n)
+        return m
+
+    rep, opt = FD.LABEL_REPEATED, FD.LABEL_OPTIONAL
+    msg("BytesList", [("value", 1, FD.TYPE_BYTES, rep, None, None)])
+    msg("FloatList", [("value", 1, FD.TYPE_FLOAT, rep, None, None)])
+    msg("Int64List", [("value", 1, FD.TYPE_INT64, rep, None, None)])
+    msg(
+        "Feature",
+        [
+            ("bytes_list", 1, FD.TYPE_MESSAGE, opt, ".tensorflow.BytesList", 0),
+            ("float_list", 2, FD.TYPE_MESSAGE, opt, ".tensorflow.FloatList", 0),
+            ("int64_list", 3, FD.TYPE_MESSAGE, opt, ".tensorflow.Int64List", 0),
+        ],
+        oneofs=["kind"],
+    )
+    entry = descriptor_pb2.DescriptorProto(name="FeatureEntry")
+    entry.options.map_entry = True
+    entry.field.add(name="key", number=1, type=FD.TYPE_STRING, label=opt)
+    entry.field.add(
+        name="value", number=2, type=FD.TYPE_MESSAGE, label=opt, type_name=".tensorflow.Feature"
+    )
+    msg(
+        "Features",
+        [("feature", 1, FD.TYPE_MESSAGE, rep, ".tensorflow.Features.FeatureEntry", None)],
+        nested=[entry],
+    )
+    msg("Example", [("features", 1, FD.TYPE_MESSAGE, opt, ".tensorflow.Features", None)])
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    names = ("BytesList", "FloatList", "Int64List", "Feature", "Features", "Example")
+    return {
+        n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.{n}"))
+        for n in names
+    }
+
+
+_MESSAGES = _build_messages()
+BytesList = _MESSAGES["BytesList"]
+FloatList = _MESSAGES["FloatList"]
+Int64List = _MESSAGES["Int64List"]
+Feature = _MESSAGES["Feature"]
+Features = _MESSAGES["Features"]
+Example = _MESSAGES["Example"]
+
+
+# ---- TFRecord files ------------------------------------------------------------------------
+
+
+def _masked_crc(data: bytes) -> int:
+    from tensorboard.compat.tensorflow_stub.pywrap_tensorflow import masked_crc32c
+
+    return masked_crc32c(data)
+
+
+class TFRecordWriter:
+    """Writes records (bytes, e.g. ``example.SerializeToString()``) to a TFRecord file;
+    a context manager; ``close()`` flushes."""
+
+    def __init__(self, path: Any, options: Any = None):
+        if options not in (None, "", 0) and str(
+            getattr(options, "compression_type", options)
+        ) not in ("", "0", "None"):
+            raise ValueError("TFRecordWriter: compressed records are not supported")
+        self.path = path
+        self._f = open(path, "wb")  # noqa: SIM115 - closed by close()
+
+    def write(self, record: bytes) -> None:
+        data = bytes(record)
+        head = struct.pack("<Q", len(data))
+        self._f.write(head + struct.pack("<I", _masked_crc(head)) + data)
+        self._f.write(struct.pack("<I", _masked_crc(data)))
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> TFRecordWriter:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def tf_record_iterator(path: Any, options: Any = None) -> Any:
+    """The records of a TFRecord file, checked (DataLossError naming the file and offset)."""
+    with open(path, "rb") as f:
+        offset = 0
+        while True:
+            head = f.read(12)
+            if not head:
+                return
+            if len(head) < 12:
+                raise DataLossError(f"{path}: truncated record header at offset {offset}")
+            (n,) = struct.unpack("<Q", head[:8])
+            if struct.unpack("<I", head[8:])[0] != _masked_crc(head[:8]):
+                raise DataLossError(f"{path}: corrupted record length at offset {offset}")
+            body = f.read(n + 4)
+            if len(body) < n + 4:
+                raise DataLossError(f"{path}: truncated record at offset {offset}")
+            data = body[:n]
+            if struct.unpack("<I", body[n:])[0] != _masked_crc(data):
+                raise DataLossError(f"{path}: corrupted record data at offset {offset}")
+            yield data
+            offset += 16 + n
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+FixedLenFeature = namedtuple("FixedLenFeature", ["shape", "dtype", "default_value"])
+FixedLenFeature.__new__.__defaults__ = (None,)
+VarLenFeature = namedtuple("VarLenFeature", ["dtype"])
+
+
+def _values(feature: Any, dtype: _dt.DType, key: str, where: str) -> list:
+    kind = feature.WhichOneof("kind")
+    want = "bytes_list" if dtype.is_string else "float_list" if dtype.is_floating else "int64_list"
+    if kind is None:
+        return []
+    if kind != want:
+        raise InvalidArgumentError(
+            f"{where}: feature {key!r} is a {kind}, the spec wants {dtype.name}"
+        )
+    return list(getattr(feature, kind).value)
+
+
+def _no_cost(op: Any, ins: list, outs: list) -> Cost:
+    return Cost()
+
+
+ParseExample = defop("ParseExample", differentiable=False, cost=_no_cost)
+
+
+@ParseExample.shape
+def _parse_shape(op):
+    single = op.attrs["single"]
+    lead = [] if single else [op.inputs[0].shape.dims[0] if op.inputs[0].shape.dims else None]
+    out = []
+    for spec in op.attrs["specs"]:
+        kind, dtype = spec[0], _dt.as_dtype(spec[2])
+        if kind == "fixed":
+            out.append((TensorShape([*lead, *spec[3]]), dtype))
+        else:  # indices, values, dense_shape of a sparse feature
+            rank = 1 if single else 2
+            out += [
+                (TensorShape([None, rank]), _dt.int64),
+                (TensorShape([None]), dtype),
+                (TensorShape([rank]), _dt.int64),
+            ]
+    return out
+
+
+@ParseExample.kernel("cpu")
+def _parse(ctx, serialized, *defaults):
+    single = ctx.attrs["single"]
+    records = (
+        [serialized.item()] if single else list(np.asarray(serialized, dtype=object).reshape(-1))
+    )
+    where = f"ParseExample {ctx.op.name!r}"
+    parsed = []
+    for i, rec in enumerate(records):
+        try:
+            parsed.append(Example.FromString(bytes(rec)).features.feature)
+        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
+            raise InvalidArgumentError(
+                f"{where}: record {i} is not a tf.train.Example ({e})", ctx.op
+            ) from None
+    out: list = []
+    d = iter(defaults)
+    for spec in ctx.attrs["specs"]:
+        kind, key, dname = spec[0], spec[1], spec[2]
+        dtype = _dt.as_dtype(dname)
+        npt = object if dtype.is_string else dtype.np
+        if kind == "fixed":
+            shape = list(spec[3])
+            default = next(d) if spec[4] else None
+            n = int(np.prod(shape)) if shape else 1
+            rows = []
+            for i, feats in enumerate(parsed):
+                vals = _values(feats[key], dtype, key, where) if key in feats else []
+                if not vals:
+                    if default is None:
+                        raise InvalidArgumentError(
+                            f"{where}: record {i} has no feature {key!r} and it has no default_value",
+                            ctx.op,
+                        )
+                    arr = np.broadcast_to(np.asarray(default, dtype=npt), shape).copy()
+                else:
+                    if len(vals) != n:
+                        raise InvalidArgumentError(
+                            f"{where}: feature {key!r} of record {i} has {len(vals)} values, its shape {shape} wants {n}",
+                            ctx.op,
+                        )
+                    arr = np.array(vals, dtype=npt).reshape(shape)
+                rows.append(arr)
+            out.append(
+                rows[0] if single else np.stack(rows) if rows else np.zeros([0, *shape], npt)
+            )
+        else:
+            idx, vals_all = [], []
+            longest = 0
+            for i, feats in enumerate(parsed):
+                vals = _values(feats[key], dtype, key, where) if key in feats else []
+                longest = max(longest, len(vals))
+                for j, v in enumerate(vals):
+                    idx.append([j] if single else [i, j])
+                    vals_all.append(v)
+            rank = 1 if single else 2
+            out.append(np.array(idx, dtype=np.int64).reshape(-1, rank))
+            out.append(np.array(vals_all, dtype=npt))
+            out.append(np.array([longest] if single else [len(parsed), longest], dtype=np.int64))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _parse(serialized: Any, features: dict, single: bool, name: str | None) -> dict:
+    from .strings import SparseTensor
+
+    s = convert_to_tensor(serialized, dtype=_dt.string)
+    specs, defaults = [], []
+    for key in sorted(features):
+        f = features[key]
+        if isinstance(f, FixedLenFeature):
+            dt = _dt.as_dtype(f.dtype)
+            has = f.default_value is not None
+            specs.append(("fixed", key, dt.name, tuple(int(x) for x in (f.shape or [])), has))
+            if has:
+                defaults.append(convert_to_tensor(f.default_value, dtype=dt))
+        elif isinstance(f, VarLenFeature):
+            specs.append(("var", key, _dt.as_dtype(f.dtype).name))
+        else:
+            raise TypeError(f"parse_example: feature {key!r} has an unsupported spec {f!r}")
+    op = apply_op(
+        "ParseExample",
+        [s, *defaults],
+        {"specs": tuple(specs), "single": single},
+        name=name or "ParseExample",
+    )
+    outs = iter(op.outputs)
+    result: dict = {}
+    for spec in specs:
+        if spec[0] == "fixed":
+            result[spec[1]] = next(outs)
+        else:
+            result[spec[1]] = SparseTensor(next(outs), next(outs), next(outs))
+    return result
+
+
+def parse_single_example(
+    serialized: Any, features: dict, name: str | None = None, example_names: Any = None
+) -> dict:
+    """One serialized Example (a string scalar) as a dict of tensors by ``features``."""
+    return _parse(serialized, features, True, name)
+
+
+def parse_example(
+    serialized: Any, features: dict, name: str | None = None, example_names: Any = None
+) -> dict:
+    """A vector of serialized Examples as a dict of batched tensors by ``features``."""
+    return _parse(serialized, features, False, name)
