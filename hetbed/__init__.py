@@ -163,6 +163,7 @@ from hetbed.runtime.ops.math import (
 )
 from hetbed.runtime.ops.nn import sigmoid, tanh
 from hetbed.runtime.ops.random import (
+    multinomial,
     random_normal,
     random_shuffle,
     random_uniform,

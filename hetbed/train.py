@@ -41,6 +41,7 @@ from hetbed.runtime.train.monitored import (
     SessionRunValues,
     StopAtStepHook,
 )
+from hetbed.runtime.train.moving_averages import ExponentialMovingAverage
 from hetbed.runtime.train.optimizers import (
     AdagradOptimizer,
     AdamOptimizer,
@@ -109,6 +110,7 @@ __all__ = [
     "NewCheckpointReader",
     "Optimizer",
     "RMSPropOptimizer",
+    "ExponentialMovingAverage",
     "Saver",
     "export_meta_graph",
     "import_meta_graph",

@@ -294,7 +294,61 @@ def random_shuffle(value: Any, seed: int | None = None, name: str | None = None)
     return apply("RandomShuffle", [v], {"seed": seed}, name or "random_shuffle")
 
 
+# ---- Multinomial (tf.multinomial, tf.random.categorical) --------------------------------------
+
+Multinomial = defop("Multinomial", stateful=True, differentiable=False, cost=_random_cost(10))
+
+
+@Multinomial.shape
+def _multinomial_shape(op):
+    logits = op.inputs[0]
+    if logits.shape.ndims not in (None, 2) or not logits.dtype.is_floating:
+        raise InvalidArgumentError(
+            f"multinomial {op.name!r}: logits must be a float [batch, classes] matrix, got "
+            f"{logits.dtype.name} of shape {logits.shape}"
+        )
+    batch = logits.shape.dims[0] if logits.shape.ndims == 2 else None
+    return [(TensorShape([batch, op.attrs["num_samples"]]), op.attrs["dtype"])]
+
+
+@Multinomial.kernel("cpu")
+def _multinomial(ctx, logits):
+    n = ctx.attrs["num_samples"]
+    x = np.asarray(logits, dtype=np.float64)
+    if x.shape[1] == 0:
+        raise InvalidArgumentError(f"multinomial {ctx.op.name!r}: logits have no classes")
+    p = np.exp(x - x.max(axis=1, keepdims=True))  # the row's softmax, up to its sum
+    cdf = np.cumsum(p, axis=1)
+    u = ctx.rng.random((x.shape[0], n)) * cdf[:, -1:]
+    out = np.empty((x.shape[0], n), dtype=ctx.attrs["dtype"].np)
+    for i in range(x.shape[0]):
+        out[i] = np.minimum(np.searchsorted(cdf[i], u[i], side="right"), x.shape[1] - 1)
+    return out
+
+
+def multinomial(
+    logits: Any,
+    num_samples: int,
+    seed: int | None = None,
+    name: str | None = None,
+    output_dtype: Any = _dt.int64,
+) -> Tensor:
+    """``num_samples`` class indices per row of ``logits`` ([batch, classes], unnormalized
+    log-probabilities), drawn from its softmax (TF1's ``tf.multinomial``)."""
+    attrs = {"num_samples": int(num_samples), "seed": seed, "dtype": _dt.as_dtype(output_dtype)}
+    return apply("Multinomial", [convert_to_tensor(logits)], attrs, name or "multinomial")
+
+
+def categorical(
+    logits: Any, num_samples: int, dtype: Any = None, seed: int | None = None, name=None
+) -> Tensor:
+    """TF's ``tf.random.categorical``: ``multinomial`` with ``dtype`` (int64 by default)."""
+    return multinomial(logits, num_samples, seed, name, dtype or _dt.int64)
+
+
 __all__ = [
+    "categorical",
+    "multinomial",
     "random_normal",
     "random_shuffle",
     "random_uniform",

@@ -44,6 +44,8 @@ def _pick(*names: str) -> dict[str, _Any]:
     return {n: getattr(_hb, n, None) for n in names}
 
 
+from hetbed.runtime.ops.random import categorical as _categorical  # noqa: E402
+
 random = _namespace(
     "random",
     "TF1's tf.random: samplers and the graph-level seed.",
@@ -53,6 +55,8 @@ random = _namespace(
         "truncated_normal": _hb.truncated_normal,
         "set_random_seed": _hb.set_random_seed,
         "shuffle": getattr(_hb, "random_shuffle", None),
+        "categorical": _categorical,
+        "multinomial": _hb.multinomial,
     },
 )
 
