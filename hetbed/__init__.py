@@ -419,4 +419,5 @@ from hetbed.runtime.ops.py_func import numpy_function, py_func  # noqa: E402
 # ---- lookup tables ----
 # isort: split
 from hetbed.runtime.ops.lookup import tables_initializer  # noqa: E402
+from hetbed.runtime.ops.math_extra import clip_by_average_norm  # noqa: E402
 from hetbed.runtime.ops.strings import sparse_placeholder  # noqa: E402

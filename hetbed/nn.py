@@ -137,3 +137,13 @@ from hetbed.runtime.ops.math_extra import top_k  # noqa: E402
 
 __all__ += ["top_k"]
 # ---- end WP1 ----
+
+# ---- moments from sums, global batch norm ----
+# isort: split
+from hetbed.runtime.ops.nn_extra import (  # noqa: E402
+    batch_norm_with_global_normalization,
+    normalize_moments,
+    sufficient_statistics,
+)
+
+__all__ += ["batch_norm_with_global_normalization", "normalize_moments", "sufficient_statistics"]

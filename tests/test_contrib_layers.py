@@ -140,3 +140,38 @@ def test_batch_norm_layer_norm_dropout_and_scopes():
     kept = d_train != 0
     np.testing.assert_allclose(d_train[kept], xv[kept] * 2, rtol=1e-6)
     assert 0 < kept.mean() < 1
+
+
+def test_optimize_loss_and_small_tf1_helpers():
+    """contrib.layers.optimize_loss trains (SGD step by hand, gradients clipped by global norm,
+    the global step counted); clip_by_average_norm, nn.sufficient_statistics/normalize_moments
+    and nn.batch_norm_with_global_normalization against numpy."""
+    xv = np.array([[1.0, 2.0, 2.0], [0.0, -1.0, 4.0]], np.float32)
+    with tf.Graph().as_default():
+        w = tf.Variable(np.ones(3, np.float32))
+        gs = tf.train.get_or_create_global_step()
+        loss = tf.reduce_sum(tf.constant(xv) * w)
+        train = layers.optimize_loss(loss, gs, 0.1, "SGD", clip_gradients=1.0)
+        x = tf.constant(xv)
+        avg = tf.clip_by_average_norm(x, 0.1)
+        c, m_ss, v_ss, _ = tf.nn.sufficient_statistics(x, [0])
+        mean, var = tf.nn.normalize_moments(c, m_ss, v_ss, None)
+        bn = tf.nn.batch_norm_with_global_normalization(
+            x, mean, var, tf.ones([3]), 2 * tf.ones([3]), 1e-3, True
+        )
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            first = s.run(train)
+            got_w, got_gs = s.run([w, gs])
+            got = s.run([avg, c, mean, var, bn])
+    g = xv.sum(0)
+    np.testing.assert_allclose(got_w, 1 - 0.1 * g / np.linalg.norm(g), rtol=1e-5)
+    assert got_gs == 1 and first == pytest.approx(float(xv.sum()), rel=1e-6)
+    norm = np.sqrt((xv**2).sum()) / xv.size
+    np.testing.assert_allclose(got[0], xv * 0.1 / max(norm, 0.1), rtol=1e-5)
+    assert got[1] == 2.0
+    np.testing.assert_allclose(got[2], xv.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(got[3], xv.var(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        got[4], (xv - xv.mean(0)) / np.sqrt(xv.var(0) + 1e-3) * 2 + 1, rtol=1e-4
+    )

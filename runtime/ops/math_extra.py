@@ -663,3 +663,20 @@ def clip_by_global_norm(
                 IndexedSlices(clipped, t.indices, t.dense_shape) if _is_slices(t) else clipped
             )
     return out, gn
+
+
+def clip_by_average_norm(t: Any, clip_norm: Any, name: str | None = None) -> Tensor:
+    """``t * clip_norm / max(l2norm(t) / size(t), clip_norm)`` (TF1's ``clip_by_average_norm``)."""
+    from ..graph import name_scope
+    from .array import cast, size
+
+    x = convert_to_tensor(t)
+    with name_scope(name or "clip_by_average_norm"):
+        c = (
+            convert_to_tensor(clip_norm, dtype=x.dtype)
+            if isinstance(clip_norm, Tensor)
+            else _const(clip_norm, x)
+        )
+        n = cast(size(x), x.dtype)
+        avg = divide(sqrt(reduce_sum(multiply(x, x))), n)
+        return divide(multiply(x, c), maximum(avg, c))

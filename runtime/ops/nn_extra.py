@@ -607,3 +607,65 @@ __all__ = [
     "weighted_cross_entropy_with_logits",
     "zero_fraction",
 ]
+
+
+# ---- moments from sums, and batch norm with global statistics ----------------------------------
+
+
+def sufficient_statistics(
+    x: Any, axes: Any, shift: Any = None, keep_dims: bool = False, name: str | None = None,
+    keepdims: Any = None,
+) -> tuple:  # fmt: skip
+    """TF1's ``nn.sufficient_statistics``: ``(count, sum(x - shift), sum((x - shift)^2),
+    shift)`` over ``axes`` (the count is x's dtype, the number of elements summed)."""
+    from .array import cast, shape
+    from .math import multiply, reduce_prod, reduce_sum, subtract
+
+    kd = keep_dims if keepdims is None else keepdims
+    v = convert_to_tensor(x)
+    ax = [int(a) for a in (axes if isinstance(axes, (list, tuple)) else [axes])]
+    with name_scope(name or "sufficient_statistics"):
+        counts = cast(reduce_prod(_gather_dims(shape(v), ax, v)), v.dtype)
+        y = v if shift is None else subtract(v, convert_to_tensor(shift, dtype=v.dtype))
+        m_ss = reduce_sum(y, ax, keepdims=kd)
+        v_ss = reduce_sum(multiply(y, y), ax, keepdims=kd)
+    return counts, m_ss, v_ss, (None if shift is None else convert_to_tensor(shift, dtype=v.dtype))
+
+
+def _gather_dims(shape_t: Any, axes: list, v: Any) -> Any:
+    from .manip import gather
+
+    rank = v.shape.ndims
+    idx = [a % rank if rank is not None else a for a in axes]
+    return gather(shape_t, idx)
+
+
+def normalize_moments(counts: Any, mean_ss: Any, variance_ss: Any, shift: Any, name=None) -> tuple:
+    """TF1's ``nn.normalize_moments``: (mean, variance) from ``sufficient_statistics``."""
+    from .math import add, divide, square, subtract
+
+    with name_scope(name or "normalize"):
+        shifted = divide(mean_ss, counts)
+        variance = subtract(divide(variance_ss, counts), square(shifted))
+        mean = shifted if shift is None else add(shifted, shift)
+    return mean, variance
+
+
+def batch_norm_with_global_normalization(
+    t: Any = None, m: Any = None, v: Any = None, beta: Any = None, gamma: Any = None,
+    variance_epsilon: float = 0.0, scale_after_normalization: bool = True, name=None,
+    input: Any = None, mean: Any = None, variance: Any = None,  # noqa: A002 - TF's names
+) -> Tensor:  # fmt: skip
+    """TF1's deprecated ``nn.batch_norm_with_global_normalization``: ``(t - m) / sqrt(v + eps)``
+    times ``gamma`` (with ``scale_after_normalization``) plus ``beta``."""
+    from .math import add, multiply, rsqrt, subtract
+
+    t = t if t is not None else input
+    m = m if m is not None else mean
+    v = v if v is not None else variance
+    x = convert_to_tensor(t)
+    with name_scope(name or "batchnorm"):
+        inv = rsqrt(add(convert_to_tensor(v, dtype=x.dtype), variance_epsilon))
+        if scale_after_normalization:
+            inv = multiply(inv, convert_to_tensor(gamma, dtype=x.dtype))
+        return add(multiply(subtract(x, convert_to_tensor(m, dtype=x.dtype)), inv), beta)

@@ -42,6 +42,7 @@ __all__ = [
     "linear",
     "max_pool2d",
     "one_hot_encoding",
+    "optimize_loss",
     "repeat",
     "stack",
     "sum_regularizer",
@@ -663,3 +664,83 @@ def stack(inputs: Any, layer: Callable, stack_args: Sequence, **kwargs: Any) -> 
             args = a if isinstance(a, (list, tuple)) else (a,)
             out = layer(out, *args, scope=f"{base}_{i + 1}", **kwargs)
     return out
+
+
+_OPTIMIZERS = {
+    "SGD": "GradientDescentOptimizer",
+    "Adam": "AdamOptimizer",
+    "Adagrad": "AdagradOptimizer",
+    "Momentum": "MomentumOptimizer",
+    "RMSProp": "RMSPropOptimizer",
+    "Ftrl": "FtrlOptimizer",
+}
+
+
+def optimize_loss(
+    loss: Any,
+    global_step: Any,
+    learning_rate: Any,
+    optimizer: Any,
+    gradient_noise_scale: Any = None,
+    gradient_multipliers: dict | None = None,
+    clip_gradients: Any = None,
+    learning_rate_decay_fn: Callable | None = None,
+    update_ops: list | None = None,
+    variables: list | None = None,
+    name: str | None = None,
+    summaries: Any = None,
+    colocate_gradients_with_ops: bool = False,
+    increment_global_step: bool = True,
+) -> Any:
+    """contrib.layers.optimize_loss: the training op for ``loss`` with ``optimizer`` (a name:
+    SGD, Adam, Adagrad, Momentum (0.9), RMSProp, Ftrl; a class taking the learning rate; or an
+    instance), ``clip_gradients`` (a float: global-norm clipping), ``gradient_multipliers``,
+    ``learning_rate_decay_fn(lr, global_step)``, the UPDATE_OPS run first; returns the loss,
+    evaluated after the update."""
+    if gradient_noise_scale is not None:
+        raise ValueError("optimize_loss: gradient_noise_scale is not supported")
+    with _hb.variable_scope(name or "OptimizeLoss"):
+        lr = (
+            _hb.convert_to_tensor(learning_rate)
+            if hasattr(_hb, "convert_to_tensor")
+            else learning_rate
+        )
+        if learning_rate_decay_fn is not None:
+            lr = learning_rate_decay_fn(lr, global_step)
+        if isinstance(optimizer, str):
+            if optimizer not in _OPTIMIZERS:
+                raise ValueError(
+                    f"optimize_loss: unknown optimizer {optimizer!r} (one of {sorted(_OPTIMIZERS)})"
+                )
+            cls = getattr(_hb.train, _OPTIMIZERS[optimizer])
+            opt = cls(lr, 0.9) if optimizer == "Momentum" else cls(lr)
+        elif isinstance(optimizer, type):
+            opt = optimizer(lr)
+        else:
+            opt = optimizer
+        ups = update_ops if update_ops is not None else _hb.get_collection(_hb.GraphKeys.UPDATE_OPS)
+        with _hb.control_dependencies(list(ups)):
+            loss = _hb.identity(loss)
+        pairs = opt.compute_gradients(loss, var_list=variables)
+        if gradient_multipliers:
+            pairs = [
+                (
+                    g * gradient_multipliers[v]
+                    if g is not None and v in gradient_multipliers
+                    else g,
+                    v,
+                )
+                for g, v in pairs
+            ]
+        if clip_gradients is not None:
+            if callable(clip_gradients):
+                pairs = clip_gradients(pairs)
+            else:
+                grads, vs = zip(*pairs)
+                clipped, _ = _hb.clip_by_global_norm(list(grads), float(clip_gradients))
+                pairs = list(zip(clipped, vs))
+        step = opt.apply_gradients(
+            pairs, global_step=global_step if increment_global_step else None
+        )
+        with _hb.control_dependencies([step]):
+            return _hb.identity(loss, name="train")
