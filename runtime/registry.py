@@ -312,6 +312,13 @@ def convert_to_tensor(
         from .ops.manip import indexed_slices_to_dense
 
         t = indexed_slices_to_dense(value)
+    elif isinstance(value, (list, tuple)) and _has_tensor(value):
+        # TF1 packs a (nested) list holding tensors: [t1, t2] is tf.stack([t1, t2])
+        from .ops.manip import stack
+
+        t = stack(
+            [convert_to_tensor(v, dtype=dtype, graph=graph) for v in value], name=name or "packed"
+        )
     else:
         from .ops.array import constant
 
@@ -322,6 +329,15 @@ def convert_to_tensor(
             f"expected {_dt.as_dtype(dtype).name} but {t.name} is {t.dtype.name}", t.op
         )
     return t
+
+
+def _has_tensor(value: Any) -> bool:
+    for v in value:
+        if isinstance(v, Tensor) or hasattr(v, "_as_graph_element"):
+            return True
+        if isinstance(v, (list, tuple)) and _has_tensor(v):
+            return True
+    return False
 
 
 def convert_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:

@@ -190,3 +190,39 @@ def test_node_def_int_names_and_labels_of_another_float_type():
             got = s.run(loss, {logits: xv, labels: lv})
     want = -np.log(np.exp(2.0) / np.exp(xv.astype(np.float64)).sum())
     np.testing.assert_allclose(got, [want], rtol=1e-6)
+
+
+def test_second_triage_round_gaps():
+    """What a second round of public TF1 programs needed: ``from tensorflow.python.framework
+    import ops`` (ops.reset_default_graph), lists of tensors packed as TF1 does, dropout with a
+    bool placeholder of unknown rank keeping its shape, tf.cross, contrib.seq2seq.sequence_loss."""
+    import numpy as np
+
+    import hetbed.compat.v1 as tf
+    from hetbed.compat.v1.python.framework import ops
+
+    ops.reset_default_graph()
+    rng = np.random.default_rng(2)
+    lv = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    tv = np.array([[1, 0, 3], [2, 2, 1]], np.int32)
+    wv = np.array([[1, 1, 0], [1, 0.5, 1]], np.float32)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 3))
+    x = tf.placeholder(tf.float32, [None, 4, 4, 3])
+    keep = tf.placeholder(tf.bool)
+    assert tf.layers.dropout(x, 0.3, training=keep).shape.as_list() == [None, 4, 4, 3]
+    s1, s2 = tf.constant(1.0), tf.constant(2.0)
+    packed = tf.stop_gradient([[s1, 3.0], [s2, 4.0]])
+    loss = tf.contrib.seq2seq.sequence_loss(tf.constant(lv), tf.constant(tv), tf.constant(wv))
+    per_row = tf.contrib.seq2seq.sequence_loss(
+        tf.constant(lv), tf.constant(tv), tf.constant(wv), average_across_batch=False
+    )
+    with tf.Session() as s:
+        got = s.run([packed, tf.cross(a, b), tf.linalg.cross(a, b), loss, per_row])
+    assert tf.get_default_graph() is ops.get_default_graph()
+    np.testing.assert_array_equal(got[0], [[1, 3], [2, 4]])
+    np.testing.assert_allclose(got[1], np.cross(a, b), rtol=1e-10)
+    np.testing.assert_allclose(got[2], np.cross(a, b), rtol=1e-10)
+    logp = lv - np.log(np.exp(lv).sum(-1, keepdims=True))
+    ce = -np.take_along_axis(logp, tv[..., None], -1)[..., 0]
+    np.testing.assert_allclose(got[3], (ce * wv).sum() / wv.sum(), rtol=1e-5)
+    np.testing.assert_allclose(got[4], (ce * wv).sum(1) / wv.sum(1), rtol=1e-5)

@@ -799,3 +799,27 @@ def linspace(start: Any, stop: Any, num: Any, name: str | None = None, axis: int
         one = np.asarray(1, dtype=start.dtype.np)
         denom = maximum(subtract(cast(n, start.dtype), one), one)
         return add(start, multiply(steps, divide(subtract(stop, start), denom)))
+
+
+def cross(a: Any, b: Any, name: str | None = None) -> Tensor:
+    """TF1's ``tf.cross`` (``tf.linalg.cross``): pairwise cross products of 3-vectors along the
+    last axis."""
+    from ..graph import name_scope
+    from .manip import stack
+    from .math import subtract
+
+    x, y = convert_to_tensor(a), convert_to_tensor(b)
+    for t in (x, y):
+        if t.shape.ndims is not None and t.shape.dims[-1] not in (None, 3):
+            raise InvalidArgumentError(f"cross: the last dimension must be 3, got {t.shape}")
+    with name_scope(name or "Cross"):
+        xs = [x[..., i] for i in range(3)]
+        ys = [y[..., i] for i in range(3)]
+        return stack(
+            [
+                subtract(multiply(xs[1], ys[2]), multiply(xs[2], ys[1])),
+                subtract(multiply(xs[2], ys[0]), multiply(xs[0], ys[2])),
+                subtract(multiply(xs[0], ys[1]), multiply(xs[1], ys[0])),
+            ],
+            axis=-1,
+        )

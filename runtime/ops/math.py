@@ -258,8 +258,10 @@ def _select_shape(op):
         raise InvalidArgumentError(
             f"where: x and y dtypes differ: {x.dtype.name} vs {y.dtype.name}"
         )
-    s = broadcast_shapes("Select", broadcast_shapes("Select", c.shape, x.shape), y.shape)
-    return [(s, x.dtype)]
+    xy = broadcast_shapes("Select", x.shape, y.shape)
+    if c.shape.ndims is None:  # TF1: the condition has x's shape (or is a scalar or its rows)
+        return [(xy, x.dtype)]
+    return [(broadcast_shapes("Select", c.shape, xy), x.dtype)]
 
 
 @Select.kernel("cpu", "gpu")

@@ -506,3 +506,17 @@ python_io = _namespace(
 for _k in ("TFRecordWriter", "tf_record_iterator", "parse_single_example", "parse_example"):
     setattr(io, _k, getattr(_records, _k))
 io.FixedLenFeature, io.VarLenFeature = _records.FixedLenFeature, _records.VarLenFeature
+
+
+# ---- tf.python: the private modules TF1 programs import from ------------------------------
+
+from . import python  # noqa: E402, F401
+
+contrib.seq2seq = _namespace(  # type: ignore[attr-defined]
+    "contrib.seq2seq",
+    "TF1's tf.contrib.seq2seq, of which hetbed has sequence_loss.",
+    {"sequence_loss": _cl.sequence_loss},
+)
+from hetbed.runtime.ops.linalg import cross  # noqa: E402
+
+linalg.cross = cross  # type: ignore[attr-defined]

@@ -744,3 +744,49 @@ def optimize_loss(
         )
         with _hb.control_dependencies([step]):
             return _hb.identity(loss, name="train")
+
+
+# ---- contrib.seq2seq.sequence_loss -----------------------------------------------------------
+
+
+def sequence_loss(
+    logits: Any,
+    targets: Any,
+    weights: Any,
+    average_across_timesteps: bool = True,
+    average_across_batch: bool = True,
+    softmax_loss_function: Callable | None = None,
+    name: str | None = None,
+) -> Any:
+    """contrib.seq2seq.sequence_loss: the weighted softmax cross entropy of ``logits``
+    [batch, time, classes] against ``targets`` [batch, time], averaged over the weights of the
+    time steps and/or the batch (a scalar, [batch], [time] or [batch, time])."""
+    lg = logits if isinstance(logits, _hb.Tensor) else _hb.constant(logits)
+    if lg.shape.ndims not in (None, 3):
+        raise ValueError(f"sequence_loss: logits must be [batch, time, classes], got {lg.shape}")
+    with _hb.name_scope(name or "sequence_loss"):
+        n_classes = lg.shape.dims[-1] if lg.shape.ndims else None
+        flat_logits = _hb.reshape(
+            lg, [-1, n_classes if n_classes is not None else _hb.shape(lg)[2]]
+        )
+        flat_targets = _hb.reshape(targets, [-1])
+        if softmax_loss_function is None:
+            crossent = _hb.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=flat_targets, logits=flat_logits
+            )
+        else:
+            crossent = softmax_loss_function(labels=flat_targets, logits=flat_logits)
+        w = (
+            _hb.cast(weights, crossent.dtype)
+            if isinstance(weights, _hb.Tensor)
+            else _hb.constant(weights, dtype=crossent.dtype)
+        )
+        crossent = crossent * _hb.reshape(w, [-1])
+        if average_across_timesteps and average_across_batch:
+            return _hb.reduce_sum(crossent) / (_hb.reduce_sum(w) + 1e-12)
+        per = _hb.reshape(crossent, _hb.shape(targets))
+        if average_across_timesteps:
+            return _hb.reduce_sum(per, 1) / (_hb.reduce_sum(w, 1) + 1e-12)
+        if average_across_batch:
+            return _hb.reduce_sum(per, 0) / (_hb.reduce_sum(w, 0) + 1e-12)
+        return per
