@@ -15,7 +15,12 @@ from .variables import Variable
 
 
 class Conv2D(Layer):
-    """2-D convolution over NHWC inputs with a ``[kh, kw, in, filters]`` kernel."""
+    """2-D convolution over NHWC inputs with a ``[kh, kw, in, filters]`` kernel. Subclasses of
+    another rank (Conv1D) change the hooks: ``_sizes`` (parse a size argument), ``_layout``,
+    ``_kernel_dims`` and ``_convolve``."""
+
+    _layout = "NHWC"
+    _sizes = staticmethod(_pair)
 
     def __init__(
         self,
@@ -39,12 +44,12 @@ class Conv2D(Layer):
         **kwargs: Any,
     ):
         super().__init__(trainable=trainable, name=name, **kwargs)
-        _check_channels_last(data_format, "Conv2D")
+        _check_channels_last(data_format, type(self).__name__)
         self.filters = int(filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
+        self.kernel_size = self._sizes(kernel_size, "kernel_size")
+        self.strides = self._sizes(strides, "strides")
         self.padding = _padding(padding)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        self.dilation_rate = self._sizes(dilation_rate, "dilation_rate")
         self.activation = activation
         self.use_bias = use_bias
         self.kernel_initializer = kernel_initializer
@@ -57,14 +62,18 @@ class Conv2D(Layer):
         self.kernel: Variable | None = None
         self.bias: Variable | None = None
 
+    def _kernel_dims(self) -> list:
+        return list(self.kernel_size)
+
     def build(self, input_shape: TensorShape) -> None:
-        if input_shape.ndims != 4 or input_shape[-1] is None:
+        if input_shape.ndims != len(self._layout) or input_shape[-1] is None:
             raise ValueError(
-                f"Conv2D needs NHWC inputs with a known channel dimension, got {input_shape}"
+                f"{type(self).__name__} needs {self._layout} inputs with a known channel "
+                f"dimension, got {input_shape}"
             )
         self.kernel = self.add_weight(
             "kernel",
-            [*self.kernel_size, input_shape[-1], self.filters],
+            [*self._kernel_dims(), input_shape[-1], self.filters],
             initializer=self.kernel_initializer,
             regularizer=self.kernel_regularizer,
             constraint=self.kernel_constraint,
@@ -78,13 +87,13 @@ class Conv2D(Layer):
                 constraint=self.bias_constraint,
             )
 
-    def call(self, inputs: Tensor) -> Tensor:
+    def _convolve(self, inputs: Tensor) -> Tensor:
         from .ops import nn
 
         kw: dict[str, Any] = {}
         if self.dilation_rate != (1, 1):
             kw["dilations"] = [1, *self.dilation_rate, 1]
-        out = nn.conv2d(
+        return nn.conv2d(
             inputs,
             self.kernel,
             strides=[1, *self.strides, 1],
@@ -92,6 +101,9 @@ class Conv2D(Layer):
             data_format="NHWC",
             **kw,
         )
+
+    def call(self, inputs: Tensor) -> Tensor:
+        out = self._convolve(inputs)
         if self.use_bias:
             out = _bias_add(out, self.bias)
         if self.activation is not None:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import initializers as _init
+from .conv_layers import Conv2D
 from .graph import Tensor, TensorShape
 from .layers import Layer, _activity, _bias_add, _check_channels_last, _padding, _pair
 from .variables import Variable
@@ -21,86 +22,31 @@ def _single(value: Any, what: str) -> int:
     return t[0]
 
 
-class Conv1D(Layer):
-    """1-D convolution over NWC inputs with a ``[k, in, filters]`` kernel."""
+class Conv1D(Conv2D):
+    """1-D convolution over NWC inputs with a ``[k, in, filters]`` kernel (Conv2D's
+    arguments, each size an int or a 1-tuple)."""
+
+    _layout = "NWC"
+    _sizes = staticmethod(_single)
 
     def __init__(
-        self,
-        filters: int,
-        kernel_size: Any,
-        strides: Any = 1,
-        padding: str = "valid",
-        data_format: str = "channels_last",
-        dilation_rate: Any = 1,
-        activation: Callable | None = None,
-        use_bias: bool = True,
-        kernel_initializer: Any = None,
-        bias_initializer: Any = None,
-        kernel_regularizer: Callable | None = None,
-        bias_regularizer: Callable | None = None,
-        activity_regularizer: Callable | None = None,
-        kernel_constraint: Callable | None = None,
-        bias_constraint: Callable | None = None,
-        trainable: bool = True,
-        name: str | None = None,
-        **kwargs: Any,
+        self, filters: int, kernel_size: Any, strides: Any = 1, dilation_rate: Any = 1, **kw: Any
     ):
-        super().__init__(trainable=trainable, name=name, **kwargs)
-        _check_channels_last(data_format, "Conv1D")
-        self.filters = int(filters)
-        self.kernel_size = _single(kernel_size, "kernel_size")
-        self.strides = _single(strides, "strides")
-        self.padding = _padding(padding)
-        self.dilation_rate = _single(dilation_rate, "dilation_rate")
-        self.activation = activation
-        self.use_bias = use_bias
-        self.kernel_initializer = kernel_initializer
-        self.bias_initializer = bias_initializer if bias_initializer is not None else _init.Zeros()
-        self.kernel_regularizer = kernel_regularizer
-        self.bias_regularizer = bias_regularizer
-        self.activity_regularizer = activity_regularizer
-        self.kernel_constraint = kernel_constraint
-        self.bias_constraint = bias_constraint
-        self.kernel: Variable | None = None
-        self.bias: Variable | None = None
+        super().__init__(filters, kernel_size, strides=strides, dilation_rate=dilation_rate, **kw)
 
-    def build(self, input_shape: TensorShape) -> None:
-        if input_shape.ndims != 3 or input_shape[-1] is None:
-            raise ValueError(
-                f"Conv1D needs NWC inputs with a known channel dimension, got {input_shape}"
-            )
-        self.kernel = self.add_weight(
-            "kernel",
-            [self.kernel_size, input_shape[-1], self.filters],
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias",
-                [self.filters],
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+    def _kernel_dims(self) -> list:
+        return [self.kernel_size]
 
-    def call(self, inputs: Tensor) -> Tensor:
+    def _convolve(self, inputs: Tensor) -> Tensor:
         from .ops.nn_extra import conv1d as _conv1d
 
-        out = _conv1d(
+        return _conv1d(
             inputs,
             self.kernel,
             stride=self.strides,
             padding=self.padding,
             dilations=self.dilation_rate,
         )
-        if self.use_bias:
-            out = _bias_add(out, self.bias)
-        if self.activation is not None:
-            out = self.activation(out)
-        _activity(self, self.activity_regularizer, out)
-        return out
 
 
 def conv1d(

@@ -220,6 +220,8 @@ class Supervisor:
         try:
             self._coord.join(self._threads, ignore_live_threads=True)
         except Exception:
+            # raise_errors=False: the caller is already raising the error that stopped the
+            # block, which takes precedence over a queue runner's
             if raise_errors:
                 raise
         finally:
