@@ -37,6 +37,7 @@ from hetbed.runtime.distributed.launcher import launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
 
 HOST, LINK = "this_machine", "loopback"
+MACHINE = "this machine"  # every task of a run shares this machine's cores, as for real
 #: the issue's baseline: measured ms per global step by worker count (1 PS), when it was filed
 BASELINE = {
     ("sync", "scalar"): {1: 3.1, 2: 7.1, 4: 11.8},
@@ -89,7 +90,7 @@ def main() -> None:
     for mode, model, w in _grid(args.quick):
         real = [measure(model, w, args.steps, mode) for _ in range(reps)]
         step = grid.step_level_step(model, w, 1, LINK, HOST, HOST, mode=mode)
-        op = grid.op_level_step(model, w, 1, LINK, HOST, HOST) if mode == "sync" else None
+        op = grid.op_level_step(model, w, 1, LINK, HOST, HOST, MACHINE) if mode == "sync" else None
         rows.append((mode, model, w, real, step, op))
         print(
             f"  {mode:6s} {model:12s} W={w}: measured {statistics.median(real) * 1e3:8.2f} ms, "

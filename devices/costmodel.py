@@ -60,6 +60,10 @@ class DevicePerf:
     launch_overhead_s: float = 5e-6
     systolic: tuple[int, int] | None = None  # (rows, cols) of one matrix unit, TPU-like devices
     multiprocessors: int | None = None  # SMs of a GPU (the tiled GEMM model, gpukernels.py)
+    cores: int | None = None  # CPU cores of a host (a cpu device's kernels use them all)
+    #: CPU time at one end of a message between tasks: fixed, and per payload byte (cpu hosts)
+    message_s: float = 0.0
+    message_s_per_byte: float = 0.0
 
     def peak(self, dtype: str, matrix: bool) -> float:
         if matrix and dtype in self.matrix_flops:
@@ -88,6 +92,9 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         launch_overhead_s=spec.kernel_launch_overhead_s,
         systolic=spec.systolic_array_shape,
         multiprocessors=getattr(spec, "multiprocessors", None),
+        cores=getattr(spec, "cores", None),
+        message_s=getattr(spec, "message_overhead_s", None) or 0.0,
+        message_s_per_byte=getattr(spec, "message_overhead_s_per_byte", None) or 0.0,
     )
 
 

@@ -151,6 +151,56 @@ def value_nbytes(v: Any) -> int:
     return int(n) if n is not None else 0
 
 
+class SoftwareWork:
+    """What a device's record names for CPU work that is not a kernel (handling a message):
+    ``name`` and ``type`` as an operation's (RunRecord.ops shows them)."""
+
+    __slots__ = ("name", "type")
+
+    def __init__(self, name: str, type: str):
+        self.name = name
+        self.type = type
+
+
+class HostCores:
+    """The cores of one simulated host, shared by the tasks that run on it.
+
+    Work is reserved on it in the order it is issued: ``reserve(now, seconds, width)`` takes
+    ``width`` cores (1 for single-threaded work such as handling a message; all of them for a
+    CPU kernel, which the roofline prices at the whole host's peak) for ``seconds`` from the
+    earliest time at or after ``now`` when that many are free, and returns the end. Tasks on one
+    host therefore share its cores: their kernels run one after another, and their messages are
+    handled on whichever core frees first. Raises ValueError for fewer than one core.
+    """
+
+    __slots__ = ("cores", "free", "all_free")
+
+    def __init__(self, cores: int):
+        if isinstance(cores, bool) or int(cores) != cores or cores < 1:
+            raise ValueError(f"a host needs an integer number of cores >= 1, got {cores!r}")
+        self.cores = int(cores)
+        self.free = [0.0] * self.cores  # when each core is next free
+        self.all_free = 0.0  # when every core is free (the latest of ``free``)
+
+    def reserve(self, now: float, seconds: float, width: int = 1) -> float:
+        """Run ``seconds`` of work on ``width`` cores from when they are free; returns its end."""
+        free = self.free
+        if width >= self.cores:
+            begin = now if now > self.all_free else self.all_free
+            end = begin + seconds
+            for i in range(self.cores):
+                free[i] = end
+            self.all_free = end
+            return end
+        free.sort()
+        end = (now if now > free[width - 1] else free[width - 1]) + seconds
+        for i in range(width):
+            free[i] = end
+        if end > self.all_free:
+            self.all_free = end
+        return end
+
+
 class SimulatedDevice(Device):
     """A device of a simulated cluster (``kind`` "cpu", "gpu" or "tpu")."""
 
@@ -183,6 +233,12 @@ class SimulatedDevice(Device):
         self.persistent_bytes = 0
         self.infer_shapes = infer_shapes or _static_shapes
         self._planned: list = []  # nodes holding plans of this device (see ``start``)
+        #: the cores of the host a cpu device computes on (None: its own stream only); a cluster
+        #: gives the tasks of one host the same object, so that they share the cores
+        self.host_cores: HostCores | None = None
+        self.handler_free = 0.0  # when this task's message handler is next free (``occupy``)
+        if kind == "cpu":
+            self.host_cores = HostCores(perf.cores or 1)
 
     # ---- the Device interface ----------------------------------------------------------
     def start(self, node: Any, inputs: list, now: float | None = None) -> tuple[float, Any]:
@@ -206,11 +262,35 @@ class SimulatedDevice(Device):
         if now is None:
             now = self.env.now
         begin = now if now > self.busy_until else self.busy_until
+        hc = self.host_cores
+        if hc is not None and hc.all_free > begin:  # the host's cores are busy with other work
+            begin = hc.all_free
         end = begin + dur
+        if hc is not None:
+            hc.reserve(begin, dur, hc.cores)
         self.busy_until = end
         self.busy_s += dur
         self.records.append((node.op, begin, end))
         return end, result
+
+    def occupy(self, now: float, seconds: float, what: SoftwareWork) -> float:
+        """Spend ``seconds`` of single-threaded CPU time (``what``: handling a message) on this
+        device's host from ``now`` on; returns when it ends. A task handles its messages one at
+        a time (one runtime thread, as a Python process under its interpreter lock), each on
+        whichever of its host's cores frees first, behind the work already queued there. On a
+        device without host cores (an accelerator) it queues on the device's own stream."""
+        hc = self.host_cores
+        if hc is None:
+            begin = now if now > self.busy_until else self.busy_until
+            end = self.busy_until = begin + seconds
+        else:
+            if self.handler_free > now:
+                now = self.handler_free
+            end = self.handler_free = hc.reserve(now, seconds, 1)
+            begin = end - seconds
+        self.busy_s += seconds
+        self.records.append((what, begin, end))
+        return end
 
     @property
     def cost_model(self) -> CostModel:

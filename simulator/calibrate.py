@@ -16,7 +16,7 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -256,6 +256,100 @@ def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
     return big / max(best - rtt, 1e-9), rtt / 2
 
 
+#: the PS task of ``message_costs``, run as its own process (python -c): a hetbed server
+_PS_TASK = """
+import sys
+import hetbed as hb
+hb.train.Server(hb.train.ClusterSpec({spec!r}), "ps", 0).join()
+"""
+
+#: (scalar tensors read across tasks in one step, bytes of the tensor read in another step)
+MESSAGE_STEPS = ((1, 16), (1 << 20, 8 << 20))
+
+
+def message_costs(
+    link_bytes_per_s: float, steps: int = 150
+) -> tuple[float, float, dict[str, float]]:
+    """CPU time per message end and per payload byte of hetbed's distributed runtime, fitted to
+    steps between two processes of this machine (a PS task in a child process, a worker task
+    here; the default protocol), and the steps measured (median seconds).
+
+    The simulator's model of a tensor crossing tasks (``SimRendezvous``): a RecvTensor call, two
+    messages handled one after another by each end's runtime, the payload serialized by the
+    sender before it crosses the link and deserialized by the receiver after. So, reading K
+    scalars from the PS in one step costs 2 x ``message_s`` more per added scalar (the ends work
+    in parallel), and reading N bytes costs N x (2 x ``per_byte`` + 1 / link rate) more per
+    added byte: ``message_s`` = the slope in K / 2, ``per_byte`` = (the slope in N - 1 / link
+    rate) / 2 (at least 0). Runs no training step.
+    """
+    import socket
+    import subprocess
+    import sys
+
+    import hetbed as hb
+
+    def free_port() -> int:
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            return sk.getsockname()[1]
+
+    spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    peer = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
+    server = None
+    try:
+        server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
+        (k_lo, k_hi), (n_lo, n_hi) = MESSAGE_STEPS
+        g = Graph()
+        fetch = {}
+        with g.as_default():
+            for k in (k_lo, k_hi):
+                with hb.device("/job:ps/task:0"):
+                    vs = [hb.Variable(np.zeros(1, np.float32)) for _ in range(k)]
+                with hb.device("/job:worker/task:0"):
+                    fetch[f"{k} scalar(s)"] = hb.add_n([v * 1.0 for v in vs])
+            for n in (n_lo, n_hi):
+                with hb.device("/job:ps/task:0"):
+                    big = hb.Variable(np.zeros(n // 4, np.float32))
+                with hb.device("/job:worker/task:0"):
+                    fetch[f"{n} bytes"] = big[0] * 1.0
+            init = global_variables_initializer()
+        deadline = time.monotonic() + 60
+        while True:  # the PS process needs a moment to start serving
+            try:
+                sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
+                break
+            except Exception:  # noqa: BLE001 - not up yet
+                if time.monotonic() > deadline or peer.poll() is not None:
+                    raise RuntimeError(
+                        "the PS task process of the message calibration did not start"
+                    )
+                time.sleep(0.2)
+        try:
+            sess.run(init)
+            got = {}
+            for name, f in fetch.items():
+                for _ in range(10):
+                    sess.run(f)
+                ts = []
+                for _ in range(steps):
+                    t = time.perf_counter()
+                    sess.run(f)
+                    ts.append(time.perf_counter() - t)
+                got[name] = statistics.median(ts)
+        finally:
+            sess.close()
+    finally:
+        peer.kill()
+        peer.wait(timeout=30)
+        if server is not None:
+            server.stop()
+    per_scalar = (got[f"{k_hi} scalar(s)"] - got[f"{k_lo} scalar(s)"]) / (k_hi - k_lo)
+    per_byte = (got[f"{n_hi} bytes"] - got[f"{n_lo} bytes"]) / (n_hi - n_lo)
+    message_s = max(per_scalar / 2, 0.0)
+    byte_s = max((per_byte - 1.0 / link_bytes_per_s) / 2, 0.0)
+    return message_s, byte_s, got
+
+
 def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
     """This machine's roofline numbers, each the median of ``repeats`` measurements, and the
     measurements (min/median/max and the other processes' load while each ran)."""
@@ -419,6 +513,8 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"memory_bytes = {num(int(perf.memory_bytes), 'physical memory')}",
             f"kernel_launch_overhead_s = {num(perf.launch_overhead_s, 'executor dispatch per op')}",
             f"cores = {num(host_cores(), 'cores this process may run on')}",
+            f"message_overhead_s = {num(max(perf.message_s, 1e-9), 'fitted to steps reading 1 and 16 scalars across two processes (message_costs)')}",
+            f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1 and 8 MiB across two processes, less the loopback rate (message_costs)')}",
             "",
             "[peak_flops]",
             f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",
@@ -442,7 +538,6 @@ def calibrate(
     os.makedirs(out_dir, exist_ok=True)
     progress(f"measuring GEMM rate, memory bandwidth and per-op dispatch cost ({repeats} x) ...")
     perf, ms = measure(repeats)
-    write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
     for m in ms:
         progress(f"  {m.name}: {m.describe()}")
     progress("measuring loopback TCP (rate and latency) ...")
@@ -452,7 +547,17 @@ def calibrate(
     write_link_toml(rate.median, lat.median, os.path.join(out_dir, "loopback.toml"))
     for m in (rate, lat):
         progress(f"  {m.name}: {m.describe()}")
-    ms += [rate, lat]
+    progress("measuring the runtime's CPU time per message and per byte (two processes) ...")
+    costs = [message_costs(rate.median) for _ in range(max(min(repeats, 3), 1))]
+    msg = Measurement("message CPU time per end", "s", [c[0] for c in costs], None, (1e6, "us"))
+    per_byte = Measurement(
+        "message CPU time per byte per end", "s", [c[1] for c in costs], None, (1e9, "ns/byte")
+    )
+    for m in (msg, per_byte):
+        progress(f"  {m.name}: {m.describe()}")
+    perf = replace(perf, message_s=msg.median, message_s_per_byte=per_byte.median)
+    write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
+    ms += [rate, lat, msg, per_byte]
     progress(f"profiling the ops of {', '.join(builders)} ...")
     work: dict[str, tuple[float, float]] = {}
     table = calibrate_models(builders, repeats, work)
@@ -565,6 +670,7 @@ __all__: Iterable[str] = [
     "calibrate",
     "load_builders",
     "loopback_link",
+    "message_costs",
     "Measurement",
     "measure",
     "measure_machine",

@@ -19,7 +19,7 @@ import simpy
 
 from hetbed.devices.catalog import load_device, load_link
 from hetbed.devices.costmodel import CostModel, Roofline, perf_from_spec
-from hetbed.devices.simulated import SimulatedDevice
+from hetbed.devices.simulated import HostCores, SimulatedDevice
 from hetbed.runtime.shapes import output_shapes
 
 from .clock import SimClock, as_clock
@@ -33,6 +33,8 @@ class _TaskSpec:
     nic: Any
     devices: list[tuple[str, str, int]] = field(default_factory=list)  # (kind, catalog key, n)
     peer_link: str | None = None
+    machine: str | None = None  # the physical host whose cores it shares with its other tasks
+    cpu: Any = None
 
 
 def _link_numbers(link: Any) -> tuple[float, float]:
@@ -88,6 +90,7 @@ class Cluster:
         nic: str | tuple[float, float] = "eth_10g",
         peer_link: str | None = None,
         replica: int = 0,
+        machine: str | None = None,
     ) -> str:
         """Add one host running task ``/job:job/replica:replica/task:task``; returns its name.
 
@@ -95,13 +98,27 @@ class Cluster:
         (``("v100_sxm2", 8)``); ``cpu`` likewise, one per task; ``nic`` a
         catalog link or (bytes/s, latency s); ``peer_link`` joins the accelerators pairwise (e.g.
         "nvlink2"); without it they talk through host memory over their host link.
+        ``machine`` names the physical host the task runs on: tasks given the same machine share
+        its CPU cores (their kernels queue on them one after another and their messages are
+        handled on whichever core frees first; devices.simulated.HostCores), as processes of one
+        machine do. By default every task has a machine of its own. Tasks of one machine must
+        name the same ``cpu``.
         """
         if self._devices is not None:
             raise RuntimeError("the cluster is already in use; add tasks before running on it")
         host = f"/job:{job}/replica:{replica}/task:{task}"
         if any(t.host == host for t in self._tasks):
             raise ValueError(f"task {host} is already in the cluster")
-        spec = _TaskSpec(host, nic, peer_link=peer_link)
+        spec = _TaskSpec(host, nic, peer_link=peer_link, machine=machine)
+        if machine is not None:
+            other = next((t for t in self._tasks if t.machine == machine), None)
+            if other is not None and other.cpu != cpu:
+                raise ValueError(
+                    f"{host}: machine {machine!r} already runs {other.host} with cpu "
+                    f"{other.cpu!r}; tasks of one machine share its cores and must name the same "
+                    f"cpu, got {cpu!r}"
+                )
+        spec.cpu = cpu
         if cpu:
             spec.devices.append(("cpu", cpu, 1))
         for kind, val in (("gpu", gpu), ("tpu", tpu)):
@@ -130,8 +147,12 @@ class Cluster:
                 self.network, racks, nic_list[0], oversubscription=self.oversubscription
             )
         devices = []
+        machines: dict[str, HostCores] = {}
+        self._task_cpu: dict[str, SimulatedDevice] = {}
+        self._task_devices: dict[str, list[SimulatedDevice]] = {}
         for t in self._tasks:
             h = self._fabric.host(t.host)
+            mine = self._task_devices[t.host] = []
             accel = []
             for kind, key, n in t.devices:
                 hw = load_device(key) if isinstance(key, str) else key
@@ -148,7 +169,11 @@ class Cluster:
                         infer_shapes=output_shapes,
                     )
                     dev.hardware = hw
+                    mine.append(dev)
                     if kind == "cpu":
+                        self._task_cpu.setdefault(t.host, dev)
+                        if t.machine is not None and dev.host_cores is not None:
+                            dev.host_cores = machines.setdefault(t.machine, dev.host_cores)
                         h.add_memory_device(name)
                     else:
                         bw, lat = _link_numbers(getattr(hw, "host_link", None) or "pcie3_x16")
@@ -165,6 +190,22 @@ class Cluster:
     def devices(self) -> list[SimulatedDevice]:
         self._build()
         return list(self._devices or [])
+
+    @property
+    def tasks(self) -> list[str]:
+        """The tasks' names (``/job:J/replica:R/task:T``), in the order they were added."""
+        return [t.host for t in self._tasks]
+
+    def task_cpu(self, task: str) -> SimulatedDevice | None:
+        """The cpu device of ``task`` (its host CPU: it handles the task's messages), or None
+        when the task has none."""
+        self._build()
+        return self._task_cpu.get(task)
+
+    def task_devices(self, task: str) -> list[SimulatedDevice]:
+        """The devices of ``task``. Raises KeyError for a task not in the cluster."""
+        self._build()
+        return list(self._task_devices[task])
 
     def set_precision(self, precision: str) -> None:
         """Price float32 models in ``precision`` from now on (see ``Roofline``): every simulated

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from hetbed.devices.memory import BufferAccounting, charges_of
-from hetbed.devices.simulated import SimulatedDevice, SimValue, value_nbytes
+from hetbed.devices.simulated import SimulatedDevice, SimValue, SoftwareWork, value_nbytes
 from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.executor import run_step
 from hetbed.runtime.rendezvous import LocalRendezvous
@@ -23,37 +23,94 @@ from .gcguard import relaxed_gc
 from .network import Network
 
 
+def _task(device: str) -> str:
+    return device.rsplit("/", 1)[0]
+
+
+_RECV_TENSOR = "RecvTensor"  # the type of a message's record in RunRecord.ops
+
+
 class SimRendezvous(LocalRendezvous):
     """A Send starts a network flow from its device to the Recv's; the value is delivered when
-    the flow's last byte arrives."""
+    the flow's last byte arrives.
 
-    __slots__ = ("network", "route", "parsed")
+    A tensor crossing tasks is a RecvTensor call, as in the real runtime: a request from the
+    receiving task and a reply carrying the bytes. Each end spends CPU time on it (its task's
+    cpu device, queued on its host's cores: ``DevicePerf.message_s`` per message and
+    ``message_s_per_byte`` per payload byte, from the catalog): the sender handles the request
+    and serializes the reply before the bytes leave, the receiver sent the request and
+    deserializes the reply after they arrive (both of its messages are charged then). Tensors
+    between devices of one task are in-process copies and cost no message time.
+    """
 
-    def __init__(self, network: Network, route: Callable[[str, str], list], parsed: dict):
+    __slots__ = ("network", "route", "parsed", "cpu_of")
+
+    def __init__(
+        self,
+        network: Network,
+        route: Callable[[str, str], list],
+        parsed: dict,
+        cpu_of: Callable[[str], Any] | None = None,
+    ):
         super().__init__()
         self.network = network
         self.route = route
-        self.parsed = parsed  # key -> (path, src, dst, tensor), shared by a session's steps
+        self.parsed = parsed  # key -> (path, src, dst, tensor, src cpu, dst cpu), for all steps
+        self.cpu_of = cpu_of
 
     def send(self, key: str, value: Any) -> None:
         p = self.parsed.get(key)
         if p is None:
             src, _inc, dst, tensor, _frame = key.split(";")
-            p = self.parsed[key] = (self.route(src, dst), src, dst, tensor)
+            cpus = (None, None)
+            if self.cpu_of is not None and _task(src) != _task(dst):
+                cpus = (self.cpu_of(_task(src)), self.cpu_of(_task(dst)))
+                if cpus[0] is None or cpus[1] is None:
+                    cpus = (None, None)
+            p = self.parsed[key] = (self.route(src, dst), src, dst, tensor, *cpus)
+        nbytes = value_nbytes(value)
+        src_cpu = p[4]
+        if src_cpu is None:
+            self._flow(p, key, value, nbytes)
+            return
+        env = self.network.env
+        now = env.now
+        ready = src_cpu.occupy(now, _end_cost(src_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
+        if ready > now:
+            env.timeout(ready - now).callbacks.append(lambda _e: self._flow(p, key, value, nbytes))
+        else:
+            self._flow(p, key, value, nbytes)
+
+    def _flow(self, p: tuple, key: str, value: Any, nbytes: int) -> None:
         self.network.transfer(
-            p[0],
-            value_nbytes(value),
-            p[1],
-            p[2],
-            p[3],
-            lambda _record: self._deliver(key, value),
+            p[0], nbytes, p[1], p[2], p[3], lambda _record: self._arrived(p, key, value, nbytes)
         )
+
+    def _arrived(self, p: tuple, key: str, value: Any, nbytes: int) -> None:
+        dst_cpu = p[5]
+        if dst_cpu is None:
+            self._deliver(key, value)
+            return
+        env = self.network.env
+        now = env.now
+        done = dst_cpu.occupy(now, _end_cost(dst_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
+        if done > now:
+            env.timeout(done - now).callbacks.append(lambda _e: self._deliver(key, value))
+        else:
+            self._deliver(key, value)
 
     def _deliver(self, key: str, value: Any) -> None:
         # A flow of a failed (aborted) step still finishes on the network, later, during another
         # step: its value is dropped instead of failing that step.
         if self._error is None:
             LocalRendezvous.send(self, key, value)
+
+
+def _end_cost(cpu: Any, nbytes: float) -> float:
+    """CPU seconds one end of a RecvTensor call spends: two messages (request and reply) and
+    the payload's bytes once."""
+    perf = cpu.perf_spec
+    return 2.0 * perf.message_s + nbytes * perf.message_s_per_byte
 
 
 LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
@@ -159,6 +216,15 @@ class SimSession(BaseSession):
     ("float32", "tf32", "mixed_float16", "mixed_bfloat16"; see devices/costmodel.py) sets the
     precision the cluster's devices price float32 models in (``Cluster.set_precision``).
 
+    On a cluster of several tasks a step is what the distributed runtime does: ``client`` names
+    the task whose process runs the session (default: the first ``/job:worker`` task, else the
+    first task), or a list of tasks for between-graph replication written as one graph (each
+    client calls its own task and every other task of the step). Each call is a RunGraph
+    request and reply, and each tensor crossing tasks a RecvTensor request and reply: messages
+    that cost CPU time at both ends (the catalog's ``message_overhead_s`` and
+    ``message_overhead_s_per_byte`` of each task's cpu, queued on its host's cores) besides the
+    network's latency and bytes. A cluster of one task is a local session: no messages.
+
     Memory stays bounded over any number of steps: ``records`` keeps the RunRecords of the last
     ``keep_records`` steps (default 100; None keeps all), ``step_times`` the simulated time of
     every step (8 bytes each), and ``on_record(record)``, when given, receives every step's
@@ -175,6 +241,7 @@ class SimSession(BaseSession):
         keep_records: int | None = 100,
         on_record: Callable[[RunRecord], Any] | None = None,
         precision: str | None = None,
+        client: str | list[str] | None = None,
     ):
         if keep_records is not None and (
             isinstance(keep_records, bool) or not isinstance(keep_records, int) or keep_records < 1
@@ -195,6 +262,21 @@ class SimSession(BaseSession):
         self.step_times: list[float] = []
         self._charged_vars: set[str] = set()
         self._parsed_keys: dict[str, tuple] = {}  # rendezvous key -> route and names
+        self.clients = self._clients(client)
+
+    def _clients(self, client: Any) -> list[str]:
+        """The tasks whose processes run this session's steps (see ``run``); [] when the cluster
+        has one task (a local session: no RPCs)."""
+        tasks = list(getattr(self.cluster, "tasks", []))
+        if client is None:
+            if len(tasks) <= 1:
+                return []
+            client = next((t for t in tasks if t.startswith("/job:worker/")), tasks[0])
+        chosen = [client] if isinstance(client, str) else list(client)
+        for c in chosen:
+            if c not in tasks:
+                raise ValueError(f"SimSession: client {c!r} is not a task of the cluster {tasks}")
+        return chosen
 
     def _make_devices(self) -> list:
         devs = list(self.cluster.devices())
@@ -204,7 +286,8 @@ class SimSession(BaseSession):
         return devs
 
     def _rendezvous(self) -> Any:
-        return SimRendezvous(self.cluster.network, self.cluster.route, self._parsed_keys)
+        cpu_of = getattr(self.cluster, "task_cpu", None)
+        return SimRendezvous(self.cluster.network, self.cluster.route, self._parsed_keys, cpu_of)
 
     def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:
         """Every node runs on a simulated device's clock or is asynchronous (Send/Recv, queues):
@@ -213,8 +296,57 @@ class SimSession(BaseSession):
         (see ``run``)."""
         prep = plan.prepared
         observer = BufferAccounting(prep, prep.extensions["sim"])
+        calls = self._run_graph_requests(prep.extensions["tasks"])
         run_step(prep, vals, step, self.cluster.env, observer)
+        if calls:
+            self._run_graph_replies(calls)
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
+
+    def _run_graph_requests(self, tasks: list[str]) -> list[tuple]:
+        """The step's RunGraph calls, as in the real runtime: each client calls RunGraph on its
+        own task and on every task of the step that is not a client; a request is a message,
+        sent from the client's CPU and received by the task's (``DevicePerf.message_s`` each,
+        queued on their hosts' cores) after the route's latency, and the task's devices start
+        the step only then. Returns the calls for ``_run_graph_replies``."""
+        clients = self.clients
+        if not clients:
+            return []
+        cluster, now = self.cluster, self.cluster.env.now
+        calls = []
+        for c in clients:
+            master = cluster.task_cpu(c)
+            if master is None:
+                continue
+            for t in tasks:
+                if t != c and t in clients:
+                    continue
+                cpu = cluster.task_cpu(t)
+                if cpu is None:
+                    continue
+                lat = sum(link.latency_s for link in cluster.route(master.name, cpu.name))
+                sent = master.occupy(now, master.perf_spec.message_s, SoftwareWork(t, "RunGraph"))
+                got = cpu.occupy(sent + lat, cpu.perf_spec.message_s, SoftwareWork(c, "RunGraph"))
+                devices = cluster.task_devices(t)
+                for d in devices:
+                    if d.busy_until < got:
+                        d.busy_until = got
+                calls.append((master, cpu, lat, devices))
+        return calls
+
+    def _run_graph_replies(self, calls: list[tuple]) -> None:
+        """Each RunGraph's reply leaves its task when the task's last work of the step ends and
+        reaches its client after the latency; the step ends with the last reply received."""
+        env = self.cluster.env
+        end = env.now
+        for master, cpu, lat, devices in calls:
+            done = max(max((r[2] for r in d.records), default=0.0) for d in devices)
+            sent = cpu.occupy(done, cpu.perf_spec.message_s, SoftwareWork("", "RunGraph reply"))
+            got = master.occupy(
+                sent + lat, master.perf_spec.message_s, SoftwareWork("", "RunGraph reply")
+            )
+            end = max(end, got)
+        if end > env.now:
+            env.advance(end)
 
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)
@@ -231,6 +363,11 @@ class SimSession(BaseSession):
                 if shape.is_fully_defined():
                     n.device.persistent_bytes += shape.num_elements() * n.op.outputs[0].dtype.size
         plan.prepared.extensions["sim"] = charges  # (read by ``_execute``)
+        tasks: dict[str, None] = {}
+        for n in plan.prepared.nodes:
+            if n.device is not None:
+                tasks.setdefault(_task(n.device.name))
+        plan.prepared.extensions["tasks"] = list(tasks)
         return plan
 
     def _resolve_feeds(self, feed_dict: dict) -> dict:

@@ -25,6 +25,11 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     systolic_array_shape = [rows, cols], matrix_units   (required for tpu; per chip)
     cores, fp32_lanes, clock_hz        optional: how the peaks are derived
     multiprocessors                    optional (gpu): SMs, for the tiled GEMM model (gpukernels.py)
+    message_overhead_s                 optional (cpu): CPU time one end of a message between tasks
+                                       spends on it apart from its bytes (RPC layer, framing,
+                                       system calls, wake-ups); a request or a reply is a message
+    message_overhead_s_per_byte        optional (cpu): CPU time per payload byte at each end
+                                       (serialization and copies)
     description                        optional words
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
@@ -98,6 +103,8 @@ class HardwareSpec:
     fp32_lanes: int | None = None
     multiprocessors: int | None = None
     clock_hz: float | None = None
+    message_overhead_s: float | None = None
+    message_overhead_s_per_byte: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -343,7 +350,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors clock_hz".split()
+    " cores fp32_lanes multiprocessors clock_hz message_overhead_s message_overhead_s_per_byte".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
@@ -371,6 +378,8 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         fp32_lanes=r.number("fp32_lanes", required=False, integer=True),
         multiprocessors=r.number("multiprocessors", required=False, integer=True),
         clock_hz=r.number("clock_hz", required=False),
+        message_overhead_s=r.number("message_overhead_s", required=False),
+        message_overhead_s_per_byte=r.number("message_overhead_s_per_byte", required=False),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),

@@ -60,14 +60,22 @@ def loss(model: str, x: object, n_ps: int, device: object = None) -> object:
 
 
 def op_level_step(
-    model: str, workers: int, n_ps: int, nic: object, worker: object, ps: object
+    model: str,
+    workers: int,
+    n_ps: int,
+    nic: object,
+    worker: object,
+    ps: object,
+    machine: str | None = None,
 ) -> float:
-    """Simulated time of one synchronous step of the replicated graph, op by op (shape-only)."""
+    """Simulated time of one synchronous step of the replicated graph, op by op (shape-only).
+    Each worker task is a client of its own (between-graph replication); ``machine`` puts every
+    task on that one machine, sharing its cores (how ``hetbed cluster`` runs them here)."""
     c = Cluster()
     for k in range(n_ps):
-        c.add_task("ps", k, cpu=ps, nic=nic)
+        c.add_task("ps", k, cpu=ps, nic=nic, machine=machine)
     for i in range(workers):
-        c.add_task("worker", i, cpu=worker, nic=nic)
+        c.add_task("worker", i, cpu=worker, nic=nic, machine=machine)
     nv = n_variables(model, n_ps)
 
     def on_ps(k: int) -> str:
@@ -90,7 +98,7 @@ def op_level_step(
                 targets += [acc.apply_grad(g[k], local_step=0) for g in grads]
                 opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
                 targets.append(opt.apply_gradients([(acc.take_grad(workers), variables[k])]))
-        sess = SimSession(c)
+        sess = SimSession(c, client=[t for t in c.tasks if t.startswith("/job:worker/")])
         sess.run(hb.global_variables_initializer())
         sess.run(targets, feeds)  # targets: no op gathers them on one task
         return sess.last_record.step_time_s
