@@ -33,11 +33,13 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from common import verdict  # noqa: E402
 
+from hetbed.devices.catalog import load_device  # noqa: E402
 from hetbed.runtime.distributed.launcher import launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
 
 HOST, LINK = "this_machine", "loopback"
 MACHINE = "this machine"  # every task of a run shares this machine's cores, as for real
+CORES = load_device(HOST).cores or 1
 #: the issue's baseline: measured ms per global step by worker count (1 PS), when it was filed
 BASELINE = {
     ("sync", "scalar"): {1: 3.1, 2: 7.1, 4: 11.8},
@@ -89,7 +91,7 @@ def main() -> None:
     rows = []
     for mode, model, w in _grid(args.quick):
         real = [measure(model, w, args.steps, mode) for _ in range(reps)]
-        step = grid.step_level_step(model, w, 1, LINK, HOST, HOST, mode=mode)
+        step = grid.step_level_step(model, w, 1, LINK, HOST, HOST, mode=mode, machine_cores=CORES)
         op = grid.op_level_step(model, w, 1, LINK, HOST, HOST, MACHINE) if mode == "sync" else None
         rows.append((mode, model, w, real, step, op))
         print(

@@ -64,6 +64,8 @@ class DevicePerf:
     #: CPU time at one end of a message between tasks: fixed, and per payload byte (cpu hosts)
     message_s: float = 0.0
     message_s_per_byte: float = 0.0
+    step_s: float = 0.0  # CPU time of a client's distributed Session.run besides its messages
+    message_latency_s: float = 0.0  # delay the runtime adds to a message it receives (no CPU)
 
     def peak(self, dtype: str, matrix: bool) -> float:
         if matrix and dtype in self.matrix_flops:
@@ -95,6 +97,8 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         cores=getattr(spec, "cores", None),
         message_s=getattr(spec, "message_overhead_s", None) or 0.0,
         message_s_per_byte=getattr(spec, "message_overhead_s_per_byte", None) or 0.0,
+        step_s=getattr(spec, "step_overhead_s", None) or 0.0,
+        message_latency_s=getattr(spec, "message_latency_s", None) or 0.0,
     )
 
 

@@ -165,40 +165,96 @@ class SoftwareWork:
 class HostCores:
     """The cores of one simulated host, shared by the tasks that run on it.
 
-    Work is reserved on it in the order it is issued: ``reserve(now, seconds, width)`` takes
-    ``width`` cores (1 for single-threaded work such as handling a message; all of them for a
-    CPU kernel, which the roofline prices at the whole host's peak) for ``seconds`` from the
-    earliest time at or after ``now`` when that many are free, and returns the end. Tasks on one
-    host therefore share its cores: their kernels run one after another, and their messages are
-    handled on whichever core frees first. Raises ValueError for fewer than one core.
+    ``reserve(now, seconds, width)`` books ``width`` cores (1 for single-threaded work such as
+    handling a message; all of them for a CPU kernel, which the roofline prices at the whole
+    host's peak) for ``seconds`` at the earliest time at or after ``now`` when that many are
+    free for that long, and returns the end. Work may be booked ahead of the clock (a message
+    that will arrive later), so a booking fills the first gap long enough, before or between
+    bookings made earlier. Tasks of one host therefore share its cores: their kernels do not
+    overlap each other's or any message handling, and messages go to whichever core is free.
+    ``clock`` (with ``now``) lets it forget bookings that ended in the past. Raises ValueError
+    for fewer than one core.
     """
 
-    __slots__ = ("cores", "free", "all_free")
+    __slots__ = ("cores", "busy", "all_free", "clock")
 
-    def __init__(self, cores: int):
+    def __init__(self, cores: int, clock: Any = None):
         if isinstance(cores, bool) or int(cores) != cores or cores < 1:
             raise ValueError(f"a host needs an integer number of cores >= 1, got {cores!r}")
         self.cores = int(cores)
-        self.free = [0.0] * self.cores  # when each core is next free
-        self.all_free = 0.0  # when every core is free (the latest of ``free``)
+        self.busy: list[list[list[float]]] = [[] for _ in range(self.cores)]  # [start, end]s
+        self.all_free = 0.0  # the end of the last booking on any core
+        self.clock = clock
 
     def reserve(self, now: float, seconds: float, width: int = 1) -> float:
-        """Run ``seconds`` of work on ``width`` cores from when they are free; returns its end."""
-        free = self.free
-        if width >= self.cores:
-            begin = now if now > self.all_free else self.all_free
-            end = begin + seconds
-            for i in range(self.cores):
-                free[i] = end
-            self.all_free = end
-            return end
-        free.sort()
-        end = (now if now > free[width - 1] else free[width - 1]) + seconds
-        for i in range(width):
-            free[i] = end
+        """Book ``seconds`` on ``width`` cores from the first time >= ``now`` they are all free
+        for that long; returns the end."""
+        return self.book(now, seconds, width) + seconds
+
+    def book(self, now: float, seconds: float, width: int = 1) -> float:
+        """``reserve``, returning the start."""
+        if seconds <= 0.0:
+            return now
+        busy = self.busy
+        if now >= self.all_free:  # nothing booked from now on: the common case
+            chosen = range(self.cores) if width >= self.cores else range(width)
+            start = now
+        else:
+            self._forget()
+            if width >= self.cores:
+                chosen = range(self.cores)
+                start = now
+                moved = True
+                while moved:
+                    moved = False
+                    for core in busy:
+                        for b, e in core:
+                            if b < start + seconds and e > start:
+                                start = e
+                                moved = True
+            else:
+                gaps = sorted((self._gap(core, now, seconds), k) for k, core in enumerate(busy))[
+                    :width
+                ]
+                start = max(g for g, _ in gaps)
+                chosen = [k for _, k in gaps]
+        end = start + seconds
+        for k in chosen:
+            core = busy[k]
+            if core and core[-1][1] == start:  # back to back with the core's last booking
+                core[-1][1] = end
+            elif not core or core[-1][0] <= start:
+                core.append([start, end])
+            else:
+                core.append([start, end])
+                core.sort()
+            if len(core) > 16:
+                self._forget()
         if end > self.all_free:
             self.all_free = end
-        return end
+        return start
+
+    @staticmethod
+    def _gap(core: list, now: float, seconds: float) -> float:
+        """The first start >= ``now`` on ``core`` with ``seconds`` free after it."""
+        t = now
+        for b, e in core:
+            if b >= t + seconds:
+                break
+            if e > t:
+                t = e
+        return t
+
+    def _forget(self) -> None:
+        if self.clock is None:
+            return
+        past = self.clock.now
+        for core in self.busy:
+            k = 0
+            while k < len(core) and core[k][1] <= past:
+                k += 1
+            if k:
+                del core[:k]
 
 
 class SimulatedDevice(Device):
@@ -238,7 +294,10 @@ class SimulatedDevice(Device):
         self.host_cores: HostCores | None = None
         self.handler_free = 0.0  # when this task's message handler is next free (``occupy``)
         if kind == "cpu":
-            self.host_cores = HostCores(perf.cores or 1)
+            self.host_cores = HostCores(perf.cores or 1, env)
+        #: kernels up to this long run on one of the host's cores (twice the dispatch cost: at
+        #: least half of their time is dispatch, not parallel work)
+        self._one_core_s = 2.0 * perf.launch_overhead_s
 
     # ---- the Device interface ----------------------------------------------------------
     def start(self, node: Any, inputs: list, now: float | None = None) -> tuple[float, Any]:
@@ -263,11 +322,13 @@ class SimulatedDevice(Device):
             now = self.env.now
         begin = now if now > self.busy_until else self.busy_until
         hc = self.host_cores
-        if hc is not None and hc.all_free > begin:  # the host's cores are busy with other work
-            begin = hc.all_free
-        end = begin + dur
-        if hc is not None:
-            hc.reserve(begin, dur, hc.cores)
+        if hc is None or dur <= 0.0:
+            end = begin + dur
+        else:  # on the host's cores, around the work booked there (other tasks, messages)
+            # a kernel whose time is mostly its dispatch runs on one core, any other on all
+            width = 1 if dur <= self._one_core_s else hc.cores
+            begin = hc.book(begin, dur, width)
+            end = begin + dur
         self.busy_until = end
         self.busy_s += dur
         self.records.append((node.op, begin, end))
@@ -286,8 +347,8 @@ class SimulatedDevice(Device):
         else:
             if self.handler_free > now:
                 now = self.handler_free
-            end = self.handler_free = hc.reserve(now, seconds, 1)
-            begin = end - seconds
+            begin = hc.book(now, seconds, 1)
+            end = self.handler_free = begin + seconds
         self.busy_s += seconds
         self.records.append((what, begin, end))
         return end

@@ -263,30 +263,121 @@ import hetbed as hb
 hb.train.Server(hb.train.ClusterSpec({spec!r}), "ps", 0).join()
 """
 
-#: (scalar tensors read across tasks in one step, bytes of the tensor read in another step)
-MESSAGE_STEPS = ((1, 16), (1 << 20, 8 << 20))
+#: the steps ``message_costs`` measures: name -> (scalars read from the PS, bytes read from it);
+#: (0, 0) reads nothing remote (the client's own task only)
+MESSAGE_STEPS = {
+    "own task only": (0, 0),
+    "1 scalar": (1, 0),
+    "4 scalars": (4, 0),
+    "1 MiB": (0, 1 << 20),
+    "8 MiB": (0, 8 << 20),
+}
+
+
+def _message_graph(hb: Any, scalars: int = 0, nbytes: int = 0) -> tuple[Any, Any, Any]:
+    """A graph whose worker task reads ``scalars`` float32 scalars, or one tensor of ``nbytes``,
+    from the PS task, or (neither) adds one to a variable of its own: (graph, fetch, init)."""
+    g = Graph()
+    tag = f"{scalars}_{nbytes}"
+    with g.as_default():
+        with hb.device("/job:ps/task:0"):  # (names of their own: the PS keeps variables)
+            if scalars:
+                vs = [
+                    hb.Variable(np.zeros(1, np.float32), name=f"calibrate_{tag}_{i}")
+                    for i in range(scalars)
+                ]
+            elif nbytes:
+                vs = [hb.Variable(np.zeros(nbytes // 4, np.float32), name=f"calibrate_{tag}")]
+        with hb.device("/job:worker/task:0"):
+            if scalars:
+                fetch = hb.add_n([v * 1.0 for v in vs])
+            elif nbytes:
+                fetch = vs[0][0] * 1.0
+            else:
+                fetch = hb.Variable(np.zeros(1, np.float32), name=f"calibrate_{tag}") + 1.0
+        init = global_variables_initializer()
+    return g, fetch, init
 
 
 def message_costs(
-    link_bytes_per_s: float, steps: int = 150
-) -> tuple[float, float, dict[str, float]]:
-    """CPU time per message end and per payload byte of hetbed's distributed runtime, fitted to
-    steps between two processes of this machine (a PS task in a child process, a worker task
-    here; the default protocol), and the steps measured (median seconds).
+    link_bytes_per_s: float,
+    link_latency_s: float,
+    perf: DevicePerf,
+    steps: int = 150,
+) -> tuple[DevicePerf, dict[str, float], dict[str, float]]:
+    """The distributed runtime's costs on this machine, fitted to steps between two processes
+    (a PS task in a child process, the worker task and its client here; the default protocol):
+    ``perf`` with ``message_s``, ``message_latency_s``, ``step_s`` and ``message_s_per_byte``
+    set, the steps measured (median seconds) and the same steps simulated with the fit.
 
-    The simulator's model of a tensor crossing tasks (``SimRendezvous``): a RecvTensor call, two
-    messages handled one after another by each end's runtime, the payload serialized by the
-    sender before it crosses the link and deserialized by the receiver after. So, reading K
-    scalars from the PS in one step costs 2 x ``message_s`` more per added scalar (the ends work
-    in parallel), and reading N bytes costs N x (2 x ``per_byte`` + 1 / link rate) more per
-    added byte: ``message_s`` = the slope in K / 2, ``per_byte`` = (the slope in N - 1 / link
-    rate) / 2 (at least 0). Runs no training step.
+    The fit inverts the simulator's own model of a distributed step (``SimSession``: RunGraph
+    calls, RecvTensor calls, CPU time queued on the machine's cores, both tasks on this
+    machine joined by the measured loopback link): ``message_s``, ``message_latency_s`` and
+    ``step_s`` minimize the RMS relative error of the simulated steps that move no bulk bytes
+    (own task only, 1 and 4 scalars; Gauss-Newton on the first two for each latency of a
+    golden-section search); then each end's ``message_s_per_byte`` is half of what the 8 MiB
+    step costs more than the 1 MiB step per added byte, less the link's time for it (at least
+    0). Runs no training step.
     """
+    import hetbed as hb
+
+    got = _measure_message_steps(hb, steps)
+    small = ["own task only", "1 scalar", "4 scalars"]
+    link = (link_bytes_per_s, link_latency_s)
+
+    def simulate(m: float, lat: float, st: float, names: list[str]) -> np.ndarray:
+        p = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=0.0)
+        return np.array([_simulated_message_step(hb, p, link, *MESSAGE_STEPS[n]) for n in names])
+
+    want = np.array([got[n] for n in small])
+
+    def fit_at(lat: float) -> tuple[float, float, float]:
+        x = np.array([max(got["4 scalars"] - got["1 scalar"], 0.0) / 6, 0.0])  # (m, step)
+        for _ in range(4):  # Gauss-Newton on relative errors, kept >= 0
+            base = simulate(x[0], lat, x[1], small)
+            h = np.maximum(np.abs(x) * 0.05, 1e-6)
+            jac = np.stack(
+                [(simulate(*_step(x, k, h), lat, small) - base) / h[k] for k in range(2)], axis=1
+            )
+            dx = np.linalg.lstsq(jac / want[:, None], (want - base) / want, rcond=None)[0]
+            x = np.maximum(x + dx, 0.0)
+        err = simulate(x[0], lat, x[1], small) / want - 1
+        return float(np.sqrt(np.mean(err**2))), float(x[0]), float(x[1])
+
+    lo, hi = 0.0, 4e-4  # golden-section search of the latency
+    r = (5**0.5 - 1) / 2
+    a, b = hi - r * (hi - lo), lo + r * (hi - lo)
+    fa, fb = fit_at(a), fit_at(b)
+    for _ in range(8):
+        if fa[0] <= fb[0]:
+            hi, b, fb = b, a, fa
+            a = hi - r * (hi - lo)
+            fa = fit_at(a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + r * (hi - lo)
+            fb = fit_at(b)
+    (_, m, st), lat = (fa, a) if fa[0] <= fb[0] else (fb, b)
+    n1, n8 = MESSAGE_STEPS["1 MiB"][1], MESSAGE_STEPS["8 MiB"][1]
+    per_byte = (got["8 MiB"] - got["1 MiB"]) / (n8 - n1)
+    byte_s = max((per_byte - 1.0 / link_bytes_per_s) / 2, 0.0)
+    fitted = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=byte_s)
+    sim = {n: _simulated_message_step(hb, fitted, link, *MESSAGE_STEPS[n]) for n in got}
+    return fitted, got, sim
+
+
+def _step(x: np.ndarray, k: int, h: np.ndarray) -> tuple[float, float]:
+    y = x.copy()
+    y[k] += h[k]
+    return float(y[0]), float(y[1])
+
+
+def _measure_message_steps(hb: Any, steps: int) -> dict[str, float]:
+    """Median seconds of each of ``MESSAGE_STEPS`` run by a client here on a worker task here
+    and a PS task in a child process."""
     import socket
     import subprocess
     import sys
-
-    import hetbed as hb
 
     def free_port() -> int:
         with socket.socket() as sk:
@@ -296,58 +387,61 @@ def message_costs(
     spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
     peer = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
     server = None
+    got: dict[str, float] = {}
     try:
         server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
-        (k_lo, k_hi), (n_lo, n_hi) = MESSAGE_STEPS
-        g = Graph()
-        fetch = {}
-        with g.as_default():
-            for k in (k_lo, k_hi):
-                with hb.device("/job:ps/task:0"):
-                    vs = [hb.Variable(np.zeros(1, np.float32)) for _ in range(k)]
-                with hb.device("/job:worker/task:0"):
-                    fetch[f"{k} scalar(s)"] = hb.add_n([v * 1.0 for v in vs])
-            for n in (n_lo, n_hi):
-                with hb.device("/job:ps/task:0"):
-                    big = hb.Variable(np.zeros(n // 4, np.float32))
-                with hb.device("/job:worker/task:0"):
-                    fetch[f"{n} bytes"] = big[0] * 1.0
-            init = global_variables_initializer()
         deadline = time.monotonic() + 60
-        while True:  # the PS process needs a moment to start serving
+        for name, (k, n) in MESSAGE_STEPS.items():
+            g, fetch, init = _message_graph(hb, k, n)
+            while True:  # the PS process needs a moment to start serving
+                try:
+                    sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
+                    break
+                except Exception:  # noqa: BLE001 - not up yet
+                    if time.monotonic() > deadline or peer.poll() is not None:
+                        raise RuntimeError(
+                            "the PS task process of the message calibration did not start"
+                        ) from None
+                    time.sleep(0.2)
             try:
-                sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
-                break
-            except Exception:  # noqa: BLE001 - not up yet
-                if time.monotonic() > deadline or peer.poll() is not None:
-                    raise RuntimeError(
-                        "the PS task process of the message calibration did not start"
-                    )
-                time.sleep(0.2)
-        try:
-            sess.run(init)
-            got = {}
-            for name, f in fetch.items():
+                sess.run(init)
                 for _ in range(10):
-                    sess.run(f)
+                    sess.run(fetch)
                 ts = []
                 for _ in range(steps):
                     t = time.perf_counter()
-                    sess.run(f)
+                    sess.run(fetch)
                     ts.append(time.perf_counter() - t)
                 got[name] = statistics.median(ts)
-        finally:
-            sess.close()
+            finally:
+                sess.close()
     finally:
         peer.kill()
         peer.wait(timeout=30)
         if server is not None:
             server.stop()
-    per_scalar = (got[f"{k_hi} scalar(s)"] - got[f"{k_lo} scalar(s)"]) / (k_hi - k_lo)
-    per_byte = (got[f"{n_hi} bytes"] - got[f"{n_lo} bytes"]) / (n_hi - n_lo)
-    message_s = max(per_scalar / 2, 0.0)
-    byte_s = max((per_byte - 1.0 / link_bytes_per_s) / 2, 0.0)
-    return message_s, byte_s, got
+    return got
+
+
+def _simulated_message_step(
+    hb: Any, perf: DevicePerf, link: tuple, scalars: int = 0, nbytes: int = 0
+) -> float:
+    """The simulated time of ``_message_graph``'s step: both tasks on one machine of ``perf``,
+    joined by ``link`` (bytes/s, latency s)."""
+    from hetbed.simulator import Cluster, SimSession
+
+    c = Cluster()
+    for job in ("ps", "worker"):
+        c.add_task(job, 0, cpu=perf, nic=link, machine="this machine")
+    g, fetch, init = _message_graph(hb, scalars, nbytes)
+    with SimSession(c, graph=g) as sess:
+        sess.run(init)
+        sess.run(fetch)
+        sess.run(fetch)  # (a second step: the first also plans)
+        return sess.last_record.step_time_s
+
+
+_COST_FIELDS = ("message_s", "message_latency_s", "step_s", "message_s_per_byte")
 
 
 def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
@@ -367,6 +461,7 @@ def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
         memory_bandwidth=bw,
         memory_bytes=float(_host_memory()),
         launch_overhead_s=dispatch,
+        cores=host_cores(),
     )
     return perf, ms
 
@@ -513,8 +608,10 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"memory_bytes = {num(int(perf.memory_bytes), 'physical memory')}",
             f"kernel_launch_overhead_s = {num(perf.launch_overhead_s, 'executor dispatch per op')}",
             f"cores = {num(host_cores(), 'cores this process may run on')}",
-            f"message_overhead_s = {num(max(perf.message_s, 1e-9), 'fitted to steps reading 1 and 16 scalars across two processes (message_costs)')}",
+            f"message_overhead_s = {num(max(perf.message_s, 1e-9), 'fitted to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1 and 8 MiB across two processes, less the loopback rate (message_costs)')}",
+            f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'fitted with message_overhead_s and message_latency_s to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
+            f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
             "",
             "[peak_flops]",
             f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",
@@ -548,16 +645,27 @@ def calibrate(
     for m in (rate, lat):
         progress(f"  {m.name}: {m.describe()}")
     progress("measuring the runtime's CPU time per message and per byte (two processes) ...")
-    costs = [message_costs(rate.median) for _ in range(max(min(repeats, 3), 1))]
-    msg = Measurement("message CPU time per end", "s", [c[0] for c in costs], None, (1e6, "us"))
-    per_byte = Measurement(
-        "message CPU time per byte per end", "s", [c[1] for c in costs], None, (1e9, "ns/byte")
-    )
-    for m in (msg, per_byte):
+    fits = [message_costs(rate.median, lat.median, perf) for _ in range(max(min(repeats, 3), 1))]
+    costs = [
+        Measurement(name, "s", [getattr(f[0], attr) for f in fits], None, shown)
+        for name, attr, shown in (
+            ("message CPU time per end", "message_s", (1e6, "us")),
+            ("message latency of the runtime", "message_latency_s", (1e6, "us")),
+            ("distributed Session.run CPU time per step", "step_s", (1e6, "us")),
+            ("message CPU time per byte per end", "message_s_per_byte", (1e9, "ns/byte")),
+        )
+    ]
+    for m in costs:
         progress(f"  {m.name}: {m.describe()}")
-    perf = replace(perf, message_s=msg.median, message_s_per_byte=per_byte.median)
+    measured, simulated = fits[-1][1], fits[-1][2]
+    for name in measured:
+        progress(
+            f"    check, {name} step: measured {measured[name] * 1e6:.0f} us, simulated with the "
+            f"fit {simulated[name] * 1e6:.0f} us ({simulated[name] / measured[name] - 1:+.0%})"
+        )
+    perf = replace(perf, **{a: c.median for a, c in zip(_COST_FIELDS, costs)})
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
-    ms += [rate, lat, msg, per_byte]
+    ms += [rate, lat, *costs]
     progress(f"profiling the ops of {', '.join(builders)} ...")
     work: dict[str, tuple[float, float]] = {}
     table = calibrate_models(builders, repeats, work)

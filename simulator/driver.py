@@ -14,6 +14,7 @@ import simpy
 from simpy.core import EmptySchedule
 
 from hetbed.devices.catalog import LinkSpec, load_device, load_link
+from hetbed.devices.simulated import HostCores
 
 from .clock import run_until
 from .failures import FAILURE_COLUMNS, Failure
@@ -95,6 +96,7 @@ class _Driver:
         learner: Learner | None = None,
         worker_device: Any = None,
         ps_device: Any = None,
+        machine_cores: int | None = None,
     ):
         if not isinstance(profile, ReplicaProfile):
             raise TypeError(
@@ -160,6 +162,15 @@ class _Driver:
                 raise ValueError(
                     f"{self.kind}: {f.kind} {f.index} cannot fail: there are {limit} {f.kind} tasks"
                 )
+        if machine_cores is not None and (
+            isinstance(machine_cores, bool)
+            or int(machine_cores) != machine_cores
+            or machine_cores < 1
+        ):
+            raise ValueError(
+                f"{self.kind}: machine_cores must be an integer >= 1 or None, got {machine_cores!r}"
+            )
+        self.machine_cores = None if machine_cores is None else int(machine_cores)
         self.checkpoint_every = checkpoint_every
         self.checkpoint_s = float(checkpoint_s)
         self.network_mode = network
@@ -267,6 +278,153 @@ class _Driver:
         self.net = PSNetwork(
             self.env, self.worker_nics, [self.ps_nic] * self.n_ps, groups, self.network_mode
         )
+        self._build_messages(t)
+
+    # ---- host CPUs: messages and the PS's kernels ------------------------------------------------
+
+    def _build_messages(self, t: Any) -> None:
+        """What each end of the step's messages costs (see ``_request`` and the drivers' loops):
+        a worker step is TF's distributed step, its client being the worker's own process. It
+        calls RunGraph on its own task and on every PS task holding variables (a request and a
+        reply each); each variable is read from its shard (a RecvTensor call: request and reply
+        with the bytes) and its gradient sent there (the PS's RecvTensor call on the worker).
+        A task handles its messages one at a time (``message_s`` each, plus
+        ``message_s_per_byte`` per payload byte), the PS on its host's cores, where its
+        aggregations and applies also run. Shards of a group are alike, so one stands for all.
+        With ``machine_cores`` every task shares one machine of that many cores (its workers'
+        compute too)."""
+        p = self.profile
+        mw, bw_, mp, bp = (
+            p.worker_message_s,
+            p.worker_message_s_per_byte,
+            p.ps_message_s,
+            p.ps_message_s_per_byte,
+        )
+        active = self.active_groups
+        G = len(self.groups)
+        n_ps_active = sum(len(self.groups[g]) for g in active)
+        nvars = [int(t.iloc[ks[0]].variables) for ks in self.groups]
+        nbytes = [float(t.iloc[ks[0]].step_bytes) for ks in self.groups]
+        self.w_lat, self.ps_lat = p.worker_message_latency_s, p.ps_message_latency_s
+        self.msg_on = any(
+            x > 0 for x in (mw, bw_, mp, bp, p.worker_step_s, self.w_lat, self.ps_lat)
+        )
+        # worker handler: Session.run's own work, RunGraph requests (each PS task: send; own
+        # task: send + receive)
+        self.req_ps_w = p.worker_step_s + n_ps_active * mw
+        self.req_own_w = 2 * mw
+        # a worker's reads or gradients: per shard of each group, each variable's call and bytes
+        self.xfer_w = sum(
+            len(self.groups[g]) * (2 * mw * nvars[g] + bw_ * nbytes[g]) for g in active
+        )
+        # ... and a shard's end of them, per group
+        self.xfer_ps = [2 * mp * nvars[g] + bp * nbytes[g] for g in range(G)]
+        self.msg_ps = mp  # a PS receives a RunGraph request, or sends its reply
+        # TF's SyncReplicasOptimizer moves two more scalars per worker step (SyncPS): its local
+        # step to every PS task holding accumulators (read as the step starts), and a token
+        # from the global step's PS task once the update is done
+        tf_sync = getattr(self, "sync_replicas", False)
+        self.local_step_w = n_ps_active * 2 * mw if tf_sync else 0.0
+        self.local_step_ps = 2 * mp if tf_sync else 0.0
+        self.token_ps = 2 * mp if tf_sync else 0.0
+        self.token_w = 2 * mw if tf_sync else 0.0
+        self.token_group = self.group_of[0]
+        # worker handler: its own task's reply (send + receive: its partition is done once the
+        # gradients leave) and each PS task's reply (receive)
+        self.reply_own_w = 2 * mw
+        self.reply_w = n_ps_active * mw
+        self._reset_cpus()
+
+    def _reset_cpus(self) -> None:
+        """Idle host CPUs: a handler per worker and per PS group, and the PS hosts' cores (one
+        machine for everything with ``machine_cores``)."""
+        G = len(self.groups)
+        shared = HostCores(self.machine_cores, self.env) if self.machine_cores else None
+        self.machine = shared
+        self.w_free = [0.0] * self.n_tasks
+        self.ps_free = [0.0] * G
+        self.ps_cpu = [shared or HostCores(self.profile.ps_cores, self.env) for _ in range(G)]
+
+    def _to_ps(self, i: int) -> float:
+        """Delay of a message from worker ``i`` to a PS task: the NICs' and the PS runtime's."""
+        return (self.worker_nics[i].latency_s + self.ps_nic.latency_s) / 2 + self.ps_lat
+
+    def _to_worker(self, i: int) -> float:
+        return (self.worker_nics[i].latency_s + self.ps_nic.latency_s) / 2 + self.w_lat
+
+    def _w_msg(self, i: int, now: float, seconds: float) -> float:
+        """Worker ``i`` handles ``seconds`` of messages from ``now``; returns when done."""
+        if self.w_free[i] > now:
+            now = self.w_free[i]
+        hc = self.machine
+        end = hc.reserve(now, seconds, 1) if hc is not None else now + seconds
+        self.w_free[i] = end
+        return end
+
+    def _ps_msg(self, g: int, now: float, seconds: float) -> float:
+        """A shard of group ``g`` handles ``seconds`` of messages from ``now``."""
+        if self.ps_free[g] > now:
+            now = self.ps_free[g]
+        end = self.ps_free[g] = self.ps_cpu[g].reserve(now, seconds, 1)
+        return end
+
+    def _ps_kernel(self, g: int, now: float, seconds: float) -> float:
+        """A shard of group ``g`` runs a kernel (all its host's cores) from ``now``."""
+        hc = self.ps_cpu[g]
+        return hc.reserve(now, seconds, hc.cores)
+
+    def _request(self, i: int) -> Any:
+        """Worker ``i`` starts a step: it sends its RunGraph requests to the PS tasks, then to
+        its own task (which receives it at once); each PS shard receives its request and
+        serializes the variables it reads for the worker; returns (as a SimPy process step)
+        once the reads can leave."""
+        env = self.env
+        now = env.now
+        sent = self._w_msg(i, now, self.req_ps_w)
+        got = sent + self._to_ps(i)
+        ready = self._w_msg(i, sent, self.req_own_w + self.local_step_w)
+        for g in self.active_groups:
+            ps = self.msg_ps + self.xfer_ps[g] + self.local_step_ps
+            ready = max(ready, self._ps_msg(g, got, ps))
+        if ready > now:
+            yield env.timeout(ready - now)
+
+    def _handle(self, i: int, sending: bool = False) -> Any:
+        """Worker ``i`` deserializes what it pulled (once its runtime has it), or serializes
+        what it pushes (``sending``: then its own task's partition is done, and the reply to
+        that RunGraph call is sent and received while the gradients travel)."""
+        env = self.env
+        now = env.now
+        end = self._w_msg(i, now if sending else now + self.w_lat, self.xfer_w)
+        if sending:
+            self._w_msg(i, end, self.reply_own_w)
+        if end > now:
+            yield env.timeout(end - now)
+
+    def _reply(self, i: int) -> Any:
+        """The replies to worker ``i``'s RunGraph calls on the PS tasks of its last step: each
+        shard sends one, the worker receives them."""
+        env = self.env
+        now = env.now
+        sent = now
+        for g in self.active_groups:
+            sent = max(sent, self._ps_msg(g, now, self.msg_ps))
+        end = self._w_msg(i, sent + self._to_worker(i), self.reply_w)
+        if end > now:
+            yield env.timeout(end - now)
+
+    def _compute(self, i: int, step: int) -> Any:
+        """Worker ``i`` computes its gradient (on the shared machine's cores with
+        ``machine_cores``)."""
+        env = self.env
+        s = self._compute_s(i, step)
+        hc = self.machine
+        if hc is None:
+            yield env.timeout(s)
+            return
+        now = env.now
+        end = hc.reserve(now, s, hc.cores)
+        yield env.timeout(end - now)
 
     def _open_record(self, step: int, now: float) -> None:
         rec = [step, now, math.nan, 0, 0, False]

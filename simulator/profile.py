@@ -50,7 +50,15 @@ class ReplicaProfile:
     - ``resident_bytes``: PS memory per variable including optimizer slots (default: dense
       bytes; a sparse variable's touched rows), checked against ``ps_capacity_bytes``;
     - ``worker_memory_bytes``: peak memory of one step on the worker device, checked against
-      ``worker_capacity_bytes``; None where unknown.
+      ``worker_capacity_bytes``; None where unknown;
+    - ``worker_message_s``, ``worker_message_s_per_byte``, ``ps_message_s``,
+      ``ps_message_s_per_byte``: CPU seconds the worker's and the PS's host spends at its end of
+      one message between tasks, fixed and per payload byte (the catalog's
+      ``message_overhead_s`` and ``message_overhead_s_per_byte`` of their CPUs; 0: free);
+      ``worker_step_s``: the worker's Session.run work per step besides its messages (the
+      catalog's ``step_overhead_s``); ``worker_message_latency_s``, ``ps_message_latency_s``:
+      the delay each host's runtime adds to a message it receives (``message_latency_s``);
+      ``ps_cores``: cores of a PS host (its message handling and its kernels share them).
 
     Raises ValueError for a negative or non-finite time, byte count, row count or PS index.
     """
@@ -65,9 +73,33 @@ class ReplicaProfile:
     worker_capacity_bytes: float | None = None
     ps_capacity_bytes: float | None = None
     aggregate_s: dict[str, float] | float = 0.0
+    worker_message_s: float = 0.0
+    worker_message_s_per_byte: float = 0.0
+    worker_step_s: float = 0.0
+    worker_message_latency_s: float = 0.0
+    ps_message_latency_s: float = 0.0
+    ps_message_s: float = 0.0
+    ps_message_s_per_byte: float = 0.0
+    ps_cores: int = 1
 
     def __post_init__(self) -> None:
         _nonneg("compute_s", self.compute_s)
+        for what in (
+            "worker_message_s",
+            "worker_message_s_per_byte",
+            "worker_step_s",
+            "worker_message_latency_s",
+            "ps_message_latency_s",
+        ):
+            _nonneg(what, getattr(self, what))
+        for what in ("ps_message_s", "ps_message_s_per_byte"):
+            _nonneg(what, getattr(self, what))
+        if (
+            isinstance(self.ps_cores, bool)
+            or int(self.ps_cores) != self.ps_cores
+            or self.ps_cores < 1
+        ):
+            raise ValueError(f"ps_cores must be an integer >= 1, got {self.ps_cores!r}")
         if int(self.examples_per_step) != self.examples_per_step or self.examples_per_step < 1:
             raise ValueError(
                 f"examples_per_step must be an integer >= 1, got {self.examples_per_step!r}"
@@ -249,7 +281,9 @@ def profile_from_graph(
     - ``apply_s``: the roofline (or ``cost_model``) time of each variable's update op on ``ps``,
       unless given; ``resident_bytes`` counts the variable and its optimizer slots;
     - ``aggregate_s``: unless given, the roofline time on ``ps`` of adding one gradient (the
-      variable's bytes, or its touched rows') into an accumulator: read both, write one.
+      variable's bytes, or its touched rows') into an accumulator: read both, write one;
+    - message costs: the catalog's of the worker task's CPU (``worker`` itself when it is a
+      CPU, else the host CPU a cluster gives the task) and of ``ps``; ``ps_cores``: ``ps``'s.
 
     Raises ValueError when ``ps_tasks < 1`` or a variable has no update op under ``train_op``,
     and the op-level simulator's ResourceExhaustedError when the step does not fit the worker.
@@ -316,6 +350,8 @@ def profile_from_graph(
         sess.close()
     compute_s = rec.step_time_s
     dev = rec.devices.iloc[0]
+    wcpu = cluster.task_cpu(cluster.tasks[0])
+    wperf = wcpu.perf_spec if wcpu is not None else None
     shape_of = {t: tuple(getattr(val, "shape", ())) for t, val in zip(fetches, values)}
     # (b) placement on PS tasks (choose(v) below, in creation order) and (c) apply costs
     model = cost_model or Roofline()
@@ -368,6 +404,14 @@ def profile_from_graph(
         worker_memory_bytes=float(dev.memory_peak_bytes),
         worker_capacity_bytes=float(dev.memory_capacity_bytes) or None,
         ps_capacity_bytes=float(pperf.memory_bytes),
+        worker_message_s=wperf.message_s if wperf is not None else 0.0,
+        worker_message_s_per_byte=wperf.message_s_per_byte if wperf is not None else 0.0,
+        worker_step_s=wperf.step_s if wperf is not None else 0.0,
+        worker_message_latency_s=wperf.message_latency_s if wperf is not None else 0.0,
+        ps_message_latency_s=pperf.message_latency_s,
+        ps_message_s=pperf.message_s,
+        ps_message_s_per_byte=pperf.message_s_per_byte,
+        ps_cores=int(pperf.cores or 1),
     )
 
 

@@ -5,6 +5,7 @@ network flows) and the executor's wait (advance the clock) differ from ``hb.Sess
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -39,11 +40,12 @@ class SimRendezvous(LocalRendezvous):
     cpu device, queued on its host's cores: ``DevicePerf.message_s`` per message and
     ``message_s_per_byte`` per payload byte, from the catalog): the sender handles the request
     and serializes the reply before the bytes leave, the receiver sent the request and
-    deserializes the reply after they arrive (both of its messages are charged then). Tensors
+    deserializes the reply after they arrive and its runtime has handed them over
+    (``message_latency_s``, no CPU time); both of its messages are charged then. Tensors
     between devices of one task are in-process copies and cost no message time.
     """
 
-    __slots__ = ("network", "route", "parsed", "cpu_of")
+    __slots__ = ("network", "route", "parsed", "cpu_of", "called")
 
     def __init__(
         self,
@@ -51,12 +53,16 @@ class SimRendezvous(LocalRendezvous):
         route: Callable[[str, str], list],
         parsed: dict,
         cpu_of: Callable[[str], Any] | None = None,
+        called: dict | None = None,
     ):
         super().__init__()
         self.network = network
         self.route = route
-        self.parsed = parsed  # key -> (path, src, dst, tensor, src cpu, dst cpu), for all steps
+        self.parsed = parsed  # key -> (path, src, dst, tensor, src cpu, dst cpu, call), all steps
         self.cpu_of = cpu_of
+        #: (task, client) -> when the task received the client's RunGraph request this step: a
+        #: task sends a client's tensors only once that client's call has arrived
+        self.called = called if called is not None else {}
 
     def send(self, key: str, value: Any) -> None:
         p = self.parsed.get(key)
@@ -67,7 +73,8 @@ class SimRendezvous(LocalRendezvous):
                 cpus = (self.cpu_of(_task(src)), self.cpu_of(_task(dst)))
                 if cpus[0] is None or cpus[1] is None:
                     cpus = (None, None)
-            p = self.parsed[key] = (self.route(src, dst), src, dst, tensor, *cpus)
+            tasks = (_task(src), _task(dst))
+            p = self.parsed[key] = (self.route(src, dst), src, dst, tensor, *cpus, tasks)
         nbytes = value_nbytes(value)
         src_cpu = p[4]
         if src_cpu is None:
@@ -75,6 +82,9 @@ class SimRendezvous(LocalRendezvous):
             return
         env = self.network.env
         now = env.now
+        called = self.called.get(p[6])
+        if called is not None and called > now:
+            now = called
         ready = src_cpu.occupy(now, _end_cost(src_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
         if ready > now:
             env.timeout(ready - now).callbacks.append(lambda _e: self._flow(p, key, value, nbytes))
@@ -92,7 +102,7 @@ class SimRendezvous(LocalRendezvous):
             self._deliver(key, value)
             return
         env = self.network.env
-        now = env.now
+        now = env.now + dst_cpu.perf_spec.message_latency_s  # (the runtime hands it over)
         done = dst_cpu.occupy(now, _end_cost(dst_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
         if done > now:
             env.timeout(done - now).callbacks.append(lambda _e: self._deliver(key, value))
@@ -263,6 +273,7 @@ class SimSession(BaseSession):
         self._charged_vars: set[str] = set()
         self._parsed_keys: dict[str, tuple] = {}  # rendezvous key -> route and names
         self.clients = self._clients(client)
+        self._called: dict[tuple[str, str], float] = {}  # see SimRendezvous.called
 
     def _clients(self, client: Any) -> list[str]:
         """The tasks whose processes run this session's steps (see ``run``); [] when the cluster
@@ -287,7 +298,9 @@ class SimSession(BaseSession):
 
     def _rendezvous(self) -> Any:
         cpu_of = getattr(self.cluster, "task_cpu", None)
-        return SimRendezvous(self.cluster.network, self.cluster.route, self._parsed_keys, cpu_of)
+        return SimRendezvous(
+            self.cluster.network, self.cluster.route, self._parsed_keys, cpu_of, self._called
+        )
 
     def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:
         """Every node runs on a simulated device's clock or is asynchronous (Send/Recv, queues):
@@ -303,48 +316,75 @@ class SimSession(BaseSession):
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _run_graph_requests(self, tasks: list[str]) -> list[tuple]:
-        """The step's RunGraph calls, as in the real runtime: each client calls RunGraph on its
-        own task and on every task of the step that is not a client; a request is a message,
-        sent from the client's CPU and received by the task's (``DevicePerf.message_s`` each,
-        queued on their hosts' cores) after the route's latency, and the task's devices start
-        the step only then. Returns the calls for ``_run_graph_replies``."""
+        """The step's RunGraph calls, as in the real runtime: each client spends its host's
+        ``step_s`` (the catalog's ``step_overhead_s``: Session.run's own work), then calls
+        RunGraph on every task of the step that is not a client, then on its own task; a
+        request is a message,
+        sent by the client's CPU and received by the task's (``DevicePerf.message_s`` each,
+        handled in time order on their hosts' cores) after the route's latency, and the task's
+        devices start the step only then. Returns the calls for ``_run_graph_replies``."""
         clients = self.clients
         if not clients:
             return []
         cluster, now = self.cluster, self.cluster.env.now
-        calls = []
+        work = SoftwareWork("RunGraph", "RunGraph")
+        heap: list[tuple] = []
+        self._called.clear()
         for c in clients:
             master = cluster.task_cpu(c)
-            if master is None:
-                continue
-            for t in tasks:
-                if t != c and t in clients:
-                    continue
-                cpu = cluster.task_cpu(t)
-                if cpu is None:
-                    continue
+            targets = [t for t in tasks if t not in clients] + ([c] if c in tasks else [])
+            targets = [(t, cluster.task_cpu(t)) for t in targets]
+            targets = [(t, cpu) for t, cpu in targets if cpu is not None]
+            if master is not None and targets:  # (after the client's own work for a step)
+                begin = master.occupy(now, master.perf_spec.step_s, SoftwareWork(c, "Session.run"))
+                heapq.heappush(heap, (begin, len(heap), "send", master, targets))
+        calls, seq = [], len(heap)
+        while heap:
+            t, _, kind, master, x = heapq.heappop(heap)
+            seq += 1
+            if kind == "send":  # the client sends its next request
+                (task, cpu), rest = x[0], x[1:]
+                sent = master.occupy(t, master.perf_spec.message_s, work)
                 lat = sum(link.latency_s for link in cluster.route(master.name, cpu.name))
-                sent = master.occupy(now, master.perf_spec.message_s, SoftwareWork(t, "RunGraph"))
-                got = cpu.occupy(sent + lat, cpu.perf_spec.message_s, SoftwareWork(c, "RunGraph"))
-                devices = cluster.task_devices(t)
-                for d in devices:
-                    if d.busy_until < got:
-                        d.busy_until = got
+                if cpu is not master:  # (another process: its runtime hands the message over)
+                    lat += cpu.perf_spec.message_latency_s
+                heapq.heappush(heap, (sent + lat, seq, "recv", master, (task, cpu, lat)))
+                if rest:
+                    heapq.heappush(heap, (sent, seq + 0.5, "send", master, rest))
+            else:  # the task receives it: its devices may start (on the first client's call)
+                task, cpu, lat = x
+                got = cpu.occupy(t, cpu.perf_spec.message_s, work)
+                self._called[(task, master.name.rsplit("/", 1)[0])] = got
+                devices = cluster.task_devices(task)
+                if not any(k[0] == task for k in list(self._called)[:-1]):
+                    for d in devices:
+                        if d.busy_until < got:
+                            d.busy_until = got
                 calls.append((master, cpu, lat, devices))
         return calls
 
     def _run_graph_replies(self, calls: list[tuple]) -> None:
         """Each RunGraph's reply leaves its task when the task's last work of the step ends and
-        reaches its client after the latency; the step ends with the last reply received."""
+        reaches its client after the latency (handled in time order); the step ends with the
+        last reply received."""
         env = self.cluster.env
-        end = env.now
-        for master, cpu, lat, devices in calls:
+        work = SoftwareWork("RunGraph reply", "RunGraph")
+        heap = []
+        for k, (master, cpu, lat, devices) in enumerate(calls):
             done = max(max((r[2] for r in d.records), default=0.0) for d in devices)
-            sent = cpu.occupy(done, cpu.perf_spec.message_s, SoftwareWork("", "RunGraph reply"))
-            got = master.occupy(
-                sent + lat, master.perf_spec.message_s, SoftwareWork("", "RunGraph reply")
-            )
-            end = max(end, got)
+            heap.append((done, k, True, master, cpu, lat))
+        heapq.heapify(heap)
+        end, seq = env.now, len(heap)
+        while heap:
+            t, _, sending, master, cpu, lat = heapq.heappop(heap)
+            seq += 1
+            if sending:
+                sent = cpu.occupy(t, cpu.perf_spec.message_s, work)
+                if cpu is not master:
+                    lat += master.perf_spec.message_latency_s - cpu.perf_spec.message_latency_s
+                heapq.heappush(heap, (sent + lat, seq, False, master, cpu, lat))
+            else:
+                end = max(end, master.occupy(t, master.perf_spec.message_s, work))
         if end > env.now:
             env.advance(end)
 

@@ -76,6 +76,11 @@ class SyncPS(_Driver):
       dropped as stale (as in TF, so with the default init tokens each worker's second gradient
       is usually stale; ``init_tokens=0`` avoids it).
 
+    Messages (when the profile gives its hosts message costs; see ``_Driver._build_messages``):
+    each worker step is a distributed step of its own session; ``sync_replicas`` (default: as
+    ``fast_worker_can_contribute_twice``) adds the two scalars TF's SyncReplicasOptimizer moves
+    per step (the worker's local step to each PS task, a token back).
+
     A slow worker always finishes and pushes its gradient (it is then dropped). Each accepted
     gradient is added into its shard's accumulator as it arrives (``aggregate_s`` of the
     shard's variables, on the shard's CPU, one gradient after another: gradients arriving
@@ -95,10 +100,12 @@ class SyncPS(_Driver):
         *,
         fast_worker_can_contribute_twice: bool = False,
         init_tokens: int | None = None,
+        sync_replicas: bool | None = None,
         **kw: Any,
     ):
-        super().__init__(profile, n_workers, n_backup, n_ps, nic=nic, **kw)
         self.twice = bool(fast_worker_can_contribute_twice)
+        self.sync_replicas = self.twice if sync_replicas is None else bool(sync_replicas)
+        super().__init__(profile, n_workers, n_backup, n_ps, nic=nic, **kw)
         if init_tokens is None:
             init_tokens = self.n_workers
         if isinstance(init_tokens, bool) or int(init_tokens) != init_tokens or init_tokens < 0:
@@ -114,6 +121,7 @@ class SyncPS(_Driver):
         self.tokens: deque[int] = deque([0] * self.init_tokens) if self.twice else deque()
         self.waiters: deque[tuple[int, simpy.Event]] = deque()
         self.last_tag = [-1] * self.n_tasks
+        self.reply_at = [0.0] * self.n_tasks  # when each worker's last PS replies arrive
         self._reset_step()
 
     def _reset_step(self) -> None:
@@ -123,11 +131,12 @@ class SyncPS(_Driver):
         self.acc: list[list[Any]] = [[] for _ in range(G)]
         self.contrib: list[set[int]] = [set() for _ in range(G)]
         self.n_applied = 0
-        self.ps_busy = [0.0] * G  # when each shard's CPU is done with the gradients so far
 
     def _loop(self, i: int) -> Any:
         env, net, parts, learner = self.env, self.net, self.parts, self.learner
         tag = None
+        msg = self.msg_on
+        stepped = False
         while True:
             if self.twice:
                 if tag is None or self.last_tag[i] < 0:
@@ -142,17 +151,26 @@ class SyncPS(_Driver):
                 while self.step <= self.last_tag[i]:
                     yield self.release
                 tag = self.step
+            if msg and stepped:  # the last step's RunGraph calls on the PS tasks return
+                yield from self._replied(i)
+            stepped = True
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
             t0 = env.now
+            if msg:
+                yield from self._request(i)
             tr = self.inflight[i] = net.pull(i, parts)
             yield tr.event
+            if msg:
+                yield from self._handle(i)
             t1 = env.now
-            yield env.timeout(self._compute_s(i, tag))
+            yield from self._compute(i, tag)
             g = _Grad(i, tag, read)
             t2 = env.now
             if learner is not None:
                 g.value = learner.gradient(i, params, env.now)
+            if msg:
+                yield from self._handle(i, sending=True)
             tr = self.inflight[i] = net.push(i, parts, lambda grp, now, g=g: self._arrive(g, grp))
             yield tr.event
             self.inflight[i] = None
@@ -161,6 +179,9 @@ class SyncPS(_Driver):
             self.last_tag[i] = tag
 
     def _arrive(self, g: _Grad, grp: int) -> None:
+        now = self.env.now
+        if self.msg_on:  # the shard receives the gradient (and the call for it) first
+            now = self._ps_msg(grp, now + self.ps_lat, self.xfer_ps[grp])
         if (
             g.tag == self.step
             and not self.closed[grp]
@@ -173,15 +194,36 @@ class SyncPS(_Driver):
                 self.contrib[grp].add(g.worker)
             if self.learner is not None:
                 self.acc[grp].append(g.value)
-            now = self.env.now
-            self.ps_busy[grp] = max(now, self.ps_busy[grp]) + self.group_aggregate_s[grp]
+            done = self._ps_kernel(grp, now, self.group_aggregate_s[grp])
             if self.count[grp] == self.n_workers:
                 self.closed[grp] = True
                 epoch = self.epoch
-                wait = self.ps_busy[grp] - now + self.group_apply_s[grp]
+                applied = self._ps_kernel(grp, done, self.group_apply_s[grp])
+                if self.msg_on:
+                    self._ps_replies(grp, applied)
+                wait = applied - self.env.now
                 self.env.timeout(wait).callbacks.append(lambda _e: self._applied(epoch))
         else:
             g.bad += 1
+
+    def _ps_replies(self, grp: int, at: float) -> None:
+        """A shard's partition of the step is done at ``at``: it replies to every worker's
+        RunGraph call, one after another; each reply reaches its worker after the latency."""
+        t = at
+        each = self.msg_ps + (self.token_ps if grp == self.token_group else 0.0)
+        for i in range(self.n_tasks):
+            t = self._ps_msg(grp, t, each)
+            arrive = t + self._to_worker(i)
+            if arrive > self.reply_at[i]:
+                self.reply_at[i] = arrive
+
+    def _replied(self, i: int) -> Any:
+        """Worker ``i`` receives the PS tasks' replies to its last step's calls."""
+        env = self.env
+        now = env.now
+        end = self._w_msg(i, max(now, self.reply_at[i]), self.reply_w + self.token_w)
+        if end > now:
+            yield env.timeout(end - now)
 
     def _pushed(self, g: _Grad) -> None:
         accepted = g.bad == 0
@@ -238,6 +280,7 @@ class SyncPS(_Driver):
 
     def _stall(self) -> None:
         self._reset_step()
+        self._reset_cpus()
         self.tokens.clear()
         self.waiters.clear()
 
@@ -276,35 +319,40 @@ class AsyncPS(_Driver):
         kw.pop("n_backup", None)
         super().__init__(profile, n_workers, 0, n_ps, nic=nic, **kw)
 
-    def _build(self) -> None:
-        super()._build()
-        self.busy_until = [0.0] * len(self.groups)
-
     def _loop(self, i: int) -> Any:
         env, net, parts, learner = self.env, self.net, self.parts, self.learner
+        msg = self.msg_on
         while True:
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
             t0 = env.now
+            if msg:
+                yield from self._request(i)
             tr = self.inflight[i] = net.pull(i, parts)
             yield tr.event
+            if msg:
+                yield from self._handle(i)
             t1 = env.now
-            yield env.timeout(self._compute_s(i, read))
+            yield from self._compute(i, read)
             g = _Grad(i, read, read)
             g.phases = (t0, t1, env.now, math.nan)
             if learner is not None:
                 g.value = learner.gradient(i, params, env.now)
             g.left = len(parts)
             g.event = env.event()
+            if msg:
+                yield from self._handle(i, sending=True)
             tr = self.inflight[i] = net.push(i, parts, lambda grp, now, g=g: self._arrive(g, grp))
             tr.event.callbacks.append(lambda _e, g=g: self._push_done(g))
             yield g.event
             self.inflight[i] = None
+            if msg:
+                yield from self._reply(i)
 
     def _arrive(self, g: _Grad, grp: int) -> None:
         now = self.env.now
-        start = max(now, self.busy_until[grp])
-        end = self.busy_until[grp] = start + self.group_apply_s[grp]
+        start = self._ps_msg(grp, now + self.ps_lat, self.xfer_ps[grp]) if self.msg_on else now
+        end = self._ps_kernel(grp, start, self.group_apply_s[grp])
         if end == now:
             self._part_applied(g, self.epoch)
         else:
@@ -339,7 +387,7 @@ class AsyncPS(_Driver):
         return self.profile.examples_per_step
 
     def _stall(self) -> None:
-        self.busy_until = [0.0] * len(self.groups)
+        self._reset_cpus()
 
 
 class AllReduceRing(_Driver):

@@ -95,14 +95,24 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     assert main(["calibrate", "--model", spec, "--repeats", "1", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     names = [m["name"] for m in doc["measurements"]]
-    assert names[-2:] == ["loopback TCP rate", "loopback TCP latency"]
+    assert names[-5:] == [
+        "loopback TCP rate",
+        "loopback TCP latency",
+        "message CPU time per end",
+        "message CPU time per byte per end",
+        "distributed Session.run CPU time per step",
+    ]
     assert all(
         m["repeats"] == 1 and m["min"] <= m["median"] <= m["max"] for m in doc["measurements"]
     )
     table = json.loads((out / "profile.json").read_text())
     assert any('"MatMul", "float32", [[8, 48], [48, 24]]' in k for k in table["table"])
     assert table["version"] == 2 and set(table["work"]) <= set(table["table"])
-    assert load_file(str(out / "this_machine.toml")).cores == host_cores()
+    machine = load_file(str(out / "this_machine.toml"))
+    assert machine.cores == host_cores()
+    per_msg = next(m for m in doc["measurements"] if m["name"] == "message CPU time per end")
+    assert machine.message_overhead_s == pytest.approx(per_msg["median"] * 1e-6)  # shown in us
+    assert 1e-6 < machine.message_overhead_s < 5e-3  # a message of a Python runtime, per end
     assert load_file(str(out / "loopback.toml")).kind == "loopback"
     assert main(["calibrate", "--model", f"{tmp_path / 'mine.py'}:nope", "--out", str(out)]) == 2
     assert "has no function 'nope'" in capsys.readouterr().err

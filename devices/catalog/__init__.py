@@ -30,6 +30,11 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
                                        system calls, wake-ups); a request or a reply is a message
     message_overhead_s_per_byte        optional (cpu): CPU time per payload byte at each end
                                        (serialization and copies)
+    message_latency_s                  optional (cpu): delay the runtime adds to a message it
+                                       receives, besides the link's latency (thread wake-ups,
+                                       RPC dispatch); takes no CPU time
+    step_overhead_s                    optional (cpu): CPU time a client's distributed
+                                       Session.run spends per step besides its messages
     description                        optional words
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
@@ -105,6 +110,8 @@ class HardwareSpec:
     clock_hz: float | None = None
     message_overhead_s: float | None = None
     message_overhead_s_per_byte: float | None = None
+    step_overhead_s: float | None = None
+    message_latency_s: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -350,7 +357,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors clock_hz message_overhead_s message_overhead_s_per_byte".split()
+    " cores fp32_lanes multiprocessors clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
@@ -380,6 +387,8 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         clock_hz=r.number("clock_hz", required=False),
         message_overhead_s=r.number("message_overhead_s", required=False),
         message_overhead_s_per_byte=r.number("message_overhead_s_per_byte", required=False),
+        step_overhead_s=r.number("step_overhead_s", required=False),
+        message_latency_s=r.number("message_latency_s", required=False),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),

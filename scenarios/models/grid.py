@@ -7,8 +7,9 @@
 * step-level: one replica's profile (``profile_from_graph``) driven by ``SyncPS`` or
   ``AsyncPS``;
 * op-level: the replicated synchronous graph simulated op by op (each worker's gradient goes into
-  a ConditionalAccumulator on its variable's PS task as it arrives; the PS takes the average and
-  applies it: what SyncReplicasOptimizer does across sessions, written in one graph).
+  a ConditionalAccumulator on its variable's PS task as it arrives, with the worker's local step;
+  the PS takes the average and applies it; each worker then takes a token from the PS into its
+  local step: the tensors SyncReplicasOptimizer moves across sessions, written in one graph).
 
 ``MODELS`` maps a name to (elements per variable, variables per PS task): 0 elements is a
 scalar; a dense model has one variable, on the first PS task.
@@ -20,6 +21,8 @@ import contextlib
 import os
 import sys
 import time
+
+import numpy as np
 
 import hetbed as hb
 from hetbed.simulator import Cluster, SimSession, sim_value
@@ -82,7 +85,9 @@ def op_level_step(
         return f"/job:ps/task:{k % n_ps}/device:cpu:0"
 
     with hb.Graph().as_default():
-        feeds, grads = {}, []
+        feeds, grads, local = {}, [], []
+        with hb.device(on_ps(0)):
+            global_step = hb.Variable(np.int64(0), name="global_step", trainable=False)
         for t in range(workers):
             with hb.device(f"/job:worker/task:{t}/device:cpu:0"):
                 x = hb.placeholder(hb.float32, _input_shape(model))
@@ -91,13 +96,23 @@ def op_level_step(
                 variables = hb.trainable_variables()
                 grads.append(hb.gradients(replica_loss, variables))
                 feeds[x] = sim_value(_input_shape(model))
-        targets = []
+                local.append(hb.Variable(np.int64(0), name=f"local_step{t}", trainable=False))
+        targets, pushes, on_first = [], [[] for _ in range(workers)], []
         for k in range(nv):
             with hb.device(on_ps(k)):
                 acc = hb.ConditionalAccumulator(hb.float32, variables[k].shape, shared_name=f"a{k}")
-                targets += [acc.apply_grad(g[k], local_step=0) for g in grads]
+                for t, g in enumerate(grads):  # each gradient goes with its worker's local step
+                    pushes[t].append(acc.apply_grad(g[k], local_step=local[t].value()))
+                    targets.append(pushes[t][-1])
                 opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
                 targets.append(opt.apply_gradients([(acc.take_grad(workers), variables[k])]))
+                if k % n_ps == 0:  # (the global step's task: its tokens wait for its update)
+                    on_first.append(targets[-1])
+        for t in range(workers):  # the token each worker takes once the update is done
+            with hb.device(on_ps(0)), hb.control_dependencies(on_first):
+                token = hb.identity(global_step.value())
+            with hb.device(f"/job:worker/task:{t}/device:cpu:0"):
+                targets.append(hb.assign(local[t], token))
         sess = SimSession(c, client=[t for t in c.tasks if t.startswith("/job:worker/")])
         sess.run(hb.global_variables_initializer())
         sess.run(targets, feeds)  # targets: no op gathers them on one task
@@ -113,10 +128,12 @@ def step_level_step(
     ps: object,
     steps: int = 8,
     mode: str = "sync",
+    machine_cores: int | None = None,
 ) -> float:
     """Seconds per global step of the step-level driver on one replica's profile: SyncPS's
     median step ("sync"; "backup": ``workers`` gradients of ``workers`` + 1 tasks, TF's token
-    queue), or AsyncPS's simulated time over its global steps ("async")."""
+    queue), or AsyncPS's simulated time over its global steps ("async"). ``machine_cores``: every
+    task on one machine of that many cores."""
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, _input_shape(model))
         with hb.variable_scope("model"):
@@ -125,11 +142,19 @@ def step_level_step(
         feeds = {x: sim_value(_input_shape(model))}
         prof = profile_from_graph(train, feeds, worker=worker, ps=ps, ps_tasks=n_ps)
     if mode == "async":
-        r = AsyncPS(prof, workers, n_ps=n_ps, nic=nic).run(steps * workers)
+        r = AsyncPS(prof, workers, n_ps=n_ps, nic=nic, machine_cores=machine_cores)
+        r = r.run(steps * workers)
         return r.sim_time_s / (steps * workers)
     backup = 1 if mode == "backup" else 0
     drv = SyncPS(
-        prof, workers, backup, n_ps=n_ps, nic=nic, fast_worker_can_contribute_twice=bool(backup)
+        prof,
+        workers,
+        backup,
+        n_ps=n_ps,
+        nic=nic,
+        fast_worker_can_contribute_twice=bool(backup),
+        sync_replicas=True,  # what the real program and the op-level graph do
+        machine_cores=machine_cores,
     )
     return drv.run(steps).step_time()
 
@@ -145,7 +170,6 @@ def main(argv: list[str]) -> int:
     all have a session (each leaves a file in BARRIER_DIR): otherwise the chief, which may
     contribute every gradient of a step (TF's token queue), could run alone before the others
     join."""
-    import numpy as np
 
     model, steps, barrier = argv[0], int(argv[1]), argv[2]
     mode = argv[3] if len(argv) > 3 else "sync"
