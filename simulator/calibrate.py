@@ -266,19 +266,27 @@ hb.train.Server(hb.train.ClusterSpec({spec!r}), "ps", 0).join()
 #: the steps ``message_costs`` measures: name -> (scalars read from the PS, bytes read from it);
 #: (0, 0) reads nothing remote (the client's own task only)
 MESSAGE_STEPS = {
-    "own task only": (0, 0),
-    "1 scalar": (1, 0),
-    "4 scalars": (4, 0),
-    "1 MiB": (0, 1 << 20),
-    "8 MiB": (0, 8 << 20),
+    "own task only": (0, 0, False),
+    "1 scalar read": (1, 0, False),
+    "4 scalars read": (4, 0, False),
+    "1 scalar sent": (1, 0, True),
+    "4 scalars sent": (4, 0, True),
+    "1 scalar read and sent back": (1, 0, "both"),
+    "4 scalars read and sent back": (4, 0, "both"),
+    "1 MiB read": (0, 1 << 20, False),
+    "8 MiB read": (0, 8 << 20, False),
 }
 
 
-def _message_graph(hb: Any, scalars: int = 0, nbytes: int = 0) -> tuple[Any, Any, Any]:
+def _message_graph(
+    hb: Any, scalars: int = 0, nbytes: int = 0, send: Any = False
+) -> tuple[Any, Any, Any]:
     """A graph whose worker task reads ``scalars`` float32 scalars, or one tensor of ``nbytes``,
-    from the PS task, or (neither) adds one to a variable of its own: (graph, fetch, init)."""
+    from the PS task (``send``: computes them and the PS adds them into its variables; "both":
+    computes them from what it read, the pattern of a training step), or (neither) adds one to
+    a variable of its own: (graph, fetch, init)."""
     g = Graph()
-    tag = f"{scalars}_{nbytes}"
+    tag = f"{scalars}_{nbytes}_{send}"
     with g.as_default():
         with hb.device("/job:ps/task:0"):  # (names of their own: the PS keeps variables)
             if scalars:
@@ -289,12 +297,19 @@ def _message_graph(hb: Any, scalars: int = 0, nbytes: int = 0) -> tuple[Any, Any
             elif nbytes:
                 vs = [hb.Variable(np.zeros(nbytes // 4, np.float32), name=f"calibrate_{tag}")]
         with hb.device("/job:worker/task:0"):
-            if scalars:
+            if send == "both":
+                sent = [v * 2.0 for v in vs]
+            elif send:
+                sent = [hb.constant(np.ones(1, np.float32)) * 2.0 for _ in vs]
+            elif scalars:
                 fetch = hb.add_n([v * 1.0 for v in vs])
             elif nbytes:
                 fetch = vs[0][0] * 1.0
             else:
                 fetch = hb.Variable(np.zeros(1, np.float32), name=f"calibrate_{tag}") + 1.0
+        if send:
+            with hb.device("/job:ps/task:0"):
+                fetch = hb.group(*[hb.assign_add(v, x) for v, x in zip(vs, sent)])
         init = global_variables_initializer()
     return g, fetch, init
 
@@ -322,7 +337,7 @@ def message_costs(
     import hetbed as hb
 
     got = _measure_message_steps(hb, steps)
-    small = ["own task only", "1 scalar", "4 scalars"]
+    small = [n for n, (_, nbytes, _) in MESSAGE_STEPS.items() if not nbytes]
     link = (link_bytes_per_s, link_latency_s)
 
     def simulate(m: float, lat: float, st: float, names: list[str]) -> np.ndarray:
@@ -332,7 +347,7 @@ def message_costs(
     want = np.array([got[n] for n in small])
 
     def fit_at(lat: float) -> tuple[float, float, float]:
-        x = np.array([max(got["4 scalars"] - got["1 scalar"], 0.0) / 6, 0.0])  # (m, step)
+        x = np.array([max(got["4 scalars read"] - got["1 scalar read"], 0.0) / 6, 0.0])
         for _ in range(4):  # Gauss-Newton on relative errors, kept >= 0
             base = simulate(x[0], lat, x[1], small)
             h = np.maximum(np.abs(x) * 0.05, 1e-6)
@@ -358,8 +373,8 @@ def message_costs(
             b = lo + r * (hi - lo)
             fb = fit_at(b)
     (_, m, st), lat = (fa, a) if fa[0] <= fb[0] else (fb, b)
-    n1, n8 = MESSAGE_STEPS["1 MiB"][1], MESSAGE_STEPS["8 MiB"][1]
-    per_byte = (got["8 MiB"] - got["1 MiB"]) / (n8 - n1)
+    n1, n8 = MESSAGE_STEPS["1 MiB read"][1], MESSAGE_STEPS["8 MiB read"][1]
+    per_byte = (got["8 MiB read"] - got["1 MiB read"]) / (n8 - n1)
     byte_s = max((per_byte - 1.0 / link_bytes_per_s) / 2, 0.0)
     fitted = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=byte_s)
     sim = {n: _simulated_message_step(hb, fitted, link, *MESSAGE_STEPS[n]) for n in got}
@@ -391,8 +406,8 @@ def _measure_message_steps(hb: Any, steps: int) -> dict[str, float]:
     try:
         server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
         deadline = time.monotonic() + 60
-        for name, (k, n) in MESSAGE_STEPS.items():
-            g, fetch, init = _message_graph(hb, k, n)
+        for name, (k, n, send) in MESSAGE_STEPS.items():
+            g, fetch, init = _message_graph(hb, k, n, send)
             while True:  # the PS process needs a moment to start serving
                 try:
                     sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
@@ -424,7 +439,7 @@ def _measure_message_steps(hb: Any, steps: int) -> dict[str, float]:
 
 
 def _simulated_message_step(
-    hb: Any, perf: DevicePerf, link: tuple, scalars: int = 0, nbytes: int = 0
+    hb: Any, perf: DevicePerf, link: tuple, scalars: int = 0, nbytes: int = 0, send: Any = False
 ) -> float:
     """The simulated time of ``_message_graph``'s step: both tasks on one machine of ``perf``,
     joined by ``link`` (bytes/s, latency s)."""
@@ -433,7 +448,7 @@ def _simulated_message_step(
     c = Cluster()
     for job in ("ps", "worker"):
         c.add_task(job, 0, cpu=perf, nic=link, machine="this machine")
-    g, fetch, init = _message_graph(hb, scalars, nbytes)
+    g, fetch, init = _message_graph(hb, scalars, nbytes, send)
     with SimSession(c, graph=g) as sess:
         sess.run(init)
         sess.run(fetch)
