@@ -41,7 +41,8 @@ def test_bad_arguments_exit_2():
 
 def test_demo_writes_report_and_incast_emerges(tmp_path):
     """The demo writes its report; on 10 GbE a step takes at least 2 x workers x model bytes / NIC
-    bandwidth (PS incast), and 100 GbE is faster at every worker count."""
+    bandwidth (PS incast), not much more (the rest: the hosts' copies of the bytes at both ends
+    and their per-message CPU time), and 100 GbE is faster at every worker count."""
     assert main(["demo", "--out", str(tmp_path), "--quiet"]) == 0
     for name in ("report.html", "report.md", "throughput.png", "timeline.png", "step_trace.json"):
         assert (tmp_path / name).stat().st_size > 0
@@ -52,7 +53,7 @@ def test_demo_writes_report_and_incast_emerges(tmp_path):
     for n, row in ten.iterrows():
         floor = 2 * n * model_bytes / 1.25e9
         assert row.step_time_ms / 1e3 >= floor * 0.999
-        assert row.step_time_ms / 1e3 <= floor * 1.2  # the network dominates on 10 GbE
+        assert row.step_time_ms / 1e3 <= floor * 1.35  # the network dominates on 10 GbE
         assert hundred.loc[n].step_time_ms < row.step_time_ms
     html = (tmp_path / "report.html").read_text()
     assert "data:image/png;base64," in html
