@@ -1,0 +1,151 @@
+"""Messages between tasks cost CPU time at both ends, and tasks of one machine share its cores:
+closed forms on the op-level simulator, the shared-core booking itself, and the step-level
+drivers' machine sharing."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.devices.costmodel import DevicePerf
+from hetbed.devices.simulated import HostCores
+from hetbed.simulator import Cluster, SimSession, sim_value
+from hetbed.simulator.training import ReplicaProfile, SyncPS
+
+# round numbers: 1 TFLOP/s, 100 GB/s, 1 us per kernel, one core; messages free unless set
+HOST = DevicePerf(
+    "host", {"float32": 1e12}, memory_bandwidth=100e9, memory_bytes=1e9, launch_overhead_s=1e-6
+)
+HOST = replace(HOST, cores=1)
+NIC = (1e9, 50e-6)
+
+
+class _Clock:
+    now = 0.0
+
+
+def test_cores_are_booked_in_the_first_gap_that_fits():
+    """Single-core work fills the earliest gap of any core; work on every core waits until all
+    are free for its whole length; bookings that ended before the clock are forgotten."""
+    clock = _Clock()
+    h = HostCores(2, clock)
+    assert h.reserve(0.0, 10.0) == 10.0  # core 0: [0, 10]
+    assert h.reserve(20.0, 5.0) == 25.0  # core 1: [20, 25] (booked ahead)
+    assert h.reserve(0.0, 3.0) == 3.0  # core 1 before its booking: [0, 3]
+    assert h.reserve(0.0, 4.0) == 7.0  # core 1 again: [3, 7]
+    assert h.reserve(0.0, 8.0, 2) == 18.0  # both free from 10 (core 0) for 8: [10, 18]
+    assert h.reserve(0.0, 3.0, 2) == 28.0  # [18, 20] is too short before [20, 25]
+    clock.now = 30.0
+    h.reserve(30.0, 1.0, 2)
+    for _ in range(20):  # past bookings are dropped once a core holds many
+        h.reserve(100.0 + len(h.busy[0]), 0.5)
+    assert all(b >= 30.0 for core in h.busy for b, _ in core)
+    with pytest.raises(ValueError, match="cores >= 1"):
+        HostCores(0)
+
+
+def _read_step(perf, nbytes, machine=None):
+    """One step in which a worker task reads ``nbytes`` from a PS task (its client: the worker)."""
+    c = Cluster()
+    c.add_task("ps", 0, cpu=perf, nic=NIC, machine=machine)
+    c.add_task("worker", 0, cpu=perf, nic=NIC, machine=machine)
+    n = nbytes // 4
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            a = hb.identity(hb.placeholder(hb.float32, [n]))
+        with hb.device("/job:worker/task:0/device:cpu:0"):
+            b = hb.identity(a)
+        s = SimSession(c)
+        s.run(b, {a.op.inputs[0]: sim_value([n])})
+        s.run(b, {a.op.inputs[0]: sim_value([n])})
+    return s.last_record
+
+
+def test_a_tensor_between_tasks_costs_its_bytes_at_both_ends():
+    """Per-byte CPU time is spent once by the sender (before the bytes leave) and once by the
+    receiver (after they arrive), both on the step's critical path: the step takes exactly
+    2 x bytes x per-byte longer; a local session (one task) has no messages at all."""
+    nbytes = 4 << 20
+    base = _read_step(HOST, nbytes).step_time_s
+    costly = _read_step(replace(HOST, message_s_per_byte=1e-9), nbytes).step_time_s
+    assert costly - base == pytest.approx(2 * nbytes * 1e-9, rel=1e-9)
+    flows = _read_step(replace(HOST, message_s_per_byte=1e-9), nbytes).flows
+    assert flows.end_s[0] - flows.start_s[0] == pytest.approx(NIC[1] + nbytes / NIC[0])
+
+
+def test_message_costs_follow_the_calls_of_a_distributed_step():
+    """With only a fixed cost m per message end, the step of one tensor read from the PS is the
+    chain of its calls: the client sends RunGraph to the PS (m), which receives it (m) after the
+    latency L and sends the tensor's RecvTensor reply (2m: the request was handled too); it
+    crosses (L + bytes / bandwidth) and the worker takes it (2m); then the PS's RunGraph reply
+    (m there, L, m here) and the client's own call (its request overlaps the PS's work) end the
+    step. Identity kernels take no time."""
+    m, nbytes = 100e-6, 4000
+    rec = _read_step(replace(HOST, message_s=m), nbytes)
+    lat, wire = NIC[1], nbytes / NIC[0]
+    ps_sent = m + lat + m + 2 * m  # request sent, crossed, received; the tensor's reply sent
+    # then the worker handles, one after another: the tensor (2m), its own RunGraph call's
+    # reply (sent and received: 2m) and the PS's reply (m; it arrived meanwhile)
+    assert rec.step_time_s == pytest.approx(ps_sent + lat + wire + 5 * m, rel=1e-9)
+    kinds = rec.ops.type.value_counts()
+    assert kinds["RunGraph"] == 8  # 2 calls x (request, reply) x 2 ends
+    assert kinds["RecvTensor"] == 2  # one call, charged at each end
+
+
+def test_tasks_of_one_machine_share_its_cores():
+    """Two tasks each run a 1 ms kernel in the same step: on machines of their own they overlap;
+    on one single-core machine they take turns (one kernel more); on one machine of two cores
+    each kernel still wants both cores, so they take turns too."""
+
+    def step(machines, cores):
+        perf = replace(HOST, cores=cores)
+        c = Cluster()
+        c.add_task("ps", 0, cpu=perf, nic=NIC, machine=machines[0])
+        c.add_task("worker", 0, cpu=perf, nic=NIC, machine=machines[1])
+        with hb.Graph().as_default():
+            outs = []
+            for job in ("ps", "worker"):
+                with hb.device(f"/job:{job}/task:0/device:cpu:0"):
+                    x = hb.placeholder(hb.float32, [1000, 1000])
+                    outs.append(hb.matmul(x, x))  # 2 GFLOP: 2 ms at 1 TFLOP/s
+            s = SimSession(c, client="/job:worker/replica:0/task:0")
+            feeds = {o.op.inputs[0]: sim_value([1000, 1000]) for o in outs}
+            s.run([hb.group(*[o.op for o in outs])], feeds)
+        return s.last_record.step_time_s
+
+    alone = step(("a", "b"), 1)  # the two kernels overlap (the PS's starts a latency later)
+    for cores in (1, 2):
+        # one kernel more on the step's path, give or take the latency of the PS's start
+        # (kernels take the cores in the order they are dispatched)
+        extra = step(("m", "m"), cores) - alone
+        assert 2.001e-3 - 1e-9 <= extra <= 2.001e-3 + NIC[1] + 1e-9
+    with pytest.raises(ValueError, match="must name the same cpu"):
+        c = Cluster()
+        c.add_task("ps", 0, cpu="this_machine", machine="m")
+        c.add_task("worker", 0, cpu="i7_5930k", machine="m")
+
+
+def test_step_level_workers_on_one_machine_take_turns_computing():
+    """SyncPS with ``machine_cores``: every task on one machine whose cores each worker's
+    compute (priced at the whole machine's rate) takes in turn: W workers, W x compute."""
+    prof = ReplicaProfile(0.01, dense={"w": (4, 0)})
+    for w in (1, 2, 4):
+        apart = SyncPS(prof, w, nic=(1e12, 0.0)).run(6).step_time()
+        shared = SyncPS(prof, w, nic=(1e12, 0.0), machine_cores=2).run(6).step_time()
+        assert apart == pytest.approx(0.01, rel=1e-6)
+        assert shared == pytest.approx(0.01 * w, rel=1e-6)
+    with pytest.raises(ValueError, match="machine_cores"):
+        SyncPS(prof, 1, machine_cores=0)
+
+
+def test_step_level_messages_cost_the_ps_per_worker():
+    """With message costs, the PS handles every worker's calls one after another: the step
+    grows with the workers even when the network and the compute cost nothing."""
+    prof = ReplicaProfile(
+        1e-6, dense={"w": (4, 0)}, worker_message_s=0.0, ps_message_s=1e-4
+    )  # the PS spends 100 us per message end
+    steps = [SyncPS(prof, w, nic=(1e12, 0.0)).run(6).step_time() for w in (1, 2, 4, 8)]
+    # per worker and step: RunGraph request + reply (2 x 100 us), a read and a gradient (2 x 2 x
+    # 100 us): 600 us of the PS's time
+    assert np.diff(steps) == pytest.approx([600e-6, 1200e-6, 2400e-6], rel=0.02)
