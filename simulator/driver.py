@@ -61,7 +61,7 @@ def _capacity(spec: Any) -> float | None:
 
 
 class _Grad:
-    __slots__ = ("worker", "tag", "read", "value", "ok", "bad", "left", "event", "phases")
+    __slots__ = ("worker", "tag", "read", "value", "ok", "bad", "left", "event", "phases", "copied")
 
     def __init__(self, worker: int, tag: int, read: int):
         self.worker, self.tag, self.read = worker, tag, read
@@ -71,6 +71,7 @@ class _Grad:
         self.left = 0
         self.event: simpy.Event | None = None
         self.phases: tuple[float, float, float, float] = (math.nan,) * 4
+        self.copied = 0.0  # when a machine's kernel has copied its bytes (one shared machine)
 
 
 class _Driver:
@@ -329,6 +330,7 @@ class _Driver:
         self.token_ps = 2 * mp if tf_sync else 0.0
         self.token_w = 2 * mw if tf_sync else 0.0
         self.token_group = self.group_of[0]
+        self.step_bytes_all = sum(len(self.groups[g]) * nbytes[g] for g in active)
         # worker handler: its own task's reply (send + receive: its partition is done once the
         # gradients leave) and each PS task's reply (receive)
         self.reply_own_w = 2 * mw
@@ -412,6 +414,21 @@ class _Driver:
         end = self._w_msg(i, sent + self._to_worker(i), self.reply_w)
         if end > now:
             yield env.timeout(end - now)
+
+    def _copy(self, i: int) -> float:
+        """With every task on one machine: the machine's kernel copies a pull's or a push's
+        bytes, taking one of its cores for as long as the link carries them; returns when
+        that copy ends (0 on machines of their own)."""
+        hc = self.machine
+        if hc is None or not self.step_bytes_all:
+            return 0.0
+        bw = self.worker_nics[i].bandwidth_bytes_per_s
+        return hc.reserve(self.env.now, self.step_bytes_all / bw, 1)
+
+    def _copied(self, until: float) -> Any:
+        env = self.env
+        if until > env.now:
+            yield env.timeout(until - env.now)
 
     def _compute(self, i: int, step: int) -> Any:
         """Worker ``i`` computes its gradient (on the shared machine's cores with

@@ -41,8 +41,10 @@ class SimRendezvous(LocalRendezvous):
     ``message_s_per_byte`` per payload byte, from the catalog): the sender handles the request
     and serializes the reply before the bytes leave, the receiver sent the request and
     deserializes the reply after they arrive and its runtime has handed them over
-    (``message_latency_s``, no CPU time); both of its messages are charged then. Tensors
-    between devices of one task are in-process copies and cost no message time.
+    (``message_latency_s``, no CPU time); both of its messages are charged then. Between tasks
+    of one machine the bytes also take one of its cores for as long as the link takes to carry
+    them (loopback TCP is a copy by the machine's kernel). Tensors between devices of one task
+    are in-process copies and cost no message time.
     """
 
     __slots__ = ("network", "route", "parsed", "cpu_of", "called")
@@ -74,7 +76,12 @@ class SimRendezvous(LocalRendezvous):
                 if cpus[0] is None or cpus[1] is None:
                     cpus = (None, None)
             tasks = (_task(src), _task(dst))
-            p = self.parsed[key] = (self.route(src, dst), src, dst, tensor, *cpus, tasks)
+            route = self.route(src, dst)
+            copy_bw = None  # tasks of one machine: the bytes cross by a copy on one of its cores
+            hc = cpus[0].host_cores if cpus[0] is not None else None
+            if hc is not None and hc is cpus[1].host_cores and route:
+                copy_bw = min(link.bandwidth_bytes_per_s for link in route)
+            p = self.parsed[key] = (route, src, dst, tensor, *cpus, tasks, copy_bw)
         nbytes = value_nbytes(value)
         src_cpu = p[4]
         if src_cpu is None:
@@ -86,26 +93,36 @@ class SimRendezvous(LocalRendezvous):
         if called is not None and called > now:
             now = called
         ready = src_cpu.occupy(now, _end_cost(src_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
-        if ready > now:
-            env.timeout(ready - now).callbacks.append(lambda _e: self._flow(p, key, value, nbytes))
+        if ready > env.now:
+            env.timeout(ready - env.now).callbacks.append(
+                lambda _e: self._flow(p, key, value, nbytes)
+            )
         else:
             self._flow(p, key, value, nbytes)
 
     def _flow(self, p: tuple, key: str, value: Any, nbytes: int) -> None:
+        copied = 0.0
+        if p[7] is not None and nbytes:  # the machine's kernel copies them: a core is busy
+            copied = p[4].host_cores.reserve(self.network.env.now, nbytes / p[7], 1)
         self.network.transfer(
-            p[0], nbytes, p[1], p[2], p[3], lambda _record: self._arrived(p, key, value, nbytes)
+            p[0],
+            nbytes,
+            p[1],
+            p[2],
+            p[3],
+            lambda _record: self._arrived(p, key, value, nbytes, copied),
         )
 
-    def _arrived(self, p: tuple, key: str, value: Any, nbytes: int) -> None:
+    def _arrived(self, p: tuple, key: str, value: Any, nbytes: int, copied: float = 0.0) -> None:
         dst_cpu = p[5]
         if dst_cpu is None:
             self._deliver(key, value)
             return
         env = self.network.env
-        now = env.now + dst_cpu.perf_spec.message_latency_s  # (the runtime hands it over)
+        now = max(env.now, copied) + dst_cpu.perf_spec.message_latency_s  # (handed over)
         done = dst_cpu.occupy(now, _end_cost(dst_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
-        if done > now:
-            env.timeout(done - now).callbacks.append(lambda _e: self._deliver(key, value))
+        if done > env.now:
+            env.timeout(done - env.now).callbacks.append(lambda _e: self._deliver(key, value))
         else:
             self._deliver(key, value)
 

@@ -160,7 +160,9 @@ class SyncPS(_Driver):
             if msg:
                 yield from self._request(i)
             tr = self.inflight[i] = net.pull(i, parts)
+            copied = self._copy(i)
             yield tr.event
+            yield from self._copied(copied)
             if msg:
                 yield from self._handle(i)
             t1 = env.now
@@ -172,6 +174,7 @@ class SyncPS(_Driver):
             if msg:
                 yield from self._handle(i, sending=True)
             tr = self.inflight[i] = net.push(i, parts, lambda grp, now, g=g: self._arrive(g, grp))
+            g.copied = self._copy(i)
             yield tr.event
             self.inflight[i] = None
             g.phases = (t0, t1, t2, env.now)
@@ -179,7 +182,7 @@ class SyncPS(_Driver):
             self.last_tag[i] = tag
 
     def _arrive(self, g: _Grad, grp: int) -> None:
-        now = self.env.now
+        now = max(self.env.now, g.copied)
         if self.msg_on:  # the shard receives the gradient (and the call for it) first
             now = self._ps_msg(grp, now + self.ps_lat, self.xfer_ps[grp])
         if (
@@ -329,7 +332,9 @@ class AsyncPS(_Driver):
             if msg:
                 yield from self._request(i)
             tr = self.inflight[i] = net.pull(i, parts)
+            copied = self._copy(i)
             yield tr.event
+            yield from self._copied(copied)
             if msg:
                 yield from self._handle(i)
             t1 = env.now
@@ -343,6 +348,7 @@ class AsyncPS(_Driver):
             if msg:
                 yield from self._handle(i, sending=True)
             tr = self.inflight[i] = net.push(i, parts, lambda grp, now, g=g: self._arrive(g, grp))
+            g.copied = self._copy(i)
             tr.event.callbacks.append(lambda _e, g=g: self._push_done(g))
             yield g.event
             self.inflight[i] = None
@@ -351,7 +357,9 @@ class AsyncPS(_Driver):
 
     def _arrive(self, g: _Grad, grp: int) -> None:
         now = self.env.now
-        start = self._ps_msg(grp, now + self.ps_lat, self.xfer_ps[grp]) if self.msg_on else now
+        start = max(now, g.copied)
+        if self.msg_on:
+            start = self._ps_msg(grp, start + self.ps_lat, self.xfer_ps[grp])
         end = self._ps_kernel(grp, start, self.group_apply_s[grp])
         if end == now:
             self._part_applied(g, self.epoch)

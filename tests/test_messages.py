@@ -149,3 +149,34 @@ def test_step_level_messages_cost_the_ps_per_worker():
     # per worker and step: RunGraph request + reply (2 x 100 us), a read and a gradient (2 x 2 x
     # 100 us): 600 us of the PS's time
     assert np.diff(steps) == pytest.approx([600e-6, 1200e-6, 2400e-6], rel=0.02)
+
+
+def test_bytes_between_tasks_of_one_machine_take_one_of_its_cores():
+    """Loopback TCP is a copy by the machine's kernel: a tensor between two tasks of one
+    single-core machine cannot cross while a 2 ms kernel holds the core, so the worker gets it
+    only after the kernel, N / bandwidth later; between machines it crosses meanwhile."""
+
+    def got(machines):
+        c = Cluster()
+        c.add_task("ps", 0, cpu=HOST, nic=NIC, machine=machines[0])
+        c.add_task("worker", 0, cpu=HOST, nic=NIC, machine=machines[1])
+        n = 250_000  # 1 MB: 1 ms at 1 GB/s
+        with hb.Graph().as_default():
+            with hb.device("/job:ps/task:0/device:cpu:0"):
+                a = hb.identity(hb.placeholder(hb.float32, [n]))
+                y = hb.placeholder(hb.float32, [1000, 1000])
+                busy = hb.matmul(y, y)  # 2 ms on the PS's core, dispatched with the send
+            with hb.device("/job:worker/task:0/device:cpu:0"):
+                b = hb.identity(a)
+            s = SimSession(c)
+            feeds = {a.op.inputs[0]: sim_value([n]), y: sim_value([1000, 1000])}
+            s.run([b, busy.op], feeds)
+        ops = s.last_record.ops
+        recv = ops[(ops.op == "Identity_1")].end_s.iloc[0]
+        kernel_end = ops[ops.op == "MatMul"].end_s.iloc[0]
+        return recv, kernel_end
+
+    apart, _ = got(("a", "b"))
+    shared, kernel_end = got(("m", "m"))
+    assert apart < kernel_end  # crossed while the PS computed
+    assert shared == pytest.approx(kernel_end + 4 * 250_000 / NIC[0], rel=1e-6)
