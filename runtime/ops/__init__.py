@@ -30,4 +30,6 @@ from . import (  # noqa: F401
     strings,
     summary,
     transfer,
+    hashing,  # WP7
+    edit_distance,  # WP7
 )

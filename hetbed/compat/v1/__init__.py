@@ -520,3 +520,11 @@ contrib.seq2seq = _namespace(  # type: ignore[attr-defined]
 from hetbed.runtime.ops.linalg import cross  # noqa: E402
 
 linalg.cross = cross  # type: ignore[attr-defined]
+
+
+# ---- WP7: tf.strings.to_hash_bucket*, tf.sparse/tf.io additions --------------------------------
+
+strings.to_hash_bucket = _hb.string_to_hash_bucket  # type: ignore[attr-defined]
+strings.to_hash_bucket_fast = _hb.string_to_hash_bucket_fast  # type: ignore[attr-defined]
+strings.to_hash_bucket_strong = _hb.string_to_hash_bucket_strong  # type: ignore[attr-defined]
+# ---- end WP7 ----
