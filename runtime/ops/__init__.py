@@ -30,6 +30,8 @@ from . import (  # noqa: F401
     strings,
     summary,
     transfer,
-    hashing,  # WP7
-    edit_distance,  # WP7
 )
+
+# ---- WP7 ----
+# isort: split
+from . import edit_distance, hashing  # noqa: F401, E402
