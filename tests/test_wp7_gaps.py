@@ -295,3 +295,51 @@ def test_parse_single_sequence_example_errors():
         _, seq = tf.parse_single_sequence_example(b"\xff\xff", sequence_features=_SEQ)
         with pytest.raises(hb.errors.InvalidArgumentError, match="not a tf.train.SequenceExample"):
             _run(seq)
+
+
+# ---- gradients of qr, svd, self_adjoint_eig (finite differences) ---------------------------------
+
+
+def test_eigh_gradient():
+    """Eigenvalues, and eigenvectors through a sign-free function of them; the gradient sits on
+    the lower triangle, the only part the op reads."""
+    rng = np.random.RandomState(4)
+    a = rng.randn(2, 4, 4)
+    a = a + np.swapaxes(a, -1, -2)
+    check_gradient(hb.self_adjoint_eigvals, [a])
+
+    def eig(t):
+        e, v = tf.self_adjoint_eig(t)
+        return hb.concat([hb.expand_dims(e, -1), v * v], -1)
+
+    check_gradient(eig, [a])
+    with tf.Graph().as_default():
+        x = tf.constant(a)
+        g = tf.Session().run(tf.gradients(tf.reduce_sum(tf.self_adjoint_eigvals(x)), x)[0])
+    np.testing.assert_allclose(g, np.broadcast_to(np.eye(4), a.shape), atol=1e-12)  # d tr / dA
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (3, 5), (2, 4, 2)])
+def test_svd_gradient(shape):
+    """Singular values, and U, V through sign-free functions (U diag(s^2) V^T, squares)."""
+    a = np.random.RandomState(5).randn(*shape)
+    check_gradient(lambda t: tf.svd(t, compute_uv=False), [a])
+
+    def uv(t):
+        s, u, v = tf.svd(t)
+        w = np.arange(1.0, min(shape[-2:]) + 1)
+        recon = hb.matmul(u * hb.expand_dims(s * s, -2), v, transpose_b=True)
+        return hb.concat([hb.reshape(recon, [-1]), hb.reshape(u * u * w, [-1]),
+                          hb.reshape(v * v * w, [-1])], 0)  # fmt: skip
+
+    check_gradient(uv, [a])
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (3, 3), (2, 5, 2)])
+def test_qr_gradient(shape):
+    a = np.random.RandomState(6).randn(*shape)
+    check_gradient(lambda t: hb.concat(list(tf.qr(t)), -2), [a])
+    with tf.Graph().as_default():
+        q, r = tf.qr(tf.constant(np.ones((2, 3))))
+        with pytest.raises(hb.errors.InvalidArgumentError, match="Qr.*rows >= columns"):
+            tf.gradients(tf.reduce_sum(q), q.op.inputs[0])
