@@ -343,3 +343,58 @@ def test_qr_gradient(shape):
         q, r = tf.qr(tf.constant(np.ones((2, 3))))
         with pytest.raises(hb.errors.InvalidArgumentError, match="Qr.*rows >= columns"):
             tf.gradients(tf.reduce_sum(q), q.op.inputs[0])
+
+
+# ---- contrib.rnn.LayerNormBasicLSTMCell -----------------------------------------------------------
+
+
+def _ln(x, gamma, beta):
+    mu, var = x.mean(1, keepdims=True), x.var(1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-12) * gamma + beta
+
+
+def _sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@pytest.mark.parametrize("layer_norm", [True, False])
+def test_layer_norm_basic_lstm_cell(layer_norm):
+    """Three steps of static_rnn against a numpy LSTM with TF's gate order and layer norms,
+    reading the cell's own variables (TF's names)."""
+    rng = np.random.RandomState(7)
+    xs = rng.randn(3, 2, 4)
+    with tf.Graph().as_default():
+        cell = tf.contrib.rnn.LayerNormBasicLSTMCell(
+            3, forget_bias=0.5, layer_norm=layer_norm, norm_gain=1.5, norm_shift=0.1
+        )
+        inputs = [tf.constant(x) for x in xs]
+        outs, state = tf.nn.static_rnn(cell, inputs, dtype=tf.float64)
+        names = sorted(v.op.name for v in tf.global_variables())
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got, got_c = s.run([outs, state.c])
+            var = {v.op.name: s.run(v) for v in tf.global_variables()}
+    p = "rnn/layer_norm_basic_lstm_cell/"
+    norms = ("input", "transform", "forget", "output", "state")
+    if layer_norm:
+        assert names == sorted(
+            [p + "kernel"] + [p + f"{n}/{w}" for n in norms for w in ("beta", "gamma")]
+        )
+    else:
+        assert names == sorted([p + "kernel", p + "bias"])
+
+    def ln(x, n):
+        return _ln(x, var[p + n + "/gamma"], var[p + n + "/beta"]) if layer_norm else x
+
+    c = h = np.zeros((2, 3))
+    for t, x in enumerate(xs):
+        z = np.concatenate([x, h], 1) @ var[p + "kernel"] + (0 if layer_norm else var[p + "bias"])
+        i, j, f, o = np.split(z, 4, 1)
+        i, j, f, o = ln(i, "input"), ln(j, "transform"), ln(f, "forget"), ln(o, "output")
+        c = ln(c * _sigmoid(f + 0.5) + _sigmoid(i) * np.tanh(j), "state")
+        h = np.tanh(c) * _sigmoid(o)
+        np.testing.assert_allclose(got[t], h, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got_c, c, rtol=1e-10, atol=1e-12)
+    if layer_norm:
+        np.testing.assert_allclose(var[p + "input/gamma"], 1.5)
+        np.testing.assert_allclose(var[p + "state/beta"], 0.1)

@@ -534,4 +534,7 @@ FixedLenSequenceFeature = _records.FixedLenSequenceFeature
 io.parse_single_sequence_example = _records.parse_single_sequence_example
 io.FixedLenSequenceFeature = _records.FixedLenSequenceFeature
 del _k
+from hetbed.runtime.rnn_cell import LayerNormBasicLSTMCell as _LNLSTM  # noqa: E402
+
+contrib.rnn.LayerNormBasicLSTMCell = _LNLSTM  # type: ignore[attr-defined]
 # ---- end WP7 ----
