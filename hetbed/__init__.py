@@ -421,3 +421,13 @@ from hetbed.runtime.ops.py_func import numpy_function, py_func  # noqa: E402
 from hetbed.runtime.ops.lookup import tables_initializer  # noqa: E402
 from hetbed.runtime.ops.math_extra import clip_by_average_norm  # noqa: E402
 from hetbed.runtime.ops.strings import sparse_placeholder  # noqa: E402
+
+# ---- WP7: edit distance, string hashing, SequenceExample parsing ----
+# isort: split
+from hetbed.runtime.ops.edit_distance import edit_distance  # noqa: E402
+from hetbed.runtime.ops.hashing import (  # noqa: E402
+    string_to_hash_bucket,
+    string_to_hash_bucket_fast,
+    string_to_hash_bucket_strong,
+)
+# ---- end WP7 ----

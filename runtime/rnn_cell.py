@@ -712,3 +712,93 @@ def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope)
     if not time_major:
         outs = _manip.transpose(outs, [1, 0, 2])
     return outs, _pack(state0, list(res[1 : k + 1]))
+
+
+# ---- WP7: contrib.rnn's LayerNormBasicLSTMCell ---------------------------------------------------
+
+
+class LayerNormBasicLSTMCell(RNNCell):
+    """TF1's ``tf.contrib.rnn.LayerNormBasicLSTMCell``: a BasicLSTMCell whose four gate
+    pre-activations and new cell state are each layer-normalized (over the units, epsilon
+    1e-12) with their own ``gamma`` (init ``norm_gain``) and ``beta`` (init ``norm_shift``)
+    under the scopes ``input``, ``transform``, ``forget``, ``output`` and ``state``; no bias
+    when ``layer_norm`` (then ``bias``); recurrent dropout of the candidate with
+    ``dropout_keep_prob``."""
+
+    _default_name = "layer_norm_basic_lstm_cell"
+    _NORMS = ("input", "transform", "forget", "output", "state")
+
+    def __init__(
+        self,
+        num_units: int,
+        forget_bias: float = 1.0,
+        input_size: Any = None,
+        activation: Any = None,
+        layer_norm: bool = True,
+        norm_gain: float = 1.0,
+        norm_shift: float = 0.0,
+        dropout_keep_prob: Any = 1.0,
+        dropout_prob_seed: int | None = None,
+        reuse: Any = None,
+    ):
+        super().__init__(None, None)
+        self._n = int(num_units)
+        self._forget_bias = float(forget_bias)
+        self._activation = _act(activation)
+        self._layer_norm = bool(layer_norm)
+        self._gain, self._shift = float(norm_gain), float(norm_shift)
+        self._keep_prob = dropout_keep_prob
+        self._seed = dropout_prob_seed
+
+    @property
+    def state_size(self) -> LSTMStateTuple:
+        return LSTMStateTuple(self._n, self._n)
+
+    @property
+    def output_size(self) -> int:
+        return self._n
+
+    def _make_vars(self, d: int, dtype: Any) -> dict:
+        from .initializers import Constant
+
+        if self._vars is None:
+            n, v = self._n, {}
+            with variable_scope(self._default_name):
+                v["kernel"] = get_variable("kernel", [d + n, 4 * n], dtype=dtype)
+                if not self._layer_norm:
+                    v["bias"] = get_variable("bias", [4 * n], dtype=dtype, initializer="zeros")
+                else:
+                    for s in self._NORMS:
+                        with variable_scope(s):
+                            v[s] = (
+                                get_variable("gamma", [n], dtype, Constant(self._gain, dtype)),
+                                get_variable("beta", [n], dtype, Constant(self._shift, dtype)),
+                            )
+            self._vars = v
+        return self._vars
+
+    def _norm(self, x: Tensor, which: str) -> Tensor:
+        gamma, beta = self._vars[which]
+        mean, var = _nn.moments(x, [1], keep_dims=True)
+        return (x - mean) * _math.rsqrt(var + 1e-12) * gamma + beta
+
+    def _step(self, x, state):
+        c, h = state
+        v = self._make_vars(x.shape[1], x.dtype)
+        z = _math.matmul(_manip.concat([x, h], 1), v["kernel"])
+        if not self._layer_norm:
+            z = _nn.bias_add(z, v["bias"])
+        i, j, f, o = _manip.split(z, 4, axis=1)
+        if self._layer_norm:
+            i, j = self._norm(i, "input"), self._norm(j, "transform")
+            f, o = self._norm(f, "forget"), self._norm(o, "output")
+        g = self._activation(j)
+        kp = self._keep_prob
+        if not isinstance(kp, (int, float)) or kp < 1:
+            g = _nn.dropout(g, keep_prob=kp, seed=self._seed)
+        sig = _nn.sigmoid
+        new_c = c * sig(f + self._forget_bias) + sig(i) * g
+        if self._layer_norm:
+            new_c = self._norm(new_c, "state")
+        new_h = self._activation(new_c) * sig(o)
+        return new_h, LSTMStateTuple(new_c, new_h)

@@ -31,3 +31,7 @@ from . import (  # noqa: F401
     summary,
     transfer,
 )
+
+# ---- WP7 ----
+# isort: split
+from . import edit_distance, hashing  # noqa: F401, E402

@@ -823,3 +823,120 @@ def cross(a: Any, b: Any, name: str | None = None) -> Tensor:
             ],
             axis=-1,
         )
+
+
+# ---- WP7: gradients of Qr, Svd and SelfAdjointEigV2 ---------------------------------------------
+
+
+def _t(x: Tensor) -> Tensor:
+    return matrix_transpose(x)
+
+
+def _mm(a: Tensor, b: Tensor, ta: bool = False, tb: bool = False) -> Tensor:
+    return matmul(a, b, transpose_a=ta, transpose_b=tb)
+
+
+def _gap_inverse(d: Tensor) -> Tensor:
+    """F[..., i, j] = 1 / (d_j - d_i) off the diagonal, 0 on it (d: [..., k])."""
+    from .manip import expand_dims
+    from .math import add, ones_like, reciprocal, subtract, zeros_like
+
+    diff = subtract(expand_dims(d, -2), expand_dims(d, -1))
+    return matrix_set_diag(
+        reciprocal(add(diff, matrix_diag(ones_like(d)))), zeros_like(d)
+    )  # fmt: skip
+
+
+def _need_rank(op: Any) -> None:
+    if op.inputs[0].shape.ndims is None or None in op.inputs[0].shape.dims[-2:]:
+        raise InvalidArgumentError(
+            f"{op.type} {op.name!r}: its gradient needs a known rank and matrix shape, got "
+            f"{op.inputs[0].shape}"
+        )
+
+
+@SelfAdjointEigV2.gradient
+def _eigh_grad(op, ge, gv=None):
+    """A = V diag(e) V^T: dA = V (diag(ge) + F o (V^T gv)) V^T, folded onto the lower triangle
+    (the only part the kernel reads)."""
+    from .math import add, multiply
+
+    _need_rank(op)
+    if op.attrs["compute_v"]:
+        e, v = op.outputs
+        inner = add(matrix_diag(ge), multiply(_gap_inverse(e), _mm(v, gv, ta=True)))
+    else:
+        e, v = self_adjoint_eig(op.inputs[0])
+        inner = matrix_diag(ge)
+    g = _mm(v, _mm(inner, v, tb=True))
+    full = add(g, _t(g))  # an entry below the diagonal stands for itself and its mirror
+    lower = matrix_band_part(full, -1, 0)
+    return [matrix_set_diag(lower, multiply(matrix_diag_part(full), 0.5))]
+
+
+@Svd.gradient
+def _svd_grad(op, gs, gu=None, gv=None):
+    """A = U diag(s) V^T (thin): dA = U [(F o (U^T gU - gU^T U)) S + diag(gs)
+    + S (F o (V^T gV - gV^T V))] V^T + (I - U U^T) gU S^-1 V^T + U S^-1 gV^T (I - V V^T),
+    F_ij = 1 / (s_j^2 - s_i^2)."""
+    from .math import add, multiply, reciprocal, subtract
+
+    _need_rank(op)
+    m, n = op.inputs[0].shape.dims[-2:]
+    if not op.attrs["compute_uv"]:
+        s, u, v = svd(op.inputs[0])
+        return [_mm(multiply(u, _expand(gs)), v, tb=True)]
+    if op.attrs["full_matrices"] and m != n:
+        raise InvalidArgumentError(
+            f"Svd {op.name!r}: no gradient with full_matrices=True for a non-square input "
+            f"{op.inputs[0].shape}"
+        )
+    s, u, v = op.outputs
+    f = _gap_inverse(multiply(s, s))
+    j = multiply(f, subtract(_mm(u, gu, ta=True), _mm(gu, u, ta=True)))
+    k = multiply(f, subtract(_mm(v, gv, ta=True), _mm(gv, v, ta=True)))
+    sd = matrix_diag(s)
+    core = add(add(_mm(j, sd), matrix_diag(gs)), _mm(sd, k))
+    out = _mm(u, _mm(core, v, tb=True))
+    inv_s = _expand(reciprocal(s))
+    if m > n:  # (I - U U^T) gU S^-1 V^T
+        proj = subtract(gu, _mm(u, _mm(u, gu, ta=True)))
+        out = add(out, _mm(multiply(proj, inv_s), v, tb=True))
+    if n > m:  # U S^-1 gV^T (I - V V^T)
+        proj = subtract(gv, _mm(v, _mm(v, gv, ta=True)))
+        out = add(out, _mm(multiply(u, inv_s), proj, tb=True))
+    return [out]
+
+
+def _expand(x: Tensor) -> Tensor:
+    """[..., k] -> [..., 1, k]: scales the columns of a matrix when multiplied."""
+    from .manip import expand_dims
+
+    return expand_dims(x, -2)
+
+
+@Qr.gradient
+def _qr_grad(op, gq, gr):
+    """A = QR with m >= n (reduced, or square): M = R gR^T - gQ^T Q and
+    dA = (gQ + Q sym_lower(M)) R^-T, sym_lower copying M's lower triangle to its upper."""
+    from .math import add, subtract
+
+    _need_rank(op)
+    m, n = op.inputs[0].shape.dims[-2:]
+    if m < n or (op.attrs["full_matrices"] and m != n):
+        raise InvalidArgumentError(
+            f"Qr {op.name!r}: a gradient needs rows >= columns (and full_matrices=False unless "
+            f"square), got {op.inputs[0].shape}"
+        )
+    q, r = op.outputs
+    mm = subtract(_mm(r, gr, tb=True), _mm(gq, q, ta=True))
+    sym = add(matrix_band_part(mm, -1, 0), _t(_strict_lower(mm)))
+    b = add(gq, _mm(q, sym))
+    # X R^T = B  <=>  R X^T = B^T (R upper triangular)
+    return [_t(matrix_triangular_solve(r, _t(b), lower=False))]
+
+
+def _strict_lower(x: Tensor) -> Tensor:
+    from .math import subtract
+
+    return subtract(matrix_band_part(x, -1, 0), matrix_diag(matrix_diag_part(x)))

@@ -226,12 +226,61 @@ class HashTable:
 StaticHashTable = HashTable
 
 
-def _no_oov(num_oov_buckets: int, fn: str) -> None:
-    if num_oov_buckets:
-        raise InvalidArgumentError(
-            f"{fn}: num_oov_buckets is not supported (TensorFlow hashes unknown keys with its "
-            "own fingerprint function); map unknown keys to default_value"
+class IdTableWithHashBuckets:
+    """A vocabulary table whose unknown keys go to one of ``num_oov_buckets`` extra ids after
+    the vocabulary: ``size() + fingerprint64(key) % num_oov_buckets`` (integer keys are hashed
+    as their decimal strings), TF1's ``IdTableWithHashBuckets`` with its default hasher."""
+
+    def __init__(self, table: HashTable, num_oov_buckets: int):
+        self._table = table
+        self.num_oov_buckets = int(num_oov_buckets)
+        self.name = table.name
+        self.key_dtype = table.key_dtype
+        self.value_dtype = table.value_dtype
+        self.init = table.init
+
+    @property
+    def initializer(self) -> Any:
+        return self.init
+
+    def lookup(self, keys: Any, name: str | None = None) -> Any:
+        from .array import cast
+        from .hashing import string_to_hash_bucket_fast
+        from .math import add, not_equal, where
+        from .strings import as_string
+
+        k = convert_to_tensor(keys, dtype=self.key_dtype)
+        found = self._table.lookup(k)
+        s = k if k.dtype.is_string else as_string(k)
+        oov = add(
+            string_to_hash_bucket_fast(s, self.num_oov_buckets),
+            cast(self._table.size(), _dt.int64),
         )
+        return where(
+            not_equal(found, self._table.default_value),
+            found,
+            oov,
+            name=name or self.name + "/oov_lookup",
+        )
+
+    def size(self, name: str | None = None) -> Any:
+        from .math import add
+
+        return add(self._table.size(), np.int64(self.num_oov_buckets), name=name)
+
+
+def _with_oov(table: HashTable, num_oov_buckets: Any, hasher_spec: Any, fn: str) -> Any:
+    """``table`` itself, or (num_oov_buckets > 0) a table sending an unknown key to
+    ``vocab_size + fingerprint64(key) % num_oov_buckets``, as TF1 does."""
+    n = int(num_oov_buckets or 0)
+    if n < 0:
+        raise InvalidArgumentError(f"{fn}: num_oov_buckets must be >= 0, got {num_oov_buckets}")
+    if hasher_spec is not None:
+        raise InvalidArgumentError(
+            f"{fn}: hetbed hashes out-of-vocabulary keys with the default (fast) hasher only; "
+            f"got hasher_spec={hasher_spec!r}"
+        )
+    return IdTableWithHashBuckets(table, n) if n else table
 
 
 def index_table_from_tensor(
@@ -239,14 +288,14 @@ def index_table_from_tensor(
     dtype: Any = _dt.string, name: str | None = None,
 ) -> HashTable:  # fmt: skip
     """A table from each element of the vector ``mapping`` to its index (int64)."""
-    _no_oov(num_oov_buckets, "index_table_from_tensor")
     from .manip import range_
 
     keys = convert_to_tensor(mapping, dtype=dtype)
     ids = range_(0, _size_i64(keys))
-    return HashTable(
+    table = HashTable(
         KeyValueTensorInitializer(keys, ids), default_value, name=name or "string_to_index"
     )
+    return _with_oov(table, num_oov_buckets, hasher_spec, "index_table_from_tensor")
 
 
 def _size_i64(t: Any) -> Any:
@@ -263,11 +312,11 @@ def index_table_from_file(
 ) -> HashTable:  # fmt: skip
     """A table from each line of ``vocabulary_file`` (or its ``key_column_index`` column) to its
     line number (int64)."""
-    _no_oov(num_oov_buckets, "index_table_from_file")
     init = TextFileInitializer(
         vocabulary_file, key_dtype, key_column_index, _dt.int64, value_column_index, vocab_size, delimiter
     )  # fmt: skip
-    return HashTable(init, default_value, name=name or "string_to_index")
+    table = HashTable(init, default_value, name=name or "string_to_index")
+    return _with_oov(table, num_oov_buckets, hasher_spec, "index_table_from_file")
 
 
 def index_to_string_table_from_tensor(

@@ -459,6 +459,10 @@ def softmax_cross_entropy_with_logits_v2(
             f"softmax_cross_entropy_with_logits: logits {logits.name} have an unknown rank, so "
             f"axis must count from the end (e.g. -1), got {axis}"
         )
+    lr, yr = logits.shape.ndims, labels.shape.ndims
+    if lr is not None and yr is not None:
+        if lr != yr or not logits.shape.is_compatible_with(labels.shape):
+            return _xent_flat(labels, logits, axis, name)
     loss, _ = apply(
         "SoftmaxCrossEntropyWithLogits",
         [logits, labels],
@@ -466,6 +470,71 @@ def softmax_cross_entropy_with_logits_v2(
         name or "SoftmaxCrossEntropyWithLogits",
     )
     return loss
+
+
+def _xent_flat(labels: Tensor, logits: Tensor, axis: int, name: str | None) -> Tensor:
+    """TF1's route for labels whose shape differs from the logits': move ``axis`` last (ranks
+    must then agree), flatten both to matrices [rows, classes], broadcast them (rows and classes
+    equal or 1), and reshape the loss to the logits' shape without the class dimension."""
+    from .array import reshape, shape
+    from .manip import transpose
+    from .shape_ops import broadcast_to
+
+    ls, ys = logits.shape, labels.shape
+    lr, yr = ls.ndims, ys.ndims
+
+    def bad(why: str, given: tuple = (logits.shape, labels.shape)) -> InvalidArgumentError:
+        return InvalidArgumentError(
+            f"softmax_cross_entropy_with_logits: {why}: logits {given[0]} and labels {given[1]}"
+        )
+
+    if lr == 0 or yr == 0:
+        raise bad("logits and labels must have at least one dimension")
+    if not -lr <= axis < lr:
+        raise bad(f"axis {axis} is out of range")
+    a = axis % lr
+    if a != lr - 1:
+        if lr != yr:
+            raise bad(f"with axis={axis} (not the last) they must have the same rank")
+        perm = [i for i in range(lr) if i != a] + [a]
+        logits, labels = transpose(logits, perm), transpose(labels, perm)
+        ls, ys = logits.shape, labels.shape
+
+    def rows_cols(s: TensorShape) -> tuple:
+        outer = s.dims[:-1]
+        rows = None if None in outer else int(np.prod(outer, dtype=np.int64))
+        return rows, s.dims[-1]
+
+    (lrows, lc), (yrows, yc) = rows_cols(ls), rows_cols(ys)
+    if lrows is not None and yrows is not None and yrows not in (1, lrows):
+        raise bad(
+            f"labels have {yrows} rows of classes where logits have {lrows} (a label shape "
+            "must flatten to as many rows as the logits, or one)"
+        )
+    if lc is not None and yc is not None and lc != yc and 1 not in (lc, yc):
+        raise bad(f"{lc} classes in logits but {yc} in labels")
+    logits2 = reshape(logits, [-1, lc if lc is not None else shape(logits)[-1]])
+    labels2 = reshape(labels, [-1, yc if yc is not None else shape(labels)[-1]])
+    l2, y2 = logits2.shape, labels2.shape
+    if l2.is_fully_defined() and y2.is_fully_defined():
+        target = [max(l2.dims[0], y2.dims[0]), max(l2.dims[1], y2.dims[1])]
+        if l2.as_list() != target:
+            logits2 = broadcast_to(logits2, target)
+        if y2.as_list() != target:
+            labels2 = broadcast_to(labels2, target)
+    else:
+        from .shape_ops import broadcast_dynamic_shape
+
+        target = broadcast_dynamic_shape(shape(logits2), shape(labels2))
+        logits2, labels2 = broadcast_to(logits2, target), broadcast_to(labels2, target)
+    loss, _ = apply(
+        "SoftmaxCrossEntropyWithLogits",
+        [logits2, labels2],
+        {"axis": -1},
+        name or "SoftmaxCrossEntropyWithLogits",
+    )
+    outer = ls.dims[:-1]
+    return reshape(loss, list(outer) if None not in outer else shape(logits)[:-1])
 
 
 def softmax_cross_entropy_with_logits(

@@ -78,9 +78,39 @@ def _build_messages() -> dict:
         nested=[entry],
     )
     msg("Example", [("features", 1, FD.TYPE_MESSAGE, opt, ".tensorflow.Features", None)])
+    # WP7: SequenceExample (context features and feature lists of frames), TF's schema
+    msg("FeatureList", [("feature", 1, FD.TYPE_MESSAGE, rep, ".tensorflow.Feature", None)])
+    fl_entry = descriptor_pb2.DescriptorProto(name="FeatureListEntry")
+    fl_entry.options.map_entry = True
+    fl_entry.field.add(name="key", number=1, type=FD.TYPE_STRING, label=opt)
+    fl_entry.field.add(
+        name="value", number=2, type=FD.TYPE_MESSAGE, label=opt, type_name=".tensorflow.FeatureList"
+    )
+    msg(
+        "FeatureLists",
+        [
+            (
+                "feature_list",
+                1,
+                FD.TYPE_MESSAGE,
+                rep,
+                ".tensorflow.FeatureLists.FeatureListEntry",
+                None,
+            )
+        ],
+        nested=[fl_entry],
+    )
+    msg(
+        "SequenceExample",
+        [
+            ("context", 1, FD.TYPE_MESSAGE, opt, ".tensorflow.Features", None),
+            ("feature_lists", 2, FD.TYPE_MESSAGE, opt, ".tensorflow.FeatureLists", None),
+        ],
+    )
     pool = descriptor_pool.DescriptorPool()
     pool.Add(f)
     names = ("BytesList", "FloatList", "Int64List", "Feature", "Features", "Example")
+    names += ("FeatureList", "FeatureLists", "SequenceExample")  # WP7
     return {
         n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.{n}"))
         for n in names
@@ -219,9 +249,14 @@ def _parse(ctx, serialized, *defaults):
             raise InvalidArgumentError(
                 f"{where}: record {i} is not a tf.train.Example ({e})", ctx.op
             ) from None
+    return _features_out(ctx, parsed, ctx.attrs["specs"], iter(defaults), single, where)
+
+
+def _features_out(ctx: Any, parsed: list, specs: Any, d: Any, single: bool, where: str) -> Any:
+    """The outputs for ``specs`` (fixed: a dense array; var: indices, values, dense_shape) from
+    the feature maps ``parsed`` (one per record); ``d`` yields the default values in order."""
     out: list = []
-    d = iter(defaults)
-    for spec in ctx.attrs["specs"]:
+    for spec in specs:
         kind, key, dname = spec[0], spec[1], spec[2]
         dtype = _dt.as_dtype(dname)
         npt = object if dtype.is_string else dtype.np
@@ -311,3 +346,184 @@ def parse_example(
 ) -> dict:
     """A vector of serialized Examples as a dict of batched tensors by ``features``."""
     return _parse(serialized, features, False, name)
+
+
+# ---- WP7: tf.train.SequenceExample and parse_single_sequence_example ---------------------------
+
+FeatureList = _MESSAGES["FeatureList"]
+FeatureLists = _MESSAGES["FeatureLists"]
+SequenceExample = _MESSAGES["SequenceExample"]
+
+
+class FixedLenSequenceFeature(
+    namedtuple("FixedLenSequenceFeature", ["shape", "dtype", "allow_missing", "default_value"])
+):
+    """A feature list of frames with ``shape`` each; parsed to a dense [frames, *shape] tensor.
+    With ``allow_missing`` an absent list gives zero frames."""
+
+    __slots__ = ()
+
+    def __new__(cls, shape: Any, dtype: Any, allow_missing: bool = False, default_value=None):
+        return super().__new__(cls, shape, dtype, allow_missing, default_value)
+
+
+ParseSingleSequenceExample = defop(
+    "ParseSingleSequenceExample", differentiable=False, cost=_no_cost
+)
+
+
+@ParseSingleSequenceExample.shape
+def _parse_seq_shape(op):
+    ser = op.inputs[0]
+    if ser.shape.ndims not in (None, 0):
+        raise InvalidArgumentError(
+            f"ParseSingleSequenceExample: serialized must be a scalar, got shape {ser.shape}"
+        )
+    out = []
+    for spec in op.attrs["context"]:
+        dtype = _dt.as_dtype(spec[2])
+        if spec[0] == "fixed":
+            out.append((TensorShape(list(spec[3])), dtype))
+        else:
+            out += [
+                (TensorShape([None, 1]), _dt.int64),
+                (TensorShape([None]), dtype),
+                (TensorShape([1]), _dt.int64),
+            ]
+    for spec in op.attrs["sequence"]:
+        dtype = _dt.as_dtype(spec[2])
+        if spec[0] == "fixedseq":
+            out.append((TensorShape([None, *spec[3]]), dtype))
+        else:
+            out += [
+                (TensorShape([None, 2]), _dt.int64),
+                (TensorShape([None]), dtype),
+                (TensorShape([2]), _dt.int64),
+            ]
+    return out
+
+
+def _expected_seq_shapes(op, in_shapes):
+    """Shape-only simulation: one frame per feature list, one value per sparse feature."""
+    out = []
+    for spec in op.attrs["context"]:
+        out += [tuple(spec[3])] if spec[0] == "fixed" else [(1, 1), (1,), (1,)]
+    for spec in op.attrs["sequence"]:
+        out += [(1, *spec[3])] if spec[0] == "fixedseq" else [(1, 2), (1,), (2,)]
+    return out
+
+
+ParseSingleSequenceExample.expected_shapes = _expected_seq_shapes
+
+
+@ParseSingleSequenceExample.kernel("cpu")
+def _parse_seq(ctx, serialized, *defaults):
+    where = f"ParseSingleSequenceExample {ctx.op.name!r}"
+    try:
+        ex = SequenceExample.FromString(bytes(serialized.item()))
+    except Exception as e:  # noqa: BLE001 - protobuf's DecodeError and friends
+        raise InvalidArgumentError(
+            f"{where}: the record is not a tf.train.SequenceExample ({e})", ctx.op
+        ) from None
+    out = list(_as_list(_features_out(ctx, [ex.context.feature], ctx.attrs["context"],
+                                      iter(defaults), True, where)))  # fmt: skip
+    lists = ex.feature_lists.feature_list
+    for spec in ctx.attrs["sequence"]:
+        kind, key, dtype = spec[0], spec[1], _dt.as_dtype(spec[2])
+        npt = object if dtype.is_string else dtype.np
+        frames = list(lists[key].feature) if key in lists else None
+        if kind == "fixedseq":
+            shape = list(spec[3])
+            if frames is None and not spec[4]:
+                raise InvalidArgumentError(
+                    f"{where}: feature list {key!r} is missing (use allow_missing=True)", ctx.op
+                )
+            n = int(np.prod(shape)) if shape else 1
+            rows = []
+            for i, fr in enumerate(frames or []):
+                vals = _values(fr, dtype, key, where)
+                if len(vals) != n:
+                    raise InvalidArgumentError(
+                        f"{where}: frame {i} of feature list {key!r} has {len(vals)} values, "
+                        f"its shape {shape} wants {n}",
+                        ctx.op,
+                    )
+                rows.append(np.array(vals, dtype=npt).reshape(shape))
+            out.append(np.stack(rows) if rows else np.zeros([0, *shape], npt))
+        else:
+            idx, vals_all, longest = [], [], 0
+            for i, fr in enumerate(frames or []):
+                vals = _values(fr, dtype, key, where)
+                longest = max(longest, len(vals))
+                idx += [[i, j] for j in range(len(vals))]
+                vals_all += vals
+            out.append(np.array(idx, dtype=np.int64).reshape(-1, 2))
+            out.append(np.array(vals_all, dtype=npt))
+            out.append(np.array([len(frames or []), longest], dtype=np.int64))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _as_list(x: Any) -> Any:
+    return x if isinstance(x, tuple) else [] if x is None else [x]
+
+
+def parse_single_sequence_example(
+    serialized: Any,
+    context_features: dict | None = None,
+    sequence_features: dict | None = None,
+    example_name: Any = None,
+    name: str | None = None,
+) -> tuple:
+    """One serialized SequenceExample as ``(context, sequence)`` dicts of tensors: context
+    features as in ``parse_single_example``; ``FixedLenSequenceFeature`` lists as dense
+    [frames, *shape] tensors, ``VarLenFeature`` lists as SparseTensors [frames, longest]."""
+    from .strings import SparseTensor
+
+    s = convert_to_tensor(serialized, dtype=_dt.string)
+    context_features, sequence_features = context_features or {}, sequence_features or {}
+    ctx_specs, defaults = [], []
+    for key in sorted(context_features):
+        f = context_features[key]
+        if isinstance(f, FixedLenFeature):
+            dt = _dt.as_dtype(f.dtype)
+            has = f.default_value is not None
+            ctx_specs.append(("fixed", key, dt.name, tuple(int(x) for x in (f.shape or [])), has))
+            if has:
+                defaults.append(convert_to_tensor(f.default_value, dtype=dt))
+        elif isinstance(f, VarLenFeature):
+            ctx_specs.append(("var", key, _dt.as_dtype(f.dtype).name))
+        else:
+            raise TypeError(
+                f"parse_single_sequence_example: context feature {key!r} has an unsupported "
+                f"spec {f!r}"
+            )
+    seq_specs = []
+    for key in sorted(sequence_features):
+        f = sequence_features[key]
+        if isinstance(f, FixedLenSequenceFeature):
+            shape = tuple(int(x) for x in (f.shape or []))
+            seq_specs.append(
+                ("fixedseq", key, _dt.as_dtype(f.dtype).name, shape, bool(f.allow_missing))
+            )
+        elif isinstance(f, VarLenFeature):
+            seq_specs.append(("var", key, _dt.as_dtype(f.dtype).name))
+        else:
+            raise TypeError(
+                f"parse_single_sequence_example: sequence feature {key!r} has an unsupported "
+                f"spec {f!r} (FixedLenSequenceFeature or VarLenFeature)"
+            )
+    op = apply_op(
+        "ParseSingleSequenceExample",
+        [s, *defaults],
+        {"context": tuple(ctx_specs), "sequence": tuple(seq_specs)},
+        name=name or "ParseSingleSequenceExample",
+    )
+    outs = iter(op.outputs)
+    result: tuple = ({}, {})
+    for part, specs in ((0, ctx_specs), (1, seq_specs)):
+        for spec in specs:
+            if spec[0] in ("fixed", "fixedseq"):
+                result[part][spec[1]] = next(outs)
+            else:
+                result[part][spec[1]] = SparseTensor(next(outs), next(outs), next(outs))
+    return result

@@ -520,3 +520,21 @@ contrib.seq2seq = _namespace(  # type: ignore[attr-defined]
 from hetbed.runtime.ops.linalg import cross  # noqa: E402
 
 linalg.cross = cross  # type: ignore[attr-defined]
+
+
+# ---- WP7: tf.strings.to_hash_bucket*, SequenceExample parsing -------------------------------------
+
+strings.to_hash_bucket = _hb.string_to_hash_bucket  # type: ignore[attr-defined]
+strings.to_hash_bucket_fast = _hb.string_to_hash_bucket_fast  # type: ignore[attr-defined]
+strings.to_hash_bucket_strong = _hb.string_to_hash_bucket_strong  # type: ignore[attr-defined]
+for _k in ("SequenceExample", "FeatureList", "FeatureLists"):
+    setattr(train, _k, getattr(_records, _k))
+parse_single_sequence_example = _records.parse_single_sequence_example
+FixedLenSequenceFeature = _records.FixedLenSequenceFeature
+io.parse_single_sequence_example = _records.parse_single_sequence_example
+io.FixedLenSequenceFeature = _records.FixedLenSequenceFeature
+del _k
+from hetbed.runtime.rnn_cell import LayerNormBasicLSTMCell as _LNLSTM  # noqa: E402
+
+contrib.rnn.LayerNormBasicLSTMCell = _LNLSTM  # type: ignore[attr-defined]
+# ---- end WP7 ----

@@ -1,0 +1,299 @@
+"""String hashing into buckets (TF1 semantics), with the hash functions written from their
+specifications: FarmHash's Fingerprint64 (``string_to_hash_bucket_fast``), keyed SipHash-2-4
+(``string_to_hash_bucket_strong``) and TensorFlow's legacy 64-bit Murmur-style hash with seed
+0xDECAFCAFFE (``string_to_hash_bucket``). Every bucket is ``hash % num_buckets`` (unsigned),
+as int64. Kernels run on the CPU only (string tensors never go to a GPU).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import InvalidArgumentError
+from ..registry import apply, defop
+
+_M64 = (1 << 64) - 1
+
+# ---- FarmHash Fingerprint64 (farmhashna::Hash64) -------------------------------------------------
+
+_K0 = 0xC3A5C85C97CB3127
+_K1 = 0xB492B66FBE98F273
+_K2 = 0x9AE16A3B2F90404F
+
+
+def _f64(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i : i + 8], "little")
+
+
+def _f32(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i : i + 4], "little")
+
+
+def _rot(v: int, r: int) -> int:
+    return v if r == 0 else ((v >> r) | (v << (64 - r))) & _M64
+
+
+def _smix(v: int) -> int:
+    return v ^ (v >> 47)
+
+
+def _len16(u: int, v: int, mul: int) -> int:
+    a = ((u ^ v) * mul) & _M64
+    a ^= a >> 47
+    b = ((v ^ a) * mul) & _M64
+    b ^= b >> 47
+    return (b * mul) & _M64
+
+
+def _len0to16(s: bytes, n: int) -> int:
+    if n >= 8:
+        mul = _K2 + n * 2
+        a = (_f64(s, 0) + _K2) & _M64
+        b = _f64(s, n - 8)
+        c = (_rot(b, 37) * mul + a) & _M64
+        d = ((_rot(a, 25) + b) * mul) & _M64
+        return _len16(c, d, mul)
+    if n >= 4:
+        mul = _K2 + n * 2
+        return _len16(n + (_f32(s, 0) << 3), _f32(s, n - 4), mul)
+    if n > 0:
+        y = (s[0] + (s[n >> 1] << 8)) & 0xFFFFFFFF
+        z = (n + (s[n - 1] << 2)) & 0xFFFFFFFF
+        return (_smix(((y * _K2) ^ (z * _K0)) & _M64) * _K2) & _M64
+    return _K2
+
+
+def _len17to32(s: bytes, n: int) -> int:
+    mul = _K2 + n * 2
+    a = (_f64(s, 0) * _K1) & _M64
+    b = _f64(s, 8)
+    c = (_f64(s, n - 8) * mul) & _M64
+    d = (_f64(s, n - 16) * _K2) & _M64
+    return _len16(
+        (_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64,
+        (a + _rot((b + _K2) & _M64, 18) + c) & _M64,
+        mul,
+    )
+
+
+def _len33to64(s: bytes, n: int) -> int:
+    mul = _K2 + n * 2
+    a = (_f64(s, 0) * _K2) & _M64
+    b = _f64(s, 8)
+    c = (_f64(s, n - 8) * mul) & _M64
+    d = (_f64(s, n - 16) * _K2) & _M64
+    y = (_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64
+    z = _len16(y, (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+    e = (_f64(s, 16) * mul) & _M64
+    f = _f64(s, 24)
+    g = ((y + _f64(s, n - 32)) * mul) & _M64
+    h = ((z + _f64(s, n - 24)) * mul) & _M64
+    return _len16(
+        (_rot((e + f) & _M64, 43) + _rot(g, 30) + h) & _M64,
+        (e + _rot((f + a) & _M64, 18) + g) & _M64,
+        mul,
+    )
+
+
+def _weak32(s: bytes, i: int, a: int, b: int) -> tuple[int, int]:
+    w, x, y, z = _f64(s, i), _f64(s, i + 8), _f64(s, i + 16), _f64(s, i + 24)
+    a = (a + w) & _M64
+    b = _rot((b + a + z) & _M64, 21)
+    c = a
+    a = (a + x + y) & _M64
+    b = (b + _rot(a, 44)) & _M64
+    return (a + z) & _M64, (b + c) & _M64
+
+
+def fingerprint64(s: bytes) -> int:
+    """FarmHash's Fingerprint64 of ``s`` (an unsigned 64-bit int)."""
+    n = len(s)
+    if n <= 16:
+        return _len0to16(s, n)
+    if n <= 32:
+        return _len17to32(s, n)
+    if n <= 64:
+        return _len33to64(s, n)
+    seed = 81
+    x = seed
+    y = (seed * _K1 + 113) & _M64
+    z = (_smix((y * _K2 + 113) & _M64) * _K2) & _M64
+    v0 = v1 = w0 = w1 = 0
+    x = (x * _K2 + _f64(s, 0)) & _M64
+    end = ((n - 1) // 64) * 64
+    last64 = end + ((n - 1) & 63) - 63
+    p = 0
+    while True:
+        x = (_rot((x + y + v0 + _f64(s, p + 8)) & _M64, 37) * _K1) & _M64
+        y = (_rot((y + v1 + _f64(s, p + 48)) & _M64, 42) * _K1) & _M64
+        x ^= w1
+        y = (y + v0 + _f64(s, p + 40)) & _M64
+        z = (_rot((z + w0) & _M64, 33) * _K1) & _M64
+        v0, v1 = _weak32(s, p, (v1 * _K1) & _M64, (x + w0) & _M64)
+        w0, w1 = _weak32(s, p + 32, (z + w1) & _M64, (y + _f64(s, p + 16)) & _M64)
+        z, x = x, z
+        p += 64
+        if p == end:
+            break
+    mul = _K1 + ((z & 0xFF) << 1)
+    p = last64
+    w0 = (w0 + ((n - 1) & 63)) & _M64
+    v0 = (v0 + w0) & _M64
+    w0 = (w0 + v0) & _M64
+    x = (_rot((x + y + v0 + _f64(s, p + 8)) & _M64, 37) * mul) & _M64
+    y = (_rot((y + v1 + _f64(s, p + 48)) & _M64, 42) * mul) & _M64
+    x ^= (w1 * 9) & _M64
+    y = (y + v0 * 9 + _f64(s, p + 40)) & _M64
+    z = (_rot((z + w0) & _M64, 33) * mul) & _M64
+    v0, v1 = _weak32(s, p, (v1 * mul) & _M64, (x + w0) & _M64)
+    w0, w1 = _weak32(s, p + 32, (z + w1) & _M64, (y + _f64(s, p + 16)) & _M64)
+    z, x = x, z
+    return _len16(
+        (_len16(v0, w0, mul) + _smix(y) * _K0 + z) & _M64, (_len16(v1, w1, mul) + x) & _M64, mul
+    )
+
+
+# ---- SipHash-2-4 -------------------------------------------------------------------------------
+
+
+def siphash24(k0: int, k1: int, s: bytes) -> int:
+    """SipHash-2-4 of ``s`` under the 128-bit key ``(k0, k1)`` (two unsigned 64-bit halves, k0
+    the first 8 key bytes read little-endian)."""
+    v0 = k0 ^ 0x736F6D6570736575
+    v1 = k1 ^ 0x646F72616E646F6D
+    v2 = k0 ^ 0x6C7967656E657261
+    v3 = k1 ^ 0x7465646279746573
+
+    def rounds(v0: int, v1: int, v2: int, v3: int, k: int) -> tuple:
+        for _ in range(k):
+            v0 = (v0 + v1) & _M64
+            v1 = _rotl(v1, 13) ^ v0
+            v0 = _rotl(v0, 32)
+            v2 = (v2 + v3) & _M64
+            v3 = _rotl(v3, 16) ^ v2
+            v0 = (v0 + v3) & _M64
+            v3 = _rotl(v3, 21) ^ v0
+            v2 = (v2 + v1) & _M64
+            v1 = _rotl(v1, 17) ^ v2
+            v2 = _rotl(v2, 32)
+        return v0, v1, v2, v3
+
+    n = len(s)
+    tail = s[n - n % 8 :] + bytes(7 - n % 8) + bytes([n & 0xFF])
+    for i in range(0, n - n % 8, 8):
+        m = _f64(s, i)
+        v3 ^= m
+        v0, v1, v2, v3 = rounds(v0, v1, v2, v3, 2)
+        v0 ^= m
+    m = int.from_bytes(tail, "little")
+    v3 ^= m
+    v0, v1, v2, v3 = rounds(v0, v1, v2, v3, 2)
+    v0 ^= m
+    v2 ^= 0xFF
+    v0, v1, v2, v3 = rounds(v0, v1, v2, v3, 4)
+    return v0 ^ v1 ^ v2 ^ v3
+
+
+def _rotl(v: int, r: int) -> int:
+    return ((v << r) | (v >> (64 - r))) & _M64
+
+
+# ---- TensorFlow's legacy Hash64 (MurmurHash64A with TF's byte-tail order) --------------------------
+
+
+def tf_hash64(s: bytes, seed: int = 0xDECAFCAFFE) -> int:
+    """TensorFlow's legacy 64-bit string hash (``string_to_hash_bucket``)."""
+    m, r = 0xC6A4A7935BD1E995, 47
+    n = len(s)
+    h = (seed ^ (n * m)) & _M64
+    body = n - n % 8
+    for (k,) in struct.iter_unpack("<Q", s[:body]):
+        k = (k * m) & _M64
+        k ^= k >> r
+        k = (k * m) & _M64
+        h ^= k
+        h = (h * m) & _M64
+    if n % 8:
+        h ^= int.from_bytes(s[body:], "little")
+        h = (h * m) & _M64
+    h ^= h >> r
+    h = (h * m) & _M64
+    h ^= h >> r
+    return h
+
+
+# ---- the ops -------------------------------------------------------------------------------------
+
+
+def _bucket_shape(op):
+    x = op.inputs[0]
+    if not x.dtype.is_string:
+        raise InvalidArgumentError(
+            f"{op.type}: input must be a string tensor, got {x.dtype.name} (shape {x.shape})"
+        )
+    return [(x.shape, _dt.int64)]
+
+
+def _bucket_kernel(hash_fn: Any) -> Any:
+    def kernel(ctx, x):
+        nb = ctx.attrs["num_buckets"]
+        flat = [hash_fn(ctx, v if isinstance(v, bytes) else str(v).encode()) % nb for v in x.flat]
+        return np.array(flat, dtype=np.int64).reshape(x.shape)
+
+    return kernel
+
+
+StringToHashBucketFast = defop("StringToHashBucketFast", shape=_bucket_shape, differentiable=False)
+StringToHashBucketFast.kernel("cpu")(_bucket_kernel(lambda ctx, s: fingerprint64(s)))
+StringToHashBucketStrong = defop(
+    "StringToHashBucketStrong", shape=_bucket_shape, differentiable=False
+)
+StringToHashBucketStrong.kernel("cpu")(
+    _bucket_kernel(lambda ctx, s: siphash24(*ctx.attrs["key"], s))
+)
+StringToHashBucket = defop("StringToHashBucket", shape=_bucket_shape, differentiable=False)
+StringToHashBucket.kernel("cpu")(_bucket_kernel(lambda ctx, s: tf_hash64(s)))
+
+
+def _num_buckets(fn: str, num_buckets: Any) -> int:
+    nb = int(num_buckets)
+    if nb < 1:
+        raise InvalidArgumentError(f"{fn}: num_buckets must be at least 1, got {num_buckets}")
+    return nb
+
+
+def string_to_hash_bucket_fast(input: Any, num_buckets: int, name: str | None = None) -> Any:  # noqa: A002
+    """Fingerprint64 of each string, modulo ``num_buckets`` (int64, same shape)."""
+    nb = _num_buckets("string_to_hash_bucket_fast", num_buckets)
+    return apply("StringToHashBucketFast", [input], {"num_buckets": nb}, name)
+
+
+def string_to_hash_bucket_strong(
+    input: Any,  # noqa: A002
+    num_buckets: int,
+    key: Any,
+    name: str | None = None,
+) -> Any:
+    """SipHash-2-4 of each string under ``key`` (two 64-bit ints, negative ones taken as their
+    unsigned bits, as TF does), modulo ``num_buckets``."""
+    nb = _num_buckets("string_to_hash_bucket_strong", num_buckets)
+    key = [int(k) for k in key]
+    if len(key) != 2 or any(k < -(1 << 63) or k > _M64 for k in key):
+        raise InvalidArgumentError(
+            f"string_to_hash_bucket_strong: key must be two 64-bit ints, got {key}"
+        )
+    attrs = {"num_buckets": nb, "key": tuple(k & _M64 for k in key)}
+    return apply("StringToHashBucketStrong", [input], attrs, name)
+
+
+def string_to_hash_bucket(
+    string_tensor: Any, num_buckets: int, name: str | None = None, input: Any = None
+) -> Any:  # noqa: A002
+    """TF1's legacy ``string_to_hash_bucket`` (TensorFlow's own 64-bit hash)."""
+    nb = _num_buckets("string_to_hash_bucket", num_buckets)
+    x = string_tensor if string_tensor is not None else input
+    return apply("StringToHashBucket", [x], {"num_buckets": nb}, name)
