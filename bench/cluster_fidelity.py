@@ -16,8 +16,8 @@ Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scalin
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
 The issue's baseline (measured before these mechanisms, 1 PS) is printed beside.
 
-Not yet in the grid: several PS tasks and the sparse embedding model. ``--quick``: synchronous
-only, W = 1, 2, the two smaller models, one repetition.
+One PS task, and a scalar on each of two PS tasks; not yet in the grid: the sparse embedding
+model. ``--quick``: synchronous only, one PS, W = 1, 2, the two smaller models, one repetition.
 """
 
 from __future__ import annotations
@@ -48,13 +48,13 @@ BASELINE = {
 }
 
 
-def measure(model: str, workers: int, steps: int, mode: str) -> float:
+def measure(model: str, workers: int, steps: int, mode: str, n_ps: int = 1) -> float:
     """Seconds per global step of one real run (see the module docstring)."""
     out = io.StringIO()
     tasks = workers + (1 if mode == "backup" else 0)
     with tempfile.TemporaryDirectory() as barrier:
         cmd = [sys.executable, "-m", "hetbed.scenarios.models.grid", model, str(steps), barrier]
-        rc = launch([*cmd, mode], 1, tasks, stdout=out, stderr=out, deadline_s=600, grace_s=2)
+        rc = launch([*cmd, mode], n_ps, tasks, stdout=out, stderr=out, deadline_s=600, grace_s=2)
     rows = [
         [float(v) for v in line.split()[2:]]
         for line in out.getvalue().splitlines()
@@ -70,13 +70,15 @@ def measure(model: str, workers: int, steps: int, mode: str) -> float:
     return statistics.median(r[0] for r in rows)
 
 
-def _grid(quick: bool) -> list[tuple[str, str, int]]:
+def _grid(quick: bool) -> list[tuple[str, str, int, int]]:
+    """(mode, model, workers, PS tasks) of every run."""
     if quick:
-        return [("sync", m, w) for m in ("scalar", "dense_1mb") for w in (1, 2)]
-    out = [("sync", m, w) for m in grid.MODELS for w in (1, 2, 4)]
+        return [("sync", m, w, 1) for m in ("scalar", "dense_1mb") for w in (1, 2)]
+    out = [("sync", m, w, 1) for m in grid.MODELS for w in (1, 2, 4)]
     out = [r for r in out if not (r[1] == "dense_100mb" and r[2] > 2)]
-    out += [("backup", m, w) for m in ("scalar", "dense_10mb") for w in (1, 3)]
-    out += [("async", m, w) for m in ("scalar", "dense_10mb") for w in (1, 2, 4)]
+    out += [("sync", "scalar", w, 2) for w in (1, 2, 4)]  # a scalar on each of 2 PS tasks
+    out += [("backup", m, w, 1) for m in ("scalar", "dense_10mb") for w in (1, 3)]
+    out += [("async", m, w, 1) for m in ("scalar", "dense_10mb") for w in (1, 2, 4)]
     return out
 
 
@@ -89,18 +91,23 @@ def main() -> None:
     reps = 1 if args.quick else args.reps
     t0 = time.perf_counter()
     rows = []
-    for mode, model, w in _grid(args.quick):
-        real = [measure(model, w, args.steps, mode) for _ in range(reps)]
-        step = grid.step_level_step(model, w, 1, LINK, HOST, HOST, mode=mode, machine_cores=CORES)
-        op = grid.op_level_step(model, w, 1, LINK, HOST, HOST, MACHINE) if mode == "sync" else None
-        rows.append((mode, model, w, real, step, op))
+    for mode, model, w, n_ps in _grid(args.quick):
+        real = [measure(model, w, args.steps, mode, n_ps) for _ in range(reps)]
+        step = grid.step_level_step(
+            model, w, n_ps, LINK, HOST, HOST, mode=mode, machine_cores=CORES
+        )
+        op = None
+        if mode == "sync":
+            op = grid.op_level_step(model, w, n_ps, LINK, HOST, HOST, MACHINE)
+        name = model if n_ps == 1 else f"{model} {n_ps}PS"
+        rows.append((mode, name, w, real, step, op))
         print(
-            f"  {mode:6s} {model:12s} W={w}: measured {statistics.median(real) * 1e3:8.2f} ms, "
+            f"  {mode:6s} {name:12s} W={w}: measured {statistics.median(real) * 1e3:8.2f} ms, "
             f"step-level {step * 1e3:8.3f}"
             + (f", op-level {op * 1e3:8.3f}" if op is not None else ""),
             flush=True,
         )
-    title = "cluster_fidelity: real hetbed cluster (1 PS) vs the simulators, ms per global step"
+    title = "cluster_fidelity: real hetbed cluster vs the simulators, ms per global step"
     print(f"\n{title}\n{'-' * len(title)}")
     print(
         f"{'mode':6s} {'model':12s} {'W':>2s} {'measured [min, max]':>24s} {'step-level':>11s} "
