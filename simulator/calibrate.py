@@ -322,57 +322,54 @@ def message_costs(
 ) -> tuple[DevicePerf, dict[str, float], dict[str, float]]:
     """The distributed runtime's costs on this machine, fitted to steps between two processes
     (a PS task in a child process, the worker task and its client here; the default protocol):
-    ``perf`` with ``message_s``, ``message_latency_s``, ``step_s`` and ``message_s_per_byte``
+    ``perf`` with ``message_s``, ``step_s``, ``message_latency_s`` and ``message_s_per_byte``
     set, the steps measured (median seconds) and the same steps simulated with the fit.
 
-    The fit inverts the simulator's own model of a distributed step (``SimSession``: RunGraph
-    calls, RecvTensor calls, CPU time queued on the machine's cores, both tasks on this
-    machine joined by the measured loopback link): ``message_s``, ``message_latency_s`` and
-    ``step_s`` minimize the RMS relative error of the simulated steps that move no bulk bytes
-    (own task only, 1 and 4 scalars; Gauss-Newton on the first two for each latency of a
-    golden-section search); then each end's ``message_s_per_byte`` is half of what the 8 MiB
-    step costs more than the 1 MiB step per added byte, less the link's time for it (at least
-    0). Runs no training step.
+    The fit uses the simulator's own model of a distributed step (``SimSession``: RunGraph and
+    RecvTensor calls, both tasks on one machine of this host's cores, joined by the measured
+    loopback link). CPU time first: the simulator counts the message ends each step that moves
+    no bulk bytes handles (both tasks), and ``message_s`` and ``step_s`` (the client's, once a
+    step) are the least-squares fit of the CPU time both processes spent per step (user and
+    system, measured) to those counts. Then ``message_latency_s`` (no CPU) minimizes the RMS
+    relative error of the simulated against the measured wall time of those steps (a
+    golden-section search). Each end's ``message_s_per_byte`` is half of what the 8 MiB step
+    takes longer than the 1 MiB step per added byte, less the link's time for it (at least 0).
+    Runs no training step.
     """
     import hetbed as hb
 
-    got = _measure_message_steps(hb, steps)
+    got, cpu = _measure_message_steps(hb, steps)
     small = [n for n, (_, nbytes, _) in MESSAGE_STEPS.items() if not nbytes]
     link = (link_bytes_per_s, link_latency_s)
-
-    def simulate(m: float, lat: float, st: float, names: list[str]) -> np.ndarray:
-        p = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=0.0)
-        return np.array([_simulated_message_step(hb, p, link, *MESSAGE_STEPS[n]) for n in names])
-
+    unit = 1e-6
+    counted = replace(
+        perf, message_s=unit, message_latency_s=0.0, step_s=0.0, message_s_per_byte=0.0
+    )
+    ends = np.array([_message_ends(hb, counted, link, *MESSAGE_STEPS[n]) / unit for n in small])
+    a = np.stack([ends, np.ones(len(small))], axis=1)
+    (m, st), *_ = np.linalg.lstsq(a, np.array([cpu[n] for n in small]), rcond=None)
+    m, st = max(float(m), 0.0), max(float(st), 0.0)
     want = np.array([got[n] for n in small])
 
-    def fit_at(lat: float) -> tuple[float, float, float]:
-        x = np.array([max(got["4 scalars read"] - got["1 scalar read"], 0.0) / 6, 0.0])
-        for _ in range(4):  # Gauss-Newton on relative errors, kept >= 0
-            base = simulate(x[0], lat, x[1], small)
-            h = np.maximum(np.abs(x) * 0.05, 1e-6)
-            jac = np.stack(
-                [(simulate(*_step(x, k, h), lat, small) - base) / h[k] for k in range(2)], axis=1
-            )
-            dx = np.linalg.lstsq(jac / want[:, None], (want - base) / want, rcond=None)[0]
-            x = np.maximum(x + dx, 0.0)
-        err = simulate(x[0], lat, x[1], small) / want - 1
-        return float(np.sqrt(np.mean(err**2))), float(x[0]), float(x[1])
+    def wall_error(lat: float) -> float:
+        p = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=0.0)
+        sim = np.array([_simulated_message_step(hb, p, link, *MESSAGE_STEPS[n]) for n in small])
+        return float(np.sqrt(np.mean((sim / want - 1) ** 2)))
 
     lo, hi = 0.0, 4e-4  # golden-section search of the latency
     r = (5**0.5 - 1) / 2
-    a, b = hi - r * (hi - lo), lo + r * (hi - lo)
-    fa, fb = fit_at(a), fit_at(b)
-    for _ in range(8):
-        if fa[0] <= fb[0]:
-            hi, b, fb = b, a, fa
-            a = hi - r * (hi - lo)
-            fa = fit_at(a)
+    x1, x2 = hi - r * (hi - lo), lo + r * (hi - lo)
+    f1, f2 = wall_error(x1), wall_error(x2)
+    for _ in range(12):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - r * (hi - lo)
+            f1 = wall_error(x1)
         else:
-            lo, a, fa = a, b, fb
-            b = lo + r * (hi - lo)
-            fb = fit_at(b)
-    (_, m, st), lat = (fa, a) if fa[0] <= fb[0] else (fb, b)
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + r * (hi - lo)
+            f2 = wall_error(x2)
+    lat = x1 if f1 <= f2 else x2
     n1, n8 = MESSAGE_STEPS["1 MiB read"][1], MESSAGE_STEPS["8 MiB read"][1]
     per_byte = (got["8 MiB read"] - got["1 MiB read"]) / (n8 - n1)
     byte_s = max((per_byte - 1.0 / link_bytes_per_s) / 2, 0.0)
@@ -381,15 +378,16 @@ def message_costs(
     return fitted, got, sim
 
 
-def _step(x: np.ndarray, k: int, h: np.ndarray) -> tuple[float, float]:
-    y = x.copy()
-    y[k] += h[k]
-    return float(y[0]), float(y[1])
+def _message_ends(hb: Any, perf: DevicePerf, link: tuple, *step: Any) -> float:
+    """CPU seconds the tasks of a simulated ``_message_graph`` step spend on messages."""
+    rec = _simulated_message_step(hb, perf, link, *step, record=True)
+    return float(rec.ops[rec.ops.type.isin(["RunGraph", "RecvTensor"])].duration_s.sum())
 
 
-def _measure_message_steps(hb: Any, steps: int) -> dict[str, float]:
+def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[str, float]]:
     """Median seconds of each of ``MESSAGE_STEPS`` run by a client here on a worker task here
-    and a PS task in a child process."""
+    and a PS task in a child process, and the CPU seconds (user and system) both processes
+    spent per step."""
     import socket
     import subprocess
     import sys
@@ -403,6 +401,7 @@ def _measure_message_steps(hb: Any, steps: int) -> dict[str, float]:
     peer = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
     server = None
     got: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     try:
         server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
         deadline = time.monotonic() + 60
@@ -423,11 +422,13 @@ def _measure_message_steps(hb: Any, steps: int) -> dict[str, float]:
                 for _ in range(10):
                     sess.run(fetch)
                 ts = []
+                used = _cpu_s(peer.pid)
                 for _ in range(steps):
                     t = time.perf_counter()
                     sess.run(fetch)
                     ts.append(time.perf_counter() - t)
                 got[name] = statistics.median(ts)
+                cpu[name] = (_cpu_s(peer.pid) - used) / steps
             finally:
                 sess.close()
     finally:
@@ -435,14 +436,32 @@ def _measure_message_steps(hb: Any, steps: int) -> dict[str, float]:
         peer.wait(timeout=30)
         if server is not None:
             server.stop()
-    return got
+    return got, cpu
+
+
+def _cpu_s(child: int) -> float:
+    """CPU seconds (user and system) this process and process ``child`` have used so far."""
+    t = os.times()
+    own = t.user + t.system
+    try:
+        with open(f"/proc/{child}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):  # no /proc: this process only
+        return own
 
 
 def _simulated_message_step(
-    hb: Any, perf: DevicePerf, link: tuple, scalars: int = 0, nbytes: int = 0, send: Any = False
-) -> float:
-    """The simulated time of ``_message_graph``'s step: both tasks on one machine of ``perf``,
-    joined by ``link`` (bytes/s, latency s)."""
+    hb: Any,
+    perf: DevicePerf,
+    link: tuple,
+    scalars: int = 0,
+    nbytes: int = 0,
+    send: Any = False,
+    record: bool = False,
+) -> Any:
+    """The simulated time of ``_message_graph``'s step (its RunRecord with ``record``): both
+    tasks on one machine of ``perf``, joined by ``link`` (bytes/s, latency s)."""
     from hetbed.simulator import Cluster, SimSession
 
     c = Cluster()
@@ -453,7 +472,7 @@ def _simulated_message_step(
         sess.run(init)
         sess.run(fetch)
         sess.run(fetch)  # (a second step: the first also plans)
-        return sess.last_record.step_time_s
+        return sess.last_record if record else sess.last_record.step_time_s
 
 
 _COST_FIELDS = ("message_s", "message_latency_s", "step_s", "message_s_per_byte")
