@@ -506,6 +506,9 @@ def while_loop(
                 ctx.enter(r.flow if isinstance(r, TensorArray) else convert_to_tensor(r))
                 for r in _flatten(res)
             ]
+            for k, r in enumerate(_flatten(res)):  # the element shape the body's writes found
+                if k in arrays and isinstance(r, TensorArray) and r._infer_shape:
+                    arrays[k] = arrays[k]._with(arrays[k].flow, r._element_shape)
             if counted:
                 from .ops.math import add
 

@@ -5,13 +5,20 @@ flow (``TensorArrayWrite``, a copy with one row replaced). So a TensorArray pass
 itself, and gradients come from the ops' own (a write's gradient splits the incoming one between
 the earlier flow and the written row).
 
+Elements may differ in shape (``infer_shape=False``, or static shapes not fully known): the flow
+is then a ``RaggedFlow``, one array per element, and its static shape is unknown. ``read``,
+``write``, ``concat`` (elements of different first dimensions), ``split`` (unequal lengths) and
+``unstack`` take it, with gradients; ``stack`` and ``gather`` raise InvalidArgumentError naming
+the array, two indices and their shapes when the elements differ, as TensorFlow does.
+
 A size given as a tensor (known when the graph runs) makes an array that grows as elements are
-written. Differences from TensorFlow: elements must all have one shape (``concat``/``split`` of ragged
-elements are not supported); ``clear_after_read`` and ``colocate_with_first_write_call`` are
-accepted and not used (reading an element twice is allowed); writing the element after the last
-one (a loop writing 0, 1, 2, ... into an array of dynamic size) appends it in place in amortized
-O(element) time, while any other write costs a copy of the whole array (a loop writing into an
-array of fixed size costs O(n^2) copies); an element never written reads as zeros.
+written. Differences from TensorFlow: ``concat`` returns no lengths (neither does TF's Python
+API); ``clear_after_read`` and ``colocate_with_first_write_call`` are accepted and not used
+(reading an element twice is allowed); writing the element after the last one (a loop writing
+0, 1, 2, ... into an array of dynamic size) appends it in place in amortized O(element) time,
+while any other write costs a copy of the whole array (a loop writing into an array of fixed
+size costs O(n^2) copies; a ragged array copies its list of elements); an element never written
+reads as zeros where the element shape is fully known, else reading it is an error.
 """
 
 from __future__ import annotations
@@ -202,16 +209,23 @@ def _shape_str(a: Any) -> str:
     return str(list(a.shape))
 
 
-def _fill(ctx, rows: list, what: str) -> list:
-    """``rows`` with elements never written as zeros of the element shape, where it is known."""
+def _fill(ctx, rows: list, what: str, written: Any = None) -> list:
+    """``rows`` with elements never written as zeros of the element shape: the array's, merged
+    with those of the ``written`` elements (all of them by default), as TensorFlow does."""
     if all(r is not None for r in rows):
         return rows
-    elem = ctx.attrs.get("element_shape")
-    if elem is None or not elem.is_fully_defined():
+    elem = ctx.attrs.get("element_shape") or TensorShape(None)
+    for r in rows if written is None else written:
+        if r is not None and elem.is_compatible_with(r.shape):
+            elem = elem.merge_with(r.shape)
+        elif r is not None:
+            elem = TensorShape(None)
+            break
+    if not elem.is_fully_defined():
         k = rows.index(None)
         raise InvalidArgumentError(
-            f"{ctx.op.name}: TensorArray {ctx.attrs.get('array')!r}: {what} element {k}, which was "
-            "never written (and the element shape is not fully known)"
+            f"{ctx.op.name}: TensorArray {ctx.attrs.get('array')!r}: {what} element {k}, which "
+            "was never written, and no one element shape is known for it"
         )
     dt = _dt.as_dtype(ctx.op.inputs[0].dtype).np
     return [ctx.xp.zeros(elem.as_list(), dt) if r is None else r for r in rows]
@@ -260,13 +274,15 @@ def _read_shape(op):
     return [(elem if elem is not None else TensorShape(None), op.inputs[0].dtype)]
 
 
-@TensorArrayRead.kernel("cpu", "gpu")
+@TensorArrayRead.kernel("cpu", "gpu", aliases_input=True)
 def _read(ctx, flow, index):
     if not isinstance(flow, RaggedFlow):
         return flow[_index(ctx, index, flow.shape[0] if flow.ndim > 1 else 0)]
     rows = flow.items
     i = _index(ctx, index, len(rows))
-    return _fill(ctx, [rows[i]], "reads")[0]
+    return ctx.xp.array(
+        _fill(ctx, [rows[i]], "reads", rows)[0], copy=True
+    )  # not the written buffer
 
 
 @TensorArrayRead.gradient
@@ -298,10 +314,12 @@ def _gather_shape(op):
     elem = op.attrs.get("element_shape")
     if elem is None or elem.ndims is None:
         return [(TensorShape(None), op.inputs[0].dtype)]
-    return [(TensorShape([None, *elem.dims]), op.inputs[0].dtype)]
+    indices = op.inputs[1].shape
+    n = op.attrs.get("size") if op.attrs.get("all") else indices[0] if indices.ndims == 1 else None
+    return [(TensorShape([n, *elem.dims]), op.inputs[0].dtype)]
 
 
-@TensorArrayGather.kernel("cpu", "gpu")
+@TensorArrayGather.kernel("cpu", "gpu", aliases_input=True)
 def _gather(ctx, flow, indices):
     xp = ctx.xp
     n = len(flow) if isinstance(flow, RaggedFlow) else (flow.shape[0] if flow.ndim > 1 else 0)
@@ -310,7 +328,7 @@ def _gather(ctx, flow, indices):
         if ctx.attrs.get("all"):
             return flow
         return flow[xp.asarray([_index(ctx, i, n) for i in idx], dtype=np.int64)]
-    rows = _fill(ctx, [flow.items[_index(ctx, i, n)] for i in idx], "stacks")
+    rows = _fill(ctx, [flow.items[_index(ctx, i, n)] for i in idx], "stacks", flow.items)
     if not rows:
         elem = ctx.attrs.get("element_shape")
         if elem is None or not elem.is_fully_defined():
@@ -366,7 +384,7 @@ def _concat_shape(op):
     return [(TensorShape([None, *elem.dims[1:]]), op.inputs[0].dtype)]
 
 
-@TensorArrayConcat.kernel("cpu", "gpu")
+@TensorArrayConcat.kernel("cpu", "gpu", aliases_input=True)
 def _concat(ctx, flow):
     xp = ctx.xp
     rows = _fill(ctx, _rows(flow), "concatenates")
@@ -400,7 +418,7 @@ def _concat_grad(op, g):
 TensorArrayConcatGrad = defop("TensorArrayConcatGrad", differentiable=False, shape=_like(0))
 
 
-@TensorArrayConcatGrad.kernel("cpu", "gpu")
+@TensorArrayConcatGrad.kernel("cpu", "gpu", aliases_input=True)
 def _concat_grad_kernel(ctx, flow, g):
     if not isinstance(flow, RaggedFlow):
         return g.reshape(flow.shape)
@@ -481,7 +499,7 @@ def _size(ctx, flow):
 TensorArrayRowGrad = defop("TensorArrayRowGrad", differentiable=False, shape=_like(2))
 
 
-@TensorArrayRowGrad.kernel("cpu", "gpu")
+@TensorArrayRowGrad.kernel("cpu", "gpu", aliases_input=True)
 def _row_grad(ctx, g, index, value):
     """The gradient of a written element: its row of the array's gradient."""
     i = int(index)
@@ -633,7 +651,7 @@ class TensorArray:
         from .ops.array import identity
 
         if self.flow.shape.ndims is None:
-            attrs = self._attrs(all=True)
+            attrs = self._attrs(all=True, size=None if self._dynamic_size else self._size)
             return apply("TensorArrayGather", [self.flow, np.int32(0)], attrs, name or "stack")
         out = identity(self.flow, name=name or "TensorArrayStack")
         if self._element_shape is not None and out.shape.ndims is None:

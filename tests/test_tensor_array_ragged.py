@@ -56,7 +56,12 @@ def test_stack_and_gather_of_unequal_shapes_name_the_array_indices_and_shapes():
             scalar = scalar.write(0, 1.0).write(1, [2.0])
             with pytest.raises(tf.errors.InvalidArgumentError, match="element 0 is a scalar"):
                 s.run(scalar.concat())
-            unwritten = tf.TensorArray(tf.float32, size=2, infer_shape=False).write(0, [1.0])
+            # an element never written reads as zeros of the written elements' one shape (TF's
+            # rule), and is an error when they have none
+            unwritten = tf.TensorArray(tf.float32, size=3, infer_shape=False).write(0, [1.0])
+            np.testing.assert_array_equal(s.run(unwritten.write(2, [2.0]).concat()), [1, 0, 2])
+            np.testing.assert_array_equal(s.run(unwritten.stack()), [[1], [0], [0]])
+            unwritten = unwritten.write(2, [2.0, 3.0])
             with pytest.raises(tf.errors.InvalidArgumentError, match="element 1, which was never"):
                 s.run(unwritten.concat())
             x = tf.placeholder(tf.float32, [None])
@@ -172,7 +177,12 @@ def test_a_loop_reading_a_ragged_array_split_outside_it():
     np.testing.assert_allclose(g, weights)
 
 
-def test_same_as_tensorflow():
+def _static(shape):
+    return None if shape.ndims is None else tuple(shape.as_list())
+
+
+@pytest.mark.parametrize("infer_shape", [False, True])
+def test_same_as_tensorflow(infer_shape):
     tf1 = pytest.importorskip("tensorflow.compat.v1")
     tf1.disable_eager_execution()
     xv = RNG.standard_normal(5).astype(np.float32)
@@ -185,20 +195,22 @@ def test_same_as_tensorflow():
             def body(i, ta):
                 return i + 1, ta.write(i, tf.tanh(x[: i + 1]) * x[i])
 
-            ta0 = tf.TensorArray(tf.float32, size=n, infer_shape=False)
+            ta0 = tf.TensorArray(tf.float32, size=n, infer_shape=infer_shape)
             _, ta = tf.while_loop(lambda i, ta: i < n, body, [0, ta0])
             y = ta.concat()
+            rows = tf.TensorArray(tf.float32, 2, infer_shape=infer_shape, element_shape=[None, 2])
+            rows = rows.write(0, tf.ones([1, 2]))
             sp = tf.TensorArray(tf.float32, size=3, infer_shape=False).split(y[:6], [1, 2, 3])
             z = sp.concat() * 2.0 + sp.read(2)[0]
             loss = tf.reduce_sum(tf.square(y)) + tf.reduce_sum(z * z)
             (gx,) = tf.gradients(loss, [x])
-            static = [str(t.shape) for t in (y, sp.read(1), ta.read(0))]
+            ts = [y, sp.read(1), ta.read(0), ta.stack(), sp.concat(), rows.stack()]
+            ts += [rows.gather([0]), rows.concat()]
+            static = [_static(t.shape) for t in ts] + [_static(ta.element_shape)]
             with tf.Session() as s:
                 return static, s.run([y, z, ta.size(), sp.read(1), loss, gx], {x: xv})
 
     (want_static, want), (got_static, got) = program(tf1), program(tf)
-    assert [s.replace("<unknown>", "None") for s in want_static] == [
-        s.replace("<unknown>", "None") for s in got_static
-    ]
+    assert got_static == want_static
     for a, b in zip(want, got):
         np.testing.assert_allclose(b, a, rtol=2e-5, atol=1e-6)
