@@ -57,7 +57,13 @@ def _write_shape(op):
             f"of shape {elem}"
         )
     n = op.attrs.get("size")
-    if op.attrs.get("ragged") or flow.shape.ndims is None or not value.shape.is_fully_defined():
+    initial = flow.op.type == "Const"  # no element written yet (or zeros of a known shape)
+    if (
+        op.attrs.get("ragged")
+        or flow.shape.ndims is None
+        or not value.shape.is_fully_defined()
+        or not (initial or flow.shape.dims[1:] == value.shape.dims)
+    ):
         return [(TensorShape(None), flow.dtype)]  # elements may differ in shape
     return [(TensorShape([n, *value.shape.as_list()]), flow.dtype)]
 

@@ -76,6 +76,7 @@ EXTRA = [
     ),
     (test_tensor_array_ragged, "test_a_loop_reading_a_ragged_array_split_outside_it"),
     (test_tensor_array_ragged, "test_a_while_loop_writing_growing_prefixes_then_concat"),
+    (test_tensor_array_ragged, "test_a_loop_extending_the_element_it_wrote_before"),
     (test_dynamic_rnn, "test_reverse_sequence_is_numpy_and_its_own_gradient"),
     (test_map_scan, "test_unknown_first_dimension_runs_a_while_loop"),
     # WP4: CheckNumerics, IsNan, IsInf, IsFinite

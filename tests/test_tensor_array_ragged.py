@@ -157,6 +157,39 @@ def test_a_while_loop_writing_growing_prefixes_then_concat(infer_shape):
     np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
 
 
+def test_a_loop_extending_the_element_it_wrote_before():
+    """e_0 = [x_0], e_i = [sin(e_{i-1}), x_i]: each step reads the array it writes (ragged
+    gradients from a read and a write of one flow are summed); values and gradient against
+    numpy and finite differences."""
+    xv = RNG.standard_normal(4)
+
+    def f(xv):
+        e, out = xv[:1], [xv[:1]]
+        for v in xv[1:]:
+            e = np.concatenate([np.sin(e), [v]])
+            out.append(e)
+        return np.concatenate(out)
+
+    w = RNG.standard_normal(len(f(xv)))
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float64, [None])
+        ta0 = tf.TensorArray(tf.float64, size=0, dynamic_size=True, infer_shape=False)
+        ta0 = ta0.write(0, x[:1])
+
+        def body(i, ta):
+            return i + 1, ta.write(i, tf.concat([tf.sin(ta.read(i - 1)), x[i : i + 1]], 0))
+
+        _, ta = tf.while_loop(lambda i, ta: i < tf.shape(x)[0], body, [1, ta0])
+        y = ta.concat()
+        (gx,) = tf.gradients(tf.reduce_sum(y * w), [x])
+        with tf.Session() as s:
+            got, g = s.run([y, gx], {x: xv})
+    np.testing.assert_allclose(got, f(xv))
+    e = 1e-6
+    num = [(f(xv + e * d) @ w - f(xv - e * d) @ w) / (2 * e) for d in np.eye(len(xv))]
+    np.testing.assert_allclose(g, num, rtol=1e-6, atol=1e-8)
+
+
 def test_a_loop_reading_a_ragged_array_split_outside_it():
     """A ragged array split outside a loop and read inside it: the sums of its pieces, and
     their gradient."""
