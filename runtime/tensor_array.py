@@ -57,7 +57,7 @@ def _write_shape(op):
             f"of shape {elem}"
         )
     n = op.attrs.get("size")
-    initial = flow.op.type == "Const"  # no element written yet (or zeros of a known shape)
+    initial = flow.op.type == "Const" and flow.shape.dims == (0,)  # no element written yet
     if (
         op.attrs.get("ragged")
         or flow.shape.ndims is None

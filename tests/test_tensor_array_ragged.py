@@ -56,6 +56,16 @@ def test_stack_and_gather_of_unequal_shapes_name_the_array_indices_and_shapes():
             scalar = scalar.write(0, 1.0).write(1, [2.0])
             with pytest.raises(tf.errors.InvalidArgumentError, match="element 0 is a scalar"):
                 s.run(scalar.concat())
+            np.testing.assert_array_equal(s.run(scalar.read(0)), 1.0)  # any rank reads back
+            wide = tf.TensorArray(tf.float32, size=2, infer_shape=False)
+            wide = wide.write(0, np.zeros((1, 2), np.float32)).write(
+                1, np.zeros((1, 3), np.float32)
+            )
+            with pytest.raises(
+                tf.errors.InvalidArgumentError,
+                match=r"more than their first dimension: element 0 has shape \[1, 2\], element 1",
+            ):
+                s.run(wide.concat())
             # an element never written reads as zeros of the written elements' one shape (TF's
             # rule), and is an error when they have none
             unwritten = tf.TensorArray(tf.float32, size=3, infer_shape=False).write(0, [1.0])
