@@ -75,13 +75,13 @@ def _write(ctx, flow, index, value):
     value = xp.asarray(value)
     if isinstance(flow, RaggedFlow) or ctx.attrs.get("ragged"):
         return _write_ragged(ctx, flow, i, value)
-    n = flow.shape[0] if flow.ndim == value.ndim + 1 else int(ctx.attrs.get("size") or 0)
-    if i < 0 or (i >= n and not ctx.attrs.get("dynamic_size")):
+    size = ctx.attrs.get("size")  # None: the array grows
+    if i < 0 or (size is not None and i >= size):
         raise InvalidArgumentError(
-            f"{ctx.op.name}: index {i} is out of range for a TensorArray of size {n}"
+            f"{ctx.op.name}: index {i} is out of range for a TensorArray of size {size}"
         )
-    size = max(n, i + 1)
-    if flow.ndim == value.ndim + 1 and flow.shape[1:] != value.shape:
+    n = flow.shape[0]  # the elements so far (none: any element shape)
+    if n and (flow.ndim != value.ndim + 1 or flow.shape[1:] != value.shape):
         elem = ctx.attrs.get("element_shape")
         if elem is None or not elem.is_fully_defined():  # elements of different shapes
             return _write_ragged(ctx, flow, i, value)
@@ -89,11 +89,11 @@ def _write(ctx, flow, index, value):
             f"{ctx.op.name}: element of shape {tuple(value.shape)} into an array of elements of "
             f"shape {tuple(flow.shape[1:])}"
         )
-    if i == n and value.dtype == flow.dtype:  # the next element: appended in place (ops/loop.py)
+    if i == n and size is None and value.dtype == flow.dtype:  # appended in place (ops/loop.py)
         return append_row(xp, flow if n else None, value)
-    out = xp.zeros((size, *value.shape), dtype=value.dtype)
-    if flow.ndim == value.ndim + 1 and flow.shape[0]:
-        out[: flow.shape[0]] = flow
+    out = xp.zeros((max(n, i + 1, size or 0), *value.shape), dtype=value.dtype)
+    if n:
+        out[:n] = flow
     out[i] = value
     return out
 
@@ -283,7 +283,7 @@ def _read_shape(op):
 @TensorArrayRead.kernel("cpu", "gpu", aliases_input=True)
 def _read(ctx, flow, index):
     if not isinstance(flow, RaggedFlow):
-        return flow[_index(ctx, index, flow.shape[0] if flow.ndim > 1 else 0)]
+        return flow[_index(ctx, index, flow.shape[0])]
     rows = flow.items
     i = _index(ctx, index, len(rows))
     return ctx.xp.array(
@@ -328,7 +328,7 @@ def _gather_shape(op):
 @TensorArrayGather.kernel("cpu", "gpu", aliases_input=True)
 def _gather(ctx, flow, indices):
     xp = ctx.xp
-    n = len(flow) if isinstance(flow, RaggedFlow) else (flow.shape[0] if flow.ndim > 1 else 0)
+    n = len(flow) if isinstance(flow, RaggedFlow) else flow.shape[0]
     idx = list(range(n)) if ctx.attrs.get("all") else [int(i) for i in _host(indices).ravel()]
     if not isinstance(flow, RaggedFlow):
         if ctx.attrs.get("all"):
@@ -359,7 +359,7 @@ TensorArrayGatherGrad = defop("TensorArrayGatherGrad", differentiable=False, sha
 @TensorArrayGatherGrad.kernel("cpu", "gpu")
 def _gather_grad_kernel(ctx, flow, indices, g):
     ragged = isinstance(flow, RaggedFlow)
-    n = len(flow) if ragged else (flow.shape[0] if flow.ndim > 1 else 0)
+    n = len(flow) if ragged else flow.shape[0]
     if ctx.attrs.get("all"):
         return RaggedFlow(list(g)) if ragged else g
     idx = [int(i) for i in _host(indices).ravel()]
@@ -498,7 +498,7 @@ def _size_shape(op):
 
 @TensorArraySize.kernel("cpu", "gpu")
 def _size(ctx, flow):
-    n = len(flow) if isinstance(flow, RaggedFlow) else flow.shape[0] if flow.ndim > 1 else 0
+    n = len(flow) if isinstance(flow, RaggedFlow) else flow.shape[0]
     return ctx.xp.asarray(np.int32(n))
 
 

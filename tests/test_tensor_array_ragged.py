@@ -40,6 +40,20 @@ def test_write_read_concat_and_size_against_numpy():
     assert got[8].shape == (0, 2)
 
 
+def test_scalar_elements_and_elements_of_unknown_rank():
+    """Scalars into an array of fixed size; elements whose rank is known only when the graph
+    runs, first a vector then a scalar (the array keeps both)."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32)
+        scalars = tf.TensorArray(tf.float32, size=3).write(1, 5.0).write(2, x)
+        mixed = tf.TensorArray(tf.float32, size=0, dynamic_size=True).write(0, x).write(1, 2.0)
+        with tf.Session() as s:
+            got = s.run([mixed.read(0), mixed.read(1), mixed.size()], {x: [1, 2]})
+            np.testing.assert_array_equal(s.run(scalars.stack(), {x: 7.0}), [0, 5, 7])
+    np.testing.assert_array_equal(got[0], [1, 2])
+    assert got[1] == 2.0 and got[2] == 2
+
+
 def test_stack_and_gather_of_unequal_shapes_name_the_array_indices_and_shapes():
     with tf.Graph().as_default():
         ta = tf.TensorArray(tf.float32, size=3, infer_shape=False, tensor_array_name="rows")
