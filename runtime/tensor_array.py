@@ -454,15 +454,10 @@ def _split(ctx, value, lengths):
             f"{name}: split lengths {ls} (sum {sum(ls)}) do not cover the value's first "
             f"dimension {value.shape[0]}"
         )
-    size = ctx.attrs.get("size")
-    if size is not None and len(ls) > size:
-        raise InvalidArgumentError(
-            f"{name}: split into {len(ls)} elements, more than the array's size {size}"
-        )
+    size = ctx.attrs.get("size") or 0  # more pieces than that make a longer array (as in TF)
     starts = np.cumsum([0, *ls])
     items = [value[starts[k] : starts[k + 1]] for k in range(len(ls))]
-    if size is not None:
-        items += [None] * (size - len(ls))
+    items += [None] * (size - len(ls))
     return RaggedFlow(items)
 
 

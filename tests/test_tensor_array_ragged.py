@@ -105,6 +105,8 @@ def test_split_with_unequal_lengths_and_unstack():
         with tf.Session() as s:
             got = s.run([sp.read(0), sp.read(1), sp.read(3), sp.concat(), sp.size()])
             got += s.run([un.read(0), un.read(1), un.concat(), eq.stack()])
+            more = tf.TensorArray(tf.float32, size=1).split(v, [2, 4])  # more pieces than size
+            np.testing.assert_array_equal(s.run(more.concat()), v)
             with pytest.raises(tf.errors.InvalidArgumentError, match="different shapes"):
                 s.run(un.stack())
     np.testing.assert_array_equal(got[0], v[:1])
