@@ -506,6 +506,9 @@ def while_loop(
                 ctx.enter(r.flow if isinstance(r, TensorArray) else convert_to_tensor(r))
                 for r in _flatten(res)
             ]
+            for k, r in enumerate(_flatten(res)):  # the element shape the body's writes found
+                if k in arrays and isinstance(r, TensorArray) and r._infer_shape:
+                    arrays[k] = arrays[k]._with(arrays[k].flow, r._element_shape)
             if counted:
                 from .ops.math import add
 
@@ -636,7 +639,7 @@ def _loop_grad(op: Operation, grads: list) -> list:
     none for the exits (the gradient goes around them), then the initial values', then the
     captured tensors'."""
     from .gradients import gradients, to_dense
-    from .ops.math import add, greater, zeros_like
+    from .ops.math import add_n, greater, zeros_like
 
     g = op.graph
     info = _LOOPS.get((id(g), op.attrs["loop"]))
@@ -696,7 +699,8 @@ def _loop_grad(op: Operation, grads: list) -> list:
         xs = [popped[k] for k in floats] + [ctx.enter(c) for c in caps]
         dx = [to_dense(d) for d in gradients(ys, xs, grad_ys=dys, unconnected_gradients="zero")]
         new_dys = dx[: len(floats)]
-        new_acc = [add(a, d) for a, d in zip(acc, dx[len(floats) :])]
+        # AddN (``+``): also sums the gradients of a captured TensorArray of ragged elements
+        new_acc = [add_n([a, d]) for a, d in zip(acc, dx[len(floats) :])]
         from .ops.array import identity
 
         with g.control_dependencies([p.op for p in popped]):  # every stack pops each time

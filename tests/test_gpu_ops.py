@@ -29,6 +29,7 @@ import test_ops_random
 import test_ops_state
 import test_sync_replicas
 import test_tensor_array
+import test_tensor_array_ragged  # WP8
 import test_train_optimizers
 import test_while_loop
 import test_zoo
@@ -67,6 +68,15 @@ EXTRA = [
     (test_while_loop, "test_counter_and_product_against_numpy"),
     (test_while_loop, "test_gradients_through_a_loop_match_finite_differences"),
     (test_tensor_array, "test_an_rnn_writing_a_tensor_array_in_a_loop_and_its_gradients"),
+    # WP8: TensorArrays of ragged elements (read, gather, concat, split, size and gradients)
+    (test_tensor_array_ragged, "test_write_read_concat_and_size_against_numpy"),
+    (
+        test_tensor_array_ragged,
+        "test_gradients_of_write_read_concat_split_match_finite_differences",
+    ),
+    (test_tensor_array_ragged, "test_a_loop_reading_a_ragged_array_split_outside_it"),
+    (test_tensor_array_ragged, "test_a_while_loop_writing_growing_prefixes_then_concat"),
+    (test_tensor_array_ragged, "test_a_loop_extending_the_element_it_wrote_before"),
     (test_dynamic_rnn, "test_reverse_sequence_is_numpy_and_its_own_gradient"),
     (test_map_scan, "test_unknown_first_dimension_runs_a_while_loop"),
     # WP4: CheckNumerics, IsNan, IsInf, IsFinite

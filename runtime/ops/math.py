@@ -956,6 +956,8 @@ OnesLike = defop("OnesLike", shape=_like_shape, differentiable=False)
 
 @ZerosLike.kernel("cpu", "gpu")
 def _zeros_like(ctx, x):
+    if type(x) is not np.ndarray and hasattr(x, "ragged_zeros"):  # a TensorArray's flow
+        return x.ragged_zeros()
     return ctx.xp.zeros(x.shape, dtype=(ctx.attrs.get("dtype") or _dt.as_dtype(x.dtype)).np)
 
 
