@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, profile_key
+from hetbed.devices.errors import UnavailableError
 from hetbed.devices.fileio import atomic_write
 from hetbed.devices.simulated import value_shape
 from hetbed.runtime import dtypes
@@ -411,7 +412,7 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
                 try:
                     sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
                     break
-                except Exception:  # noqa: BLE001 - not up yet
+                except UnavailableError:  # not up yet
                     if time.monotonic() > deadline or peer.poll() is not None:
                         raise RuntimeError(
                             "the PS task process of the message calibration did not start"

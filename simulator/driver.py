@@ -375,6 +375,19 @@ class _Driver:
         hc = self.ps_cpu[g]
         return hc.reserve(now, seconds, hc.cores)
 
+    def _pull(self, i: int) -> Any:
+        """Worker ``i`` reads the parameters: its step's RunGraph requests and the shards'
+        serialization (with message costs), the transfer (and the machine's copy of it on one
+        machine), then its own deserialization."""
+        if self.msg_on:
+            yield from self._request(i)
+        tr = self.inflight[i] = self.net.pull(i, self.parts)
+        copied = self._copy(i)
+        yield tr.event
+        yield from self._copied(copied)
+        if self.msg_on:
+            yield from self._handle(i)
+
     def _request(self, i: int) -> Any:
         """Worker ``i`` starts a step: it sends its RunGraph requests to the PS tasks, then to
         its own task (which receives it at once); each PS shard receives its request and

@@ -355,7 +355,7 @@ class SimSession(BaseSession):
             if master is not None and targets:  # (after the client's own work for a step)
                 begin = master.occupy(now, master.perf_spec.step_s, SoftwareWork(c, "Session.run"))
                 heapq.heappush(heap, (begin, len(heap), "send", master, targets))
-        calls, seq = [], len(heap)
+        calls, seq, started = [], len(heap), set()
         while heap:
             t, _, kind, master, x = heapq.heappop(heap)
             seq += 1
@@ -371,9 +371,10 @@ class SimSession(BaseSession):
             else:  # the task receives it: its devices may start (on the first client's call)
                 task, cpu, lat = x
                 got = cpu.occupy(t, cpu.perf_spec.message_s, work)
-                self._called[(task, master.name.rsplit("/", 1)[0])] = got
+                self._called[(task, _task(master.name))] = got
                 devices = cluster.task_devices(task)
-                if not any(k[0] == task for k in list(self._called)[:-1]):
+                if task not in started:
+                    started.add(task)
                     for d in devices:
                         if d.busy_until < got:
                             d.busy_until = got
@@ -386,9 +387,12 @@ class SimSession(BaseSession):
         last reply received."""
         env = self.cluster.env
         work = SoftwareWork("RunGraph reply", "RunGraph")
-        heap = []
+        heap, done_of = [], {}
         for k, (master, cpu, lat, devices) in enumerate(calls):
-            done = max(max((r[2] for r in d.records), default=0.0) for d in devices)
+            done = done_of.get(cpu)  # (a task called by several clients: once)
+            if done is None:
+                done = max(max((r[2] for r in d.records), default=0.0) for d in devices)
+                done_of[cpu] = done
             heap.append((done, k, True, master, cpu, lat))
         heapq.heapify(heap)
         end, seq = env.now, len(heap)

@@ -157,14 +157,7 @@ class SyncPS(_Driver):
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
             t0 = env.now
-            if msg:
-                yield from self._request(i)
-            tr = self.inflight[i] = net.pull(i, parts)
-            copied = self._copy(i)
-            yield tr.event
-            yield from self._copied(copied)
-            if msg:
-                yield from self._handle(i)
+            yield from self._pull(i)
             t1 = env.now
             yield from self._compute(i, tag)
             g = _Grad(i, tag, read)
@@ -329,14 +322,7 @@ class AsyncPS(_Driver):
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
             t0 = env.now
-            if msg:
-                yield from self._request(i)
-            tr = self.inflight[i] = net.pull(i, parts)
-            copied = self._copy(i)
-            yield tr.event
-            yield from self._copied(copied)
-            if msg:
-                yield from self._handle(i)
+            yield from self._pull(i)
             t1 = env.now
             yield from self._compute(i, read)
             g = _Grad(i, read, read)
