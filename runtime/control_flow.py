@@ -284,7 +284,7 @@ def map_fn(
     with g.name_scope(name or "map"):
         flat, n, structured = _leading(elems, "map_fn")
         if n is None:
-            return _map_loop(fn, elems, flat, structured, dtype)
+            return _map_loop(fn, elems, flat, structured, dtype, parallel_iterations)
         if n == 0:
             raise InvalidArgumentError("map_fn: no elements (a first dimension of 0)")
         return _stacked([fn(_slices(elems, flat, i, structured)) for i in range(n)])
@@ -308,7 +308,9 @@ def scan(
     with g.name_scope(name or "scan"):
         flat, n, structured = _leading(elems, "scan")
         if n is None:
-            return _scan_loop(fn, elems, flat, structured, initializer, reverse)
+            return _scan_loop(
+                fn, elems, flat, structured, initializer, reverse, parallel_iterations
+            )
         order = list(range(n))[::-1] if reverse else list(range(n))
         if initializer is None:
             if not order:
@@ -428,10 +430,18 @@ def while_loop(
     the same structure. A variable whose shape changes between iterations needs a
     ``shape_invariants`` entry that allows it. ``maximum_iterations`` stops the loop after that
     many iterations. Differentiable (``back_prop``): the gradient is a backward loop over the
-    saved iterations. ``parallel_iterations`` and ``swap_memory`` are accepted; iterations run
-    one after the other (ops within one run in parallel)."""
+    saved iterations. Up to ``parallel_iterations`` iterations run at once where dependencies
+    allow (runtime/frames.py says when that can matter); ``swap_memory`` is accepted."""
     if not callable(cond) or not callable(body):
         raise TypeError("while_loop: cond and body must be callables")
+    if (
+        isinstance(parallel_iterations, bool)
+        or not isinstance(parallel_iterations, (int, np.integer))
+        or parallel_iterations < 1
+    ):
+        raise ValueError(
+            f"while_loop: parallel_iterations must be a positive integer, got {parallel_iterations!r}"
+        )
     if isinstance(loop_vars, (list, tuple)) and not loop_vars:
         raise InvalidArgumentError("while_loop: no loop variables")
     g = get_default_graph()
@@ -459,7 +469,16 @@ def while_loop(
         frame = scope.rstrip("/")
         ctx = _Loop(g, frame, outer)
         enters = [
-            apply_op("Enter", [v], {"frame_name": frame, "is_constant": False}, name="Enter")
+            apply_op(
+                "Enter",
+                [v],
+                {
+                    "frame_name": frame,
+                    "is_constant": False,
+                    "parallel_iterations": int(parallel_iterations),
+                },
+                name="Enter",
+            )
             for v in flat_init
         ]
         ctx.ops.update(enters)
@@ -469,10 +488,10 @@ def while_loop(
                 apply_op(
                     "Merge",
                     [e.outputs[0]],
-                    {"loop_frame": frame, "shape_invariant": inv},
+                    {"loop_frame": frame, "shape_invariant": inv, "pivot": k == 0},
                     name="Merge",
                 )
-                for e, inv in zip(enters, invariants)
+                for k, (e, inv) in enumerate(zip(enters, invariants))
             ]
             cur = [m.outputs[0] for m in merges]
             ctx.pivot = cur[0]
@@ -572,6 +591,7 @@ def while_loop(
                 captured=captured,
                 arrays=arrays,
                 exits=[e.outputs[0] for e in exits],
+                parallel=int(parallel_iterations),
             )
     user_outs = _as_arrays(outs[1:] if counted else outs, arrays)
     if isinstance(loop_vars, (list, tuple, dict)):
@@ -712,6 +732,7 @@ def _loop_grad(op: Operation, grads: list) -> list:
         b_body,
         [*gys, *accs],
         back_prop=False,
+        parallel_iterations=info.parallel,
         name=op.name + "_backward",
         return_same_structure=True,
     )
@@ -792,7 +813,9 @@ def _rows_shape(flat_out: list, shapes: list) -> list:
     return out
 
 
-def _map_loop(fn: Callable, elems: Any, flat: list, structured: bool, dtype: Any) -> Any:
+def _map_loop(
+    fn: Callable, elems: Any, flat: list, structured: bool, dtype: Any, parallel: Any = None
+) -> Any:
     """map_fn with a while_loop: one iteration per slice, the results stacked as they come."""
     from . import dtypes as _dt
     from .graph import TensorShape
@@ -825,6 +848,7 @@ def _map_loop(fn: Callable, elems: Any, flat: list, structured: bool, dtype: Any
         body,
         [convert_to_tensor(np.int32(0)), *init],
         shape_invariants=[TensorShape([]), *[TensorShape(None)] * len(init)],
+        parallel_iterations=10 if parallel is None else parallel,
         return_same_structure=True,
     )
     outs = _rows_shape(list(res[1:]), seen.get("shapes", [None] * len(init)))
@@ -833,7 +857,7 @@ def _map_loop(fn: Callable, elems: Any, flat: list, structured: bool, dtype: Any
     return outs[0]
 
 
-def _scan_loop(fn, elems, flat, structured, initializer, reverse) -> Any:
+def _scan_loop(fn, elems, flat, structured, initializer, reverse, parallel=None) -> Any:
     """scan with a while_loop (see ``_map_loop``); ``reverse`` goes from the last slice."""
     from .graph import TensorShape
     from .ops.array import shape
@@ -875,6 +899,7 @@ def _scan_loop(fn, elems, flat, structured, initializer, reverse) -> Any:
         body,
         [start, *acc_flat, *outs0],
         shape_invariants=[TensorShape([]), *[a.shape for a in acc_flat]] + [TensorShape(None)] * k,
+        parallel_iterations=10 if parallel is None else parallel,
         return_same_structure=True,
     )
     outs = _rows_shape(list(res[1 + k :]), seen["shapes"])

@@ -177,6 +177,9 @@ class PreparedGraph:
         self.has_cond = False
         #: the frames of its while loops (runtime/frames.py), or None
         self.frames: Any = None
+        #: nodes the schedule runs beyond ``nodes`` (the copies of loops whose iterations run in
+        #: parallel), with the indices after theirs
+        self.extra_nodes: list[Node] = []
         #: the extension point of other layers: data they keep per prepared graph, by owner
         #: (the simulator keeps its memory charges and step programs under "sim")
         self.extensions: dict[str, Any] = {}
@@ -361,7 +364,8 @@ def build_prepared(
             n.dead_rule = _DEAD_RULES.get(n.op.type, 1)
     prep = PreparedGraph(nodes, len(slot_of), feed_slots, fetch_slots, straight)
     prep.has_cond = has_cond
-    prep.frames = analyze_frames(nodes) if has_cond else None
+    prep.frames = analyze_frames(nodes, len(slot_of)) if has_cond else None
+    slot_node = [None if t is None or t in feed_slots else node_of[t.op] for t in slot_tensor]
     if prep.frames is not None:
         # (a loop's _Recv may have gained a control input: counts and roots follow)
         prep.initial_pending = [n.n_preds for n in nodes]
@@ -369,8 +373,25 @@ def build_prepared(
         for fr in prep.frames.frames:
             for s in fr.pinned:
                 prep.initial_refs[s] += 1 << 30  # captured by a loop: kept while it runs
+        clones = prep.frames.clones
+        if clones:  # parallel loops' copies of their nodes and slots (runtime/frames.py)
+            prep.extra_nodes = clones
+            prep.n_slots += len(prep.frames.clone_slots)
+            prep.initial_pending += [k.n_preds for k in clones]
+            refs = prep.initial_refs
+            refs += [0] * len(prep.frames.clone_slots)
+            for k in clones:
+                for s in k.ins:
+                    if s >= len(slot_of):
+                        refs[s] += 1
+            slot_tensor += [slot_tensor[s] for s in prep.frames.clone_slots]
+            slot_node += [slot_node[s] for s in prep.frames.clone_slots]
+            for k in clones:
+                for s in k.outs:
+                    if s is not None and s >= len(slot_of):
+                        slot_node[s] = k
     prep.slot_tensor = slot_tensor
-    prep.slot_node = [None if t is None or t in feed_slots else node_of[t.op] for t in slot_tensor]
+    prep.slot_node = slot_node
     return prep
 
 
@@ -540,8 +561,8 @@ def run_clocked(
             plan, vals, pending, refs, ready, dead_nodes, _store, fast=observer is None
         )
         store = frames.store
-        if frames.runners:  # simple loops' fast paths: pseudo-nodes after the graph's
-            nodes = nodes + frames.runners
+        if plan.extra_nodes or frames.runners:  # loops' copies, simple loops' fast paths
+            nodes = nodes + plan.extra_nodes + frames.runners
     while True:
         while ready and failure is None:
             node = nodes[ready.pop()]

@@ -15,9 +15,23 @@ plain store:
   over: its Exits deliver, and the frame is reset for the next time it is entered (an inner
   loop runs once per iteration of its outer loop).
 
-Iterations of one loop run one after the other (their ops run in parallel within an iteration,
-and separate loops in parallel with each other); TensorFlow's ``parallel_iterations`` is
-accepted and not used.
+Iterations run in parallel where dependencies allow, up to the loop's ``parallel_iterations``
+(TensorFlow's meaning), when that can change anything: in a loop with no inner loop and with an
+op that does not run inline (a simulated device's, a Send/Recv, a thread pool's), for example
+the layers of an RNN placed on two devices, whose iterations then overlap as a pipeline. Such a
+*parallel* frame has ``parallel_iterations`` copies of its nodes and slots (``_Copy``; copy 0 is
+the graph's own nodes, the others clones made when the graph is prepared, with node and slot
+indices after the graph's): iteration ``k`` runs on copy ``k mod parallel_iterations``. A
+NextIteration's live value starts the next iteration at once (its Merge, and the nodes with no
+input from the iteration), so iteration ``k + 1`` runs beside ``k`` as far as its inputs allow;
+a copy is reused when its iteration has run every node, until then the values for it wait. A
+tensor captured from outside (a constant Enter) that arrives after an iteration has started is
+handed to that iteration's nodes then. The loop ends when an iteration's NextIterations were
+dead and no iteration runs any more; the Exits then deliver their live values. A Send/Recv pair
+inside gets one rendezvous key per copy (the key's ``frame:iter`` field), so iterations in flight
+never meet each other's tensors. Other loops (all ops inline, or an inner loop inside) run their
+iterations one after the other, ops within an iteration in parallel, which gives the same
+values: there, running iterations side by side could not change when anything ends.
 
 A *simple* loop (no inner loop or cond; every op runs inline on its device: CPU kernels, or GPU
 kernels enqueued on their stream; its Switches all take the loop's predicate) runs its second and
@@ -31,6 +45,7 @@ or reset per op, which makes an iteration several times cheaper (bench/control_f
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from .errors import InvalidArgumentError, UnimplementedError
@@ -41,7 +56,7 @@ _NORMAL, _ENTER, _EXIT, _NEXT, _MERGE, _RUNNER = range(6)
 
 class _Frame:
     __slots__ = ("id", "name", "parent", "nodes", "merges", "exits", "reset_pending")
-    __slots__ += ("restart", "slots", "pinned", "fast")
+    __slots__ += ("restart", "slots", "pinned", "fast", "parallel", "copies", "enter_of")
 
     def __init__(self, fid: int, name: str, parent: int):
         self.id = fid
@@ -55,16 +70,56 @@ class _Frame:
         self.slots: list[int] = []  # slots written in the frame (their counts reset)
         self.pinned: list[int] = []  # slots of captured tensors (constant Enters): kept
         self.fast: _FastPlan | None = None  # a simple loop's fast path (see the module doc)
+        self.parallel = 1  # iterations that may run at once (the loop's parallel_iterations)
+        self.copies: list[_Copy] = []  # a parallel frame's copies (copy 0: the graph's nodes)
+        #: a parallel frame's constant Enters -> (per copy) their consumers in it
+        self.enter_of: dict[int, list[int]] = {}
+
+
+class _Copy:
+    """One copy of a parallel frame's nodes: where each of the frame's nodes is in it (``at``),
+    and what is reset when an iteration starts on it."""
+
+    __slots__ = ("at", "nodes", "entry", "reset_pending", "restart", "slots", "waits")
+
+    def __init__(self) -> None:
+        self.at: dict[int, int] = {}  # the frame's node (copy 0 index) -> its index here
+        self.nodes: list[int] = []
+        self.entry: dict[int, int] = {}  # loop Merge (copy 0 index) -> the slot it reads here
+        self.reset_pending: dict[int, int] = {}  # node -> predecessors inside the iteration
+        self.restart: list[int] = []  # nodes with none of those
+        self.slots: list[int] = []  # slots written here (their counts reset)
+        #: node -> the constant Enters it waits for (they run once, outside the loop)
+        self.waits: dict[int, list[int]] = {}
 
 
 class Frames:
     """The frames of a prepared graph (see the module docstring)."""
 
-    def __init__(self, frames: list[_Frame], role: list[int], frame_of: list[int], merge_of):
+    def __init__(
+        self,
+        frames: list[_Frame],
+        role: list[int],
+        frame_of: list[int],
+        merge_of,
+        clones: list | None = None,
+        clone_slots: list[int] | None = None,
+    ):
         self.frames = frames
         self.role = role  # per node: _NORMAL, _ENTER, _EXIT, _NEXT or _MERGE (+ runners)
         self.frame_of = frame_of  # per node: the frame it runs in (0: the step's)
-        self.merge_of = merge_of  # per NextIteration node: its Merge's index
+        self.merge_of = merge_of  # per NextIteration node: its Merge's index (copy 0's)
+        #: parallel frames' copies of their nodes (indices after the graph's), and per slot they
+        #: add, the graph's slot it copies
+        self.clones: list = clones or []
+        self.clone_slots: list[int] = clone_slots or []
+        self.copy_of = [0] * len(role)  # per node: its copy of a parallel frame (0: the graph's)
+        self.origin = list(range(len(role)))  # per node: the graph's node it copies
+        for fr in frames:
+            for c, cp in enumerate(fr.copies[1:], 1):
+                for i, k in cp.at.items():
+                    self.copy_of[k] = c
+                    self.origin[k] = i
         #: frames with a fast path; their runners take the node indices after the graph's
         self.fast_frames = [fr.id for fr in frames if fr.fast is not None]
         n = len(role)
@@ -72,6 +127,8 @@ class Frames:
             frames[fid].fast.index = n + k
             role.append(_RUNNER)
             frame_of.append(fid)
+            self.copy_of.append(0)
+            self.origin.append(n + k)
 
     def step(
         self, plan, vals, pending, refs, ready, dead_nodes, plain_store, fast: bool = False
@@ -81,8 +138,9 @@ class Frames:
         return _StepFrames(self, plan, vals, pending, refs, ready, dead_nodes, plain_store, fast)
 
 
-def analyze(nodes: list) -> Frames | None:
-    """The frames of ``nodes`` (in topological order), or None when there is no loop."""
+def analyze(nodes: list, n_slots: int = 0) -> Frames | None:
+    """The frames of ``nodes`` (in topological order), or None when there is no loop;
+    ``n_slots``: the graph's slots (a parallel frame's copies take the indices after them)."""
     if not any(n.op.type == "Enter" for n in nodes):
         return None
     index_of = {n.op.name: n.index for n in nodes}
@@ -166,9 +224,11 @@ def analyze(nodes: list) -> Frames | None:
                     "loop's ops on one task"
                 )
             if t == "_Recv" and fr.merges and not n.ins and not n.ctrl_preds:
-                # armed by the loop's first Merge in every iteration (and at each entry into
-                # the loop), not once per step as a root
-                _add_control_edge(nodes, fr.merges[0], i)
+                # armed in every iteration (and at each entry into the loop), not once per step
+                # as a root: by the Merge of the loop's first variable (its pivot; a counter in
+                # most loops), which starts an iteration before the others can
+                pivot = [m for m in fr.merges if nodes[m].op.attrs.get("pivot")]
+                _add_control_edge(nodes, (pivot or fr.merges)[0], i)
             if role[i] == _MERGE:
                 continue
             preds = {producer[s] for s in n.ins if s in producer} | set(n.ctrl_preds)
@@ -185,7 +245,116 @@ def analyze(nodes: list) -> Frames | None:
             raise InvalidArgumentError(f"while_loop {fr.name!r}: {missing[0]} has no NextIteration")
     for fr in frames[1:]:
         fr.fast = _fast_plan(fr, frames, nodes, role, producer, merge_of)
-    return Frames(frames, role, frame_of, merge_of)
+    parallel = [
+        fr
+        for fr in frames[1:]
+        if _parallel_iterations(fr, nodes) > 1
+        and not any(f.parent == fr.id for f in frames)
+        and not all(_inline(nodes[i]) for i in fr.nodes)
+    ]
+    if not parallel:
+        return Frames(frames, role, frame_of, merge_of)
+    clones: list = []
+    origins: list[int] = []
+    clone_slots: list[int] = []
+    for fr in parallel:
+        fr.fast = None
+        fr.parallel = _parallel_iterations(fr, nodes)
+        _copy_frame(fr, nodes, role, producer, n_slots, clones, origins, clone_slots)
+    for k, i in zip(clones, origins):
+        role.append(role[i])
+        frame_of.append(frame_of[i])
+        if role[i] == _NEXT:
+            merge_of[k.index] = merge_of[i]
+    return Frames(frames, role, frame_of, merge_of, clones, clone_slots)
+
+
+def _inline(n: Any) -> bool:
+    return not (n.is_async or n.heavy or n.timed or not getattr(n.device, "synchronous", False))
+
+
+def _parallel_iterations(fr: _Frame, nodes: list) -> int:
+    """The loop's ``parallel_iterations`` (on its loop variables' Enters; 1 if not given)."""
+    p = 1
+    for m in fr.merges:
+        e = nodes[m].input_tensors[0].op
+        if e.type == "Enter":
+            p = max(p, int(e.attrs.get("parallel_iterations", 1)))
+    return p
+
+
+def _copy_frame(
+    fr: _Frame,
+    nodes: list,
+    role: list,
+    producer: dict,
+    n_slots: int,
+    clones: list,
+    origins: list,
+    slots: list,
+) -> None:
+    """Make the copies of parallel frame ``fr`` (see the module docstring). New nodes get the
+    indices after the graph's and the clones made so far (``origins``: the node each copies);
+    new slots after ``n_slots`` and the slots made so far (``slots``: the slot each copies)."""
+    members = fr.nodes
+    member_set = set(members)
+    enters = {
+        p: [c for c in nodes[p].consumers if c in member_set]
+        for i in members
+        for p in ({producer[s] for s in nodes[i].ins if s in producer} | set(nodes[i].ctrl_preds))
+        if role[p] == _ENTER
+    }
+    fr.enter_of = {e: cs for e, cs in enters.items() if nodes[e].op.attrs.get("is_constant")}
+    base = _Copy()
+    base.at = {i: i for i in members}
+    base.nodes = list(members)
+    base.entry = {m: nodes[m].ins[0] for m in fr.merges}
+    base.reset_pending = dict(fr.reset_pending)
+    base.restart = list(fr.restart)
+    base.slots = list(fr.slots)
+    fr.copies = [base]
+    waits: dict[int, list[int]] = {}
+    for e, cs in fr.enter_of.items():
+        for c in cs:
+            waits.setdefault(c, []).append(e)
+    base.waits = waits
+    n_graph = len(nodes)
+    for c in range(1, fr.parallel):
+        cp = _Copy()
+        cp.at = {i: n_graph + len(clones) + k for k, i in enumerate(members)}
+        slot_at: dict[int, int] = {}
+        for i in members:
+            for s in nodes[i].outs:
+                if s is not None and role[i] != _EXIT:  # an Exit's slot is the outer frame's
+                    slot_at[s] = n_slots + len(slots)
+                    slots.append(s)
+        for m in fr.merges:
+            cp.entry[m] = n_slots + len(slots)
+            slots.append(nodes[m].ins[0])
+        for i in members:
+            n = nodes[i]
+            k = copy.copy(n)
+            k.index = cp.at[i]
+            k.ins = [slot_at.get(s, s) for s in n.ins]
+            if role[i] == _MERGE:
+                k.ins[0] = cp.entry[i]
+            k.outs = [None if s is None else slot_at.get(s, s) for s in n.outs]
+            k.consumers = [cp.at[j] for j in n.consumers if j in cp.at]
+            k.ctrl_preds = [cp.at.get(p, p) for p in n.ctrl_preds]
+            k.free_after = []
+            k.memo = None
+            if n.op.type in ("_Send", "_Recv"):  # one rendezvous key per copy
+                k.ctx = copy.copy(n.ctx)
+                key = n.ctx.attrs["key"]
+                k.ctx.attrs = {**n.ctx.attrs, "key": f"{key.rsplit(';', 1)[0]};{fr.id}:{c}"}
+            clones.append(k)
+            origins.append(i)
+        cp.nodes = [cp.at[i] for i in members]
+        cp.reset_pending = {cp.at[i]: v for i, v in fr.reset_pending.items()}
+        cp.restart = [cp.at[i] for i in fr.restart]
+        cp.slots = list(slot_at.values()) + list(cp.entry.values())
+        cp.waits = {cp.at[i]: es for i, es in waits.items()}
+        fr.copies.append(cp)
 
 
 class _FastPlan:
@@ -317,6 +486,20 @@ class _State:
         self.iteration = 0
 
 
+class _ParState:
+    """One step's state of a parallel frame's iterations."""
+
+    __slots__ = ("on", "counts", "waiting", "ended", "exits", "arrived")
+
+    def __init__(self, copies: int) -> None:
+        self.on = [0] + [-1] * (copies - 1)  # per copy: the iteration it runs, or -1
+        self.counts = [0] * copies  # per copy: its nodes finished in that iteration
+        self.waiting: dict[int, dict[int, Any]] = {}  # iteration -> Merge -> value, copy busy
+        self.ended = False  # an iteration's NextIterations were dead: no later one starts
+        self.exits: dict[int, Any] = {}  # Exit (copy 0 index) -> its live value
+        self.arrived: set[int] = set()  # the frame's constant Enters that have run
+
+
 class _StepFrames:
     """One step's frame states; ``store(node, r, vals, pending, ready)`` replaces the plain
     store of a finished node's outputs."""
@@ -332,20 +515,26 @@ class _StepFrames:
         self.vals, self.pending, self.refs = vals, pending, refs
         self.ready, self.dead_nodes = ready, dead_nodes
         self.states = [_State() for _ in frames.frames]
+        self._copy_of, self._origin = frames.copy_of, frames.origin
+        #: per frame: its _ParState when it is parallel, else None
+        self.par = [_ParState(fr.parallel) if fr.copies else None for fr in frames.frames]
+        self._par_enter = {e: fr.id for fr in frames.frames for e in fr.enter_of}
         #: per-step pseudo-nodes running simple loops (their indices follow the graph's nodes)
         self.runners = [_LoopRunner(self, fid) for fid in frames.fast_frames] if fast else []
 
     def store(self, node: Any, r: Any, vals: list, pending: list, ready: list) -> None:
         i = node.index
         role = self._role[i]
+        fid = self._frame_of[i]
+        if self.par[fid] is not None:
+            self._store_parallel(node, r, role, fid)
+            return
         if role == _NEXT:
-            fid = self._frame_of[i]
             self.states[fid].nexts[self._merge_of[i]] = r
         elif role == _EXIT:
-            fid = self._frame_of[i]
             self.states[fid].exit_vals[i] = r
         elif role == _RUNNER:  # a simple loop ran to its end on the fast path
-            self._loop_over(self._frame_of[i], r)
+            self._loop_over(fid, r)
             return
         else:
             # (the schedule's plain store, inlined: the hot path of a loop's every node)
@@ -362,7 +551,8 @@ class _StepFrames:
                 pending[c] = left
                 if not left:
                     ready.append(c)
-            fid = self._frame_of[i]
+            if role == _ENTER and i in self._par_enter:
+                self._invariant_arrived(i)
             if role == _MERGE and not self.states[fid].running:
                 self.states[fid].running = True
                 parent = self.f.frames[fid].parent
@@ -373,6 +563,117 @@ class _StepFrames:
             st.count += 1
             if st.count == self._sizes[fid]:
                 self._iteration_over(fid)
+
+    # ---- parallel frames (see the module docstring) -------------------------------------------
+
+    def _store_parallel(self, node: Any, r: Any, role: int, fid: int) -> None:
+        i = node.index
+        ps = self.par[fid]
+        c = self._copy_of[i]
+        if role == _NEXT:
+            if r is DEAD:
+                ps.ended = True  # the condition was false: this iteration is the last
+            else:
+                self._next_value(fid, ps, c, self._merge_of[i], r)
+        elif role == _EXIT:
+            if r is not DEAD:
+                ps.exits[self._origin[i]] = r
+        else:
+            self.plain(node, r, self.vals, self.pending, self.ready)
+            if role == _MERGE:
+                st = self.states[fid]
+                if not st.running:
+                    st.running = True
+                    parent = self.f.frames[fid].parent
+                    if parent > 0:
+                        self.states[parent].children += 1
+        ps.counts[c] += 1
+        if ps.counts[c] == self._sizes[fid]:
+            self._copy_done(fid, ps, c)
+
+    def _next_value(self, fid: int, ps: _ParState, c: int, merge: int, r: Any) -> None:
+        """A live NextIteration value of copy ``c``'s iteration: it starts the next one."""
+        it = ps.on[c] + 1
+        fr = self.f.frames[fid]
+        to = it % fr.parallel
+        if ps.on[to] != it:
+            if ps.on[to] != -1:  # the copy still runs an earlier iteration: the value waits
+                ps.waiting.setdefault(it, {})[merge] = r
+                return
+            self._start(fr, ps, to, it)
+        cp = fr.copies[to]
+        self.vals[cp.entry[merge]] = r
+        self.ready.append(cp.at[merge])
+
+    def _start(self, fr: _Frame, ps: _ParState, c: int, it: int) -> None:
+        """Iteration ``it`` starts on copy ``c``: its counts are reset, and the nodes that
+        wait for nothing of it are ready."""
+        cp = fr.copies[c]
+        pending, refs, ready = self.pending, self.refs, self.ready
+        arrived = ps.arrived
+        for i, k in cp.reset_pending.items():
+            w = cp.waits.get(i)
+            if w is not None:
+                k += sum(1 for e in w if e not in arrived)
+            pending[i] = k
+        init_refs = self.plan.initial_refs
+        for s in cp.slots:
+            refs[s] = init_refs[s]
+        if self.dead_nodes:
+            self.dead_nodes.difference_update(cp.nodes)
+        for i in cp.restart:
+            if not pending[i]:
+                ready.append(i)
+        ps.on[c] = it
+        ps.counts[c] = 0
+
+    def _invariant_arrived(self, enter: int) -> None:
+        """A constant Enter of a parallel frame has run: the iterations already started on
+        other copies than the graph's own get its value now (copy 0's nodes count it)."""
+        fid = self._par_enter[enter]
+        fr = self.f.frames[fid]
+        ps = self.par[fid]
+        ps.arrived.add(enter)
+        pending, ready = self.pending, self.ready
+        for c in range(1, fr.parallel):
+            if ps.on[c] == -1:
+                continue
+            at = fr.copies[c].at
+            for j in fr.enter_of[enter]:
+                k = at[j]
+                left = pending[k] - 1
+                pending[k] = left
+                if not left:
+                    ready.append(k)
+
+    def _copy_done(self, fid: int, ps: _ParState, c: int) -> None:
+        """Copy ``c``'s iteration has run every node: the copy is free for a later one."""
+        fr = self.f.frames[fid]
+        nxt = ps.on[c] + fr.parallel
+        ps.on[c] = -1
+        held = ps.waiting.pop(nxt, None)
+        if held is not None:
+            self._start(fr, ps, c, nxt)
+            cp = fr.copies[c]
+            for m, v in held.items():
+                self.vals[cp.entry[m]] = v
+                self.ready.append(cp.at[m])
+            return
+        if ps.ended and not ps.waiting and all(x == -1 for x in ps.on):
+            self._parallel_over(fid, ps)
+
+    def _parallel_over(self, fid: int, ps: _ParState) -> None:
+        fr = self.f.frames[fid]
+        exits = ps.exits
+        self.par[fid] = _ParState(fr.parallel)
+        vals, refs, init_refs = self.vals, self.refs, self.plan.initial_refs
+        for cp in fr.copies[1:]:
+            for s in cp.slots:
+                vals[s] = None
+                refs[s] = init_refs[s]
+            if self.dead_nodes:
+                self.dead_nodes.difference_update(cp.nodes)
+        self._loop_over(fid, exits)
 
     def _iteration_over(self, fid: int) -> None:
         st = self.states[fid]

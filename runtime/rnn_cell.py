@@ -561,12 +561,14 @@ def dynamic_rnn(
     final_state)`` with outputs ``[batch, time, cell.output_size]`` (``[time, batch, ...]`` with
     ``time_major``), computed by unrolling the cell over the steps (``static_rnn``), with the same
     variable names as TF's (``rnn/<cell>/kernel``) and the same ``sequence_length`` semantics:
-    zero outputs past a row's length, its state carried through. ``parallel_iterations`` and
-    ``swap_memory`` are accepted and ignored. A time dimension known only when the graph runs is
-    gone over by a ``while_loop`` (one iteration per step, the same cell, the same names)."""
+    zero outputs past a row's length, its state carried through. A time dimension known only when
+    the graph runs is gone over by a ``while_loop`` (one iteration per step, the same cell, the
+    same names; ``parallel_iterations`` as TF's, 32 by default); ``swap_memory`` is accepted."""
     x, steps = _time_steps(inputs, time_major, "dynamic_rnn")
     if steps is None:
-        return _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope)
+        return _rnn_loop(
+            cell, x, sequence_length, initial_state, dtype, time_major, scope, parallel_iterations
+        )
     xs = _manip.unstack(x, num=steps, axis=0 if time_major else 1)
     outputs, state = static_rnn(cell, xs, initial_state, dtype, sequence_length, scope or "rnn")
     return _manip.stack(outputs, axis=0 if time_major else 1), state
@@ -644,7 +646,14 @@ def bidirectional_dynamic_rnn(
 
     with variable_scope(scope or "bidirectional_rnn"):
         out_fw, st_fw = dynamic_rnn(
-            cell_fw, x, sequence_length, initial_state_fw, dtype, time_major=time_major, scope="fw"
+            cell_fw,
+            x,
+            sequence_length,
+            initial_state_fw,
+            dtype,
+            parallel_iterations,
+            time_major=time_major,
+            scope="fw",
         )
         with name_scope("bw"):
             x_bw = backwards(x)
@@ -654,6 +663,7 @@ def bidirectional_dynamic_rnn(
             sequence_length,
             initial_state_bw,
             dtype,
+            parallel_iterations,
             time_major=time_major,
             scope="bw",
         )
@@ -662,7 +672,7 @@ def bidirectional_dynamic_rnn(
     return (out_fw, out_bw), (st_fw, st_bw)
 
 
-def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope):
+def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope, parallel=None):
     """dynamic_rnn over a time dimension known only when the graph runs: a while_loop, one
     iteration per step, the outputs stacked as they come."""
     from .control_flow import _appended, _flatten, _pack, while_loop
@@ -699,6 +709,7 @@ def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope)
             body,
             [convert_to_tensor(np.int32(0)), *flat0, _manip.zeros([0], out_dtype)],
             shape_invariants=[TensorShape([]), *[v.shape for v in flat0], TensorShape(None)],
+            parallel_iterations=32 if parallel is None else parallel,
             return_same_structure=True,
         )
     outs = res[k + 1]

@@ -414,7 +414,7 @@ class SimSession(BaseSession):
         plan.prepared.straight_line = False  # every node goes through the simulated clock
         # Memory accounting (devices/memory.py): whether each node's outputs are new buffers or
         # views sharing their input's buffer; variables are charged once, apart.
-        charges = charges_of(plan.prepared.nodes)
+        charges = charges_of(plan.prepared.nodes + plan.prepared.extra_nodes)
         for n in plan.prepared.nodes:
             if not (n.timed or n.is_async):
                 raise FailedPreconditionError(f"{n!r} is not on a simulated device's clock")
