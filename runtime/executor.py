@@ -117,6 +117,7 @@ class Node:
         "dead_rule",
         "ctrl_preds",
         "on_stream",
+        "frame_keyed",
     )
 
     def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
@@ -148,6 +149,9 @@ class Node:
         #: never (Send/Recv carry deadness); ``ctrl_preds``: its control predecessors' indices
         self.dead_rule = 1
         self.ctrl_preds: list[int] = []
+        #: a Send/Recv inside a loop whose peer is in another process: its rendezvous key names
+        #: the iteration (runtime/frames.py)
+        self.frame_keyed = False
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name} on {getattr(self.device, 'name', self.device)}>"
@@ -614,7 +618,10 @@ def run_clocked(
                     done = _completer(put, node)
                     try:
                         if node.is_async:
-                            node.fn(node.ctx, step, inputs, done)
+                            if node.frame_keyed:
+                                node.fn(node.ctx, frames.keyed(node, step), inputs, done)
+                            else:
+                                node.fn(node.ctx, step, inputs, done)
                         else:
                             node.device.run(node, inputs, done, step)
                     except Exception as e:  # noqa: BLE001 - becomes the node's completion

@@ -33,6 +33,12 @@ never meet each other's tensors. Other loops (all ops inline, or an inner loop i
 iterations one after the other, ops within an iteration in parallel, which gives the same
 values: there, running iterations side by side could not change when anything ends.
 
+A Send or Recv inside a loop whose peer runs in another process (a loop spanning tasks; the
+partitioner gave this process a control loop driven by the loop's predicate,
+runtime/partition.py ``_control_loops``) sends and receives under a key naming the iteration of
+every loop around it (``_StepFrames.tag``), so both processes' iterations meet one to one however
+far one runs ahead.
+
 A *simple* loop (no inner loop or cond; every op runs inline on its device: CPU kernels, or GPU
 kernels enqueued on their stream; its Switches all take the loop's predicate) runs its second and
 later iterations on a fast path when nothing observes the step (no tracing, no simulated
@@ -218,11 +224,14 @@ def analyze(nodes: list, n_slots: int = 0) -> Frames | None:
             n = nodes[i]
             t = n.op.type
             if (t == "_Send" and i not in recv_of) or (t == "_Recv" and i not in sender):
-                raise UnimplementedError(
-                    f"while_loop {fr.name!r}: {n.op.name} crosses to another task inside the "
-                    "loop; a loop may span the devices of one process, not tasks: place the "
-                    "loop's ops on one task"
-                )
+                # its peer runs in another process, which counts the loop's iterations too
+                # (partition.py gives it a control loop): the key names the iteration
+                if not fr.merges:
+                    raise UnimplementedError(
+                        f"while_loop {fr.name!r}: {n.op.name} crosses to another process inside "
+                        "the loop, and this process has no control loop for it"
+                    )
+                n.frame_keyed = True
             if t == "_Recv" and fr.merges and not n.ins and not n.ctrl_preds:
                 # armed in every iteration (and at each entry into the loop), not once per step
                 # as a root: by the Merge of the loop's first variable (its pivot; a counter in
@@ -564,6 +573,27 @@ class _StepFrames:
             if st.count == self._sizes[fid]:
                 self._iteration_over(fid)
 
+    # ---- Send/Recv to another process inside a loop ------------------------------------------
+
+    def keyed(self, node: Any, step: Any) -> _KeyedStep:
+        """``step`` as ``node`` (a Send/Recv whose peer is in another process) sees it: its
+        rendezvous keys name the iterations of the loops around the node."""
+        return _KeyedStep(step, self.tag(node.index))
+
+    def tag(self, i: int) -> str:
+        """The ``frame:iteration`` field of a rendezvous key for node ``i``: every loop around
+        it, outermost first (``outer:2,inner:0``)."""
+        frames = self.f.frames
+        fid = self._frame_of[i]
+        ps = self.par[fid]
+        it = ps.on[self._copy_of[i]] if ps is not None else self.states[fid].iteration
+        parts = [f"{frames[fid].name}:{it}"]
+        fid = frames[fid].parent
+        while fid > 0:
+            parts.append(f"{frames[fid].name}:{self.states[fid].iteration}")
+            fid = frames[fid].parent
+        return ",".join(reversed(parts))
+
     # ---- parallel frames (see the module docstring) -------------------------------------------
 
     def _store_parallel(self, node: Any, r: Any, role: int, fid: int) -> None:
@@ -746,6 +776,39 @@ class _StepFrames:
         init_refs = self.plan.initial_refs
         for s in fr.slots:
             refs[s] = init_refs[s]
+
+
+class _KeyedStep:
+    """A step whose rendezvous keys carry a loop iteration (``_StepFrames.keyed``)."""
+
+    __slots__ = ("_step", "rendezvous")
+
+    def __init__(self, step: Any, tag: str):
+        self._step = step
+        self.rendezvous = _KeyedRendezvous(step.rendezvous, tag)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._step, name)
+
+
+class _KeyedRendezvous:
+    __slots__ = ("inner", "tag")
+
+    def __init__(self, inner: Any, tag: str):
+        self.inner = inner
+        self.tag = tag
+
+    def _key(self, key: str) -> str:
+        return f"{key.rsplit(';', 1)[0]};{self.tag}"
+
+    def send(self, key: str, value: Any) -> None:
+        self.inner.send(self._key(key), value)
+
+    def recv(self, key: str, done: Any) -> None:
+        self.inner.recv(self._key(key), done)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
 
 class _LoopRunner:

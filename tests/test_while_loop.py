@@ -443,7 +443,39 @@ def test_a_loop_across_two_devices_of_one_process():
                 assert got[2] == pytest.approx(wv * sum(j for k in range(4) for j in range(k)))
 
 
-def test_a_loop_spanning_two_tasks_is_refused_with_its_op_named():
+def _spanning_loops(parallel: int):
+    """A loop on the worker whose body runs on the PS, its gradient, and an outer loop on the
+    worker whose inner loop runs on the PS."""
+    w = tf.placeholder(tf.float32, [])
+    with tf.device("/job:worker/task:0"):
+
+        def body(i, y):
+            with tf.device("/job:ps/task:0"):
+                z = y * w + 1.0
+            return i + 1, z
+
+        _, y = tf.while_loop(lambda i, y: i < 5, body, [0, 1.0], parallel_iterations=parallel)
+        (gw,) = tf.gradients(y, [w])
+
+        def outer(k, acc):
+            with tf.device("/job:ps/task:0"):
+                inner = tf.while_loop(
+                    lambda j, s: j < k,
+                    lambda j, s: (j + 1, s + tf.cast(j, tf.float32) * w),
+                    [0, 0.0],
+                )[1]
+            return k + 1, acc + inner
+
+        _, total = tf.while_loop(lambda k, a: k < 4, outer, [0, 0.0])
+    return w, y, gw, total
+
+
+def test_loops_spanning_two_tasks():
+    """A loop on the worker whose body multiplies on the PS task; an outer loop on the worker
+    whose inner loop runs on the PS; and the gradient of the first. The PS gets control loops
+    fed the loop's predicate every iteration (partition._control_loops), and the tensors that
+    cross carry the iteration in their rendezvous keys: the numbers are numpy's, for several
+    steps and for one and several iterations in flight."""
     import socket
 
     import hetbed as hb
@@ -457,21 +489,20 @@ def test_a_loop_spanning_two_tasks_is_refused_with_its_op_named():
     spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
     servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
     try:
-        with tf.Graph().as_default():
-            with tf.device("/job:worker/task:0"):
-
-                def body(i, y):
-                    with tf.device("/job:ps/task:0"):
-                        z = y * 2.0
-                    return i + 1, z
-
-                _, y = tf.while_loop(lambda i, y: i < 3, body, [0, 1.0])
-            with tf.Session(servers[1].target) as s:
-                with pytest.raises(
-                    tf.errors.UnimplementedError,
-                    match="while_loop .while.: .*crosses to another task",
-                ):
-                    s.run(y)
+        for parallel in (1, 10):
+            with tf.Graph().as_default():
+                w, y, gw, total = _spanning_loops(parallel)
+                with tf.Session(servers[1].target) as s:
+                    for wv in (1.5, -0.5):
+                        got = s.run([y, gw, total], {w: wv})
+                        want = sum(wv**k for k in range(6))
+                        assert got[0] == pytest.approx(want, rel=1e-6)
+                        assert got[1] == pytest.approx(
+                            sum(k * wv ** (k - 1) for k in range(1, 6)), rel=1e-5
+                        )
+                        assert got[2] == pytest.approx(
+                            wv * sum(j for k in range(4) for j in range(k)), rel=1e-6
+                        )
     finally:
         for s in servers:
             s.stop(grace=0)

@@ -133,7 +133,12 @@ class DistributedSession(Session):
         fed_set = set(fed)
         order = pruned_order(elements, fed)
         placed = self._place(order)
-        parts = partition(order, placed.__getitem__, compress=self._compress_rule())
+        parts = partition(
+            order,
+            placed.__getitem__,
+            compress=self._compress_rule(),
+            process_of=lambda d: task_of(d.name),
+        )
         tasks: dict[str, None] = {}
         for op in parts.order:
             tasks.setdefault(task_of(parts.device_of[op].name), None)
@@ -301,7 +306,15 @@ def task_spec(
                 name = placeholder(op.outputs[0], "recv")
             recv_standin[op] = name
             order_name[op] = f"#r{len(recvs)}"
-            recvs.append({"name": op.name, "standin": name, "attrs": _attrs(op)})
+            recvs.append(
+                {
+                    "name": op.name,
+                    "standin": name,
+                    "attrs": _attrs(op),
+                    # a Recv inside a loop: armed by the loop's Merge (partition._control_loops)
+                    "control": op.control_inputs[0].name if op.control_inputs else None,
+                }
+            )
     feeds: dict[Tensor, str] = {}
 
     def ref(t: Tensor) -> str:

@@ -319,6 +319,11 @@ class Worker:
                 op.outputs = [Tensor(op, 0, out.dtype, out.shape)]
             else:
                 op.outputs = [Tensor(op, 0, attrs["dtype"], TensorShape([0]))]
+            if r.get("control") is not None:  # a Recv inside a loop: armed by its Merge
+                ctl = by_name.get(r["control"])
+                if ctl is None:
+                    raise WireError(f"{what}: recv {k} control input {r['control']!r} is unknown")
+                op.control_inputs = [ctl]
             device_of[op] = dev
             standin[stand] = op
             transfers[f"#r{k}"] = op
