@@ -3,7 +3,9 @@
 Each participant's op runs on its own device and contributes its tensor; when the last one
 arrives, the group computes the sum (or mean) once and every participant completes with the
 result on its own device. On GPUs with NCCL available (cupy.cuda.nccl), the reduction is one
-NCCL all-reduce over the participants' buffers; elsewhere it is a host-side sum.
+NCCL all-reduce over the participants' buffers; elsewhere it is a host-side sum. When each
+participant completes is the step's rendezvous' answer (``Rendezvous.all_reduce``): at once in
+process, after a ring of network flows on a simulated cluster (simulator/session.py).
 """
 
 from __future__ import annotations
@@ -64,8 +66,22 @@ def _all_reduce(ctx, step, inputs, done):
         for _, _, d in members:
             d(None, e)
         return
-    for (_, _, d), r in zip(members, results):
-        d(r)
+    # the rendezvous says when each participant holds its result: at once in process, after
+    # the ring's flows on a simulated network
+    rv = getattr(step, "rendezvous", None)
+    dones = [lambda d=d, r=r: d(r) for (_, _, d), r in zip(members, results)]
+    if rv is None:
+        for f in dones:
+            f()
+        return
+    v = members[0][0]
+    rv.all_reduce(
+        at["group_key"],
+        [dev for _, dev, _ in members],
+        float(getattr(v, "nbytes", 0)),
+        getattr(v, "dtype", np.float32),
+        dones,
+    )
 
 
 def _reduce(members: list[tuple], reduction: str) -> list:
