@@ -150,9 +150,7 @@ class SimRendezvous(LocalRendezvous):
         last = 2 * (n - 1) - 1
         names = [d.name for d in devices]
         routes = [self.route(names[i], names[(i + 1) % n]) for i in range(n)]
-        adds = [
-            d.reduction_s(chunk, dtype) if hasattr(d, "reduction_s") else 0.0 for d in devices
-        ]
+        adds = [d.reduction_s(chunk, dtype) if hasattr(d, "reduction_s") else 0.0 for d in devices]
         env, net = self.network.env, self.network
         got = [0] * n  # rounds participant i has received (and reduced)
         sent = [0] * n  # rounds of participant i that have arrived at i+1
