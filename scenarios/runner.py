@@ -188,7 +188,8 @@ def run(sc: dict) -> ScenarioResult:
     elif st["kind"] == "async":
         drv = AsyncPS(prof, c["workers"], c["ps"], c["nic"], **kw)
     else:
-        drv = AllReduceRing(prof, c["workers"], nic=c["nic"], **kw)
+        bucket = st["bucket_mb"] * 2**20 if st["bucket_mb"] > 0 else None
+        drv = AllReduceRing(prof, c["workers"], nic=c["nic"], bucket_bytes=bucket, **kw)
     # Async: a step is one applied gradient; run.steps counts steps per worker.
     res = drv.run(r["steps"] * (c["workers"] if st["kind"] == "async" else 1))
     steps = res.completed.copy()
