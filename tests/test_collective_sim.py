@@ -202,3 +202,35 @@ def test_profile_measures_gradient_readiness_and_the_update_on_the_worker(mlp_pr
     assert p.worker_apply_s["dense/kernel"] < p.apply_s["dense/kernel"]  # a K40 vs a PS CPU
     drv = AllReduceRing(p, 2)
     assert drv.local_apply_s == pytest.approx(sum(p.worker_apply_s.values()), rel=1e-12)
+
+
+def test_bucketed_all_reduce_packs_gradients_in_reverse_order_and_keeps_values():
+    """Hybrid, 2 GPUs, gradients of 16, 8, 40 and 4 bytes: buckets of >= 20 bytes taken from the
+    last are [4, 40] and [8, 16] (two all-reduces); 1 byte: one per gradient; values are sums."""
+    from hetbed.runtime.ops.collective import bucketed_all_reduce
+
+    shapes = [(2, 2), (2,), (5, 2), (1,)]
+    c = Cluster(hybrid=True)
+    c.add_task("worker", 0, gpu=("v100_sxm2", 2), peer_link="nvlink2")
+    g = hb.Graph()
+    with g.as_default():
+        towers = []
+        for i in range(2):
+            with hb.device(f"/job:worker/task:0/device:gpu:{i}"):
+                towers.append(
+                    [
+                        hb.constant(np.full(s, 10.0 * i + k, np.float32))
+                        for k, s in enumerate(shapes)
+                    ]
+                )
+        for bucket, groups in ((20, 2), (1, 4)):
+            outs = bucketed_all_reduce(towers, bucket, "sum")
+            with SimSession(c, graph=g) as s:
+                got = s.run(outs)
+                tags = set(s.last_record.flows.tag.astype(str))
+            assert len({t for t in tags if t.startswith("allreduce")}) == groups
+            for tower in got:
+                for k, v in enumerate(tower):
+                    np.testing.assert_array_equal(v, np.full(shapes[k], 10.0 + 2 * k, np.float32))
+    with pytest.raises(Exception, match="bucket_bytes must be > 0, got 0"):
+        bucketed_all_reduce(towers, 0)
