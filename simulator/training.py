@@ -27,6 +27,7 @@ failures and rollbacks, checkpoints, records, ``run``), ``results.py`` the resul
 from __future__ import annotations
 
 import math
+import numbers
 from collections import deque
 from typing import Any
 
@@ -453,7 +454,7 @@ class AllReduceRing(_Driver):
         _nonneg("AllReduceRing: apply_s", apply_s)
         self.local_apply_s = float(apply_s)
         if bucket_bytes is not None and not (
-            isinstance(bucket_bytes, (int, float)) and bucket_bytes > 0
+            isinstance(bucket_bytes, numbers.Real) and bucket_bytes > 0
         ):
             raise ValueError(
                 f"AllReduceRing: bucket_bytes must be > 0 or None, got {bucket_bytes!r}"
