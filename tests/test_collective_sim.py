@@ -234,3 +234,29 @@ def test_bucketed_all_reduce_packs_gradients_in_reverse_order_and_keeps_values()
                     np.testing.assert_array_equal(v, np.full(shapes[k], 10.0 + 2 * k, np.float32))
     with pytest.raises(Exception, match="bucket_bytes must be > 0, got 0"):
         bucketed_all_reduce(towers, 0)
+
+
+def test_ring_hops_sharing_a_nic_split_its_bandwidth():
+    """2 hosts x 2 GPUs, ring alternating hosts: each NIC carries two chunks per round, so a round
+    takes the path's latency (NIC L + two PCIe hops) + 2 (B/n) / b."""
+    b, L, B, n = 1e9, 20e-6, 8e6, 4
+    c = Cluster()
+    for t in range(2):
+        c.add_task("worker", t, gpu=("k40", 2), nic=(b, L))
+    devs = [f"/job:worker/task:{t}/device:gpu:{k}" for k in range(2) for t in range(2)]
+    size = int(B // 4)
+    g = hb.Graph()
+    with g.as_default():
+        xs = []
+        for d in devs:
+            with hb.device(d):
+                xs.append(hb.placeholder(hb.float32, [size]))
+        outs = all_reduce(xs)
+    with SimSession(c, graph=g) as s:
+        s.run(outs, {x: sim_value((size,)) for x in xs})
+        f = s.last_record.flows
+    f = f[f.tag.astype(str).str.startswith("allreduce")]
+    pcie_lat = 2 * 1e-6  # pcie3_x16 up and down
+    add = c.devices()[1].reduction_s(B / n, np.float32)
+    want = 2 * (n - 1) * (L + pcie_lat + 2 * B / (n * b)) + (n - 1) * add
+    assert f.end_s.max() - f.start_s.min() == pytest.approx(want, rel=1e-9)
