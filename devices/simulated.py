@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .base import Device
-from .costmodel import CostModel, DevicePerf, Roofline
+from .costmodel import CostModel, DevicePerf, Roofline, roofline_seconds
 from .errors import ResourceExhaustedError, UnimplementedError
 
 _SIGS: dict = {}  # (shape, dtype[, small int bytes]) -> a small int naming that signature
@@ -352,6 +352,14 @@ class SimulatedDevice(Device):
         self.busy_s += seconds
         self.records.append((what, begin, end))
         return end
+
+    def reduction_s(self, nbytes: float, dtype: Any) -> float:
+        """Seconds to add a received chunk of ``nbytes`` (of ``dtype``) into a local one: the
+        arithmetic of one reduce round of a collective (one add per element, two buffers read,
+        one written), at the roofline, with no launch cost (a collective's rounds run inside one
+        kernel, on a stream of their own beside the compute stream)."""
+        dt = np.dtype(dtype)
+        return roofline_seconds(nbytes / dt.itemsize, 3.0 * nbytes, self.perf_spec, dt.name)
 
     @property
     def cost_model(self) -> CostModel:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .errors import AbortedError
@@ -21,6 +21,22 @@ class Rendezvous:
 
     def abort(self, error: BaseException) -> None:
         """Fail every pending and future recv with ``error``."""
+
+    def all_reduce(
+        self,
+        group: str,
+        devices: Sequence[Any],
+        nbytes: float,
+        dtype: Any,
+        dones: Sequence[Callable[[], None]],
+    ) -> None:
+        """Carry the traffic of the all-reduce ``group``: ``nbytes`` per participant of
+        ``dtype`` among ``devices`` (rank order); call ``dones[rank]()`` once that participant
+        holds the result. The values are the collective kernel's business; a rendezvous only
+        says when. Here (in-process and real devices: the kernel has already reduced) at once;
+        a simulated rendezvous sends the ring's chunks over its network."""
+        for done in dones:
+            done()
 
 
 class LocalRendezvous(Rendezvous):

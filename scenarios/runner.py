@@ -84,7 +84,8 @@ def replica_profile(sc: dict) -> Any:
 def balanced(prof: Any, n_ps: int) -> Any:
     """The profile with its dense variables partitioned evenly over ``n_ps`` PS tasks (as TF's
     variable partitioners do for large variables): one shard of equal bytes, apply time and
-    aggregation time on each task. Sparse variables keep their placement."""
+    aggregation time on each task. Sparse variables keep their placement (and their measured
+    gradient readiness; the shards' follows ``ReplicaProfile.ready_fractions``' model)."""
     total = sum(b for b, _ in prof.dense.values())
     apply = prof.apply_s
     if isinstance(apply, dict):
@@ -107,8 +108,19 @@ def balanced(prof: Any, n_ps: int) -> Any:
         resident.update(
             {v: prof.resident_bytes[v] for v in prof.sparse if v in prof.resident_bytes}
         )
+    # shards mix every layer: their gradients' readiness is left to the profile's model
+    worker_apply = {
+        **dict.fromkeys(dense, sum(prof.worker_apply_s_of(v) for v in prof.dense) / n_ps),
+        **{v: prof.worker_apply_s_of(v) for v in prof.sparse},
+    }
     return dataclasses.replace(
-        prof, dense=dense, apply_s=apply_s, aggregate_s=aggregate_s, resident_bytes=resident
+        prof,
+        dense=dense,
+        apply_s=apply_s,
+        aggregate_s=aggregate_s,
+        resident_bytes=resident,
+        grad_ready={v: f for v, f in prof.grad_ready.items() if v in prof.sparse},
+        worker_apply_s=worker_apply,
     )
 
 
@@ -176,7 +188,8 @@ def run(sc: dict) -> ScenarioResult:
     elif st["kind"] == "async":
         drv = AsyncPS(prof, c["workers"], c["ps"], c["nic"], **kw)
     else:
-        drv = AllReduceRing(prof, c["workers"], nic=c["nic"], **kw)
+        bucket = st["bucket_mb"] * 2**20 if st["bucket_mb"] > 0 else None
+        drv = AllReduceRing(prof, c["workers"], nic=c["nic"], bucket_bytes=bucket, **kw)
     # Async: a step is one applied gradient; run.steps counts steps per worker.
     res = drv.run(r["steps"] * (c["workers"] if st["kind"] == "async" else 1))
     steps = res.completed.copy()

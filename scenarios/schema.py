@@ -121,6 +121,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "backup_workers": Field("int0", 0, max=100_000),
         "placement": Field("choice", "greedy", choices=("round_robin", "greedy", "balanced")),
         "fast_worker_can_contribute_twice": Field("bool", False),
+        "bucket_mb": Field(
+            "float0",
+            25.0,
+            doc="allreduce: gradient bucket size in MiB (PyTorch DDP's 25); 0: one bucket",
+            max=1e6,
+        ),
     },
     "stragglers": {
         "lognormal_sigma": Field("float0", 0.0, max=10.0),

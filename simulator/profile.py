@@ -32,6 +32,10 @@ __all__ = ["ReplicaProfile", "profile_from_graph"]
 
 # ---- what one replica does per step ----------------------------------------------------------
 
+#: the share of a step's compute that is the backward pass, where gradients are not measured
+#: (a backward pass costs about twice the forward: two products per layer against one)
+BACKWARD_FRACTION = 2.0 / 3.0
+
 
 @dataclass
 class ReplicaProfile:
@@ -58,7 +62,12 @@ class ReplicaProfile:
       ``worker_step_s``: the worker's Session.run work per step besides its messages (the
       catalog's ``step_overhead_s``); ``worker_message_latency_s``, ``ps_message_latency_s``:
       the delay each host's runtime adds to a message it receives (``message_latency_s``);
-      ``ps_cores``: cores of a PS host (its message handling and its kernels share them).
+      ``ps_cores``: cores of a PS host (its message handling and its kernels share them);
+    - ``grad_ready``: ``{variable: fraction of compute_s}`` at which its gradient is ready in the
+      backward pass (all-reduce buckets start on it); a variable not listed is ready by the
+      default model of ``ready_fraction_of``;
+    - ``worker_apply_s``: seconds to apply one gradient to a variable on the worker's own
+      device (what an all-reduce job does), per variable or one number; None: not measured.
 
     Raises ValueError for a negative or non-finite time, byte count, row count or PS index.
     """
@@ -81,6 +90,8 @@ class ReplicaProfile:
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
     ps_cores: int = 1
+    grad_ready: dict[str, float] = field(default_factory=dict)
+    worker_apply_s: dict[str, float] | float | None = None
 
     def __post_init__(self) -> None:
         _nonneg("compute_s", self.compute_s)
@@ -113,8 +124,15 @@ class ReplicaProfile:
             _nonneg(f"sparse variable {name!r} bytes per row", row_bytes)
             _nonneg(f"sparse variable {name!r} rows per step", rows)
             _index(f"sparse variable {name!r} ps index", ps)
-        for what in ("apply_s", "aggregate_s"):
+        for name, f in self.grad_ready.items():
+            if name not in self.dense and name not in self.sparse:
+                raise ValueError(f"grad_ready names {name!r}, which is not a profile variable")
+            if not 0.0 <= f <= 1.0:
+                raise ValueError(f"grad_ready[{name!r}] must be in [0, 1], got {f!r}")
+        for what in ("apply_s", "aggregate_s", "worker_apply_s"):
             per = getattr(self, what)
+            if per is None:
+                continue
             if isinstance(per, Mapping):
                 for name, s in per.items():
                     if name not in self.dense and name not in self.sparse:
@@ -149,6 +167,34 @@ class ReplicaProfile:
         if isinstance(self.apply_s, Mapping):
             return float(self.apply_s.get(name, 0.0))
         return float(self.apply_s)
+
+    def worker_apply_s_of(self, name: str) -> float:
+        """Seconds to apply ``name``'s gradient on the worker's device (``apply_s_of``, the PS's
+        price, when the profile has no ``worker_apply_s``)."""
+        per = self.worker_apply_s
+        if per is None:
+            return self.apply_s_of(name)
+        if isinstance(per, Mapping):
+            return float(per.get(name, 0.0))
+        return float(per)
+
+    def ready_fractions(self) -> dict[str, float]:
+        """``{variable: fraction of compute_s}`` after which its gradient is ready: measured
+        (``grad_ready``), else a model: the backward pass is the last ``BACKWARD_FRACTION`` of
+        the compute and yields the gradients in reverse variable order, each after a share of it
+        proportional to the bytes of the gradients before it and its own (so the first
+        variable's gradient is the last, at the end of the compute)."""
+        names = self.variables
+        sizes = [self.step_bytes_of(v) for v in names]
+        total = sum(sizes)
+        out: dict[str, float] = {}
+        done = 0.0
+        for k in range(len(names) - 1, -1, -1):
+            done += sizes[k]
+            share = done / total if total > 0 else (len(names) - k) / len(names)
+            model = 1.0 - BACKWARD_FRACTION + BACKWARD_FRACTION * share if k else 1.0
+            out[names[k]] = float(self.grad_ready.get(names[k], model))
+        return out
 
     def aggregate_s_of(self, name: str) -> float:
         if isinstance(self.aggregate_s, Mapping):
@@ -282,6 +328,10 @@ def profile_from_graph(
       unless given; ``resident_bytes`` counts the variable and its optimizer slots;
     - ``aggregate_s``: unless given, the roofline time on ``ps`` of adding one gradient (the
       variable's bytes, or its touched rows') into an accumulator: read both, write one;
+    - ``grad_ready``: when each variable's gradient was ready in that step (the end of the last
+      op making an input of its update op), as a fraction of ``compute_s``;
+    - ``worker_apply_s``: the roofline (or ``cost_model``) time of each update op on ``worker``
+      (all-reduce jobs update on the worker; ``apply_s`` given: that number as well);
     - message costs: the catalog's of the worker task's CPU (``worker`` itself when it is a
       CPU, else the host CPU a cluster gives the task) and of ``ps``; ``ps_cores``: ``ps``'s.
 
@@ -349,6 +399,7 @@ def profile_from_graph(
     finally:
         sess.close()
     compute_s = rec.step_time_s
+    op_end = rec.ops.groupby("op").end_s.max().to_dict()
     dev = rec.devices.iloc[0]
     wcpu = cluster.task_cpu(cluster.tasks[0])
     wperf = wcpu.perf_spec if wcpu is not None else None
@@ -361,6 +412,9 @@ def profile_from_graph(
     apply: dict[str, float] = {}
     aggregate: dict[str, float] = {}
     resident: dict[str, float] = {}
+    worker_apply: dict[str, float] = {}
+    ready: dict[str, float] = {}
+    wdev_perf = perf_from_spec(wspec)
     for v in var_ops:
         u = updates[v]
         out = v.outputs[0]
@@ -380,10 +434,15 @@ def profile_from_graph(
         slots = sum(1 for t in u.inputs[1:] if t.op.op_def is not None and t.op.op_def.is_ref)
         resident[v.name] = float(nbytes * (1 + slots))
         apply[v.name] = model.duration(u, ins, [vshape], pperf)
+        worker_apply[v.name] = model.duration(u, ins, [vshape], wdev_perf)
+        ends = [op_end.get(t.op.name, 0.0) for t in u.inputs[1:] if t in shape_of]
+        if compute_s > 0 and ends:
+            ready[v.name] = min(1.0, max(ends) / compute_s)
         grad_bytes = float(sparse[v.name][0] * sparse[v.name][1]) if v in indices else nbytes
         aggregate[v.name] = accumulate_s(grad_bytes / out.dtype.size, grad_bytes, pperf)
     if apply_s is not None:
         apply = dict(apply_s) if isinstance(apply_s, Mapping) else dict.fromkeys(apply, apply_s)
+        worker_apply = dict(apply)
     if aggregate_s is not None:
         aggregate = (
             dict(aggregate_s)
@@ -412,6 +471,8 @@ def profile_from_graph(
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
         ps_cores=int(pperf.cores or 1),
+        grad_ready=ready,
+        worker_apply_s=worker_apply,
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -125,6 +125,64 @@ class SimRendezvous(LocalRendezvous):
             env.timeout(done - env.now).callbacks.append(lambda _e: self._deliver(key, value))
         else:
             self._deliver(key, value)
+
+    def all_reduce(
+        self,
+        group: str,
+        devices: Sequence[Any],
+        nbytes: float,
+        dtype: Any,
+        dones: Sequence[Callable[[], None]],
+    ) -> None:
+        """A ring all-reduce of ``nbytes`` per participant, as NCCL's: 2(n-1) rounds; in each,
+        participant i sends a chunk of nbytes/n to participant i+1 (rank order) as a flow along
+        the cluster's route. Participant i sends round r once it has received round r-1 (and,
+        in the n-1 reduce-scatter rounds, added it into its own chunk: the device's
+        ``reduction_s``) and its own round r-1 has arrived, so latency and links shared with
+        other traffic count. ``dones[i]()`` is called when i has received the last round. No
+        RPC messages: the GPUs' collective library moves the bytes itself."""
+        n = len(devices)
+        if n <= 1:
+            for done in dones:
+                done()
+            return
+        chunk = nbytes / n
+        last = 2 * (n - 1) - 1
+        names = [d.name for d in devices]
+        routes = [self.route(names[i], names[(i + 1) % n]) for i in range(n)]
+        adds = [d.reduction_s(chunk, dtype) if hasattr(d, "reduction_s") else 0.0 for d in devices]
+        env, net = self.network.env, self.network
+        got = [0] * n  # rounds participant i has received (and reduced)
+        sent = [0] * n  # rounds of participant i that have arrived at i+1
+
+        def send(i: int) -> None:
+            j = (i + 1) % n
+            r = sent[i]
+            net.transfer(routes[i], chunk, names[i], names[j], group, lambda _rec: arrived(i, r))
+
+        def arrived(i: int, r: int) -> None:
+            if self._error is not None:  # the step failed: nobody waits for the result
+                return
+            j = (i + 1) % n
+            sent[i] = r + 1
+            if r < last and got[i] > r:  # i had received round r already: it sends r + 1
+                send(i)
+            if r == last:
+                dones[j]()
+            elif r < n - 1 and adds[j] > 0.0:  # reduce-scatter: j adds the chunk first
+                env.timeout(adds[j]).callbacks.append(lambda _e: received(j, r))
+            else:
+                received(j, r)
+
+        def received(j: int, r: int) -> None:
+            if self._error is not None:
+                return
+            got[j] = r + 1
+            if sent[j] == r + 1:  # j's own round r has arrived too
+                send(j)
+
+        for i in range(n):
+            send(i)
 
     def _deliver(self, key: str, value: Any) -> None:
         # A flow of a failed (aborted) step still finishes on the network, later, during another

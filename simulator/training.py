@@ -27,6 +27,7 @@ failures and rollbacks, checkpoints, records, ``run``), ``results.py`` the resul
 from __future__ import annotations
 
 import math
+import numbers
 from collections import deque
 from typing import Any
 
@@ -40,6 +41,7 @@ from .results import GRADIENT_COLUMNS, STEP_COLUMNS, TrainingResult, normalized_
 
 __all__ = [
     "AllReduceRing",
+    "DEFAULT_BUCKET_BYTES",
     "AsyncPS",
     "GRADIENT_COLUMNS",
     "Learner",
@@ -47,6 +49,7 @@ __all__ = [
     "STEP_COLUMNS",
     "SyncPS",
     "TrainingResult",
+    "gradient_buckets",
     "normalized_speedup",
     "profile_from_graph",
 ]
@@ -384,16 +387,50 @@ class AsyncPS(_Driver):
         self._reset_cpus()
 
 
+#: PyTorch DistributedDataParallel's default bucket_cap_mb (25 MiB)
+DEFAULT_BUCKET_BYTES = 25 * 2**20
+
+
+def gradient_buckets(profile: ReplicaProfile, bucket_bytes: float) -> list[tuple[float, float]]:
+    """The all-reduce buckets of ``profile``'s gradients: ``[(bytes, ready fraction)]`` in the
+    order they are reduced. Gradients join buckets in the order they become ready (``profile.
+    ready_fractions()``; ties in reverse variable order, as a backward pass yields them); a
+    bucket closes once it holds ``bucket_bytes`` or more (PyTorch DDP's rule), and is ready when
+    its last gradient is. One bucket holding everything is ``(step_bytes, 1.0)``."""
+    ready = profile.ready_fractions()
+    names = profile.variables
+    order = sorted(range(len(names)), key=lambda k: (ready[names[k]], -k))
+    out: list[tuple[float, float]] = []
+    size = at = 0.0
+    for k in order:
+        size += profile.step_bytes_of(names[k])
+        at = max(at, ready[names[k]])
+        if size >= bucket_bytes:
+            out.append((size, at))
+            size = at = 0.0
+    if size > 0.0 or not out:
+        out.append((size, at))
+    if len(out) == 1:  # everything in one: the step's bytes, after the whole compute
+        return [(profile.step_bytes, 1.0)]
+    return out
+
+
 class AllReduceRing(_Driver):
     """Synchronous data parallelism by ring all-reduce among ``n_workers`` workers, no PS.
 
-    Each step every worker computes (``compute_s`` x its straggler factor); when the last is
-    done, the ring all-reduce of the step's gradient bytes runs (2(N-1) rounds, in each of which
-    every worker sends a chunk of bytes/N to its ring successor over the switch; see
-    ``fluid.ring_allreduce_time``); then every worker applies the averaged gradient locally
-    (``apply_s``, default the sum of the profile's apply costs) and starts the next step.
-    ``network="exact"`` sends every chunk as a ``Network`` flow instead of the closed recurrence.
-    Any worker failure restarts the job from the last checkpoint.
+    Each step every worker computes (``compute_s`` x its straggler factor); its gradients become
+    ready during the backward pass (``ReplicaProfile.ready_fractions``) and are reduced in
+    buckets of ``bucket_bytes`` (``gradient_buckets``; None: one bucket of every gradient, after
+    the compute). A bucket's ring all-reduce starts once every worker has its gradients and the
+    previous bucket's all-reduce has finished (the buckets of one ring run one after another, as
+    the collectives of one NCCL communicator): 2(N-1) rounds, in each of which every worker
+    sends a chunk of the bucket's bytes/N to its ring successor over the switch (see
+    ``fluid.ring_allreduce_time``). The last bucket waits for the whole compute, so a step is at
+    least the compute plus the last bucket's all-reduce. Then every worker applies the averaged
+    gradient on its own device (``apply_s``, default the profile's ``worker_apply_s_of`` summed
+    over the variables) and starts the next step. ``network="exact"`` sends every chunk as a
+    ``Network`` flow instead of the closed recurrence. Any worker failure restarts the job from
+    the last checkpoint.
     """
 
     kind = "AllReduceRing"
@@ -405,6 +442,7 @@ class AllReduceRing(_Driver):
         n_workers: int,
         nic: Any = "eth_10g",
         apply_s: float | None = None,
+        bucket_bytes: float | None = DEFAULT_BUCKET_BYTES,
         **kw: Any,
     ):
         if kw.get("n_backup"):
@@ -412,40 +450,74 @@ class AllReduceRing(_Driver):
         kw.pop("n_backup", None)
         super().__init__(profile, n_workers, 0, None, nic=nic, **kw)
         if apply_s is None:
-            apply_s = sum(profile.apply_s_of(v) for v in profile.variables)
+            apply_s = sum(profile.worker_apply_s_of(v) for v in profile.variables)
         _nonneg("AllReduceRing: apply_s", apply_s)
         self.local_apply_s = float(apply_s)
+        if bucket_bytes is not None and not (
+            isinstance(bucket_bytes, numbers.Real) and bucket_bytes > 0
+        ):
+            raise ValueError(
+                f"AllReduceRing: bucket_bytes must be > 0 or None, got {bucket_bytes!r}"
+            )
+        self.bucket_bytes = bucket_bytes
+        self.buckets = gradient_buckets(profile, math.inf if bucket_bytes is None else bucket_bytes)
+
+    def _config(self) -> dict[str, Any]:
+        return {"bucket_bytes": self.bucket_bytes, "buckets": len(self.buckets)}
 
     def _build(self) -> None:
         self.release = self.env.event()
         self.ready = 0
         self.grads: list[Any] = []
+        self._new_step()
         self.net = None
         if self.network_mode == "exact":
             self.net = PSNetwork(self.env, self.worker_nics, [self.ps_nic], [[0]], "exact")
         else:
-            self.ring_s = ring_allreduce_time(self.profile.step_bytes, self.worker_nics)
+            self.ring_s = [ring_allreduce_time(b, self.worker_nics) for b, _ in self.buckets]
+
+    def _new_step(self) -> None:
+        self.begun: dict[int, tuple[float, float]] = {}  # worker -> (compute start, seconds)
+        self.computed = self.env.event()  # every worker's compute is done
 
     def _loop(self, i: int) -> Any:
         env, learner = self.env, self.learner
         while True:
             step = self.step
             params = learner.read(i, step, env.now) if learner is not None else None
-            yield env.timeout(self._compute_s(i, step))
+            c = self._compute_s(i, step)
+            begun = self.begun
+            fresh = len(begun) < self.n_workers
+            begun[i] = (env.now, c)
+            if fresh and len(begun) == self.n_workers:
+                env.process(self._collective(self.epoch, begun, self.computed))
+            yield env.timeout(c)
             if learner is not None:
                 self.grads.append(learner.gradient(i, params, env.now))
             self.ready += 1
             wait = self.release
             if self.ready == self.n_workers:
-                env.process(self._collective(self.epoch))
+                self.computed.succeed()
             yield wait
 
-    def _collective(self, epoch: int) -> Any:
+    def _collective(self, epoch: int, begun: dict, computed: Any) -> Any:
         env = self.env
-        if self.net is None:
-            yield env.timeout(self.ring_s)
-        else:
-            yield from self._exact_ring()
+        last = len(self.buckets) - 1
+        for k, (nbytes, frac) in enumerate(self.buckets):
+            if k == last:
+                yield computed
+            else:  # every worker has this bucket's gradients
+                at = max(t + c * frac for t, c in begun.values())
+                if at > env.now:
+                    yield env.timeout(at - env.now)
+            if epoch != self.epoch:
+                return
+            if self.net is None:
+                yield env.timeout(self.ring_s[k])
+            else:
+                yield from self._exact_ring(nbytes)
+            if epoch != self.epoch:
+                return
         yield env.timeout(self.local_apply_s)
         if epoch != self.epoch:
             return
@@ -457,6 +529,7 @@ class AllReduceRing(_Driver):
             self.learner.apply_sync([self.grads], self.step, now)
         self.grads = []
         self.ready = 0
+        self._new_step()
         self.step += 1
         if self.step >= self.target and not self.done.triggered:
             self.done.succeed()
@@ -469,11 +542,11 @@ class AllReduceRing(_Driver):
         ev, self.release = self.release, env.event()
         ev.succeed()
 
-    def _exact_ring(self) -> Any:
+    def _exact_ring(self, nbytes: float) -> Any:
         n = self.n_workers
         if n == 1:
             return
-        chunk = self.profile.step_bytes / n
+        chunk = nbytes / n
         env, net = self.env, self.net
         got = [[env.event() for _ in range(2 * (n - 1))] for _ in range(n)]
 
@@ -490,6 +563,7 @@ class AllReduceRing(_Driver):
     def _stall(self) -> None:
         self.ready = 0
         self.grads = []
+        self._new_step()
 
     def _reopen(self, now: float) -> None:
         ev, self.release = self.release, self.env.event()

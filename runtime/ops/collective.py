@@ -3,7 +3,9 @@
 Each participant's op runs on its own device and contributes its tensor; when the last one
 arrives, the group computes the sum (or mean) once and every participant completes with the
 result on its own device. On GPUs with NCCL available (cupy.cuda.nccl), the reduction is one
-NCCL all-reduce over the participants' buffers; elsewhere it is a host-side sum.
+NCCL all-reduce over the participants' buffers; elsewhere it is a host-side sum. When each
+participant completes is the step's rendezvous' answer (``Rendezvous.all_reduce``): at once in
+process, after a ring of network flows on a simulated cluster (simulator/session.py).
 """
 
 from __future__ import annotations
@@ -64,8 +66,22 @@ def _all_reduce(ctx, step, inputs, done):
         for _, _, d in members:
             d(None, e)
         return
-    for (_, _, d), r in zip(members, results):
-        d(r)
+    # the rendezvous says when each participant holds its result: at once in process, after
+    # the ring's flows on a simulated network
+    rv = getattr(step, "rendezvous", None)
+    dones = [lambda d=d, r=r: d(r) for (_, _, d), r in zip(members, results)]
+    if rv is None:
+        for f in dones:
+            f()
+        return
+    v = members[0][0]
+    rv.all_reduce(
+        at["group_key"],
+        [dev for _, dev, _ in members],
+        float(getattr(v, "nbytes", 0)),
+        getattr(v, "dtype", np.float32),
+        dones,
+    )
 
 
 def _reduce(members: list[tuple], reduction: str) -> list:
@@ -198,3 +214,66 @@ def all_reduce(tensors: list[Any], reduction: str = "sum", name: str | None = No
             g.add_to_collection("collective:" + key, out.op)
             outs.append(out)
     return outs
+
+
+def bucketed_all_reduce(
+    tower_grads: list[list[Any]],
+    bucket_bytes: float = 25 * 2**20,
+    reduction: str = "mean",
+) -> list[list[Tensor]]:
+    """``all_reduce`` of each gradient across towers, the gradients packed into buckets as
+    PyTorch DDP does: ``tower_grads[t][k]`` is tower t's gradient k (the same shapes in every
+    tower); gradients join buckets in reverse order (the order a backward pass yields a model's
+    gradients) and a bucket closes once it holds ``bucket_bytes`` or more. A bucket of several
+    gradients is one all-reduce of each tower's flattened, concatenated gradients, split and
+    reshaped back after (copies on each tower's device, as DDP's bucket buffers); a bucket of
+    one is that gradient's all-reduce. Returns the results as ``[tower][gradient]``.
+
+    Raises InvalidArgumentError for towers of different lengths, a gradient without a static
+    shape, or ``bucket_bytes`` <= 0.
+    """
+    from .array import reshape
+    from .manip import concat, split
+
+    if not bucket_bytes > 0:
+        raise InvalidArgumentError(
+            f"bucketed_all_reduce: bucket_bytes must be > 0, got {bucket_bytes}"
+        )
+    if len({len(tg) for tg in tower_grads}) != 1:
+        raise InvalidArgumentError(
+            f"bucketed_all_reduce: towers have {[len(tg) for tg in tower_grads]} gradients"
+        )
+    n_grads = len(tower_grads[0])
+    shapes = []
+    for k in range(n_grads):
+        t = tower_grads[0][k]
+        if not t.shape.is_fully_defined():
+            raise InvalidArgumentError(
+                f"bucketed_all_reduce: gradient {t.name} has no static shape ({t.shape})"
+            )
+        shapes.append(tuple(t.shape.as_list()))
+    buckets: list[list[int]] = [[]]
+    size = 0
+    for k in reversed(range(n_grads)):
+        buckets[-1].append(k)
+        size += int(np.prod(shapes[k], dtype=np.int64)) * tower_grads[0][k].dtype.size
+        if size >= bucket_bytes and k:
+            buckets.append([])
+            size = 0
+    out: list[list[Any]] = [[None] * n_grads for _ in tower_grads]
+    for ks in buckets:
+        if len(ks) == 1:
+            for t, r in enumerate(all_reduce([tg[ks[0]] for tg in tower_grads], reduction)):
+                out[t][ks[0]] = r
+            continue
+        sizes = [int(np.prod(shapes[k], dtype=np.int64)) for k in ks]
+        flat = []
+        for tg in tower_grads:
+            g = tg[ks[0]].graph
+            with g.colocate_with(tg[ks[0]].op):
+                flat.append(concat([reshape(tg[k], [-1]) for k in ks], 0))
+        for t, r in enumerate(all_reduce(flat, reduction)):
+            with r.graph.colocate_with(r.op):
+                for k, part in zip(ks, split(r, sizes)):
+                    out[t][k] = reshape(part, list(shapes[k]))
+    return out
