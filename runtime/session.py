@@ -422,7 +422,12 @@ class BaseSession:
         else:
             from .partition import partition
 
-            parts = partition(order, placed.__getitem__, compress=self._compress_rule())
+            parts = partition(
+                order,
+                placed.__getitem__,
+                compress=self._compress_rule(),
+                process_of=self._process_of(),
+            )
             prepared = ex.build_prepared(
                 parts.order,
                 elements,
@@ -437,6 +442,11 @@ class BaseSession:
         plan = _Plan(prepared, fed, copy, [isinstance(e, Operation) for e in elements])
         plan.multi_device = len(devices_used) > 1
         return plan
+
+    def _process_of(self) -> Any:
+        """``device -> process`` when this session's devices stand for several processes whose
+        loops need control loops (partition.py); None: one process."""
+        return None
 
     def _compress_rule(self) -> Any:
         c = self.config.compress_transfers

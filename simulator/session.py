@@ -371,6 +371,11 @@ class SimSession(BaseSession):
         self._sim_devices = [d for d in devs if isinstance(d, SimulatedDevice)]
         return devs
 
+    def _process_of(self) -> Any:
+        # the simulated tasks are processes: a loop spanning them gets control loops fed its
+        # predicate every iteration, messages included, as on a real cluster
+        return lambda d: _task(d.name)
+
     def _rendezvous(self) -> Any:
         cpu_of = getattr(self.cluster, "task_cpu", None)
         return SimRendezvous(

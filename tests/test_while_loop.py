@@ -537,3 +537,31 @@ def test_a_simulated_loop_across_two_gpus_pays_its_transfers_every_iteration():
     per = (times[2] - times[0]) / 4
     assert times[1] - times[0] == pytest.approx(times[2] - times[1], rel=1e-6)
     assert per > 1.2 * mm  # the matmul and 2 x 256 KiB over the GPUs' link
+
+
+def test_a_simulated_loop_spanning_two_tasks_sends_its_predicate_every_iteration():
+    """In a simulated cluster too, the PS task running the body gets a control loop: the loop's
+    predicate crosses to it once per iteration (the last one false), each a 1-byte tensor, and
+    the values (hybrid mode) are numpy's."""
+    from hetbed.simulator import Cluster, SimSession
+
+    c = Cluster(hybrid=True)
+    c.add_task("worker", 0)
+    c.add_task("ps", 0)
+    g = tf.Graph()
+    with g.as_default():
+        w = tf.placeholder(tf.float32, [])
+        with tf.device("/job:worker/task:0"):
+
+            def body(i, y):
+                with tf.device("/job:ps/task:0"):
+                    z = y * w + 1.0
+                return i + 1, z
+
+            _, y = tf.while_loop(lambda i, y: i < 5, body, [0, 1.0])
+        s = SimSession(c, graph=g)
+    assert s.run(y, {w: 1.5}) == pytest.approx(sum(1.5**k for k in range(6)))
+    flows = s.last_record.flows
+    preds = flows[flows.tag == "while/LoopCond:0"]
+    assert len(preds) == 6 and set(preds.bytes) == {1}
+    assert preds.dst.str.contains("/job:ps/").all()
