@@ -64,13 +64,18 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10 needs the tomli backport
     import tomli as tomllib  # type: ignore[no-redef]
 
+from .hosts import HostSpec, read_host
+
 __all__ = [
     "CatalogError",
     "HardwareSpec",
     "LinkSpec",
+    "HostSpec",
     "load_device",
     "load_link",
+    "load_host",
     "load_file",
+    "list_hosts",
     "list_devices",
     "list_links",
     "catalog_dirs",
@@ -183,8 +188,8 @@ def _candidates(root: Path, sub: str) -> list[Path]:
     return sorted((root / sub).glob("*.toml")) + sorted(root.glob("*.toml"))
 
 
-def _find(key: str, sub: str, want: type) -> HardwareSpec | LinkSpec:
-    what = "device" if want is HardwareSpec else "link"
+def _find(key: str, sub: str, want: type) -> HardwareSpec | LinkSpec | HostSpec:
+    what = {HardwareSpec: "device", LinkSpec: "link", HostSpec: "host topology"}[want]
     for root in catalog_dirs():
         for path in (root / sub / f"{key}.toml", root / f"{key}.toml"):
             if path.is_file():
@@ -219,6 +224,12 @@ def load_link(key: str) -> LinkSpec:
     return _find(key, "links", LinkSpec)  # type: ignore[return-value]
 
 
+def load_host(key: str) -> HostSpec:
+    """The host topology named ``key`` (a file stem, e.g. ``"dgx1_v100"``); CatalogError if
+    unknown or invalid."""
+    return _find(key, "hosts", HostSpec)  # type: ignore[return-value]
+
+
 def list_devices() -> list[str]:
     """Keys of every device in the search path, sorted."""
     return _list("devices", HardwareSpec)
@@ -229,12 +240,17 @@ def list_links() -> list[str]:
     return _list("links", LinkSpec)
 
 
+def list_hosts() -> list[str]:
+    """Keys of every host topology in the search path, sorted."""
+    return _list("hosts", HostSpec)
+
+
 # ---------------------------------------------------------------------------------------------
 # parsing and validation
 
 
-def load_file(path: str | os.PathLike) -> HardwareSpec | LinkSpec:
-    """Parse and validate one TOML file; a device or a link according to its ``kind``."""
+def load_file(path: str | os.PathLike) -> HardwareSpec | LinkSpec | HostSpec:
+    """Parse and validate one TOML file; a device, a link or a host according to its ``kind``."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -249,19 +265,31 @@ def load_file(path: str | os.PathLike) -> HardwareSpec | LinkSpec:
         return _device(r, kind)
     if kind in LINK_KINDS:
         return _link(r, kind)
-    raise r.error("kind", f"unknown kind {kind!r}; devices: {DEVICE_KINDS}, links: {LINK_KINDS}")
+    if kind == "host":
+        return read_host(r)
+    raise r.error(
+        "kind",
+        f"unknown kind {kind!r}; devices: {DEVICE_KINDS}, links: {LINK_KINDS}, host topologies: "
+        "'host'",
+    )
 
 
 class _Reader:
     """Reads fields of one parsed file, recording sources and notes by field path."""
 
-    def __init__(self, path: Path, doc: dict):
-        self.path, self.doc = path, doc
+    def __init__(self, path: Path, doc: dict, prefix: str = ""):
+        self.path, self.doc, self.prefix = path, doc, prefix
         self.sources: dict[str, str] = {}
         self.notes: dict[str, str] = {}
 
+    def sub(self, doc: dict, prefix: str) -> _Reader:
+        """A reader of the table ``doc`` at ``prefix`` (``links[2]``), sharing sources and notes."""
+        r = _Reader(self.path, doc, f"{self.prefix}{prefix}.")
+        r.sources, r.notes = self.sources, self.notes
+        return r
+
     def error(self, fpath: str, msg: str) -> CatalogError:
-        return CatalogError(f"{self.path.name}: {fpath}: {msg}")
+        return CatalogError(f"{self.path.name}: {self.prefix}{fpath}: {msg}")
 
     def _get(self, fpath: str, required: bool) -> Any:
         node: Any = self.doc
@@ -290,12 +318,12 @@ class _Reader:
         source = raw.get("source")
         if not isinstance(source, str) or not source.strip():
             raise self.error(fpath, "missing source")
-        self.sources[fpath] = source.strip()
+        self.sources[self.prefix + fpath] = source.strip()
         note = raw.get("note")
         if note is not None:
             if not isinstance(note, str):
                 raise self.error(fpath, f"note must be a string, got {note!r}")
-            self.notes[fpath] = note.strip()
+            self.notes[self.prefix + fpath] = note.strip()
         return raw["value"]
 
     def word(self, fpath: str, required: bool = True) -> str | None:
