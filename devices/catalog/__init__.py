@@ -206,12 +206,27 @@ def _find(key: str, sub: str, want: type) -> HardwareSpec | LinkSpec | HostSpec:
 
 
 def _list(sub: str, want: type) -> list[str]:
+    kinds = {HardwareSpec: DEVICE_KINDS, LinkSpec: LINK_KINDS, HostSpec: ("host",)}[want]
     keys: set[str] = set()
     for root in catalog_dirs():
         for path in _candidates(root, sub):
-            if path.parent == root / sub or isinstance(load_file(path), want):
+            if path.parent == root / sub or _kind_of(path) in kinds:
                 keys.add(path.stem)
     return sorted(keys)
+
+
+def _kind_of(path: Path) -> str:
+    """The ``kind`` of a flat-layout file, read without validating the rest (a host file names
+    links, and listing links must not load it); CatalogError for a file without a known kind."""
+    try:
+        with open(path, "rb") as f:
+            kind = tomllib.load(f).get("kind")
+    except (OSError, tomllib.TOMLDecodeError):
+        kind = None
+    kind = kind.get("value") if isinstance(kind, dict) else kind
+    if kind in DEVICE_KINDS + LINK_KINDS + ("host",):
+        return kind
+    return load_file(path).kind  # raises the CatalogError naming the problem
 
 
 def load_device(key: str) -> HardwareSpec:
