@@ -4,6 +4,7 @@ sharing their links, against closed forms."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import sys
 
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import simpy
 
+from hetbed.cli import main
 from hetbed.devices import catalog
 from hetbed.devices.catalog import CatalogError
 from hetbed.scenarios.schema import ScenarioError, load
@@ -163,6 +165,17 @@ def test_bad_host_files_name_file_and_field_path(tmp_path, monkeypatch, old, new
     monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
     with pytest.raises(CatalogError, match=r"myhost\.toml: " + message):
         catalog.load_host("myhost")
+
+
+def test_cli_lists_and_shows_host_topologies(capsys):
+    """`hetbed catalog` lists the host topologies; one shows its cables and their sources."""
+    assert main(["catalog", "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["hosts"]) == set(catalog.list_hosts())
+    assert main(["catalog", "dgx1_v100", "--json"]) == 0
+    entry = json.loads(capsys.readouterr().out)
+    assert "gpu0 <-> gpu3: nvlink2_x2 50 GB/s" in entry["spec"]["wires"]
+    assert "WP-08437-002" in entry["sources"]["links[0]"]
+    assert "WP-08437-002" in entry["sources"]["links[0].count"]
 
 
 def test_unknown_host_topology_lists_the_catalog():

@@ -119,8 +119,10 @@ def read_host(r: _Reader) -> HostSpec:
             if link.per_link_bandwidth_bytes_per_s is None:
                 raise r.error(f"{fp}.count", f"link {key!r} has no per_link_bandwidth_bytes_per_s")
             link = link.with_links(count)
-        g.word("source")
-        g.word("note", required=False)
+        r.sources[fp] = g.word("source")  # where this group's wiring is documented
+        note = g.word("note", required=False)
+        if note:
+            r.notes[fp] = note
         pairs = group.get("pairs")
         if not isinstance(pairs, list) or not pairs:
             raise r.error(f"{fp}.pairs", 'expected a list of [node, node], e.g. [["gpu0", "cpu0"]]')
