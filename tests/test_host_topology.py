@@ -401,3 +401,50 @@ def test_scenario_names_a_host_topology(tmp_path):
     assert load(str(p))["cluster"]["host_topology"] == ""
     p.write_text(SCENARIO + 'host_topology = "dgx1_v100"\n')
     assert load(str(p))["cluster"]["host_topology"] == "dgx1_v100"
+
+
+def test_a_simulated_step_sends_tensors_over_the_topology_and_they_contend():
+    """Op-level Send/Recv on a PCIe tree: gpu0->gpu2 and gpu1->gpu3 start together and share
+    plx0's uplink: each takes 4 x 1 us + B / (W / 2)."""
+    import hetbed as hb
+    from hetbed.simulator import SimSession, sim_value
+
+    c = Cluster(host_topology="pcie_2s_plx2_8gpu")
+    w = c.add_task("worker", 0, gpu=("v100_sxm2", 4))
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [1000, 1000])
+        outs = []
+        for s, d in ((0, 2), (1, 3)):
+            with hb.device(f"{w}/device:gpu:{s}"):
+                a = x * 2.0
+            with hb.device(f"{w}/device:gpu:{d}"):
+                outs.append(a + 1.0)
+        sess = SimSession(c)
+        sess.run(outs, {x: sim_value([1000, 1000])})
+    f = sess.last_record.flows
+    assert len(f) == 2 and f.start_s.nunique() == 1 and set(f.bytes) == {4e6}
+    assert all("plx0->cpu0" in p for p in f.path)
+    for took in f.end_s - f.start_s:
+        assert close(took, 4e-6 + 4e6 / (PCIE3 / 2))
+
+
+def test_routes_take_the_widest_path_then_the_fewest_hops(tmp_path, monkeypatch):
+    """gpu0-gpu1 joined directly by PCIe (1 hop, 15.75e9) and through an NVSwitch (2 hops,
+    300e9): the route is the wider one. gpu0 to host memory: two equally wide ways (through
+    the switch sw: 2 hops, or sw2 -> sw: 3 hops): the shorter one."""
+    text = HOST.replace(
+        'sw = "pcie_switch"', 'sw = "pcie_switch"\nsw2 = "pcie_switch"\nnv = "nvswitch"'
+    )
+    text = text.replace(
+        '["gpu1", "sw"], ["sw", "cpu0"]',
+        '["gpu1", "sw"], ["sw", "cpu0"], ["gpu0", "gpu1"], ["gpu0", "sw2"], ["sw2", "sw"]',
+    )
+    text += '\n[[links]]\nlink = "nvlink3"\ncount = { value = 12, source = "t" }\n'
+    text += 'pairs = [["gpu0", "nv"], ["gpu1", "nv"]]\nsource = "test"\n'
+    (tmp_path / "wide.toml").write_text(text)
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    fabric, h = _host("wide")
+    assert [x.split(":")[0] for x in _names(h.route("g0", "g1"))] == ["gpu0->nv", "nv->gpu1"]
+    assert [x.split(":")[0] for x in _names(h.route("g0", "cpu"))] == ["gpu0->sw", "sw->cpu0"]
+    ends = _run(fabric, [("g0", "g1")])
+    assert close(ends["g0", "g1"], 2e-6 + B / 300e9)
