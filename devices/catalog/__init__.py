@@ -44,9 +44,13 @@ Link fields (``kind`` is ``"pcie"``, ``"nvlink"``, ``"ethernet"``, ``"infiniband
 (one-way, small message) required; ``links`` and ``per_link_bandwidth_bytes_per_s`` when the
 bandwidth aggregates several physical links (NVLink: per-GPU aggregate = links x per-link).
 
+Host topologies (``hosts/<key>.toml``, ``kind = "host"``; ``load_host``, ``list_hosts``): how a
+machine's GPUs, PCIe switches, CPU sockets, NVSwitches and NICs are wired, as groups of cables of
+the link types above; the format is in ``hosts.py``, the shipped ones in ``hosts/README.md``.
+
 Search order: the directories in ``HETBED_CATALOG_PATH`` (``os.pathsep``-separated), then the
-shipped catalog. A directory may hold ``devices/`` and ``links/`` subfolders like the shipped one,
-or flat ``<key>.toml`` files (device or link is then told by ``kind``). ``load_file(path)`` loads
+shipped catalog. A directory may hold ``devices/``, ``links/`` and ``hosts/`` subfolders like the
+shipped one, or flat ``<key>.toml`` files (device, link or host is then told by ``kind``). ``load_file(path)`` loads
 any single file. Validation errors are ``CatalogError`` naming the file and the field path, e.g.
 ``v100.toml: peak_flops.float32: missing source``.
 """
