@@ -74,7 +74,7 @@ class Cluster:
     devices compute real values too. ``cost_model`` defaults to the roofline, in ``precision``
     (``devices.costmodel.PRECISIONS``: "float32", "tf32", "mixed_float16", "mixed_bfloat16";
     ``set_precision`` changes it later). ``host_topology`` names a catalog host topology
-    (``devices/catalog/hosts``, e.g. "dgx1_v100") that every task is built as unless
+    (``devices/catalog/hosts``, e.g. "dgx1_v100") that every task with GPUs is built as unless
     ``add_task`` names another; the default (None) keeps the plain host: devices on PCIe links
     to host memory, optionally joined pairwise by ``peer_link``.
     """
@@ -131,10 +131,10 @@ class Cluster:
         handled on whichever core frees first; devices.simulated.HostCores), as processes of one
         machine do. By default every task has a machine of its own. Tasks of one machine must
         name the same ``cpu``.
-        ``host_topology`` (default: the cluster's) builds the host as a catalog host topology:
-        GPU ``i`` sits on the topology's node ``gpu<i>``, the cpu on its first socket, and routes
-        follow its cables (``topology.TopologyHost``); ``gpu`` then defaults to the topology's
-        own GPU and count. Raises ValueError for more GPUs than the topology has, a ``tpu`` or
+        ``host_topology`` (default: the cluster's, for a task given GPUs) builds the host as a
+        catalog host topology: GPU ``i`` sits on the topology's node ``gpu<i>``, the cpu on its
+        first socket, and routes follow its cables (``topology.TopologyHost``); named here,
+        ``gpu`` defaults to the topology's own GPU and count. Raises ValueError for more GPUs than the topology has, a ``tpu`` or
         a ``peer_link`` with a topology, and CatalogError (a ValueError) for an unknown one.
         """
         if self._devices is not None:
@@ -152,7 +152,9 @@ class Cluster:
                     f"cpu, got {cpu!r}"
                 )
         spec.cpu = cpu
-        topo = _topology(host_topology) if host_topology is not None else self.host_topology
+        topo = _topology(host_topology)
+        if topo is None and gpu:  # the cluster's topology, for a task with GPUs
+            topo = self.host_topology
         if topo is not None:
             gpu = _topology_gpus(host, topo, gpu, tpu, peer_link)
             spec.topology = topo

@@ -317,15 +317,24 @@ def test_topology_host_rejects_plain_links_and_bad_nodes():
 
 
 def test_cluster_builds_tasks_as_a_named_topology_and_keeps_the_plain_host_by_default():
-    """Cluster(host_topology=...) gives every task the topology's GPUs and routes; a task may
-    name another; without one, devices keep their PCIe link to host memory."""
-    c = Cluster(host_topology="dgx1_v100")
-    w = c.add_task("worker", 0)
-    p = c.add_task("worker", 1, gpu=("k40", 2), host_topology="pcie_2s_plx4_8gpu")
+    """Cluster(host_topology=...) builds every task with GPUs as the topology; a task may name
+    another (and then gets the topology's own GPUs by default); a task without GPUs, or any task
+    of a cluster without a topology, keeps the plain host (PCIe links to host memory)."""
+    c = Cluster(host_topology="pcie_2s_plx4_8gpu")
+    w = c.add_task("worker", 0, host_topology="dgx1_v100")
+    p = c.add_task("worker", 1, gpu=("k40", 2))
+    ps = c.add_task("ps", 0)
     plain = Cluster()
     q = plain.add_task("worker", 0, gpu=("v100_sxm2", 2), peer_link="nvlink2")
     assert [d["hardware"] for d in c.describe()[:3]] == ["xeon_e5_2680v3_2s"] + ["v100_sxm2"] * 2
     assert len(c.task_devices(w)) == 9 and len(c.task_devices(p)) == 3
+    assert len(c.task_devices(ps)) == 1
+    assert [x.name for x in c.route(f"{ps}/device:cpu:0", f"{p}/device:gpu:1")] == [
+        f"{ps}:nic:up",
+        f"{p}:nic:down",
+        f"{p}/cpu0->plx0:pcie3_x16",
+        f"{p}/plx0->gpu1:pcie3_x16",
+    ]
     r = c.route(f"{w}/device:gpu:2", f"{w}/device:gpu:1")
     assert [x.name for x in r] == [f"{w}/gpu2->gpu1:nvlink2_x2"]
     assert close(r[0].bandwidth_bytes_per_s, 50e9)
