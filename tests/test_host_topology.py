@@ -156,6 +156,8 @@ source = "test"
         ('["gpu1", "sw"]', '["sw", "gpu0"]', r"links\[0\]\.pairs\[1\]: .* listed twice"),
         ("gpus = { value = 2,", "gpus = { value = 0,", r"gpus: must be positive, got 0"),
         ('kind = "host"', 'kind = "host"\nwires = 1', r"wires: unknown field"),
+        ('kind = "host"', 'kind = "host"\ngpu = "v100"', r"gpu: unknown device 'v100'"),
+        ('kind = "host"', 'kind = "host"\ngpu = "tpu_v3"', r"gpu: 'tpu_v3' is a tpu, not a gpu"),
     ],
 )
 def test_bad_host_files_name_file_and_field_path(tmp_path, monkeypatch, old, new, message):

@@ -81,7 +81,7 @@ class HostSpec:
 
 def read_host(r: _Reader) -> HostSpec:
     """Parse a ``kind = "host"`` file read by ``r``; raises CatalogError naming the field."""
-    from . import load_link
+    from . import load_device, load_link
 
     gpus = r.number("gpus", integer=True)
     nodes: dict[str, str] = {f"gpu{i}": "gpu" for i in range(gpus)}
@@ -128,13 +128,21 @@ def read_host(r: _Reader) -> HostSpec:
             raise r.error(f"{fp}.pairs", 'expected a list of [node, node], e.g. [["gpu0", "cpu0"]]')
         for j, pair in enumerate(pairs):
             wires.append(_wire(r, f"{fp}.pairs[{j}]", pair, nodes, link, count, seen))
+    gpu = r.word("gpu", required=False)
+    if gpu is not None:
+        try:
+            kind = load_device(gpu).kind
+        except ValueError as e:
+            raise r.error("gpu", str(e)) from None
+        if kind != "gpu":
+            raise r.error("gpu", f"{gpu!r} is a {kind}, not a gpu")
     spec = HostSpec(
         key=r.path.stem,
         name=r.word("name"),
         gpus=gpus,
         nodes=nodes,
         wires=tuple(wires),
-        gpu=r.word("gpu", required=False),
+        gpu=gpu,
         description=r.word("description", required=False) or "",
         sources=r.sources,
         notes=r.notes,
