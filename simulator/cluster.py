@@ -134,8 +134,9 @@ class Cluster:
         ``host_topology`` (default: the cluster's, for a task given GPUs) builds the host as a
         catalog host topology: GPU ``i`` sits on the topology's node ``gpu<i>``, the cpu on its
         first socket, and routes follow its cables (``topology.TopologyHost``); named here,
-        ``gpu`` defaults to the topology's own GPU and count. Raises ValueError for more GPUs than the topology has, a ``tpu`` or
-        a ``peer_link`` with a topology, and CatalogError (a ValueError) for an unknown one.
+        ``gpu`` defaults to the topology's own GPU and count. Raises ValueError for more GPUs
+        than the topology has, a ``tpu`` or a ``peer_link`` with a topology, and CatalogError
+        (a ValueError) for an unknown one.
         """
         if self._devices is not None:
             raise RuntimeError("the cluster is already in use; add tasks before running on it")

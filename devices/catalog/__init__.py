@@ -51,8 +51,8 @@ the link types above; the format is in ``hosts.py``, the shipped ones in ``hosts
 Search order: the directories in ``HETBED_CATALOG_PATH`` (``os.pathsep``-separated), then the
 shipped catalog. A directory may hold ``devices/``, ``links/`` and ``hosts/`` subfolders like the
 shipped one, or flat ``<key>.toml`` files (device, link or host is then told by ``kind``).
-``load_file(path)`` loads any single file. Validation errors are ``CatalogError`` naming the file and the field path, e.g.
-``v100.toml: peak_flops.float32: missing source``.
+``load_file(path)`` loads any single file. Validation errors are ``CatalogError`` naming the
+file and the field path, e.g. ``v100.toml: peak_flops.float32: missing source``.
 """
 
 from __future__ import annotations
