@@ -163,8 +163,8 @@ class TopologyHost(Host):
         self.node_of: dict[str, str] = {}
         self._paths: dict[tuple[str, str], list[Link]] = {}
         nics = [n for n, k in self.kinds.items() if k == "nic"]
-        self._exit: dict[str, str] = {}  # node -> the node where its traffic leaves the host
-        self._nics = nics or [spec.memory_node]
+        self._exits = nics or [spec.memory_node]  # where traffic may leave the host
+        self._exit: dict[str, str] = {}  # node -> its (nearest) exit
 
     def add_device(self, device: str, node: str) -> None:
         """Put ``device`` (e.g. ``device:gpu:3``) on GPU node ``node`` (``gpu3``).
@@ -262,7 +262,7 @@ class TopologyHost(Host):
         out = self._exit.get(node)
         if out is None:
             best = None
-            for nic in self._nics:
+            for nic in self._exits:
                 p = self.path(node, nic)
                 rank = (-min((x.bandwidth_bytes_per_s for x in p), default=float("inf")), len(p))
                 if best is None or rank < best[0]:
