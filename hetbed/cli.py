@@ -31,34 +31,52 @@ def _catalog(args: argparse.Namespace) -> int:
     from hetbed.devices import catalog
 
     if args.name:
-        try:
-            spec = catalog.load_device(args.name)
-        except Exception:  # noqa: BLE001 - not a device: try the links
+        spec = None
+        for load in (catalog.load_device, catalog.load_link, catalog.load_host):
             try:
-                spec = catalog.load_link(args.name)
-            except Exception:  # noqa: BLE001
-                known = catalog.list_devices() + catalog.list_links()
-                near = difflib.get_close_matches(args.name, known, n=3, cutoff=0.5)
-                print(
-                    f"hetbed catalog: no device or link named {args.name!r}"
-                    + (f" (did you mean {' or '.join(near)}?)" if near else "")
-                    + "; devices: "
-                    f"{', '.join(catalog.list_devices())}; links: {', '.join(catalog.list_links())}",
-                    file=sys.stderr,
-                )
-                return 2
+                spec = load(args.name)
+                break
+            except Exception:  # noqa: BLE001 - not this kind of entry: try the next
+                continue
+        if spec is None:
+            known = catalog.list_devices() + catalog.list_links() + catalog.list_hosts()
+            near = difflib.get_close_matches(args.name, known, n=3, cutoff=0.5)
+            print(
+                f"hetbed catalog: no device, link or host topology named {args.name!r}"
+                + (f" (did you mean {' or '.join(near)}?)" if near else "")
+                + f"; devices: {', '.join(catalog.list_devices())}; links: "
+                f"{', '.join(catalog.list_links())}; hosts: {', '.join(catalog.list_hosts())}",
+                file=sys.stderr,
+            )
+            return 2
         fields = {k: v for k, v in vars(spec).items() if k not in ("sources", "notes")}
+        if isinstance(spec, catalog.HostSpec):  # its cables, one line each
+            fields["wires"] = [
+                f"{w.a} <-> {w.b}: {w.link.key} {w.link.bandwidth_bytes_per_s / 1e9:g} GB/s"
+                for w in spec.wires
+            ]
         if args.json:
             print(json.dumps({"spec": fields, "sources": spec.sources}, indent=1, default=str))
         else:
             for k, v in fields.items():
+                if isinstance(v, list):  # a host's cables
+                    print(k)
+                    for item in v:
+                        print(f"  {item}")
+                    continue
                 src = spec.sources.get(k)
                 print(f"{k:32s} {v!s:40s} {('[' + src + ']') if src else ''}")
+            if isinstance(spec, catalog.HostSpec):
+                for k, src in spec.sources.items():
+                    if k not in fields:
+                        print(f"{k:32s} [{src}]")
         return 0
     devs = [catalog.load_device(k) for k in catalog.list_devices()]
     links = [catalog.load_link(k) for k in catalog.list_links()]
+    hosts = [catalog.load_host(k) for k in catalog.list_hosts()]
     if args.json:
-        print(json.dumps({"devices": [d.key for d in devs], "links": [x.key for x in links]}))
+        keys = {"devices": devs, "links": links, "hosts": hosts}
+        print(json.dumps({k: [x.key for x in v] for k, v in keys.items()}))
         return 0
     print("devices:")
     for d in devs:
@@ -72,6 +90,9 @@ def _catalog(args: argparse.Namespace) -> int:
         print(
             f"  {x.key:22s} {x.bandwidth_bytes_per_s / 1e9:8.2f} GB/s {x.latency_s * 1e6:8.2f} us  {x.name}"
         )
+    print("host topologies:")
+    for h in hosts:
+        print(f"  {h.key:22s} {h.gpus:3d} GPUs {len(h.wires):4d} cables  {h.name}")
     return 0
 
 

@@ -54,6 +54,7 @@ def replica_profile(sc: dict) -> Any:
         c["ps_device"],
         n_ps,
         st["placement"],
+        c["host_topology"],
     )
     prof = _profiles.get(key)
     if prof is None:
@@ -71,6 +72,7 @@ def replica_profile(sc: dict) -> Any:
                 strategy=strategy,
                 examples_per_step=m["batch_size"],
                 cost_model=Roofline(m["precision"]),
+                host_topology=c["host_topology"] or None,
             )
         if st["placement"] == "balanced":
             prof = balanced(prof, n_ps)

@@ -16,6 +16,7 @@
     ps_device = "xeon_e5_2630v3_ps"
     nic = "eth_10g"
     fabric = "switch"            # or "two_level" with rack_size, oversubscription
+    host_topology = "dgx1_v100"  # optional: how each worker host is built (catalog hosts)
 
     [strategy]
     kind = "sync"                # sync | async | allreduce
@@ -109,6 +110,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "fabric": Field("choice", "switch", choices=("switch", "two_level")),
         "rack_size": Field("int+", 16, max=100_000),
         "oversubscription": Field("float+", 1.0, max=1000.0),
+        "host_topology": Field(
+            "str",
+            "",
+            doc="a catalog host topology (devices/catalog/hosts) each worker host is built as; "
+            "empty: a plain host (device on PCIe to host memory)",
+        ),
         "worker_efficiency": Field(
             "float+",
             1.0,
@@ -445,14 +452,21 @@ def _check_catalog(out: dict, where: str) -> None:
         ("cluster.worker_device", catalog.list_devices()),
         ("cluster.ps_device", catalog.list_devices()),
         ("cluster.nic", catalog.list_links()),
+        ("cluster.host_topology", catalog.list_hosts()),
     ):
         sec, _, name = path.partition(".")
         v = out[sec][name]
-        if v not in known:
+        if v not in known and (v or path != "cluster.host_topology"):
             raise ScenarioError(
                 f"{where}: {path}: no catalog entry {v!r}{did_you_mean(v, known)}; "
                 f"`hetbed catalog` lists {', '.join(known)}"
             )
+    topo, worker = out["cluster"]["host_topology"], out["cluster"]["worker_device"]
+    if topo and catalog.load_device(worker).kind != "gpu":
+        raise ScenarioError(
+            f"{where}: cluster.host_topology: {topo!r} places GPUs, but cluster.worker_device "
+            f"{worker!r} is a {catalog.load_device(worker).kind}; drop host_topology"
+        )
 
 
 def load(path: str) -> dict:

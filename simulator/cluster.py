@@ -17,7 +17,7 @@ from typing import Any
 
 import simpy
 
-from hetbed.devices.catalog import load_device, load_link
+from hetbed.devices.catalog import HostSpec, load_device, load_host, load_link
 from hetbed.devices.costmodel import CostModel, Roofline, perf_from_spec
 from hetbed.devices.simulated import HostCores, SimulatedDevice
 from hetbed.runtime.shapes import output_shapes
@@ -35,6 +35,7 @@ class _TaskSpec:
     peer_link: str | None = None
     machine: str | None = None  # the physical host whose cores it shares with its other tasks
     cpu: Any = None
+    topology: HostSpec | None = None  # the catalog host topology it is built as, if any
 
 
 def _link_numbers(link: Any) -> tuple[float, float]:
@@ -44,6 +45,27 @@ def _link_numbers(link: Any) -> tuple[float, float]:
     return spec.bandwidth_bytes_per_s, spec.latency_s
 
 
+def _topology(value: str | HostSpec | None) -> HostSpec | None:
+    return load_host(value) if isinstance(value, str) else value
+
+
+def _topology_gpus(host: str, topo: HostSpec, gpu: Any, tpu: Any, peer_link: Any) -> Any:
+    """The task's ``gpu`` argument on a host built as ``topo`` (its own GPUs by default)."""
+    if tpu or peer_link:
+        what = "tpu" if tpu else "peer_link"
+        raise ValueError(
+            f"{host}: host topology {topo.key!r} places GPUs and wires them itself; drop {what}="
+        )
+    if not gpu:
+        if topo.gpu is None:
+            raise ValueError(f"{host}: host topology {topo.key!r} names no gpu; pass gpu=(KEY, N)")
+        return (topo.gpu, topo.gpus)
+    n = gpu[1] if isinstance(gpu, tuple) else 1
+    if n > topo.gpus:
+        raise ValueError(f"{host}: host topology {topo.key!r} has {topo.gpus} GPUs, asked for {n}")
+    return gpu
+
+
 class Cluster:
     """Hosts, devices and links of a simulated cluster (see the module docstring).
 
@@ -51,7 +73,10 @@ class Cluster:
     hosts behind ToR uplinks oversubscribed ``oversubscription`` times). ``hybrid=True`` makes
     devices compute real values too. ``cost_model`` defaults to the roofline, in ``precision``
     (``devices.costmodel.PRECISIONS``: "float32", "tf32", "mixed_float16", "mixed_bfloat16";
-    ``set_precision`` changes it later).
+    ``set_precision`` changes it later). ``host_topology`` names a catalog host topology
+    (``devices/catalog/hosts``, e.g. "dgx1_v100") that every task with GPUs is built as unless
+    ``add_task`` names another; the default (None) keeps the plain host: devices on PCIe links
+    to host memory, optionally joined pairwise by ``peer_link``.
     """
 
     def __init__(
@@ -63,6 +88,7 @@ class Cluster:
         hybrid: bool = False,
         env: simpy.Environment | None = None,
         precision: str = "float32",
+        host_topology: str | HostSpec | None = None,
     ):
         if fabric not in ("switch", "two_level"):
             raise ValueError(f"fabric must be 'switch' or 'two_level', got {fabric!r}")
@@ -75,6 +101,7 @@ class Cluster:
         Roofline(precision)  # (raises ValueError naming the choices)
         self.precision = precision
         self.hybrid = hybrid
+        self.host_topology = _topology(host_topology)
         self._tasks: list[_TaskSpec] = []
         self._devices: list[SimulatedDevice] | None = None
         self._routes: dict[tuple[str, str], tuple] = {}
@@ -91,6 +118,7 @@ class Cluster:
         peer_link: str | None = None,
         replica: int = 0,
         machine: str | None = None,
+        host_topology: str | HostSpec | None = None,
     ) -> str:
         """Add one host running task ``/job:job/replica:replica/task:task``; returns its name.
 
@@ -103,6 +131,12 @@ class Cluster:
         handled on whichever core frees first; devices.simulated.HostCores), as processes of one
         machine do. By default every task has a machine of its own. Tasks of one machine must
         name the same ``cpu``.
+        ``host_topology`` (default: the cluster's, for a task given GPUs) builds the host as a
+        catalog host topology: GPU ``i`` sits on the topology's node ``gpu<i>``, the cpu on its
+        first socket, and routes follow its cables (``topology.TopologyHost``); named here,
+        ``gpu`` defaults to the topology's own GPU and count. Raises ValueError for more GPUs
+        than the topology has, a ``tpu`` or a ``peer_link`` with a topology, and CatalogError
+        (a ValueError) for an unknown one.
         """
         if self._devices is not None:
             raise RuntimeError("the cluster is already in use; add tasks before running on it")
@@ -119,6 +153,12 @@ class Cluster:
                     f"cpu, got {cpu!r}"
                 )
         spec.cpu = cpu
+        topo = _topology(host_topology)
+        if topo is None and gpu:  # the cluster's topology, for a task with GPUs
+            topo = self.host_topology
+        if topo is not None:
+            gpu = _topology_gpus(host, topo, gpu, tpu, peer_link)
+            spec.topology = topo
         if cpu:
             spec.devices.append(("cpu", cpu, 1))
         for kind, val in (("gpu", gpu), ("tpu", tpu)):
@@ -152,6 +192,8 @@ class Cluster:
         self._task_devices: dict[str, list[SimulatedDevice]] = {}
         for t in self._tasks:
             h = self._fabric.host(t.host)
+            if t.topology is not None:
+                h = self._fabric.attach_topology(t.host, t.topology)
             mine = self._task_devices[t.host] = []
             accel = []
             for kind, key, n in t.devices:
@@ -175,6 +217,8 @@ class Cluster:
                         if t.machine is not None and dev.host_cores is not None:
                             dev.host_cores = machines.setdefault(t.machine, dev.host_cores)
                         h.add_memory_device(name)
+                    elif t.topology is not None:
+                        h.add_device(name, f"gpu{i}")
                     else:
                         bw, lat = _link_numbers(getattr(hw, "host_link", None) or "pcie3_x16")
                         h.add_device_link(name, bw, lat)

@@ -311,6 +311,7 @@ def profile_from_graph(
     apply_s: Mapping[str, float] | float | None = None,
     cost_model: CostModel | None = None,
     aggregate_s: Mapping[str, float] | float | None = None,
+    host_topology: str | None = None,
 ) -> ReplicaProfile:
     """Measure one replica's ``ReplicaProfile`` with the op-level simulator.
 
@@ -332,6 +333,8 @@ def profile_from_graph(
       op making an input of its update op), as a fraction of ``compute_s``;
     - ``worker_apply_s``: the roofline (or ``cost_model``) time of each update op on ``worker``
       (all-reduce jobs update on the worker; ``apply_s`` given: that number as well);
+    - ``host_topology``: a catalog host topology the worker's host is built as (its GPU on the
+      topology's ``gpu0``, so its transfers to and from host memory follow the topology);
     - message costs: the catalog's of the worker task's CPU (``worker`` itself when it is a
       CPU, else the host CPU a cluster gives the task) and of ``ps``; ``ps_cores``: ``ps``'s.
 
@@ -376,7 +379,7 @@ def profile_from_graph(
     elif kind == "tpu":
         cluster.add_task("worker", 0, tpu=(wspec, 1))
     else:
-        cluster.add_task("worker", 0, gpu=(wspec, 1))
+        cluster.add_task("worker", 0, gpu=(wspec, 1), host_topology=host_topology)
     fetches, indices = [], {}
     for v in var_ops:
         u = updates[v]

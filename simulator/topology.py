@@ -14,16 +14,30 @@ devices named ``"HOST/DEVICE"`` (split at the last '/', so TensorFlow names such
 
 A device added with ``Host.add_memory_device`` (a CPU) lives in host memory and has no PCIe hop.
 Bandwidths are bytes/s per direction, latencies seconds; every link is one direction.
+
+That is the default host. ``Fabric.attach_topology(host, spec)`` makes a host a ``TopologyHost``
+instead: its devices sit on the nodes of a catalog host topology (``devices/catalog/hosts``: CPU
+sockets, PCIe switches, NVSwitches, NICs and the GPUs, joined by cables of given link types), one
+Link per cable and direction, and a route between two of its nodes is the **widest path** (the
+largest bottleneck bandwidth), among those the fewest hops, among those the first found in the
+order the file lists its cables. Routes pass through sockets and switches only, never through a
+GPU or a NIC. On such a host a device's way to the network (``up``/``down``) is its route to the
+nearest NIC node (widest, then fewest hops), or to host memory (the first socket) when the
+topology has no NIC; the host's link to the fabric stays the one NIC link of the fabric.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from hetbed.simulator.network import Link, Network
 
-__all__ = ["Fabric", "Host", "Nic", "SwitchFabric", "TwoLevelFabric"]
+if TYPE_CHECKING:  # pragma: no cover
+    from hetbed.devices.catalog import HostSpec
+
+__all__ = ["Fabric", "Host", "Nic", "SwitchFabric", "TopologyHost", "TwoLevelFabric"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +141,144 @@ class Host:
         return f"Host({self.name!r}, devices={sorted(self.devices)})"
 
 
+class TopologyHost(Host):
+    """A host built as a catalog host topology (see the module docstring).
+
+    GPUs go on their nodes with ``add_device(device, node)``; memory devices (CPUs) live on the
+    topology's memory node. ``add_device_link`` and ``add_peer_link`` raise ValueError: the
+    topology's cables are the links. Links are named ``HOST/A->B:LINKKEY``.
+    """
+
+    def __init__(self, name: str, network: Network, spec: HostSpec):
+        super().__init__(name, network)
+        self.spec = spec
+        self.kinds = dict(spec.nodes)
+        self._out: dict[str, list[tuple[str, Link]]] = {n: [] for n in self.kinds}
+        for w in spec.wires:
+            bw, lat = w.link.bandwidth_bytes_per_s, w.link.latency_s
+            for a, b in ((w.a, w.b), (w.b, w.a)):
+                link = network.add_link(f"{name}/{a}->{b}:{w.link.key}", bw, lat)
+                self._out[a].append((b, link))
+        self._widths = sorted({x.bandwidth_bytes_per_s for v in self._out.values() for _, x in v})
+        self.node_of: dict[str, str] = {}
+        self._paths: dict[tuple[str, str], list[Link]] = {}
+        nics = [n for n, k in self.kinds.items() if k == "nic"]
+        self._exits = nics or [spec.memory_node]  # where traffic may leave the host
+        self._exit: dict[str, str] = {}  # node -> its (nearest) exit
+
+    def add_device(self, device: str, node: str) -> None:
+        """Put ``device`` (e.g. ``device:gpu:3``) on GPU node ``node`` (``gpu3``).
+
+        Raises ValueError for a node that is not a GPU of the topology or already holds one.
+        """
+        self._check_new(device)
+        if self.kinds.get(node) != "gpu":
+            gpus = [n for n, k in self.kinds.items() if k == "gpu"]
+            raise ValueError(
+                f"host {self.name!r} ({self.spec.key}): no GPU node {node!r}; it has {gpus}"
+            )
+        if node in self.node_of.values():
+            raise ValueError(f"host {self.name!r}: GPU node {node!r} already holds a device")
+        self.devices[device] = None
+        self.node_of[device] = node
+
+    def add_memory_device(self, device: str) -> None:
+        """Add a device living in host memory (a CPU): on the topology's first socket."""
+        self._check_new(device)
+        self.devices[device] = None
+        self.node_of[device] = self.spec.memory_node
+
+    def add_device_link(self, device: str, bandwidth: float, latency: float = 0.0) -> tuple:
+        raise ValueError(
+            f"host {self.name!r} is built as {self.spec.key!r}: its links come from the topology;"
+            " place a GPU with add_device(device, node)"
+        )
+
+    def add_peer_link(self, a: str, b: str, bandwidth: float, latency: float = 0.0) -> tuple:
+        raise ValueError(
+            f"host {self.name!r} is built as {self.spec.key!r}: its GPU-to-GPU links come from "
+            "the topology, not from add_peer_link"
+        )
+
+    def up(self, device: str) -> list[Link]:
+        node = self._node(device)
+        return self.path(node, self._exit_of(node))
+
+    def down(self, device: str) -> list[Link]:
+        node = self._node(device)
+        return self.path(self._exit_of(node), node)
+
+    def route(self, src: str, dst: str) -> list[Link]:
+        return self.path(self._node(src), self._node(dst))
+
+    def path(self, a: str, b: str) -> list[Link]:
+        """Links from node ``a`` to node ``b``: the widest path, then the fewest hops.
+
+        Raises KeyError for an unknown node, ValueError when no route joins them."""
+        for n in (a, b):
+            if n not in self.kinds:
+                raise KeyError(f"host {self.name!r}: unknown node {n!r}; it has {list(self.kinds)}")
+        key = (a, b)
+        if key not in self._paths:
+            self._paths[key] = self._search(a, b)
+        return list(self._paths[key])
+
+    def _search(self, a: str, b: str) -> list[Link]:
+        if a == b:
+            return []
+        for width in reversed(self._widths):  # the widest bottleneck that still joins a to b
+            found = self._bfs(a, b, width)
+            if found is not None:
+                return found
+        raise ValueError(
+            f"host {self.name!r} ({self.spec.key}): no route from {a!r} to {b!r} through "
+            "sockets and switches"
+        )
+
+    def _bfs(self, a: str, b: str, width: float) -> list[Link] | None:
+        """Fewest-hop path over links at least ``width`` wide, through transit nodes only."""
+        prev: dict[str, tuple[str, Link] | None] = {a: None}
+        frontier = [a]
+        while frontier:
+            nxt = []
+            for n in frontier:
+                if n != a and self.kinds[n] in ("gpu", "nic"):
+                    continue  # an end, never a relay
+                for m, link in self._out[n]:
+                    if m in prev or link.bandwidth_bytes_per_s < width:
+                        continue
+                    prev[m] = (n, link)
+                    if m == b:
+                        path = []
+                        while prev[m] is not None:
+                            m, hop = prev[m]  # type: ignore[misc]
+                            path.append(hop)
+                        return path[::-1]
+                    nxt.append(m)
+            frontier = nxt
+        return None
+
+    def _exit_of(self, node: str) -> str:
+        out = self._exit.get(node)
+        if out is None:
+            best = None
+            for nic in self._exits:
+                p = self.path(node, nic)
+                rank = (-min((x.bandwidth_bytes_per_s for x in p), default=float("inf")), len(p))
+                if best is None or rank < best[0]:
+                    best = (rank, nic)
+            out = self._exit[node] = best[1]  # type: ignore[index]
+        return out
+
+    def _node(self, device: str) -> str:
+        try:
+            return self.node_of[device]
+        except KeyError:
+            raise KeyError(
+                f"unknown device {device!r} on host {self.name!r}; it has {sorted(self.devices)}"
+            ) from None
+
+
 class Fabric:
     """Base of fabric builders: owns one Host per host name and routes between hosts and devices.
 
@@ -147,6 +299,16 @@ class Fabric:
             return self.hosts[name]
         except KeyError:
             raise KeyError(f"unknown host {name!r}; this fabric has {sorted(self.hosts)}") from None
+
+    def attach_topology(self, name: str, spec: HostSpec) -> TopologyHost:
+        """Build host ``name`` as the catalog host topology ``spec`` (a ``TopologyHost``).
+
+        Raises KeyError for an unknown host, ValueError when it already has devices."""
+        host = self.host(name)
+        if host.devices:
+            raise ValueError(f"host {name!r} already has devices; attach its topology first")
+        built = self.hosts[name] = TopologyHost(name, self.network, spec)
+        return built
 
     def route(self, src_host: str, dst_host: str) -> list[Link]:
         """Links from host ``src_host`` to host ``dst_host`` (none for the same host)."""

@@ -44,11 +44,15 @@ Link fields (``kind`` is ``"pcie"``, ``"nvlink"``, ``"ethernet"``, ``"infiniband
 (one-way, small message) required; ``links`` and ``per_link_bandwidth_bytes_per_s`` when the
 bandwidth aggregates several physical links (NVLink: per-GPU aggregate = links x per-link).
 
+Host topologies (``hosts/<key>.toml``, ``kind = "host"``; ``load_host``, ``list_hosts``): how a
+machine's GPUs, PCIe switches, CPU sockets, NVSwitches and NICs are wired, as groups of cables of
+the link types above; the format is in ``hosts.py``, the shipped ones in ``hosts/README.md``.
+
 Search order: the directories in ``HETBED_CATALOG_PATH`` (``os.pathsep``-separated), then the
-shipped catalog. A directory may hold ``devices/`` and ``links/`` subfolders like the shipped one,
-or flat ``<key>.toml`` files (device or link is then told by ``kind``). ``load_file(path)`` loads
-any single file. Validation errors are ``CatalogError`` naming the file and the field path, e.g.
-``v100.toml: peak_flops.float32: missing source``.
+shipped catalog. A directory may hold ``devices/``, ``links/`` and ``hosts/`` subfolders like the
+shipped one, or flat ``<key>.toml`` files (device, link or host is then told by ``kind``).
+``load_file(path)`` loads any single file. Validation errors are ``CatalogError`` naming the
+file and the field path, e.g. ``v100.toml: peak_flops.float32: missing source``.
 """
 
 from __future__ import annotations
@@ -64,13 +68,18 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10 needs the tomli backport
     import tomli as tomllib  # type: ignore[no-redef]
 
+from .hosts import HostSpec, read_host
+
 __all__ = [
     "CatalogError",
     "HardwareSpec",
     "LinkSpec",
+    "HostSpec",
     "load_device",
     "load_link",
+    "load_host",
     "load_file",
+    "list_hosts",
     "list_devices",
     "list_links",
     "catalog_dirs",
@@ -183,8 +192,8 @@ def _candidates(root: Path, sub: str) -> list[Path]:
     return sorted((root / sub).glob("*.toml")) + sorted(root.glob("*.toml"))
 
 
-def _find(key: str, sub: str, want: type) -> HardwareSpec | LinkSpec:
-    what = "device" if want is HardwareSpec else "link"
+def _find(key: str, sub: str, want: type) -> HardwareSpec | LinkSpec | HostSpec:
+    what = {HardwareSpec: "device", LinkSpec: "link", HostSpec: "host topology"}[want]
     for root in catalog_dirs():
         for path in (root / sub / f"{key}.toml", root / f"{key}.toml"):
             if path.is_file():
@@ -201,12 +210,27 @@ def _find(key: str, sub: str, want: type) -> HardwareSpec | LinkSpec:
 
 
 def _list(sub: str, want: type) -> list[str]:
+    kinds = {HardwareSpec: DEVICE_KINDS, LinkSpec: LINK_KINDS, HostSpec: ("host",)}[want]
     keys: set[str] = set()
     for root in catalog_dirs():
         for path in _candidates(root, sub):
-            if path.parent == root / sub or isinstance(load_file(path), want):
+            if path.parent == root / sub or _kind_of(path) in kinds:
                 keys.add(path.stem)
     return sorted(keys)
+
+
+def _kind_of(path: Path) -> str:
+    """The ``kind`` of a flat-layout file, read without validating the rest (a host file names
+    links, and listing links must not load it); CatalogError for a file without a known kind."""
+    try:
+        with open(path, "rb") as f:
+            kind = tomllib.load(f).get("kind")
+    except (OSError, tomllib.TOMLDecodeError):
+        kind = None
+    kind = kind.get("value") if isinstance(kind, dict) else kind
+    if kind in DEVICE_KINDS + LINK_KINDS + ("host",):
+        return kind
+    return load_file(path).kind  # raises the CatalogError naming the problem
 
 
 def load_device(key: str) -> HardwareSpec:
@@ -219,6 +243,12 @@ def load_link(key: str) -> LinkSpec:
     return _find(key, "links", LinkSpec)  # type: ignore[return-value]
 
 
+def load_host(key: str) -> HostSpec:
+    """The host topology named ``key`` (a file stem, e.g. ``"dgx1_v100"``); CatalogError if
+    unknown or invalid."""
+    return _find(key, "hosts", HostSpec)  # type: ignore[return-value]
+
+
 def list_devices() -> list[str]:
     """Keys of every device in the search path, sorted."""
     return _list("devices", HardwareSpec)
@@ -229,12 +259,17 @@ def list_links() -> list[str]:
     return _list("links", LinkSpec)
 
 
+def list_hosts() -> list[str]:
+    """Keys of every host topology in the search path, sorted."""
+    return _list("hosts", HostSpec)
+
+
 # ---------------------------------------------------------------------------------------------
 # parsing and validation
 
 
-def load_file(path: str | os.PathLike) -> HardwareSpec | LinkSpec:
-    """Parse and validate one TOML file; a device or a link according to its ``kind``."""
+def load_file(path: str | os.PathLike) -> HardwareSpec | LinkSpec | HostSpec:
+    """Parse and validate one TOML file; a device, a link or a host according to its ``kind``."""
     path = Path(path)
     try:
         with open(path, "rb") as f:
@@ -249,19 +284,31 @@ def load_file(path: str | os.PathLike) -> HardwareSpec | LinkSpec:
         return _device(r, kind)
     if kind in LINK_KINDS:
         return _link(r, kind)
-    raise r.error("kind", f"unknown kind {kind!r}; devices: {DEVICE_KINDS}, links: {LINK_KINDS}")
+    if kind == "host":
+        return read_host(r)
+    raise r.error(
+        "kind",
+        f"unknown kind {kind!r}; devices: {DEVICE_KINDS}, links: {LINK_KINDS}, host topologies: "
+        "'host'",
+    )
 
 
 class _Reader:
     """Reads fields of one parsed file, recording sources and notes by field path."""
 
-    def __init__(self, path: Path, doc: dict):
-        self.path, self.doc = path, doc
+    def __init__(self, path: Path, doc: dict, prefix: str = ""):
+        self.path, self.doc, self.prefix = path, doc, prefix
         self.sources: dict[str, str] = {}
         self.notes: dict[str, str] = {}
 
+    def sub(self, doc: dict, prefix: str) -> _Reader:
+        """A reader of the table ``doc`` at ``prefix`` (``links[2]``), sharing sources and notes."""
+        r = _Reader(self.path, doc, f"{self.prefix}{prefix}.")
+        r.sources, r.notes = self.sources, self.notes
+        return r
+
     def error(self, fpath: str, msg: str) -> CatalogError:
-        return CatalogError(f"{self.path.name}: {fpath}: {msg}")
+        return CatalogError(f"{self.path.name}: {self.prefix}{fpath}: {msg}")
 
     def _get(self, fpath: str, required: bool) -> Any:
         node: Any = self.doc
@@ -290,12 +337,12 @@ class _Reader:
         source = raw.get("source")
         if not isinstance(source, str) or not source.strip():
             raise self.error(fpath, "missing source")
-        self.sources[fpath] = source.strip()
+        self.sources[self.prefix + fpath] = source.strip()
         note = raw.get("note")
         if note is not None:
             if not isinstance(note, str):
                 raise self.error(fpath, f"note must be a string, got {note!r}")
-            self.notes[fpath] = note.strip()
+            self.notes[self.prefix + fpath] = note.strip()
         return raw["value"]
 
     def word(self, fpath: str, required: bool = True) -> str | None:
