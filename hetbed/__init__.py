@@ -15,8 +15,12 @@ from hetbed.runtime.dtypes import (
     float16,
     float32,
     float64,
+    int8,
+    int16,
     int32,
     int64,
+    uint8,
+    uint16,
 )
 from hetbed.runtime.errors import OpError
 from hetbed.runtime.gradients import IndexedSlices, IndexedSlicesValue, gradients

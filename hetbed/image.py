@@ -1,4 +1,9 @@
-"""``hb.image`` (TF1's ``tf.image``): flips, crops, padding, resizing and photometric ops."""
+"""``hb.image`` (TF1's ``tf.image``): flips, crops, padding, resizing, photometric ops, and
+image files (decode_jpeg/png/gif/bmp/image, encode_png/jpeg)."""
 
 from hetbed.runtime.ops.image import *  # noqa: F403
-from hetbed.runtime.ops.image import __all__  # noqa: F401
+from hetbed.runtime.ops.image import __all__ as _image_all
+from hetbed.runtime.ops.image_codecs import *  # noqa: F403
+from hetbed.runtime.ops.image_codecs import __all__ as _codecs_all
+
+__all__ = [*_image_all, *_codecs_all]

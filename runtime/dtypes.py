@@ -54,16 +54,23 @@ float32 = DType("float32", np.float32)
 float64 = DType("float64", np.float64)
 int32 = DType("int32", np.int32)
 int64 = DType("int64", np.int64)
+# TF's narrow integers: arithmetic wraps at their width, as numpy's (and TF's) does. Images
+# decode to uint8.
+int8 = DType("int8", np.int8)
+int16 = DType("int16", np.int16)
+uint8 = DType("uint8", np.uint8)
+uint16 = DType("uint16", np.uint16)
 bool_ = DType("bool", np.bool_)
 # TF1's tf.string: numpy object arrays whose elements are Python bytes (str is encoded utf-8).
 # String tensors live on the CPU only (see OpDef.find_kernel).
 string = DType("string", np.object_)
 
-ALL = (float16, float32, float64, int32, int64, bool_, string)
-NON_STRING = (float16, float32, float64, int32, int64, bool_)
+SMALL_INTS = (int8, int16, uint8, uint16)
+ALL = (float16, float32, float64, int32, int64, bool_, string, *SMALL_INTS)
+NON_STRING = (float16, float32, float64, int32, int64, bool_, *SMALL_INTS)
 FLOATS = (float16, float32, float64)
-INTS = (int32, int64)
-NUMERIC = FLOATS + INTS
+INTS = (int32, int64)  # the index types (shapes, indices, sizes)
+NUMERIC = FLOATS + INTS + SMALL_INTS
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 # TensorFlow's other spellings of the same types (its dtype-name table): "float" is float32, not
@@ -107,8 +114,8 @@ def as_dtype(value: object) -> DType:
         return _BY_NP[npd]
     if npd.kind in "SU":
         return string
-    if npd.kind == "u" or npd == np.int8 or npd == np.int16:
-        return int32
+    if npd.kind == "u":  # uint32, uint64: values kept in int64
+        return int64
     raise TypeError(f"unsupported dtype {npd}; hetbed has {', '.join(_BY_NAME)}")
 
 

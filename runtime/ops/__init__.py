@@ -35,3 +35,7 @@ from . import (  # noqa: F401
 # ---- WP7 ----
 # isort: split
 from . import edit_distance, hashing  # noqa: F401, E402
+
+# ---- image files ----
+# isort: split
+from . import image_codecs  # noqa: F401, E402

@@ -514,8 +514,6 @@ def regex_replace(
 
 DecodeRaw = defop("DecodeRaw", differentiable=False)
 
-_RAW_TYPES = {"uint8": np.uint8, "int8": np.int8, "int16": np.int16}
-
 
 @DecodeRaw.shape
 def _decode_raw_shape(op):
@@ -554,18 +552,14 @@ def decode_raw(
     """Reinterpret each string's bytes as a vector of ``out_type``; output shape is the input's
     plus the number of values per string (all strings must be as long).
 
-    ``out_type`` may be any hetbed dtype or "uint8"/"int8"/"int16", which decode to int32."""
+    ``out_type``: any numeric hetbed dtype (uint8 for the bytes themselves)."""
     x = input_bytes if input_bytes is not None else bytes
     if out_type is None:
         raise TypeError("decode_raw: out_type is required")
-    name_ = getattr(out_type, "name", None) or np.dtype(out_type).name
-    if name_ in _RAW_TYPES:
-        raw, dt = np.dtype(_RAW_TYPES[name_]).name, _dt.int32
-    else:
-        dt = _dt.as_dtype(out_type)
-        if dt.is_string:
-            raise TypeError("decode_raw: out_type must be numeric")
-        raw = dt.np.name
+    dt = _dt.as_dtype(out_type)
+    if dt.is_string:
+        raise TypeError("decode_raw: out_type must be numeric")
+    raw = dt.np.name
     attrs = {"out_type": dt, "raw": raw, "little_endian": bool(little_endian)}
     return apply("DecodeRaw", [x], attrs, name or "DecodeRaw")
 

@@ -113,9 +113,7 @@ math = _namespace(
     | {"softplus": getattr(nn, "softplus", None), "log_softmax": getattr(nn, "log_softmax", None)},
 )
 
-# TF's 8/16-bit and unsigned integer names stand for int32 (values kept; as_dtype maps numpy's
-# uint8/int8/int16 the same way); arithmetic does not wrap at 8 or 16 bits.
-int8 = int16 = uint8 = uint16 = _hb.int32
+from hetbed.runtime.dtypes import int8, int16, uint8, uint16  # noqa: E402
 
 dtypes = _namespace(
     "dtypes",
@@ -360,6 +358,10 @@ for _k, _v in {
     "matching_files": _strings.matching_files,
 }.items():
     setattr(io, _k, _v)
+from hetbed.runtime.ops import image_codecs as _codecs  # noqa: E402
+
+for _k in _codecs.__all__:  # tf.io.decode_jpeg etc. (also tf.image.*)
+    setattr(io, _k, getattr(_codecs, _k))
 sparse = _namespace(
     "sparse",
     "TF1's tf.sparse, of which hetbed has SparseTensor and to_dense.",
