@@ -45,11 +45,12 @@ def test_png_round_trips_and_channel_conversions():
         lambda x: tf.image.decode_png(tf.image.encode_png(x), dtype=tf.uint16), rgba[..., :3]
     )
     np.testing.assert_array_equal(wide, rgba[..., :3].astype(np.uint16) * 257)
-    # to gray: ITU-R 601-2 luma, rounded
-    rgb8 = rgba[..., :3].astype(np.float64)
+    # to gray: 601 luma in 15-bit fixed point, truncated (libpng's, as TF's)
+    rgb = rgba[..., :3].astype(np.int64)
     luma = _run(lambda x: tf.image.decode_png(tf.image.encode_png(x), channels=1), rgba[..., :3])
-    want = rgb8 @ np.array([299, 587, 114]) / 1000
-    assert np.abs(luma[..., 0] - want).max() <= 1.0
+    want = (rgb[..., 0] * 9797 + rgb[..., 1] * 19234 + rgb[..., 2] * 3737) >> 15
+    np.testing.assert_array_equal(luma[..., 0], want)
+    assert abs(float(np.mean(luma[..., 0] - rgb @ [0.299, 0.587, 0.114]))) < 1
 
 
 def test_jpeg_gif_bmp_and_decode_image():

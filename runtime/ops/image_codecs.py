@@ -108,13 +108,16 @@ def _to_array(img: Any, channels: int, dtype: _dt.DType, where: str) -> np.ndarr
     elif img.mode not in ("L", "LA", "RGB", "RGBA"):
         img = img.convert("RGBA" if "A" in img.mode else "RGB")
     want = {1: "L", 3: "RGB", 4: "RGBA"}.get(channels)
-    if want is not None and img.mode != want:
-        if want == "L" and img.mode in ("RGB", "RGBA"):
-            # TF converts to gray with its own weights (ITU-R 601-2 luma, as Pillow's "L")
-            img = img.convert("RGB").convert("L")
-        else:
+    if want == "L" and img.mode in ("RGB", "RGBA"):
+        # TF's (libpng's) conversion to gray: 601 luma in 15-bit fixed point, truncated
+        rgb = np.asarray(img.convert("RGB"), dtype=np.uint32)
+        y = (rgb[..., 0] * 9797 + rgb[..., 1] * 19234 + rgb[..., 2] * 3737) >> 15
+        img = None
+        a = y.astype(np.uint8)
+    else:
+        if want is not None and img.mode != want:
             img = img.convert(want)
-    a = np.asarray(img, dtype=np.uint8)
+        a = np.asarray(img, dtype=np.uint8)
     if a.ndim == 2:
         a = a[..., None]
     if dtype == _dt.uint16:  # 8-bit samples widened as TF does (x * 257)
@@ -145,6 +148,8 @@ def _decode(ctx, x):
         )
     try:
         img = Image.open(io.BytesIO(data))
+        if found == "jpeg" and at["channels"] == 1:
+            img.draft("L", img.size)  # libjpeg decodes the luma plane alone, as TF's does
         img.load()
     except (UnidentifiedImageError, OSError, ValueError) as e:
         raise InvalidArgumentError(f"{where}: cannot decode the {found.upper()} file: {e}") from e
