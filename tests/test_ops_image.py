@@ -298,3 +298,42 @@ def test_grayscale_conversions():
     np.testing.assert_allclose(got[..., 0], [[0.2989 * IMAX, 0.587 * IMAX]], rtol=1e-6)
     with pytest.raises(hb.errors.InvalidArgumentError, match="last axis must be 1"):
         tf.image.grayscale_to_rgb(hb.zeros([2, 2, 3]))
+
+
+def test_resizing_images_whose_size_is_known_only_at_run_time():
+    """A decoded file's height and width are unknown until the graph runs: the taps are computed
+    then (ResizeTaps), giving the static-size values; the gradient flows through them."""
+    x = RNG.standard_normal((2, 5, 7, 3))
+    for align, half in ((False, False), (True, False), (False, True)):
+
+        def dyn(a, align=align, half=half):
+            a = hb.placeholder_with_default(a, [None, None, None, 3])
+            return tf.image.resize_bilinear(a, [4, 9], align_corners=align, half_pixel_centers=half)
+
+        got = run(dyn, [x])
+        np.testing.assert_allclose(got, bilinear_ref(x, 4, 9, align, half), rtol=1e-6, atol=1e-9)
+    near = run(
+        lambda a: tf.image.resize_nearest_neighbor(
+            hb.placeholder_with_default(a, [None, None, None, 3]), [3, 10]
+        ),
+        [x],
+    )
+    np.testing.assert_allclose(near, nearest_ref(x, 3, 10))
+    with hb.Graph().as_default():
+        a = hb.placeholder(hb.float64, [None, None, 3])
+        y = tf.image.resize_images(a, [4, 6])
+        assert y.shape.as_list() == [4, 6, 3]
+        (g,) = hb.gradients(hb.reduce_sum(y * y), [a])
+        with hb.Session() as s:
+            gv, yv = s.run([g, y], {a: x[0]})
+    # d/dx sum(y^2) = 2 R^T R x for the (linear) resize R: check against central differences
+    eps, k = 1e-6, (2, 3, 1)
+    xp, xm = x[0].copy(), x[0].copy()
+    xp[k] += eps
+    xm[k] -= eps
+
+    def f(v):
+        return np.sum(bilinear_ref(v[None], 4, 6)[0] ** 2)
+
+    assert gv[k] == pytest.approx((f(xp) - f(xm)) / (2 * eps), rel=1e-5)
+    np.testing.assert_allclose(yv, bilinear_ref(x[:1], 4, 6)[0], rtol=1e-9)

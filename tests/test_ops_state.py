@@ -295,7 +295,8 @@ def test_variable_gradient_and_costs():
         (np.float64(1.5), hb.float64),  # numpy keeps its dtype
         (np.array([1.0, 2.0]), hb.float64),
         (np.int64(3), hb.int64),
-        (np.array([1, 2], np.uint8), hb.int32),  # mapped onto a dtype hetbed has
+        (np.array([1, 2], np.uint8), hb.uint8),  # numpy keeps its dtype
+        (np.array([1, 2], np.uint32), hb.int64),  # values kept in a dtype hetbed has
         (np.zeros((2, 0), np.float16), hb.float16),
     ],
     ids=str,

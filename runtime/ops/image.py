@@ -14,8 +14,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError, UnimplementedError
-from ..graph import Tensor, name_scope
-from ..registry import convert_to_tensor
+from ..graph import Tensor, TensorShape, name_scope
+from ..registry import apply, convert_to_tensor, defop
 from . import array as _array
 from . import manip as _manip
 from . import math as _math
@@ -44,6 +44,13 @@ def _hw(fn: str, x: Tensor) -> tuple[int, int]:
             f"got {x.name} with shape {x.shape}"
         )
     return h, w
+
+
+def _hw_set(y: Tensor, h: int, w: int) -> Tensor:
+    """``y`` with its (known) output height and width in its static shape."""
+    dims = y.shape.as_list() if y.shape.ndims is not None else [None] * 4
+    y.set_shape(TensorShape([dims[0], h, w, dims[3]]))
+    return y
 
 
 def _batched(fn: str, image: Any, body) -> Tensor:
@@ -281,6 +288,53 @@ def _linear_taps(n_in, n_out, align_corners, half_pixel):
     return lo, hi, frac
 
 
+# Where an image's height or width is known only when the graph runs (a decoded file), the
+# resize ops read it then: ResizeTaps computes the same taps from the input's size.
+ResizeTaps = defop("ResizeTaps", differentiable=False)
+
+
+@ResizeTaps.shape
+def _taps_shape(op):
+    n = op.attrs["n_out"]
+    if op.attrs["nearest"]:
+        return [(TensorShape([n]), _dt.int32)]
+    return [
+        (TensorShape([n]), _dt.int32),
+        (TensorShape([n]), _dt.int32),
+        (TensorShape([n]), op.attrs["dtype"]),
+    ]
+
+
+@ResizeTaps.kernel("cpu", "gpu")
+def _taps(ctx, n_in):
+    at = ctx.attrs
+    n = int(n_in)
+    if n <= 0:
+        raise InvalidArgumentError(
+            f"ResizeTaps {ctx.op.name!r}: an image of size {n} along an axis"
+        )
+    xp = ctx.xp
+    if at["nearest"]:
+        return xp.asarray(_nearest_index(n, at["n_out"], at["align_corners"], at["half_pixel"]))
+    lo, hi, frac = _linear_taps(n, at["n_out"], at["align_corners"], at["half_pixel"])
+    return xp.asarray(lo), xp.asarray(hi), xp.asarray(frac.astype(at["dtype"].np))
+
+
+def _axis_taps(x: Tensor, axis: int, n_out: int, nearest: bool, align, half, dt=None):
+    """The taps along ``axis``: constants when its size is static, else a ResizeTaps op."""
+    n_in = x.shape.as_list()[axis]
+    if n_in is not None:
+        if nearest:
+            return _array.constant(_nearest_index(n_in, n_out, align, half))
+        lo, hi, frac = _linear_taps(n_in, n_out, align, half)
+        return _array.constant(lo), _array.constant(hi), _array.constant(frac.astype(dt.np))
+    size = _array.shape(x)[axis]
+    attrs = {"n_out": n_out, "nearest": nearest, "align_corners": bool(align)}
+    attrs |= {"half_pixel": bool(half), "dtype": dt or _dt.float32}
+    outs = apply("ResizeTaps", [size], attrs, "ResizeTaps")
+    return outs if nearest else tuple(outs)
+
+
 def resize_nearest_neighbor(
     images: Any,
     size: Any,
@@ -292,12 +346,11 @@ def resize_nearest_neighbor(
     oh, ow = _size("resize_nearest_neighbor", size)
 
     def body(x):
-        h, w = _hw("resize_nearest_neighbor", x)
         with name_scope(name or "ResizeNearestNeighbor"):
-            rows = _nearest_index(h, oh, align_corners, half_pixel_centers)
-            cols = _nearest_index(w, ow, align_corners, half_pixel_centers)
-            y = _manip.gather(x, _array.constant(rows, name="rows"), axis=1)
-            return _manip.gather(y, _array.constant(cols, name="cols"), axis=2)
+            rows = _axis_taps(x, 1, oh, True, align_corners, half_pixel_centers)
+            cols = _axis_taps(x, 2, ow, True, align_corners, half_pixel_centers)
+            y = _manip.gather(x, rows, axis=1)
+            return _hw_set(_manip.gather(y, cols, axis=2), oh, ow)
 
     return _batched("resize_nearest_neighbor", images, body)
 
@@ -318,21 +371,20 @@ def resize_bilinear(
         )
 
     def body(x):
-        h, w = _hw("resize_bilinear", x)
         with name_scope(name or "ResizeBilinear"):
             if not _is_float(x.dtype):
                 x = _array.cast(x, _dt.float32)
-            dt = x.dtype.np
             y = x
-            for axis, n_in, n_out in ((1, h, oh), (2, w, ow)):
-                lo, hi, frac = _linear_taps(n_in, n_out, align_corners, half_pixel_centers)
-                a = _manip.gather(y, _array.constant(lo), axis=axis)
-                b = _manip.gather(y, _array.constant(hi), axis=axis)
+            for axis, n_out in ((1, oh), (2, ow)):
+                lo, hi, frac = _axis_taps(
+                    y, axis, n_out, False, align_corners, half_pixel_centers, x.dtype
+                )
+                a = _manip.gather(y, lo, axis=axis)
+                b = _manip.gather(y, hi, axis=axis)
                 shape = [1, 1, 1, 1]
                 shape[axis] = n_out
-                t = _array.constant(frac.astype(dt).reshape(shape), name="frac")
-                y = a + (b - a) * t
-            return y
+                y = a + (b - a) * _array.reshape(frac, shape)
+            return _hw_set(y, oh, ow)
 
     return _batched("resize_bilinear", images, body)
 
