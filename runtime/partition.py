@@ -288,7 +288,7 @@ def _control_loops(
     for send, recv in out.transfers:
         src = send.inputs[0].op if send.inputs else send.control_inputs[0]
         f = out_frame.get(src, "")
-        if not f or recv.control_inputs:
+        if not f or f not in home or recv.control_inputs:
             continue
         p = process_of(placed[recv])
         if p == process_of(placed[send]):
