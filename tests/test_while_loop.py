@@ -443,10 +443,8 @@ def test_a_loop_across_two_devices_of_one_process():
                 assert got[2] == pytest.approx(wv * sum(j for k in range(4) for j in range(k)))
 
 
-def _spanning_loops(parallel: int):
-    """A loop on the worker whose body runs on the PS, its gradient, and an outer loop on the
-    worker whose inner loop runs on the PS."""
-    w = tf.placeholder(tf.float32, [])
+def _worker_loop_with_a_ps_body(w, parallel: int = 10):
+    """``y = y * w + 1`` five times from 1: the loop on the worker, the body on the PS."""
     with tf.device("/job:worker/task:0"):
 
         def body(i, y):
@@ -454,7 +452,15 @@ def _spanning_loops(parallel: int):
                 z = y * w + 1.0
             return i + 1, z
 
-        _, y = tf.while_loop(lambda i, y: i < 5, body, [0, 1.0], parallel_iterations=parallel)
+        return tf.while_loop(lambda i, y: i < 5, body, [0, 1.0], parallel_iterations=parallel)[1]
+
+
+def _spanning_loops(parallel: int):
+    """A loop on the worker whose body runs on the PS, its gradient, and an outer loop on the
+    worker whose inner loop runs on the PS."""
+    w = tf.placeholder(tf.float32, [])
+    y = _worker_loop_with_a_ps_body(w, parallel)
+    with tf.device("/job:worker/task:0"):
         (gw,) = tf.gradients(y, [w])
 
         def outer(k, acc):
@@ -551,14 +557,7 @@ def test_a_simulated_loop_spanning_two_tasks_sends_its_predicate_every_iteration
     g = tf.Graph()
     with g.as_default():
         w = tf.placeholder(tf.float32, [])
-        with tf.device("/job:worker/task:0"):
-
-            def body(i, y):
-                with tf.device("/job:ps/task:0"):
-                    z = y * w + 1.0
-                return i + 1, z
-
-            _, y = tf.while_loop(lambda i, y: i < 5, body, [0, 1.0])
+        y = _worker_loop_with_a_ps_body(w)
         s = SimSession(c, graph=g)
     assert s.run(y, {w: 1.5}) == pytest.approx(sum(1.5**k for k in range(6)))
     flows = s.last_record.flows
