@@ -564,3 +564,42 @@ def test_a_simulated_loop_spanning_two_tasks_sends_its_predicate_every_iteration
     preds = flows[flows.tag == "while/LoopCond:0"]
     assert len(preds) == 6 and set(preds.bytes) == {1}
     assert preds.dst.str.contains("/job:ps/").all()
+
+
+def test_a_loop_spanning_tasks_that_fails_midway_fails_its_step_and_the_next_runs():
+    """An Assert in the PS's part of the body fails in the third iteration: the step fails
+    naming it (no hang: the worker's keyed receives are aborted), and the next step, with a
+    value that passes, runs to the numpy result on the same servers."""
+    import socket
+
+    import hetbed as hb
+    from hetbed.runtime.distributed.cluster import ClusterSpec
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
+    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    try:
+        with tf.Graph().as_default():
+            w = tf.placeholder(tf.float32, [])
+            with tf.device("/job:worker/task:0"):
+
+                def body(i, y):
+                    with tf.device("/job:ps/task:0"):
+                        ok = tf.Assert(y < 10.0, [y], name="small_enough")
+                        with tf.control_dependencies([ok]):
+                            z = y * w + 1.0
+                    return i + 1, z
+
+                _, y = tf.while_loop(lambda i, y: i < 5, body, [0, 1.0])
+            config = tf.ConfigProto(operation_timeout_in_ms=20000)
+            with tf.Session(servers[1].target, config=config) as s:
+                with pytest.raises(tf.errors.InvalidArgumentError, match="small_enough"):
+                    s.run(y, {w: 3.0})  # 1, 4, 13: the third iteration's check fails
+                assert s.run(y, {w: 0.5}) == pytest.approx(sum(0.5**k for k in range(6)))
+    finally:
+        for s in servers:
+            s.stop(grace=0)
