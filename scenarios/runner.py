@@ -191,7 +191,14 @@ def run(sc: dict) -> ScenarioResult:
         drv = AsyncPS(prof, c["workers"], c["ps"], c["nic"], **kw)
     else:
         bucket = st["bucket_mb"] * 2**20 if st["bucket_mb"] > 0 else None
-        drv = AllReduceRing(prof, c["workers"], nic=c["nic"], bucket_bytes=bucket, **kw)
+        drv = AllReduceRing(
+            prof,
+            c["workers"],
+            nic=c["nic"],
+            bucket_bytes=bucket,
+            algorithm=st["all_reduce"],
+            **kw,
+        )
     # Async: a step is one applied gradient; run.steps counts steps per worker.
     res = drv.run(r["steps"] * (c["workers"] if st["kind"] == "async" else 1))
     steps = res.completed.copy()

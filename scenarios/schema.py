@@ -134,6 +134,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
             doc="allreduce: gradient bucket size in MiB (PyTorch DDP's 25); 0: one bucket",
             max=1e6,
         ),
+        "all_reduce": Field(
+            "choice",
+            "ring",
+            choices=("ring", "tree"),
+            doc="allreduce: NCCL's ring, or its double binary tree (simulator/collectives.py)",
+        ),
     },
     "stragglers": {
         "lognormal_sigma": Field("float0", 0.0, max=10.0),

@@ -76,7 +76,9 @@ class Cluster:
     ``set_precision`` changes it later). ``host_topology`` names a catalog host topology
     (``devices/catalog/hosts``, e.g. "dgx1_v100") that every task with GPUs is built as unless
     ``add_task`` names another; the default (None) keeps the plain host: devices on PCIe links
-    to host memory, optionally joined pairwise by ``peer_link``.
+    to host memory, optionally joined pairwise by ``peer_link``. ``collective`` is how an
+    op-level all-reduce runs: "ring" (NCCL's ring) or "tree" (its double binary tree;
+    simulator/collectives.py).
     """
 
     def __init__(
@@ -89,9 +91,15 @@ class Cluster:
         env: simpy.Environment | None = None,
         precision: str = "float32",
         host_topology: str | HostSpec | None = None,
+        collective: str = "ring",
     ):
         if fabric not in ("switch", "two_level"):
             raise ValueError(f"fabric must be 'switch' or 'two_level', got {fabric!r}")
+        if collective not in ("ring", "tree"):
+            raise ValueError(f"collective must be 'ring' or 'tree', got {collective!r}")
+        #: how an op-level all-reduce runs: NCCL's ring or its double binary tree
+        #: (simulator/collectives.py)
+        self.collective = collective
         self.env = as_clock(env) if env is not None else SimClock()
         self.network = Network(self.env)
         self.fabric_kind = fabric

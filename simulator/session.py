@@ -19,6 +19,7 @@ from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.executor import run_step
 from hetbed.runtime.rendezvous import LocalRendezvous
 from hetbed.runtime.session import BaseSession, ConfigProto
+from hetbed.simulator.collectives import ring_all_reduce, tree_all_reduce
 
 from .gcguard import relaxed_gc
 from .network import Network
@@ -56,10 +57,12 @@ class SimRendezvous(LocalRendezvous):
         parsed: dict,
         cpu_of: Callable[[str], Any] | None = None,
         called: dict | None = None,
+        collective: str = "ring",
     ):
         super().__init__()
         self.network = network
         self.route = route
+        self.collective = collective  # the all-reduce algorithm: "ring" or "tree"
         self.parsed = parsed  # key -> (path, src, dst, tensor, src cpu, dst cpu, call), all steps
         self.cpu_of = cpu_of
         #: (task, client) -> when the task received the client's RunGraph request this step: a
@@ -134,55 +137,41 @@ class SimRendezvous(LocalRendezvous):
         dtype: Any,
         dones: Sequence[Callable[[], None]],
     ) -> None:
-        """A ring all-reduce of ``nbytes`` per participant, as NCCL's: 2(n-1) rounds; in each,
-        participant i sends a chunk of nbytes/n to participant i+1 (rank order) as a flow along
-        the cluster's route. Participant i sends round r once it has received round r-1 (and,
-        in the n-1 reduce-scatter rounds, added it into its own chunk: the device's
-        ``reduction_s``) and its own round r-1 has arrived, so latency and links shared with
-        other traffic count. ``dones[i]()`` is called when i has received the last round. No
-        RPC messages: the GPUs' collective library moves the bytes itself."""
+        """An all-reduce of ``nbytes`` per participant as NCCL runs it, every chunk a flow along
+        the cluster's route (so latency and links shared with other traffic count): a ring, or
+        a double binary tree when the cluster says ``collective="tree"``
+        (simulator/collectives.py). Adding a received chunk costs the device its
+        ``reduction_s``. ``dones[i]()`` is called when participant i holds the result. No RPC
+        messages: the GPUs' collective library moves the bytes itself."""
         n = len(devices)
-        if n <= 1:
-            for done in dones:
-                done()
-            return
-        chunk = nbytes / n
-        last = 2 * (n - 1) - 1
         names = [d.name for d in devices]
-        routes = [self.route(names[i], names[(i + 1) % n]) for i in range(n)]
-        adds = [d.reduction_s(chunk, dtype) if hasattr(d, "reduction_s") else 0.0 for d in devices]
+        routes: dict[tuple[int, int], Any] = {}
         env, net = self.network.env, self.network
-        got = [0] * n  # rounds participant i has received (and reduced)
-        sent = [0] * n  # rounds of participant i that have arrived at i+1
 
-        def send(i: int) -> None:
-            j = (i + 1) % n
-            r = sent[i]
-            net.transfer(routes[i], chunk, names[i], names[j], group, lambda _rec: arrived(i, r))
+        def send(i: int, j: int, size: float, arrived: Callable[[], None]) -> None:
+            path = routes.get((i, j))
+            if path is None:
+                path = routes[(i, j)] = self.route(names[i], names[j])
+            net.transfer(path, size, names[i], names[j], group, lambda _rec: arrived())
 
-        def arrived(i: int, r: int) -> None:
-            if self._error is not None:  # the step failed: nobody waits for the result
-                return
-            j = (i + 1) % n
-            sent[i] = r + 1
-            if r < last and got[i] > r:  # i had received round r already: it sends r + 1
-                send(i)
-            if r == last:
-                dones[j]()
-            elif r < n - 1 and adds[j] > 0.0:  # reduce-scatter: j adds the chunk first
-                env.timeout(adds[j]).callbacks.append(lambda _e: received(j, r))
-            else:
-                received(j, r)
+        def after(seconds: float, fn: Callable[[], None]) -> None:
+            env.timeout(seconds).callbacks.append(lambda _e: fn())
 
-        def received(j: int, r: int) -> None:
-            if self._error is not None:
-                return
-            got[j] = r + 1
-            if sent[j] == r + 1:  # j's own round r has arrived too
-                send(j)
+        def adds(chunk: float) -> list[float]:
+            return [
+                d.reduction_s(chunk, dtype) if hasattr(d, "reduction_s") else 0.0 for d in devices
+            ]
 
-        for i in range(n):
-            send(i)
+        def alive() -> bool:
+            return self._error is None  # a failed step: nobody waits for the result
+
+        def done(j: int) -> None:
+            dones[j]()
+
+        if self.collective == "tree":
+            tree_all_reduce(n, nbytes, send, after, done, adds, alive)
+        else:
+            ring_all_reduce(n, nbytes, send, after, done, adds(nbytes / max(n, 1)), alive)
 
     def _deliver(self, key: str, value: Any) -> None:
         # A flow of a failed (aborted) step still finishes on the network, later, during another
@@ -379,7 +368,12 @@ class SimSession(BaseSession):
     def _rendezvous(self) -> Any:
         cpu_of = getattr(self.cluster, "task_cpu", None)
         return SimRendezvous(
-            self.cluster.network, self.cluster.route, self._parsed_keys, cpu_of, self._called
+            self.cluster.network,
+            self.cluster.route,
+            self._parsed_keys,
+            cpu_of,
+            self._called,
+            getattr(self.cluster, "collective", "ring"),
         )
 
     def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:

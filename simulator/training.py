@@ -33,6 +33,7 @@ from typing import Any
 
 import simpy
 
+from .collectives import ring_all_reduce, tree_all_reduce
 from .driver import _Driver, _Grad
 from .fluid import PSNetwork, ring_allreduce_time
 from .learner import Learner
@@ -429,8 +430,9 @@ class AllReduceRing(_Driver):
     least the compute plus the last bucket's all-reduce. Then every worker applies the averaged
     gradient on its own device (``apply_s``, default the profile's ``worker_apply_s_of`` summed
     over the variables) and starts the next step. ``network="exact"`` sends every chunk as a
-    ``Network`` flow instead of the closed recurrence. Any worker failure restarts the job from
-    the last checkpoint.
+    ``Network`` flow instead of the closed recurrence. ``algorithm="tree"`` reduces each bucket
+    by NCCL's double binary tree, its chunks always flows (simulator/collectives.py). Any
+    worker failure restarts the job from the last checkpoint.
     """
 
     kind = "AllReduceRing"
@@ -443,10 +445,16 @@ class AllReduceRing(_Driver):
         nic: Any = "eth_10g",
         apply_s: float | None = None,
         bucket_bytes: float | None = DEFAULT_BUCKET_BYTES,
+        algorithm: str = "ring",
         **kw: Any,
     ):
         if kw.get("n_backup"):
             raise ValueError("AllReduceRing: backup workers are not supported (use SyncPS)")
+        if algorithm not in ("ring", "tree"):
+            raise ValueError(
+                f"AllReduceRing: algorithm must be 'ring' or 'tree', got {algorithm!r}"
+            )
+        self.algorithm = algorithm
         kw.pop("n_backup", None)
         super().__init__(profile, n_workers, 0, None, nic=nic, **kw)
         if apply_s is None:
@@ -463,7 +471,11 @@ class AllReduceRing(_Driver):
         self.buckets = gradient_buckets(profile, math.inf if bucket_bytes is None else bucket_bytes)
 
     def _config(self) -> dict[str, Any]:
-        return {"bucket_bytes": self.bucket_bytes, "buckets": len(self.buckets)}
+        return {
+            "bucket_bytes": self.bucket_bytes,
+            "buckets": len(self.buckets),
+            "algorithm": self.algorithm,
+        }
 
     def _build(self) -> None:
         self.release = self.env.event()
@@ -471,7 +483,7 @@ class AllReduceRing(_Driver):
         self.grads: list[Any] = []
         self._new_step()
         self.net = None
-        if self.network_mode == "exact":
+        if self.network_mode == "exact" or self.algorithm == "tree":  # (a tree: always flows)
             self.net = PSNetwork(self.env, self.worker_nics, [self.ps_nic], [[0]], "exact")
         else:
             self.ring_s = [ring_allreduce_time(b, self.worker_nics) for b, _ in self.buckets]
@@ -515,7 +527,7 @@ class AllReduceRing(_Driver):
             if self.net is None:
                 yield env.timeout(self.ring_s[k])
             else:
-                yield from self._exact_ring(nbytes)
+                yield from self._flows(nbytes)
             if epoch != self.epoch:
                 return
         yield env.timeout(self.local_apply_s)
@@ -542,23 +554,26 @@ class AllReduceRing(_Driver):
         ev, self.release = self.release, env.event()
         ev.succeed()
 
-    def _exact_ring(self, nbytes: float) -> Any:
-        n = self.n_workers
-        if n == 1:
-            return
-        chunk = nbytes / n
-        env, net = self.env, self.net
-        got = [[env.event() for _ in range(2 * (n - 1))] for _ in range(n)]
+    def _flows(self, nbytes: float) -> Any:
+        """One bucket's all-reduce as flows of the network (simulator/collectives.py)."""
+        env, net, n = self.env, self.net, self.n_workers
+        finished = env.event()
+        left = [n]
 
-        def rank(i: int) -> Any:
-            for r in range(2 * (n - 1)):
-                if r:
-                    yield got[i][r - 1]
-                yield net.send(i, (i + 1) % n, chunk)
-                got[(i + 1) % n][r].succeed()
+        def send(i: int, j: int, size: float, arrived: Any) -> None:
+            net.send(i, j, size).callbacks.append(lambda _e: arrived())
 
-        procs = [env.process(rank(i)) for i in range(n)]
-        yield env.all_of(procs)
+        def after(seconds: float, fn: Any) -> None:
+            env.timeout(seconds).callbacks.append(lambda _e: fn())
+
+        def done(_j: int) -> None:
+            left[0] -= 1
+            if not left[0]:
+                finished.succeed()
+
+        run = tree_all_reduce if self.algorithm == "tree" else ring_all_reduce
+        run(n, nbytes, send, after, done)
+        yield finished
 
     def _stall(self) -> None:
         self.ready = 0

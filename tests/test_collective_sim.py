@@ -12,10 +12,10 @@ from hetbed.simulator.topology import Nic
 from hetbed.simulator.training import ReplicaProfile, gradient_buckets
 
 
-def _ring_step(n, nbytes, link, hybrid=False, values=None):
+def _ring_step(n, nbytes, link, hybrid=False, values=None, collective="ring"):
     """One step of an all-reduce of ``nbytes`` per GPU over n GPUs of one host, every pair
     joined by a peer link ``link`` = (bytes/s, latency s): the ring's links are all equal."""
-    c = Cluster(hybrid=hybrid)
+    c = Cluster(hybrid=hybrid, collective=collective)
     c.add_task("worker", 0, gpu=("v100_sxm2", n), peer_link=link)
     size = int(nbytes // 4)
     g = hb.Graph()
@@ -81,14 +81,15 @@ def mlp_profile():
     return profile_from_graph(train, {x: (64, 784), y: (64, 10)}, worker="k40")
 
 
-def test_op_level_and_step_level_all_reduce_agree_within_5_percent(mlp_profile):
+@pytest.mark.parametrize("algorithm", ["ring", "tree"])
+def test_op_level_and_step_level_all_reduce_agree_within_5_percent(mlp_profile, algorithm):
     """One model's gradient bytes, n workers with one K40 each on 10 GbE: the op-level ring's
-    communication time equals the step-level AllReduceRing's within 5%."""
+    (or tree's) communication time equals the step-level AllReduceRing's within 5%."""
     prof, n = mlp_profile, 4
-    drv = AllReduceRing(prof, n, nic="eth_10g", bucket_bytes=None)
+    drv = AllReduceRing(prof, n, nic="eth_10g", bucket_bytes=None, algorithm=algorithm)
     r = drv.run(1)
     step_comm = r.steps.step_time_s[0] - prof.compute_s - drv.local_apply_s
-    c = Cluster()
+    c = Cluster(collective=algorithm)
     for i in range(n):
         c.add_task("worker", i, gpu=("k40", 1), nic="eth_10g")
     size = int(prof.step_bytes // 4)
@@ -260,3 +261,66 @@ def test_ring_hops_sharing_a_nic_split_its_bandwidth():
     add = c.devices()[1].reduction_s(B / n, np.float32)
     want = 2 * (n - 1) * (L + pcie_lat + 2 * B / (n * b)) + (n - 1) * add
     assert f.end_s.max() - f.start_s.min() == pytest.approx(want, rel=1e-9)
+
+
+# ---- the double binary tree (simulator/collectives.py) -----------------------------------------
+
+
+def test_tree_parents_make_two_complementary_trees():
+    from hetbed.simulator.collectives import tree_depth, tree_parents
+
+    for n in range(2, 17):
+        a, b = tree_parents(n)
+        for par in (a, b):
+            assert par.count(-1) == 1  # one root
+            for v, p in enumerate(par):  # every rank reaches the root within the depth
+                hops = 0
+                while p >= 0:
+                    v, p, hops = p, par[p], hops + 1
+                assert hops <= tree_depth(n)
+        inner_a = {p for p in a if p >= 0}
+        inner_b = {p for p in b if p >= 0}
+        if n % 2 == 0:
+            assert not inner_a & inner_b  # a rank is an inner node of one tree at most
+
+
+@pytest.mark.parametrize("n", [4, 5, 8])
+def test_tree_all_reduce_sums_and_takes_2_depth_latencies(n):
+    """Real values (hybrid): every GPU gets the sum; a tiny buffer takes 2 floor(log2 n)
+    latencies, where the ring takes 2(n-1)."""
+    L = 1e-3
+    vals = [np.full(6, i + 1.0, np.float32) for i in range(n)]
+    c, rec, got = _ring_step(n, 24, (1e12, L), hybrid=True, values=vals, collective="tree")
+    for v in got:
+        np.testing.assert_array_equal(v, np.full(6, n * (n + 1) / 2, np.float32))
+    depth = int(np.floor(np.log2(n)))
+    assert rec.step_time_s == pytest.approx(2 * depth * L, rel=1e-4)
+    assert rec.step_time_s < 2 * (n - 1) * L
+
+
+def test_tree_all_reduce_bandwidth_closed_form_and_bytes():
+    """Two GPUs: each tree moves half the buffer up and back down, the two trees in opposite
+    directions: 2 (L + B/(2 b)) plus one chunk addition. Four GPUs: the links carry
+    2(n-1) B in all, as the ring's do, in 2 trees x 2 directions x (n-1) edges x chunks flows."""
+    from hetbed.simulator.collectives import TREE_CHUNK_BYTES
+
+    b, L, B = 10e9, 5e-6, 1 << 20
+    c, rec, _ = _ring_step(2, B, (b, L), collective="tree")
+    add = c.devices()[1].reduction_s(B / 2, np.float32)
+    assert rec.step_time_s == pytest.approx(2 * (L + B / 2 / b) + add, rel=1e-9)
+    n, B = 4, 8 * TREE_CHUNK_BYTES
+    c, rec, _ = _ring_step(n, B, (b, L), collective="tree")
+    flows = rec.flows[rec.flows.tag.astype(str).str.startswith("allreduce")]
+    k = B / 2 / TREE_CHUNK_BYTES
+    assert len(flows) == 2 * 2 * (n - 1) * k
+    assert flows.bytes.sum() == pytest.approx(2 * (n - 1) * B, rel=1e-12)
+    assert rec.links.bytes.sum() == pytest.approx(2 * (n - 1) * B, rel=1e-12)
+    ring = _ring_step(n, B, (b, L))[1].step_time_s
+    assert rec.step_time_s < 1.2 * ring  # pipelined: close to the ring's bandwidth term
+
+
+def test_bad_collective_names_are_refused():
+    with pytest.raises(ValueError, match="collective must be 'ring' or 'tree'"):
+        Cluster(collective="butterfly")
+    with pytest.raises(ValueError, match="algorithm must be 'ring' or 'tree'"):
+        AllReduceRing(ReplicaProfile(1.0), 2, algorithm="star")

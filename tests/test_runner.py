@@ -207,3 +207,32 @@ def test_fit_ranks_a_grid_by_the_error_on_the_fitted_values(study, tmp_path, cap
     assert "the scenario sweeps it" in capsys.readouterr().err
     assert main(["fit", study, "--grid", "model.compute_s=0.1"]) == 2
     assert "no published entry is marked fitted = true" in capsys.readouterr().err
+
+
+def test_an_allreduce_study_sweeps_ring_and_tree(tmp_path):
+    """``strategy.all_reduce`` reaches the driver: each point's steps are those of
+    AllReduceRing run with that algorithm on the scenario's profile, and the two differ."""
+    from hetbed.simulator import AllReduceRing
+
+    text = (
+        SMALL.replace('kind = "sync"\nplacement = "balanced"', 'kind = "allreduce"')
+        .replace("workers = 4", "workers = 8")
+        .replace("lognormal_sigma = 0.2", "lognormal_sigma = 0.0")
+        .replace(
+            '"strategy.backup_workers" = [0, 1, 2]', '"strategy.all_reduce" = ["ring", "tree"]'
+        )
+        .replace("steps = 40", "steps = 5")
+    )
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("published"))
+    p = tmp_path / "ar.toml"
+    p.write_text(text)
+    medians = {}
+    for pt in schema.expand(schema.load(str(p))):
+        alg = pt["strategy"]["all_reduce"]
+        got = runner.run(pt).steps.step_time_s.median()
+        drv = AllReduceRing(
+            runner.replica_profile(pt), 8, nic="eth_10g", bucket_bytes=25 * 2**20, algorithm=alg
+        )
+        assert got == pytest.approx(drv.run(5).steps.step_time_s.median(), rel=1e-9), alg
+        medians[alg] = got
+    assert medians["ring"] != medians["tree"]

@@ -66,6 +66,10 @@ def test_defaults_filled_and_sweep_expanded(tmp_path):
         ),
         (("ps = 17", "ps = 0"), r"cluster.ps: expected >= 1 PS task"),
         (
+            ('kind = "sync"', 'kind = "allreduce"\nall_reduce = "star"'),
+            r"strategy.all_reduce: expected one of 'ring', 'tree'",
+        ),
+        (
             ('"strategy.backup_workers" = [0, 1, 2]', '"strategy.backup_workers" = [0, 60]'),
             r"sweep point.*backup_workers",
         ),
