@@ -273,10 +273,10 @@ def test_tree_parents_make_two_complementary_trees():
         a, b = tree_parents(n)
         for par in (a, b):
             assert par.count(-1) == 1  # one root
-            for v, p in enumerate(par):  # every rank reaches the root within the depth
+            for p in par:  # every rank reaches the root within the depth
                 hops = 0
                 while p >= 0:
-                    v, p, hops = p, par[p], hops + 1
+                    p, hops = par[p], hops + 1
                 assert hops <= tree_depth(n)
         inner_a = {p for p in a if p >= 0}
         inner_b = {p for p in b if p >= 0}
