@@ -134,3 +134,26 @@ def test_parallel_iterations_must_be_a_positive_integer():
         for bad in (0, -2, 1.5, True):
             with pytest.raises(ValueError, match="parallel_iterations must be a positive"):
                 tf.while_loop(lambda i: i < 3, lambda i: i + 1, [0], parallel_iterations=bad)
+
+
+def test_a_failing_iteration_fails_the_step_and_the_next_step_runs():
+    """With several iterations in flight, an Assert failing in one of them fails the step naming
+    it (the iterations still in flight are abandoned, nothing hangs); the session's next step,
+    with a value that passes, gives numpy's result."""
+    config = tf.ConfigProto(device_count={"CPU": 2})
+    with tf.Graph().as_default():
+        w = tf.placeholder(tf.float32, [])
+
+        def body(i, y):
+            with tf.device("/cpu:1"):
+                ok = tf.Assert(y < 10.0, [i, y], name="bounded")
+                with tf.control_dependencies([ok]):
+                    z = y * w + 1.0
+            return i + 1, z
+
+        with tf.device("/cpu:0"):
+            _, y = tf.while_loop(lambda i, y: i < 6, body, [0, 1.0], parallel_iterations=4)
+        with tf.Session(config=config) as s:
+            with pytest.raises(tf.errors.InvalidArgumentError, match="bounded"):
+                s.run(y, {w: 3.0})
+            assert s.run(y, {w: 0.5}) == pytest.approx(sum(0.5**k for k in range(7)))
