@@ -282,10 +282,12 @@ def test_dgx1_network_leaves_through_the_nearest_nic():
     assert _names(h.up("cpu")) == ["cpu0->plx0:pcie3_x16", "plx0->nic0:pcie3_x16"]
 
 
-def test_nvswitch_runs_every_permutation_at_full_rate():
-    """DGX A100: every ordered GPU pair routes gpu -> NVSwitch -> gpu, so any permutation uses
-    each GPU's up and down cable once; three permutations, simulated, all end at L + B/300e9."""
-    _, h = _host("dgx_a100")
+@pytest.mark.parametrize("key, rate", [("dgx_a100", 300e9), ("dgx_h100", 450e9)])
+def test_nvswitch_runs_every_permutation_at_full_rate(key, rate):
+    """DGX A100 (H100): every ordered GPU pair routes gpu -> NVSwitch -> gpu, so any permutation
+    uses each GPU's up and down cable once; three permutations, simulated, all end at
+    L + B/(12 NVLink3 = 300e9, 18 NVLink4 = 450e9)."""
+    _, h = _host(key)
     for a, b in itertools.permutations(range(8), 2):
         assert [x.split(":")[0] for x in _names(h.route(f"g{a}", f"g{b}"))] == [
             f"gpu{a}->nvsw",
@@ -293,12 +295,12 @@ def test_nvswitch_runs_every_permutation_at_full_rate():
         ]
     perms = [np.roll(np.arange(8), 1), np.arange(8)[::-1], [3, 7, 0, 5, 1, 6, 4, 2]]
     for perm in perms:
-        fabric, _ = _host("dgx_a100")
+        fabric, _ = _host(key)
         pairs = [(f"g{i}", f"g{int(j)}") for i, j in enumerate(perm)]
         ends = _run(fabric, pairs)
         assert len(ends) == 8
         for k in ends:
-            assert close(ends[k], 2e-6 + B / 300e9)
+            assert close(ends[k], 2e-6 + B / rate)
 
 
 def test_topology_host_rejects_plain_links_and_bad_nodes():
