@@ -278,14 +278,20 @@ class Dense(Layer):
         dims = inputs.shape.dims
         x = inputs
         if len(dims) > 2:  # type: ignore[arg-type]
-            if any(d is None for d in dims[1:]):  # type: ignore[index]
-                raise ValueError(f"Dense on rank-{len(dims)} inputs needs known inner dims: {dims}")
             x = _array.reshape(inputs, [-1, dims[-1]])  # type: ignore[index]
         out = _math.matmul(x, self.kernel)
         if self.use_bias:
             out = _bias_add(out, self.bias)
         if len(dims) > 2:  # type: ignore[arg-type]
-            out = _array.reshape(out, [-1, *dims[1:-1], self.units])  # type: ignore[index]
+            if any(d is None for d in dims[1:-1]):  # type: ignore[index]
+                # inner dims known only at run time (an RNN's time steps): the input's shape then
+                from .ops.manip import concat
+
+                lead = _array.shape(inputs)[:-1]
+                out = _array.reshape(out, concat([lead, [self.units]], 0))
+                out.set_shape(TensorShape([*dims[:-1], self.units]))  # type: ignore[index]
+            else:
+                out = _array.reshape(out, [-1, *dims[1:-1], self.units])  # type: ignore[index]
         if self.activation is not None:
             out = self.activation(out)
         _activity(self, self.activity_regularizer, out)

@@ -243,6 +243,20 @@ def test_dense_matches_numpy_and_names(graph):
     assert z2.op.name.startswith("fc_1/")
 
 
+def test_dense_on_inputs_whose_inner_dims_are_known_only_at_run_time(graph):
+    """An RNN's outputs [batch, time, units] with both unknown: the last dim is enough, as in
+    TF (the output's shape comes from the input's at run time); values and gradient vs numpy."""
+    x = hb.placeholder(hb.float32, [None, None, 5])
+    y = hb.layers.dense(x, 3)
+    assert y.shape.as_list() == [None, None, 3]
+    (g,) = hb.gradients(hb.reduce_sum(y * y), [x])
+    xv = np.random.default_rng(2).standard_normal((2, 4, 5)).astype(np.float32)
+    yv, gv, W, b = _run([y, g, *hb.trainable_variables()], {x: xv})
+    want = xv @ W + b
+    np.testing.assert_allclose(yv, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(gv, 2 * want @ W.T, rtol=1e-4, atol=1e-5)
+
+
 def test_layer_sharing(graph):
     """reuse=True with a name, a layer object called twice, and scope re-entry share variables."""
     x = hb.placeholder(hb.float32, [None, 3])
