@@ -34,6 +34,7 @@ import numpy as np
 from ...devices.fileio import atomic_write
 from .. import dtypes as _dt
 from ..errors import DataLossError, NotFoundError
+from . import tf_bundle
 
 MAGIC = b"HBCKPT\x00\x01"
 _U64 = struct.Struct("<Q")
@@ -115,6 +116,15 @@ class CheckpointReader:
 
     def __init__(self, path: str):
         self.path = path
+        self._bundle: list[bytes] | None = None
+        if tf_bundle.is_bundle(path):  # a checkpoint TensorFlow wrote (tf_bundle.py)
+            entries, self._bundle = tf_bundle.read_bundle(path)
+            self._entries = {
+                n: _Entry(n, dt, dims, off, size)
+                for n, (dt, dims, _s, off, size) in entries.items()
+            }
+            self._bundle_entries = entries
+            return
         try:
             with open(path, "rb") as f:
                 blob = f.read()
@@ -148,6 +158,8 @@ class CheckpointReader:
     def get_tensor(self, name: str) -> np.ndarray:
         """The tensor as a read-only array over the file's bytes (native byte order)."""
         e = self.entry(name)
+        if self._bundle is not None:
+            return tf_bundle.tensor(self.path, name, self._bundle_entries[name], self._bundle)
         if e.dtype.is_string:
             try:
                 return _dt.unpack_strings(self._data[e.offset : e.offset + e.length], e.shape)
@@ -292,7 +304,8 @@ def get_checkpoint_state(
     p = _state_path(checkpoint_dir, latest_filename)
     try:
         with open(p, "rb") as f:
-            doc = json.loads(f.read())
+            raw = f.read()
+        doc = _tf_state(raw) if not raw.lstrip().startswith(b"{") else json.loads(raw)
         latest = doc["model_checkpoint_path"]
         paths = doc.get("all_model_checkpoint_paths", [latest])
         stamps = doc.get("all_model_checkpoint_timestamps", [])
@@ -316,11 +329,30 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -
     st = get_checkpoint_state(checkpoint_dir, latest_filename)
     if st is None or not st.model_checkpoint_path:
         return None
-    return st.model_checkpoint_path if os.path.isfile(st.model_checkpoint_path) else None
+    return st.model_checkpoint_path if checkpoint_exists(st.model_checkpoint_path) else None
 
 
 def checkpoint_exists(checkpoint_prefix: str) -> bool:
-    return os.path.isfile(checkpoint_prefix)
+    """Whether a checkpoint is there: hetbed's file, or the index of one TensorFlow wrote."""
+    return os.path.isfile(checkpoint_prefix) or tf_bundle.is_bundle(checkpoint_prefix)
+
+
+def _tf_state(raw: bytes) -> dict:
+    """The fields of the text-format ``CheckpointState`` TensorFlow writes as ``checkpoint``."""
+    doc: dict = {"all_model_checkpoint_paths": []}
+    for line in raw.decode("utf-8").splitlines():
+        key, sep, value = line.partition(":")
+        value = value.strip()
+        if not sep or not (len(value) >= 2 and value[0] == value[-1] == '"'):
+            continue
+        text = value[1:-1].encode("latin-1").decode("unicode_escape")
+        if key.strip() == "model_checkpoint_path":
+            doc["model_checkpoint_path"] = text
+        elif key.strip() == "all_model_checkpoint_paths":
+            doc["all_model_checkpoint_paths"].append(text)
+    if "model_checkpoint_path" not in doc:
+        raise ValueError("no model_checkpoint_path in it")
+    return doc
 
 
 def _resolve(ckpt_dir_or_file: str) -> str:

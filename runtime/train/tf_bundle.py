@@ -1,0 +1,251 @@
+"""Reading checkpoints TensorFlow wrote (its V2 "tensor bundle": ``PREFIX.index`` and
+``PREFIX.data-NNNNN-of-MMMMM``), so that ``Saver.restore``, ``load_checkpoint`` and friends take
+weights trained with TensorFlow. Read only; hetbed writes its own format (checkpoint.py).
+
+The index is a LevelDB-style sorted table: a 48-byte footer (the metaindex and index block
+handles as varints, padding, the magic number), an index block mapping the last key of each
+data block to its handle, and data blocks of prefix-compressed entries (shared key bytes,
+unshared bytes, value length, then the key's tail and the value) ending in restart offsets;
+every block is followed by a 1-byte compression type (only "none" is written by TensorFlow
+for indexes) and a 4-byte checksum. The entry under the empty key is the bundle's header
+(``BundleHeaderProto``: shard count, endianness); every other key is a tensor's name mapped to a
+``BundleEntryProto`` (dtype, shape, shard, offset, size, CRC32C) read here from its protobuf
+wire format. A numeric tensor is its raw little-endian bytes at that offset of its shard's data
+file; a string tensor is the varint lengths of its elements, a 4-byte checksum, then their
+bytes. Every defect raises DataLossError naming the file and what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..errors import DataLossError, NotFoundError
+
+_MAGIC = 0xDB4775248B80FB57
+_FOOTER = 48
+#: TensorFlow's DataType enum -> hetbed dtype (bfloat16, complex and quantized types: none)
+_DTYPES = {
+    1: _dt.float32,
+    2: _dt.float64,
+    3: _dt.int32,
+    4: _dt.uint8,
+    5: _dt.int16,
+    6: _dt.int8,
+    7: _dt.string,
+    9: _dt.int64,
+    10: _dt.bool_,
+    17: _dt.uint16,
+    19: _dt.float16,
+}
+
+
+def is_bundle(prefix: str) -> bool:
+    """Whether ``prefix`` names a TensorFlow tensor bundle (``prefix.index`` exists)."""
+    return not os.path.isfile(prefix) and os.path.isfile(prefix + ".index")
+
+
+class _Bad(Exception):
+    pass
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    out = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise _Bad("a varint runs past its block")
+        b = buf[pos]
+        pos += 1
+        out |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return out, pos
+        shift += 7
+
+
+def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
+    """(field number, wire type, value) of a protobuf message: varints as ints, fixed32/64 as
+    ints, length-delimited as bytes."""
+    out = []
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            v, pos = _varint(buf, pos)
+        elif wt == 1:
+            if pos + 8 > len(buf):
+                raise _Bad("a fixed64 field runs past its message")
+            (v,) = struct.unpack_from("<Q", buf, pos)
+            pos += 8
+        elif wt == 2:
+            n, pos = _varint(buf, pos)
+            if pos + n > len(buf):
+                raise _Bad("a length-delimited field runs past its message")
+            v = bytes(buf[pos : pos + n])
+            pos += n
+        elif wt == 5:
+            if pos + 4 > len(buf):
+                raise _Bad("a fixed32 field runs past its message")
+            (v,) = struct.unpack_from("<I", buf, pos)
+            pos += 4
+        else:
+            raise _Bad(f"protobuf wire type {wt} is not one a bundle uses")
+        out.append((num, wt, v))
+    return out
+
+
+def _block(blob: bytes, offset: int, size: int) -> bytes:
+    if offset + size + 5 > len(blob):
+        raise _Bad(f"a block at {offset} of {size} bytes runs past the file")
+    if blob[offset + size] != 0:
+        raise _Bad(f"block at {offset} is compressed (type {blob[offset + size]}); not supported")
+    return blob[offset : offset + size]
+
+
+def _entries(block: bytes) -> list[tuple[bytes, bytes]]:
+    """The (key, value) entries of a table block."""
+    if len(block) < 4:
+        raise _Bad("a block too short for its restart count")
+    (n_restarts,) = struct.unpack_from("<I", block, len(block) - 4)
+    end = len(block) - 4 - 4 * n_restarts
+    if end < 0:
+        raise _Bad("a block's restart array does not fit in it")
+    out = []
+    pos = 0
+    key = b""
+    while pos < end:
+        shared, pos = _varint(block, pos)
+        unshared, pos = _varint(block, pos)
+        vlen, pos = _varint(block, pos)
+        if shared > len(key) or pos + unshared + vlen > end:
+            raise _Bad("an entry runs past its block")
+        key = key[:shared] + block[pos : pos + unshared]
+        pos += unshared
+        out.append((key, block[pos : pos + vlen]))
+        pos += vlen
+    return out
+
+
+def _handle(buf: bytes, pos: int = 0) -> tuple[int, int, int]:
+    off, pos = _varint(buf, pos)
+    size, pos = _varint(buf, pos)
+    return off, size, pos
+
+
+def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
+    """``({name: (dtype, shape, shard, offset, size)}, [shard bytes])`` of the bundle at
+    ``prefix``. Raises NotFoundError for a missing file, DataLossError for a malformed one."""
+    index = prefix + ".index"
+    try:
+        with open(index, "rb") as f:
+            blob = f.read()
+    except FileNotFoundError:
+        raise NotFoundError(f"checkpoint index {index!r} does not exist") from None
+    try:
+        if len(blob) < _FOOTER:
+            raise _Bad(f"{len(blob)} bytes, less than a table footer")
+        (magic,) = struct.unpack_from("<Q", blob, len(blob) - 8)
+        if magic != _MAGIC:
+            raise _Bad("it does not end with the table magic number")
+        footer = blob[len(blob) - _FOOTER :]
+        _, _, pos = _handle(footer)  # the metaindex block (unused)
+        ioff, isize, _ = _handle(footer, pos)
+        raw: dict[str, bytes] = {}
+        for _last, h in _entries(_block(blob, ioff, isize)):
+            off, size, _ = _handle(h)
+            for k, v in _entries(_block(blob, off, size)):
+                raw[k.decode("utf-8", "replace")] = v
+        header = raw.pop("", None)
+        n_shards = 1
+        if header is not None:
+            for num, _wt, v in _fields(header):
+                if num == 1:
+                    n_shards = v
+                elif num == 2 and v != 0:
+                    raise _Bad("the bundle is big-endian; only little-endian ones are read")
+        entries = {}
+        for name, value in raw.items():
+            dtype = shard = offset = size = 0
+            dims: list[int] = []
+            sliced = False
+            for num, _wt, v in _fields(value):
+                if num == 1:
+                    dtype = v
+                elif num == 2:  # TensorShapeProto: dim (2) {size (1)}, unknown_rank (3)
+                    for n2, _w2, part in _fields(v):
+                        if n2 == 2:
+                            size_ = [d for k2, _w3, d in _fields(part) if k2 == 1]
+                            dims.append(size_[0] if size_ else 0)
+                        elif n2 == 3 and part:
+                            raise _Bad(f"tensor {name!r} has an unknown rank")
+                elif num == 3:
+                    shard = v
+                elif num == 4:
+                    offset = v
+                elif num == 5:
+                    size = v
+                elif num == 7:
+                    sliced = True
+            if sliced:
+                raise _Bad(f"tensor {name!r} is saved in slices (partitioned); not supported")
+            dt = _DTYPES.get(dtype)
+            if dt is None:
+                raise _Bad(f"tensor {name!r} has TensorFlow dtype {dtype}, which hetbed lacks")
+            if shard >= n_shards:
+                raise _Bad(f"tensor {name!r} names shard {shard} of {n_shards}")
+            entries[name] = (dt, tuple(dims), shard, offset, size)
+    except _Bad as e:
+        raise DataLossError(f"checkpoint index {index}: {e}") from None
+    shards = []
+    for k in range(n_shards):
+        path = f"{prefix}.data-{k:05d}-of-{n_shards:05d}"
+        try:
+            with open(path, "rb") as f:
+                shards.append(f.read())
+        except FileNotFoundError:
+            raise NotFoundError(f"checkpoint data file {path!r} does not exist") from None
+    for name, (dt, dims, shard, offset, size) in entries.items():
+        if offset + size > len(shards[shard]):
+            raise DataLossError(
+                f"checkpoint {prefix}: tensor {name!r} runs past the end of its data file"
+            )
+        if not dt.is_string:
+            want = int(np.prod(dims, dtype=np.int64)) * dt.size
+            if want != size:
+                raise DataLossError(
+                    f"checkpoint {prefix}: tensor {name!r} of shape {list(dims)} and dtype "
+                    f"{dt.name} needs {want} bytes, its entry says {size}"
+                )
+    return entries, shards
+
+
+def tensor(prefix: str, name: str, entry: tuple, shards: list[bytes]) -> np.ndarray:
+    """One tensor of a bundle (``read_bundle``), read only where numeric."""
+    dt, dims, shard, offset, size = entry
+    buf = shards[shard]
+    if not dt.is_string:
+        le = dt.np.newbyteorder("<")
+        count = int(np.prod(dims, dtype=np.int64))
+        arr = np.frombuffer(buf, dtype=le, count=count, offset=offset).reshape(dims)
+        return arr if le == dt.np else arr.astype(dt.np)
+    n = int(np.prod(dims, dtype=np.int64))
+    try:
+        pos = offset
+        lengths = []
+        for _ in range(n):
+            ln, pos = _varint(buf, pos)
+            lengths.append(ln)
+        pos += 4  # the lengths' checksum
+        out = np.empty(n, dtype=object)
+        for i, ln in enumerate(lengths):
+            if pos + ln > offset + size:
+                raise _Bad("a string runs past its tensor")
+            out[i] = bytes(buf[pos : pos + ln])
+            pos += ln
+    except _Bad as e:
+        raise DataLossError(f"checkpoint {prefix}: tensor {name!r}: {e}") from None
+    return out.reshape(dims)

@@ -1,0 +1,114 @@
+"""Checkpoints TensorFlow wrote, read by hetbed (runtime/train/tf_bundle.py)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import hetbed.compat.v1 as tf
+
+FIXTURE = os.path.join(os.path.dirname(__file__), "data", "tf_checkpoint")
+WANT = {  # what tests/data/tf_checkpoint/README.md says TensorFlow saved
+    "dense/kernel": np.arange(6, dtype=np.float32).reshape(2, 3),
+    "b64": np.array([1.5, -2.0]),
+    "step": np.array([7, 8, 9], np.int64),
+    "img": np.array([[1, 255], [0, 3]], np.uint8),
+    "half": np.array([0.5, 2.0], np.float16),
+    "flags": np.array([True, False]),
+    "small": np.array([-3, 4], np.int8),
+    "scalar": np.float32(3.25),
+    "words": np.array([b"ab", b"", b"xyz"], dtype=object),
+}
+
+
+def test_every_tensor_of_a_tensorflow_checkpoint_reads_back(tmp_path):
+    d = shutil.copytree(FIXTURE, tmp_path / "ck")
+    prefix = tf.train.latest_checkpoint(str(d))  # TF's text-format `checkpoint` index
+    assert prefix == os.path.join(str(d), "model.ckpt-10")
+    assert tf.train.checkpoint_exists(prefix)
+    reader = tf.train.load_checkpoint(str(d))
+    assert sorted(reader.get_variable_to_shape_map()) == sorted(WANT)
+    for name, want in WANT.items():
+        got = reader.get_tensor(name)
+        assert got.dtype == want.dtype and got.shape == np.shape(want), name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    assert dict(tf.train.list_variables(str(d)))["dense/kernel"] == [2, 3]
+
+
+def test_saver_restores_variables_from_a_tensorflow_checkpoint(tmp_path):
+    d = shutil.copytree(FIXTURE, tmp_path / "ck")
+    with tf.Graph().as_default():
+        k = tf.get_variable("dense/kernel", [2, 3])
+        s8 = tf.Variable(np.zeros(2, np.int8), name="small")
+        saver = tf.train.Saver([k, s8])
+        with tf.Session() as s:
+            saver.restore(s, tf.train.latest_checkpoint(str(d)))
+            kv, sv = s.run([k, s8])
+            np.testing.assert_array_equal(kv, WANT["dense/kernel"])
+            np.testing.assert_array_equal(sv, WANT["small"])
+            other = tf.Variable(np.zeros(3, np.float32), name="missing")
+            with pytest.raises(tf.errors.NotFoundError, match="'missing' not found"):
+                tf.train.Saver([other]).restore(s, os.path.join(str(d), "model.ckpt-10"))
+            bad = tf.Variable(np.zeros(3, np.float32), name="step")
+            with pytest.raises(tf.errors.InvalidArgumentError, match="int64"):
+                tf.train.Saver([bad]).restore(s, os.path.join(str(d), "model.ckpt-10"))
+
+
+def test_damaged_tensorflow_checkpoints_are_named(tmp_path):
+    d = shutil.copytree(FIXTURE, tmp_path / "ck")
+    prefix = os.path.join(str(d), "model.ckpt-10")
+    index = open(prefix + ".index", "rb").read()
+    open(prefix + ".index", "wb").write(index[:-9] + b"\x00" * 9)
+    with pytest.raises(tf.errors.DataLossError, match=r"\.index: it does not end with the table"):
+        tf.train.load_checkpoint(prefix)
+    open(prefix + ".index", "wb").write(index[:20])
+    with pytest.raises(tf.errors.DataLossError, match="less than a table footer"):
+        tf.train.load_checkpoint(prefix)
+    open(prefix + ".index", "wb").write(index)
+    data = prefix + ".data-00000-of-00001"
+    blob = open(data, "rb").read()
+    open(data, "wb").write(blob[:40])
+    with pytest.raises(tf.errors.DataLossError, match="runs past the end of its data file"):
+        tf.train.load_checkpoint(prefix)
+    os.remove(data)
+    with pytest.raises(tf.errors.NotFoundError, match="data-00000-of-00001"):
+        tf.train.load_checkpoint(prefix)
+
+
+def test_a_model_trained_by_tensorflow_predicts_the_same_in_hetbed(tmp_path):
+    """TensorFlow trains a small classifier and saves it; the same program on hetbed restores
+    the checkpoint and gives TensorFlow's predictions."""
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((16, 4)).astype(np.float32)
+    yv = (xv.sum(1) > 0).astype(np.int64)
+
+    def model(t):
+        x = t.placeholder(t.float32, [None, 4])
+        y = t.placeholder(t.int64, [None])
+        h = t.layers.dense(x, 8, activation=t.nn.relu)
+        logits = t.layers.dense(h, 2)
+        loss = t.reduce_mean(t.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        train = t.train.AdamOptimizer(0.05).minimize(loss)
+        return x, y, t.nn.softmax(logits), train
+
+    prefix = str(tmp_path / "tf" / "model")
+    os.makedirs(os.path.dirname(prefix))
+    g = tf1.Graph()
+    with g.as_default():
+        x, y, prob, train = model(tf1)
+        with tf1.Session(graph=g) as s:
+            s.run(tf1.global_variables_initializer())
+            for _ in range(20):
+                s.run(train, {x: xv, y: yv})
+            theirs = s.run(prob, {x: xv})
+            tf1.train.Saver().save(s, prefix)
+    with tf.Graph().as_default():
+        x, y, prob, train = model(tf)
+        with tf.Session() as s:
+            tf.train.Saver().restore(s, prefix)  # weights and Adam's slots
+            ours = s.run(prob, {x: xv})
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
