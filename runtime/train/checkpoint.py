@@ -13,6 +13,9 @@ File layout (no pickle; every number little-endian)::
 Files are written atomically (temporary file in the same directory, flush, fsync, rename, fsync of
 the directory), so a crash mid-save leaves the previous checkpoint intact. Next to them, a JSON
 index named ``checkpoint`` (written the same way) lists the latest and all kept checkpoints.
+
+Checkpoints TensorFlow wrote (a ``PREFIX.index`` beside ``PREFIX.data-*``, and its text-format
+``checkpoint`` index) are read too, through ``tf_bundle.py``.
 """
 
 from __future__ import annotations
