@@ -106,6 +106,9 @@ class Tensor:
     """The ``index``-th output of an Operation: a symbolic value with a static dtype and shape."""
 
     __slots__ = ("op", "value_index", "dtype", "_shape", "__weakref__")
+    #: numpy defers to the Tensor's operators (``ndarray - tensor`` is a Sub op, not an object
+    #: array of one Sub per element), as for TensorFlow's tensors
+    __array_priority__ = 100
 
     def __init__(self, op: Operation, value_index: int, dtype: _dt.DType, shape: TensorShape):
         self.op = op

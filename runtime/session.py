@@ -380,7 +380,20 @@ class BaseSession:
 
     def _resolve_feeds(self, feed_dict: dict) -> dict[Tensor, Any]:
         feeds: dict[Tensor, Any] = {}
-        for k, v in feed_dict.items():
+        items = list(feed_dict.items())
+        while items:
+            k, v = items.pop(0)
+            if isinstance(k, (tuple, list)) and not hasattr(k, "_value_type"):
+                # a nested structure of tensors (an RNN's LSTMStateTuple state, as TF1 allows):
+                # the value has the same structure
+                if not isinstance(v, (tuple, list)) or len(v) != len(k):
+                    raise TypeError(
+                        f"feeding a structure of {len(k)} tensors ({type(k).__name__}) needs a "
+                        f"value of the same structure, got {type(v).__name__}"
+                        + (f" of length {len(v)}" if isinstance(v, (tuple, list)) else "")
+                    )
+                items[:0] = list(zip(k, v))
+                continue
             if isinstance(k, IndexedSlices):
                 raise TypeError("feeding IndexedSlices is not supported; feed its parts")
             if isinstance(k, tuple) and hasattr(k, "_value_type"):  # a SparseTensor: its parts

@@ -326,3 +326,36 @@ def test_convert_to_tensor_densifies_indexed_slices():
     with tf.Session() as s:
         s.run(tf.global_variables_initializer())
         np.testing.assert_array_equal(s.run(dense), [[1, 1, 1], [0, 0, 0], [2, 2, 2], [0, 0, 0]])
+
+
+def test_numpy_arrays_on_the_left_of_tensor_operators_and_structured_feeds():
+    """What MorvanZhou's tutorials needed: ``y_numpy - tensor`` is one Sub op (numpy defers to
+    the tensor, as to TF's), and an LSTMStateTuple of tensors fed with a state of the same
+    structure (the RNN regression idiom of carrying the final state into the next run)."""
+    import hetbed.compat.v1 as tf
+
+    with tf.Graph().as_default():
+        a = tf.placeholder(tf.float32, [3])
+        y = np.array([1.0, 2.0, 4.0], np.float32)
+        d = y - a
+        assert isinstance(d, tf.Tensor) and d.op.type == "Sub"
+        mse = tf.reduce_mean(tf.square(y - a))
+        cell = tf.nn.rnn_cell.LSTMCell(4)
+        x = tf.placeholder(tf.float32, [1, 3, 2])
+        init = cell.zero_state(1, tf.float32)
+        out, state = tf.nn.dynamic_rnn(cell, x, initial_state=init)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            av = np.array([0.5, 2.0, 1.0], np.float32)
+            assert s.run(mse, {a: av}) == pytest.approx(np.mean((y - av) ** 2))
+            xv = np.ones((1, 3, 2), np.float32)
+            s1 = s.run(state, {x: xv})
+            o2 = s.run(out, {x: xv, init: s1})  # the second run starts from the first's state
+            o_zero = s.run(out, {x: xv})
+            fed_zero = s.run(
+                out, {x: xv, init: (np.zeros((1, 4), np.float32), np.zeros((1, 4), np.float32))}
+            )
+            np.testing.assert_allclose(fed_zero, o_zero, rtol=1e-6)
+            assert np.abs(o2 - o_zero).max() > 1e-3
+            with pytest.raises(TypeError, match="same structure"):
+                s.run(out, {x: xv, init: s1.c})
