@@ -22,6 +22,8 @@ this file (``cache=True``), so later processes load it instead of compiling.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,35 @@ _BLOCK_ELEMS = 1 << 21
 _TBLOCK_ELEMS = 1 << 14
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
+
+# The compiled loops release the GIL (nogil), so a kernel splits its loop over this many threads:
+# the calling thread and _THREADS - 1 pool workers. BLAS already uses every core for the GEMMs;
+# without this the loops between them (im2col, col2im, pooling, ReLU) leave all cores but one idle.
+_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
+
+# Fewer elements than this per thread are not worth a hand-off to a pool thread (~50 us).
+_GRAIN = 1 << 16
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _split(kernel, n: int, work: int, *args: Any) -> None:
+    """Runs ``kernel(lo, hi, *args)`` over [0, n) in contiguous parts, one per thread, the first
+    on the calling thread. ``work`` is the number of elements the whole loop touches: parts are
+    never smaller than ``_GRAIN`` of them. ``kernel`` must be a nogil compiled loop whose parts
+    write disjoint memory."""
+    global _pool
+    parts = max(1, min(_THREADS, n, work // _GRAIN))
+    if parts == 1:
+        kernel(0, n, *args)
+        return
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="hetbed-nn-cpu")
+    bounds = [n * i // parts for i in range(parts + 1)]
+    futures = [_pool.submit(kernel, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
+    kernel(bounds[0], bounds[1], *args)
+    for f in futures:
+        f.result()
 
 
 def supports(*arrays: Any) -> bool:
@@ -131,11 +162,12 @@ def _col2im(dcols, c, r0, r1, kh, kw, sh, sw, ho, wo, dx3):  # pragma: no cover 
 
 
 @njit(cache=True, nogil=True)
-def _max_pool(x, kh, kw, sh, sw, pt, pl, y):  # pragma: no cover - compiled
-    """Window maxima of ``x`` into ``y``; cells outside ``x`` (padding) never take part, NaN wins."""
-    nb, h, w, c = x.shape
+def _max_pool(b0, b1, x, kh, kw, sh, sw, pt, pl, y):  # pragma: no cover - compiled
+    """Window maxima of images b0..b1 of ``x`` into ``y``; cells outside ``x`` (padding) never
+    take part, NaN wins."""
+    _, h, w, c = x.shape
     ho, wo = y.shape[1], y.shape[2]
-    for b in range(nb):
+    for b in range(b0, b1):
         for oy in range(ho):
             ya, yb = max(oy * sh - pt, 0), min(oy * sh - pt + kh, h)
             for ox in range(wo):
@@ -146,18 +178,19 @@ def _max_pool(x, kh, kw, sh, sw, pt, pl, y):  # pragma: no cover - compiled
                     for xx in range(xa, xb):
                         src = x[b, yy, xx]
                         for ch in range(c):
-                            v = src[ch]
-                            if v > out[ch] or v != v:
-                                out[ch] = v
+                            v, m = src[ch], out[ch]
+                            out[ch] = v if (v > m or v != v) else m
 
 
 @njit(cache=True, nogil=True)
-def _max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - compiled
-    """Each window's gradient to the first cell (row-major) of ``x`` equal to its maximum."""
-    nb, h, w, c = x.shape
+def _max_pool_grad(b0, b1, x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - compiled
+    """Adds each window's gradient to the first cell (row-major) of ``x`` equal to its maximum,
+    for images b0..b1 (``dx`` zeroed there by the caller)."""
+    _, h, w, c = x.shape
     ho, wo = y.shape[1], y.shape[2]
     open_ = np.empty(c, dtype=np.uint8)  # 1: channels whose maximum this window has not met yet
-    for b in range(nb):
+    for b in range(b0, b1):
+        dx[b] = 0
         for oy in range(ho):
             ya, yb = max(oy * sh - pt, 0), min(oy * sh - pt + kh, h)
             for ox in range(wo):
@@ -173,6 +206,54 @@ def _max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - c
                             hit = open_[ch] & np.uint8(src[ch] == m[ch])
                             dst[ch] += gr[ch] if hit else 0
                             open_[ch] ^= hit
+
+
+@njit(cache=True, nogil=True)
+def _max_pool_tiles(b0, b1, x3, c, kh, kw, y3):  # pragma: no cover - compiled
+    """``_max_pool`` for windows that neither overlap nor reach padding (stride = window), on
+    (N, H, W * C) and (N, Ho, Wo * C) views: no bounds to clip, each input cell read once, and
+    every channel loop on a slice (so it vectorizes)."""
+    wo = y3.shape[2] // c
+    for b in range(b0, b1):
+        for oy in range(y3.shape[1]):
+            dst = y3[b, oy]
+            src = x3[b, oy * kh]
+            for ox in range(wo):  # each window's first cell
+                dst[ox * c : (ox + 1) * c] = src[ox * kw * c : (ox * kw + 1) * c]
+            for i in range(kh):
+                src = x3[b, oy * kh + i]
+                for ox in range(wo):
+                    out = dst[ox * c : (ox + 1) * c]
+                    for j in range(kw):
+                        cell = src[(ox * kw + j) * c : (ox * kw + j + 1) * c]
+                        for ch in range(c):
+                            v, m = cell[ch], out[ch]
+                            out[ch] = v if (v > m) | (v != v) else m  # NaN wins
+
+
+@njit(cache=True, nogil=True)
+def _max_pool_grad_tiles(b0, b1, x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - compiled
+    """``_max_pool_grad`` for windows that neither overlap nor reach padding, on the views of
+    ``_max_pool_tiles``: each covered cell of ``dx`` is written once (its window's gradient where
+    it is the window's first maximum, else 0), so ``dx`` needs no zeroing beforehand."""
+    wo = y3.shape[2] // c
+    open_ = np.empty(c, dtype=np.bool_)  # channels whose maximum this window has not met yet
+    for b in range(b0, b1):
+        for oy in range(y3.shape[1]):
+            for ox in range(wo):
+                m = y3[b, oy, ox * c : (ox + 1) * c]
+                gr = g3[b, oy, ox * c : (ox + 1) * c]
+                open_[:] = True
+                for i in range(kh):
+                    src = x3[b, oy * kh + i]
+                    dst = dx3[b, oy * kh + i]
+                    for j in range(kw):
+                        cell = src[(ox * kw + j) * c : (ox * kw + j + 1) * c]
+                        out = dst[(ox * kw + j) * c : (ox * kw + j + 1) * c]
+                        for ch in range(c):
+                            hit = open_[ch] and cell[ch] == m[ch]
+                            out[ch] = gr[ch] if hit else 0
+                            open_[ch] = open_[ch] and not hit
 
 
 # ---- convolution -----------------------------------------------------------------------------
@@ -262,19 +343,42 @@ def conv2d_backprop_input(
 # ---- max pooling -----------------------------------------------------------------------------
 
 
+def _tiled(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw) -> bool:
+    """Whether the windows neither overlap nor reach padding (the common 2x2, stride 2 case)."""
+    _, h, w, _ = x.shape
+    return kh == sh and kw == sw and ph[0] == pw[0] == 0 and ho * kh <= h and wo * kw <= w
+
+
 def max_pool(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw):
     """(N, Ho, Wo, C) maxima over (kh, kw) windows; padding cells never win."""
     x = np.ascontiguousarray(x)
-    y = np.empty((x.shape[0], ho, wo, x.shape[3]), dtype=x.dtype)
-    _max_pool(x, kh, kw, sh, sw, ph[0], pw[0], y)
+    n = x.shape[0]
+    y = np.empty((n, ho, wo, x.shape[3]), dtype=x.dtype)
+    if _tiled(x, kh, kw, sh, sw, ho, wo, ph, pw):
+        c = x.shape[3]
+        x3, y3 = x.reshape(n, x.shape[1], -1), y.reshape(n, ho, -1)
+        _split(_max_pool_tiles, n, x.size, x3, c, kh, kw, y3)
+    else:
+        _split(_max_pool, n, x[0].size * n, x, kh, kw, sh, sw, ph[0], pw[0], y)
     return y
 
 
 def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.ndarray:
     """MaxPool's input gradient: each window's ``g`` goes to its first maximal cell."""
     x, y, g = (np.ascontiguousarray(a) for a in (x, y, g))
-    dx = np.zeros_like(x)
-    _max_pool_grad(x, y, g, kh, kw, sh, sw, ph[0], pw[0], dx)
+    n, h, w, _ = x.shape
+    ho, wo = y.shape[1], y.shape[2]
+    if _tiled(x, kh, kw, sh, sw, ho, wo, ph, pw):
+        dx = np.empty_like(x)
+        dx[:, ho * kh :] = 0  # rows and columns no window covers (VALID with a remainder)
+        dx[:, :, wo * kw :] = 0
+        c = x.shape[3]
+        x3, dx3 = x.reshape(n, h, w * c), dx.reshape(n, h, w * c)
+        y3, g3 = y.reshape(n, ho, wo * c), g.reshape(n, ho, wo * c)
+        _split(_max_pool_grad_tiles, n, x.size, x3, y3, g3, c, kh, kw, dx3)
+    else:
+        dx = np.empty_like(x)
+        _split(_max_pool_grad, n, x.size, x, y, g, kh, kw, sh, sw, ph[0], pw[0], dx)
     return dx
 
 
@@ -282,21 +386,26 @@ def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.nda
 
 
 @njit(cache=True, nogil=True)
-def _relu(x, out):  # pragma: no cover - compiled
+def _relu(i0, i1, x, out):  # pragma: no cover - compiled
+    # Each part is sliced first: a loop from 0 lets LLVM vectorize (a start index that might be
+    # negative keeps numba's wraparound check in the loop, ~9x slower).
+    x, out = x[i0:i1], out[i0:i1]
     for i in range(x.size):
         v = x[i]
         out[i] = v if (v > 0 or v != v) else 0  # NaN stays NaN, as in np.maximum
 
 
 @njit(cache=True, nogil=True)
-def _relu_grad(g, y, out):  # pragma: no cover - compiled
+def _relu_grad(i0, i1, g, y, out):  # pragma: no cover - compiled
+    g, y, out = g[i0:i1], y[i0:i1], out[i0:i1]
     for i in range(g.size):
         out[i] = g[i] * (1 if y[i] > 0 else 0)  # g * (y > 0): a NaN gradient stays NaN
 
 
 @njit(cache=True, nogil=True)
-def _bias_add(v, b, out):  # pragma: no cover - compiled
+def _bias_add(r0, r1, v, b, out):  # pragma: no cover - compiled
     c = b.size
+    v, out = v[r0:r1], out[r0:r1]
     for r in range(v.shape[0]):
         src, dst = v[r], out[r]
         for k in range(c):
@@ -304,19 +413,23 @@ def _bias_add(v, b, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _bias_add_grad(g, out):  # pragma: no cover - compiled
-    """Column sums of ``g``, row after row (the order, and so the rounding, of numpy's sum)."""
-    out[:] = 0
-    for r in range(g.shape[0]):
-        src = g[r]
-        for k in range(out.size):
-            out[k] += src[k]
+def _bias_add_grad(p0, p1, g, out):  # pragma: no cover - compiled
+    """Row p of ``out`` (parts, C): the column sums of part p of ``g``'s rows, row after row."""
+    parts = out.shape[0]
+    rows = g.shape[0]
+    for p in range(p0, p1):
+        acc = out[p]
+        acc[:] = 0
+        for r in range(rows * p // parts, rows * (p + 1) // parts):
+            src = g[r]
+            for k in range(acc.size):
+                acc[k] += src[k]
 
 
 def relu(x: np.ndarray) -> np.ndarray:
     x = _c(x)
     out = np.empty_like(x)
-    _relu(x.reshape(-1), out.reshape(-1))
+    _split(_relu, x.size, x.size, x.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -324,7 +437,7 @@ def relu_grad(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``g`` where ``y > 0``, else 0 (``g * (y > 0)``: a NaN or inf in ``g`` gives NaN there)."""
     g, y = _c(g), _c(y)
     out = np.empty_like(g)
-    _relu_grad(g.reshape(-1), y.reshape(-1), out.reshape(-1))
+    _split(_relu_grad, g.size, 2 * g.size, g.reshape(-1), y.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -332,16 +445,20 @@ def bias_add(v: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``v + b`` with ``b`` (C,) added along the last axis of ``v``."""
     v, b = _c(v), _c(b)
     out = np.empty_like(v)
-    _bias_add(v.reshape(-1, b.size), b, out.reshape(-1, b.size))
+    v2 = v.reshape(-1, b.size)
+    _split(_bias_add, v2.shape[0], v.size, v2, b, out.reshape(-1, b.size))
     return out
 
 
 def bias_add_grad(g: np.ndarray) -> np.ndarray:
-    """Sums of ``g`` over all axes but the last."""
+    """Sums of ``g`` over all axes but the last: per-thread partial column sums, then their sum
+    (the rows in order within each part)."""
     g = _c(g)
-    out = np.empty(g.shape[-1], dtype=g.dtype)
-    _bias_add_grad(g.reshape(-1, g.shape[-1]), out)
-    return out
+    g2 = g.reshape(-1, g.shape[-1])
+    parts = max(1, min(_THREADS, g2.shape[0], g.size // _GRAIN))
+    out = np.empty((parts, g.shape[-1]), dtype=g.dtype)
+    _split(_bias_add_grad, parts, g.size, g2, out)
+    return out[0] if parts == 1 else out.sum(axis=0)
 
 
 # ---- batch normalization (channels last) ------------------------------------------------------
