@@ -106,18 +106,20 @@ def _padded3(x: np.ndarray, ph: tuple, pw: tuple) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols):  # pragma: no cover - compiled
-    """Rows r0..r1 of the patch matrix into ``cols[: r1 - r0]``, columns in (kh, kw, C) order.
+def _im2col(lo, hi, unit, x3, c, r0, kh, kw, sh, sw, ho, wo, cols):  # pragma: no cover - compiled
+    """Rows r0 + lo * unit .. r0 + hi * unit of the patch matrix (at most ``len(cols)`` in all)
+    into the same rows of ``cols`` counted from r0, columns in (kh, kw, C) order.
 
     ``x3`` is the padded NHWC input seen as (N, Hp, Wp * C): the kw cells of a window's row are
     kw * C consecutive numbers there, copied as one run."""
     run = kw * c
-    for r in range(r0, r1):
+    for q in range(lo * unit, min(hi * unit, cols.shape[0])):
+        r = r0 + q
         n = r // (ho * wo)
         rem = r - n * ho * wo
         y0 = (rem // wo) * sh
         x0 = (rem % wo) * sw * c
-        dst = cols[r - r0]
+        dst = cols[q]
         for i in range(kh):
             src = x3[n, y0 + i, x0 : x0 + run]
             out = dst[i * run : (i + 1) * run]
@@ -126,34 +128,38 @@ def _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols):  # pragma: no cover - 
 
 
 @njit(cache=True, nogil=True)
-def _im2col_t(x3, c, q0, q1, kh, kw, sh, sw, ho, wo, cols_t):  # pragma: no cover - compiled
-    """The transposed patch matrix of output rows q0..q1 (q = image * Ho + row) into
-    ``cols_t[:, : (q1 - q0) * wo]``: for a short window row (kw * C below Wo) its runs, one output
-    row long, are longer than the patch matrix's."""
+def _im2col_t(lo, hi, x3, c, q0, kh, kw, sh, sw, ho, wo, cols_t):  # pragma: no cover - compiled
+    """The transposed patch matrix of output rows q0 + lo .. q0 + hi (q = image * Ho + row) into
+    their columns of ``cols_t`` (output row q0 + k at columns k * Wo .. (k + 1) * Wo): for a short
+    window row (kw * C below Wo) its runs, one output row long, are longer than the patch
+    matrix's."""
     step = sw * c
-    for q in range(q0, q1):
+    for k in range(lo, hi):
+        q = q0 + k
         n = q // ho
         y0 = (q - n * ho) * sh
-        base = (q - q0) * wo
+        base = k * wo
         for i in range(kh):
             src = x3[n, y0 + i]
             for t in range(kw * c):  # t = j * C + ch, the column within window row i
                 dst = cols_t[i * kw * c + t, base : base + wo]
-                for ox in range(wo):
-                    dst[ox] = src[t + ox * step]
+                dst[:] = src[t : t + (wo - 1) * step + 1 : step]
 
 
 @njit(cache=True, nogil=True)
-def _col2im(dcols, c, r0, r1, kh, kw, sh, sw, ho, wo, dx3):  # pragma: no cover - compiled
-    """Adds rows r0..r1 of a patch-matrix gradient into the padded input gradient, seen as
-    (N, Hp, Wp * C) like ``_im2col``'s input."""
+def _col2im(lo, hi, unit, dcols, c, r0, kh, kw, sh, sw, ho, wo, dx3):  # pragma: no cover
+    """Adds rows r0 + lo * unit .. r0 + hi * unit (at most ``len(dcols)``) of a patch-matrix
+    gradient, held in ``dcols`` from row r0, into the padded input gradient, seen as
+    (N, Hp, Wp * C) like ``_im2col``'s input. Parts that run at once must cover different images:
+    the windows of one image overlap."""
     run = kw * c
-    for r in range(r0, r1):
+    for q in range(lo * unit, min(hi * unit, dcols.shape[0])):
+        r = r0 + q
         n = r // (ho * wo)
         rem = r - n * ho * wo
         y0 = (rem // wo) * sh
         x0 = (rem % wo) * sw * c
-        src = dcols[r - r0]
+        src = dcols[q]
         for i in range(kh):
             dst = dx3[n, y0 + i, x0 : x0 + run]
             part = src[i * run : (i + 1) * run]
@@ -261,8 +267,9 @@ def _max_pool_grad_tiles(b0, b1, x3, y3, g3, c, kh, kw, dx3):  # pragma: no cove
 
 def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw):
     """Yields (r0, r1, patches): rows r0..r1 of the (N*Ho*Wo, kh*kw*C) patch matrix of NHWC ``x``
-    as a view of one reused, cache-sized buffer (valid until the next block). Short window rows
-    (kw * C < Wo, a first layer on a 1-channel image) build the buffer transposed."""
+    as a view of one reused, cache-sized buffer (valid until the next block), each block built
+    by all threads. Short window rows (kw * C < Wo, a first layer on a 1-channel image) build the
+    buffer transposed."""
     n, _, _, c = x.shape
     k, rows = kh * kw * c, n * ho * wo
     x3 = _padded3(x, ph, pw)
@@ -271,15 +278,18 @@ def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo
         cols_t = np.empty((k, step), dtype=x.dtype)
         for r0 in range(0, rows, step):
             r1 = min(r0 + step, rows)
-            _im2col_t(x3, c, r0 // wo, r1 // wo, kh, kw, sh, sw, ho, wo, cols_t)
+            q0, q1 = r0 // wo, r1 // wo
+            args = (x3, c, q0, kh, kw, sh, sw, ho, wo, cols_t)
+            _split(_im2col_t, q1 - q0, (r1 - r0) * k, *args)
             yield r0, r1, cols_t[:, : r1 - r0].T
         return
     step = _block_rows(k, rows)
     cols = np.empty((step, k), dtype=x.dtype)
     for r0 in range(0, rows, step):
         r1 = min(r0 + step, rows)
-        _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols)
-        yield r0, r1, cols[: r1 - r0]
+        part = cols[: r1 - r0]
+        _split(_im2col, r1 - r0, (r1 - r0) * k, 1, x3, c, r0, kh, kw, sh, sw, ho, wo, part)
+        yield r0, r1, part
 
 
 def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
@@ -329,12 +339,19 @@ def conv2d_backprop_input(
         return (dy2 @ f2t).reshape(n, h, w, c)
     dxp = np.zeros((n, h + ph[0] + ph[1], w + pw[0] + pw[1], c), dtype=dy.dtype)
     step = _block_rows(k, rows)
+    unit = ho * wo  # blocks of whole images, so that threads can scatter different images
+    if unit <= step:
+        step -= step % unit
+    else:
+        unit = step
     dcols = np.empty((step, k), dtype=dy.dtype)
     dx3 = dxp.reshape(n, dxp.shape[1], dxp.shape[2] * c)
     for r0 in range(0, rows, step):
         r1 = min(r0 + step, rows)
-        np.matmul(dy2[r0:r1], f2t, out=dcols[: r1 - r0])
-        _col2im(dcols, c, r0, r1, kh, kw, sh, sw, ho, wo, dx3)
+        part = dcols[: r1 - r0]
+        np.matmul(dy2[r0:r1], f2t, out=part)
+        args = (unit, part, c, r0, kh, kw, sh, sw, ho, wo, dx3)
+        _split(_col2im, -(-(r1 - r0) // unit), (r1 - r0) * k, *args)
     if dxp.shape[1:3] == (h, w):
         return dxp
     return np.ascontiguousarray(dxp[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w])
