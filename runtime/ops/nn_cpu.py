@@ -56,15 +56,13 @@ def _split(kernel, n: int, work: int, *args: Any) -> None:
     on the calling thread. ``work`` is the number of elements the whole loop touches: parts are
     never smaller than ``_GRAIN`` of them. ``kernel`` must be a nogil compiled loop whose parts
     write disjoint memory."""
-    global _pool
     parts = max(1, min(_THREADS, n, work // _GRAIN))
-    if parts == 1:
+    pool = _threads(parts)
+    if pool is None:
         kernel(0, n, *args)
         return
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="hetbed-nn-cpu")
     bounds = [n * i // parts for i in range(parts + 1)]
-    futures = [_pool.submit(kernel, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
+    futures = [pool.submit(kernel, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
     kernel(bounds[0], bounds[1], *args)
     for f in futures:
         f.result()
@@ -143,7 +141,8 @@ def _im2col_t(lo, hi, x3, c, q0, kh, kw, sh, sw, ho, wo, cols_t):  # pragma: no 
             src = x3[n, y0 + i]
             for t in range(kw * c):  # t = j * C + ch, the column within window row i
                 dst = cols_t[i * kw * c + t, base : base + wo]
-                dst[:] = src[t : t + (wo - 1) * step + 1 : step]
+                for ox in range(wo):  # (a strided slice copy here is 3x slower)
+                    dst[ox] = src[t + ox * step]
 
 
 @njit(cache=True, nogil=True)
@@ -265,31 +264,55 @@ def _max_pool_grad_tiles(b0, b1, x3, y3, g3, c, kh, kw, dx3):  # pragma: no cove
 # ---- convolution -----------------------------------------------------------------------------
 
 
-def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw):
-    """Yields (r0, r1, patches): rows r0..r1 of the (N*Ho*Wo, kh*kw*C) patch matrix of NHWC ``x``
-    as a view of one reused, cache-sized buffer (valid until the next block), each block built
-    by all threads. Short window rows (kw * C < Wo, a first layer on a 1-channel image) build the
-    buffer transposed."""
+def _threads(parts: int) -> ThreadPoolExecutor | None:
+    """The pool of helper threads, started on first use; None when only one part runs."""
+    global _pool
+    if parts <= 1:
+        return None
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="hetbed-nn-cpu")
+    return _pool
+
+
+def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw, use):
+    """Calls ``use(part, r0, r1, patches)`` for blocks of rows r0..r1 that cover the
+    (N*Ho*Wo, kh*kw*C) patch matrix of NHWC ``x``; ``patches`` is a view of a reused, cache-sized
+    buffer (valid until ``use`` returns) and ``part`` < ``_THREADS`` says which one.
+
+    Long window rows: one block after another, each built by all threads, then used on the
+    calling thread (``use``'s GEMM runs on all cores in BLAS). Short window rows (kw * C < Wo, a
+    first layer on a 1-channel image) build the buffer transposed in small blocks whose GEMMs BLAS
+    runs on the calling thread: then each thread builds and uses every ``parts``-th block itself,
+    with its own buffer, and ``use`` calls with different ``part`` values run at once."""
     n, _, _, c = x.shape
     k, rows = kh * kw * c, n * ho * wo
     x3 = _padded3(x, ph, pw)
     if kw * c < wo:
         step = max(1, _block_rows(k, rows, _TBLOCK_ELEMS) // wo) * wo  # whole output rows
-        cols_t = np.empty((k, step), dtype=x.dtype)
-        for r0 in range(0, rows, step):
-            r1 = min(r0 + step, rows)
-            q0, q1 = r0 // wo, r1 // wo
-            args = (x3, c, q0, kh, kw, sh, sw, ho, wo, cols_t)
-            _split(_im2col_t, q1 - q0, (r1 - r0) * k, *args)
-            yield r0, r1, cols_t[:, : r1 - r0].T
+        starts = range(0, rows, step)
+        parts = max(1, min(_THREADS, len(starts), rows * k // _GRAIN))
+
+        def run(part: int) -> None:
+            cols_t = np.empty((k, step), dtype=x.dtype)
+            for r0 in starts[part::parts]:
+                r1 = min(r0 + step, rows)
+                q0, q1 = r0 // wo, r1 // wo
+                _im2col_t(0, q1 - q0, x3, c, q0, kh, kw, sh, sw, ho, wo, cols_t)
+                use(part, r0, r1, cols_t[:, : r1 - r0].T)
+
+        pool = _threads(parts)
+        futures = [pool.submit(run, p) for p in range(1, parts)] if pool else []
+        run(0)
+        for f in futures:
+            f.result()
         return
     step = _block_rows(k, rows)
     cols = np.empty((step, k), dtype=x.dtype)
     for r0 in range(0, rows, step):
         r1 = min(r0 + step, rows)
-        part = cols[: r1 - r0]
-        _split(_im2col, r1 - r0, (r1 - r0) * k, 1, x3, c, r0, kh, kw, sh, sw, ho, wo, part)
-        yield r0, r1, part
+        block = cols[: r1 - r0]
+        _split(_im2col, r1 - r0, (r1 - r0) * k, 1, x3, c, r0, kh, kw, sh, sw, ho, wo, block)
+        use(0, r0, r1, block)
 
 
 def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
@@ -302,27 +325,34 @@ def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph,
     if kh == kw == sh == sw == 1:
         np.matmul(x.reshape(rows, c), f2, out=out)
         return out.reshape(n, ho, wo, co)
-    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
+
+    def use(part: int, r0: int, r1: int, patches: np.ndarray) -> None:
         np.matmul(patches, f2, out=out[r0:r1])
+
+    _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw, use)
     return out.reshape(n, ho, wo, co)
 
 
 def conv2d_backprop_filter(
     x: np.ndarray, dy: np.ndarray, kh: int, kw: int, sh: int, sw: int, ph, pw
 ) -> np.ndarray:
-    """The gradient of conv2d with respect to its (kh, kw, C, Co) filter."""
+    """The gradient of conv2d with respect to its (kh, kw, C, Co) filter: the blocks' products
+    summed per thread, then the threads' sums."""
     n, _, _, c = x.shape
     _, ho, wo, co = dy.shape
     k, rows = kh * kw * c, n * ho * wo
     dy2 = np.ascontiguousarray(dy).reshape(rows, co)
     if kh == kw == sh == sw == 1:
         return (x.reshape(rows, c).T @ dy2).reshape(kh, kw, c, co)
-    df = np.zeros((k, co), dtype=x.dtype)
-    part = np.empty((k, co), dtype=x.dtype)
-    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
-        np.matmul(patches.T, dy2[r0:r1], out=part)
-        df += part
-    return df.reshape(kh, kw, c, co)
+    sums = np.zeros((_THREADS, k, co), dtype=x.dtype)
+    prods = np.empty((_THREADS, k, co), dtype=x.dtype)
+
+    def use(part: int, r0: int, r1: int, patches: np.ndarray) -> None:
+        np.matmul(patches.T, dy2[r0:r1], out=prods[part])
+        sums[part] += prods[part]
+
+    _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw, use)
+    return sums.sum(axis=0).reshape(kh, kw, c, co)
 
 
 def conv2d_backprop_input(
