@@ -22,8 +22,6 @@ this file (``cache=True``), so later processes load it instead of compiling.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -39,33 +37,6 @@ _BLOCK_ELEMS = 1 << 21
 _TBLOCK_ELEMS = 1 << 14
 
 _FAST = (np.dtype(np.float32), np.dtype(np.float64))
-
-# The compiled loops release the GIL (nogil), so a kernel splits its loop over this many threads:
-# the calling thread and _THREADS - 1 pool workers. BLAS already uses every core for the GEMMs;
-# without this the loops between them (im2col, col2im, pooling, ReLU) leave all cores but one idle.
-_THREADS = max(1, min(len(os.sched_getaffinity(0)), 8))
-
-# Fewer elements than this per thread are not worth a hand-off to a pool thread (~50 us).
-_GRAIN = 1 << 16
-
-_pool: ThreadPoolExecutor | None = None
-
-
-def _split(kernel, n: int, work: int, *args: Any) -> None:
-    """Runs ``kernel(lo, hi, *args)`` over [0, n) in contiguous parts, one per thread, the first
-    on the calling thread. ``work`` is the number of elements the whole loop touches: parts are
-    never smaller than ``_GRAIN`` of them. ``kernel`` must be a nogil compiled loop whose parts
-    write disjoint memory."""
-    parts = max(1, min(_THREADS, n, work // _GRAIN))
-    pool = _threads(parts)
-    if pool is None:
-        kernel(0, n, *args)
-        return
-    bounds = [n * i // parts for i in range(parts + 1)]
-    futures = [pool.submit(kernel, bounds[i], bounds[i + 1], *args) for i in range(1, parts)]
-    kernel(bounds[0], bounds[1], *args)
-    for f in futures:
-        f.result()
 
 
 def supports(*arrays: Any) -> bool:
@@ -104,20 +75,18 @@ def _padded3(x: np.ndarray, ph: tuple, pw: tuple) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _im2col(lo, hi, unit, x3, c, r0, kh, kw, sh, sw, ho, wo, cols):  # pragma: no cover - compiled
-    """Rows r0 + lo * unit .. r0 + hi * unit of the patch matrix (at most ``len(cols)`` in all)
-    into the same rows of ``cols`` counted from r0, columns in (kh, kw, C) order.
+def _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols):  # pragma: no cover - compiled
+    """Rows r0..r1 of the patch matrix into ``cols[: r1 - r0]``, columns in (kh, kw, C) order.
 
     ``x3`` is the padded NHWC input seen as (N, Hp, Wp * C): the kw cells of a window's row are
     kw * C consecutive numbers there, copied as one run."""
     run = kw * c
-    for q in range(lo * unit, min(hi * unit, cols.shape[0])):
-        r = r0 + q
+    for r in range(r0, r1):
         n = r // (ho * wo)
         rem = r - n * ho * wo
         y0 = (rem // wo) * sh
         x0 = (rem % wo) * sw * c
-        dst = cols[q]
+        dst = cols[r - r0]
         for i in range(kh):
             src = x3[n, y0 + i, x0 : x0 + run]
             out = dst[i * run : (i + 1) * run]
@@ -126,39 +95,34 @@ def _im2col(lo, hi, unit, x3, c, r0, kh, kw, sh, sw, ho, wo, cols):  # pragma: n
 
 
 @njit(cache=True, nogil=True)
-def _im2col_t(lo, hi, x3, c, q0, kh, kw, sh, sw, ho, wo, cols_t):  # pragma: no cover - compiled
-    """The transposed patch matrix of output rows q0 + lo .. q0 + hi (q = image * Ho + row) into
-    their columns of ``cols_t`` (output row q0 + k at columns k * Wo .. (k + 1) * Wo): for a short
-    window row (kw * C below Wo) its runs, one output row long, are longer than the patch
-    matrix's."""
+def _im2col_t(x3, c, q0, q1, kh, kw, sh, sw, ho, wo, cols_t):  # pragma: no cover - compiled
+    """The transposed patch matrix of output rows q0..q1 (q = image * Ho + row) into
+    ``cols_t[:, : (q1 - q0) * wo]``: for a short window row (kw * C below Wo) its runs, one output
+    row long, are longer than the patch matrix's."""
     step = sw * c
-    for k in range(lo, hi):
-        q = q0 + k
+    for q in range(q0, q1):
         n = q // ho
         y0 = (q - n * ho) * sh
-        base = k * wo
+        base = (q - q0) * wo
         for i in range(kh):
             src = x3[n, y0 + i]
             for t in range(kw * c):  # t = j * C + ch, the column within window row i
                 dst = cols_t[i * kw * c + t, base : base + wo]
-                for ox in range(wo):  # (a strided slice copy here is 3x slower)
+                for ox in range(wo):
                     dst[ox] = src[t + ox * step]
 
 
 @njit(cache=True, nogil=True)
-def _col2im(lo, hi, unit, dcols, c, r0, kh, kw, sh, sw, ho, wo, dx3):  # pragma: no cover
-    """Adds rows r0 + lo * unit .. r0 + hi * unit (at most ``len(dcols)``) of a patch-matrix
-    gradient, held in ``dcols`` from row r0, into the padded input gradient, seen as
-    (N, Hp, Wp * C) like ``_im2col``'s input. Parts that run at once must cover different images:
-    the windows of one image overlap."""
+def _col2im(dcols, c, r0, r1, kh, kw, sh, sw, ho, wo, dx3):  # pragma: no cover - compiled
+    """Adds rows r0..r1 of a patch-matrix gradient into the padded input gradient, seen as
+    (N, Hp, Wp * C) like ``_im2col``'s input."""
     run = kw * c
-    for q in range(lo * unit, min(hi * unit, dcols.shape[0])):
-        r = r0 + q
+    for r in range(r0, r1):
         n = r // (ho * wo)
         rem = r - n * ho * wo
         y0 = (rem // wo) * sh
         x0 = (rem % wo) * sw * c
-        src = dcols[q]
+        src = dcols[r - r0]
         for i in range(kh):
             dst = dx3[n, y0 + i, x0 : x0 + run]
             part = src[i * run : (i + 1) * run]
@@ -167,12 +131,11 @@ def _col2im(lo, hi, unit, dcols, c, r0, kh, kw, sh, sw, ho, wo, dx3):  # pragma:
 
 
 @njit(cache=True, nogil=True)
-def _max_pool(b0, b1, x, kh, kw, sh, sw, pt, pl, y):  # pragma: no cover - compiled
-    """Window maxima of images b0..b1 of ``x`` into ``y``; cells outside ``x`` (padding) never
-    take part, NaN wins."""
-    _, h, w, c = x.shape
+def _max_pool(x, kh, kw, sh, sw, pt, pl, y):  # pragma: no cover - compiled
+    """Window maxima of ``x`` into ``y``; cells outside ``x`` (padding) never take part, NaN wins."""
+    nb, h, w, c = x.shape
     ho, wo = y.shape[1], y.shape[2]
-    for b in range(b0, b1):
+    for b in range(nb):
         for oy in range(ho):
             ya, yb = max(oy * sh - pt, 0), min(oy * sh - pt + kh, h)
             for ox in range(wo):
@@ -183,19 +146,18 @@ def _max_pool(b0, b1, x, kh, kw, sh, sw, pt, pl, y):  # pragma: no cover - compi
                     for xx in range(xa, xb):
                         src = x[b, yy, xx]
                         for ch in range(c):
-                            v, m = src[ch], out[ch]
-                            out[ch] = v if (v > m or v != v) else m
+                            v = src[ch]
+                            if v > out[ch] or v != v:
+                                out[ch] = v
 
 
 @njit(cache=True, nogil=True)
-def _max_pool_grad(b0, b1, x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - compiled
-    """Adds each window's gradient to the first cell (row-major) of ``x`` equal to its maximum,
-    for images b0..b1 (``dx`` zeroed there by the caller)."""
-    _, h, w, c = x.shape
+def _max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - compiled
+    """Each window's gradient to the first cell (row-major) of ``x`` equal to its maximum."""
+    nb, h, w, c = x.shape
     ho, wo = y.shape[1], y.shape[2]
     open_ = np.empty(c, dtype=np.uint8)  # 1: channels whose maximum this window has not met yet
-    for b in range(b0, b1):
-        dx[b] = 0
+    for b in range(nb):
         for oy in range(ho):
             ya, yb = max(oy * sh - pt, 0), min(oy * sh - pt + kh, h)
             for ox in range(wo):
@@ -214,12 +176,12 @@ def _max_pool_grad(b0, b1, x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no c
 
 
 @njit(cache=True, nogil=True)
-def _max_pool_tiles(b0, b1, x3, c, kh, kw, y3):  # pragma: no cover - compiled
+def _max_pool_tiles(x3, c, kh, kw, y3):  # pragma: no cover - compiled
     """``_max_pool`` for windows that neither overlap nor reach padding (stride = window), on
     (N, H, W * C) and (N, Ho, Wo * C) views: no bounds to clip, each input cell read once, and
-    every channel loop on a slice (so it vectorizes)."""
+    every channel loop on a slice, branch-free (so it vectorizes)."""
     wo = y3.shape[2] // c
-    for b in range(b0, b1):
+    for b in range(x3.shape[0]):
         for oy in range(y3.shape[1]):
             dst = y3[b, oy]
             src = x3[b, oy * kh]
@@ -237,82 +199,55 @@ def _max_pool_tiles(b0, b1, x3, c, kh, kw, y3):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _max_pool_grad_tiles(b0, b1, x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - compiled
+def _max_pool_grad_tiles(x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - compiled
     """``_max_pool_grad`` for windows that neither overlap nor reach padding, on the views of
     ``_max_pool_tiles``: each covered cell of ``dx`` is written once (its window's gradient where
-    it is the window's first maximum, else 0), so ``dx`` needs no zeroing beforehand."""
+    it is the window's first maximum, else 0), so ``dx`` needs no zeroing beforehand. One output
+    row at a time, window cell (i, j) of all its windows in turn, branch-free per channel."""
     wo = y3.shape[2] // c
-    open_ = np.empty(c, dtype=np.bool_)  # channels whose maximum this window has not met yet
-    for b in range(b0, b1):
+    taken = np.empty(wo * c, dtype=np.uint8)  # 1: the window's maximum is already routed
+    for b in range(x3.shape[0]):
         for oy in range(y3.shape[1]):
-            for ox in range(wo):
-                m = y3[b, oy, ox * c : (ox + 1) * c]
-                gr = g3[b, oy, ox * c : (ox + 1) * c]
-                open_[:] = True
-                for i in range(kh):
-                    src = x3[b, oy * kh + i]
-                    dst = dx3[b, oy * kh + i]
-                    for j in range(kw):
-                        cell = src[(ox * kw + j) * c : (ox * kw + j + 1) * c]
-                        out = dst[(ox * kw + j) * c : (ox * kw + j + 1) * c]
+            m, gr = y3[b, oy], g3[b, oy]
+            taken[:] = 0
+            for i in range(kh):
+                src, dst = x3[b, oy * kh + i], dx3[b, oy * kh + i]
+                for j in range(kw):
+                    for ox in range(wo):
+                        at = (ox * kw + j) * c
+                        cell, out = src[at : at + c], dst[at : at + c]
+                        lo, hi = ox * c, (ox + 1) * c
+                        mo, go, tk = m[lo:hi], gr[lo:hi], taken[lo:hi]
                         for ch in range(c):
-                            hit = open_[ch] and cell[ch] == m[ch]
-                            out[ch] = gr[ch] if hit else 0
-                            open_[ch] = open_[ch] and not hit
+                            hit = (cell[ch] == mo[ch]) & (tk[ch] == 0)
+                            out[ch] = go[ch] if hit else 0
+                            tk[ch] |= hit
 
 
 # ---- convolution -----------------------------------------------------------------------------
 
 
-def _threads(parts: int) -> ThreadPoolExecutor | None:
-    """The pool of helper threads, started on first use; None when only one part runs."""
-    global _pool
-    if parts <= 1:
-        return None
-    if _pool is None:
-        _pool = ThreadPoolExecutor(_THREADS - 1, thread_name_prefix="hetbed-nn-cpu")
-    return _pool
-
-
-def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw, use):
-    """Calls ``use(part, r0, r1, patches)`` for blocks of rows r0..r1 that cover the
-    (N*Ho*Wo, kh*kw*C) patch matrix of NHWC ``x``; ``patches`` is a view of a reused, cache-sized
-    buffer (valid until ``use`` returns) and ``part`` < ``_THREADS`` says which one.
-
-    Long window rows: one block after another, each built by all threads, then used on the
-    calling thread (``use``'s GEMM runs on all cores in BLAS). Short window rows (kw * C < Wo, a
-    first layer on a 1-channel image) build the buffer transposed in small blocks whose GEMMs BLAS
-    runs on the calling thread: then each thread builds and uses every ``parts``-th block itself,
-    with its own buffer, and ``use`` calls with different ``part`` values run at once."""
+def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw):
+    """Yields (r0, r1, patches): rows r0..r1 of the (N*Ho*Wo, kh*kw*C) patch matrix of NHWC ``x``
+    as a view of one reused, cache-sized buffer (valid until the next block). Short window rows
+    (kw * C < Wo, a first layer on a 1-channel image) build the buffer transposed."""
     n, _, _, c = x.shape
     k, rows = kh * kw * c, n * ho * wo
     x3 = _padded3(x, ph, pw)
     if kw * c < wo:
         step = max(1, _block_rows(k, rows, _TBLOCK_ELEMS) // wo) * wo  # whole output rows
-        starts = range(0, rows, step)
-        parts = max(1, min(_THREADS, len(starts), rows * k // _GRAIN))
-
-        def run(part: int) -> None:
-            cols_t = np.empty((k, step), dtype=x.dtype)
-            for r0 in starts[part::parts]:
-                r1 = min(r0 + step, rows)
-                q0, q1 = r0 // wo, r1 // wo
-                _im2col_t(0, q1 - q0, x3, c, q0, kh, kw, sh, sw, ho, wo, cols_t)
-                use(part, r0, r1, cols_t[:, : r1 - r0].T)
-
-        pool = _threads(parts)
-        futures = [pool.submit(run, p) for p in range(1, parts)] if pool else []
-        run(0)
-        for f in futures:
-            f.result()
+        cols_t = np.empty((k, step), dtype=x.dtype)
+        for r0 in range(0, rows, step):
+            r1 = min(r0 + step, rows)
+            _im2col_t(x3, c, r0 // wo, r1 // wo, kh, kw, sh, sw, ho, wo, cols_t)
+            yield r0, r1, cols_t[:, : r1 - r0].T
         return
     step = _block_rows(k, rows)
     cols = np.empty((step, k), dtype=x.dtype)
     for r0 in range(0, rows, step):
         r1 = min(r0 + step, rows)
-        block = cols[: r1 - r0]
-        _split(_im2col, r1 - r0, (r1 - r0) * k, 1, x3, c, r0, kh, kw, sh, sw, ho, wo, block)
-        use(0, r0, r1, block)
+        _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols)
+        yield r0, r1, cols[: r1 - r0]
 
 
 def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
@@ -325,34 +260,27 @@ def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph,
     if kh == kw == sh == sw == 1:
         np.matmul(x.reshape(rows, c), f2, out=out)
         return out.reshape(n, ho, wo, co)
-
-    def use(part: int, r0: int, r1: int, patches: np.ndarray) -> None:
+    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
         np.matmul(patches, f2, out=out[r0:r1])
-
-    _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw, use)
     return out.reshape(n, ho, wo, co)
 
 
 def conv2d_backprop_filter(
     x: np.ndarray, dy: np.ndarray, kh: int, kw: int, sh: int, sw: int, ph, pw
 ) -> np.ndarray:
-    """The gradient of conv2d with respect to its (kh, kw, C, Co) filter: the blocks' products
-    summed per thread, then the threads' sums."""
+    """The gradient of conv2d with respect to its (kh, kw, C, Co) filter."""
     n, _, _, c = x.shape
     _, ho, wo, co = dy.shape
     k, rows = kh * kw * c, n * ho * wo
     dy2 = np.ascontiguousarray(dy).reshape(rows, co)
     if kh == kw == sh == sw == 1:
         return (x.reshape(rows, c).T @ dy2).reshape(kh, kw, c, co)
-    sums = np.zeros((_THREADS, k, co), dtype=x.dtype)
-    prods = np.empty((_THREADS, k, co), dtype=x.dtype)
-
-    def use(part: int, r0: int, r1: int, patches: np.ndarray) -> None:
-        np.matmul(patches.T, dy2[r0:r1], out=prods[part])
-        sums[part] += prods[part]
-
-    _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw, use)
-    return sums.sum(axis=0).reshape(kh, kw, c, co)
+    df = np.zeros((k, co), dtype=x.dtype)
+    part = np.empty((k, co), dtype=x.dtype)
+    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
+        np.matmul(patches.T, dy2[r0:r1], out=part)
+        df += part
+    return df.reshape(kh, kw, c, co)
 
 
 def conv2d_backprop_input(
@@ -369,19 +297,12 @@ def conv2d_backprop_input(
         return (dy2 @ f2t).reshape(n, h, w, c)
     dxp = np.zeros((n, h + ph[0] + ph[1], w + pw[0] + pw[1], c), dtype=dy.dtype)
     step = _block_rows(k, rows)
-    unit = ho * wo  # blocks of whole images, so that threads can scatter different images
-    if unit <= step:
-        step -= step % unit
-    else:
-        unit = step
     dcols = np.empty((step, k), dtype=dy.dtype)
     dx3 = dxp.reshape(n, dxp.shape[1], dxp.shape[2] * c)
     for r0 in range(0, rows, step):
         r1 = min(r0 + step, rows)
-        part = dcols[: r1 - r0]
-        np.matmul(dy2[r0:r1], f2t, out=part)
-        args = (unit, part, c, r0, kh, kw, sh, sw, ho, wo, dx3)
-        _split(_col2im, -(-(r1 - r0) // unit), (r1 - r0) * k, *args)
+        np.matmul(dy2[r0:r1], f2t, out=dcols[: r1 - r0])
+        _col2im(dcols, c, r0, r1, kh, kw, sh, sw, ho, wo, dx3)
     if dxp.shape[1:3] == (h, w):
         return dxp
     return np.ascontiguousarray(dxp[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w])
@@ -399,33 +320,29 @@ def _tiled(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, 
 def max_pool(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw):
     """(N, Ho, Wo, C) maxima over (kh, kw) windows; padding cells never win."""
     x = np.ascontiguousarray(x)
-    n = x.shape[0]
-    y = np.empty((n, ho, wo, x.shape[3]), dtype=x.dtype)
+    n, h, w, c = x.shape
+    y = np.empty((n, ho, wo, c), dtype=x.dtype)
     if _tiled(x, kh, kw, sh, sw, ho, wo, ph, pw):
-        c = x.shape[3]
-        x3, y3 = x.reshape(n, x.shape[1], -1), y.reshape(n, ho, -1)
-        _split(_max_pool_tiles, n, x.size, x3, c, kh, kw, y3)
+        _max_pool_tiles(x.reshape(n, h, w * c), c, kh, kw, y.reshape(n, ho, wo * c))
     else:
-        _split(_max_pool, n, x[0].size * n, x, kh, kw, sh, sw, ph[0], pw[0], y)
+        _max_pool(x, kh, kw, sh, sw, ph[0], pw[0], y)
     return y
 
 
 def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.ndarray:
     """MaxPool's input gradient: each window's ``g`` goes to its first maximal cell."""
     x, y, g = (np.ascontiguousarray(a) for a in (x, y, g))
-    n, h, w, _ = x.shape
+    n, h, w, c = x.shape
     ho, wo = y.shape[1], y.shape[2]
-    if _tiled(x, kh, kw, sh, sw, ho, wo, ph, pw):
-        dx = np.empty_like(x)
-        dx[:, ho * kh :] = 0  # rows and columns no window covers (VALID with a remainder)
-        dx[:, :, wo * kw :] = 0
-        c = x.shape[3]
-        x3, dx3 = x.reshape(n, h, w * c), dx.reshape(n, h, w * c)
-        y3, g3 = y.reshape(n, ho, wo * c), g.reshape(n, ho, wo * c)
-        _split(_max_pool_grad_tiles, n, x.size, x3, y3, g3, c, kh, kw, dx3)
-    else:
-        dx = np.empty_like(x)
-        _split(_max_pool_grad, n, x.size, x, y, g, kh, kw, sh, sw, ph[0], pw[0], dx)
+    if not _tiled(x, kh, kw, sh, sw, ho, wo, ph, pw):
+        dx = np.zeros_like(x)
+        _max_pool_grad(x, y, g, kh, kw, sh, sw, ph[0], pw[0], dx)
+        return dx
+    dx = np.empty_like(x)
+    dx[:, ho * kh :] = 0  # rows and columns no window covers (VALID with a remainder)
+    dx[:, :, wo * kw :] = 0
+    y3, g3 = y.reshape(n, ho, wo * c), g.reshape(n, ho, wo * c)
+    _max_pool_grad_tiles(x.reshape(n, h, w * c), y3, g3, c, kh, kw, dx.reshape(n, h, w * c))
     return dx
 
 
@@ -433,26 +350,21 @@ def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.nda
 
 
 @njit(cache=True, nogil=True)
-def _relu(i0, i1, x, out):  # pragma: no cover - compiled
-    # Each part is sliced first: a loop from 0 lets LLVM vectorize (a start index that might be
-    # negative keeps numba's wraparound check in the loop, ~9x slower).
-    x, out = x[i0:i1], out[i0:i1]
+def _relu(x, out):  # pragma: no cover - compiled
     for i in range(x.size):
         v = x[i]
         out[i] = v if (v > 0 or v != v) else 0  # NaN stays NaN, as in np.maximum
 
 
 @njit(cache=True, nogil=True)
-def _relu_grad(i0, i1, g, y, out):  # pragma: no cover - compiled
-    g, y, out = g[i0:i1], y[i0:i1], out[i0:i1]
+def _relu_grad(g, y, out):  # pragma: no cover - compiled
     for i in range(g.size):
         out[i] = g[i] * (1 if y[i] > 0 else 0)  # g * (y > 0): a NaN gradient stays NaN
 
 
 @njit(cache=True, nogil=True)
-def _bias_add(r0, r1, v, b, out):  # pragma: no cover - compiled
+def _bias_add(v, b, out):  # pragma: no cover - compiled
     c = b.size
-    v, out = v[r0:r1], out[r0:r1]
     for r in range(v.shape[0]):
         src, dst = v[r], out[r]
         for k in range(c):
@@ -460,23 +372,19 @@ def _bias_add(r0, r1, v, b, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _bias_add_grad(p0, p1, g, out):  # pragma: no cover - compiled
-    """Row p of ``out`` (parts, C): the column sums of part p of ``g``'s rows, row after row."""
-    parts = out.shape[0]
-    rows = g.shape[0]
-    for p in range(p0, p1):
-        acc = out[p]
-        acc[:] = 0
-        for r in range(rows * p // parts, rows * (p + 1) // parts):
-            src = g[r]
-            for k in range(acc.size):
-                acc[k] += src[k]
+def _bias_add_grad(g, out):  # pragma: no cover - compiled
+    """Column sums of ``g``, row after row (the order, and so the rounding, of numpy's sum)."""
+    out[:] = 0
+    for r in range(g.shape[0]):
+        src = g[r]
+        for k in range(out.size):
+            out[k] += src[k]
 
 
 def relu(x: np.ndarray) -> np.ndarray:
     x = _c(x)
     out = np.empty_like(x)
-    _split(_relu, x.size, x.size, x.reshape(-1), out.reshape(-1))
+    _relu(x.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -484,7 +392,7 @@ def relu_grad(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``g`` where ``y > 0``, else 0 (``g * (y > 0)``: a NaN or inf in ``g`` gives NaN there)."""
     g, y = _c(g), _c(y)
     out = np.empty_like(g)
-    _split(_relu_grad, g.size, 2 * g.size, g.reshape(-1), y.reshape(-1), out.reshape(-1))
+    _relu_grad(g.reshape(-1), y.reshape(-1), out.reshape(-1))
     return out
 
 
@@ -492,20 +400,16 @@ def bias_add(v: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``v + b`` with ``b`` (C,) added along the last axis of ``v``."""
     v, b = _c(v), _c(b)
     out = np.empty_like(v)
-    v2 = v.reshape(-1, b.size)
-    _split(_bias_add, v2.shape[0], v.size, v2, b, out.reshape(-1, b.size))
+    _bias_add(v.reshape(-1, b.size), b, out.reshape(-1, b.size))
     return out
 
 
 def bias_add_grad(g: np.ndarray) -> np.ndarray:
-    """Sums of ``g`` over all axes but the last: per-thread partial column sums, then their sum
-    (the rows in order within each part)."""
+    """Sums of ``g`` over all axes but the last."""
     g = _c(g)
-    g2 = g.reshape(-1, g.shape[-1])
-    parts = max(1, min(_THREADS, g2.shape[0], g.size // _GRAIN))
-    out = np.empty((parts, g.shape[-1]), dtype=g.dtype)
-    _split(_bias_add_grad, parts, g.size, g2, out)
-    return out[0] if parts == 1 else out.sum(axis=0)
+    out = np.empty(g.shape[-1], dtype=g.dtype)
+    _bias_add_grad(g.reshape(-1, g.shape[-1]), out)
+    return out
 
 
 # ---- batch normalization (channels last) ------------------------------------------------------
