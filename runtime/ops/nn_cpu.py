@@ -8,7 +8,10 @@ whole batch (tens of MB) costs a trip to memory to write and another to read, an
 these tall-and-narrow products faster on a block of ~1-2k rows than on 12k. The gradient with
 respect to the input multiplies each block of the output gradient by the filter and scatters the
 block back into the (padded) input gradient with the compiled inverse loop (col2im). Max pooling
-and its gradient are compiled loops over the windows that never build the padded input. The
+and its gradient are compiled loops over the windows that never build the padded input; windows
+that tile the input (stride = window, the common 2x2/2) take loops without bounds that run over
+a row of windows at a time, so their channel loops vectorize, and whose gradient writes each cell
+once instead of zeroing the whole gradient and adding into it. The
 elementwise kernels read each input once and write one output, where numpy's expressions build
 temporaries (``g * (y > 0)`` makes a bool array, then a float product).
 
