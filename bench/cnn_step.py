@@ -8,6 +8,9 @@ rate, measured in the same run) and, when installed (pip install .[peers]), Tens
 Session running the same program (intra_op_parallelism_threads=2, inter_op=1) and PyTorch eager
 (2 threads). Each time is the median over rounds, with the spread (min-max) printed.
 Target (issue 17): hetbed within 1.3x of TF1 in the same run.
+
+``--profile`` instead prints where hetbed's step goes: each op's median time over traced steps
+(``RunOptions(trace_level=FULL_TRACE)``), the largest first.
 """
 
 from __future__ import annotations
@@ -114,8 +117,9 @@ def _lenet(api, nn, x, y, params, variable):
     return api.reduce_mean(nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
 
 
-def hetbed_step_fn():
-    """(step, reset) of hetbed's training step; reset puts the variables back."""
+def hetbed_step_fn(traced: list | None = None):
+    """(step, reset) of hetbed's training step; reset puts the variables back. With ``traced``
+    (a list), each step is traced and appends its per-op DataFrame there."""
     x_np, y_np, params = data()
     g = hb.Graph()
     with g.as_default():
@@ -127,7 +131,34 @@ def hetbed_step_fn():
         sess = hb.Session(graph=g)
         sess.run(init)
     feed = {x: x_np, y: y_np}
-    return (lambda: sess.run(train, feed)), (lambda: sess.run(init))
+    if traced is None:
+        return (lambda: sess.run(train, feed)), (lambda: sess.run(init))
+
+    def step():
+        md = hb.RunMetadata()
+        sess.run(train, feed, options=hb.RunOptions(trace_level=3), run_metadata=md)
+        traced.append(md.step_stats)
+
+    return step, (lambda: sess.run(init))
+
+
+def profile(steps: int = 30, top: int = 15) -> None:
+    """Prints the ``top`` ops of hetbed's step by median time over ``steps`` traced steps."""
+    frames: list = []
+    step, reset = hetbed_step_fn(frames)
+    for i in range(steps + 3):
+        if i % 5 == 0:
+            reset()  # the same stretch of training as the timed rounds
+        step()
+    import pandas as pd
+
+    df = pd.concat([f.assign(step=i) for i, f in enumerate(frames[3:])])
+    per = df.groupby(["op", "type"]).duration_s.median().sort_values(ascending=False) * 1e3
+    total = df.groupby("step").duration_s.sum().median() * 1e3
+    print(f"hetbed step, median over {steps} traced steps: ops sum to {total:.2f} ms")
+    print(f"{'op':58s} {'type':22s} {'ms':>7s} {'share':>6s}")
+    for (op, kind), ms in per.head(top).items():
+        print(f"{op[:58]:58s} {kind[:22]:22s} {ms:7.3f} {ms / total:6.1%}")
 
 
 def tf1_step_fn():
@@ -225,4 +256,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if "--profile" in sys.argv[1:]:
+        profile()
+    else:
+        main()

@@ -5,6 +5,7 @@ built either way round."""
 
 import numpy as np
 import pytest
+from opcheck import check_gradient
 
 import hetbed as hb
 from hetbed.runtime.ops import nn, nn_cpu
@@ -172,6 +173,10 @@ def naive_max_pool(x, kh, kw, sh, sw, padding):
         (3, 3, 1, 1, "SAME"),
         (1, 1, 2, 2, "VALID"),
         (4, 3, 3, 2, "SAME"),
+        # windows that tile the input (stride = window, no padding): the tiled kernels
+        (3, 3, 3, 3, "VALID"),  # a row left over
+        (1, 2, 1, 2, "SAME"),
+        (2, 3, 2, 3, "VALID"),
     ],
 )
 def test_max_pool_kernels_match_loops(kh, kw, sh, sw, pad, dtype):
@@ -323,3 +328,22 @@ def test_fused_batch_norm_float32_matches_float64_reference():
         for a, b in zip(got, want):
             assert a.dtype == np.float32
             np.testing.assert_allclose(a, b, rtol=2e-3, atol=2e-3 * np.abs(b).max())
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda a: hb.nn.max_pool(a, [1, 2, 3, 1], [1, 2, 3, 1], "VALID"),  # tiles, rows left over
+        lambda a: hb.nn.max_pool(a, [1, 3, 3, 1], [1, 2, 2, 1], "SAME"),  # overlapping, padded
+        lambda a: hb.nn.conv2d(a, np.linspace(-1, 1, 3 * 2 * 3 * 2).reshape(3, 2, 3, 2), 2, "SAME"),
+        lambda a: hb.nn.conv2d(
+            a, np.linspace(-1, 1, 2 * 2 * 3 * 4).reshape(2, 2, 3, 4), 1, "VALID"
+        ),
+    ],
+    ids=["max-pool-tiles", "max-pool-overlap", "conv-stride2-same", "conv-valid"],
+)
+def test_float64_kernels_match_finite_differences(build):
+    """Gradients through the compiled float64 kernels equal central finite differences (odd
+    sizes, tiled and overlapping pooling windows, strided and VALID convolutions)."""
+    x = RNG.standard_normal((3, 5, 7, 3))
+    check_gradient(build, [x])
