@@ -388,8 +388,8 @@ from hetbed.runtime.ops.shape_ops import (  # noqa: E402
 tensor_scatter_update = tensor_scatter_nd_update
 tensor_scatter_add = tensor_scatter_nd_add
 tensor_scatter_sub = tensor_scatter_nd_sub
-where_v2 = where
 # ---- end WP2 ----
+from hetbed.runtime.ops.math import where_v2  # noqa: E402
 
 
 def _distributed_session() -> type:

@@ -359,3 +359,32 @@ def test_numpy_arrays_on_the_left_of_tensor_operators_and_structured_feeds():
             assert np.abs(o2 - o_zero).max() > 1e-3
             with pytest.raises(TypeError, match="same structure"):
                 s.run(out, {x: xv, init: s1.c})
+
+
+def test_where_v1_picks_rows_and_version_names():
+    """What the tensorflow-without-a-phd tutorials needed: ``tf.__version__`` (the TF1 API
+    followed), and TF1's ``tf.where`` with a condition of rank 1 picking whole rows of higher-rank
+    x and y (``where_v2`` broadcasts instead); values and gradient against numpy."""
+    import hetbed.compat.v1 as tf
+
+    assert tf.__version__ == tf.VERSION == tf.version.VERSION and tf.__version__.startswith("1.")
+    rng = np.random.default_rng(5)
+    xv = rng.standard_normal((3, 2, 2)).astype(np.float32)
+    yv = rng.standard_normal((3, 2, 2)).astype(np.float32)
+    cv = np.array([True, False, True])
+    with tf.Graph().as_default():
+        c = tf.placeholder(tf.bool, [3])
+        x = tf.placeholder(tf.float32, [3, 2, 2])
+        y = tf.placeholder(tf.float32, [3, 2, 2])
+        r = tf.where(c, x, y)
+        gx, gy = tf.gradients(tf.reduce_sum(r * r), [x, y])
+        v2 = tf.where_v2(tf.constant([True, False]), tf.ones([3, 2]), tf.zeros([3, 2]))
+        last = tf.where(tf.constant([True, False]), x, y)  # no row count: it broadcasts
+        with tf.Session() as s:
+            got, gxv, gyv, v2v, lastv = s.run([r, gx, gy, v2, last], {c: cv, x: xv, y: yv})
+    np.testing.assert_array_equal(lastv, np.where([True, False], xv, yv))
+    want = np.where(cv[:, None, None], xv, yv)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(gxv, np.where(cv[:, None, None], 2 * xv, 0), rtol=1e-6)
+    np.testing.assert_allclose(gyv, np.where(cv[:, None, None], 0, 2 * yv), rtol=1e-6)
+    np.testing.assert_array_equal(v2v, [[1, 0]] * 3)

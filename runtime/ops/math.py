@@ -277,8 +277,10 @@ def _select_grad(op, g):
 
 
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
-    """Elementwise ``x if condition else y`` with broadcasting (``where_v2`` semantics); with
-    ``condition`` alone, the int64 coordinates of its true elements (``[n, rank]``)."""
+    """TF1's ``tf.where``: elementwise ``x if condition else y``; a condition of rank 1 beside
+    ``x`` and ``y`` of one higher-rank shape picks whole rows when its length is their first
+    dimension, as TF1 does; otherwise the shapes broadcast (``where_v2``). With ``condition``
+    alone, the int64 coordinates of its true elements (``[n, rank]``)."""
     if x is None and y is None:  # WP2
         from .segments import where_indices
 
@@ -288,7 +290,33 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
             "where: x without y (or y without x) is not supported; pass both or neither"
         )
     x, y = convert_pair(x, y)
-    return apply("Select", [condition, x, y], name=name or "Select")
+    c = convert_to_tensor(condition)
+    rank = x.shape.ndims
+    if (
+        c.shape.ndims == 1
+        and rank is not None
+        and rank > 1
+        and x.shape.is_compatible_with(y.shape)
+        and y.shape.ndims == rank
+    ):
+        n, first = c.shape.dims[0], x.shape.dims[0]
+        if n is None or first is None or n == first:  # TF1's row selection
+            from .array import reshape
+
+            c = reshape(c, [-1] + [1] * (rank - 1))
+    return apply("Select", [c, x, y], name=name or "Select")
+
+
+def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
+    """``where`` with the condition, ``x`` and ``y`` broadcast together (TF's ``where_v2``)."""
+    if x is None and y is None:
+        return where(condition, name=name)
+    if x is None or y is None:
+        raise InvalidArgumentError(
+            "where_v2: x without y (or y without x) is not supported; pass both or neither"
+        )
+    x, y = convert_pair(x, y)
+    return apply("Select", [condition, x, y], name=name or "SelectV2")
 
 
 # ---- unary elementwise -------------------------------------------------------------------------

@@ -540,3 +540,16 @@ from hetbed.runtime.rnn_cell import LayerNormBasicLSTMCell as _LNLSTM  # noqa: E
 
 contrib.rnn.LayerNormBasicLSTMCell = _LNLSTM  # type: ignore[attr-defined]
 # ---- end WP7 ----
+
+# ---- the TF1 API version this layout follows -----------------------------------------------------
+#: ``tf.__version__``: the TensorFlow 1.x API hetbed.compat.v1 follows (programs print and compare
+#: it); hetbed's own version is ``hetbed.__version__``
+__version__ = VERSION = "1.15.0"
+GIT_VERSION = f"hetbed-{_hb.__version__}"
+COMPILER_VERSION = "hetbed (Python)"
+if "version" not in globals():
+    version = _namespace(
+        "version",
+        "TF1's tf.version.",
+        {"VERSION": VERSION, "GIT_VERSION": GIT_VERSION, "COMPILER_VERSION": COMPILER_VERSION},
+    )
