@@ -390,3 +390,21 @@ def test_padding_same_as_tensorflow():
     for a, b in zip(want, got):
         for u, v in zip(a, b):
             np.testing.assert_array_equal(u, v)
+
+
+def test_several_threads_waiting_to_enqueue_arrays_lose_nothing():
+    """A full queue with several enqueuers waiting, each holding an array (the CIFAR-10 input
+    idiom: shuffle_batch with num_threads > 1): every element arrives once. Waiting requests
+    are told apart by identity (comparing them element by element raised ValueError)."""
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(1, [tf.float32], shapes=[[3]])
+        x = tf.placeholder(tf.float32, [3])
+        enq = q.enqueue([x])
+        deq = q.dequeue()
+        with tf.Session(config=_config()) as s:
+            jobs = [_thread(s.run, enq, {x: np.full(3, k, np.float32)}) for k in range(6)]
+            got = sorted(float(s.run(deq)[0]) for _ in range(6))
+            for t, box in jobs:
+                t.join(WAIT_S)
+                assert box and box[0][0] == "ok", box
+    assert got == [float(k) for k in range(6)]

@@ -149,7 +149,7 @@ class _Queue:
                 err = None
                 self.putters.append(entry)
                 served = self._serve()
-                waiting = entry[0] and entry in self.putters
+                waiting = bool(entry[0]) and _holds(self.putters, entry)
         if err is not None:
             done(None, err)
             return
@@ -167,7 +167,7 @@ class _Queue:
         with self.lock:
             self.getters.append(entry)
             served = self._serve()
-            waiting = entry in self.getters
+            waiting = _holds(self.getters, entry)
         for fn, args in served:
             fn(*args)
         if waiting and step is not None:
@@ -176,9 +176,7 @@ class _Queue:
     def _withdraw(self, waiters: collections.deque, entry: list, err: BaseException) -> None:
         """A waiting step was aborted: forget its request (it gets the error, not elements)."""
         with self.lock:
-            try:
-                waiters.remove(entry)
-            except ValueError:
+            if not _drop(waiters, entry):
                 return  # already served
             served = self._serve()  # a withdrawn dequeue may unblock the next one
         entry[-1](None, err)
@@ -773,9 +771,7 @@ class _Accumulator:
     def _withdraw(self, entry: tuple, err: BaseException) -> None:
         """A waiting take's step was aborted: forget it (it gets the error, not an average)."""
         with self.lock:
-            try:
-                self.takers.remove(entry)
-            except ValueError:
+            if not _drop(self.takers, entry):
                 return  # already served
         entry[1](None, err)
 
@@ -1016,3 +1012,18 @@ def _as_int64(x: Any, g: Any) -> Tensor:
 
         t = cast(t, _dt.int64)
     return t
+
+
+def _holds(waiters: Any, entry: Any) -> bool:
+    """Whether ``entry`` itself waits in ``waiters`` (by identity: entries hold arrays, which
+    ``in`` would compare element by element)."""
+    return any(e is entry for e in waiters)
+
+
+def _drop(waiters: Any, entry: Any) -> bool:
+    """Remove ``entry`` itself from ``waiters``; False when it is not there (served)."""
+    for i, e in enumerate(waiters):
+        if e is entry:
+            del waiters[i]
+            return True
+    return False
