@@ -10,6 +10,8 @@ op, inputs (``^name`` for control inputs) and device.
 
 from __future__ import annotations
 
+import logging
+import re
 import time
 from typing import Any
 
@@ -18,6 +20,8 @@ import numpy as np
 from hetbed.runtime import dtypes as _dt
 from hetbed.runtime.graph import GraphKeys, Tensor, get_collection, get_default_graph
 from hetbed.runtime.registry import apply_op, convert_to_tensor
+
+_log = logging.getLogger("hetbed")
 
 __all__ = [
     "FileWriter",
@@ -35,12 +39,25 @@ def _summary_op(
 ) -> Tensor:
     if not isinstance(name, str) or not name:
         raise ValueError(f"tf.summary: a summary needs a non-empty name, got {name!r}")
-    op = apply_op(op_type, inputs, dict(attrs, tag=""), name=name.replace(":", "_"), graph=graph)
+    clean = _clean_tag(name)
+    op = apply_op(op_type, inputs, dict(attrs, tag=""), name=clean, graph=graph)
     op.attrs["tag"] = op.name  # TF1: the tag is the op's scoped, uniquified name
     t = op.outputs[0]
     for key in [GraphKeys.SUMMARIES] if collections is None else collections:
         op.graph.add_to_collection(key, t)
     return t
+
+
+_INVALID_TAG_CHARS = re.compile(r"[^-/\w\.]")
+
+
+def _clean_tag(name: str) -> str:
+    """TF1's cleaning of a summary name: characters an op name cannot have become ``_`` and
+    leading slashes go (``loss (raw)`` -> ``loss__raw_``), with a log line saying so."""
+    clean = _INVALID_TAG_CHARS.sub("_", name).lstrip("/")
+    if clean != name:
+        _log.info("Summary name %s is illegal; using %s instead.", name, clean)
+    return clean or "_"
 
 
 def scalar(name: str, tensor: Any, collections: Any = None, family: Any = None) -> Tensor:

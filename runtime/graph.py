@@ -13,8 +13,25 @@ import numpy as np
 from . import dtypes as _dt
 
 
+class Dimension(int):
+    """A known dimension as TF1 programs read one from a shape (``x.get_shape()[1].value``): an
+    int that also has TF1's ``value``. Unknown dimensions are None."""
+
+    __slots__ = ()
+
+    @property
+    def value(self) -> int:
+        return int(self)
+
+
+def dimension_value(d: Any) -> int | None:
+    """TF1's ``tf.compat.dimension_value``: a dimension (or int, or None) as an int or None."""
+    return None if d is None else int(d)
+
+
 class TensorShape:
-    """A possibly partial shape: ``dims`` is a tuple of ints and Nones, or None for unknown rank."""
+    """A possibly partial shape: ``dims`` is a tuple of ints and Nones, or None for unknown rank.
+    Indexing it gives a ``Dimension`` (an int with TF1's ``value``) or None."""
 
     __slots__ = ("dims",)
 
@@ -75,7 +92,8 @@ class TensorShape:
             return None if isinstance(i, int) else TensorShape(None)
         if isinstance(i, slice):
             return TensorShape(self.dims[i])
-        return self.dims[i]
+        d = self.dims[i]
+        return None if d is None else Dimension(d)
 
     def __eq__(self, other: object) -> bool:
         try:

@@ -388,3 +388,27 @@ def test_where_v1_picks_rows_and_version_names():
     np.testing.assert_allclose(gxv, np.where(cv[:, None, None], 2 * xv, 0), rtol=1e-6)
     np.testing.assert_allclose(gyv, np.where(cv[:, None, None], 0, 2 * yv), rtol=1e-6)
     np.testing.assert_array_equal(v2v, [[1, 0]] * 3)
+
+
+def test_shape_dimensions_have_value_and_summary_names_are_cleaned():
+    """What TensorFlow's CIFAR-10 tutorial needed: ``x.get_shape()[1].value`` (TF1's Dimension:
+    here an int with ``value``; unknown dimensions are None) and summary names with characters an
+    op name cannot have (``loss (raw)``), cleaned as TF1 cleans them."""
+    import hetbed.compat.v1 as tf
+
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 7])
+        d = x.get_shape()[1]
+        assert d.value == 7 and d == 7 and d * 2 == 14 and x.shape[0] is None
+        assert tf.compat.dimension_value(d) == 7 and tf.compat.dimension_value(None) is None
+        assert isinstance(d, tf.Dimension) and [int(v) for v in x.shape[1:]] == [7]
+        s1 = tf.summary.scalar("conv1/weight_loss (raw)", tf.reduce_sum(x))
+        s2 = tf.summary.scalar("a:b", tf.constant(2.0))
+        assert s1.op.name == "conv1/weight_loss__raw_" and s2.op.name == "a_b"
+        merged = tf.summary.merge_all()
+        with tf.Session() as s:
+            blob = s.run(merged, {x: np.ones((2, 7), np.float32)})
+    from tensorboard.compat.proto.summary_pb2 import Summary
+
+    got = {v.tag: v.simple_value for v in Summary.FromString(blob).value}
+    assert got == {"conv1/weight_loss__raw_": 14.0, "a_b": 2.0}

@@ -553,3 +553,6 @@ if "version" not in globals():
         "TF1's tf.version.",
         {"VERSION": VERSION, "GIT_VERSION": GIT_VERSION, "COMPILER_VERSION": COMPILER_VERSION},
     )
+from hetbed.runtime.graph import Dimension, dimension_value  # noqa: E402
+
+compat.dimension_value = dimension_value  # type: ignore[attr-defined]
