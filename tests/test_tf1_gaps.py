@@ -412,3 +412,39 @@ def test_shape_dimensions_have_value_and_summary_names_are_cleaned():
 
     got = {v.tag: v.simple_value for v in Summary.FromString(blob).value}
     assert got == {"conv1/weight_loss__raw_": 14.0, "a_b": 2.0}
+
+
+def test_ptb_producer_idioms_run_time_limits_and_slice_bounds():
+    """What TensorFlow's PTB reader needs: ``range_input_producer`` of a limit known only at run
+    time, and ``strided_slice`` with tensors among begin/end (its batches, against numpy, across
+    an epoch boundary); the gradient of such a slice scatters back."""
+    import hetbed.compat.v1 as tf
+
+    raw = np.arange(50, dtype=np.int32)
+    bs, ns = 3, 2
+    with tf.Graph().as_default():
+        data = tf.reshape(tf.constant(raw)[: bs * (50 // bs)], [bs, -1])
+        epoch = (tf.shape(data)[1] - 1) // ns
+        i = tf.train.range_input_producer(epoch, shuffle=False).dequeue()
+        x = tf.strided_slice(data, [0, i * ns], [bs, (i + 1) * ns])
+        w = tf.placeholder(tf.float32, [4, 5])
+        k = tf.placeholder(tf.int32, [])
+        part = tf.strided_slice(w, [1, k], [3, k + 2])
+        (gw,) = tf.gradients(tf.reduce_sum(part * 3.0), [w])
+        with tf.Session() as s:
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(s, coord=coord)
+            got = [s.run(x) for _ in range(9)]
+            coord.request_stop()
+            coord.join(threads)
+            wv = np.arange(20, dtype=np.float32).reshape(4, 5)
+            pv, gv = s.run([part, gw], {w: wv, k: 2})
+    full = raw[: bs * (50 // bs)].reshape(bs, -1)
+    n_epoch = (full.shape[1] - 1) // ns
+    for step, gx in enumerate(got):
+        j = step % n_epoch
+        np.testing.assert_array_equal(gx, full[:, j * ns : (j + 1) * ns])
+    np.testing.assert_array_equal(pv, wv[1:3, 2:4])
+    want = np.zeros_like(wv)
+    want[1:3, 2:4] = 3.0
+    np.testing.assert_array_equal(gv, want)

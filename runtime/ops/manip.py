@@ -939,6 +939,27 @@ def strided_slice_from_key(x: Tensor, key: Any, name: str | None = None) -> Tens
     return apply("StridedSlice", [x], _encode_key(key), name or "strided_slice")
 
 
+def _has_tensor_entries(v: Any) -> bool:
+    """Whether a begin/end/strides argument holds a tensor (or is one)."""
+    if isinstance(v, Tensor):
+        return True
+    return isinstance(v, (list, tuple)) and any(isinstance(x, Tensor) for x in v)
+
+
+def _entries(v: Any) -> list:
+    """A begin/end/strides argument as a list of ints and integer scalar tensors (a vector
+    tensor of known length is unstacked)."""
+    if isinstance(v, Tensor):
+        n = v.shape.dims[0] if v.shape.ndims == 1 else None
+        if n is None:
+            raise ValueError(
+                f"strided_slice: a begin/end/strides tensor needs a known length, got {v.name} "
+                f"of shape {v.shape}"
+            )
+        return [v[k] for k in range(n)]
+    return [x if isinstance(x, Tensor) else int(x) for x in v]
+
+
 def _has_tensor(k: Any) -> bool:
     if isinstance(k, slice):
         return any(isinstance(p, Tensor) for p in (k.start, k.stop, k.step))
@@ -1087,7 +1108,33 @@ def strided_slice(
     var: Any = None,
     name: str | None = None,
 ) -> Tensor:
-    """TF's strided slice with static begin/end/strides and masks (see ``Tensor.__getitem__``)."""
+    """TF's strided slice (see ``Tensor.__getitem__``): begin/end/strides and masks; an entry of
+    begin, end or strides may be an integer scalar tensor (``[0, i * num_steps]``), or each a
+    vector tensor of known length, known when the step runs."""
+    if any(_has_tensor_entries(v) for v in (begin, end, strides)) and not (
+        ellipsis_mask or new_axis_mask
+    ):
+        n = len(_entries(begin))
+        b, e = _entries(begin), _entries(end)
+        st = [1] * n if strides is None else _entries(strides)
+        if not len(e) == len(st) == n:
+            raise ValueError(
+                f"strided_slice: begin, end and strides must have one length, got {n}, "
+                f"{len(e)} and {len(st)}"
+            )
+        key = []
+        for k in range(n):
+            if shrink_axis_mask >> k & 1:
+                key.append(b[k])
+                continue
+            key.append(
+                slice(
+                    None if begin_mask >> k & 1 else b[k],
+                    None if end_mask >> k & 1 else e[k],
+                    None if isinstance(st[k], int) and st[k] == 1 else st[k],
+                )
+            )
+        return strided_slice_from_key(convert_to_tensor(input_), tuple(key), name)
     b = _ints("strided_slice", "begin", begin)
     e = _ints("strided_slice", "end", end)
     s = (1,) * len(b) if strides is None else _ints("strided_slice", "strides", strides)

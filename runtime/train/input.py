@@ -99,12 +99,14 @@ def range_input_producer(
     shared_name: str | None = None,
     name: str | None = None,
 ) -> FIFOQueue:
-    """A queue of the integers 0..limit-1 (int32), per ``input_producer``."""
+    """A queue of the integers 0..limit-1 (int32), per ``input_producer``; ``limit`` may be a
+    scalar tensor (known when the graph runs)."""
+    from ..graph import Tensor
     from ..ops.manip import range_
 
     g = get_default_graph()
     with g.name_scope(name or "input_producer"):
-        r = range_(int(limit), dtype=_dt.int32)
+        r = range_(limit if isinstance(limit, Tensor) else int(limit), dtype=_dt.int32)
         return input_producer(r, [], num_epochs, shuffle, seed, capacity, shared_name)
 
 
