@@ -448,3 +448,17 @@ def test_ptb_producer_idioms_run_time_limits_and_slice_bounds():
     want = np.zeros_like(wv)
     want[1:3, 2:4] = 3.0
     np.testing.assert_array_equal(gv, want)
+
+
+def test_device_lib_lists_the_local_devices():
+    """``from tensorflow.python.client import device_lib`` (how TF1 programs count their GPUs)."""
+    import hetbed.compat.v1 as tf
+    from hetbed.compat.v1.python.client import device_lib
+
+    devs = device_lib.list_local_devices(tf.ConfigProto(device_count={"CPU": 2}))
+    assert [(d.name, d.device_type) for d in devs] == [
+        ("/device:CPU:0", "CPU"),
+        ("/device:CPU:1", "CPU"),
+    ]
+    assert not [d for d in device_lib.list_local_devices() if d.device_type == "GPU"]
+    assert tf.python.client.device_lib is device_lib
