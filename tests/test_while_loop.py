@@ -288,18 +288,7 @@ def test_a_loop_on_a_worker_reading_a_variable_on_a_ps_task():
     """A distributed session: the loop runs on the worker, its body reads a variable held by
     the PS task (the value enters the loop once, after the Recv), and its gradient reaches the
     variable: the same numbers as numpy."""
-    import socket
-
-    import hetbed as hb
-    from hetbed.runtime.distributed.cluster import ClusterSpec
-
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
-    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    servers = _ps_and_worker()
     try:
         with tf.Graph().as_default():
             with tf.device("/job:ps/task:0"):
@@ -482,18 +471,7 @@ def test_loops_spanning_two_tasks():
     fed the loop's predicate every iteration (partition._control_loops), and the tensors that
     cross carry the iteration in their rendezvous keys: the numbers are numpy's, for several
     steps and for one and several iterations in flight."""
-    import socket
-
-    import hetbed as hb
-    from hetbed.runtime.distributed.cluster import ClusterSpec
-
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
-    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    servers = _ps_and_worker()
     try:
         for parallel in (1, 10):
             with tf.Graph().as_default():
@@ -570,18 +548,7 @@ def test_a_loop_spanning_tasks_that_fails_midway_fails_its_step_and_the_next_run
     """An Assert in the PS's part of the body fails in the third iteration: the step fails
     naming it (no hang: the worker's keyed receives are aborted), and the next step, with a
     value that passes, runs to the numpy result on the same servers."""
-    import socket
-
-    import hetbed as hb
-    from hetbed.runtime.distributed.cluster import ClusterSpec
-
-    def free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
-
-    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
-    servers = [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
+    servers = _ps_and_worker()
     try:
         with tf.Graph().as_default():
             w = tf.placeholder(tf.float32, [])
@@ -603,3 +570,19 @@ def test_a_loop_spanning_tasks_that_fails_midway_fails_its_step_and_the_next_run
     finally:
         for s in servers:
             s.stop(grace=0)
+
+
+def _ps_and_worker():
+    """In-process servers of a /job:ps task and a /job:worker task on free loopback ports."""
+    import socket
+
+    import hetbed as hb
+    from hetbed.runtime.distributed.cluster import ClusterSpec
+
+    def free_port():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return s.getsockname()[1]
+
+    spec = ClusterSpec({"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]})
+    return [hb.train.Server(spec, job, 0) for job in ("ps", "worker")]
