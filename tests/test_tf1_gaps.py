@@ -462,3 +462,29 @@ def test_device_lib_lists_the_local_devices():
     ]
     assert not [d for d in device_lib.list_local_devices() if d.device_type == "GPU"]
     assert tf.python.client.device_lib is device_lib
+
+
+def test_contrib_losses_take_logits_first():
+    """``tf.contrib.losses`` (also ``slim.losses``): the same losses as ``tf.losses`` with
+    contrib's argument order (logits or predictions first), added to the LOSSES collection."""
+    import hetbed.compat.v1 as tf
+
+    rng = np.random.default_rng(1)
+    logits_v = rng.standard_normal((4, 3)).astype(np.float32)
+    labels_v = np.eye(3, dtype=np.float32)[[0, 2, 1, 0]]
+    with tf.Graph().as_default():
+        logits = tf.constant(logits_v)
+        labels = tf.constant(labels_v)
+        a = tf.contrib.slim.losses.softmax_cross_entropy(logits, labels)
+        b = tf.losses.softmax_cross_entropy(labels, logits)
+        c = tf.contrib.losses.sparse_softmax_cross_entropy(logits, tf.constant([0, 2, 1, 0]))
+        d = tf.contrib.losses.mean_squared_error(logits, labels)
+        e = tf.contrib.losses.get_total_loss(add_regularization_losses=False)
+        with tf.Session() as s:
+            av, bv, cv, dv, ev = s.run([a, b, c, d, e])
+    z = logits_v - logits_v.max(1, keepdims=True)
+    xent = -(labels_v * (z - np.log(np.exp(z).sum(1, keepdims=True)))).sum(1).mean()
+    assert av == pytest.approx(xent, rel=1e-5) and bv == pytest.approx(av, rel=1e-6)
+    assert cv == pytest.approx(xent, rel=1e-5)
+    assert dv == pytest.approx(np.mean((logits_v - labels_v) ** 2), rel=1e-5)
+    assert ev == pytest.approx(av + bv + cv + dv, rel=1e-5)

@@ -556,3 +556,62 @@ if "version" not in globals():
 from hetbed.runtime.graph import Dimension, dimension_value  # noqa: E402
 
 compat.dimension_value = dimension_value  # type: ignore[attr-defined]
+
+# ---- tf.contrib.losses (also slim.losses): tf.losses with contrib's argument order ---------------
+
+
+def _contrib_losses() -> _types.ModuleType:
+    from hetbed.runtime import losses as _l
+
+    def softmax_cross_entropy(logits, onehot_labels, weights=1.0, label_smoothing=0, scope=None):
+        return _l.softmax_cross_entropy(onehot_labels, logits, weights, label_smoothing, scope)
+
+    def sparse_softmax_cross_entropy(logits, labels, weights=1.0, scope=None):
+        return _l.sparse_softmax_cross_entropy(labels, logits, weights, scope)
+
+    def sigmoid_cross_entropy(
+        logits, multi_class_labels, weights=1.0, label_smoothing=0, scope=None
+    ):
+        return _l.sigmoid_cross_entropy(multi_class_labels, logits, weights, label_smoothing, scope)
+
+    def mean_squared_error(predictions, labels=None, weights=1.0, scope=None):
+        return _l.mean_squared_error(labels, predictions, weights, scope)
+
+    def absolute_difference(predictions, labels=None, weights=1.0, scope=None):
+        return _l.absolute_difference(labels, predictions, weights, scope)
+
+    def log_loss(predictions, labels=None, weights=1.0, epsilon=1e-7, scope=None):
+        return _l.log_loss(labels, predictions, weights, epsilon, scope)
+
+    def hinge_loss(logits, labels=None, scope=None):
+        return _l.hinge_loss(labels, logits, scope=scope)
+
+    def get_total_loss(add_regularization_losses=True, name="total_loss"):
+        return _l.get_total_loss(add_regularization_losses, name)
+
+    names = {
+        f.__name__: f
+        for f in (
+            softmax_cross_entropy,
+            sparse_softmax_cross_entropy,
+            sigmoid_cross_entropy,
+            mean_squared_error,
+            absolute_difference,
+            log_loss,
+            hinge_loss,
+            get_total_loss,
+        )
+    }
+    names.update(
+        add_loss=_l.add_loss,
+        get_losses=_l.get_losses,
+        get_regularization_losses=_l.get_regularization_losses,
+        compute_weighted_loss=_l.compute_weighted_loss,
+    )
+    return _namespace(
+        "contrib.losses", "TF1's tf.contrib.losses: tf.losses with contrib's argument order.", names
+    )
+
+
+contrib.losses = _contrib_losses()  # type: ignore[attr-defined]
+contrib.slim.losses = contrib.losses  # type: ignore[attr-defined]
