@@ -488,3 +488,37 @@ def test_contrib_losses_take_logits_first():
     assert cv == pytest.approx(xent, rel=1e-5)
     assert dv == pytest.approx(np.mean((logits_v - labels_v) ** 2), rel=1e-5)
     assert ev == pytest.approx(av + bv + cv + dv, rel=1e-5)
+
+
+def test_gpt2_idioms_hparams_newaxis_and_static_shapes_in_loops():
+    """What openai/gpt-2's model and sampler needed: ``tf.contrib.training.HParams``,
+    ``tf.newaxis``, and the static shape of a reshape inside a while loop whose shape list mixes
+    run-time sizes and ints (the ints are constants that entered the loop: still known)."""
+    import hetbed.compat.v1 as tf
+
+    hp = tf.contrib.training.HParams(n_vocab=0, n_ctx=1024, lr=0.1, name="x", flag=False)
+    hp.override_from_dict({"n_vocab": 50})
+    hp.parse("lr=0.5,flag=true,name=y")
+    assert hp.values() == {"n_vocab": 50, "n_ctx": 1024, "lr": 0.5, "name": "y", "flag": True}
+    assert "n_ctx" in hp and '"lr": 0.5' in hp.to_json(sort_keys=True)
+    with pytest.raises(ValueError, match="unknown hyperparameter"):
+        hp.set_hparam("nope", 1)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, None, 2, 8])
+        assert x[:, -1, tf.newaxis].shape.as_list() == [None, 1, 2, 8]
+
+        def body(i, acc):
+            d = tf.shape(acc)
+            merged = tf.reshape(tf.concat([acc, acc], axis=0), [d[0] * 2, d[1], 2 * 8])
+            assert merged.shape.as_list() == [None, None, 16]
+            return i + 1, tf.reshape(merged[: d[0]], [d[0], d[1], 2, 8])
+
+        _, y = tf.while_loop(
+            lambda i, a: i < 3,
+            body,
+            [0, x],
+            shape_invariants=[tf.TensorShape([]), tf.TensorShape([None, None, 2, 8])],
+        )
+        with tf.Session() as s:
+            xv = np.arange(2 * 3 * 16, dtype=np.float32).reshape(2, 3, 2, 8)
+            np.testing.assert_array_equal(s.run(y, {x: xv}), xv)

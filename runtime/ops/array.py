@@ -265,6 +265,8 @@ def _shape_dims(t: Any) -> list | None:
     op = t.op
     if op.type == "Const":
         return [int(d) for d in np.asarray(op.attrs["value"]).reshape(-1).tolist()]
+    if op.type in ("Identity", "Enter"):  # (a constant made outside a loop enters it)
+        return _shape_dims(op.inputs[0])
     if op.type == "Shape":
         dims = op.inputs[0].shape.dims
         return None if dims is None else list(dims)
@@ -279,7 +281,7 @@ def _scalar_dim(e: Any) -> Any:
     op = e.op
     if op.type == "Const":
         return int(np.asarray(op.attrs["value"]).reshape(-1)[0])
-    if op.type in ("Cast", "Identity"):
+    if op.type in ("Cast", "Identity", "Enter"):
         return _scalar_dim(op.inputs[0])
     a = op.attrs
     if (

@@ -615,3 +615,82 @@ def _contrib_losses() -> _types.ModuleType:
 
 contrib.losses = _contrib_losses()  # type: ignore[attr-defined]
 contrib.slim.losses = contrib.losses  # type: ignore[attr-defined]
+
+# ---- tf.contrib.training.HParams ---------------------------------------------------------------
+
+import builtins as _builtins  # noqa: E402
+
+
+class _HParams:
+    """TF1's ``tf.contrib.training.HParams``: named hyperparameters as attributes
+    (``HParams(n_layer=12)``, ``add_hparam``, ``set_hparam``, ``override_from_dict``, ``values``,
+    ``parse("a=1,b=x")`` converting to each value's type, ``to_json``)."""
+
+    def __init__(self, hparam_def: _Any = None, model_structure: _Any = None, **kwargs: _Any):
+        self._names: list[str] = []
+        for k, v in kwargs.items():
+            self.add_hparam(k, v)
+
+    def add_hparam(self, name: str, value: _Any) -> None:
+        if name in self._names or name.startswith("_") or hasattr(type(self), name):
+            raise ValueError(f"HParams: hyperparameter name {name!r} is taken")
+        self._names.append(name)
+        setattr(self, name, value)
+
+    def set_hparam(self, name: str, value: _Any) -> None:
+        if name not in self._names:
+            raise ValueError(f"HParams: unknown hyperparameter {name!r}")
+        setattr(self, name, value)
+
+    def del_hparam(self, name: str) -> None:
+        if name in self._names:
+            self._names.remove(name)
+            delattr(self, name)
+
+    def override_from_dict(self, values_dict: dict) -> _HParams:
+        for k, v in values_dict.items():
+            self.set_hparam(k, v)
+        return self
+
+    def values(self) -> dict:
+        return {k: getattr(self, k) for k in self._names}
+
+    def parse(self, values: str) -> _HParams:
+        for item in filter(None, (s.strip() for s in values.split(","))):
+            name, sep, text = item.partition("=")
+            if not sep or name not in self._names:
+                raise ValueError(f"HParams.parse: cannot parse {item!r}")
+            old = getattr(self, name)
+            if isinstance(old, _builtins.bool):  # (tf.bool is a dtype here)
+                value: _Any = text.strip().lower() in ("true", "1")
+            elif isinstance(old, (_builtins.int, _builtins.float)):
+                value = type(old)(text)
+            else:
+                value = text
+            self.set_hparam(name, value)
+        return self
+
+    def to_json(self, indent: _Any = None, separators: _Any = None, sort_keys: bool = False) -> str:
+        import json as _json
+
+        return _json.dumps(self.values(), indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def parse_json(self, values_json: str) -> _HParams:
+        import json as _json
+
+        return self.override_from_dict(_json.loads(values_json))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._names
+
+    def __repr__(self) -> str:
+        return f"HParams({self.values()!r})"
+
+
+_HParams.__name__ = _HParams.__qualname__ = "HParams"
+contrib.training = _namespace(  # type: ignore[attr-defined]
+    "contrib.training", "TF1's tf.contrib.training: HParams.", {"HParams": _HParams}
+)
+
+#: TF1's ``tf.newaxis`` (``x[:, tf.newaxis]``), numpy's None
+newaxis = None
