@@ -337,3 +337,63 @@ def test_resizing_images_whose_size_is_known_only_at_run_time():
 
     assert gv[k] == pytest.approx((f(xp) - f(xm)) / (2 * eps), rel=1e-5)
     np.testing.assert_allclose(yv, bilinear_ref(x[:1], 4, 6)[0], rtol=1e-9)
+
+
+def _area_ref(x, oh, ow):
+    """TF's ResizeArea by loops: each output cell averages the input cells it covers, each by
+    its overlap (no align_corners)."""
+    n, h, w, c = x.shape
+    sy, sx = h / oh, w / ow
+    out = np.zeros((n, oh, ow, c))
+    for o in range(oh):
+        for p in range(ow):
+            acc = 0.0
+            for i in range(int(np.floor(o * sy)), int(np.ceil((o + 1) * sy))):
+                wy = min(i + 1, (o + 1) * sy) - max(i, o * sy)
+                for j in range(int(np.floor(p * sx)), int(np.ceil((p + 1) * sx))):
+                    wx = min(j + 1, (p + 1) * sx) - max(j, p * sx)
+                    acc = acc + wy * wx * x[:, min(i, h - 1), min(j, w - 1)]
+            out[:, o, p] = acc / (sy * sx)
+    return out
+
+
+def test_area_resize_and_crops_at_run_time_offsets():
+    """resize_area (resize_images' AREA): block means for an exact factor, the overlap-weighted
+    average otherwise, also at sizes known only at run time; a crop at tensor offsets (a random
+    crop's), with a failed check naming the box when it does not fit."""
+    x = RNG.standard_normal((2, 6, 8, 3))
+    got = run(lambda a: tf.image.resize_area(a, [3, 4]), [x])
+    np.testing.assert_allclose(got, x.reshape(2, 3, 2, 4, 2, 3).mean(axis=(2, 4)), rtol=1e-5)
+    for size in ((4, 5), (9, 11)):
+        got = run(
+            lambda a, s=size: tf.image.resize_images(a, s, method=tf.image.ResizeMethod.AREA), [x]
+        )
+        np.testing.assert_allclose(got, _area_ref(x, *size), rtol=1e-5, atol=1e-6)
+        dyn = run(
+            lambda a, s=size: tf.image.resize_area(
+                hb.placeholder_with_default(a, [None, None, None, 3]), s
+            ),
+            [x],
+        )
+        np.testing.assert_allclose(dyn, _area_ref(x, *size), rtol=1e-5, atol=1e-6)
+    img = np.arange(5 * 6, dtype=np.float32).reshape(5, 6, 1)
+    with hb.Graph().as_default():
+        off = hb.placeholder(hb.int32, [2])
+        crop = tf.image.crop_to_bounding_box(img, off[0], off[1], 2, 3)
+        assert crop.shape.as_list() == [2, 3, 1]
+        with hb.Session() as s:
+            np.testing.assert_array_equal(s.run(crop, {off: [1, 2]})[..., 0], img[1:3, 2:5, 0])
+            with pytest.raises(hb.errors.InvalidArgumentError, match="box is not inside"):
+                s.run(crop, {off: [4, 2]})
+
+
+def test_area_resize_as_tensorflow():
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    x = RNG.standard_normal((2, 7, 9, 3)).astype(np.float32)
+    for size, align in (((3, 4), False), ((10, 13), False), ((14, 18), False), ((10, 13), True)):
+        g = tf1.Graph()
+        with g.as_default():
+            with tf1.Session(graph=g) as s:
+                theirs = s.run(tf1.image.resize_area(x, size, align_corners=align))
+        ours = run(lambda a, s=size, al=align: tf.image.resize_area(a, s, align_corners=al), [x])
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5)

@@ -170,7 +170,39 @@ def random_crop(value: Any, size: Any, seed: Any = None, name: str | None = None
 def crop_to_bounding_box(
     image: Any, offset_height: int, offset_width: int, target_height: int, target_width: int
 ) -> Tensor:
-    """The [offset_height : offset_height + target_height, offset_width : ...] window."""
+    """The [offset_height : offset_height + target_height, offset_width : ...] window. The
+    offsets may be integer scalar tensors (a random crop's), checked when the step runs."""
+    if isinstance(offset_height, Tensor) or isinstance(offset_width, Tensor):
+        th, tw = int(target_height), int(target_width)
+        if th <= 0 or tw <= 0:
+            raise InvalidArgumentError(f"crop_to_bounding_box: bad target {th}x{tw}")
+
+        def dyn(x):
+            from .control import Assert as assert_op
+
+            oh_t = _array.cast(convert_to_tensor(offset_height), _dt.int32)
+            ow_t = _array.cast(convert_to_tensor(offset_width), _dt.int32)
+            shape = _array.shape(x)
+            ok = _math.logical_and(
+                _math.logical_and(_math.greater_equal(oh_t, 0), _math.greater_equal(ow_t, 0)),
+                _math.logical_and(
+                    _math.less_equal(oh_t + th, shape[1]), _math.less_equal(ow_t + tw, shape[2])
+                ),
+            )
+            check = assert_op(
+                ok,
+                ["crop_to_bounding_box: the box is not inside the image:", oh_t, ow_t, shape],
+                name="crop_to_bounding_box_check",
+            )
+            from ..graph import control_dependencies
+
+            with control_dependencies([check]):
+                out = _manip.strided_slice_from_key(
+                    x, (slice(None), slice(oh_t, oh_t + th), slice(ow_t, ow_t + tw), slice(None))
+                )
+            return _hw_set(out, th, tw)
+
+        return _batched("crop_to_bounding_box", image, dyn)
     oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height, target_width))
 
     def body(x):
@@ -335,6 +367,70 @@ def _axis_taps(x: Tensor, axis: int, n_out: int, nearest: bool, align, half, dt=
     return outs if nearest else tuple(outs)
 
 
+def _area_weights(n_in: int, n_out: int, align_corners: bool) -> np.ndarray:
+    """``[n_out, n_in]``: the share of input cell i in output cell o, as TF's ResizeArea
+    averages (the cells an output cell covers, each by its overlap, clamped at the border)."""
+    sc = _scale(n_in, n_out, align_corners)
+    w = np.zeros((n_out, n_in), np.float64)
+    for o in range(n_out):
+        lo, hi = o * sc, (o + 1) * sc
+        for i in range(int(np.floor(lo)), int(np.ceil(hi))):
+            if i < lo:
+                part = sc if i + 1 > hi else i + 1 - lo
+            else:
+                part = hi - i if i + 1 > hi else 1.0
+            w[o, min(max(i, 0), n_in - 1)] += part / sc
+    return w
+
+
+AreaWeights = defop("AreaWeights", differentiable=False)
+
+
+@AreaWeights.shape
+def _area_weights_shape(op):
+    return [(TensorShape([op.attrs["n_out"], None]), _dt.float32)]
+
+
+@AreaWeights.kernel("cpu", "gpu")
+def _area_weights_kernel(ctx, n_in):
+    n = int(n_in)
+    if n <= 0:
+        raise InvalidArgumentError(f"AreaWeights {ctx.op.name!r}: an image of size {n}")
+    w = _area_weights(n, ctx.attrs["n_out"], ctx.attrs["align_corners"])
+    return ctx.xp.asarray(w.astype(np.float32))
+
+
+def resize_area(
+    images: Any, size: Any, align_corners: bool = False, name: str | None = None
+) -> Tensor:
+    """TF's area resize to ``size`` = (height, width): each output pixel the average of the input
+    pixels its area covers, weighted by their overlap; float32 out (as TF). Differentiable (TF's
+    has no gradient)."""
+    oh, ow = _size("resize_area", size)
+
+    def body(x):
+        with name_scope(name or "ResizeArea"):
+            if x.dtype != _dt.float32:
+                x = _array.cast(x, _dt.float32)
+            ws = []
+            for axis, n_out in ((1, oh), (2, ow)):
+                n_in = x.shape.as_list()[axis]
+                if n_in is not None:
+                    w = _array.constant(
+                        _area_weights(n_in, n_out, align_corners).astype(np.float32)
+                    )
+                else:
+                    attrs = {"n_out": n_out, "align_corners": bool(align_corners)}
+                    w = apply("AreaWeights", [_array.shape(x)[axis]], attrs, "AreaWeights")
+                ws.append(w)
+            from .linalg import einsum
+
+            y = einsum("oh,bhwc->bowc", ws[0], x)
+            return _hw_set(einsum("pw,bowc->bopc", ws[1], y), oh, ow)
+
+    return _batched("resize_area", images, body)
+
+
 def resize_nearest_neighbor(
     images: Any,
     size: Any,
@@ -397,14 +493,16 @@ def resize_images(
     preserve_aspect_ratio: bool = False,
     name: str | None = None,
 ) -> Tensor:
-    """TF1's ``tf.image.resize_images`` (BILINEAR or NEAREST_NEIGHBOR)."""
+    """TF1's ``tf.image.resize_images`` (BILINEAR, NEAREST_NEIGHBOR or AREA)."""
     if preserve_aspect_ratio:
         raise UnimplementedError("resize_images: preserve_aspect_ratio is not supported")
     if method == ResizeMethod.BILINEAR:
         return resize_bilinear(images, size, align_corners, name=name)
     if method == ResizeMethod.NEAREST_NEIGHBOR:
         return resize_nearest_neighbor(images, size, align_corners, name=name)
-    raise UnimplementedError(f"resize_images: method {method} (bicubic/area) is not supported")
+    if method == ResizeMethod.AREA:
+        return resize_area(images, size, align_corners, name=name)
+    raise UnimplementedError(f"resize_images: method {method} (bicubic) is not supported")
 
 
 resize = resize_images  # TF1's tf.image.resize is resize_images
@@ -581,6 +679,7 @@ __all__ = [
     "random_flip_left_right",
     "random_flip_up_down",
     "resize",
+    "resize_area",
     "resize_bilinear",
     "resize_image_with_crop_or_pad",
     "resize_images",
