@@ -221,9 +221,10 @@ class Supervisor:
             self._coord.join(self._threads, ignore_live_threads=True)
         except Exception:
             # raise_errors=False: the caller is already raising the error that stopped the
-            # block, which takes precedence over a queue runner's
+            # block, which takes precedence over a queue runner's (logged, not lost)
             if raise_errors:
                 raise
+            _log.warning("Supervisor: a queue runner failed while stopping", exc_info=True)
         finally:
             if sess is not None:
                 if save and self._is_chief and self._save_path and self._saver is not None:
