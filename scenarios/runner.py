@@ -157,6 +157,8 @@ def run(sc: dict) -> ScenarioResult:
     c, st, r, m = sc["cluster"], sc["strategy"], sc["run"], sc["model"]
     rng = np.random.default_rng(r["seed"])
     kw: dict[str, Any] = {"straggler": straggler_model(sc, rng)}
+    if st["kind"] != "allreduce" and st["ps_bucket_mb"] > 0:
+        kw["bucket_bytes"] = st["ps_bucket_mb"] * 2**20
     fl = sc["failures"]
     if fl["events"]:  # tasks die and restart; drivers checkpoint and roll back (failures.py)
         kw["failures"] = [

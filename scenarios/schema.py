@@ -134,6 +134,13 @@ SCHEMA: dict[str, dict[str, Field]] = {
             doc="allreduce: gradient bucket size in MiB (PyTorch DDP's 25); 0: one bucket",
             max=1e6,
         ),
+        "ps_bucket_mb": Field(
+            "float0",
+            0.0,
+            doc="sync/async: granularity in MiB at which a worker's pulls and pushes overlap its "
+            "compute (simulator/overlap.py); 0: pull, compute, push in turn",
+            max=1e6,
+        ),
         "all_reduce": Field(
             "choice",
             "ring",

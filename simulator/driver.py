@@ -21,7 +21,13 @@ from .failures import FAILURE_COLUMNS, Failure
 from .fluid import PSNetwork, Transfer
 from .gcguard import relaxed_gc
 from .learner import Learner
-from .profile import ReplicaProfile, _nonneg
+from .overlap import OverlappedStep
+from .profile import (
+    ReplicaProfile,
+    _nonneg,
+    forward_buckets,
+    gradient_buckets,
+)
 from .results import STEP_COLUMNS, TrainingResult, _GradLog
 from .stragglers import StragglerModel, combine
 from .topology import Nic
@@ -61,7 +67,19 @@ def _capacity(spec: Any) -> float | None:
 
 
 class _Grad:
-    __slots__ = ("worker", "tag", "read", "value", "ok", "bad", "left", "event", "phases", "copied")
+    __slots__ = (
+        "worker",
+        "tag",
+        "read",
+        "value",
+        "ok",
+        "bad",
+        "left",
+        "event",
+        "phases",
+        "copied",
+        "pending",
+    )
 
     def __init__(self, worker: int, tag: int, read: int):
         self.worker, self.tag, self.read = worker, tag, read
@@ -72,10 +90,15 @@ class _Grad:
         self.event: simpy.Event | None = None
         self.phases: tuple[float, float, float, float] = (math.nan,) * 4
         self.copied = 0.0  # when a machine's kernel has copied its bytes (one shared machine)
+        self.pending: list[int] | None = None  # overlapped steps: buckets yet to reach each group
 
 
-class _Driver:
-    """Shared machinery: validation, the cluster, failures, step records, ``run``."""
+class _Driver(OverlappedStep):
+    """Shared machinery: validation, the cluster, failures, step records, ``run``.
+
+    ``bucket_bytes`` (PS drivers): the granularity at which a worker's pulls and pushes overlap
+    its compute (simulator/overlap.py); None (the default): one bucket, the step pulls, computes
+    and pushes in turn."""
 
     uses_ps = True
     kind = "driver"
@@ -98,6 +121,7 @@ class _Driver:
         worker_device: Any = None,
         ps_device: Any = None,
         machine_cores: int | None = None,
+        bucket_bytes: float | None = None,
     ):
         if not isinstance(profile, ReplicaProfile):
             raise TypeError(
@@ -122,6 +146,13 @@ class _Driver:
                 f"{self.kind}: checkpoint_every must be an integer >= 1, got {checkpoint_every!r}"
             )
         _nonneg(f"{self.kind}: checkpoint_s", checkpoint_s)
+        if bucket_bytes is not None and (
+            isinstance(bucket_bytes, bool)
+            or not isinstance(bucket_bytes, (int, float))
+            or not bucket_bytes > 0
+        ):
+            raise ValueError(f"{self.kind}: bucket_bytes must be > 0 or None, got {bucket_bytes!r}")
+        self.bucket_bytes = bucket_bytes
         if not profile.variables:
             raise ValueError(f"{self.kind}: the profile has no variables to train")
         self.n_workers = int(n_workers)
@@ -280,6 +311,14 @@ class _Driver:
             self.env, self.worker_nics, [self.ps_nic] * self.n_ps, groups, self.network_mode
         )
         self._build_messages(t)
+        size = math.inf if self.bucket_bytes is None else self.bucket_bytes
+        if self.machine_cores is not None:  # one machine: pull, compute, push in turn
+            size = math.inf
+        total = self.profile.step_bytes
+        bwd = [
+            (r, b / total if total > 0 else 1.0) for b, r in gradient_buckets(self.profile, size)
+        ]
+        self._plan_buckets(forward_buckets(self.profile, size), bwd)
 
     # ---- host CPUs: messages and the PS's kernels ------------------------------------------------
 
@@ -428,15 +467,15 @@ class _Driver:
         if end > now:
             yield env.timeout(end - now)
 
-    def _copy(self, i: int) -> float:
+    def _copy(self, i: int, share: float = 1.0) -> float:
         """With every task on one machine: the machine's kernel copies a pull's or a push's
-        bytes, taking one of its cores for as long as the link carries them; returns when
-        that copy ends (0 on machines of their own)."""
+        bytes (``share`` of the step's), taking one of its cores for as long as the link
+        carries them; returns when that copy ends (0 on machines of their own)."""
         hc = self.machine
         if hc is None or not self.step_bytes_all:
             return 0.0
         bw = self.worker_nics[i].bandwidth_bytes_per_s
-        return hc.reserve(self.env.now, self.step_bytes_all / bw, 1)
+        return hc.reserve(self.env.now, self.step_bytes_all * share / bw, 1)
 
     def _copied(self, until: float) -> Any:
         env = self.env
@@ -455,6 +494,14 @@ class _Driver:
         now = env.now
         end = hc.reserve(now, s, hc.cores)
         yield env.timeout(end - now)
+
+    def _gradient_hook(self, g: _Grad, i: int, params: Any) -> Any:
+        """What an overlapped step calls when worker ``i``'s compute ends: the learner's
+        gradient (hybrid runs)."""
+        learner = self.learner
+        if learner is None:
+            return lambda: None
+        return lambda: setattr(g, "value", learner.gradient(i, params, self.env.now))
 
     def _open_record(self, step: int, now: float) -> None:
         rec = [step, now, math.nan, 0, 0, False]
@@ -507,6 +554,8 @@ class _Driver:
         if isinstance(tr, Transfer):
             self.net.cancel(tr)
         self.inflight[i] = None
+        if self.uses_ps:
+            self._drop_flying(i)
 
     def _fail_loop(self) -> Any:
         env = self.env

@@ -28,7 +28,13 @@ from hetbed.devices.costmodel import (
 from .cluster import Cluster
 from .session import SimSession, sim_value
 
-__all__ = ["ReplicaProfile", "profile_from_graph"]
+__all__ = [
+    "DEFAULT_BUCKET_BYTES",
+    "ReplicaProfile",
+    "forward_buckets",
+    "gradient_buckets",
+    "profile_from_graph",
+]
 
 # ---- what one replica does per step ----------------------------------------------------------
 
@@ -280,6 +286,61 @@ class ReplicaProfile:
         dense = {f"shard{k}": (sizes[k] * bytes_per_param, k) for k in range(n_ps)}
         apply = {f"shard{k}": sizes[k] * apply_s_per_param for k in range(n_ps)}
         return cls(compute_s, dense, apply_s=apply, examples_per_step=examples_per_step)
+
+
+#: PyTorch DistributedDataParallel's default bucket_cap_mb (25 MiB)
+DEFAULT_BUCKET_BYTES = 25 * 2**20
+
+
+def gradient_buckets(profile: ReplicaProfile, bucket_bytes: float) -> list[tuple[float, float]]:
+    """The all-reduce buckets of ``profile``'s gradients: ``[(bytes, ready fraction)]`` in the
+    order they are reduced. Gradients join buckets in the order they become ready (``profile.
+    ready_fractions()``; ties in reverse variable order, as a backward pass yields them); a
+    bucket closes once it holds ``bucket_bytes`` or more (PyTorch DDP's rule), and is ready when
+    its last gradient is. One bucket holding everything is ``(step_bytes, 1.0)``."""
+    ready = profile.ready_fractions()
+    names = profile.variables
+    order = sorted(range(len(names)), key=lambda k: (ready[names[k]], -k))
+    out: list[tuple[float, float]] = []
+    size = at = 0.0
+    for k in order:
+        size += profile.step_bytes_of(names[k])
+        at = max(at, ready[names[k]])
+        if size >= bucket_bytes:
+            out.append((size, at))
+            size = at = 0.0
+    if size > 0.0 or not out:
+        out.append((size, at))
+    if len(out) == 1:  # everything in one: the step's bytes, after the whole compute
+        return [(profile.step_bytes, 1.0)]
+    return out
+
+
+def forward_buckets(profile: ReplicaProfile, bucket_bytes: float) -> list[tuple[float, float]]:
+    """The pull buckets of ``profile``'s variables: ``[(needed at, share)]`` in the order the
+    forward pass reads them (variable order). A bucket closes once it holds ``bucket_bytes`` or
+    more; ``share`` is its part of the step's bytes; it is needed once the forward pass (the
+    first ``1 - BACKWARD_FRACTION`` of the compute) has done the share of its work that the bytes
+    before it are of all bytes (the mirror of ``ready_fractions``'s model). One bucket holding
+    everything is ``(0.0, 1.0)``."""
+    names = profile.variables
+    sizes = [profile.step_bytes_of(v) for v in names]
+    total = sum(sizes)
+    out: list[tuple[float, float]] = []
+    size = before = 0.0
+    for s in sizes:
+        if size == 0.0:
+            start = before
+        size += s
+        before += s
+        if size >= bucket_bytes:
+            out.append(((1.0 - BACKWARD_FRACTION) * start / total, size / total))
+            size = 0.0
+    if size > 0.0:
+        out.append(((1.0 - BACKWARD_FRACTION) * start / total, size / total))
+    if len(out) <= 1:
+        return [(0.0, 1.0)]
+    return out
 
 
 def _nonneg(what: str, v: Any) -> None:

@@ -27,7 +27,6 @@ failures and rollbacks, checkpoints, records, ``run``), ``results.py`` the resul
 from __future__ import annotations
 
 import math
-import numbers
 from collections import deque
 from typing import Any
 
@@ -37,7 +36,14 @@ from .collectives import ring_all_reduce, tree_all_reduce
 from .driver import _Driver, _Grad
 from .fluid import PSNetwork, ring_allreduce_time
 from .learner import Learner
-from .profile import ReplicaProfile, _nonneg, profile_from_graph
+from .profile import (
+    DEFAULT_BUCKET_BYTES,
+    ReplicaProfile,
+    _nonneg,
+    forward_buckets,
+    gradient_buckets,
+    profile_from_graph,
+)
 from .results import GRADIENT_COLUMNS, STEP_COLUMNS, TrainingResult, normalized_speedup
 
 __all__ = [
@@ -50,6 +56,7 @@ __all__ = [
     "STEP_COLUMNS",
     "SyncPS",
     "TrainingResult",
+    "forward_buckets",
     "gradient_buckets",
     "normalized_speedup",
     "profile_from_graph",
@@ -160,6 +167,13 @@ class SyncPS(_Driver):
             stepped = True
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
+            if self.overlap:
+                g = _Grad(i, tag, read)
+                g.pending = [len(self.bwd)] * len(self.groups)
+                yield from self._overlapped(i, g, self._gradient_hook(g, i, params))
+                self._pushed(g)
+                self.last_tag[i] = tag
+                continue
             t0 = env.now
             yield from self._pull(i)
             t1 = env.now
@@ -178,10 +192,16 @@ class SyncPS(_Driver):
             self._pushed(g)
             self.last_tag[i] = tag
 
-    def _arrive(self, g: _Grad, grp: int) -> None:
-        now = max(self.env.now, g.copied)
+    def _arrive(self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None) -> None:
+        """Gradient ``g``'s part for group ``grp`` arrives (``share`` of its bytes: a bucket of
+        an overlapped step, counted once its last bucket is in)."""
+        now = max(self.env.now, g.copied if copied is None else copied)
         if self.msg_on:  # the shard receives the gradient (and the call for it) first
-            now = self._ps_msg(grp, now + self.ps_lat, self.xfer_ps[grp])
+            now = self._ps_msg(grp, now + self.ps_lat, self.xfer_ps[grp] * share)
+        if g.pending is not None:
+            g.pending[grp] -= 1
+            if g.pending[grp]:
+                return
         if (
             g.tag == self.step
             and not self.closed[grp]
@@ -325,6 +345,15 @@ class AsyncPS(_Driver):
         while True:
             read = self.step
             params = learner.read(i, read, env.now) if learner is not None else None
+            if self.overlap:
+                g = _Grad(i, read, read)
+                g.left = len(parts) * len(self.bwd)
+                g.event = env.event()
+                yield from self._overlapped(i, g, self._gradient_hook(g, i, params))
+                yield g.event
+                if msg:
+                    yield from self._reply(i)
+                continue
             t0 = env.now
             yield from self._pull(i)
             t1 = env.now
@@ -345,12 +374,14 @@ class AsyncPS(_Driver):
             if msg:
                 yield from self._reply(i)
 
-    def _arrive(self, g: _Grad, grp: int) -> None:
+    def _arrive(self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None) -> None:
+        """Gradient ``g``'s part for group ``grp`` arrives (``share`` of its bytes: a bucket of
+        an overlapped step, applied as it comes)."""
         now = self.env.now
-        start = max(now, g.copied)
+        start = max(now, g.copied if copied is None else copied)
         if self.msg_on:
-            start = self._ps_msg(grp, start + self.ps_lat, self.xfer_ps[grp])
-        end = self._ps_kernel(grp, start, self.group_apply_s[grp])
+            start = self._ps_msg(grp, start + self.ps_lat, self.xfer_ps[grp] * share)
+        end = self._ps_kernel(grp, start, self.group_apply_s[grp] * share)
         if end == now:
             self._part_applied(g, self.epoch)
         else:
@@ -368,6 +399,8 @@ class AsyncPS(_Driver):
             return
         now = self.env.now
         step = self.step
+        if math.isnan(g.phases[3]):  # applied the moment its last part arrived
+            g.phases = (*g.phases[:3], now)
         self.grad_log.add(g.worker, g.read, g.read, step, now, True, g.phases)
         rec = self.rec_of[step]
         rec[2] = now
@@ -386,34 +419,6 @@ class AsyncPS(_Driver):
 
     def _stall(self) -> None:
         self._reset_cpus()
-
-
-#: PyTorch DistributedDataParallel's default bucket_cap_mb (25 MiB)
-DEFAULT_BUCKET_BYTES = 25 * 2**20
-
-
-def gradient_buckets(profile: ReplicaProfile, bucket_bytes: float) -> list[tuple[float, float]]:
-    """The all-reduce buckets of ``profile``'s gradients: ``[(bytes, ready fraction)]`` in the
-    order they are reduced. Gradients join buckets in the order they become ready (``profile.
-    ready_fractions()``; ties in reverse variable order, as a backward pass yields them); a
-    bucket closes once it holds ``bucket_bytes`` or more (PyTorch DDP's rule), and is ready when
-    its last gradient is. One bucket holding everything is ``(step_bytes, 1.0)``."""
-    ready = profile.ready_fractions()
-    names = profile.variables
-    order = sorted(range(len(names)), key=lambda k: (ready[names[k]], -k))
-    out: list[tuple[float, float]] = []
-    size = at = 0.0
-    for k in order:
-        size += profile.step_bytes_of(names[k])
-        at = max(at, ready[names[k]])
-        if size >= bucket_bytes:
-            out.append((size, at))
-            size = at = 0.0
-    if size > 0.0 or not out:
-        out.append((size, at))
-    if len(out) == 1:  # everything in one: the step's bytes, after the whole compute
-        return [(profile.step_bytes, 1.0)]
-    return out
 
 
 class AllReduceRing(_Driver):
@@ -456,18 +461,11 @@ class AllReduceRing(_Driver):
             )
         self.algorithm = algorithm
         kw.pop("n_backup", None)
-        super().__init__(profile, n_workers, 0, None, nic=nic, **kw)
+        super().__init__(profile, n_workers, 0, None, nic=nic, bucket_bytes=bucket_bytes, **kw)
         if apply_s is None:
             apply_s = sum(profile.worker_apply_s_of(v) for v in profile.variables)
         _nonneg("AllReduceRing: apply_s", apply_s)
         self.local_apply_s = float(apply_s)
-        if bucket_bytes is not None and not (
-            isinstance(bucket_bytes, numbers.Real) and bucket_bytes > 0
-        ):
-            raise ValueError(
-                f"AllReduceRing: bucket_bytes must be > 0 or None, got {bucket_bytes!r}"
-            )
-        self.bucket_bytes = bucket_bytes
         self.buckets = gradient_buckets(profile, math.inf if bucket_bytes is None else bucket_bytes)
 
     def _config(self) -> dict[str, Any]:

@@ -35,15 +35,24 @@ MODELS = {
     "dense_10mb": (10 << 18, 0),
     "dense_100mb": (100 << 18, 0),
 }
+#: models beside the grid (tests): a chain of ``layers`` square float32 layers of ``width``
+#: units on a batch of ``batch``, one variable per layer, placed round-robin on the PS tasks;
+#: its forward pass reads the variables in order and its backward pass yields their gradients
+#: in reverse, which is what the step-level drivers' overlap models
+CHAINS = {"chain_4x4mb": (4, 1024, 32)}
 LEARNING_RATE = 0.01
 
 
 def n_variables(model: str, n_ps: int) -> int:
+    if model in CHAINS:
+        return CHAINS[model][0]
     elements, per_ps = MODELS[model]
     return per_ps * n_ps if per_ps else 1
 
 
 def _input_shape(model: str) -> list[int]:
+    if model in CHAINS:
+        return [CHAINS[model][2], CHAINS[model][1]]
     elements = MODELS[model][0]
     return [1024] if elements == 0 else [elements]
 
@@ -51,6 +60,14 @@ def _input_shape(model: str) -> list[int]:
 def loss(model: str, x: object, n_ps: int, device: object = None) -> object:
     """One replica's loss; its variables ``v0``, ``v1``, ... (under the caller's scope) each on
     ``device(k)`` when given."""
+    if model in CHAINS:
+        layers, width, _ = CHAINS[model]
+        h = x
+        for k in range(layers):
+            with hb.device(device(k)) if device else contextlib.nullcontext():
+                w = hb.get_variable(f"v{k}", [width, width], initializer=hb.zeros_initializer())
+            h = hb.tanh(hb.matmul(h, w))
+        return hb.reduce_mean(h)
     elements = MODELS[model][0]
     total = None
     for k in range(n_variables(model, n_ps)):
@@ -129,6 +146,7 @@ def step_level_step(
     steps: int = 8,
     mode: str = "sync",
     machine_cores: int | None = None,
+    bucket_bytes: float | None = None,
 ) -> float:
     """Seconds per global step of the step-level driver on one replica's profile: SyncPS's
     median step ("sync"; "backup": ``workers`` gradients of ``workers`` + 1 tasks, TF's token
@@ -142,7 +160,14 @@ def step_level_step(
         feeds = {x: sim_value(_input_shape(model))}
         prof = profile_from_graph(train, feeds, worker=worker, ps=ps, ps_tasks=n_ps)
     if mode == "async":
-        r = AsyncPS(prof, workers, n_ps=n_ps, nic=nic, machine_cores=machine_cores)
+        r = AsyncPS(
+            prof,
+            workers,
+            n_ps=n_ps,
+            nic=nic,
+            machine_cores=machine_cores,
+            bucket_bytes=bucket_bytes,
+        )
         r = r.run(steps * workers)
         return r.sim_time_s / (steps * workers)
     backup = 1 if mode == "backup" else 0
@@ -155,6 +180,7 @@ def step_level_step(
         fast_worker_can_contribute_twice=bool(backup),
         sync_replicas=True,  # what the real program and the op-level graph do
         machine_cores=machine_cores,
+        bucket_bytes=bucket_bytes,
     )
     return drv.run(steps).step_time()
 
