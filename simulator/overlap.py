@@ -48,6 +48,12 @@ class OverlappedStep:
         self.fwd, self.bwd = fwd, bwd
         self.fwd_parts = [[(g, b * f) for g, b in self.parts] for _, f in fwd]
         self.bwd_parts = [[(g, b * f) for g, b in self.parts] for _, f in bwd]
+        # where the compute meets a bucket: (fraction, 0, pull bucket needed) or (fraction, 1,
+        # push bucket ready), in order
+        self.ov_points = sorted(
+            [(f, 0, b) for b, (f, _) in enumerate(fwd) if b]
+            + [(r, 1, j) for j, (r, _) in enumerate(bwd)]
+        )
         self.flying: list[list[Transfer]] = [[] for _ in range(self.n_tasks)]
         self.gen = [0] * self.n_tasks
 
@@ -99,11 +105,7 @@ class OverlappedStep:
         t = t1 = usable[0]
         pos = 0.0
         ready = [0.0] * len(self.bwd)
-        points = sorted(
-            [(f, 0, b) for b, (f, _) in enumerate(self.fwd) if b]
-            + [(r, 1, j) for j, (r, _) in enumerate(self.bwd)]
-        )
-        for frac, kind, k in points:
+        for frac, kind, k in self.ov_points:
             t += (frac - pos) * s
             pos = frac
             if kind == 0:
