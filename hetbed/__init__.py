@@ -91,6 +91,7 @@ from hetbed.runtime.ops.data_flow import (
     QueueBase,
     RandomShuffleQueue,
 )
+from hetbed.runtime.ops.sparse_accumulator import SparseConditionalAccumulator
 from hetbed.runtime.ops.manip import (
     concat,
     expand_dims,

@@ -39,3 +39,7 @@ from . import edit_distance, hashing  # noqa: F401, E402
 # ---- image files ----
 # isort: split
 from . import image_codecs  # noqa: F401, E402
+
+# ---- sparse gradients across replicas ----
+# isort: split
+from . import sparse_accumulator  # noqa: F401, E402

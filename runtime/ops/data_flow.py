@@ -67,11 +67,16 @@ def _handle(ctx: Any, make: Callable) -> Any:
     return r
 
 
-def _check_handle(op: Any, want: str) -> None:
+#: the accumulators the global-step, count and cancel ops take (sparse_accumulator.py: the other)
+ACCUMULATORS = ("ConditionalAccumulator", "SparseConditionalAccumulator")
+
+
+def _check_handle(op: Any, want: str | tuple) -> None:
     h = op.inputs[0]
-    if h.op.type != want:
+    wants = (want,) if isinstance(want, str) else want
+    if h.op.type not in wants:
         raise InvalidArgumentError(
-            f"{op.type}: input 0 must be a {want} handle, got {h.name} ({h.op.type})"
+            f"{op.type}: input 0 must be a {' or '.join(wants)} handle, got {h.name} ({h.op.type})"
         )
 
 
@@ -875,7 +880,7 @@ AccumulatorSetGlobalStep = defop("AccumulatorSetGlobalStep", stateful=True, diff
 
 @AccumulatorSetGlobalStep.shape
 def _set_step_shape(op):
-    _check_handle(op, "ConditionalAccumulator")
+    _check_handle(op, ACCUMULATORS)
     _scalar_input(op, 1, "new_global_step")
     return []
 
@@ -896,7 +901,7 @@ def _counter_op(op_type: str, field: str) -> None:
 
     @d.shape
     def _shape(op):
-        _check_handle(op, "ConditionalAccumulator")
+        _check_handle(op, ACCUMULATORS)
         return [(TensorShape([]), _dt.int32)]
 
     @d.kernel("cpu", "gpu")
@@ -912,7 +917,7 @@ AccumulatorCancelTakes = defop("AccumulatorCancelTakes", stateful=True, differen
 
 @AccumulatorCancelTakes.shape
 def _cancel_shape(op):
-    _check_handle(op, "ConditionalAccumulator")
+    _check_handle(op, ACCUMULATORS)
     return []
 
 

@@ -38,9 +38,9 @@ Unavailable). On a session recreated after such an error, the hook retires the o
 cancels its waiting take and starts a new one. When the chief's session ends, the hook enqueues
 ``total_num_replicas`` more tokens so that workers waiting at the barrier finish their step and
 see the final global step, then closes the token queue: a worker's next step fails with
-OutOfRangeError, a clean stop for MonitoredTrainingSession (TF leaves them blocked). IndexedSlices gradients are densified
-before accumulation (TF uses a SparseConditionalAccumulator); ``variable_averages`` is not
-supported.
+OutOfRangeError, a clean stop for MonitoredTrainingSession (TF leaves them blocked).
+IndexedSlices gradients (embedding lookups) go into a SparseConditionalAccumulator, as in TF:
+only their rows cross to the PS, averaged row by row; ``variable_averages`` is not supported.
 """
 
 from __future__ import annotations
@@ -54,12 +54,13 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import DeadlineExceededError
-from ..gradients import IndexedSlices, to_dense
+from ..gradients import IndexedSlices
 from ..graph import GraphKeys, Operation, Tensor
 from ..ops import state
 from ..ops.control import group, no_op
 from ..ops.data_flow import ConditionalAccumulator, FIFOQueue
 from ..ops.manip import fill
+from ..ops.sparse_accumulator import SparseConditionalAccumulator
 from ..registry import apply
 from ..variables import Variable, global_variables, report_uninitialized_variables
 from .monitored import SessionRunHook
@@ -159,14 +160,23 @@ class SyncReplicasOptimizer(Optimizer):
                     if g is None:
                         averaged.append(None)
                         continue
-                    if isinstance(g, IndexedSlices):
-                        g = to_dense(g)  # densified: no sparse accumulator yet
                     with _on(graph, v.op):
-                        acc = ConditionalAccumulator(
-                            g.dtype, shape=v.shape, shared_name=v.op.name + "/grad_accum"
-                        )
-                        push_ops.append(acc.apply_grad(g, local_step=local_step))
-                        averaged.append(acc.take_grad(self._replicas_to_aggregate))
+                        if isinstance(g, IndexedSlices):  # rows only, averaged row by row
+                            acc = SparseConditionalAccumulator(
+                                g.dtype, shape=v.shape, shared_name=v.op.name + "/grad_accum"
+                            )
+                            push_ops.append(acc.apply_indexed_slices_grad(g, local_step=local_step))
+                            averaged.append(
+                                acc.take_indexed_slices_grad(
+                                    self._replicas_to_aggregate, dense=g.dense_shape
+                                )
+                            )
+                        else:
+                            acc = ConditionalAccumulator(
+                                g.dtype, shape=v.shape, shared_name=v.op.name + "/grad_accum"
+                            )
+                            push_ops.append(acc.apply_grad(g, local_step=local_step))
+                            averaged.append(acc.take_grad(self._replicas_to_aggregate))
                     self._accumulators.append(acc)
             # As TF: on the global step's device (a device scope, not colocation with it), so
             # that the wrapped optimizer keeps each update and slot with its variable.
