@@ -1,7 +1,7 @@
 """Closed-loop fidelity on this machine: real `hetbed cluster` runs against both simulators.
 
 For each model of the grid (``scenarios/models/grid.py``: one scalar per PS task, one dense
-variable of 1, 10 and 100 MB) and each worker count, it runs hetbed's real distributed runtime
+variable of 1, 10 and 100 MB, a sparse embedding) and each worker count, it runs hetbed's real distributed runtime
 (one PS, W workers, processes on loopback): synchronous (SyncReplicasOptimizer), synchronous
 with one backup worker (W + 1 tasks, W gradients a step) and asynchronous. It takes the time per
 global step of each repetition (synchronous: the chief's median step after the first 5;
@@ -16,8 +16,9 @@ Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scalin
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
 The issue's baseline (measured before these mechanisms, 1 PS) is printed beside.
 
-One PS task, and a scalar on each of two PS tasks; not yet in the grid: the sparse embedding
-model. ``--quick``: synchronous only, one PS, W = 1, 2, the two smaller models, one repetition.
+One PS task, and a scalar on each of two PS tasks; the sparse model (``grid.SPARSE``: each
+worker looks up 32 rows of a 25.6 MB embedding, and only those rows travel, accumulated on the
+PS by a SparseConditionalAccumulator) synchronous and asynchronous. ``--quick``: synchronous only, one PS, W = 1, 2, the two smaller models, one repetition.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def _grid(quick: bool) -> list[tuple[str, str, int, int]]:
     out = [r for r in out if not (r[1] == "dense_100mb" and r[2] > 2)]
     out += [("sync", "scalar", w, 2) for w in (1, 2, 4)]  # a scalar on each of 2 PS tasks
     out += [("backup", m, w, 1) for m in ("scalar", "dense_10mb") for w in (1, 3)]
-    out += [("async", m, w, 1) for m in ("scalar", "dense_10mb") for w in (1, 2, 4)]
+    out += [("async", m, w, 1) for m in ("scalar", "dense_10mb", "sparse") for w in (1, 2, 4)]
+    out += [("sync", "sparse", w, 1) for w in (1, 2, 4)]  # 32 rows of a 25.6 MB embedding
     return out
 
 

@@ -89,8 +89,6 @@ def _small_int(v: Any) -> Any:
     return None
 
 
-#: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
-#: always run for real, passing shape-only placeholders through as they are
 #: ops a shape-only simulation still runs for real: their kernels keep only synchronization
 #: state (how many gradients an accumulator holds, which step it is on) and accept placeholders,
 #: so that synchronous training (SyncReplicasOptimizer's accumulators) runs shape-only; their
@@ -99,11 +97,15 @@ _SYNC_STATE_OPS = frozenset(
     (
         "ConditionalAccumulator",
         "AccumulatorApplyGradient",
+        "SparseConditionalAccumulator",
+        "SparseAccumulatorApplyGradient",
         "AccumulatorSetGlobalStep",
         "AccumulatorNumAccumulated",
     )
 )
 
+#: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
+#: always run for real, passing shape-only placeholders through as they are
 _CONTROL_OPS = frozenset(
     (
         "Switch",

@@ -6,7 +6,8 @@ local step is behind the accumulator's global step (then it is dropped and count
 divided by the number of gradients that held that row (TF's element-wise MEAN), as
 ``(indices, values, shape)`` with the indices sorted and unique; it then clears the sum and
 advances the global step. Rows repeated within one gradient are added and count that gradient
-once. The global-step, count and cancel ops are the dense accumulator's (data_flow.py). In a
+once (TF's merge expects each gradient's rows sorted and unique, and otherwise returns several
+entries for a row). The global-step, count and cancel ops are the dense accumulator's (data_flow.py). In a
 shape-only simulation the rows are not known: a take returns the last gradient's placeholders.
 """
 

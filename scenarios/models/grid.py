@@ -40,12 +40,18 @@ MODELS = {
 #: its forward pass reads the variables in order and its backward pass yields their gradients
 #: in reverse, which is what the step-level drivers' overlap models
 CHAINS = {"chain_4x4mb": (4, 1024, 32)}
+#: a sparse model: an embedding of ``rows`` x ``dim`` float32 (25.6 MB) on the first PS task, of
+#: which each step looks up ``lookups`` rows (each worker its own, fixed): the worker reads and
+#: the PS accumulates only those rows (IndexedSlices, a SparseConditionalAccumulator)
+SPARSE = {"sparse": (100_000, 64, 32)}
 LEARNING_RATE = 0.01
 
 
 def n_variables(model: str, n_ps: int) -> int:
     if model in CHAINS:
         return CHAINS[model][0]
+    if model in SPARSE:
+        return 1
     elements, per_ps = MODELS[model]
     return per_ps * n_ps if per_ps else 1
 
@@ -53,11 +59,13 @@ def n_variables(model: str, n_ps: int) -> int:
 def _input_shape(model: str) -> list[int]:
     if model in CHAINS:
         return [CHAINS[model][2], CHAINS[model][1]]
+    if model in SPARSE:
+        return [SPARSE[model][2], SPARSE[model][1]]
     elements = MODELS[model][0]
     return [1024] if elements == 0 else [elements]
 
 
-def loss(model: str, x: object, n_ps: int, device: object = None) -> object:
+def loss(model: str, x: object, n_ps: int, device: object = None, ids_seed: int = 0) -> object:
     """One replica's loss; its variables ``v0``, ``v1``, ... (under the caller's scope) each on
     ``device(k)`` when given."""
     if model in CHAINS:
@@ -68,6 +76,12 @@ def loss(model: str, x: object, n_ps: int, device: object = None) -> object:
                 w = hb.get_variable(f"v{k}", [width, width], initializer=hb.zeros_initializer())
             h = hb.tanh(hb.matmul(h, w))
         return hb.reduce_mean(h)
+    if model in SPARSE:
+        rows, dim, lookups = SPARSE[model]
+        with hb.device(device(0)) if device else contextlib.nullcontext():
+            emb = hb.get_variable("v0", [rows, dim], initializer=hb.zeros_initializer())
+        ids = np.random.default_rng(ids_seed).choice(rows, lookups, replace=False)
+        return hb.reduce_sum(hb.nn.embedding_lookup(emb, np.sort(ids).astype(np.int64)) * x)
     elements = MODELS[model][0]
     total = None
     for k in range(n_variables(model, n_ps)):
@@ -109,7 +123,7 @@ def op_level_step(
             with hb.device(f"/job:worker/task:{t}/device:cpu:0"):
                 x = hb.placeholder(hb.float32, _input_shape(model))
                 with hb.variable_scope("model", reuse=t > 0):
-                    replica_loss = loss(model, x, n_ps, on_ps)
+                    replica_loss = loss(model, x, n_ps, on_ps, ids_seed=t)
                 variables = hb.trainable_variables()
                 grads.append(hb.gradients(replica_loss, variables))
                 feeds[x] = sim_value(_input_shape(model))
@@ -117,12 +131,22 @@ def op_level_step(
         targets, pushes, on_first = [], [[] for _ in range(workers)], []
         for k in range(nv):
             with hb.device(on_ps(k)):
-                acc = hb.ConditionalAccumulator(hb.float32, variables[k].shape, shared_name=f"a{k}")
+                sparse = isinstance(grads[0][k], hb.IndexedSlices)
+                make = hb.SparseConditionalAccumulator if sparse else hb.ConditionalAccumulator
+                acc = make(hb.float32, variables[k].shape, shared_name=f"a{k}")
                 for t, g in enumerate(grads):  # each gradient goes with its worker's local step
-                    pushes[t].append(acc.apply_grad(g[k], local_step=local[t].value()))
-                    targets.append(pushes[t][-1])
+                    if sparse:
+                        push = acc.apply_indexed_slices_grad(g[k], local_step=local[t].value())
+                    else:
+                        push = acc.apply_grad(g[k], local_step=local[t].value())
+                    pushes[t].append(push)
+                    targets.append(push)
                 opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
-                targets.append(opt.apply_gradients([(acc.take_grad(workers), variables[k])]))
+                if sparse:
+                    avg = acc.take_indexed_slices_grad(workers, dense=variables[k])
+                else:
+                    avg = acc.take_grad(workers)
+                targets.append(opt.apply_gradients([(avg, variables[k])]))
                 if k % n_ps == 0:  # (the global step's task: its tokens wait for its update)
                     on_first.append(targets[-1])
         for t in range(workers):  # the token each worker takes once the update is done
@@ -217,7 +241,7 @@ def main(argv: list[str]) -> int:
             step = hb.train.get_or_create_global_step()
             x = hb.constant(np.ones(_input_shape(model), np.float32))
             with hb.variable_scope("model"):
-                replica_loss = loss(model, x, n_ps)
+                replica_loss = loss(model, x, n_ps, ids_seed=index)
             opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
             hooks = [hb.train.StopAtStepHook(last_step=steps)]
             if mode != "async":
