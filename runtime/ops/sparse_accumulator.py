@@ -7,7 +7,7 @@ divided by the number of gradients that held that row (TF's element-wise MEAN), 
 ``(indices, values, shape)`` with the indices sorted and unique; it then clears the sum and
 advances the global step. Rows repeated within one gradient are added and count that gradient
 once (TF's merge expects each gradient's rows sorted and unique, and otherwise returns several
-entries for a row). The global-step, count and cancel ops are the dense accumulator's (data_flow.py). In a
+entries for a row). CPU kernels only (a GPU placement falls back under soft placement). The global-step, count and cancel ops are the dense accumulator's (data_flow.py). In a
 shape-only simulation the rows are not known: a take returns the last gradient's placeholders.
 """
 
@@ -127,7 +127,7 @@ def _accum_shape(op):
     return [(TensorShape([]), op.attrs["dtype"])]
 
 
-@SparseAccumulatorOp.kernel("cpu", "gpu")
+@SparseAccumulatorOp.kernel("cpu")
 def _sparse_accumulator(ctx):
     return _handle(ctx, lambda key: _SparseAccumulator(key, ctx.attrs["dtype"], ctx.attrs["shape"]))
 
@@ -163,7 +163,7 @@ def _apply_shape(op):
     return []
 
 
-@ApplyOp.kernel("cpu", "gpu")
+@ApplyOp.kernel("cpu")
 def _apply(ctx, acc, local_step, indices, values):
     if isinstance(local_step, SimValue):  # shape-only: no step to compare, so it is current
         local_step = acc.global_step
@@ -192,7 +192,7 @@ def _take_shape(op):
     return [(TensorShape([None]), _dt.int64), (rows, acc.dtype), (rank, _dt.int64)]
 
 
-@TakeOp.kernel("cpu", "gpu", is_async=True)
+@TakeOp.kernel("cpu", is_async=True)
 def _take(ctx, step, inputs, done):
     acc, n = inputs
     if int(n) < 1:
