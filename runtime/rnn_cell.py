@@ -675,8 +675,10 @@ def bidirectional_dynamic_rnn(
 def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope, parallel=None):
     """dynamic_rnn over a time dimension known only when the graph runs: a while_loop, one
     iteration per step, the outputs stacked as they come."""
-    from .control_flow import _appended, _flatten, _pack, while_loop
+    from .functional import _appended
     from .graph import TensorShape
+    from .nest import _flatten, _pack
+    from .while_loop import while_loop
 
     rank = x.shape.ndims
     xt = x if time_major else _manip.transpose(x, [1, 0, *range(2, rank)])
