@@ -1,0 +1,218 @@
+"""This machine measured: repeated measurements with their spread and the load other processes
+put on the machine meanwhile (``Measurement``, ``LoadMeter``), and the roofline's numbers (float32
+GEMM FLOP/s, streaming memory bandwidth, the executor's per-op dispatch cost) as a ``DevicePerf``
+(``measure``). ``hetbed calibrate`` (calibrate.py) writes them into a catalog device file."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hetbed.devices.costmodel import DevicePerf
+from hetbed.runtime import dtypes
+from hetbed.runtime.graph import Graph
+from hetbed.runtime.ops.array import constant, placeholder
+from hetbed.runtime.session import Session
+
+
+def best_of(fn: Callable[[], Any], repeat: int = 5, number: int = 5) -> float:
+    """Best mean seconds per call over ``repeat`` rounds of ``number`` calls (after a warm-up)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t) / number)
+    return best
+
+
+#: a measurement is flagged noisy when its spread, (90th - 10th percentile) / median over its
+#: repeats, exceeds this, or when other processes kept more than NOISY_LOAD_CORES cores busy
+#: while it ran
+NOISY_SPREAD = 0.10
+NOISY_LOAD_CORES = 0.25
+
+
+def _cpu_busy_s() -> float | None:
+    """Seconds of non-idle CPU time of the whole machine so far (all cores), from /proc/stat."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+class LoadMeter:
+    """How many cores other processes kept busy between ``start()`` and ``stop()``: the
+    machine's busy CPU time minus this process's, over the wall time (None where the machine
+    does not say, e.g. without /proc)."""
+
+    def start(self) -> LoadMeter:
+        self.t, self.busy, self.own = time.perf_counter(), _cpu_busy_s(), time.process_time()
+        return self
+
+    def stop(self) -> float | None:
+        busy = _cpu_busy_s()
+        wall = time.perf_counter() - self.t
+        if busy is None or self.busy is None or wall <= 0:
+            return None
+        other = (busy - self.busy) - (time.process_time() - self.own)
+        return max(other / wall, 0.0)
+
+
+@dataclass
+class Measurement:
+    """One calibration measurement repeated: every value, and the other processes' load."""
+
+    name: str
+    unit: str
+    values: list[float]
+    load_cores: float | None = None
+    shown: tuple[float, str] | None = None  # (scale, unit) to show the values in
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def spread(self) -> float:
+        m = self.median
+        if not m or len(self.values) < 2:
+            return 0.0
+        lo, hi = np.percentile(self.values, [10, 90])
+        return float(hi - lo) / m
+
+    @property
+    def noisy(self) -> bool:
+        busy = self.load_cores is not None and self.load_cores > NOISY_LOAD_CORES
+        return self.spread > NOISY_SPREAD or busy
+
+    def describe(self, scale: float | None = None, unit: str | None = None) -> str:
+        """``median [min, max] unit, load x cores`` with a NOISY flag and why, in the unit it
+        is ``shown`` in unless given."""
+        if scale is None:
+            scale, unit = self.shown or (1.0, self.unit)
+        u = unit or self.unit
+        text = (
+            f"{self.median * scale:.4g} [{min(self.values) * scale:.4g}, "
+            f"{max(self.values) * scale:.4g}] {u} over {len(self.values)}"
+        )
+        if self.load_cores is not None:
+            text += f", other load {self.load_cores:.2f} cores"
+        if self.noisy:
+            why = []
+            if self.spread > NOISY_SPREAD:
+                why.append(f"spread {self.spread:.0%} > {NOISY_SPREAD:.0%}")
+            if self.load_cores is not None and self.load_cores > NOISY_LOAD_CORES:
+                why.append(f"other processes used {self.load_cores:.2f} cores")
+            text += f"  NOISY ({'; '.join(why)}: rerun on a quiet machine)"
+        return text
+
+    def row(self, scale: float | None = None) -> dict[str, Any]:
+        """median, min, max (in the unit it is ``shown`` in unless ``scale`` is given),
+        repeats, other_load_cores, noisy."""
+        if scale is None:
+            scale = self.shown[0] if self.shown else 1.0
+        return {
+            "median": self.median * scale,
+            "min": min(self.values) * scale,
+            "max": max(self.values) * scale,
+            "repeats": len(self.values),
+            "other_load_cores": self.load_cores,
+            "noisy": self.noisy,
+        }
+
+
+def repeated(
+    name: str,
+    unit: str,
+    fn: Callable[[], float],
+    repeats: int,
+    shown: tuple[float, str] | None = None,
+) -> Measurement:
+    """``fn()`` ``repeats`` times, with the load other processes put on the machine meanwhile."""
+    meter = LoadMeter().start()
+    values = [fn() for _ in range(max(repeats, 1))]
+    return Measurement(name, unit, values, meter.stop(), shown)
+
+
+def gemm_flops(n: int = 1024) -> float:
+    """float32 GEMM FLOP/s of numpy here (an n x n x n product)."""
+    a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
+    return 2.0 * n**3 / best_of(lambda: a @ a)
+
+
+def stream_bandwidth(n: int = 1 << 23) -> float:
+    """Bytes/s of an out-of-place float32 add over arrays much larger than the caches."""
+    a = np.ones(n, np.float32)
+    b = np.ones(n, np.float32)
+    out = np.empty_like(a)
+    return 3.0 * 4 * n / best_of(lambda: np.add(a, b, out=out))
+
+
+def dispatch_overhead(n_ops: int = 1000) -> float:
+    """Seconds the executor adds per op beyond the kernel itself (a chain of tiny adds)."""
+    g = Graph()
+    with g.as_default():
+        x = placeholder(dtypes.float32, [4])
+        one = constant(np.ones(4, np.float32))
+        y = x
+        for _ in range(n_ops):
+            y = y + one
+        sess = Session(graph=g)
+        xv = np.zeros(4, np.float32)
+        total = best_of(lambda: sess.run(y, {x: xv}), repeat=5, number=10)
+        a, o = np.zeros(4, np.float32), np.ones(4, np.float32)
+        kernel = best_of(lambda: [np.add(a, o) for _ in range(n_ops)], repeat=5, number=10)
+    return max(total - kernel, 0.0) / n_ops
+
+
+def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
+    """This machine's roofline numbers, each the median of ``repeats`` measurements, and the
+    measurements (min/median/max and the other processes' load while each ran)."""
+    ms = [
+        repeated("float32 GEMM 1024^3", "FLOP/s", gemm_flops, repeats, (1e-9, "GFLOP/s")),
+        repeated(
+            "memory bandwidth (float32 add)", "bytes/s", stream_bandwidth, repeats, (1e-9, "GB/s")
+        ),
+        repeated("executor dispatch per op", "s", dispatch_overhead, repeats, (1e6, "us/op")),
+    ]
+    flops, bw, dispatch = (m.median for m in ms)
+    perf = DevicePerf(
+        "this_machine",
+        {"float32": flops, "float64": flops / 2},
+        memory_bandwidth=bw,
+        memory_bytes=float(_host_memory()),
+        launch_overhead_s=dispatch,
+        cores=host_cores(),
+    )
+    return perf, ms
+
+
+def measure_machine(repeats: int = 3) -> DevicePerf:
+    """This machine's roofline numbers, measured now (medians of ``repeats``)."""
+    return measure(repeats)[0]
+
+
+def _host_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def host_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1

@@ -1,0 +1,306 @@
+"""The distributed runtime's costs on this machine, measured between processes: loopback TCP's
+rate and latency (``loopback_link``, against an echoing child process) and the CPU time and latency
+of the runtime's messages (``message_costs``, fitted to steps between a PS task in a child process
+and a worker task here, with the simulator's own model of a distributed step)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from hetbed.devices.costmodel import DevicePerf
+from hetbed.devices.errors import UnavailableError
+from hetbed.runtime.graph import Graph
+from hetbed.runtime.variables import global_variables_initializer
+
+#: the peer of ``loopback_link``, run as its own process (python -c): it binds a port on
+#: 127.0.0.1, prints it, and answers each ``[4-byte length][bytes]`` message with one byte
+_ECHO = """
+import socket, struct, sys
+srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+print(srv.getsockname()[1], flush=True)
+conn, _ = srv.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+buf = bytearray(1 << 20)
+def read(n):
+    while n:
+        k = conn.recv_into(buf, min(n, len(buf)))
+        if not k:
+            sys.exit(0)
+        n -= k
+while True:
+    head = bytearray()
+    while len(head) < 4:
+        part = conn.recv(4 - len(head))
+        if not part:
+            sys.exit(0)
+        head += part
+    read(struct.unpack("!I", bytes(head))[0])
+    conn.sendall(b"k")
+"""
+
+
+def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
+    """(bytes/s, one-way latency s) of TCP over 127.0.0.1 between this process and another
+    (a child echoing each message with one byte): the latency is half the median round trip of
+    a 1-byte message, the rate that of ``big`` bytes sent as one message (less a round trip)."""
+    import socket
+    import struct
+    import subprocess
+    import sys
+
+    from hetbed.runtime.distributed.datachannel import recv_exact
+
+    peer = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True)
+    try:
+        line = peer.stdout.readline()
+        if not line.strip().isdigit():
+            raise RuntimeError(f"the loopback peer process did not start (it printed {line!r})")
+        port = int(line)
+        cli = socket.create_connection(("127.0.0.1", port), timeout=30)
+        cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with cli:
+            rtts = []
+            one = struct.pack("!I", 1) + b"x"
+            for _ in range(pings):
+                t = time.perf_counter()
+                cli.sendall(one)
+                recv_exact(cli, 1)
+                rtts.append(time.perf_counter() - t)
+            rtt = statistics.median(rtts)
+            payload = struct.pack("!I", big) + bytes(big)
+            best = float("inf")
+            for _ in range(3):
+                t = time.perf_counter()
+                cli.sendall(payload)
+                recv_exact(cli, 1)
+                best = min(best, time.perf_counter() - t)
+    finally:
+        peer.wait(timeout=30)
+    return big / max(best - rtt, 1e-9), rtt / 2
+
+
+#: the PS task of ``message_costs``, run as its own process (python -c): a hetbed server
+_PS_TASK = """
+import sys
+import hetbed as hb
+hb.train.Server(hb.train.ClusterSpec({spec!r}), "ps", 0).join()
+"""
+
+#: the steps ``message_costs`` measures: name -> (scalars read from the PS, bytes read from it);
+#: (0, 0) reads nothing remote (the client's own task only)
+MESSAGE_STEPS = {
+    "own task only": (0, 0, False),
+    "1 scalar read": (1, 0, False),
+    "4 scalars read": (4, 0, False),
+    "1 scalar sent": (1, 0, True),
+    "4 scalars sent": (4, 0, True),
+    "1 scalar read and sent back": (1, 0, "both"),
+    "4 scalars read and sent back": (4, 0, "both"),
+    "1 MiB read": (0, 1 << 20, False),
+    "8 MiB read": (0, 8 << 20, False),
+}
+
+
+def _message_graph(
+    hb: Any, scalars: int = 0, nbytes: int = 0, send: Any = False
+) -> tuple[Any, Any, Any]:
+    """A graph whose worker task reads ``scalars`` float32 scalars, or one tensor of ``nbytes``,
+    from the PS task (``send``: computes them and the PS adds them into its variables; "both":
+    computes them from what it read, the pattern of a training step), or (neither) adds one to
+    a variable of its own: (graph, fetch, init)."""
+    g = Graph()
+    tag = f"{scalars}_{nbytes}_{send}"
+    with g.as_default():
+        with hb.device("/job:ps/task:0"):  # (names of their own: the PS keeps variables)
+            if scalars:
+                vs = [
+                    hb.Variable(np.zeros(1, np.float32), name=f"calibrate_{tag}_{i}")
+                    for i in range(scalars)
+                ]
+            elif nbytes:
+                vs = [hb.Variable(np.zeros(nbytes // 4, np.float32), name=f"calibrate_{tag}")]
+        with hb.device("/job:worker/task:0"):
+            if send == "both":
+                sent = [v * 2.0 for v in vs]
+            elif send:
+                sent = [hb.constant(np.ones(1, np.float32)) * 2.0 for _ in vs]
+            elif scalars:
+                fetch = hb.add_n([v * 1.0 for v in vs])
+            elif nbytes:
+                fetch = vs[0][0] * 1.0
+            else:
+                fetch = hb.Variable(np.zeros(1, np.float32), name=f"calibrate_{tag}") + 1.0
+        if send:
+            with hb.device("/job:ps/task:0"):
+                fetch = hb.group(*[hb.assign_add(v, x) for v, x in zip(vs, sent)])
+        init = global_variables_initializer()
+    return g, fetch, init
+
+
+def message_costs(
+    link_bytes_per_s: float,
+    link_latency_s: float,
+    perf: DevicePerf,
+    steps: int = 150,
+) -> tuple[DevicePerf, dict[str, float], dict[str, float]]:
+    """The distributed runtime's costs on this machine, fitted to steps between two processes
+    (a PS task in a child process, the worker task and its client here; the default protocol):
+    ``perf`` with ``message_s``, ``step_s``, ``message_latency_s`` and ``message_s_per_byte``
+    set, the steps measured (median seconds) and the same steps simulated with the fit.
+
+    The fit uses the simulator's own model of a distributed step (``SimSession``: RunGraph and
+    RecvTensor calls, both tasks on one machine of this host's cores, joined by the measured
+    loopback link). CPU time first: the simulator counts the message ends each step that moves
+    no bulk bytes handles (both tasks), and ``message_s`` and ``step_s`` (the client's, once a
+    step) are the least-squares fit of the CPU time both processes spent per step (user and
+    system, measured) to those counts. Then ``message_latency_s`` (no CPU) minimizes the RMS
+    relative error of the simulated against the measured wall time of those steps (a
+    golden-section search). Each end's ``message_s_per_byte`` is half of what the 8 MiB step
+    takes longer than the 1 MiB step per added byte, less the link's time for it (at least 0).
+    Runs no training step.
+    """
+    import hetbed as hb
+
+    got, cpu = _measure_message_steps(hb, steps)
+    small = [n for n, (_, nbytes, _) in MESSAGE_STEPS.items() if not nbytes]
+    link = (link_bytes_per_s, link_latency_s)
+    unit = 1e-6
+    counted = replace(
+        perf, message_s=unit, message_latency_s=0.0, step_s=0.0, message_s_per_byte=0.0
+    )
+    ends = np.array([_message_ends(hb, counted, link, *MESSAGE_STEPS[n]) / unit for n in small])
+    a = np.stack([ends, np.ones(len(small))], axis=1)
+    (m, st), *_ = np.linalg.lstsq(a, np.array([cpu[n] for n in small]), rcond=None)
+    m, st = max(float(m), 0.0), max(float(st), 0.0)
+    want = np.array([got[n] for n in small])
+
+    def wall_error(lat: float) -> float:
+        p = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=0.0)
+        sim = np.array([_simulated_message_step(hb, p, link, *MESSAGE_STEPS[n]) for n in small])
+        return float(np.sqrt(np.mean((sim / want - 1) ** 2)))
+
+    lo, hi = 0.0, 4e-4  # golden-section search of the latency
+    r = (5**0.5 - 1) / 2
+    x1, x2 = hi - r * (hi - lo), lo + r * (hi - lo)
+    f1, f2 = wall_error(x1), wall_error(x2)
+    for _ in range(12):
+        if f1 <= f2:
+            hi, x2, f2 = x2, x1, f1
+            x1 = hi - r * (hi - lo)
+            f1 = wall_error(x1)
+        else:
+            lo, x1, f1 = x1, x2, f2
+            x2 = lo + r * (hi - lo)
+            f2 = wall_error(x2)
+    lat = x1 if f1 <= f2 else x2
+    n1, n8 = MESSAGE_STEPS["1 MiB read"][1], MESSAGE_STEPS["8 MiB read"][1]
+    per_byte = (got["8 MiB read"] - got["1 MiB read"]) / (n8 - n1)
+    byte_s = max((per_byte - 1.0 / link_bytes_per_s) / 2, 0.0)
+    fitted = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=byte_s)
+    sim = {n: _simulated_message_step(hb, fitted, link, *MESSAGE_STEPS[n]) for n in got}
+    return fitted, got, sim
+
+
+def _message_ends(hb: Any, perf: DevicePerf, link: tuple, *step: Any) -> float:
+    """CPU seconds the tasks of a simulated ``_message_graph`` step spend on messages."""
+    rec = _simulated_message_step(hb, perf, link, *step, record=True)
+    return float(rec.ops[rec.ops.type.isin(["RunGraph", "RecvTensor"])].duration_s.sum())
+
+
+def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Median seconds of each of ``MESSAGE_STEPS`` run by a client here on a worker task here
+    and a PS task in a child process, and the CPU seconds (user and system) both processes
+    spent per step."""
+    import socket
+    import subprocess
+    import sys
+
+    def free_port() -> int:
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            return sk.getsockname()[1]
+
+    spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    peer = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
+    server = None
+    got: dict[str, float] = {}
+    cpu: dict[str, float] = {}
+    try:
+        server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
+        deadline = time.monotonic() + 60
+        for name, (k, n, send) in MESSAGE_STEPS.items():
+            g, fetch, init = _message_graph(hb, k, n, send)
+            while True:  # the PS process needs a moment to start serving
+                try:
+                    sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
+                    break
+                except UnavailableError:  # not up yet
+                    if time.monotonic() > deadline or peer.poll() is not None:
+                        raise RuntimeError(
+                            "the PS task process of the message calibration did not start"
+                        ) from None
+                    time.sleep(0.2)
+            try:
+                sess.run(init)
+                for _ in range(10):
+                    sess.run(fetch)
+                ts = []
+                used = _cpu_s(peer.pid)
+                for _ in range(steps):
+                    t = time.perf_counter()
+                    sess.run(fetch)
+                    ts.append(time.perf_counter() - t)
+                got[name] = statistics.median(ts)
+                cpu[name] = (_cpu_s(peer.pid) - used) / steps
+            finally:
+                sess.close()
+    finally:
+        peer.kill()
+        peer.wait(timeout=30)
+        if server is not None:
+            server.stop()
+    return got, cpu
+
+
+def _cpu_s(child: int) -> float:
+    """CPU seconds (user and system) this process and process ``child`` have used so far."""
+    t = os.times()
+    own = t.user + t.system
+    try:
+        with open(f"/proc/{child}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):  # no /proc: this process only
+        return own
+
+
+def _simulated_message_step(
+    hb: Any,
+    perf: DevicePerf,
+    link: tuple,
+    scalars: int = 0,
+    nbytes: int = 0,
+    send: Any = False,
+    record: bool = False,
+) -> Any:
+    """The simulated time of ``_message_graph``'s step (its RunRecord with ``record``): both
+    tasks on one machine of ``perf``, joined by ``link`` (bytes/s, latency s)."""
+    from hetbed.simulator import Cluster, SimSession
+
+    c = Cluster()
+    for job in ("ps", "worker"):
+        c.add_task(job, 0, cpu=perf, nic=link, machine="this machine")
+    g, fetch, init = _message_graph(hb, scalars, nbytes, send)
+    with SimSession(c, graph=g) as sess:
+        sess.run(init)
+        sess.run(fetch)
+        sess.run(fetch)  # (a second step: the first also plans)
+        return sess.last_record if record else sess.last_record.step_time_s
