@@ -1,127 +1,34 @@
-"""``hb.data`` (TF1's ``tf.data``): input pipelines feeding a graph through an iterator.
-
-A ``Dataset`` is a recipe for a stream of elements; an element is an array or a nest (tuples,
-dicts) of arrays. Sources: ``from_tensor_slices``, ``from_tensors``, ``from_generator``,
-``range``, ``zip``; transformations: ``map``, ``filter``, ``batch``, ``padded_batch``,
-``shuffle``, ``repeat``, ``prefetch``, ``take``, ``skip``. ``map`` and ``filter`` functions are
-written with graph ops as in TF: each is traced once into a private graph (placeholders for the
-element) and run by a private session per element. Elements are made on the host, in numpy.
-
-``make_one_shot_iterator(ds)`` / ``make_initializable_iterator(ds)`` (or the methods of the same
-names) give an ``Iterator`` whose ``get_next()`` adds an ``IteratorGetNext`` op; running it past
-the end raises ``OutOfRangeError``, which ``MonitoredTrainingSession`` takes as a stop.
-
-Sources are numpy values, or graph tensors (``from_tensor_slices``, ``from_tensors``,
-``TextLineDataset``): a dataset *captures* them, and their values are read when the iterator
-starts: the ``initializer`` of an initializable iterator (feed the placeholders there, TF1's way
-of feeding numpy data), or the first ``get_next`` of a one-shot one. ``Iterator.from_structure``
-makes a reinitializable iterator (``make_initializer(dataset)``). ``flat_map`` and
-``interleave`` functions are traced once like ``map``'s, and the dataset they return is read
-per element with its captured tensors evaluated by a private session.
-"""
+"""``Dataset`` (TF1's ``tf.data.Dataset``): a recipe for a stream of elements, its sources and
+transformations. ``map``, ``filter``, ``flat_map`` and ``interleave`` functions are traced once
+into a private graph (``_GraphFunction``, ``_DatasetFunction``) and run by a private session per
+element. Iterators over a dataset live in iterator.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Iterator as _PyIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from hetbed.runtime import dtypes as _dt
-from hetbed.runtime.errors import FailedPreconditionError, InvalidArgumentError
-from hetbed.runtime.graph import Graph, Tensor, TensorShape, get_default_graph
-from hetbed.runtime.ops.iterator import register_dataset
-from hetbed.runtime.registry import apply_op, convert_to_tensor
+from hetbed.runtime.errors import InvalidArgumentError
+from hetbed.runtime.graph import Graph, Tensor, TensorShape
+from hetbed.runtime.registry import convert_to_tensor
 
-__all__ = [
-    "AUTOTUNE",
-    "Dataset",
-    "Iterator",
-    "TFRecordDataset",
-    "TextLineDataset",
-    "experimental",
-    "make_initializable_iterator",
-    "make_one_shot_iterator",
-]
+from .elements import (
+    _bound,
+    _flatten,
+    _flatten_shapes,
+    _map_nest,
+    _ndim,
+    _pack,
+    _shape_of,
+    _to_array,
+)
 
-
-# ---- nests ---------------------------------------------------------------------------------
-
-
-def _flatten(s: Any) -> list:
-    if isinstance(s, dict):
-        return [x for k in sorted(s) for x in _flatten(s[k])]
-    if isinstance(s, tuple):  # as in tf.data, a list is one array, not a nest
-        return [x for v in s for x in _flatten(v)]
-    return [s]
-
-
-def _pack(template: Any, flat: list) -> Any:
-    it = iter(flat)
-
-    def go(t: Any) -> Any:
-        if isinstance(t, dict):
-            return {k: go(t[k]) for k in sorted(t)}
-        if isinstance(t, tuple):
-            return tuple(go(v) for v in t)
-        return next(it)
-
-    return go(template)
-
-
-def _map_nest(fn: Callable, s: Any) -> Any:
-    return _pack(s, [fn(x) for x in _flatten(s)])
-
-
-def _to_array(x: Any, where: str, capture: bool = False) -> Any:
-    if isinstance(x, Tensor):
-        if capture:
-            return x  # read when an initializable iterator is initialized (see Iterator)
-        raise TypeError(
-            f"Dataset.{where}: got the graph tensor {x.name}; hetbed datasets take numpy values "
-            "here (feed tensors through a placeholder instead)"
-        )
-    a = np.asarray(x)
-    if a.dtype.kind in "SUO":  # strings: object arrays of bytes (str is utf-8), as tf.string
-        return _dt.to_string_array(a, f"Dataset.{where}")
-    if not isinstance(x, (np.ndarray, np.generic)):  # Python numbers: TF's float32 and int32
-        if a.dtype == np.float64:
-            a = a.astype(np.float32)
-        elif a.dtype == np.int64:
-            a = a.astype(np.int32)
-    _dt.as_dtype(a.dtype)  # raises for types hetbed lacks
-    return a
-
-
-def _bound(arrs: list, env: dict) -> list:
-    """``arrs`` with each captured graph tensor replaced by its value in ``env``."""
-    out = []
-    for a in arrs:
-        if isinstance(a, Tensor):
-            if a not in env:
-                raise FailedPreconditionError(
-                    f"the dataset reads the graph tensor {a.name}, which has no value here: use "
-                    "make_initializable_iterator and feed it when running the initializer"
-                )
-            v = env[a]
-            out.append(v if isinstance(v, np.ndarray) else np.asarray(v))
-        else:
-            out.append(a)
-    return out
-
-
-def _ndim(a: Any) -> int | None:
-    return a.shape.ndims if isinstance(a, Tensor) else a.ndim
-
-
-def _shape_of(a: Any) -> list | None:
-    if isinstance(a, Tensor):
-        return a.shape.as_list() if a.shape.ndims is not None else None
-    return list(a.shape)
-
-
-# ---- datasets ------------------------------------------------------------------------------
+if TYPE_CHECKING:
+    from .iterator import Iterator
 
 
 class Dataset:
@@ -552,23 +459,14 @@ class Dataset:
 
     # ---- iterators -------------------------------------------------------------------------
     def make_one_shot_iterator(self) -> Iterator:
+        from .iterator import Iterator
+
         return Iterator(self, one_shot=True)
 
     def make_initializable_iterator(self, shared_name: str | None = None) -> Iterator:
+        from .iterator import Iterator
+
         return Iterator(self, one_shot=False, shared_name=shared_name)
-
-
-def _flatten_shapes(s: Any) -> list:
-    """Flatten a nest of shapes, where a shape is a list of ints/None or a TensorShape."""
-    if isinstance(s, TensorShape) or s is None:
-        return [s]
-    if isinstance(s, dict):
-        return [x for k in sorted(s) for x in _flatten_shapes(s[k])]
-    if isinstance(s, (tuple, list)) and all(
-        d is None or isinstance(d, (int, np.integer)) for d in s
-    ):
-        return [list(s)]
-    return [x for v in s for x in _flatten_shapes(v)]
 
 
 def _pad(comp: tuple, shape: Any, value: Any, dtype: Any, i: int) -> np.ndarray:
@@ -653,191 +551,3 @@ class _DatasetFunction:
                 env.update(zip(computed, vals))
             env.update((c, direct[c]) for c in caps if c in direct)
         return self.ds._elements(env)
-
-
-# ---- iterators ---------------------------------------------------------------------------
-
-
-class Iterator:
-    """A dataset's iterator in the default graph: ``get_next()`` and, for an initializable
-    iterator, ``initializer``."""
-
-    def __init__(self, dataset: Dataset, one_shot: bool, shared_name: str | None = None):
-        self.graph = get_default_graph()
-        self._ds = dataset
-        self._index = register_dataset(self.graph, dataset)
-        self._one_shot = one_shot
-        self.name = shared_name or self.graph.unique_name("Iterator")
-        self._init = None
-
-    @property
-    def output_types(self) -> Any:
-        return self._ds.output_types
-
-    @property
-    def output_shapes(self) -> Any:
-        return self._ds.output_shapes
-
-    def _attrs(self) -> dict:
-        return {"dataset": self._index, "iterator": self.name}
-
-    @property
-    def initializer(self) -> Any:
-        """The op that (re)starts this iterator at the dataset's beginning."""
-        if self._one_shot:
-            raise ValueError(f"iterator {self.name!r} is one-shot and has no initializer")
-        if self._init is None:
-            self._init = self.make_initializer(self._ds)
-        return self._init
-
-    def make_initializer(self, dataset: Dataset, name: str | None = None) -> Any:
-        """The op that starts this iterator on ``dataset`` (which must have this iterator's
-        types and compatible shapes): a reinitializable iterator (``Iterator.from_structure``)
-        switches datasets this way (train / validation)."""
-        if dataset is not self._ds:
-            if [t.name for t in dataset._types] != [t.name for t in self._ds._types] or not all(
-                a.is_compatible_with(b) for a, b in zip(dataset._shapes, self._ds._shapes)
-            ):
-                raise TypeError(
-                    f"iterator {self.name!r}: the dataset's types/shapes {dataset.output_types} "
-                    f"{dataset.output_shapes} differ from the iterator's {self.output_types} "
-                    f"{self.output_shapes}"
-                )
-        index = self._index if dataset is self._ds else register_dataset(self.graph, dataset)
-        return apply_op(
-            "MakeIterator",
-            list(dataset._captures),
-            {"dataset": index, "iterator": self.name},
-            name=name or self.name + "/MakeIterator",
-            graph=self.graph,
-        )
-
-    @staticmethod
-    def from_structure(
-        output_types: Any,
-        output_shapes: Any = None,
-        shared_name: str | None = None,
-        output_classes: Any = None,
-    ) -> Iterator:
-        """A reinitializable iterator of the given structure, started on a dataset by the op
-        ``make_initializer(dataset)`` returns (TF1's ``tf.data.Iterator.from_structure``)."""
-        types = [_dt.as_dtype(t) for t in _flatten(output_types)]
-        shapes = (
-            [None] * len(types)
-            if output_shapes is None
-            else [
-                s if s is None or isinstance(s, TensorShape) else list(s)
-                for s in _flatten_shapes(output_shapes)
-            ]
-        )
-        if len(shapes) != len(types):
-            raise ValueError(
-                f"Iterator.from_structure: {len(types)} output_types but {len(shapes)} output_shapes"
-            )
-
-        def make(env: dict) -> Any:
-            raise FailedPreconditionError("the iterator has not been initialized with a dataset")
-
-        shape_of = Dataset(_map_nest(lambda _: None, output_types), types, shapes, make)
-        return Iterator(shape_of, one_shot=False, shared_name=shared_name)
-
-    def get_next(self, name: str | None = None) -> Any:
-        """The next element, as tensors in the dataset's nest; running them past the end
-        raises ``OutOfRangeError``."""
-        attrs = dict(
-            self._attrs(),
-            one_shot=self._one_shot,
-            output_types=[t.name for t in self._ds._types],
-            output_shapes=[s.as_list() if s.ndims is not None else None for s in self._ds._shapes],
-        )
-        # a one-shot iterator reads the graph tensors its dataset captures when it starts, so
-        # they are its get_next's inputs (a placeholder among them must be fed with that run)
-        ins = list(self._ds._captures) if self._one_shot else []
-        op = apply_op(
-            "IteratorGetNext", ins, attrs, name=name or "IteratorGetNext", graph=self.graph
-        )
-        return _pack(self._ds._structure, list(op.outputs))
-
-
-def make_one_shot_iterator(dataset: Dataset) -> Iterator:
-    return dataset.make_one_shot_iterator()
-
-
-def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None) -> Iterator:
-    return dataset.make_initializable_iterator(shared_name)
-
-
-# ---- WP5: text files ----------------------------------------------------------------------
-
-
-def TextLineDataset(  # noqa: N802 - TF's class name
-    filenames: Any, compression_type: Any = None, buffer_size: Any = None, num_parallel_reads=None
-) -> Dataset:
-    """The lines of the files ``filenames`` (a name or a list of names), in order, as scalar
-    strings without their newline ("\r\n" too); files are read when iterated."""
-    if compression_type:
-        raise ValueError(f"TextLineDataset: compression {compression_type!r} is not supported")
-    given = _to_array(filenames, "TextLineDataset", capture=True)
-
-    def lines(path: bytes) -> Any:
-        import os
-
-        with open(os.fsdecode(path), "rb") as f:
-            for ln in f:
-                ln = ln[:-1] if ln.endswith(b"\n") else ln
-                yield np.array(ln[:-1] if ln.endswith(b"\r") else ln, dtype=object)
-
-    def make(env: dict) -> Any:
-        (value,) = _bound([given], env)
-        names = [
-            n.encode() if isinstance(n, str) else n for n in np.asarray(value, dtype=object).ravel()
-        ]
-        return ([ln] for path in names for ln in lines(path))
-
-    return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
-
-
-def TFRecordDataset(  # noqa: N802 - TF's class name
-    filenames: Any, compression_type: Any = None, buffer_size: Any = None, num_parallel_reads=None
-) -> Dataset:
-    """The records of the TFRecord files ``filenames`` (a name, a list of names or a string
-    tensor), in order, as scalar strings (``parse_single_example`` them); a bad checksum or a
-    truncated record fails naming the file and offset."""
-    from hetbed.runtime.ops.records import tf_record_iterator
-
-    if compression_type:
-        raise ValueError(f"TFRecordDataset: compression {compression_type!r} is not supported")
-    given = _to_array(filenames, "TFRecordDataset", capture=True)
-
-    def make(env: dict) -> Any:
-        import os
-
-        (value,) = _bound([given], env)
-        names = [
-            n.decode() if isinstance(n, bytes) else str(n)
-            for n in np.asarray(value, dtype=object).ravel()
-        ]
-        return (
-            [np.array(r, dtype=object)]
-            for path in names
-            for r in tf_record_iterator(os.fspath(path))
-        )
-
-    return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
-
-
-# ---- tf.data.experimental ------------------------------------------------------------------
-
-#: TF's "choose for me" for buffer sizes and parallelism (hetbed makes elements when asked)
-AUTOTUNE = -1
-
-
-class experimental:  # noqa: N801 - TF's module name
-    """TF1's ``tf.data.experimental`` (the parts hetbed has)."""
-
-    AUTOTUNE = AUTOTUNE
-
-    @staticmethod
-    def unbatch() -> Callable[[Dataset], Dataset]:
-        """For ``dataset.apply``: each element split along its first dimension."""
-        return lambda ds: ds.unbatch()

@@ -1,0 +1,62 @@
+"""``hb.data`` (TF1's ``tf.data``): input pipelines feeding a graph through an iterator.
+
+A ``Dataset`` is a recipe for a stream of elements; an element is an array or a nest (tuples,
+dicts) of arrays. Sources: ``from_tensor_slices``, ``from_tensors``, ``from_generator``,
+``range``, ``zip``; transformations: ``map``, ``filter``, ``batch``, ``padded_batch``,
+``shuffle``, ``repeat``, ``prefetch``, ``take``, ``skip``. ``map`` and ``filter`` functions are
+written with graph ops as in TF: each is traced once into a private graph (placeholders for the
+element) and run by a private session per element. Elements are made on the host, in numpy.
+
+``make_one_shot_iterator(ds)`` / ``make_initializable_iterator(ds)`` (or the methods of the same
+names) give an ``Iterator`` whose ``get_next()`` adds an ``IteratorGetNext`` op; running it past
+the end raises ``OutOfRangeError``, which ``MonitoredTrainingSession`` takes as a stop.
+
+Sources are numpy values, or graph tensors (``from_tensor_slices``, ``from_tensors``,
+``TextLineDataset``): a dataset *captures* them, and their values are read when the iterator
+starts: the ``initializer`` of an initializable iterator (feed the placeholders there, TF1's way
+of feeding numpy data), or the first ``get_next`` of a one-shot one. ``Iterator.from_structure``
+makes a reinitializable iterator (``make_initializer(dataset)``). ``flat_map`` and
+``interleave`` functions are traced once like ``map``'s, and the dataset they return is read
+per element with its captured tensors evaluated by a private session.
+
+The modules of the package: ``elements`` (nests of arrays and the graph tensors a dataset
+reads), ``dataset`` (``Dataset``, its sources and transformations), ``iterator``
+(``Iterator`` and the ops that start and read it), ``readers`` (``TextLineDataset``,
+``TFRecordDataset``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .dataset import Dataset
+from .iterator import Iterator, make_initializable_iterator, make_one_shot_iterator
+from .readers import TextLineDataset, TFRecordDataset
+
+__all__ = [
+    "AUTOTUNE",
+    "Dataset",
+    "Iterator",
+    "TFRecordDataset",
+    "TextLineDataset",
+    "experimental",
+    "make_initializable_iterator",
+    "make_one_shot_iterator",
+]
+
+
+# ---- tf.data.experimental ------------------------------------------------------------------
+
+#: TF's "choose for me" for buffer sizes and parallelism (hetbed makes elements when asked)
+AUTOTUNE = -1
+
+
+class experimental:  # noqa: N801 - TF's module name
+    """TF1's ``tf.data.experimental`` (the parts hetbed has)."""
+
+    AUTOTUNE = AUTOTUNE
+
+    @staticmethod
+    def unbatch() -> Callable[[Dataset], Dataset]:
+        """For ``dataset.apply``: each element split along its first dimension."""
+        return lambda ds: ds.unbatch()

@@ -1,0 +1,71 @@
+"""Datasets that read files: ``TextLineDataset`` (lines of text files) and ``TFRecordDataset``
+(records of TFRecord files); the file names are numpy values or a string tensor, and the files
+are read when the dataset is iterated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from hetbed.runtime import dtypes as _dt
+from hetbed.runtime.graph import Tensor
+
+from .dataset import Dataset
+from .elements import _bound, _to_array
+
+
+def TextLineDataset(  # noqa: N802 - TF's class name
+    filenames: Any, compression_type: Any = None, buffer_size: Any = None, num_parallel_reads=None
+) -> Dataset:
+    """The lines of the files ``filenames`` (a name or a list of names), in order, as scalar
+    strings without their newline ("\r\n" too); files are read when iterated."""
+    if compression_type:
+        raise ValueError(f"TextLineDataset: compression {compression_type!r} is not supported")
+    given = _to_array(filenames, "TextLineDataset", capture=True)
+
+    def lines(path: bytes) -> Any:
+        import os
+
+        with open(os.fsdecode(path), "rb") as f:
+            for ln in f:
+                ln = ln[:-1] if ln.endswith(b"\n") else ln
+                yield np.array(ln[:-1] if ln.endswith(b"\r") else ln, dtype=object)
+
+    def make(env: dict) -> Any:
+        (value,) = _bound([given], env)
+        names = [
+            n.encode() if isinstance(n, str) else n for n in np.asarray(value, dtype=object).ravel()
+        ]
+        return ([ln] for path in names for ln in lines(path))
+
+    return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
+
+
+def TFRecordDataset(  # noqa: N802 - TF's class name
+    filenames: Any, compression_type: Any = None, buffer_size: Any = None, num_parallel_reads=None
+) -> Dataset:
+    """The records of the TFRecord files ``filenames`` (a name, a list of names or a string
+    tensor), in order, as scalar strings (``parse_single_example`` them); a bad checksum or a
+    truncated record fails naming the file and offset."""
+    from hetbed.runtime.ops.records import tf_record_iterator
+
+    if compression_type:
+        raise ValueError(f"TFRecordDataset: compression {compression_type!r} is not supported")
+    given = _to_array(filenames, "TFRecordDataset", capture=True)
+
+    def make(env: dict) -> Any:
+        import os
+
+        (value,) = _bound([given], env)
+        names = [
+            n.decode() if isinstance(n, bytes) else str(n)
+            for n in np.asarray(value, dtype=object).ravel()
+        ]
+        return (
+            [np.array(r, dtype=object)]
+            for path in names
+            for r in tf_record_iterator(os.fspath(path))
+        )
+
+    return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
