@@ -132,7 +132,7 @@ def _fold(fn: Callable, elems: Any, initializer: Any, reverse: bool, name: str) 
         return acc
 
 
-# ---- over a first dimension known only when the graph runs----------------------------------------
+# ---- over a first dimension known only when the graph runs ---------------------------------
 
 
 def _slice_at(elems: Any, flat: list, i: Tensor, structured: bool) -> Any:
