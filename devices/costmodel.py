@@ -60,6 +60,8 @@ class DevicePerf:
     launch_overhead_s: float = 5e-6
     systolic: tuple[int, int] | None = None  # (rows, cols) of one matrix unit, TPU-like devices
     multiprocessors: int | None = None  # SMs of a GPU (the tiled GEMM model, gpukernels.py)
+    fp32_lanes: int | None = None  # FP32 lanes of a GPU (its issue limit, gpukernels.py)
+    warp_issue_per_clock: int | None = None  # warp instructions an SM of a GPU issues a clock
     cores: int | None = None  # CPU cores of a host (a cpu device's kernels use them all)
     #: CPU time at one end of a message between tasks: fixed, and per payload byte (cpu hosts)
     message_s: float = 0.0
@@ -94,6 +96,8 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         launch_overhead_s=spec.kernel_launch_overhead_s,
         systolic=spec.systolic_array_shape,
         multiprocessors=getattr(spec, "multiprocessors", None),
+        fp32_lanes=getattr(spec, "fp32_lanes", None),
+        warp_issue_per_clock=getattr(spec, "warp_issue_per_clock", None),
         cores=getattr(spec, "cores", None),
         message_s=getattr(spec, "message_overhead_s", None) or 0.0,
         message_s_per_byte=getattr(spec, "message_overhead_s_per_byte", None) or 0.0,
@@ -239,7 +243,11 @@ class Roofline(CostModel):
             self._gemm_params = gk.load_params()
         unit = gk.unit_class(dtype) if dtype in perf.matrix_flops else "cuda_cores"
         p = self._gemm_params[unit]
-        return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p)
+        share = gk.issue_share(
+            unit, perf.fp32_lanes, perf.multiprocessors, perf.warp_issue_per_clock
+        )
+        return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
+                               gk.TILES[unit], share)  # fmt: skip
 
 
 def _numel(shape: Any) -> float:

@@ -1,23 +1,50 @@
-"""How long a GEMM-shaped kernel takes on a GPU: tiles, waves, split-K, a saturating efficiency.
+"""How long a GEMM-shaped kernel takes on a GPU: tiles, waves, split-K, issue and memory limits.
 
 A matrix product (m x k) @ (k x n), and a convolution as the implicit GEMM that cuDNN runs, is
-cut into output tiles of ``tm x tn``; each tile is one thread block on one multiprocessor (SM).
-With ``tiles`` blocks on ``sms`` SMs the kernel runs ``ceil(tiles / sms)`` waves, the last one
-partly idle; where the tiles cannot fill the GPU, the reduction is split (split-K) into as many
-parts as fill it, each part at least ``MIN_SPLIT_K`` long. A block's rate saturates with its
-size: ``area / (area + tile_half)`` of the peak for its tile's area and ``kk / (kk + k_half)``
-for its reduction length ``kk``, times ``efficiency`` (what a large, well-shaped product
-reaches). The library picks the tile (from ``TILES``) that finishes first, so the model does.
-The kernel then takes
+cut into output tiles of ``tm x tn`` from the library's menu (``TILES``: tensor-core kernels run
+larger tiles, up to 256 x 128, than the CUDA-core ones); each tile is one thread block on one
+multiprocessor (SM). The reduction may be split (split-K) into ``split`` parts of at least
+``MIN_SPLIT_K`` (at most ``MAX_SPLIT_K`` parts); ``tiles x split`` blocks on ``sms`` SMs run in
+``ceil(blocks / sms)`` waves, the last one partly idle. The library picks the tile and the
+split that finish first, so the model does. For one choice:
 
-    max(flops / (peak x efficiency x fill), bytes / (bandwidth x memory_efficiency)) + fixed_s
+* compute: ``flops / (peak' x efficiency x fill x area/(area + tile_half) x kk/(kk + k_half))``
+  where ``fill`` is the share of the waves' block slots and of the tiles' area that holds work,
+  ``area = tm x tn`` and ``kk = k / split`` (a block's rate saturates with its tile's area and
+  its reduction length). ``peak'`` is the catalog's peak, capped for CUDA-core products by the
+  SM's instruction issue: its FMAs take ``share`` of the issue slots at the peak
+  (``issue_share``: FP32 lanes per SM / (32 x the warp instructions it issues a clock, the
+  catalog's ``warp_issue_per_clock``): 1 on Hopper, 1/2 on P100 and V100), and each FMA brings ``issue_overhead`` other instructions (loads, addresses), so
+  ``peak' = peak x min(1, 1 / (share x (1 + issue_overhead)))``.
+* memory: ``bytes / min(bandwidth x memory_efficiency, min(blocks, sms) x block_bandwidth)``,
+  the bytes being what the caller counts moved plus, when split, the float32 partial sums each
+  part writes and the reduction pass reads back (``2 x split x m x n x 4``); the second term is
+  the blocks in flight (one an SM), each pulling at most ``block_bandwidth``.
+* the two overlap partly: ``(compute^q + memory^q)^(1/q)`` with ``q = overlap_q`` (1: their
+  sum; infinity: the larger).
 
-where ``fill`` is the fraction of the GPU's work slots the tiles keep busy. The five parameters
-are per unit class ("cuda_cores": float32 and float64 products on the vector units;
-"tensor_cores": float16, bfloat16 and TF32 products), read from
-``catalog/kernels/gemm.toml`` and fitted by ``bench/gpu_kernels.py`` to per-kernel timings
-(DeepBench's published V100 and P100 results, hetbed's own H200 measurements); the device
-supplies its peak, bandwidth and SM count from its catalog entry.
+The kernel then takes that plus ``fixed_s``. A timing loop of back-to-back calls measures
+``max(kernel, floor)`` per call (``observed_seconds``), the floor being the host's time to issue
+one call; the fit prices it per timing harness (bench/gpu_kernels.py), the simulator adds each
+device's launch cost instead. The eight parameters are per unit class ("cuda_cores": float32
+and float64 products on the vector units; "tensor_cores": float16, bfloat16 and TF32 products,
+which have no issue limit: ``issue_overhead`` 0), read from ``catalog/kernels/gemm.toml`` and
+fitted by ``bench/gpu_kernels.py`` to per-kernel timings (DeepBench's published V100 and P100
+results, hetbed's own H200 measurements); a device supplies its peak, bandwidth, SM count and
+FP32 lanes and issue width from its catalog entry.
+
+Parameters (``GemmParams``; each fitted by least squares on log time, bounds ``LOWER``/``UPPER``):
+
+====================  =====  ==========================================================
+efficiency            1      fraction of the (issue-capped) peak a large block reaches
+k_half                elems  reduction length per block at which a block runs at half rate
+tile_half             elems  output-tile area (tm x tn) at which a block runs at half rate
+memory_efficiency     1      fraction of the memory bandwidth a streaming product reaches
+fixed_s               s      the kernel's fixed time on the GPU (ramp-up, tail)
+overlap_q             1      exponent of the compute/memory overlap (1 sum ... inf max)
+issue_overhead        1      other instructions per FMA sharing the SM's issue (CUDA cores)
+block_bandwidth       B/s    memory rate one block in flight on one SM can pull
+====================  =====  ==========================================================
 """
 
 from __future__ import annotations
@@ -33,26 +60,38 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10 needs the tomli backport
     import tomli as tomllib  # type: ignore[no-redef]
 
-#: output tiles a GEMM library chooses among (rows x cols of the output per thread block)
-TILES = ((128, 128), (128, 64), (64, 64), (64, 32), (32, 32))
+#: output tiles (rows x cols of the output per thread block) a GEMM library chooses among, per
+#: unit class: tensor-core kernels run larger tiles than the CUDA-core ones
+TILES = {
+    "cuda_cores": ((128, 128), (128, 64), (64, 64), (64, 32), (32, 32)),
+    "tensor_cores": ((256, 128), (128, 256), (128, 128), (128, 64), (64, 64), (64, 32)),
+}
 #: the shortest reduction a split-K part is given
 MIN_SPLIT_K = 256
+#: the most parts a reduction is split into
+MAX_SPLIT_K = 16
+#: bytes of one partial-sum element a split-K part writes and the reduction pass reads (float32)
+PARTIAL_BYTES = 4
 PARAMS_FILE = Path(__file__).resolve().parent / "catalog" / "kernels" / "gemm.toml"
 #: the parameters, in the order ``GemmParams.vector`` and ``from_vector`` use
-FIELDS = ("efficiency", "k_half", "tile_half", "memory_efficiency", "fixed_s")
+FIELDS = ("efficiency", "k_half", "tile_half", "memory_efficiency", "fixed_s", "overlap_q",
+          "issue_overhead", "block_bandwidth")  # fmt: skip
 #: dtypes whose products run on tensor cores where the device has them
 TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tensorfloat32", "float8"}
 
 
 @dataclass(frozen=True)
 class GemmParams:
-    """The five numbers of one unit class (see the module docstring)."""
+    """The six numbers of one unit class (see the module docstring)."""
 
     efficiency: float
     k_half: float
     tile_half: float
     memory_efficiency: float
     fixed_s: float
+    overlap_q: float = math.inf
+    issue_overhead: float = 0.0
+    block_bandwidth: float = math.inf
 
     def vector(self) -> list[float]:
         return [getattr(self, f) for f in FIELDS]
@@ -71,27 +110,81 @@ def gemm_seconds(
     bandwidth: float,
     sms: int,
     p: GemmParams,
+    tiles: Sequence[tuple[int, int]] = TILES["cuda_cores"],
+    issue_share: float = 0.0,
 ) -> float:
-    """Seconds of an (m x k) @ (k x n) product on a GPU of ``sms`` SMs (see the module
-    docstring); ``moved_bytes`` is what it reads and writes in device memory."""
+    """Seconds of an (m x k) @ (k x n) product on a GPU of ``sms`` SMs, from the kernel's start
+    to its end on the GPU (see the module docstring); ``moved_bytes`` is what it reads and writes
+    in device memory, ``tiles`` the library's tile menu (``TILES[unit_class(dtype)]``)."""
     m, n, k = (
         max(int(m), 1),
         max(int(n), 1),
         max(float(k), 1.0),
     )  # (k: an average, may be fractional)
     flops = 2.0 * m * n * k
+    if issue_share > 0.0:  # the FMAs and the rest of the loop share the SM's issue slots
+        peak *= min(1.0, 1.0 / (issue_share * (1.0 + p.issue_overhead)))
     best = math.inf
-    for tm, tn in TILES:
-        tiles = math.ceil(m / tm) * math.ceil(n / tn)
-        split = max(1, min(sms // tiles, k // MIN_SPLIT_K)) if tiles < sms else 1
+    for tm, tn in tiles:
+        t = tile_seconds(m, n, k, flops, moved_bytes, peak, bandwidth, sms, p, tm, tn)
+        best = min(best, t)
+    return best + p.fixed_s
+
+
+def tile_seconds(
+    m: int, n: int, k: float, flops: float, moved: float, peak: float, bandwidth: float,
+    sms: int, p: GemmParams, tm: int, tn: int,
+) -> float:  # fmt: skip
+    """Time of the product in ``tm x tn`` tiles, without the fixed cost, at the best split of
+    the reduction (module docstring)."""
+    tiles = math.ceil(m / tm) * math.ceil(n / tn)
+    most = max(1, min(MAX_SPLIT_K, int(k // MIN_SPLIT_K)))
+    best = math.inf
+    for split in range(1, most + 1):
         blocks = tiles * split
         waves = math.ceil(blocks / sms)
         fill = blocks / (waves * sms) * (m * n) / (tiles * tm * tn)
         kk = k / split
         rate = p.efficiency * fill * (tm * tn) / (tm * tn + p.tile_half) * kk / (kk + p.k_half)
-        best = min(best, flops / (peak * rate))
-    memory = moved_bytes / (bandwidth * p.memory_efficiency)
-    return max(best, memory) + p.fixed_s
+        compute = flops / (peak * rate)
+        traffic = moved
+        if split > 1:  # each part writes its partial sums, the reduction pass reads them back
+            traffic += 2.0 * split * m * n * PARTIAL_BYTES
+        # the blocks in flight (one an SM) can pull only so much: ``block_bandwidth`` each
+        memory = traffic / min(
+            bandwidth * p.memory_efficiency, min(blocks, sms) * p.block_bandwidth
+        )
+        best = min(best, overlapped(compute, memory, p.overlap_q))
+        if blocks >= sms * 4:  # more splits cannot fill the GPU better than this
+            break
+    return best
+
+
+def overlapped(compute: float, memory: float, q: float) -> float:
+    """Compute and memory time of one kernel, partly overlapped: ``(c^q + m^q)^(1/q)`` (``q`` =
+    1: no overlap, their sum; ``q`` -> infinity: full overlap, the larger)."""
+    if math.isinf(q):
+        return max(compute, memory)
+    hi = max(compute, memory)
+    if hi <= 0.0:
+        return 0.0
+    return hi * ((compute / hi) ** q + (memory / hi) ** q) ** (1.0 / q)
+
+
+def observed_seconds(kernel_s: float, floor_s: float) -> float:
+    """What a timing loop of back-to-back calls measures per call: the kernel's time, or the
+    host's time to issue one call (``floor_s``) where that is longer (the GPU then idles)."""
+    return max(kernel_s, floor_s)
+
+
+def issue_share(unit: str, fp32_lanes: int | None, sms: int | None, issue: int | None) -> float:
+    """The share of an SM's instruction issue slots its FMAs take at the CUDA-core peak: lanes
+    per SM / (32 threads a warp x ``issue`` warp instructions the SM issues a clock, the catalog's
+    ``warp_issue_per_clock``); 0 (no issue limit priced) for tensor-core products, whose one
+    instruction does a whole matrix block, or where the catalog lacks a number."""
+    if unit != "cuda_cores" or not fp32_lanes or not sms or not issue:
+        return 0.0
+    return fp32_lanes / sms / (32.0 * issue)
 
 
 def unit_class(dtype: str) -> str:
@@ -132,38 +225,76 @@ def load_params(path: str | Path = PARAMS_FILE) -> dict[str, GemmParams]:
     out = {}
     for unit in ("cuda_cores", "tensor_cores"):
         t = doc[unit]
-        out[unit] = GemmParams(*(float(t[f]["value"]) for f in FIELDS))
+        out[unit] = GemmParams(*(float(t[f]["value"]) for f in FIELDS if f in t))
     return out
 
 
+#: bounds of the fit (the parameters in ``FIELDS`` order)
+LOWER = (0.02, 1.0, 1.0, 0.02, 1e-8, 1.0, 0.0, 1e9)
+UPPER = (1.0, 1e5, 1e6, 1.0, 1e-4, 64.0, 2.0, 1e12)
+FLOOR_BOUNDS = (1e-7, 1e-4)
+#: where the fit starts: one with the memory rate set by the bandwidth, one by the blocks in flight
+STARTS = (
+    GemmParams(0.8, 64.0, 1000.0, 0.8, 3e-6, 4.0, 0.2, 3e10),
+    GemmParams(0.8, 100.0, 500.0, 0.9, 2e-6, 4.0, 0.3, 1.5e10),
+)
+
+
 def fit_params(
-    rows: Sequence[tuple], devices: dict[str, dict[str, Any]], start: GemmParams | None = None
-) -> GemmParams:
+    rows: Sequence[tuple],
+    devices: dict[str, dict[str, Any]],
+    starts: Sequence[GemmParams] | None = None,
+    unit: str = "cuda_cores",
+) -> tuple[GemmParams, dict[str, float]]:
     """Least-squares fit (of log time) of one unit class's parameters to ``rows`` of
-    (device, dtype, m, n, k, moved_bytes, seconds); ``devices[name]`` gives ``peak`` (per
-    dtype), ``bandwidth`` and ``sms``. Needs scipy."""
+    (device, dtype, m, n, k, moved_bytes, seconds, harness); ``devices[name]`` gives ``peak``
+    (per dtype), ``bandwidth`` and ``sms``. ``harness`` names the timing loop a row was measured
+    with (None: the kernel's own time); each harness's per-call floor (``observed_seconds``) is
+    fitted with the parameters. Each of ``starts`` (default ``STARTS``) seeds a fit; the one of
+    least squared error wins. Returns the parameters and the floors. Needs scipy."""
     from scipy.optimize import least_squares
 
-    start = start or GemmParams(0.8, 64.0, 1000.0, 0.8, 5e-6)
-    lo = [0.02, 1.0, 1.0, 0.02, 1e-7]
-    hi = [1.0, 1e5, 1e6, 1.0, 1e-4]
+    harnesses = sorted({r[7] for r in rows if len(r) > 7 and r[7] is not None})
+    tiles = TILES[unit]
+
+    fit_issue = unit == "cuda_cores"  # (tensor-core products have no issue limit)
+    npar = 8 if fit_issue else 7
 
     def to_x(p: GemmParams) -> list[float]:
-        e, kh, th, me, fx = p.vector()
-        return [e, math.log(kh), math.log(th), me, math.log(fx)]
+        e, kh, th, me, fx, q, r, bb = p.vector()
+        x = [e, math.log(kh), math.log(th), me, math.log(fx), math.log(q), math.log(bb)]
+        return x + [r] if fit_issue else x
 
     def from_x(x: Sequence[float]) -> GemmParams:
-        return GemmParams(x[0], math.exp(x[1]), math.exp(x[2]), x[3], math.exp(x[4]))
+        e, kh, th, me, fx, q, bb = x[:7]
+        r = x[7] if fit_issue else 0.0
+        return GemmParams(e, math.exp(kh), math.exp(th), me, math.exp(fx), math.exp(q), r,
+                          math.exp(bb))  # fmt: skip
 
     def resid(x: Sequence[float]) -> list[float]:
         p = from_x(x)
-        return [
-            math.log(gemm_seconds(m, n, k, b, devices[d]["peak"][dt], devices[d]["bandwidth"],
-                                  devices[d]["sms"], p) / s)
-            for d, dt, m, n, k, b, s in rows
-        ]  # fmt: skip
+        floors = {h: math.exp(v) for h, v in zip(harnesses, x[npar:])}
+        out = []
+        for r in rows:
+            d, dt, m, n, k, b, s = r[:7]
+            dv = devices[d]
+            share = issue_share(unit, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
+            t = gemm_seconds(
+                m, n, k, b, dv["peak"][dt], dv["bandwidth"], dv["sms"], p, tiles, share
+            )
+            if len(r) > 7 and r[7] is not None:
+                t = observed_seconds(t, floors[r[7]])
+            out.append(math.log(t / s))
+        return out
 
-    lb = to_x(GemmParams(*lo))
-    ub = to_x(GemmParams(*hi))
-    x0 = [min(max(v, a), b) for v, a, b in zip(to_x(start), lb, ub)]
-    return from_x(least_squares(resid, x0, bounds=(lb, ub)).x)
+    lb = to_x(GemmParams(*LOWER)) + [math.log(FLOOR_BOUNDS[0])] * len(harnesses)
+    ub = to_x(GemmParams(*UPPER)) + [math.log(FLOOR_BOUNDS[1])] * len(harnesses)
+    best = None
+    for start in starts or STARTS:
+        x0 = to_x(start) + [math.log(8e-6)] * len(harnesses)
+        x0 = [min(max(v, a), b) for v, a, b in zip(x0, lb, ub)]
+        res = least_squares(resid, x0, bounds=(lb, ub))
+        if best is None or res.cost < best.cost:
+            best = res
+    x = best.x
+    return from_x(x), {h: math.exp(v) for h, v in zip(harnesses, x[npar:])}

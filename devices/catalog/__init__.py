@@ -25,6 +25,9 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     systolic_array_shape = [rows, cols], matrix_units   (required for tpu; per chip)
     cores, fp32_lanes, clock_hz        optional: how the peaks are derived
     multiprocessors                    optional (gpu): SMs, for the tiled GEMM model (gpukernels.py)
+    warp_issue_per_clock               optional (gpu): warp instructions one SM issues per clock
+                                       (schedulers x dispatch units; the tiled GEMM model's issue
+                                       limit of CUDA-core products)
     message_overhead_s                 optional (cpu): CPU time one end of a message between tasks
                                        spends on it apart from its bytes (RPC layer, framing,
                                        system calls, wake-ups); a request or a reply is a message
@@ -116,6 +119,7 @@ class HardwareSpec:
     cores: int | None = None
     fp32_lanes: int | None = None
     multiprocessors: int | None = None
+    warp_issue_per_clock: int | None = None
     clock_hz: float | None = None
     message_overhead_s: float | None = None
     message_overhead_s_per_byte: float | None = None
@@ -404,7 +408,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s".split()
+    " cores fp32_lanes multiprocessors warp_issue_per_clock clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
@@ -431,6 +435,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         cores=r.number("cores", required=False, integer=True),
         fp32_lanes=r.number("fp32_lanes", required=False, integer=True),
         multiprocessors=r.number("multiprocessors", required=False, integer=True),
+        warp_issue_per_clock=r.number("warp_issue_per_clock", required=False, integer=True),
         clock_hz=r.number("clock_hz", required=False),
         message_overhead_s=r.number("message_overhead_s", required=False),
         message_overhead_s_per_byte=r.number("message_overhead_s_per_byte", required=False),
