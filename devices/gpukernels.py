@@ -33,7 +33,7 @@ fitted by ``bench/gpu_kernels.py`` to per-kernel timings (DeepBench's published 
 results, hetbed's own H200 measurements); a device supplies its peak, bandwidth, SM count and
 FP32 lanes and issue width from its catalog entry.
 
-Parameters (``GemmParams``; each fitted by least squares on log time, bounds ``LOWER``/``UPPER``):
+Parameters (``GemmParams``; fitted by robust least squares on log time, ``fit_params``):
 
 ====================  =====  ==========================================================
 efficiency            1      fraction of the (issue-capped) peak a large block reaches
