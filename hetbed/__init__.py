@@ -91,7 +91,6 @@ from hetbed.runtime.ops.data_flow import (
     QueueBase,
     RandomShuffleQueue,
 )
-from hetbed.runtime.ops.sparse_accumulator import SparseConditionalAccumulator
 from hetbed.runtime.ops.manip import (
     concat,
     expand_dims,
@@ -174,6 +173,7 @@ from hetbed.runtime.ops.random import (
     random_uniform,
     truncated_normal,
 )
+from hetbed.runtime.ops.sparse_accumulator import SparseConditionalAccumulator
 from hetbed.runtime.ops.state import (
     assign,
     assign_add,
