@@ -63,6 +63,25 @@ def _time_tol(t: float) -> float:
     return 4.0 * math.ulp(max(abs(t), 1.0))
 
 
+def _join_at(books: _Books, lanes: dict, lane: _Lane, dw: int, served: float, now: float) -> None:
+    """``books._join(lane, dw, now)`` for a lane whose clock reads ``served`` at ``now``."""
+    e = lanes.get(lane)
+    if e is None:
+        lanes[lane] = [dw, served]
+    else:
+        books._bytes += e[0] * (served - e[1])
+        e[1] = served
+        e[0] += dw
+        if not e[0]:
+            del lanes[lane]
+    n = books._n
+    if not n:
+        books._busy_from = now
+    n = books._n = n + dw
+    if not n:
+        books._busy_s += now - books._busy_from
+
+
 class _Books:
     """What crosses a link, and what it has carried: the lanes transferring over it, each with
     its weight (flows per link) and the lane's clock when last settled. A Link keeps its own; the
@@ -249,7 +268,7 @@ class Network:
         self._finish: list[tuple[float, int, int, _Lane]] = []  # (at, lane seq, version, lane)
         self._pending: list[tuple[float, int, _Flow]] = []  # (arrival after latency, seq, flow)
         self._done: list[_Flow] = []  # finished at this instant, to report
-        self._timer_version = 0
+        self._timer_ev: simpy.Event | None = None  # the network's one live timer
         self._timer_at: float | None = None
         self._class_of: dict[Link, _Class | None] = {}  # classes: a sender's current class
         self._inflight: dict[Link, dict[LinkGroup, _Flow]] = {}  # classes: sender -> bundles
@@ -356,7 +375,9 @@ class Network:
         every part has arrived. Returns a Bundle (for ``cancel``). Raises ValueError for a link
         or group of another network, RuntimeError for a second bundle of ``sender`` to ``group``
         in flight on a ``classes`` network."""
-        size = _size(nbytes, sender, group)
+        size = float(nbytes)
+        if not (size >= 0 and size < _INF):
+            size = _size(nbytes, sender, group)  # (raises)
         if self.groups.get(group.name) is not group:
             raise ValueError(f"{group.name!r} is not a link group of this network")
         if (sender,) not in self._checked_paths:
@@ -372,13 +393,22 @@ class Network:
                 b.flows.append(f)
                 self._launch(f, sender.latency_s + link.latency_s)
             return b
-        self._inflight.setdefault(sender, {})
-        if (sender, group) in self._open:
+        inflight = self._inflight.get(sender)
+        if inflight is None:
+            inflight = self._inflight[sender] = {}
+        key = (sender, group)
+        if key in self._open:
             raise RuntimeError(f"{sender.name!r} already has a bundle to {group.name!r} in flight")
-        self._open.add((sender, group))
-        src, dst = (group.name, sender.name) if inbound else (sender.name, group.name)
+        self._open.add(key)
         b.left = 1
-        f = self._new_flow((sender,), size, b._one_done, src, dst, tag, nbytes * len(group.links))
+        if self.keep_records:
+            src, dst = (group.name, sender.name) if inbound else (sender.name, group.name)
+            f = self._new_flow(
+                (sender,), size, b._one_done, src, dst, tag, nbytes * len(group.links)
+            )
+        else:
+            f = _Flow(self._seq, (sender,), size, b._one_done, None)
+            self._seq += 1
         f.sender, f.group = sender, group
         b.flows.append(f)
         self._launch(f, sender.latency_s + group.latency_s)
@@ -507,12 +537,14 @@ class Network:
         old = self._class_of.get(sender)
         flights = self._inflight[sender]
         if len(flights) == 1:
-            key = (sender.cap, (next(iter(flights))._index,))
+            for g in flights:
+                key = (sender.cap, (g._index,))
         else:
-            key = (sender.cap, tuple(sorted(g._index for g in flights)))
+            key = (sender.cap, tuple(sorted([g._index for g in flights])))
         if old is not None and old.key == key:
             return
         new = None
+        s_lanes = sender._lanes
         if flights:
             new = self._classes.get(key)
             if new is None:
@@ -527,8 +559,12 @@ class Network:
                 lane = new.lanes[g]
                 m = len(g.links)
                 lane.uses = [(new, m), (g, n)]
-                sender._join(lane, m, now)
-                g._join(lane, 1, now)
+                if now != lane.t:  # (lane.advance, inlined; the joins below read its clock)
+                    lane.served += lane.rate * (now - lane.t)
+                    lane.t = now
+                served = lane.served
+                _join_at(sender, s_lanes, lane, m, served, now)
+                _join_at(g, g._lanes, lane, 1, served, now)
                 cur = f.lane
                 if cur is None:
                     left = f.size
@@ -536,8 +572,7 @@ class Network:
                     left = f.target - (cur.served + cur.rate * (now - cur.t))
                 f.version += 1
                 f.lane = lane
-                lane.advance(now)
-                f.target = lane.served + left
+                f.target = served + left
                 heap = lane.heap
                 heapq.heappush(heap, (f.target, f.seq, f.version, f))
                 if heap[0][3] is f:  # it finishes first: its lane's finish entry is stale
@@ -551,8 +586,9 @@ class Network:
             n = old.n = old.n - 1
             for g, lane in old.lanes.items():
                 m = len(g.links)
-                sender._join(lane, -m, now)
-                g._join(lane, -1, now)
+                served = lane.served + lane.rate * (now - lane.t)  # (not advanced: as _join)
+                _join_at(sender, s_lanes, lane, -m, served, now)
+                _join_at(g, g._lanes, lane, -1, served, now)
                 lane.uses = [(old, m), (g, n)]
             if n == 0:
                 del self._classes[old.key]
@@ -578,12 +614,13 @@ class Network:
 
     # ---- the instant's work: finishes, arrivals, rates, reports -----------------------------
 
-    def _on_timer(self, version: int) -> None:
-        if version != self._timer_version:
+    def _on_timer(self, event: Any) -> None:
+        if event is not self._timer_ev:
             return  # stale: an earlier timer was set after this one
+        self._timer_ev = None
         self._timer_at = None
         now = self.env.now
-        limit = now + _time_tol(now)
+        limit = now + 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (_time_tol, inlined)
         heap = self._finish
         while heap and heap[0][0] <= limit:
             _, _, v, lane = heapq.heappop(heap)
@@ -600,7 +637,7 @@ class Network:
         """Finish the flows of ``lane`` whose bytes are all sent at ``now``."""
         lane.advance(now)
         heap = lane.heap
-        tol = lane.rate * _time_tol(now)
+        tol = lane.rate * (4.0 * math.ulp(now if now > 1.0 else 1.0))  # (_time_tol, inlined)
         while heap:
             target, _, v, f = heap[0]
             if v != f.version:
@@ -731,15 +768,14 @@ class Network:
             self._set_timer(at)
 
     def _set_timer(self, at: float) -> None:
-        self._timer_version += 1
         if at == _INF:
-            self._timer_at = None
+            self._timer_at = self._timer_ev = None
             return
         self._timer_at = at
-        now = self.env.now
-        self.env.timeout(at - now if at > now else 0.0).callbacks.append(
-            _Timer(self, self._timer_version)
-        )
+        env = self.env
+        now = env.now
+        ev = self._timer_ev = env.timeout(at - now if at > now else 0.0)
+        ev.callbacks.append(self._on_timer)  # (a timer set after it makes it stale)
 
     # ---- results --------------------------------------------------------------------------
 
@@ -778,19 +814,6 @@ class Network:
                 }
             )
         return pd.DataFrame(rows, columns=list(LINK_COLUMNS))
-
-
-class _Timer:
-    """The callback of a network's next timer; stale once the version moved on."""
-
-    __slots__ = ("network", "version")
-
-    def __init__(self, network: Network, version: int):
-        self.network = network
-        self.version = version
-
-    def __call__(self, _event: Any) -> None:
-        self.network._on_timer(self.version)
 
 
 def _size(nbytes: Any, src: Any, dst: Any) -> float:
