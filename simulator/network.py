@@ -675,13 +675,24 @@ class Network:
 
     def _recompute(self, now: float) -> None:
         self.recomputations += 1
-        seeds = list(self._dirty)
-        units, lanes = self._component(seeds)
-        self._dirty.clear()
+        dirty = self._dirty
+        seeds = list(dirty)
+        units = None
+        if len(seeds) == 1 and len(seeds[0]._lanes) == 1:  # (_component's common case, inlined)
+            for lane in seeds[0]._lanes:
+                uses = lane.uses
+                if len(uses) == 1 or all([len(u._lanes) == 1 for u, _w in uses]):
+                    lanes = [lane] if lane.heap else []
+                    units = ()
+        if units is None:
+            units, lanes = self._component(seeds)
+        dirty.clear()
         due = False
         tol = 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (_time_tol, inlined)
         for lane in lanes:  # flows due now (their timer has not fired yet) finish first
-            lane.advance(now)
+            if now != lane.t:  # (lane.advance, inlined)
+                lane.served += lane.rate * (now - lane.t)
+                lane.t = now
             if lane.heap and lane.rate > 0:
                 target, _, v, f = lane.heap[0]
                 if v != f.version or target - lane.served <= lane.rate * tol + (
@@ -689,9 +700,9 @@ class Network:
                 ):
                     self._finish_due(lane, now)
                     due = True
-        if due and self._dirty:
+        if due and dirty:
             for u in seeds:  # the finished flows changed the component: the caller recomputes
-                self._dirty[u] = None
+                dirty[u] = None
             return
         if len(lanes) == 1:  # alone on its units: its narrowest unit
             (lane,) = lanes
@@ -699,17 +710,24 @@ class Network:
             for u, w in lane.uses:
                 if u.cap / w < rate:
                     rate = u.cap / w
-            rates = {lane: rate}
-        else:
-            rates = _max_min_rates(units, lanes)
-        for lane in lanes:
-            rate = rates.get(lane)
-            if rate is not None and rate != lane.rate:
+            if rate != lane.rate:
                 if not rate > 0:
                     raise RuntimeError(f"a flow got a rate of {rate!r} bytes/s")
-                self._set_rate(lane, rate, now)
+                lane.rate = rate  # (_set_rate: the lane is advanced above)
+                if lane.heap:
+                    self._push_finish(lane)
             elif not lane.armed and lane.rate > 0:  # same rate, new flows: a new finish entry
                 self._push_finish(lane)
+        elif lanes:
+            rates = _max_min_rates(units, lanes)
+            for lane in lanes:
+                rate = rates.get(lane)
+                if rate is not None and rate != lane.rate:
+                    if not rate > 0:
+                        raise RuntimeError(f"a flow got a rate of {rate!r} bytes/s")
+                    self._set_rate(lane, rate, now)
+                elif not lane.armed and lane.rate > 0:  # same rate, new flows: a new entry
+                    self._push_finish(lane)
         heap = self._finish
         if len(heap) > 2 * len(lanes) + 2 * self._active + 64:  # drop stale entries
             heap[:] = [e for e in heap if e[2] == e[3].version]
