@@ -63,21 +63,15 @@ def _time_tol(t: float) -> float:
     return 4.0 * math.ulp(max(abs(t), 1.0))
 
 
-def _join_at(books: _Books, lanes: dict, lane: _Lane, dw: int, served: float, now: float) -> None:
-    """``books._join(lane, dw, now)`` for a lane whose clock reads ``served`` at ``now``."""
-    e = lanes.get(lane)
-    if e is None:
-        lanes[lane] = [dw, served]
-    else:
-        books._bytes += e[0] * (served - e[1])
-        e[1] = served
-        e[0] += dw
-        if not e[0]:
-            del lanes[lane]
-    n = books._n
-    if not n:
-        books._busy_from = now
-    n = books._n = n + dw
+def _leave_at(books: _Books, lanes: dict, lane: _Lane, dw: int, served: float, now: float) -> None:
+    """``books._join(lane, -dw, now)`` for a lane on ``books`` whose clock reads ``served``."""
+    e = lanes[lane]
+    books._bytes += e[0] * (served - e[1])
+    e[1] = served
+    e[0] -= dw
+    if not e[0]:
+        del lanes[lane]
+    n = books._n = books._n - dw
     if not n:
         books._busy_s += now - books._busy_from
 
@@ -539,8 +533,10 @@ class Network:
         if len(flights) == 1:
             for g in flights:
                 key = (sender.cap, (g._index,))
-        else:
+        elif flights:
             key = (sender.cap, tuple(sorted([g._index for g in flights])))
+        else:
+            key = None
         if old is not None and old.key == key:
             return
         new = None
@@ -563,8 +559,27 @@ class Network:
                     lane.served += lane.rate * (now - lane.t)
                     lane.t = now
                 served = lane.served
-                _join_at(sender, s_lanes, lane, m, served, now)
-                _join_at(g, g._lanes, lane, 1, served, now)
+                # sender._join(lane, m, now) and g._join(lane, 1, now), inlined
+                e = s_lanes.get(lane)
+                if e is None:
+                    s_lanes[lane] = [m, served]
+                else:
+                    sender._bytes += e[0] * (served - e[1])
+                    e[1] = served
+                    e[0] += m
+                if not sender._n:
+                    sender._busy_from = now
+                sender._n += m
+                e = g._lanes.get(lane)
+                if e is None:
+                    g._lanes[lane] = [1, served]
+                else:
+                    g._bytes += e[0] * (served - e[1])
+                    e[1] = served
+                    e[0] += 1
+                if not g._n:
+                    g._busy_from = now
+                g._n += 1
                 cur = f.lane
                 if cur is None:
                     left = f.size
@@ -587,8 +602,8 @@ class Network:
             for g, lane in old.lanes.items():
                 m = len(g.links)
                 served = lane.served + lane.rate * (now - lane.t)  # (not advanced: as _join)
-                _join_at(sender, s_lanes, lane, -m, served, now)
-                _join_at(g, g._lanes, lane, -1, served, now)
+                _leave_at(sender, s_lanes, lane, m, served, now)
+                _leave_at(g, g._lanes, lane, 1, served, now)
                 lane.uses = [(old, m), (g, n)]
             if n == 0:
                 del self._classes[old.key]
