@@ -26,6 +26,7 @@ bytes per second.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -54,12 +55,12 @@ class Transfer:
         self.flows: list[Any] = []  # the network's bundles, one per part
         self.cancelled = False
 
-    def _part_done(self, group: int, now: float) -> None:
+    def _part_done(self, group: int) -> None:
         if self.cancelled:
             return
         self.left -= 1
         if self.on_part is not None:
-            self.on_part(group, now)
+            self.on_part(group, self.event.env.now)
         if self.left == 0:
             self.flows = []  # no reference cycles left for the garbage collector
             self.event.succeed()
@@ -152,10 +153,9 @@ class PSNetwork:
         link = self._worker_down[worker] if pull else self._worker_up[worker]
         groups = self._pull_groups if pull else self._push_groups
         tag = "pull" if pull else "push"
-        env = self.env
+        bundle, flows, part_done = self.network.bundle, tr.flows, tr._part_done
         for g, size in parts:
-            done = lambda g=g: tr._part_done(g, env.now)  # noqa: E731
-            tr.flows.append(self.network.bundle(link, groups[g], size, done, pull, tag))
+            flows.append(bundle(link, groups[g], size, partial(part_done, g), pull, tag))
         return tr
 
     def send(self, src_worker: int, dst_worker: int, nbytes: float) -> simpy.Event:

@@ -268,6 +268,7 @@ class Network:
         self._inflight: dict[Link, dict[LinkGroup, _Flow]] = {}  # classes: sender -> bundles
         self._classes: dict[tuple, _Class] = {}
         self._open: set[tuple[Link, LinkGroup]] = set()  # classes: bundles not finished
+        self._bundled: set[tuple[Link, LinkGroup]] = set()  # (sender, group) pairs validated
 
     # ---- building -------------------------------------------------------------------------
 
@@ -372,10 +373,13 @@ class Network:
         size = float(nbytes)
         if not (size >= 0 and size < _INF):
             size = _size(nbytes, sender, group)  # (raises)
-        if self.groups.get(group.name) is not group:
-            raise ValueError(f"{group.name!r} is not a link group of this network")
-        if (sender,) not in self._checked_paths:
-            self._check_path((sender,), sender.name, group.name)
+        key = (sender, group)
+        if key not in self._bundled:  # validated once
+            if self.groups.get(group.name) is not group:
+                raise ValueError(f"{group.name!r} is not a link group of this network")
+            if (sender,) not in self._checked_paths:
+                self._check_path((sender,), sender.name, group.name)
+            self._bundled.add(key)
         b = Bundle(on_done)
         if self.solver == "exact":
             b.left = len(group.links)
@@ -390,7 +394,6 @@ class Network:
         inflight = self._inflight.get(sender)
         if inflight is None:
             inflight = self._inflight[sender] = {}
-        key = (sender, group)
         if key in self._open:
             raise RuntimeError(f"{sender.name!r} already has a bundle to {group.name!r} in flight")
         self._open.add(key)
@@ -405,7 +408,14 @@ class Network:
             self._seq += 1
         f.sender, f.group = sender, group
         b.flows.append(f)
-        self._launch(f, sender.latency_s + group.latency_s)
+        latency = sender.latency_s + group.latency_s
+        if latency > 0:  # (_launch, inlined)
+            at = self.env.now + latency
+            heapq.heappush(self._pending, (at, f.seq, f))
+            if self._timer_at is None or at < self._timer_at:
+                self._set_timer(at)
+        else:
+            self._launch(f, latency)
         return b
 
     def cancel(self, bundle: Bundle) -> None:
@@ -646,7 +656,12 @@ class Network:
             f = heapq.heappop(pending)[2]
             if f.version >= 0:
                 self._arrive(f, now)
-        self._settle_instant(now)
+        dirty = self._dirty  # (_settle_instant, inlined)
+        while dirty:
+            self._recompute(now)
+        self._arm()
+        if self._done:
+            self._report(now)
 
     def _finish_due(self, lane: _Lane, now: float) -> None:
         """Finish the flows of ``lane`` whose bytes are all sent at ``now``."""
@@ -661,7 +676,15 @@ class Network:
             if target - lane.served > tol + f.size * _REL_EPS + 8 * math.ulp(target):
                 break
             heapq.heappop(heap)
-            self._leave(f, now)
+            if f.group is not None:  # (_leave, inlined for a bundle)
+                self._active -= 1
+                f.lane = None
+                sender = f.sender
+                self._open.discard((sender, f.group))
+                del self._inflight[sender][f.group]
+                self._reclass(sender, now)
+            else:
+                self._leave(f, now)
             f.version = -1
             self._done.append(f)
         if heap and lane.rate > 0:
