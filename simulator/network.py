@@ -654,8 +654,14 @@ class Network:
         pending = self._pending
         while pending and pending[0][0] <= limit:
             f = heapq.heappop(pending)[2]
-            if f.version >= 0:
+            if f.version < 0:
+                continue  # cancelled
+            if f.group is None or f.record is not None or not f.size:
                 self._arrive(f, now)
+            else:  # (_arrive, inlined for a bundle's flow with bytes and no record)
+                self._active += 1
+                self._inflight[f.sender][f.group] = f
+                self._reclass(f.sender, now)
         dirty = self._dirty  # (_settle_instant, inlined)
         while dirty:
             self._recompute(now)
@@ -752,8 +758,15 @@ class Network:
                 if not rate > 0:
                     raise RuntimeError(f"a flow got a rate of {rate!r} bytes/s")
                 lane.rate = rate  # (_set_rate: the lane is advanced above)
-                if lane.heap:
-                    self._push_finish(lane)
+                heap = lane.heap
+                if heap:  # (_push_finish, inlined)
+                    while heap and heap[0][2] != heap[0][3].version:
+                        heapq.heappop(heap)
+                    lane.version += 1
+                    lane.armed = bool(heap)
+                    if heap:
+                        at = lane.t + (heap[0][0] - lane.served) / rate
+                        heapq.heappush(self._finish, (at, lane.seq, lane.version, lane))
             elif not lane.armed and lane.rate > 0:  # same rate, new flows: a new finish entry
                 self._push_finish(lane)
         elif lanes:
