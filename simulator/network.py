@@ -724,10 +724,12 @@ class Network:
         units = None
         if len(seeds) == 1 and len(seeds[0]._lanes) == 1:  # (_component's common case, inlined)
             for lane in seeds[0]._lanes:
-                uses = lane.uses
-                if len(uses) == 1 or all([len(u._lanes) == 1 for u, _w in uses]):
-                    lanes = [lane] if lane.heap else []
-                    units = ()
+                units = ()
+                for u, _w in lane.uses:
+                    if len(u._lanes) != 1:
+                        units = None
+                        break
+                lanes = [lane] if lane.heap else []
         if units is None:
             units, lanes = self._component(seeds)
         dirty.clear()
