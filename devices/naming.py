@@ -99,14 +99,24 @@ class DeviceSpec:
 
     def matches(self, full: DeviceSpec) -> bool:
         """True when every field set here equals the same field of ``full``."""
-        return all(
-            getattr(self, k) is None or getattr(self, k) == getattr(full, k)
-            for k in ("job", "replica", "task", "device_type", "device_index")
-        )
+        for k in ("job", "replica", "task", "device_type", "device_index"):
+            v = getattr(self, k)
+            if v is not None and not v == getattr(full, k):
+                return False
+        return True
 
     def __str__(self) -> str:
         return self.to_string()
 
 
+_MERGED: dict[tuple, str] = {}  # (current, spec) -> merge_device's result
+
+
 def merge_device(current: str, spec: str | DeviceSpec) -> str:
-    return DeviceSpec.from_string(current).merge_from(DeviceSpec.from_string(spec)).to_string()
+    key = (current, spec)
+    hit = _MERGED.get(key)
+    if hit is None:
+        hit = DeviceSpec.from_string(current).merge_from(DeviceSpec.from_string(spec)).to_string()
+        if len(_MERGED) < 4096:
+            _MERGED[key] = hit
+    return hit

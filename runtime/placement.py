@@ -91,7 +91,7 @@ def colocation_groups(
 def _merge_requests(members: list[Any], soft: bool) -> tuple[DeviceSpec, Any]:
     """Merge members' requests; the variable's (ref op's) request comes first and, with soft
     placement, wins a conflict; without soft placement a conflict is an error."""
-    spec = DeviceSpec()
+    fields: dict[str, Any] = {}  # the merged request, built once at the end
     first_for: dict[str, Any] = {}
     ranked = sorted(members, key=lambda o: (not (o.op_def is not None and o.op_def.is_ref), o._id))
     for op in ranked:
@@ -102,7 +102,7 @@ def _merge_requests(members: list[Any], soft: bool) -> tuple[DeviceSpec, Any]:
             v = getattr(req, f)
             if v is None:
                 continue
-            cur = getattr(spec, f)
+            cur = fields.get(f)
             if cur is not None and cur != v:
                 if soft:
                     continue
@@ -114,8 +114,8 @@ def _merge_requests(members: list[Any], soft: bool) -> tuple[DeviceSpec, Any]:
                     "must run on one device"
                 )
             first_for.setdefault(f, op)
-            spec = spec.merge_from(DeviceSpec(**{f: v}))
-    return spec, first_for
+            fields[f] = v
+    return DeviceSpec(**fields), first_for
 
 
 def place(
@@ -137,6 +137,7 @@ def place(
     by_name = {d.name: d for d in devices}
     out: dict[Any, Any] = {}
     free_groups = []
+    cands_of: dict[DeviceSpec, list] = {}  # a request -> the devices it matches
     in_step = {id(op) for op in ops}
     universe = ops[0].graph.get_operations() if ops else None
     for root, group in colocation_groups(ops, universe).items():
@@ -163,22 +164,24 @@ def place(
             else:
                 chosen = _with_kernels(devices, has_kernels, members, "", soft, default)
         else:
-            cands = [d for d in devices if spec.matches(DeviceSpec.from_string(d.name))]
-            if not cands and soft:
-                loose = DeviceSpec(device_type=spec.device_type, device_index=spec.device_index)
-                cands = [d for d in devices if loose.matches(DeviceSpec.from_string(d.name))]
-                if not cands:
-                    cands = [default] + [d for d in devices if d is not default]
+            cands = cands_of.get(spec)  # (most groups ask for one of a few devices)
+            if cands is None:
+                cands = [d for d in devices if spec.matches(DeviceSpec.from_string(d.name))]
+                if not cands and soft:
+                    loose = DeviceSpec(device_type=spec.device_type, device_index=spec.device_index)
+                    cands = [d for d in devices if loose.matches(DeviceSpec.from_string(d.name))]
+                    if not cands:
+                        cands = [default] + [d for d in devices if d is not default]
+                cands_of[spec] = cands
             if not cands:
                 op = next(m for m in members if m.device)
                 raise InvalidArgumentError(
                     f"cannot place op {op.name!r}: requested device {op.device!r} matches no "
                     f"device; this session has {', '.join(short_name(d.name) for d in devices)}"
                 )
-            ok = [d for d in cands if has_kernels(d)]
-            chosen = (
-                ok[0] if ok else _with_kernels(devices, has_kernels, members, spec, soft, default)
-            )
+            chosen = next((d for d in cands if has_kernels(d)), None)
+            if chosen is None:
+                chosen = _with_kernels(devices, has_kernels, members, spec, soft, default)
         for m in members:
             out[m] = chosen
     if spread is not None and free_groups and len(devices) > 1:
