@@ -501,11 +501,16 @@ class Network:
         lane.heap.append((flow.size, flow.seq, 0, flow))
         path = flow.path
         alone = True
-        for link in path:
-            if link._n:
+        uses = lane.uses
+        for link in path:  # (link._join(lane, 1, now) for a new lane: its clock reads 0)
+            n = link._n
+            if n:
                 alone = False
-            link._join(lane, 1, now)
-            lane.uses.append((link, 1))
+            else:
+                link._busy_from = now
+            link._lanes[lane] = [1, 0.0]
+            link._n = n + 1
+            uses.append((link, 1))
         if alone:
             # every link idle: the flow is alone in its component and gets its narrowest link
             # (what a recomputation at this instant would give it); a flow arriving later at the
@@ -532,9 +537,11 @@ class Network:
             self._reclass(flow.sender, now)
             return
         lane.version += 1  # its finish entry is stale
+        served = lane.served + lane.rate * (now - lane.t)  # (link._join(lane, -1, now), inlined)
+        dirty = self._dirty
         for link in flow.path:
-            link._join(lane, -1, now)
-            self._dirty[link] = None
+            _leave_at(link, link._lanes, lane, 1, served, now)
+            dirty[link] = None
 
     def _reclass(self, sender: Link, now: float) -> None:
         """Move ``sender`` to the class of its current set of groups, carrying bytes left."""
