@@ -126,7 +126,7 @@ class Link(_Books):
     """
 
     __slots__ = ("name", "bandwidth_bytes_per_s", "latency_s", "cap", "_index", "_group")
-    __slots__ += ("_books",)
+    __slots__ += ("_books", "_cls", "_flights")
 
     def __init__(self, name: str, bandwidth_bytes_per_s: float, latency_s: float = 0.0):
         bw, lat = float(bandwidth_bytes_per_s), float(latency_s)
@@ -142,6 +142,8 @@ class Link(_Books):
         self._index = -1  # creation order in its network: deterministic tie-breaking
         self._group: LinkGroup | None = None
         self._books: _Books = self  # (its group's, in a group solved on classes)
+        self._cls: _Class | None = None  # classes solver, as a sender: its current class
+        self._flights: dict[LinkGroup, _Flow] | None = None  # and its bundles transferring
 
     @property
     def active_flows(self) -> int:
@@ -160,7 +162,7 @@ class LinkGroup(_Books):
     one group, say. In the classes solver it is one unit of capacity (per link: ``cap``), and
     its links, which carry the same flows, share its books."""
 
-    __slots__ = ("name", "links", "cap", "latency_s", "_index")
+    __slots__ = ("name", "links", "cap", "latency_s", "_index", "m")
 
     def __init__(self, name: str, links: list[Link], index: int, now: float):
         super().__init__(now)
@@ -169,6 +171,7 @@ class LinkGroup(_Books):
         self.cap = links[0].bandwidth_bytes_per_s
         self.latency_s = links[0].latency_s
         self._index = index
+        self.m = len(links)  # (a bundle's flows per sender)
 
 
 class _Class:
@@ -264,8 +267,6 @@ class Network:
         self._done: list[_Flow] = []  # finished at this instant, to report
         self._timer_ev: simpy.Event | None = None  # the network's one live timer
         self._timer_at: float | None = None
-        self._class_of: dict[Link, _Class | None] = {}  # classes: a sender's current class
-        self._inflight: dict[Link, dict[LinkGroup, _Flow]] = {}  # classes: sender -> bundles
         self._classes: dict[tuple, _Class] = {}
         self._open: set[tuple[Link, LinkGroup]] = set()  # classes: bundles not finished
         self._bundled: set[tuple[Link, LinkGroup]] = set()  # (sender, group) pairs validated
@@ -391,9 +392,8 @@ class Network:
                 b.flows.append(f)
                 self._launch(f, sender.latency_s + link.latency_s)
             return b
-        inflight = self._inflight.get(sender)
-        if inflight is None:
-            inflight = self._inflight[sender] = {}
+        if sender._flights is None:
+            sender._flights = {}
         if key in self._open:
             raise RuntimeError(f"{sender.name!r} already has a bundle to {group.name!r} in flight")
         self._open.add(key)
@@ -492,7 +492,7 @@ class Network:
             return True
         self._active += 1
         if flow.group is not None:
-            self._inflight[flow.sender][flow.group] = flow
+            flow.sender._flights[flow.group] = flow
             self._reclass(flow.sender, now)
             return False
         lane = _Lane(flow.seq, now)
@@ -533,7 +533,7 @@ class Network:
         flow.lane = None
         if flow.group is not None:
             self._open.discard((flow.sender, flow.group))
-            del self._inflight[flow.sender][flow.group]
+            del flow.sender._flights[flow.group]
             self._reclass(flow.sender, now)
             return
         lane.version += 1  # its finish entry is stale
@@ -545,8 +545,8 @@ class Network:
 
     def _reclass(self, sender: Link, now: float) -> None:
         """Move ``sender`` to the class of its current set of groups, carrying bytes left."""
-        old = self._class_of.get(sender)
-        flights = self._inflight[sender]
+        old = sender._cls
+        flights = sender._flights
         if len(flights) == 1:
             for g in flights:
                 key = (sender.cap, (g._index,))
@@ -570,7 +570,7 @@ class Network:
             n = new.n = new.n + 1
             for g, f in flights.items():
                 lane = new.lanes[g]
-                m = len(g.links)
+                m = g.m
                 lane.uses = [(new, m), (g, n)]
                 if now != lane.t:  # (lane.advance, inlined; the joins below read its clock)
                     lane.served += lane.rate * (now - lane.t)
@@ -617,7 +617,7 @@ class Network:
         if old is not None:
             n = old.n = old.n - 1
             for g, lane in old.lanes.items():
-                m = len(g.links)
+                m = g.m
                 served = lane.served + lane.rate * (now - lane.t)  # (not advanced: as _join)
                 _leave_at(sender, s_lanes, lane, m, served, now)
                 _leave_at(g, g._lanes, lane, 1, served, now)
@@ -631,7 +631,7 @@ class Network:
                     self._dirty[g] = None
             else:
                 self._dirty[old] = None
-        self._class_of[sender] = new
+        sender._cls = new
 
     def _request_recompute(self) -> None:
         # A zero delay timeout runs after every event already queued for this instant, so that
@@ -667,7 +667,7 @@ class Network:
                 self._arrive(f, now)
             else:  # (_arrive, inlined for a bundle's flow with bytes and no record)
                 self._active += 1
-                self._inflight[f.sender][f.group] = f
+                f.sender._flights[f.group] = f
                 self._reclass(f.sender, now)
         dirty = self._dirty  # (_settle_instant, inlined)
         while dirty:
@@ -694,7 +694,7 @@ class Network:
                 f.lane = None
                 sender = f.sender
                 self._open.discard((sender, f.group))
-                del self._inflight[sender][f.group]
+                del sender._flights[f.group]
                 self._reclass(sender, now)
             else:
                 self._leave(f, now)
