@@ -9,9 +9,10 @@ links each flow crosses). Rates change only when flows start or end; at each suc
 rates of the flows connected to the change through shared links are recomputed, once per instant
 however many flows arrive or leave together. Flows elsewhere keep their rates.
 
-Bookkeeping, written once for both solvers below. Flows move in *lanes*: the flows of a lane
-share one rate per flow, and a lane keeps a virtual clock of the bytes each of its flows has sent
-(``served``, advanced lazily: ``served + rate x (now - t)``), so a flow is done when the clock
+Bookkeeping, written once for both solvers (its pieces are in ``netparts.py``). Flows move in
+*lanes*: the flows of a lane share one rate per flow, and a lane keeps a virtual clock of the
+bytes each of its flows has sent (``served``, advanced lazily: ``served + rate x (now - t)``), so
+a flow is done when the clock
 reaches its ``target``, and a rate change costs O(lanes), not O(flows). Finishing times of lanes
 sit in one heap (stale entries are recognised by a version); arrivals after their latency sit in
 another; the network keeps a single timer on the clock for the earlier of the two. A link counts
@@ -47,200 +48,25 @@ from typing import Any
 import pandas as pd
 import simpy
 
+from .netparts import (
+    _INF,
+    _REL_EPS,
+    Bundle,
+    Link,
+    LinkGroup,
+    _Class,
+    _Flow,
+    _Lane,
+    _leave_at,
+    _max_min_rates,
+    _size,
+)
+
 __all__ = ["FLOW_COLUMNS", "LINK_COLUMNS", "Link", "LinkGroup", "Network"]
 
 FLOW_COLUMNS = ("src", "dst", "tag", "bytes", "start_s", "first_byte_s", "end_s", "path")
 LINK_COLUMNS = ("link", "bandwidth_bytes_per_s", "latency_s", "bytes", "busy_s", "utilization")
 SOLVERS = ("exact", "classes")
-
-# A flow with less than this fraction of its bytes left is complete (floating-point residue).
-_REL_EPS = 1e-12
-_INF = math.inf
-
-
-def _time_tol(t: float) -> float:
-    """Slack for comparing instants: a few units in the last place of ``t``."""
-    return 4.0 * math.ulp(max(abs(t), 1.0))
-
-
-def _leave_at(books: _Books, lanes: dict, lane: _Lane, dw: int, served: float, now: float) -> None:
-    """``books._join(lane, -dw, now)`` for a lane on ``books`` whose clock reads ``served``."""
-    e = lanes[lane]
-    books._bytes += e[0] * (served - e[1])
-    e[1] = served
-    e[0] -= dw
-    if not e[0]:
-        del lanes[lane]
-    n = books._n = books._n - dw
-    if not n:
-        books._busy_s += now - books._busy_from
-
-
-class _Books:
-    """What crosses a link, and what it has carried: the lanes transferring over it, each with
-    its weight (flows per link) and the lane's clock when last settled. A Link keeps its own; the
-    links of a group solved on classes carry the same and share their group's."""
-
-    __slots__ = ("_lanes", "_n", "_bytes", "_busy_s", "_busy_from")
-
-    def __init__(self, now: float = 0.0):
-        self._lanes: dict[_Lane, list] = {}  # lane -> [weight, its clock when last settled]
-        self._n = 0  # flows transferring over a link (the sum of the weights)
-        self._bytes = 0.0  # carried, up to the lanes' settled marks
-        self._busy_s = 0.0  # time with at least one flow transferring, up to ``_busy_from``
-        self._busy_from = now
-
-    def _carried(self, now: float) -> float:
-        b = self._bytes
-        for lane, (w, mark) in self._lanes.items():
-            b += w * (lane.served + lane.rate * (now - lane.t) - mark)
-        return b
-
-    def _busy(self, now: float) -> float:
-        return self._busy_s + (now - self._busy_from if self._n else 0.0)
-
-    def _join(self, lane: _Lane, dw: int, now: float) -> None:
-        """``dw`` more (or fewer) flows of ``lane`` per link from ``now``."""
-        e = self._lanes.get(lane)
-        served = lane.served + lane.rate * (now - lane.t)
-        if e is None:
-            self._lanes[lane] = [dw, served]
-        else:
-            self._bytes += e[0] * (served - e[1])
-            e[1] = served
-            e[0] += dw
-            if not e[0]:
-                del self._lanes[lane]
-        if not self._n:
-            self._busy_from = now
-        self._n += dw
-        if not self._n:
-            self._busy_s += now - self._busy_from
-
-
-class Link(_Books):
-    """One direction of a physical link (a full-duplex cable is two Links).
-
-    Create Links with ``Network.add_link`` so that the network accounts for them.
-    Raises ValueError for a bandwidth that is not finite and positive or a negative latency.
-    """
-
-    __slots__ = ("name", "bandwidth_bytes_per_s", "latency_s", "cap", "_index", "_group")
-    __slots__ += ("_books", "_cls", "_flights")
-
-    def __init__(self, name: str, bandwidth_bytes_per_s: float, latency_s: float = 0.0):
-        bw, lat = float(bandwidth_bytes_per_s), float(latency_s)
-        if not (math.isfinite(bw) and bw > 0):
-            raise ValueError(f"link {name!r}: bandwidth must be finite and > 0 bytes/s, got {bw!r}")
-        if not (math.isfinite(lat) and lat >= 0):
-            raise ValueError(f"link {name!r}: latency must be finite and >= 0 s, got {lat!r}")
-        super().__init__()
-        self.name = str(name)
-        self.bandwidth_bytes_per_s = bw
-        self.latency_s = lat
-        self.cap = bw  # as a unit of the exact solver
-        self._index = -1  # creation order in its network: deterministic tie-breaking
-        self._group: LinkGroup | None = None
-        self._books: _Books = self  # (its group's, in a group solved on classes)
-        self._cls: _Class | None = None  # classes solver, as a sender: its current class
-        self._flights: dict[LinkGroup, _Flow] | None = None  # and its bundles transferring
-
-    @property
-    def active_flows(self) -> int:
-        """How many flows are transferring over this link now (not counting their latency)."""
-        return self._books._n
-
-    def __repr__(self) -> str:
-        return (
-            f"Link({self.name!r}, bandwidth_bytes_per_s={self.bandwidth_bytes_per_s!r}, "
-            f"latency_s={self.latency_s!r})"
-        )
-
-
-class LinkGroup(_Books):
-    """Equal links that bundles address as a whole (``Network.link_group``): the PS shards of
-    one group, say. In the classes solver it is one unit of capacity (per link: ``cap``), and
-    its links, which carry the same flows, share its books."""
-
-    __slots__ = ("name", "links", "cap", "latency_s", "_index", "m")
-
-    def __init__(self, name: str, links: list[Link], index: int, now: float):
-        super().__init__(now)
-        self.name = name
-        self.links = links
-        self.cap = links[0].bandwidth_bytes_per_s
-        self.latency_s = links[0].latency_s
-        self._index = index
-        self.m = len(links)  # (a bundle's flows per sender)
-
-
-class _Class:
-    """Senders (their links) with equal bandwidth and the same groups in flight: one unit."""
-
-    __slots__ = ("key", "cap", "n", "lanes", "_index", "_lanes")
-
-    def __init__(self, key: tuple, cap: float, index: int):
-        self.key = key
-        self.cap = cap
-        self.n = 0
-        self.lanes: dict[LinkGroup, _Lane] = {}
-        self._index = index
-        self._lanes: dict[_Lane, None] = {}
-
-
-class _Lane:
-    __slots__ = ("seq", "rate", "served", "t", "heap", "uses", "version", "armed")
-
-    def __init__(self, seq: int, now: float):
-        self.seq = seq
-        self.rate = 0.0
-        self.served = 0.0  # bytes each flow of the lane has sent, up to time ``t``
-        self.t = now
-        self.heap: list[tuple[float, int, int, _Flow]] = []  # (target, flow seq, version, flow)
-        self.uses: list[tuple[Any, int]] = []  # (unit, flows of this lane per link of the unit)
-        self.version = 0  # bumped at each new rate or head: stale finish entries are ignored
-        self.armed = False  # whether its current finish is in the network's heap
-
-    def advance(self, now: float) -> None:
-        if now != self.t:
-            self.served += self.rate * (now - self.t)
-            self.t = now
-
-
-class _Flow:
-    __slots__ = ("seq", "path", "size", "target", "lane", "version", "done", "record", "sender")
-    __slots__ += ("group",)
-
-    def __init__(self, seq: int, path: tuple, size: float, done: Callable, record: dict | None):
-        self.seq = seq
-        self.path = path  # exact: its links; classes: (sender link,)
-        self.size = size
-        self.target = 0.0  # its lane's clock value at which it is complete
-        self.lane: _Lane | None = None
-        self.version = 0  # bumped when it changes lanes; -1 once finished or cancelled
-        self.done = done  # called with the record at the last byte
-        self.record = record
-        self.sender: Link | None = None  # classes: the sender's link
-        self.group: LinkGroup | None = None
-
-
-class Bundle:
-    """What ``Network.bundle`` returns: a handle to cancel it (``Network.cancel``)."""
-
-    __slots__ = ("flows", "left", "done", "cancelled")
-
-    def __init__(self, done: Callable[[], None] | None):
-        self.flows: list[_Flow] = []
-        self.left = 0
-        self.done = done
-        self.cancelled = False
-
-    def _one_done(self, _record: Any) -> None:
-        self.left -= 1
-        if not self.left and not self.cancelled:
-            self.flows = []
-            if self.done is not None:
-                self.done()
 
 
 class Network:
@@ -652,7 +478,7 @@ class Network:
         self._timer_ev = None
         self._timer_at = None
         now = self.env.now
-        limit = now + 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (_time_tol, inlined)
+        limit = now + 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (instants this close are one)
         heap = self._finish
         while heap and heap[0][0] <= limit:
             _, _, v, lane = heapq.heappop(heap)
@@ -680,7 +506,9 @@ class Network:
         """Finish the flows of ``lane`` whose bytes are all sent at ``now``."""
         lane.advance(now)
         heap = lane.heap
-        tol = lane.rate * (4.0 * math.ulp(now if now > 1.0 else 1.0))  # (_time_tol, inlined)
+        tol = lane.rate * (
+            4.0 * math.ulp(now if now > 1.0 else 1.0)
+        )  # (instants this close are one)
         while heap:
             target, _, v, f = heap[0]
             if v != f.version:
@@ -741,7 +569,7 @@ class Network:
             units, lanes = self._component(seeds)
         dirty.clear()
         due = False
-        tol = 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (_time_tol, inlined)
+        tol = 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (instants this close are one)
         for lane in lanes:  # flows due now (their timer has not fired yet) finish first
             if now != lane.t:  # (lane.advance, inlined)
                 lane.served += lane.rate * (now - lane.t)
@@ -892,60 +720,3 @@ class Network:
                 }
             )
         return pd.DataFrame(rows, columns=list(LINK_COLUMNS))
-
-
-def _size(nbytes: Any, src: Any, dst: Any) -> float:
-    size = float(nbytes)
-    if not (math.isfinite(size) and size >= 0):
-        src = getattr(src, "name", src)
-        dst = getattr(dst, "name", dst)
-        raise ValueError(f"flow {src!r}->{dst!r}: bytes must be finite and >= 0, got {nbytes!r}")
-    return size
-
-
-def _max_min_rates(units: list, lanes: list[_Lane]) -> dict[_Lane, float]:
-    """Max-min fair rates per flow of ``lanes`` (every lane on ``units`` is among them) by
-    progressive filling: repeatedly take the unit whose remaining capacity divided by its
-    unfrozen flows is smallest, freeze its lanes at that share, and take the share off the other
-    units they cross (``weight`` times: a lane's flows per link of the unit)."""
-    if all(len(u._lanes) <= 1 for u in units):  # disjoint lanes: each gets its narrowest unit
-        out = {}
-        for lane in lanes:
-            best = _INF
-            for u, w in lane.uses:
-                share = u.cap / w
-                if share < best:
-                    best = share
-            out[lane] = best
-        return out
-    cap: dict[Any, float] = {}
-    count: dict[Any, int] = {}
-    for lane in lanes:
-        for u, w in lane.uses:
-            if u in count:
-                count[u] += w
-            else:
-                count[u] = w
-                cap[u] = u.cap
-    heap = [(cap[u] / n, u._index, u) for u, n in count.items()]
-    heapq.heapify(heap)
-    rates: dict[_Lane, float] = {}
-    todo = len(lanes)
-    while heap and len(rates) < todo:
-        share, _, unit = heapq.heappop(heap)
-        n = count[unit]
-        if n == 0 or share != max(cap[unit], 0.0) / n:
-            continue  # stale: the unit's share changed and a newer entry was pushed
-        for lane in unit._lanes:
-            if lane in rates or not lane.heap:
-                continue
-            rates[lane] = share
-            for other, w in lane.uses:
-                if other is not unit:
-                    m = count[other] - w
-                    count[other] = m
-                    cap[other] -= w * share
-                    if m:
-                        heapq.heappush(heap, (max(cap[other], 0.0) / m, other._index, other))
-        count[unit] = 0
-    return rates
