@@ -506,9 +506,8 @@ class Network:
         """Finish the flows of ``lane`` whose bytes are all sent at ``now``."""
         lane.advance(now)
         heap = lane.heap
-        tol = lane.rate * (
-            4.0 * math.ulp(now if now > 1.0 else 1.0)
-        )  # (instants this close are one)
+        tol = lane.rate * (4.0 * math.ulp(now if now > 1.0 else 1.0))  # (one instant)
+        reclassed = False
         while heap:
             target, _, v, f = heap[0]
             if v != f.version:
@@ -524,12 +523,19 @@ class Network:
                 self._open.discard((sender, f.group))
                 del sender._flights[f.group]
                 self._reclass(sender, now)
+                reclassed = True
             else:
                 self._leave(f, now)
             f.version = -1
             self._done.append(f)
         if heap and lane.rate > 0:
-            self._push_finish(lane)
+            if reclassed:
+                # its class is dirty, and the recomputation that follows at this instant gives
+                # the lane its next finish entry (or the class is gone, and its heap is stale)
+                lane.version += 1
+                lane.armed = False
+            else:
+                self._push_finish(lane)
 
     def _settle_instant(self, now: float) -> None:
         """Recompute the rates of what changed at ``now``, arm the timer, report finished flows."""
