@@ -211,6 +211,25 @@ def _size(nbytes: Any, src: Any, dst: Any) -> float:
     return size
 
 
+def _component(seeds: list) -> tuple[list, list[_Lane]]:
+    """The units and lanes connected to ``seeds`` through shared units, in discovery order.
+    (``Network._recompute`` handles the common case itself: one lane alone on its units.)"""
+    seen = dict.fromkeys(seeds)
+    units = list(seen)
+    lanes: dict[_Lane, None] = {}
+    i = 0
+    while i < len(units):
+        for lane in units[i]._lanes:
+            if lane not in lanes:
+                lanes[lane] = None
+                for other, _w in lane.uses:
+                    if other not in seen:
+                        seen[other] = None
+                        units.append(other)
+        i += 1
+    return units, [lane for lane in lanes if lane.heap]
+
+
 def _max_min_rates(units: list, lanes: list[_Lane]) -> dict[_Lane, float]:
     """Max-min fair rates per flow of ``lanes`` (every lane on ``units`` is among them) by
     progressive filling: repeatedly take the unit whose remaining capacity divided by its

@@ -55,6 +55,7 @@ from .netparts import (
     Link,
     LinkGroup,
     _Class,
+    _component,
     _Flow,
     _Lane,
     _leave_at,
@@ -572,7 +573,7 @@ class Network:
                         break
                 lanes = [lane] if lane.heap else []
         if units is None:
-            units, lanes = self._component(seeds)
+            units, lanes = _component(seeds)
         dirty.clear()
         due = False
         tol = 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (instants this close are one)
@@ -642,30 +643,6 @@ class Network:
         if heap:
             at = lane.t + (heap[0][0] - lane.served) / lane.rate
             heapq.heappush(self._finish, (at, lane.seq, lane.version, lane))
-
-    @staticmethod
-    def _component(seeds: list) -> tuple[list, list[_Lane]]:
-        """The units and lanes connected to ``seeds`` through shared units, in discovery order."""
-        if len(seeds) == 1 and len(seeds[0]._lanes) == 1:
-            ((lane, _),) = seeds[0]._lanes.items()
-            if len(lane.uses) == 1 or all(
-                len(u._lanes) == 1 for u, _w in lane.uses
-            ):  # one lane alone on its units (the common case)
-                return [u for u, _w in lane.uses], [lane] if lane.heap else []
-        seen = dict.fromkeys(seeds)
-        units = list(seen)
-        lanes: dict[_Lane, None] = {}
-        i = 0
-        while i < len(units):
-            for lane in units[i]._lanes:
-                if lane not in lanes:
-                    lanes[lane] = None
-                    for other, _w in lane.uses:
-                        if other not in seen:
-                            seen[other] = None
-                            units.append(other)
-            i += 1
-        return units, [lane for lane in lanes if lane.heap]
 
     def _arm(self) -> None:
         heap, pending = self._finish, self._pending
