@@ -113,6 +113,34 @@ class _Transfer:
             handle.cancel()
 
 
+class PendingCall:
+    """A control call sent over a data connection whose reply has not been read yet
+    (``WorkerClient.start_call``): ``fileno()`` to wait for it with a selector, ``finish()`` for
+    the reply map (raises the call's OpError), ``cancel()`` to drop it."""
+
+    __slots__ = ("client", "name", "sock", "deadline", "xfer")
+
+    def __init__(
+        self, client: WorkerClient, name: str, sock: socket.socket, deadline: float | None, xfer
+    ):
+        self.client = client
+        self.name = name
+        self.sock = sock
+        self.deadline = deadline  # time.monotonic() by which the reply must have come
+        self.xfer = xfer
+
+    def fileno(self) -> int:
+        return self.sock.fileno()
+
+    def finish(self) -> dict:
+        return self.client._finish_tcp(self)
+
+    def cancel(self) -> None:
+        """Drop the call: its connection is closed (the task aborts the step it runs)."""
+        self.xfer.cancel()
+        self.sock.close()
+
+
 class WorkerClient:
     """Calls one task's worker service; raises hetbed errors (OpError subclasses) on failure."""
 
@@ -207,6 +235,16 @@ class WorkerClient:
         fut.add_done_callback(finished)
         return fut.cancel
 
+    def start_call(self, name: str, req: dict, timeout: float | None) -> PendingCall | None:
+        """Send the control call ``name`` (RunGraph, CleanupStep) over the task's data channel on
+        this thread, without waiting for its reply: ``PendingCall.finish()`` reads it. None when
+        the task has no data channel or it cannot be reached (use ``call_async``, which goes over
+        gRPC then). Raises the call's OpError when it fails before anything is sent (the task
+        refuses the token, the request is over the message limit)."""
+        if name not in _CONTROL or not self._data_port:
+            return None
+        return self._send_tcp(name, req, timeout, _Transfer())
+
     def _call_tcp(
         self, name: str, req: dict, timeout: float | None, callback: Callable, xfer: _Transfer
     ) -> None:
@@ -214,23 +252,32 @@ class WorkerClient:
         connection can be made before anything is sent."""
         start = time.monotonic()
         try:
-            sock = self._control_conn(xfer)
-        except E.OpError as e:  # the task refused the token, or is not a hetbed data channel
+            pending = self._send_tcp(name, req, timeout, xfer)
+            if pending is not None:
+                reply = pending.finish()
+        except E.OpError as e:
             callback(None, e)
             return
-        if sock is None:
-            if xfer.cancelled:
-                callback(None, E.AbortedError(f"{name} to {self.task} was cancelled"))
-                return
+        if pending is None:
             left = None if timeout is None else max(timeout - (time.monotonic() - start), 0.001)
             self._call_grpc_async(name, req, left, callback)
             return
+        callback(reply)
+
+    def _send_tcp(
+        self, name: str, req: dict, timeout: float | None, xfer: _Transfer
+    ) -> PendingCall | None:
+        """The request of ``name`` sent over a data connection; None when no connection can be
+        made (nothing was sent: the caller may use gRPC)."""
+        start = time.monotonic()
+        sock = self._control_conn(xfer)  # raises when the task refuses the token
+        if sock is None:
+            if xfer.cancelled:
+                raise E.AbortedError(f"{name} to {self.task} was cancelled")
+            return None
         xfer.attach(sock)
+        deadline = None if timeout is None else start + timeout
         try:
-            if timeout is not None:
-                sock.settimeout(max(timeout - (time.monotonic() - start), 0.001))
-            else:
-                sock.settimeout(None)
             data = _frame({"method": name, **req})
             if len(data) > self.max_message_bytes:
                 sock.settimeout(0.0)
@@ -238,47 +285,56 @@ class WorkerClient:
                 # gRPC's own words, so that the error reads the same whichever way the call goes
                 why = f"Sent message larger than max ({len(data)} vs. {self.max_message_bytes})"
                 code = grpc.StatusCode.RESOURCE_EXHAUSTED
-                callback(None, self._coded_error(name, code, why, self.address))
-                return
+                raise self._coded_error(name, code, why, self.address)
+            sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 0.001))
             try:
                 sock.sendall(data)
             except (BrokenPipeError, ConnectionResetError):
                 # the task refused the request part way (over its limit) and hung up after
                 # saying why: read that reply rather than report a lost connection
-                sock.settimeout(2.0)
+                deadline = time.monotonic() + 2.0
+        except E.OpError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - the call was in flight: no retry
+            sock.close()
+            raise self._control_error(name, e, xfer) from None
+        return PendingCall(self, name, sock, deadline, xfer)
+
+    def _finish_tcp(self, call: PendingCall) -> dict:
+        """The reply of a control call sent by ``_send_tcp``; raises its OpError."""
+        name, sock = call.name, call.sock
+        try:
+            if call.deadline is not None:
+                sock.settimeout(max(call.deadline - time.monotonic(), 0.001))
+            else:
+                sock.settimeout(None)
             reply = _recv_frame(sock, f"{name} reply", max(self.max_message_bytes, 1 << 16))
         except BaseException as e:  # noqa: BLE001 - the call was in flight: no retry
             sock.close()
-            if xfer.cancelled:
-                callback(None, E.AbortedError(f"{name} to {self.task} was cancelled"))
-            elif isinstance(e, E.OpError):
-                callback(None, e)
-            elif isinstance(e, (TimeoutError, socket.timeout)):
-                err = self._coded_error(
-                    name, grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded", self.address
-                )
-                callback(None, err)
-            else:
-                why = f"connection lost ({type(e).__name__}: {e})"
-                callback(
-                    None, self._coded_error(name, grpc.StatusCode.UNAVAILABLE, why, self.address)
-                )
-            return
+            raise self._control_error(name, e, call.xfer) from None
         if reply.get("ok") is not True:
             code = reply.get("code")
             if not isinstance(code, str) or code not in grpc.StatusCode.__members__:
                 sock.close()
-                callback(
-                    None, E.DataLossError(f"{name} reply of {self.task}: malformed {reply!r:.200}")
-                )
-                return
+                raise E.DataLossError(f"{name} reply of {self.task}: malformed {reply!r:.200}")
             self._pool(sock)
             details = str(reply.get("message", ""))[:4000]
-            callback(None, self._coded_error(name, grpc.StatusCode[code], details, self.address))
-            return
+            raise self._coded_error(name, grpc.StatusCode[code], details, self.address)
         self._pool(sock)
         del reply["ok"]
-        callback(reply)
+        return reply
+
+    def _control_error(self, name: str, e: BaseException, xfer: _Transfer) -> E.OpError:
+        """A control call's failure on the data channel, as gRPC would have reported it."""
+        if xfer.cancelled:
+            return E.AbortedError(f"{name} to {self.task} was cancelled")
+        if isinstance(e, E.OpError):
+            return e
+        if isinstance(e, (TimeoutError, socket.timeout)):
+            code, why = grpc.StatusCode.DEADLINE_EXCEEDED, "deadline exceeded"
+        else:
+            code, why = grpc.StatusCode.UNAVAILABLE, f"connection lost ({type(e).__name__}: {e})"
+        return self._coded_error(name, code, why, self.address)
 
     def _control_conn(self, xfer: _Transfer) -> socket.socket | None:
         """A data connection for a control call: an idle one, else a new one; None when the

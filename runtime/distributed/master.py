@@ -14,10 +14,13 @@ from __future__ import annotations
 import os
 import queue
 import secrets
+import selectors
+import socket
+import time
 from typing import Any
 
 from ... import devices as _devices
-from ..errors import AbortedError, InvalidArgumentError
+from ..errors import AbortedError, InvalidArgumentError, OpError
 from ..graph import Graph, Operation, Tensor
 from ..partition import Partitions, partition
 from ..serialize import FORMAT, VERSION, _node_to_dict, encode_value
@@ -39,14 +42,17 @@ class RemoteDevice(_devices.Device):
 
 
 class _TaskPart:
-    __slots__ = ("task", "client", "handle", "feeds", "n_fetches")
+    __slots__ = ("task", "client", "handle", "feeds", "n_fetches", "n_recvs")
 
-    def __init__(self, task: str, client: Any, handle: str, feeds: list, n_fetches: int):
+    def __init__(
+        self, task: str, client: Any, handle: str, feeds: list, n_fetches: int, n_recvs: int = 0
+    ):
         self.task = task
         self.client = client
         self.handle = handle
         self.feeds = feeds  # [(master tensor, name in the task's graph)]
         self.n_fetches = n_fetches
+        self.n_recvs = n_recvs  # Recvs of tensors from other tasks: the step waits for them
 
 
 class _DistPlan:
@@ -160,7 +166,9 @@ class DistributedSession(Session):
             client = self._clients[task]
             handle = client.call("RegisterGraph", {"graph": spec})["handle"]
             self._handles.append((client, handle))
-            plan_parts.append(_TaskPart(task, client, handle, feeds, len(fetch_names)))
+            plan_parts.append(
+                _TaskPart(task, client, handle, feeds, len(fetch_names), len(spec["recvs"]))
+            )
         for i, e in enumerate(elements):
             if isinstance(e, Tensor) and e in fed_set:
                 source[i] = ("feed", e)
@@ -174,23 +182,10 @@ class DistributedSession(Session):
         ms = getattr(options, "timeout_in_ms", 0) or self.config.operation_timeout_in_ms
         timeout_s = ms / 1000.0 if ms > 0 else 0.0
         step_id = secrets.randbits(62) + 1  # unique across the masters sharing a task
-        replies: queue.SimpleQueue = queue.SimpleQueue()
-        for k, part in enumerate(plan.parts):
-            req = {
-                "handle": part.handle,
-                "step_id": step_id,
-                "timeout_s": timeout_s,
-                "feeds": {name: tensor_to_wire(feeds[t], name) for t, name in part.feeds},
-            }
-
-            def done(reply: Any = None, error: BaseException | None = None, k: int = k) -> None:
-                replies.put((k, reply, error))
-
-            part.client.call_async("RunGraph", req, timeout_s + 10.0 if ms > 0 else None, done)
+        timeout = timeout_s + 10.0 if ms > 0 else None
         results: list[Any] = [None] * len(plan.parts)
         errors: list[BaseException] = []
-        for _ in plan.parts:
-            k, reply, error = replies.get()
+        for k, reply, error in _run_parts(plan.parts, feeds, step_id, timeout_s, timeout):
             if error is not None:
                 if not errors:
                     self._abort_step(plan, step_id, error)
@@ -234,6 +229,99 @@ class DistributedSession(Session):
         super().close()
         for c in self._clients.values():
             c.close()
+
+
+def _run_parts(
+    parts: list, feeds: dict, step_id: int, timeout_s: float, timeout: float | None
+) -> Any:
+    """Call RunGraph on every task of ``parts``; yield (index, reply, None) or (index, None,
+    error) for each as it completes, in the order they do.
+
+    A task with a data channel is sent its request from this thread and its reply is read here
+    too (a selector waits for the first of several): no thread hand-off each way, which costs
+    more than the round trip itself. Others are called asynchronously over gRPC; their callbacks
+    wake the selector through a socket pair."""
+    direct: dict[int, Any] = {}
+    replies: queue.SimpleQueue = queue.SimpleQueue()
+    n_async = 0
+    wake: list = []  # [reader, writer] of a socket pair once a call went asynchronously
+    # the tasks that wait for tensors of others first: theirs is the longer path
+    for k in sorted(range(len(parts)), key=lambda i: -parts[i].n_recvs):
+        part = parts[k]
+        req = {
+            "handle": part.handle,
+            "step_id": step_id,
+            "timeout_s": timeout_s,
+            "feeds": {name: tensor_to_wire(feeds[t], name) for t, name in part.feeds},
+        }
+        try:
+            call = part.client.start_call("RunGraph", req, timeout)
+        except OpError as e:
+            yield k, None, e
+            continue
+        if call is not None:
+            direct[k] = call
+            continue
+        if not wake and len(parts) > 1:
+            wake.extend(socket.socketpair())
+
+        def done(reply: Any = None, error: BaseException | None = None, k: int = k) -> None:
+            replies.put((k, reply, error))
+            if wake:
+                try:
+                    wake[1].send(b"\0")
+                except OSError:
+                    pass  # the step ended meanwhile
+
+        n_async += 1
+        part.client.call_async("RunGraph", req, timeout, done)
+    try:
+        if not direct:
+            for _ in range(n_async):
+                yield replies.get()
+            return
+        if len(direct) == 1 and not n_async:
+            ((k, call),) = direct.items()
+            yield _finished(k, call)
+            return
+        with selectors.DefaultSelector() as sel:
+            for k, call in direct.items():
+                sel.register(call, selectors.EVENT_READ, k)
+            if wake:
+                sel.register(wake[0], selectors.EVENT_READ, None)
+            while direct or n_async:
+                deadline = min((c.deadline for c in direct.values() if c.deadline), default=None)
+                wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+                events = sel.select(wait) if direct else [(None, 0)]
+                if not events:  # past the deadline: each pending call reports it
+                    events = [(sel.get_key(c), 0) for c in direct.values()]
+                for key, _ in events:
+                    if key is not None and key.data is not None:
+                        call = direct.pop(key.data)
+                        sel.unregister(call)
+                        yield _finished(key.data, call)
+                        continue
+                    if key is not None:
+                        key.fileobj.recv(64)
+                    while n_async:
+                        try:
+                            item = replies.get(block=not direct)
+                        except queue.Empty:
+                            break
+                        n_async -= 1
+                        yield item
+    finally:
+        for call in direct.values():  # the consumer stopped early: drop the connections
+            call.cancel()
+        for s in wake:
+            s.close()
+
+
+def _finished(k: int, call: Any) -> tuple[int, Any, BaseException | None]:
+    try:
+        return k, call.finish(), None
+    except OpError as e:
+        return k, None, e
 
 
 def _task_filters(filters: Any) -> list[tuple[str, int | None]]:
