@@ -26,6 +26,7 @@ from .datachannel import (
     _recv_frame,
     _shutdown,
     recv_exact,
+    recv_into_all,
 )
 from .rpc import _FROM_CODE, SERVICE, TOKEN_KEY, channel_options
 from .wire import (
@@ -340,14 +341,9 @@ class WorkerClient:
         """A data connection for a control call: an idle one, else a new one; None when the
         data port cannot be reached (the task is down or restarted elsewhere: the port is
         forgotten until the next GetStatus says it again)."""
-        while True:
-            with self._lock:
-                sock = self._idle.pop() if self._idle else None
-            if sock is None:
-                break
-            if _idle_ok(sock):
-                return sock
-            sock.close()
+        sock = self._idle_conn()
+        if sock is not None:
+            return sock
         port = self._data_port
         if not port:
             return None
@@ -392,10 +388,16 @@ class WorkerClient:
         """Fetch the tensor the task sent under ``key`` in ``step_id`` (on a pooled thread);
         ``callback(value)`` or ``callback(None, error)`` once. Returns a function that cancels."""
         xfer = _Transfer()
+        # the request goes out from this thread on an idle connection (nothing to set up): the
+        # pooled thread that reads the reply wakes while the task answers, not before it asks
+        early = self._send_early(step_id, key, timeout_s, xfer)
 
         def run() -> None:
             try:
-                value = self.recv_tensor(step_id, key, timeout_s, xfer)
+                if early is not None:
+                    value = self._recv_tcp(*early, xfer)
+                else:
+                    value = self.recv_tensor(step_id, key, timeout_s, xfer)
             except BaseException as e:  # noqa: BLE001 - reported through the callback
                 err = e
                 if xfer.cancelled:
@@ -417,7 +419,7 @@ class WorkerClient:
         req = {"step_id": step_id, "key": key}
         port = self._discover(key, deadline, xfer)
         if port:
-            value = self._recv_tcp(req, deadline, xfer)
+            value = self._recv_tcp(req, deadline, None, xfer)
             if value is not _NO_DATA_CHANNEL:
                 return value
         return self._recv_grpc(req, deadline, xfer)
@@ -519,19 +521,57 @@ class WorkerClient:
             call.cancel()  # a no-op once the stream ended; stops it after a local error
 
     # -- over the data channel ------------------------------------------------------------------
-    def _recv_tcp(self, req: dict, deadline: float, xfer: _Transfer) -> Any:
-        where = self._where(req["key"])
-        try:
-            sock = self._data_conn(req["key"], deadline, xfer)
-        except BaseException as e:  # noqa: BLE001
-            raise self._tcp_error(where, e) from None
+    def _send_early(
+        self, step_id: int, key: str, timeout_s: float, xfer: _Transfer
+    ) -> tuple[dict, float, socket.socket | BaseException] | None:
+        """The RecvTensor request sent on an idle data connection, if there is one: (request,
+        deadline, the connection or the error sending failed with); None when nothing was sent."""
+        if not self._data_port:
+            return None
+        sock = self._idle_conn()
         if sock is None:
-            return _NO_DATA_CHANNEL  # the task came back without one
+            return None
+        deadline = time.monotonic() + timeout_s
+        req = {"step_id": step_id, "key": key}
         xfer.attach(sock)
         try:
-            req["timeout_s"] = max(deadline - time.monotonic(), 0.0)
-            sock.settimeout(req["timeout_s"] + 2.0)  # the task answers first when it times out
-            sock.sendall(_frame(req))
+            self._send_request(sock, req, deadline)
+        except BaseException as e:  # noqa: BLE001 - reported by the thread reading the reply
+            sock.close()
+            return req, deadline, e
+        return req, deadline, sock
+
+    @staticmethod
+    def _send_request(sock: socket.socket, req: dict, deadline: float) -> None:
+        req["timeout_s"] = max(deadline - time.monotonic(), 0.0)
+        sock.settimeout(req["timeout_s"] + 2.0)  # the task answers first when it times out
+        sock.sendall(_frame(req))
+
+    def _recv_tcp(
+        self,
+        req: dict,
+        deadline: float,
+        sent: socket.socket | BaseException | None = None,
+        xfer: _Transfer | None = None,
+    ) -> Any:
+        """The tensor of ``req`` over the data channel; ``sent``: the connection its request
+        went out on already (``_send_early``), or the error that sending it failed with."""
+        xfer = xfer or _Transfer()
+        where = self._where(req["key"])
+        if isinstance(sent, BaseException):
+            raise self._tcp_error(where, sent)
+        sock = sent
+        if sock is None:
+            try:
+                sock = self._data_conn(req["key"], deadline, xfer)
+            except BaseException as e:  # noqa: BLE001
+                raise self._tcp_error(where, e) from None
+            if sock is None:
+                return _NO_DATA_CHANNEL  # the task came back without one
+            xfer.attach(sock)
+        try:
+            if sent is None:
+                self._send_request(sock, req, deadline)
             header = _recv_frame(sock, f"{where} header")
         except BaseException as e:  # noqa: BLE001 - the call was in flight: no retry
             sock.close()
@@ -559,19 +599,11 @@ class WorkerClient:
             incoming = InTensor(header, where, self.max_tensor_bytes)
         except WireError as e:
             raise E.DataLossError(f"malformed stream: {e}") from None
-        view, n, got = incoming.view, incoming.nbytes, 0
-        while got < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise E.DeadlineExceededError(
-                    f"{where} ({self._data_where()}): {got} of {n} bytes arrived before the "
-                    "deadline"
-                )
-            sock.settimeout(left)
-            k = sock.recv_into(view[got:], n - got)
-            if k == 0:
-                raise EOFError(f"connection closed after {got} of {n} bytes")
-            got += k
+        try:
+            recv_into_all(sock, incoming.view, deadline)
+        except TimeoutError as e:
+            raise E.DeadlineExceededError(f"{where} ({self._data_where()}): {e}") from None
+        got = incoming.nbytes
         incoming.filled = got
         value = incoming.value()
         self._pool(sock)
@@ -599,17 +631,21 @@ class WorkerClient:
             return e
         return err
 
-    def _data_conn(self, key: str, deadline: float, xfer: _Transfer) -> socket.socket | None:
-        """A connection to the task's data port: an idle one still open, else a new one; None
-        when the task (restarted) has no data channel."""
+    def _idle_conn(self) -> socket.socket | None:
+        """An idle data connection still open, or None."""
         while True:
             with self._lock:
                 sock = self._idle.pop() if self._idle else None
-            if sock is None:
-                break
-            if _idle_ok(sock):
+            if sock is None or _idle_ok(sock):
                 return sock
             sock.close()  # closed by the task (it stopped or restarted)
+
+    def _data_conn(self, key: str, deadline: float, xfer: _Transfer) -> socket.socket | None:
+        """A connection to the task's data port: an idle one still open, else a new one; None
+        when the task (restarted) has no data channel."""
+        sock = self._idle_conn()
+        if sock is not None:
+            return sock
         port = self._discover(key, deadline, xfer)
         try:
             return self._connect(port, deadline, xfer) if port else None

@@ -46,7 +46,7 @@ def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> by
         if deadline is not None:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise TimeoutError(f"{got} of {n} bytes arrived in time")
+                raise TimeoutError(f"{got} of {n} bytes arrived before the deadline")
             sock.settimeout(left)
         k = sock.recv_into(view[got:], n - got)
         if k == 0:
@@ -55,18 +55,102 @@ def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> by
     return buf
 
 
+#: frames and payloads from this size on move with one blocking system call (below)
+_BULK_BYTES = 64 << 10
+_TIMEVAL = struct.Struct("@ll")
+_NO_TIMEVAL = _TIMEVAL.pack(0, 0)
+
+
+def _timeval(seconds: float) -> bytes:
+    s = max(seconds, 0.001)
+    return _TIMEVAL.pack(int(s), int((s % 1.0) * 1e6))
+
+
+def recv_into_all(sock: socket.socket, view: memoryview, deadline: float | None) -> None:
+    """Fill ``view`` from ``sock`` by blocking MSG_WAITALL reads, bounded by ``deadline``
+    (time.monotonic; None: no bound) through SO_RCVTIMEO: the kernel copies the bytes as they
+    arrive, where a socket with a Python timeout polls, wakes this thread and takes the GIL back
+    once per segment (a small ``view`` is read the plain way). TimeoutError (how many bytes came)
+    past the deadline, EOFError when the peer closes first. The socket may be left without a
+    Python timeout: set one before its next use."""
+    n, got = len(view), 0
+    if n < _BULK_BYTES:  # small: most likely there already; no socket options to set
+        while got < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{got} of {n} bytes arrived before the deadline")
+                sock.settimeout(left)
+            k = sock.recv_into(view[got:], n - got)
+            if k == 0:
+                raise EOFError(f"connection closed after {got} of {n} bytes")
+            got += k
+        return
+    sock.settimeout(None)
+    try:
+        while got < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{got} of {n} bytes arrived before the deadline")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(left))
+            try:
+                k = sock.recv_into(view[got:], n - got, socket.MSG_WAITALL)
+            except BlockingIOError:  # SO_RCVTIMEO passed without a byte: the loop decides
+                continue
+            if k == 0:
+                raise EOFError(f"connection closed after {got} of {n} bytes")
+            got += k
+    finally:
+        if deadline is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _NO_TIMEVAL)
+
+
+def send_all(sock: socket.socket, parts: list, timeout: float) -> None:
+    """Send the bytes-likes ``parts`` in order within ``timeout`` seconds in total: gathered
+    writes (sendmsg) on a blocking socket, bounded by SO_SNDTIMEO, so that a large payload goes
+    in one system call instead of a poll and a send per socket buffer's worth. TimeoutError when
+    the reader has not taken it all in time. Leaves the socket blocking, without a timeout."""
+    views = [memoryview(p).cast("B") for p in parts if len(p)]
+    deadline = time.monotonic() + timeout
+    sock.settimeout(None)
+    try:
+        while views:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the reader took too long ({timeout:.0f} s)")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _timeval(left))
+            try:
+                k = sock.sendmsg(views)
+            except BlockingIOError:  # SO_SNDTIMEO passed without a byte taken
+                continue
+            while views and k >= len(views[0]):
+                k -= len(views[0])
+                views.pop(0)
+            if k:
+                views[0] = views[0][k:]
+    finally:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _NO_TIMEVAL)
+
+
 def _frame(msg: dict) -> bytes:
     data = pack(msg)
     return _LEN.pack(len(data)) + data
 
 
 def _recv_frame(sock: socket.socket, what: str, limit: int = MAX_FRAME_BYTES) -> dict:
+    """One frame within the socket's timeout (a large one: within that time in total)."""
     (n,) = _LEN.unpack(recv_exact(sock, 4))
     if n > limit:
         raise E.ResourceExhaustedError(
             f"{what}: a frame of {n} bytes is over the {limit}-byte limit"
         )
-    return unpack(bytes(recv_exact(sock, n)), what)
+    if n < _BULK_BYTES:
+        return unpack(recv_exact(sock, n), what)
+    t = sock.gettimeout()
+    buf = bytearray(n)
+    recv_into_all(sock, memoryview(buf), None if t is None else time.monotonic() + t)
+    return unpack(buf, what)
 
 
 class _HangupWatch:
@@ -229,7 +313,13 @@ class DataServer:
                     f"data channel: a request of {n} bytes is over the {limit}-byte limit (raise "
                     "it with HETBED_MAX_MESSAGE_BYTES or max_message_bytes= of hb.train.Server)"
                 )
-            req = unpack(bytes(recv_exact(conn, n)), "data channel request")
+            if n < _BULK_BYTES:
+                req = unpack(recv_exact(conn, n), "data channel request")
+            else:  # a RunGraph with large feeds: 10 s plus 10 MB/s
+                buf = bytearray(n)
+                deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S + n / 10e6
+                recv_into_all(conn, memoryview(buf), deadline)
+                req = unpack(buf, "data channel request")
             method = req.get("method", "RecvTensor")
             if method in ("RunGraph", "CleanupStep"):
                 return self._answer_control(conn, method, req)
@@ -255,12 +345,11 @@ class DataServer:
         try:
             head = _frame({"ok": True, **out.header})
             # a stalled reader must not hold this thread forever: 60 s plus 10 MB/s
-            conn.settimeout(60.0 + out.nbytes / 10e6)
             if out.nbytes <= INLINE_BYTES:
+                conn.settimeout(60.0)
                 conn.sendall(head + out.payload)
             else:
-                conn.sendall(head)
-                conn.sendall(out.payload)
+                send_all(conn, [head, out.payload], 60.0 + out.nbytes / 10e6)
         finally:
             out.release()
         return True
@@ -292,8 +381,11 @@ class DataServer:
             data = _frame({"ok": True, **reply})
         except BaseException as e:  # noqa: BLE001 - every failure becomes a status
             data = _error_frame(e)
-        conn.settimeout(60.0 + len(data) / 10e6)
-        conn.sendall(data)
+        if len(data) < _BULK_BYTES:
+            conn.settimeout(60.0)
+            conn.sendall(data)
+        else:
+            send_all(conn, [data], 60.0 + len(data) / 10e6)
         return True
 
 
