@@ -441,3 +441,46 @@ def test_data_port_of_another_task_is_noticed_and_rediscovered(pair):
         assert client._data_port == ps._data.port
     finally:
         client.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_received_buffers_are_reused_only_when_nothing_refers_to_them(pair, protocol):
+    """Large received tensors land in recycled buffers: one still referenced (even through a
+    view or a memoryview) keeps its value while later transfers of the same size arrive; a
+    dropped one is reused."""
+    ps, wk = pair(protocol)
+    client = wk._peer(PS)
+    n = 300_000  # 1.2 MB of float32: pooled
+    first = _transfer(ps, client, np.full(n, 1.0, np.float32), "r1")
+    view = first[10:20]
+    mem = memoryview(first)
+    del first
+    second = _transfer(ps, client, np.full(n, 2.0, np.float32), "r2")
+    np.testing.assert_array_equal(view, np.full(10, 1.0, np.float32))
+    assert np.frombuffer(mem, np.float32).min() == 1.0
+    np.testing.assert_array_equal(second, np.full(n, 2.0, np.float32))
+    assert not np.shares_memory(view, second)
+    addr = second.__array_interface__["data"][0]
+    del second
+    third = _transfer(ps, client, np.full(n, 3.0, np.float32), "r3")  # reuses second's buffer
+    assert third.__array_interface__["data"][0] == addr
+    np.testing.assert_array_equal(third, np.full(n, 3.0, np.float32))
+    np.testing.assert_array_equal(view, np.full(10, 1.0, np.float32))
+    del view, mem
+    # the pool stays within its bound: buffers in use are forgotten, then the oldest idle ones
+    pool = wire._RecvPool(4 << 20, 1 << 20)
+    held = [pool.take(1 << 20) for _ in range(4)]
+    assert pool._bytes == 4 << 20
+    extra = pool.take(2 << 20)  # all four in use: forgotten, not overwritten
+    addr, size = extra.__array_interface__["data"][0], extra.nbytes
+    del extra
+    assert pool._bytes == 2 << 20 and size == 2 << 20
+    held[0][:] = 7
+    again = pool.take(2 << 20)  # idle now: the same buffer
+    assert again.__array_interface__["data"][0] == addr and pool._bytes == 2 << 20
+    assert (held[0] == 7).all()
+    del again
+    pool = wire._RecvPool(4 << 20, 1 << 20)
+    pool.take(1 << 20), pool.take(1 << 20)  # both idle at once
+    pool.take(3 << 20)  # room made by forgetting the oldest idle buffer only
+    assert pool._bytes == 4 << 20 and [b.nbytes for b in pool._bufs] == [1 << 20, 3 << 20]

@@ -20,6 +20,7 @@ import collections
 import math
 import os
 import re
+import sys
 import threading
 from typing import Any
 
@@ -302,6 +303,69 @@ def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTenso
     return OutTensor(header, snap, pooled)
 
 
+class _RecvPool:
+    """Receive buffers of large tensors, reused once nothing refers to them any more.
+
+    A received tensor is a fresh array: for a large one the kernel maps and zeroes new pages as
+    the bytes arrive (and unmaps them when it is freed), which costs a good part of a copy. The
+    pool keeps the buffers it handed out; the array a receiver builds on one (and every view of
+    that, however derived) holds a reference to it, so a buffer whose only references are the
+    pool's is garbage to everyone else and is handed out again instead of a fresh one. Buffers of
+    at least ``min_bytes``, at most ``max_bytes`` of them in all (in use or not); past that the
+    pool forgets its buffers in use (they are freed as usual), then its oldest idle ones.
+    """
+
+    def __init__(self, max_bytes: int, min_bytes: int):
+        self.max_bytes = max_bytes
+        self.min_bytes = min_bytes
+        self._lock = threading.Lock()
+        self._bufs: list[np.ndarray] = []  # oldest first
+        self._bytes = 0
+
+    def take(self, nbytes: int) -> np.ndarray:
+        """A flat uint8 buffer of ``nbytes`` that nothing else refers to."""
+        if nbytes < self.min_bytes or nbytes > self.max_bytes:
+            return np.empty(nbytes, np.uint8)
+        with self._lock:
+            bufs = self._bufs
+            for i in range(len(bufs)):
+                if bufs[i].nbytes == nbytes and _unreferenced(bufs, i):
+                    buf = bufs.pop(i)
+                    bufs.append(buf)  # the most recently used last
+                    return buf
+            if self._bytes + nbytes > self.max_bytes:
+                self._make_room(nbytes)
+            buf = np.empty(nbytes, np.uint8)
+            self._bufs.append(buf)
+            self._bytes += nbytes
+            return buf
+
+    def _make_room(self, nbytes: int) -> None:
+        bufs = self._bufs
+        keep = [bufs[i] for i in range(len(bufs)) if _unreferenced(bufs, i)]  # idle, oldest first
+        while keep and sum(b.nbytes for b in keep) + nbytes > self.max_bytes:
+            keep.pop(0)
+        self._bufs = keep
+        self._bytes = sum(b.nbytes for b in keep)
+
+
+def _unreferenced(bufs: list, i: int) -> bool:
+    """Whether ``bufs[i]`` has no reference but the list's."""
+    return sys.getrefcount(bufs[i]) <= _LIST_REFS
+
+
+def _list_refs() -> int:
+    """The reference count ``_unreferenced`` sees for an object only a list holds (the list's
+    and the call's own)."""
+    probe = [np.empty(1)]
+    return sys.getrefcount(probe[0])
+
+
+_LIST_REFS = _list_refs()
+#: receive buffers of tensors of at least 1 MiB, at most 512 MiB of them
+RECEIVED = _RecvPool(512 << 20, 1 << 20)
+
+
 #: the header of a dead tensor (ops/cond.py): no bytes follow
 _DEAD_HEADER = {"dtype": "|b1", "shape": [0], "nbytes": 0, "scalar": False, "dead": True}
 _NO_BYTES = np.zeros(0, np.bool_)
@@ -359,7 +423,10 @@ class InTensor:
         self.nbytes = n
         self.filled = 0
         self._shape = shape if dtype is None else None  # a string tensor: unpacked at the end
-        self._array = np.empty(shape, dtype) if dtype is not None else np.empty(n, np.uint8)
+        if dtype is None:  # a string tensor: unpacked into a fresh array at the end
+            self._array = np.empty(n, np.uint8)
+        else:
+            self._array = RECEIVED.take(n).view(dtype).reshape(shape)
         self.view = memoryview(self._array.reshape(-1).view(np.uint8))
         self._scalar = bool(header.get("scalar")) and not shape
 
