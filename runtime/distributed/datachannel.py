@@ -156,7 +156,14 @@ def _recv_frame(sock: socket.socket, what: str, limit: int = MAX_FRAME_BYTES) ->
 class _HangupWatch:
     """Calls back when a connection whose RunGraph is running becomes readable: a client sends
     nothing while it waits for a reply, so that means it hung up (its master died or gave up).
-    One thread per data server, started on first use."""
+    One thread per data server, started on first use.
+
+    A connection is watched (registered with epoll) only once its step has run for
+    ``DELAY_S``: most steps end sooner, and registering then unregistering (two system calls,
+    each giving up the GIL and waiting to take it back) would cost a short step more than the
+    watch is worth. A hang-up is still noticed within about a second."""
+
+    DELAY_S = 0.02
 
     def __init__(self, name: str) -> None:
         self._sel = selectors.DefaultSelector()
@@ -164,18 +171,23 @@ class _HangupWatch:
         self._name = name
         self._thread: threading.Thread | None = None
         self._closed = False
+        self._pending: dict[socket.socket, tuple[float, Any]] = {}  # conn -> (watch from, cb)
+        self._watched: set[socket.socket] = set()
 
     def add(self, conn: socket.socket, on_hangup: Any) -> None:
         with self._lock:
             if self._closed:
                 return
-            self._sel.register(conn, selectors.EVENT_READ, on_hangup)
+            self._pending[conn] = (time.monotonic() + self.DELAY_S, on_hangup)
             if self._thread is None:
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
 
     def remove(self, conn: socket.socket) -> None:
         with self._lock:
+            if self._pending.pop(conn, None) is not None or conn not in self._watched:
+                return
+            self._watched.discard(conn)
             try:
                 self._sel.unregister(conn)
             except (KeyError, ValueError, OSError):
@@ -187,10 +199,21 @@ class _HangupWatch:
 
     def _loop(self) -> None:
         while not self._closed:
+            now = time.monotonic()
+            with self._lock:
+                for conn, (start, cb) in list(self._pending.items()):
+                    if start <= now:
+                        del self._pending[conn]
+                        try:
+                            self._sel.register(conn, selectors.EVENT_READ, cb)
+                            self._watched.add(conn)
+                        except (KeyError, ValueError, OSError):
+                            pass  # closed meanwhile
+                first = min((t for t, _ in self._pending.values()), default=now + 1.0)
             try:
-                # epoll sees registrations made while it waits; the timeout bounds the delay
-                # elsewhere and lets the thread notice close()
-                events = self._sel.select(timeout=1.0)
+                # the timeout bounds how late a step's connection is watched and lets the thread
+                # notice close()
+                events = self._sel.select(timeout=min(max(first - now, 0.001), 1.0))
             except (OSError, ValueError):
                 time.sleep(0.05)  # a socket closed under the selector: try again
                 continue
