@@ -284,7 +284,8 @@ def _run_parts(
             ((k, call),) = direct.items()
             yield _finished(k, call)
             return
-        with selectors.DefaultSelector() as sel:
+        # poll(2): registering is bookkeeping here, where epoll would make a system call each
+        with getattr(selectors, "PollSelector", selectors.DefaultSelector)() as sel:
             for k, call in direct.items():
                 sel.register(call, selectors.EVENT_READ, k)
             if wake:
