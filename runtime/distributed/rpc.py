@@ -33,8 +33,8 @@ task's server (``Server(protocol=...)``; its GetStatus reply advertises ``data_p
   with a gRPC status name. Connections are reused; a broken one is dropped. The per-step control
   calls travel there too: a request ``{method: "RunGraph" | "CleanupStep", ...}`` (the gRPC
   request's fields; at most the message limit) is answered by one frame ``{ok: true, ...reply}``
-  or the error frame; the server watches the connection while the step runs and aborts the step
-  when the master hangs up. A client that cannot connect to the data port uses gRPC instead.
+  or the error frame; the server watches the connection while the step runs (from 20 ms into
+  it) and aborts the step when the master hangs up. A client that cannot connect to the data port uses gRPC instead.
 
 Either way a tensor is at most ``max_tensor_bytes`` (default ``MAX_TENSOR_BYTES``, checked from
 the header before anything is allocated: ResourceExhaustedError), a malformed or truncated stream
