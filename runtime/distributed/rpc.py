@@ -3,7 +3,8 @@ name, token metadata key, status-code mapping, channel options). Translation onl
 
 The transport is split by concern: ``grpc_server.py`` serves the worker service as raw-bytes gRPC
 methods, ``datachannel.py`` is the optional raw TCP data channel for tensors (its server and
-framing), ``client.py`` holds ``WorkerClient`` (calls one task; fetches tensors over either).
+framing), ``client.py`` holds ``WorkerClient`` (calls one task; fetches tensors over either;
+``threads.py`` its thread pool and cancellation handles).
 
 Methods are ``/hetbed.WorkerService/<Name>`` with identity (de)serializers: requests and replies are
 msgpack maps (``wire.py``), so no protoc step is needed. Every call carries the cluster token in
