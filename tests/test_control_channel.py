@@ -152,3 +152,51 @@ def test_refused_data_port_falls_back_to_grpc(cluster, grpc_calls):
             ps._data.stop()  # the data port now refuses connections (and its connections close)
             assert sess.run(double) == 6.0
     assert "RunGraph" in grpc_calls
+
+
+def test_steps_reuse_their_data_connections_also_from_several_threads(
+    cluster, grpc_calls, monkeypatch
+):
+    """The master sends RunGraph and reads its reply on the stepping thread: a finished call's
+    connection goes back to the pool whole (one-task and two-task steps alike), so steps make no
+    new connections, and steps run at once from several threads never share one."""
+    ps, wk = cluster("grpc+tcp")
+    connects: list[int] = []
+    real = WorkerClient._connect
+
+    def counting(self, *a, **kw):
+        connects.append(1)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(WorkerClient, "_connect", counting)
+    with hb.Graph().as_default() as g:
+        with hb.device("/job:ps/task:0"):
+            v = hb.Variable(np.zeros(4, np.float32), name="v")
+            bump = hb.assign_add(v, np.ones(4, np.float32))  # a step on the PS only
+        with hb.device("/job:worker/task:0"):
+            read = hb.reduce_sum(hb.identity(v))  # a step on both tasks
+        with hb.Session(wk.target, graph=g) as sess:
+            sess.run(v.initializer)
+            sess.run([bump.op]), sess.run(read)
+            before = len(connects)
+            for k in range(5):
+                sess.run(bump.op)
+                assert sess.run(read) == 4.0 * (k + 2)
+            assert len(connects) == before  # every step on pooled connections
+            errors: list = []
+
+            def steps(fetch):
+                try:
+                    for _ in range(40):
+                        sess.run(fetch)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            threads = [threading.Thread(target=steps, args=(f,)) for f in (bump.op, read)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert not errors, errors
+            assert sess.run(read) == 4.0 * (6 + 40)
+    assert "RunGraph" not in grpc_calls

@@ -44,7 +44,7 @@ class PendingCall:
     (``WorkerClient.start_call``): ``fileno()`` to wait for it with a selector, ``finish()`` for
     the reply map (raises the call's OpError), ``cancel()`` to drop it."""
 
-    __slots__ = ("client", "name", "sock", "deadline", "xfer")
+    __slots__ = ("client", "name", "sock", "deadline", "xfer", "released")
 
     def __init__(
         self, client: WorkerClient, name: str, sock: socket.socket, deadline: float | None, xfer
@@ -54,6 +54,7 @@ class PendingCall:
         self.sock = sock
         self.deadline = deadline  # time.monotonic() by which the reply must have come
         self.xfer = xfer
+        self.released = False  # the connection went back to the pool: no longer this call's
 
     def fileno(self) -> int:
         return self.sock.fileno()
@@ -61,8 +62,17 @@ class PendingCall:
     def finish(self) -> dict:
         return self.client._finish_tcp(self)
 
+    def release(self) -> None:
+        """The reply was read: the connection goes back to the client's pool."""
+        self.released = True
+        self.xfer.attach(None)
+        self.client._pool(self.sock)
+
     def cancel(self) -> None:
-        """Drop the call: its connection is closed (the task aborts the step it runs)."""
+        """Drop the call if it is still in flight: its connection is closed (the task aborts the
+        step it runs). A no-op once its reply was read."""
+        if self.released:
+            return
         self.xfer.cancel()
         self.sock.close()
 
@@ -207,6 +217,7 @@ class WorkerClient:
             data = _frame({"method": name, **req})
             if len(data) > self.max_message_bytes:
                 sock.settimeout(0.0)
+                xfer.attach(None)  # back to the pool: a later cancel must not reach it
                 self._pool(sock)
                 # gRPC's own words, so that the error reads the same whichever way the call goes
                 why = f"Sent message larger than max ({len(data)} vs. {self.max_message_bytes})"
@@ -243,10 +254,10 @@ class WorkerClient:
             if not isinstance(code, str) or code not in grpc.StatusCode.__members__:
                 sock.close()
                 raise E.DataLossError(f"{name} reply of {self.task}: malformed {reply!r:.200}")
-            self._pool(sock)
+            call.release()
             details = str(reply.get("message", ""))[:4000]
             raise self._coded_error(name, grpc.StatusCode[code], details, self.address)
-        self._pool(sock)
+        call.release()
         del reply["ok"]
         return reply
 
@@ -502,9 +513,10 @@ class WorkerClient:
             sock.close()
             raise self._tcp_error(where, e) from None
         if header.get("ok") is not True:
+            xfer.attach(None)  # the connection goes back to the pool: out of the cancel's reach
             raise self._reply_error(sock, header, req["key"])
         try:
-            return self._read_payload(sock, header, where, deadline)
+            return self._read_payload(sock, header, where, deadline, xfer)
         except BaseException as e:  # noqa: BLE001
             sock.close()
             raise self._tcp_error(where, e) from None
@@ -519,7 +531,9 @@ class WorkerClient:
         code_ = grpc.StatusCode[code]
         return self._coded_error(f"RecvTensor {key!r}", code_, details, self._data_where())
 
-    def _read_payload(self, sock: socket.socket, header: dict, where: str, deadline: float) -> Any:
+    def _read_payload(
+        self, sock: socket.socket, header: dict, where: str, deadline: float, xfer: _Transfer
+    ) -> Any:
         try:
             incoming = InTensor(header, where, self.max_tensor_bytes)
         except WireError as e:
@@ -531,6 +545,7 @@ class WorkerClient:
         got = incoming.nbytes
         incoming.filled = got
         value = incoming.value()
+        xfer.attach(None)  # the connection goes back to the pool: out of the cancel's reach
         self._pool(sock)
         return value
 

@@ -281,7 +281,7 @@ def _run_parts(
                 yield replies.get()
             return
         if len(direct) == 1 and not n_async:
-            ((k, call),) = direct.items()
+            k, call = direct.popitem()
             yield _finished(k, call)
             return
         # poll(2): registering is bookkeeping here, where epoll would make a system call each
