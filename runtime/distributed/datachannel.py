@@ -41,7 +41,14 @@ def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> by
     """Exactly ``n`` bytes; EOFError when the peer closes first, TimeoutError when they have not
     all arrived by ``deadline`` (time.monotonic; the bound is on the total, not per read)."""
     buf = bytearray(n)
-    view, got = memoryview(buf), 0
+    _recv_loop(sock, memoryview(buf), deadline)
+    return buf
+
+
+def _recv_loop(sock: socket.socket, view: memoryview, deadline: float | None) -> None:
+    """Fill ``view`` by plain reads, each under a Python timeout of what is left until
+    ``deadline`` (see ``recv_exact``)."""
+    n, got = len(view), 0
     while got < n:
         if deadline is not None:
             left = deadline - time.monotonic()
@@ -52,7 +59,6 @@ def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> by
         if k == 0:
             raise EOFError(f"connection closed after {got} of {n} bytes")
         got += k
-    return buf
 
 
 #: frames and payloads from this size on move with one blocking system call (below)
@@ -75,16 +81,7 @@ def recv_into_all(sock: socket.socket, view: memoryview, deadline: float | None)
     Python timeout: set one before its next use."""
     n, got = len(view), 0
     if n < _BULK_BYTES:  # small: most likely there already; no socket options to set
-        while got < n:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"{got} of {n} bytes arrived before the deadline")
-                sock.settimeout(left)
-            k = sock.recv_into(view[got:], n - got)
-            if k == 0:
-                raise EOFError(f"connection closed after {got} of {n} bytes")
-            got += k
+        _recv_loop(sock, view, deadline)
         return
     sock.settimeout(None)
     try:

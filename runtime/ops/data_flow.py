@@ -944,6 +944,9 @@ class ConditionalAccumulator:
     gradients, returns their average, clears the sum and advances the global step.
     """
 
+    #: the op that creates the accumulator (SparseConditionalAccumulator: its own)
+    _handle_op = "ConditionalAccumulator"
+
     def __init__(
         self,
         dtype: Any,
@@ -952,19 +955,17 @@ class ConditionalAccumulator:
         name: str = "conditional_accumulator",
         reduction_type: str = "MEAN",
     ):
+        kind = type(self).__name__
         if reduction_type != "MEAN":
             raise InvalidArgumentError(
-                f"ConditionalAccumulator: only reduction_type='MEAN' is supported, "
-                f"got {reduction_type!r}"
+                f"{kind}: only reduction_type='MEAN' is supported, got {reduction_type!r}"
             )
         self.dtype = _dt.as_dtype(dtype)
         if not self.dtype.is_floating:
-            raise InvalidArgumentError(
-                f"ConditionalAccumulator: dtype must be a float type, got {self.dtype.name}"
-            )
+            raise InvalidArgumentError(f"{kind}: dtype must be a float type, got {self.dtype.name}")
         self.shape = TensorShape(shape) if shape is not None else TensorShape(None)
         attrs = {"dtype": self.dtype, "shape": self.shape, "shared_name": shared_name or ""}
-        self.accumulator_ref = apply("ConditionalAccumulator", [], attrs, name)
+        self.accumulator_ref = apply(self._handle_op, [], attrs, name)
         self.name = self.accumulator_ref.op.name
 
     def _op(self, op_type: str, extra: list, name: str) -> Any:

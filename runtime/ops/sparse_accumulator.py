@@ -22,8 +22,16 @@ from hetbed.devices.simulated import SimValue
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..graph import Operation, Tensor, TensorShape
-from ..registry import Cost, apply, convert_to_tensor, defop
-from .data_flow import _Accumulator, _as_int64, _check_handle, _handle, _no_cost, _scalar_input
+from ..registry import Cost, convert_to_tensor, defop
+from .data_flow import (
+    ConditionalAccumulator,
+    _Accumulator,
+    _as_int64,
+    _check_handle,
+    _handle,
+    _no_cost,
+    _scalar_input,
+)
 
 HANDLE = "SparseConditionalAccumulator"
 
@@ -204,9 +212,12 @@ def _take(ctx, step, inputs, done):
 TakeOp.cost(_no_cost)
 
 
-class SparseConditionalAccumulator:
+class SparseConditionalAccumulator(ConditionalAccumulator):
     """``hb.SparseConditionalAccumulator``: averages IndexedSlices gradients row by row (see the
-    module docstring). ``shape``: the dense shape of the variable the gradients are for."""
+    module docstring). ``shape``: the dense shape of the variable the gradients are for. The
+    global step, counts and cancel are the dense accumulator's."""
+
+    _handle_op = HANDLE
 
     def __init__(
         self,
@@ -216,26 +227,7 @@ class SparseConditionalAccumulator:
         name: str = "sparse_conditional_accumulator",
         reduction_type: str = "MEAN",
     ):
-        if reduction_type != "MEAN":
-            raise InvalidArgumentError(
-                f"SparseConditionalAccumulator: only reduction_type='MEAN' is supported, "
-                f"got {reduction_type!r}"
-            )
-        self.dtype = _dt.as_dtype(dtype)
-        if not self.dtype.is_floating:
-            raise InvalidArgumentError(
-                f"SparseConditionalAccumulator: dtype must be a float type, got {self.dtype.name}"
-            )
-        self.shape = TensorShape(shape) if shape is not None else TensorShape(None)
-        attrs = {"dtype": self.dtype, "shape": self.shape, "shared_name": shared_name or ""}
-        self.accumulator_ref = apply(HANDLE, [], attrs, name)
-        self.name = self.accumulator_ref.op.name
-
-    def _op(self, op_type: str, extra: list, name: str) -> Any:
-        return apply(op_type, [self.accumulator_ref, *extra], {}, name)
-
-    def _on(self) -> Any:
-        return self.accumulator_ref.graph.colocate_with(self.accumulator_ref.op)
+        super().__init__(dtype, shape, shared_name, name, reduction_type)
 
     def apply_grad(
         self,
@@ -256,7 +248,7 @@ class SparseConditionalAccumulator:
                     f"SparseConditionalAccumulator {self.name}: grad_shape {given} does not "
                     f"match the accumulator's shape {self.shape}"
                 )
-        with self._on():
+        with g.colocate_with(self.accumulator_ref.op):
             step = _as_int64(local_step, g)
         idx = convert_to_tensor(grad_indices, graph=g)
         vals = convert_to_tensor(grad_values, graph=g)
@@ -276,7 +268,7 @@ class SparseConditionalAccumulator:
         """(indices, values, shape) of the per-row average of at least ``num_required``
         gradients (waits for them without a thread)."""
         g = self.accumulator_ref.graph
-        with self._on():
+        with g.colocate_with(self.accumulator_ref.op):
             if isinstance(num_required, (int, np.integer)):
                 num_required = np.int32(num_required)
             n = convert_to_tensor(num_required, graph=g)
@@ -292,18 +284,3 @@ class SparseConditionalAccumulator:
 
         indices, values, shape = self.take_grad(num_required, name)
         return IndexedSlices(values, indices, dense if dense is not None else shape)
-
-    def set_global_step(self, new_global_step: Any, name: str | None = None) -> Operation:
-        g = self.accumulator_ref.graph
-        with self._on():
-            step = _as_int64(new_global_step, g)
-        return self._op("AccumulatorSetGlobalStep", [step], name or "AccumulatorSetGlobalStep")
-
-    def num_accumulated(self, name: str | None = None) -> Tensor:
-        return self._op("AccumulatorNumAccumulated", [], name or "AccumulatorNumAccumulated")
-
-    def cancel_takes(self, name: str | None = None) -> Operation:
-        return self._op("AccumulatorCancelTakes", [], name or "AccumulatorCancelTakes")
-
-    def num_dropped(self, name: str | None = None) -> Tensor:
-        return self._op("AccumulatorNumDropped", [], name or "AccumulatorNumDropped")
