@@ -147,6 +147,7 @@ class SyncPS(_Driver):
         env, net, parts, learner = self.env, self.net, self.parts, self.learner
         tag = None
         msg = self.msg_on
+        plain = not msg and self.machine is None
         stepped = False
         while True:
             if self.twice:
@@ -175,9 +176,15 @@ class SyncPS(_Driver):
                 self.last_tag[i] = tag
                 continue
             t0 = env.now
-            yield from self._pull(i)
-            t1 = env.now
-            yield from self._compute(i, tag)
+            if plain:  # (_pull and _compute without messages or a shared machine, inlined)
+                tr = self.inflight[i] = net.pull(i, parts)
+                yield tr.event
+                t1 = env.now
+                yield env.timeout(self._compute_s(i, tag))
+            else:
+                yield from self._pull(i)
+                t1 = env.now
+                yield from self._compute(i, tag)
             g = _Grad(i, tag, read)
             t2 = env.now
             if learner is not None:
@@ -185,7 +192,8 @@ class SyncPS(_Driver):
             if msg:
                 yield from self._handle(i, sending=True)
             tr = self.inflight[i] = net.push(i, parts, lambda grp, now, g=g: self._arrive(g, grp))
-            g.copied = self._copy(i)
+            if not plain:
+                g.copied = self._copy(i)
             yield tr.event
             self.inflight[i] = None
             g.phases = (t0, t1, t2, env.now)
