@@ -46,7 +46,7 @@ from .errors import (
     InvalidArgumentError,
     OpError,
 )
-from .frames import LoopOpFailed
+from .frame_step import LoopOpFailed
 from .frames import analyze as analyze_frames
 from .graph import Operation, Tensor
 from .node_errors import annotate as _annotate

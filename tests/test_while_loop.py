@@ -316,17 +316,17 @@ def test_a_loop_on_a_worker_reading_a_variable_on_a_ps_task():
 
 
 def _fast_path_runs(monkeypatch):
-    """Count the fast path's runs (runtime/frames.py ``_LoopRunner``)."""
-    from hetbed.runtime import frames
+    """Count the fast path's runs (runtime/frame_step.py ``_LoopRunner``)."""
+    from hetbed.runtime import frame_step
 
     runs = []
-    orig = frames._LoopRunner.fn
+    orig = frame_step._LoopRunner.fn
 
     def fn(self, ctx):
         runs.append(self.plan.conds)
         return orig(self, ctx)
 
-    monkeypatch.setattr(frames._LoopRunner, "fn", fn)
+    monkeypatch.setattr(frame_step._LoopRunner, "fn", fn)
     return runs
 
 
