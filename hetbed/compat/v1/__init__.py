@@ -191,6 +191,7 @@ compat = _namespace(
 # ---- tf.contrib: rnn, layers, slim's layer functions, framework's arg_scope -----------------
 
 from . import contrib_layers as _cl  # noqa: E402
+from . import contrib_training as _contrib_training  # noqa: E402
 
 _layer_names = {k: getattr(_cl, k) for k in _cl.__all__}
 contrib = _namespace(
@@ -517,7 +518,7 @@ from . import python  # noqa: E402, F401
 contrib.seq2seq = _namespace(  # type: ignore[attr-defined]
     "contrib.seq2seq",
     "TF1's tf.contrib.seq2seq, of which hetbed has sequence_loss.",
-    {"sequence_loss": _cl.sequence_loss},
+    {"sequence_loss": _contrib_training.sequence_loss},
 )
 from hetbed.runtime.ops.linalg import cross  # noqa: E402
 

@@ -9,6 +9,10 @@ make no biases; ``max_pool2d``/``avg_pool2d`` take stride 2 and VALID padding; `
 ``decay=0.999``, ``scale=False``, ``epsilon=0.001`` and puts its moving-average updates in
 ``GraphKeys.UPDATE_OPS`` (``updates_collections=None`` applies them with the output instead).
 Channels-last (NHWC) data only.
+
+The initializers and regularizers are in contrib_regularizers.py, ``optimize_loss`` (and
+contrib.seq2seq's ``sequence_loss``) in contrib_training.py; this module exports them with the
+layers.
 """
 
 from __future__ import annotations
@@ -20,8 +24,19 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import hetbed as _hb
-from hetbed.runtime import initializers as _init
 from hetbed.runtime import layers as _layers
+
+from .contrib_regularizers import (
+    apply_regularization,
+    l1_l2_regularizer,
+    l1_regularizer,
+    l2_regularizer,
+    sum_regularizer,
+    variance_scaling_initializer,
+    xavier_initializer,
+    xavier_initializer_conv2d,
+)
+from .contrib_training import optimize_loss
 
 __all__ = [
     "add_arg_scope",
@@ -104,111 +119,6 @@ def arg_scope(list_ops_or_scope: Any, **kwargs: Any) -> Iterator[dict]:
         yield new
     finally:
         stack.pop()
-
-
-# ---- initializers and regularizers ---------------------------------------------------------
-
-
-def xavier_initializer(uniform: bool = True, seed: int | None = None, dtype: Any = _hb.float32):
-    """Glorot: variance 2 / (fan_in + fan_out), uniform or truncated normal."""
-    return _init.VarianceScaling(
-        1.0, "fan_avg", "uniform" if uniform else "truncated_normal", seed=seed, dtype=dtype
-    )
-
-
-xavier_initializer_conv2d = xavier_initializer
-
-
-def variance_scaling_initializer(
-    factor: float = 2.0,
-    mode: str = "FAN_IN",
-    uniform: bool = False,
-    seed: int | None = None,
-    dtype: Any = _hb.float32,
-):
-    """Variance ``factor / n`` (n: fan in, fan out or their mean by ``mode``), uniform or
-    truncated normal (the default, He et al.'s initializer for ReLU layers)."""
-    modes = {"FAN_IN": "fan_in", "FAN_OUT": "fan_out", "FAN_AVG": "fan_avg"}
-    if mode not in modes:
-        raise TypeError(
-            f"variance_scaling_initializer: unknown mode {mode!r} (FAN_IN, FAN_OUT, FAN_AVG)"
-        )
-    dist = "uniform" if uniform else "truncated_normal"
-    return _init.VarianceScaling(factor, modes[mode], dist, seed=seed, dtype=dtype)
-
-
-def _check_scale(what: str, scale: float) -> bool:
-    """False for a zero scale (no regularizer), True for a positive one."""
-    if isinstance(scale, (int, float)) and not isinstance(scale, bool):
-        if scale < 0.0:
-            raise ValueError(f"{what}: the scale must be >= 0, got {scale}")
-        return scale > 0.0
-    raise ValueError(f"{what}: the scale must be a number, got {scale!r}")
-
-
-def l1_regularizer(scale: float, scope: str | None = None) -> Callable | None:
-    """``weights -> scale * sum(|weights|)`` (None for a zero scale)."""
-    if not _check_scale("l1_regularizer", scale):
-        return lambda _w: None
-
-    def l1(weights: Any) -> Any:
-        with _hb.name_scope(scope or "l1_regularizer"):
-            return _hb.multiply(_hb.reduce_sum(_hb.abs(weights)), _cast(scale, weights))
-
-    return l1
-
-
-def l2_regularizer(scale: float, scope: str | None = None) -> Callable | None:
-    """``weights -> scale * sum(weights ** 2) / 2`` (``nn.l2_loss``; None for a zero scale)."""
-    if not _check_scale("l2_regularizer", scale):
-        return lambda _w: None
-
-    def l2(weights: Any) -> Any:
-        with _hb.name_scope(scope or "l2_regularizer"):
-            return _hb.multiply(_hb.nn.l2_loss(weights), _cast(scale, weights))
-
-    return l2
-
-
-def l1_l2_regularizer(scale_l1: float = 1.0, scale_l2: float = 1.0, scope: str | None = None):
-    """The sum of ``l1_regularizer(scale_l1)`` and ``l2_regularizer(scale_l2)``."""
-    return sum_regularizer([l1_regularizer(scale_l1), l2_regularizer(scale_l2)], scope)
-
-
-def sum_regularizer(regularizer_list: Sequence[Callable], scope: str | None = None) -> Callable:
-    """The sum of the regularizers' penalties (those returning None are left out)."""
-    regs = [r for r in regularizer_list if r is not None]
-
-    def total(weights: Any) -> Any:
-        parts = [p for p in (r(weights) for r in regs) if p is not None]
-        if not parts:
-            return None
-        with _hb.name_scope(scope or "sum_regularizer"):
-            return parts[0] if len(parts) == 1 else _hb.add_n(parts)
-
-    return total
-
-
-def apply_regularization(regularizer: Callable, weights_list: Sequence | None = None) -> Any:
-    """The sum of ``regularizer(w)`` over ``weights_list`` (default: the WEIGHTS collection,
-    which ``fully_connected`` and ``conv2d`` fill); the sum is added to the
-    REGULARIZATION_LOSSES collection. Raises ValueError when there are no weights."""
-    weights = list(weights_list) if weights_list is not None else _hb.get_collection("weights")
-    if not weights:
-        raise ValueError("apply_regularization: no weights to regularize")
-    penalties = [p for p in (regularizer(w) for w in weights) if p is not None]
-    if not penalties:
-        return _hb.constant(0.0)
-    with _hb.name_scope("get_regularization_penalty"):
-        total = penalties[0] if len(penalties) == 1 else _hb.add_n(penalties)
-    _hb.add_to_collection(_hb.GraphKeys.REGULARIZATION_LOSSES, total)
-    return total
-
-
-def _cast(scale: float, like: Any) -> Any:
-    return _hb.constant(
-        scale, dtype=like.dtype.base_dtype if hasattr(like.dtype, "base_dtype") else like.dtype
-    )
 
 
 # ---- layers --------------------------------------------------------------------------------
@@ -664,129 +574,3 @@ def stack(inputs: Any, layer: Callable, stack_args: Sequence, **kwargs: Any) -> 
             args = a if isinstance(a, (list, tuple)) else (a,)
             out = layer(out, *args, scope=f"{base}_{i + 1}", **kwargs)
     return out
-
-
-_OPTIMIZERS = {
-    "SGD": "GradientDescentOptimizer",
-    "Adam": "AdamOptimizer",
-    "Adagrad": "AdagradOptimizer",
-    "Momentum": "MomentumOptimizer",
-    "RMSProp": "RMSPropOptimizer",
-    "Ftrl": "FtrlOptimizer",
-}
-
-
-def optimize_loss(
-    loss: Any,
-    global_step: Any,
-    learning_rate: Any,
-    optimizer: Any,
-    gradient_noise_scale: Any = None,
-    gradient_multipliers: dict | None = None,
-    clip_gradients: Any = None,
-    learning_rate_decay_fn: Callable | None = None,
-    update_ops: list | None = None,
-    variables: list | None = None,
-    name: str | None = None,
-    summaries: Any = None,
-    colocate_gradients_with_ops: bool = False,
-    increment_global_step: bool = True,
-) -> Any:
-    """contrib.layers.optimize_loss: the training op for ``loss`` with ``optimizer`` (a name:
-    SGD, Adam, Adagrad, Momentum (0.9), RMSProp, Ftrl; a class taking the learning rate; or an
-    instance), ``clip_gradients`` (a float: global-norm clipping), ``gradient_multipliers``,
-    ``learning_rate_decay_fn(lr, global_step)``, the UPDATE_OPS run first; returns the loss,
-    evaluated after the update."""
-    if gradient_noise_scale is not None:
-        raise ValueError("optimize_loss: gradient_noise_scale is not supported")
-    with _hb.variable_scope(name or "OptimizeLoss"):
-        lr = (
-            _hb.convert_to_tensor(learning_rate)
-            if hasattr(_hb, "convert_to_tensor")
-            else learning_rate
-        )
-        if learning_rate_decay_fn is not None:
-            lr = learning_rate_decay_fn(lr, global_step)
-        if isinstance(optimizer, str):
-            if optimizer not in _OPTIMIZERS:
-                raise ValueError(
-                    f"optimize_loss: unknown optimizer {optimizer!r} (one of {sorted(_OPTIMIZERS)})"
-                )
-            cls = getattr(_hb.train, _OPTIMIZERS[optimizer])
-            opt = cls(lr, 0.9) if optimizer == "Momentum" else cls(lr)
-        elif isinstance(optimizer, type):
-            opt = optimizer(lr)
-        else:
-            opt = optimizer
-        ups = update_ops if update_ops is not None else _hb.get_collection(_hb.GraphKeys.UPDATE_OPS)
-        with _hb.control_dependencies(list(ups)):
-            loss = _hb.identity(loss)
-        pairs = opt.compute_gradients(loss, var_list=variables)
-        if gradient_multipliers:
-            pairs = [
-                (
-                    g * gradient_multipliers[v]
-                    if g is not None and v in gradient_multipliers
-                    else g,
-                    v,
-                )
-                for g, v in pairs
-            ]
-        if clip_gradients is not None:
-            if callable(clip_gradients):
-                pairs = clip_gradients(pairs)
-            else:
-                grads, vs = zip(*pairs)
-                clipped, _ = _hb.clip_by_global_norm(list(grads), float(clip_gradients))
-                pairs = list(zip(clipped, vs))
-        step = opt.apply_gradients(
-            pairs, global_step=global_step if increment_global_step else None
-        )
-        with _hb.control_dependencies([step]):
-            return _hb.identity(loss, name="train")
-
-
-# ---- contrib.seq2seq.sequence_loss -----------------------------------------------------------
-
-
-def sequence_loss(
-    logits: Any,
-    targets: Any,
-    weights: Any,
-    average_across_timesteps: bool = True,
-    average_across_batch: bool = True,
-    softmax_loss_function: Callable | None = None,
-    name: str | None = None,
-) -> Any:
-    """contrib.seq2seq.sequence_loss: the weighted softmax cross entropy of ``logits``
-    [batch, time, classes] against ``targets`` [batch, time], averaged over the weights of the
-    time steps and/or the batch (a scalar, [batch], [time] or [batch, time])."""
-    lg = logits if isinstance(logits, _hb.Tensor) else _hb.constant(logits)
-    if lg.shape.ndims not in (None, 3):
-        raise ValueError(f"sequence_loss: logits must be [batch, time, classes], got {lg.shape}")
-    with _hb.name_scope(name or "sequence_loss"):
-        n_classes = lg.shape.dims[-1] if lg.shape.ndims else None
-        flat_logits = _hb.reshape(
-            lg, [-1, n_classes if n_classes is not None else _hb.shape(lg)[2]]
-        )
-        flat_targets = _hb.reshape(targets, [-1])
-        if softmax_loss_function is None:
-            crossent = _hb.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=flat_targets, logits=flat_logits
-            )
-        else:
-            crossent = softmax_loss_function(labels=flat_targets, logits=flat_logits)
-        w = (
-            _hb.cast(weights, crossent.dtype)
-            if isinstance(weights, _hb.Tensor)
-            else _hb.constant(weights, dtype=crossent.dtype)
-        )
-        crossent = crossent * _hb.reshape(w, [-1])
-        if average_across_timesteps and average_across_batch:
-            return _hb.reduce_sum(crossent) / (_hb.reduce_sum(w) + 1e-12)
-        per = _hb.reshape(crossent, _hb.shape(targets))
-        if average_across_timesteps:
-            return _hb.reduce_sum(per, 1) / (_hb.reduce_sum(w, 1) + 1e-12)
-        if average_across_batch:
-            return _hb.reduce_sum(per, 0) / (_hb.reduce_sum(w, 0) + 1e-12)
-        return per
