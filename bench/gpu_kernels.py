@@ -14,9 +14,12 @@ Each data file's timing loop (DeepBench's C++ benchmark, hetbed's PyTorch sweep)
 floor, the host's time to issue one call, that a short kernel cannot go below
 (``gk.observed_seconds``); it is fitted per harness with the parameters. A harness with no row
 in a fit (the PyTorch sweep when H200 is held out) takes the other harness's floor, predicted.
-DeepBench's rows are priced without their layouts (its a_t/b_t columns): the same shape in two
-layouts differs by up to 2.5x there (V100 float16 1024 x 16 x 500000), which bounds any
-layout-blind model's worst error on those rows (``layout_bound``).
+DeepBench's rows are priced with their layouts: its column-major a_t/b_t flags become hetbed's
+row-major MatMul (``deepbench_as_matmul``: m and n swap, transpose_a = b_t, transpose_b = a_t),
+and the model reads an operand stored with the reduction contiguous in shorter runs
+(``gk.read_factor``). The same shape in two layouts differs by up to 2.5x there (V100 float16
+1024 x 16 x 500000), which bounds a layout-blind model's worst error on those rows
+(``layout_bound``, printed for comparison).
 
 Targets (issue 19): on the held-out GEMMs and on each held-out generation, median |error| <= 10%
 and worst <= 30%. ``--write`` stores the fitted parameters in catalog/kernels/gemm.toml.
@@ -67,18 +70,33 @@ def _has(spec, dtype: str) -> bool:
 
 
 def gemm_rows(files: tuple = FIT_FILES[0]) -> list[tuple]:
-    """(device, dtype, m, n, k, bytes, seconds, harness, index within its (device, precision))."""
+    """(device, dtype, m, n, k, bytes, seconds, harness, layout, index within its (device,
+    precision)), in hetbed's (TensorFlow's, row-major) terms (``deepbench_as_matmul``)."""
     rows, seen = [], {}
     for name in files:
         for r in csv.DictReader(open(DATA / name)):
             dtype, el = PRECISION[r["precision"]]
             m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
+            ta = tb = False  # PyTorch's torch.mm of (m x k) and (k x n) row-major tensors
+            if "a_t" in r:
+                m, n, k, ta, tb = deepbench_as_matmul(m, n, k, r["a_t"], r["b_t"])
             i = seen[(r["device"], dtype)] = seen.get((r["device"], dtype), -1) + 1
             moved = el * (m * k + k * n + m * n)
-            rows.append(
-                (r["device"], dtype, m, n, k, moved, float(r["ms"]) * 1e-3, harness(name), i)
-            )
+            lay = gk.layout_of(gk.unit_class(dtype), el, ta, tb)
+            rows.append((r["device"], dtype, m, n, k, moved, float(r["ms"]) * 1e-3, harness(name),
+                         lay, i))  # fmt: skip
     return rows
+
+
+def deepbench_as_matmul(m: int, n: int, k: int, a_t: str, b_t: str) -> tuple:
+    """DeepBench's GEMM (cuBLAS, column-major: C (m x n) = op(A) (m x k) op(B) (k x n), A stored
+    (m x k), or (k x m) when ``a_t`` is "T") as hetbed's MatMul (row-major, like TensorFlow's):
+    a column-major matrix is the row-major transpose, so C^T (n x m) = op(B)^T op(A)^T: the
+    MatMul's m is DeepBench's n, its n DeepBench's m, its first operand DeepBench's B (stored
+    (n x k) row-major when ``b_t`` is "N": transpose_a = b_t is "T"), its second DeepBench's A
+    (stored (k x m) row-major when ``a_t`` is "N": transpose_b = a_t is "T").
+    Returns (m, n, k, transpose_a, transpose_b)."""
+    return n, m, k, b_t == "T", a_t == "T"
 
 
 def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
@@ -92,6 +110,9 @@ def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
             P = (H + 2 * int(r["pad_h"]) - R) // int(r["stride_h"]) + 1
             Q = (W + 2 * int(r["pad_w"]) - S) // int(r["stride_w"]) + 1
             moved = el * (N * H * W * C + R * S * C * K + N * P * Q * K)
+            # (the implicit GEMM's operands as NHWC lays them: rows of im2col contiguous along
+            # the reduction (its channels), the filter (RSC x K) along the output channels)
+            lay = gk.layout_of(gk.unit_class(dtype), el)
             passes = {
                 "fwd": (N * P * Q, K, R * S * C, r.get("fwd_ms")),
                 "bwd_input": (N * H * W, C, R * S * K * P * Q / (H * W), r.get("bwd_input_ms")),
@@ -100,7 +121,7 @@ def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
             for what, (m, n, k, ms) in passes.items():
                 if ms:  # DeepBench leaves some passes out ("N/A")
                     rows.append((r["device"], dtype, m, n, k, moved, float(ms) * 1e-3, harness(name),
-                                 what))  # fmt: skip
+                                 lay, what))  # fmt: skip
     return rows
 
 
@@ -127,13 +148,13 @@ def layout_bound() -> dict:
 
 def errors(rows: list[tuple], fits: dict, devs: dict) -> list[float]:
     out = []
-    for d, dtype, m, n, k, moved, s, h, _ in rows:
+    for d, dtype, m, n, k, moved, s, h, lay, _ in rows:
         dev = devs[d]
         unit = gk.unit_class(dtype)
         p, floors = fits[unit]
         share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
         t = gk.gemm_seconds(m, n, k, moved, dev["peak"][dtype], dev["bandwidth"], dev["sms"], p,
-                            gk.TILES[unit], share)  # fmt: skip
+                            gk.TILES[unit], share, lay)  # fmt: skip
         out.append(gk.observed_seconds(t, floor_of(floors, h)) / s - 1.0)
     return out
 
@@ -151,9 +172,22 @@ def fit(rows: list[tuple], devs: dict) -> dict:
     """unit class -> (parameters, {harness: floor}), fitted to ``rows``."""
     out = {}
     for unit in ("cuda_cores", "tensor_cores"):
-        mine = [r[:8] for r in rows if gk.unit_class(r[1]) == unit]
+        mine = [r[:9] for r in rows if gk.unit_class(r[1]) == unit]
         out[unit] = gk.fit_params(mine, devs, unit=unit)
     return out
+
+
+def shape(r: tuple) -> str:
+    """A row's product as m x n x k of hetbed's MatMul, with its transposed operands (a^T, b^T)."""
+    lay = r[8]
+    return f"{r[2]}x{r[3]}x{r[4]}" + "".join(
+        t for t, f in ((" a^T", lay.transpose_a), (" b^T", lay.transpose_b)) if f
+    )
+
+
+def split(gemms: list[tuple]) -> tuple[list[tuple], list[tuple]]:
+    """(fitted, held out): every third GEMM of each (GPU, precision), in file order, held out."""
+    return [r for r in gemms if r[-1] % 3], [r for r in gemms if not r[-1] % 3]
 
 
 def summary(errs: list[float]) -> tuple[float, float]:
@@ -164,8 +198,7 @@ def summary(errs: list[float]) -> tuple[float, float]:
 def main(argv: list[str]) -> int:
     devs = devices()
     gemms, convs = gemm_rows(), conv_rows()
-    train = [r for r in gemms if r[8] % 3]
-    held = [r for r in gemms if not r[8] % 3]
+    train, held = split(gemms)
     params = fit(train, devs)
     print("gpu_kernels: the tiled GEMM model vs per-kernel timings")
     print("--------------------------------------------------------")
@@ -198,11 +231,12 @@ def main(argv: list[str]) -> int:
         worst.append((gen, sorted(zip(errors(mine, ps, devs), mine), key=lambda x: -abs(x[0]))[:3]))
     worst_rows = sorted(zip(errors(held, params, devs), held), key=lambda x: -abs(x[0]))[:5]
     print("\nworst held-out GEMMs: " + "; ".join(
-        f"{r[0]} {r[1]} {r[2]}x{r[3]}x{r[4]} {e:+.0%}" for e, r in worst_rows))  # fmt: skip
+        f"{r[0]} {r[1]} {shape(r)} {e:+.0%}" for e, r in worst_rows))  # fmt: skip
     for gen, rows in worst:
         print(f"worst {gen} GEMMs refitted without {gen}: " + "; ".join(
-            f"{r[1]} {r[2]}x{r[3]}x{r[4]} {e:+.0%}" for e, r in rows))  # fmt: skip
-    print("layout-blind floor on the worst error (DeepBench shapes timed in several layouts): "
+            f"{r[1]} {shape(r)} {e:+.0%}" for e, r in rows))  # fmt: skip
+    print("a layout-blind model's floor on the worst error (DeepBench shapes timed in several "
+          "layouts; this model prices layouts): "
           + ", ".join(f"{d} {p} {b:.0%}" for (d, p), b in sorted(layout_bound().items())))  # fmt: skip
     for name, med, worst in checks:
         ok = med <= MEDIAN_TARGET and worst <= WORST_TARGET

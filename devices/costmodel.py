@@ -247,8 +247,9 @@ class Roofline(CostModel):
         share = gk.issue_share(
             unit, perf.fp32_lanes, perf.multiprocessors, perf.warp_issue_per_clock
         )
+        layout = gk.op_layout(op.type, op.attrs, unit, dtype)  # (transposed operands read slower)
         return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
-                               gk.TILES[unit], share)  # fmt: skip
+                               gk.TILES[unit], share, layout)  # fmt: skip
 
 
 def _numel(shape: Any) -> float:

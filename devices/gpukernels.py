@@ -19,14 +19,23 @@ split that finish first, so the model does. For one choice:
 * memory: ``bytes / min(bandwidth x memory_efficiency, min(blocks, sms) x block_bandwidth)``,
   the bytes being what the caller counts moved plus, when split, the float32 partial sums each
   part writes and the reduction pass reads back (``2 x split x m x n x 4``); the second term is
-  the blocks in flight (one an SM), each pulling at most ``block_bandwidth``.
+  the blocks in flight (one an SM), each pulling at most ``block_bandwidth``. Where the caller
+  gives the operands' ``Layout`` (TensorFlow's row-major ``transpose_a`` / ``transpose_b``),
+  each operand's bytes take longer the shorter the contiguous runs a block reads them in
+  (``read_factor``): a run of ``r`` bytes reaches ``r / (r + run_half)`` of the rate. A block
+  reads an operand along its contiguous dimension: along an output dimension (A transposed,
+  B not, C) a tile edge (tm or tn elements), along the reduction (A not transposed, B
+  transposed) one step of its main loop (``K_TILE_BYTES``: 32 B on CUDA cores, 64 B on tensor
+  cores); where a row is shorter than that, the rows the tile covers abut and the run is theirs.
+  So a skinny product whose large operand is stored with the reduction contiguous (x @ W^T with
+  W (n x k)) is slower than with W (k x n): DeepBench's TN against NN.
 * the two overlap partly: ``(compute^q + memory^q)^(1/q)`` with ``q = overlap_q`` (1: their
   sum; infinity: the larger).
 
 The kernel then takes that plus ``fixed_s``. A timing loop of back-to-back calls measures
 ``max(kernel, floor)`` per call (``observed_seconds``), the floor being the host's time to issue
 one call; the fit prices it per timing harness (bench/gpu_kernels.py), the simulator adds each
-device's launch cost instead. The eight parameters are per unit class ("cuda_cores": float32
+device's launch cost instead. The nine parameters are per unit class ("cuda_cores": float32
 and float64 products on the vector units; "tensor_cores": float16, bfloat16 and TF32 products,
 which have no issue limit: ``issue_overhead`` 0), read from ``catalog/kernels/gemm.toml`` and
 fitted by ``bench/gpu_kernels.py`` to per-kernel timings (DeepBench's published V100 and P100
@@ -44,6 +53,7 @@ fixed_s               s      the kernel's fixed time on the GPU (ramp-up, tail)
 overlap_q             1      exponent of the compute/memory overlap (1 sum ... inf max)
 issue_overhead        1      other instructions per FMA sharing the SM's issue (CUDA cores)
 block_bandwidth       B/s    memory rate one block in flight on one SM can pull
+run_half              B      contiguous run at which a read reaches half the memory rate
 ====================  =====  ==========================================================
 """
 
@@ -53,7 +63,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 try:  # Python >= 3.11
     import tomllib
@@ -75,14 +85,20 @@ PARTIAL_BYTES = 4
 PARAMS_FILE = Path(__file__).resolve().parent / "catalog" / "kernels" / "gemm.toml"
 #: the parameters, in the order ``GemmParams.vector`` and ``from_vector`` use
 FIELDS = ("efficiency", "k_half", "tile_half", "memory_efficiency", "fixed_s", "overlap_q",
-          "issue_overhead", "block_bandwidth")  # fmt: skip
+          "issue_overhead", "block_bandwidth", "run_half")  # fmt: skip
+#: bytes of the reduction a thread block reads per step of its main loop (its tile's depth):
+#: CUTLASS's default threadblock shapes, 128 x 128 x 8 for float32 on CUDA cores (32 B) and
+#: 128 x 128 x 32 float16 (64 B; TF32: x 16, 64 B) on tensor cores (github.com/NVIDIA/cutlass,
+#: include/cutlass/gemm/device/default_gemm_configuration.h); an operand stored with the
+#: reduction contiguous is read in runs this long
+K_TILE_BYTES = {"cuda_cores": 32, "tensor_cores": 64}
 #: dtypes whose products run on tensor cores where the device has them
 TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tensorfloat32", "float8"}
 
 
 @dataclass(frozen=True)
 class GemmParams:
-    """The six numbers of one unit class (see the module docstring)."""
+    """The nine numbers of one unit class (see the module docstring)."""
 
     efficiency: float
     k_half: float
@@ -92,6 +108,7 @@ class GemmParams:
     overlap_q: float = math.inf
     issue_overhead: float = 0.0
     block_bandwidth: float = math.inf
+    run_half: float = 0.0
 
     def vector(self) -> list[float]:
         return [getattr(self, f) for f in FIELDS]
@@ -112,10 +129,12 @@ def gemm_seconds(
     p: GemmParams,
     tiles: Sequence[tuple[int, int]] = TILES["cuda_cores"],
     issue_share: float = 0.0,
+    layout: Layout | None = None,
 ) -> float:
     """Seconds of an (m x k) @ (k x n) product on a GPU of ``sms`` SMs, from the kernel's start
     to its end on the GPU (see the module docstring); ``moved_bytes`` is what it reads and writes
-    in device memory, ``tiles`` the library's tile menu (``TILES[unit_class(dtype)]``)."""
+    in device memory, ``tiles`` the library's tile menu (``TILES[unit_class(dtype)]``),
+    ``layout`` how the operands lie in memory (None: every byte read at the full rate)."""
     m, n, k = (
         max(int(m), 1),
         max(int(n), 1),
@@ -126,14 +145,14 @@ def gemm_seconds(
         peak *= min(1.0, 1.0 / (issue_share * (1.0 + p.issue_overhead)))
     best = math.inf
     for tm, tn in tiles:
-        t = tile_seconds(m, n, k, flops, moved_bytes, peak, bandwidth, sms, p, tm, tn)
+        t = tile_seconds(m, n, k, flops, moved_bytes, peak, bandwidth, sms, p, tm, tn, layout)
         best = min(best, t)
     return best + p.fixed_s
 
 
 def tile_seconds(
     m: int, n: int, k: float, flops: float, moved: float, peak: float, bandwidth: float,
-    sms: int, p: GemmParams, tm: int, tn: int,
+    sms: int, p: GemmParams, tm: int, tn: int, layout: Layout | None = None,
 ) -> float:  # fmt: skip
     """Time of the product in ``tm x tn`` tiles, without the fixed cost, at the best split of
     the reduction (module docstring)."""
@@ -148,8 +167,12 @@ def tile_seconds(
         rate = p.efficiency * fill * (tm * tn) / (tm * tn + p.tile_half) * kk / (kk + p.k_half)
         compute = flops / (peak * rate)
         traffic = moved
+        if layout is not None and p.run_half > 0.0:  # short contiguous runs read slower
+            traffic *= read_factor(m, n, k, tm, tn, layout, p.run_half)
         if split > 1:  # each part writes its partial sums, the reduction pass reads them back
-            traffic += 2.0 * split * m * n * PARTIAL_BYTES
+            part = PARTIAL_BYTES * (tn if n > tn else n * min(tm, m))
+            slow = 1.0 + p.run_half / part if layout is not None else 1.0
+            traffic += 2.0 * split * m * n * PARTIAL_BYTES * slow
         # the blocks in flight (one an SM) can pull only so much: ``block_bandwidth`` each
         memory = traffic / min(
             bandwidth * p.memory_efficiency, min(blocks, sms) * p.block_bandwidth
@@ -158,6 +181,56 @@ def tile_seconds(
         if blocks >= sms * 4:  # more splits cannot fill the GPU better than this
             break
     return best
+
+
+class Layout(NamedTuple):
+    """How a product's operands lie in memory, in TensorFlow's (row-major) terms: ``a`` is
+    (m x k), or (k x m) read transposed (``transpose_a``), ``b`` (k x n), or (n x k)
+    (``transpose_b``); ``elem_bytes`` of each element; a block reads its tile of an operand
+    stored with the reduction contiguous in runs of ``k_tile_bytes`` (``K_TILE_BYTES``)."""
+
+    elem_bytes: float
+    transpose_a: bool = False
+    transpose_b: bool = False
+    k_tile_bytes: float = K_TILE_BYTES["cuda_cores"]
+
+
+def layout_of(unit: str, elem_bytes: float, transpose_a: bool = False,
+              transpose_b: bool = False) -> Layout:  # fmt: skip
+    """The ``Layout`` of a product on ``unit`` ("cuda_cores" or "tensor_cores")."""
+    return Layout(float(elem_bytes), bool(transpose_a), bool(transpose_b), K_TILE_BYTES[unit])
+
+
+def run_bytes(extent: float, edge: float, other_extent: float, other_edge: float,
+              elem: float) -> float:  # fmt: skip
+    """The contiguous bytes a block reads at once from an operand whose contiguous dimension is
+    ``extent`` elements long and its tile's edge along it ``edge`` (the other dimension: its
+    extent and edge): ``edge`` elements, or, where one row is no longer than the edge, the rows
+    the tile covers, which abut in memory."""
+    if extent > edge:
+        return elem * edge
+    return elem * extent * min(other_edge, other_extent)
+
+
+def read_factor(m: int, n: int, k: float, tm: int, tn: int, lay: Layout, run_half: float) -> float:
+    """How much longer the operands' bytes take than at the full rate: each of A (m x k), B
+    (k x n) and the output C (m x n) is read (written) in contiguous runs of ``run_bytes`` along
+    its contiguous dimension (A: k, or m when transposed; B: n, or k when transposed; C: n), and
+    a run of ``r`` bytes reaches ``r / (r + run_half)`` of the rate: the bytes-weighted mean of
+    ``1 + run_half / r``."""
+    el, kt = lay.elem_bytes, max(lay.k_tile_bytes / lay.elem_bytes, 1.0)
+    if lay.transpose_a:  # stored (k x m): runs along m
+        ra = run_bytes(m, tm, k, kt, el)
+    else:  # stored (m x k): runs along the reduction
+        ra = run_bytes(k, kt, m, tm, el)
+    if lay.transpose_b:  # stored (n x k): runs along the reduction
+        rb = run_bytes(k, kt, n, tn, el)
+    else:  # stored (k x n): runs along n
+        rb = run_bytes(n, tn, k, kt, el)
+    rc = run_bytes(n, tn, m, tm, el)
+    sizes = (m * k, k * n, m * n)
+    slow = sum(s * (1.0 + run_half / r) for s, r in zip(sizes, (ra, rb, rc)))
+    return slow / sum(sizes)
 
 
 def overlapped(compute: float, memory: float, q: float) -> float:
@@ -201,7 +274,7 @@ def gemm_dims(op_type: str, attrs: dict, ins: Sequence[tuple], outs: Sequence[tu
         return m, n, k
     if op_type == "BatchMatMul":
         a, b = ins
-        m = math.prod(a[:-1])
+        m = math.prod(a[:-2]) * (a[-1] if attrs.get("adj_x") else a[-2])
         k = a[-2] if attrs.get("adj_x") else a[-1]
         n = b[-2] if attrs.get("adj_y") else b[-1]
         return m, n, k
@@ -218,6 +291,23 @@ def gemm_dims(op_type: str, attrs: dict, ins: Sequence[tuple], outs: Sequence[tu
     return ()
 
 
+#: bytes of one element of the dtypes the model prices
+ELEM_BYTES = {"float64": 8, "float32": 4, "tensorfloat32": 4, "float16": 2, "bfloat16": 2,
+              "float8": 1}  # fmt: skip
+
+
+def op_layout(op_type: str, attrs: dict, unit: str, dtype: str) -> Layout:
+    """The ``Layout`` of the GEMM an op runs: a MatMul's ``transpose_a`` / ``transpose_b``, a
+    BatchMatMul's ``adj_x`` / ``adj_y``; a convolution's implicit GEMM as NHWC lays it out (rows
+    of im2col contiguous along the reduction, the filter along the output channels)."""
+    ta = tb = False
+    if op_type == "MatMul":
+        ta, tb = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
+    elif op_type == "BatchMatMul":
+        ta, tb = bool(attrs.get("adj_x")), bool(attrs.get("adj_y"))
+    return layout_of(unit, ELEM_BYTES.get(dtype, 4), ta, tb)
+
+
 def load_params(path: str | Path = PARAMS_FILE) -> dict[str, GemmParams]:
     """The fitted parameters per unit class, from ``gemm.toml`` (each value sourced there)."""
     with open(path, "rb") as f:
@@ -230,16 +320,16 @@ def load_params(path: str | Path = PARAMS_FILE) -> dict[str, GemmParams]:
 
 
 #: bounds of the fit (the parameters in ``FIELDS`` order)
-LOWER = (0.02, 1.0, 1.0, 0.02, 1e-8, 1.0, 0.0, 1e9)
-UPPER = (1.0, 1e5, 1e6, 1.0, 1e-4, 64.0, 2.0, 1e12)
+LOWER = (0.02, 1.0, 1.0, 0.02, 1e-8, 1.0, 0.0, 1e9, 0.1)
+UPPER = (1.0, 1e5, 1e6, 1.0, 1e-4, 64.0, 2.0, 1e12, 1e4)
 FLOOR_BOUNDS = (1e-7, 1e-4)
 #: the fit's loss on log-time residuals: robust (soft L1: quadratic below ``LOSS_SCALE``, linear
 #: beyond), so that a few shapes a library runs pathologically slowly do not bend the rest
 LOSS, LOSS_SCALE = "soft_l1", 0.2
 #: where the fit starts: one with the memory rate set by the bandwidth, one by the blocks in flight
 STARTS = (
-    GemmParams(0.8, 64.0, 1000.0, 0.8, 3e-6, 4.0, 0.2, 3e10),
-    GemmParams(0.8, 100.0, 500.0, 0.9, 2e-6, 4.0, 0.3, 1.5e10),
+    GemmParams(0.8, 64.0, 1000.0, 0.8, 3e-6, 4.0, 0.2, 3e10, 32.0),
+    GemmParams(0.8, 100.0, 500.0, 0.9, 2e-6, 4.0, 0.3, 1.5e10, 8.0),
 )
 
 
@@ -250,7 +340,8 @@ def fit_params(
     unit: str = "cuda_cores",
 ) -> tuple[GemmParams, dict[str, float]]:
     """Least-squares fit (of log time) of one unit class's parameters to ``rows`` of
-    (device, dtype, m, n, k, moved_bytes, seconds, harness); ``devices[name]`` gives ``peak``
+    (device, dtype, m, n, k, moved_bytes, seconds, harness[, layout]) (``layout``: a ``Layout``,
+    or None); ``devices[name]`` gives ``peak``
     (per dtype), ``bandwidth`` and ``sms``. ``harness`` names the timing loop a row was measured
     with (None: the kernel's own time); each harness's per-call floor (``observed_seconds``) is
     fitted with the parameters. Each of ``starts`` (default ``STARTS``) seeds a fit; the one of
@@ -261,18 +352,19 @@ def fit_params(
     tiles = TILES[unit]
 
     fit_issue = unit == "cuda_cores"  # (tensor-core products have no issue limit)
-    npar = 8 if fit_issue else 7
+    npar = 9 if fit_issue else 8
 
     def to_x(p: GemmParams) -> list[float]:
-        e, kh, th, me, fx, q, r, bb = p.vector()
-        x = [e, math.log(kh), math.log(th), me, math.log(fx), math.log(q), math.log(bb)]
+        e, kh, th, me, fx, q, r, bb, rh = p.vector()
+        x = [e, math.log(kh), math.log(th), me, math.log(fx), math.log(q), math.log(bb),
+             math.log(rh)]  # fmt: skip
         return x + [r] if fit_issue else x
 
     def from_x(x: Sequence[float]) -> GemmParams:
-        e, kh, th, me, fx, q, bb = x[:7]
-        r = x[7] if fit_issue else 0.0
+        e, kh, th, me, fx, q, bb, rh = x[:8]
+        r = x[8] if fit_issue else 0.0
         return GemmParams(e, math.exp(kh), math.exp(th), me, math.exp(fx), math.exp(q), r,
-                          math.exp(bb))  # fmt: skip
+                          math.exp(bb), math.exp(rh))  # fmt: skip
 
     def resid(x: Sequence[float]) -> list[float]:
         p = from_x(x)
@@ -282,8 +374,9 @@ def fit_params(
             d, dt, m, n, k, b, s = r[:7]
             dv = devices[d]
             share = issue_share(unit, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
+            lay = r[8] if len(r) > 8 else None
             t = gemm_seconds(
-                m, n, k, b, dv["peak"][dt], dv["bandwidth"], dv["sms"], p, tiles, share
+                m, n, k, b, dv["peak"][dt], dv["bandwidth"], dv["sms"], p, tiles, share, lay
             )
             if len(r) > 7 and r[7] is not None:
                 t = observed_seconds(t, floors[r[7]])

@@ -184,7 +184,7 @@ def test_the_roofline_prices_a_gpu_matmul_by_the_tiled_model_when_asked():
     moved = 3.0 * n * n * 4
     share = gk.issue_share("cuda_cores", spec.fp32_lanes, 80, spec.warp_issue_per_clock)
     want = gk.gemm_seconds(n, n, n, moved, spec.peak_flops["float32"], perf.memory_bandwidth, 80, p,
-                           gk.TILES["cuda_cores"], share)  # fmt: skip
+                           gk.TILES["cuda_cores"], share, gk.layout_of("cuda_cores", 4))  # fmt: skip
     assert times["tiled"] == pytest.approx(want + perf.launch_overhead_s, rel=1e-9)
     peak = max(2.0 * n**3 / spec.peak_flops["float32"], moved / perf.memory_bandwidth)
     assert times["peak"] == pytest.approx(peak + perf.launch_overhead_s, rel=1e-9)
@@ -206,7 +206,119 @@ def test_the_shipped_parameters_are_what_the_bench_fits():
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     devs = bench.devices()
-    fitted = bench.fit([r for r in bench.gemm_rows() if r[8] % 3], devs)
+    rows = bench.gemm_rows()
+    train, held = bench.split(rows)
+    assert len(train) + len(held) == len(rows) and {r[-1] % 3 for r in held} == {0}
+    fitted = bench.fit(train, devs)
     shipped = gk.load_params()
     for unit, (p, _) in fitted.items():
         assert shipped[unit].vector() == pytest.approx(p.vector(), rel=1e-3), unit
+    assert shipped["tensor_cores"].run_half > 0.0  # (layouts matter: fitted, not switched off)
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "gpu_kernels.py"
+    spec = importlib.util.spec_from_file_location("gpu_kernels_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    return bench
+
+
+@pytest.mark.parametrize("a_t", ["N", "T"])
+@pytest.mark.parametrize("b_t", ["N", "T"])
+def test_deepbench_layouts_map_to_matmul_transposes(a_t, b_t):
+    """DeepBench's cuBLAS call (column-major C (m x n) = op(A) op(B), A stored (m x k) or, with
+    a_t "T", (k x m)) on the same memory is hetbed's row-major MatMul of the mapped flags: its
+    first operand is DeepBench's B buffer, its second A's, its output C's buffer."""
+    bench = _bench()
+    m, n, k = 5, 3, 4
+    rng = np.random.default_rng(1)
+    abuf, bbuf = rng.standard_normal(m * k), rng.standard_normal(k * n)
+    col = lambda buf, rows, cols: buf.reshape(cols, rows).T  # noqa: E731 (column-major read)
+    op_a = col(abuf, m, k) if a_t == "N" else col(abuf, k, m).T
+    op_b = col(bbuf, k, n) if b_t == "N" else col(bbuf, n, k).T
+    c_buf = (op_a @ op_b).T.ravel()  # C (m x n) column-major in memory
+    mm, nn, kk, ta, tb = bench.deepbench_as_matmul(m, n, k, a_t, b_t)
+    assert (mm, nn, kk, ta, tb) == (n, m, k, b_t == "T", a_t == "T")
+    x = bbuf.reshape((kk, mm) if ta else (mm, kk))  # row-major reads of the same buffers
+    y = abuf.reshape((nn, kk) if tb else (kk, nn))
+    out = (x.T if ta else x) @ (y.T if tb else y)
+    assert out.shape == (mm, nn)
+    np.testing.assert_allclose(out.ravel(), c_buf, rtol=1e-12)
+
+
+def test_a_read_along_the_reduction_is_slower_by_its_short_runs():
+    """The bytes-weighted slowdown of reading A (16 x 4096), B (4096 x 4096) and C (16 x 4096) in
+    float16 in 64 x 128 tiles: B stored (k x n) is read in runs of a tile's 128 columns (256 B),
+    stored (n x k) (transpose_b) in runs of one 64-byte step of the reduction; A (m x k) always
+    along the reduction (64 B), C along its rows (256 B)."""
+    m, n, k, h = 16, 4096, 4096, 50.0
+    sizes = (m * k, k * n, m * n)
+    for tb, rb in ((False, 256.0), (True, 64.0)):
+        lay = gk.layout_of("tensor_cores", 2, False, tb)
+        want = sum(s * (1 + h / r) for s, r in zip(sizes, (64.0, rb, 256.0))) / sum(sizes)
+        assert gk.read_factor(m, n, k, 64, 128, lay, h) == pytest.approx(want, rel=1e-12)
+    # a transposed A (k x m) is read along m: with m = 16 < 64 its rows abut, one run of a
+    # tile's 16 x 32 elements (the 64-byte reduction step) = 1024 B
+    lay = gk.layout_of("tensor_cores", 2, True, False)
+    want = sum(s * (1 + h / r) for s, r in zip(sizes, (1024.0, 256.0, 256.0))) / sum(sizes)
+    assert gk.read_factor(m, n, k, 64, 128, lay, h) == pytest.approx(want, rel=1e-12)
+    assert gk.read_factor(m, n, k, 64, 128, lay, 0.0) == 1.0
+
+
+def test_a_memory_bound_product_takes_its_bytes_at_the_runs_rate():
+    """A skinny float32 product too short to split, on one 128 x 128 tile menu, at an unbounded
+    peak: its time is moved bytes x read_factor / bandwidth (closed form), and storing B
+    transposed (runs of the 32-byte CUDA-core reduction step instead of 512-byte rows of a
+    tile) makes it slower; without a layout every byte moves at the full rate."""
+    p = gk.GemmParams(1.0, 0.0, 0.0, 1.0, 0.0, run_half=32.0)
+    m, n, k = 16, 1024, 256
+    moved = 4.0 * (m * k + k * n + m * n)
+    sizes = (m * k, k * n, m * n)
+    times = {}
+    for tb in (False, True):
+        lay = gk.layout_of("cuda_cores", 4, False, tb)
+        t = gk.gemm_seconds(m, n, k, moved, 1e30, 1e11, 8, p, tiles=((128, 128),), layout=lay)
+        runs = (32.0, 32.0 if tb else 512.0, 512.0)
+        factor = sum(s * (1 + 32.0 / r) for s, r in zip(sizes, runs)) / sum(sizes)
+        assert t == pytest.approx(moved * factor / 1e11, rel=1e-12)
+        times[tb] = t
+    assert times[True] > 1.5 * times[False]
+    plain = gk.gemm_seconds(m, n, k, moved, 1e30, 1e11, 8, p, tiles=((128, 128),))
+    assert plain == pytest.approx(moved / 1e11, rel=1e-12)
+
+
+def test_a_simulated_matmul_is_priced_with_its_transposes():
+    """The roofline's tiled pricing of MatMul passes transpose_a / transpose_b (BatchMatMul:
+    adj_x / adj_y) to the model: x @ W^T with W (n x k) costs the layout-aware time, more than
+    x @ W with W (k x n)."""
+    m, n, k = 16, 4096, 4096
+    spec = catalog.load_device("v100_sxm2")
+    perf = perf_from_spec(spec)
+    times = {}
+    for tb in (False, True):
+        c = Cluster(cost_model=Roofline(gpu_kernels="tiled"))
+        c.add_task("worker", 0, cpu=None, gpu=("v100_sxm2", 1))
+        g = hb.Graph()
+        with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
+            x = hb.placeholder(hb.float32, [m, k])
+            w = hb.placeholder(hb.float32, [n, k] if tb else [k, n])
+            y = hb.matmul(x, w, transpose_b=tb)
+            s = SimSession(c, graph=g)
+        s.run(y, {x: sim_value([m, k]), w: sim_value([n, k] if tb else [k, n])})
+        ops = s.last_record.ops
+        times[tb] = float(ops[ops.type == "MatMul"].duration_s.iloc[0])
+        p = gk.load_params()["cuda_cores"]
+        share = gk.issue_share("cuda_cores", spec.fp32_lanes, 80, spec.warp_issue_per_clock)
+        lay = gk.layout_of("cuda_cores", 4, False, tb)
+        want = gk.gemm_seconds(m, n, k, 4.0 * (m * k + k * n + m * n), spec.peak_flops["float32"],
+                               perf.memory_bandwidth, 80, p, gk.TILES["cuda_cores"], share, lay)  # fmt: skip
+        assert times[tb] == pytest.approx(want + perf.launch_overhead_s, rel=1e-9)
+    assert times[True] > times[False]
+    lay = gk.op_layout("BatchMatMul", {"adj_x": True, "adj_y": False}, "tensor_cores", "float16")
+    assert lay == gk.Layout(2.0, True, False, gk.K_TILE_BYTES["tensor_cores"])
+    assert gk.gemm_dims("BatchMatMul", {"adj_x": True}, [(3, 7, 5), (3, 7, 2)], [(3, 5, 2)]) == (
+        15, 2, 7)  # fmt: skip
