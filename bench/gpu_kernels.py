@@ -28,6 +28,7 @@ and worst <= 30%. ``--write`` stores the fitted parameters in catalog/kernels/ge
 from __future__ import annotations
 
 import csv
+import functools
 import math
 import statistics
 import sys
@@ -61,6 +62,12 @@ def devices() -> dict:
     return out
 
 
+@functools.cache
+def tile_loads(label: str) -> str | None:
+    """How a benchmark GPU's tensor-core kernels load their tiles (its catalog's ``tile_loads``)."""
+    return catalog.load_device(GPUS[label]).tile_loads
+
+
 def _has(spec, dtype: str) -> bool:
     try:
         spec.peak(dtype, matrix=True)
@@ -82,7 +89,7 @@ def gemm_rows(files: tuple = FIT_FILES[0]) -> list[tuple]:
                 m, n, k, ta, tb = deepbench_as_matmul(m, n, k, r["a_t"], r["b_t"])
             i = seen[(r["device"], dtype)] = seen.get((r["device"], dtype), -1) + 1
             moved = el * (m * k + k * n + m * n)
-            lay = gk.layout_of(gk.unit_class(dtype), el, ta, tb)
+            lay = gk.layout_of(gk.unit_class(dtype), el, ta, tb, tile_loads(r["device"]))
             rows.append((r["device"], dtype, m, n, k, moved, float(r["ms"]) * 1e-3, harness(name),
                          lay, i))  # fmt: skip
     return rows
@@ -112,7 +119,7 @@ def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
             moved = el * (N * H * W * C + R * S * C * K + N * P * Q * K)
             # (the implicit GEMM's operands as NHWC lays them: rows of im2col contiguous along
             # the reduction (its channels), the filter (RSC x K) along the output channels)
-            lay = gk.layout_of(gk.unit_class(dtype), el)
+            lay = gk.layout_of(gk.unit_class(dtype), el, tile_loads=tile_loads(r["device"]))
             passes = {
                 "fwd": (N * P * Q, K, R * S * C, r.get("fwd_ms")),
                 "bwd_input": (N * H * W, C, R * S * K * P * Q / (H * W), r.get("bwd_input_ms")),

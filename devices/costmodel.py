@@ -62,6 +62,7 @@ class DevicePerf:
     multiprocessors: int | None = None  # SMs of a GPU (the tiled GEMM model, gpukernels.py)
     fp32_lanes: int | None = None  # FP32 lanes of a GPU (its issue limit, gpukernels.py)
     warp_issue_per_clock: int | None = None  # warp instructions an SM of a GPU issues a clock
+    tile_loads: str | None = None  # "tma": tensor-core GEMM tiles loaded by bulk copies (Hopper)
     cores: int | None = None  # CPU cores of a host (a cpu device's kernels use them all)
     #: CPU time at one end of a message between tasks: fixed, and per payload byte (cpu hosts)
     message_s: float = 0.0
@@ -98,6 +99,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         multiprocessors=getattr(spec, "multiprocessors", None),
         fp32_lanes=getattr(spec, "fp32_lanes", None),
         warp_issue_per_clock=getattr(spec, "warp_issue_per_clock", None),
+        tile_loads=getattr(spec, "tile_loads", None),
         cores=getattr(spec, "cores", None),
         message_s=getattr(spec, "message_overhead_s", None) or 0.0,
         message_s_per_byte=getattr(spec, "message_overhead_s_per_byte", None) or 0.0,
@@ -247,7 +249,9 @@ class Roofline(CostModel):
         share = gk.issue_share(
             unit, perf.fp32_lanes, perf.multiprocessors, perf.warp_issue_per_clock
         )
-        layout = gk.op_layout(op.type, op.attrs, unit, dtype)  # (transposed operands read slower)
+        layout = gk.op_layout(
+            op.type, op.attrs, unit, dtype, perf.tile_loads
+        )  # (transposed operands read slower)
         return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
                                gk.TILES[unit], share, layout)  # fmt: skip
 

@@ -92,6 +92,9 @@ FIELDS = ("efficiency", "k_half", "tile_half", "memory_efficiency", "fixed_s", "
 #: include/cutlass/gemm/device/default_gemm_configuration.h); an operand stored with the
 #: reduction contiguous is read in runs this long
 K_TILE_BYTES = {"cuda_cores": 32, "tensor_cores": 64}
+#: bytes a stored row must be a multiple of for the TMA's bulk tile copies: a tensor map's global
+#: strides are multiples of 16 bytes (CUDA driver API, cuTensorMapEncodeTiled)
+BULK_ALIGN = 16
 #: dtypes whose products run on tensor cores where the device has them
 TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tensorfloat32", "float8"}
 
@@ -187,18 +190,23 @@ class Layout(NamedTuple):
     """How a product's operands lie in memory, in TensorFlow's (row-major) terms: ``a`` is
     (m x k), or (k x m) read transposed (``transpose_a``), ``b`` (k x n), or (n x k)
     (``transpose_b``); ``elem_bytes`` of each element; a block reads its tile of an operand
-    stored with the reduction contiguous in runs of ``k_tile_bytes`` (``K_TILE_BYTES``)."""
+    stored with the reduction contiguous in runs of ``k_tile_bytes`` (``K_TILE_BYTES``);
+    ``bulk``: the kernel loads whole tiles by bulk copies (Hopper's TMA; ``read_factor``)."""
 
     elem_bytes: float
     transpose_a: bool = False
     transpose_b: bool = False
     k_tile_bytes: float = K_TILE_BYTES["cuda_cores"]
+    bulk: bool = False
 
 
 def layout_of(unit: str, elem_bytes: float, transpose_a: bool = False,
-              transpose_b: bool = False) -> Layout:  # fmt: skip
-    """The ``Layout`` of a product on ``unit`` ("cuda_cores" or "tensor_cores")."""
-    return Layout(float(elem_bytes), bool(transpose_a), bool(transpose_b), K_TILE_BYTES[unit])
+              transpose_b: bool = False, tile_loads: str | None = None) -> Layout:  # fmt: skip
+    """The ``Layout`` of a product on ``unit`` ("cuda_cores" or "tensor_cores") of a device
+    whose catalog entry says ``tile_loads`` ("tma": its tensor-core kernels copy whole tiles)."""
+    bulk = unit == "tensor_cores" and tile_loads == "tma"
+    return Layout(float(elem_bytes), bool(transpose_a), bool(transpose_b), K_TILE_BYTES[unit],
+                  bulk)  # fmt: skip
 
 
 def run_bytes(extent: float, edge: float, other_extent: float, other_edge: float,
@@ -217,8 +225,14 @@ def read_factor(m: int, n: int, k: float, tm: int, tn: int, lay: Layout, run_hal
     (k x n) and the output C (m x n) is read (written) in contiguous runs of ``run_bytes`` along
     its contiguous dimension (A: k, or m when transposed; B: n, or k when transposed; C: n), and
     a run of ``r`` bytes reaches ``r / (r + run_half)`` of the rate: the bytes-weighted mean of
-    ``1 + run_half / r``."""
+    ``1 + run_half / r``. A kernel that copies whole tiles in bulk (``lay.bulk``: Hopper's Tensor
+    Memory Accelerator) reads at the full rate (1), where every stored row is a multiple of
+    ``BULK_ALIGN`` bytes, as the TMA needs (else the library falls back to thread loads)."""
     el, kt = lay.elem_bytes, max(lay.k_tile_bytes / lay.elem_bytes, 1.0)
+    if lay.bulk:
+        rows = (m if lay.transpose_a else k, k if lay.transpose_b else n, n)
+        if all((r * el) % BULK_ALIGN == 0 for r in rows):
+            return 1.0
     if lay.transpose_a:  # stored (k x m): runs along m
         ra = run_bytes(m, tm, k, kt, el)
     else:  # stored (m x k): runs along the reduction
@@ -296,16 +310,18 @@ ELEM_BYTES = {"float64": 8, "float32": 4, "tensorfloat32": 4, "float16": 2, "bfl
               "float8": 1}  # fmt: skip
 
 
-def op_layout(op_type: str, attrs: dict, unit: str, dtype: str) -> Layout:
+def op_layout(op_type: str, attrs: dict, unit: str, dtype: str,
+              tile_loads: str | None = None) -> Layout:  # fmt: skip
     """The ``Layout`` of the GEMM an op runs: a MatMul's ``transpose_a`` / ``transpose_b``, a
     BatchMatMul's ``adj_x`` / ``adj_y``; a convolution's implicit GEMM as NHWC lays it out (rows
-    of im2col contiguous along the reduction, the filter along the output channels)."""
+    of im2col contiguous along the reduction, the filter along the output channels), on a
+    device whose catalog entry says ``tile_loads``."""
     ta = tb = False
     if op_type == "MatMul":
         ta, tb = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
     elif op_type == "BatchMatMul":
         ta, tb = bool(attrs.get("adj_x")), bool(attrs.get("adj_y"))
-    return layout_of(unit, ELEM_BYTES.get(dtype, 4), ta, tb)
+    return layout_of(unit, ELEM_BYTES.get(dtype, 4), ta, tb, tile_loads)
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> dict[str, GemmParams]:

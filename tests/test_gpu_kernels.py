@@ -269,6 +269,27 @@ def test_a_read_along_the_reduction_is_slower_by_its_short_runs():
     assert gk.read_factor(m, n, k, 64, 128, lay, 0.0) == 1.0
 
 
+def test_bulk_tile_copies_read_at_the_full_rate_where_rows_are_aligned():
+    """Hopper's tensor-core kernels copy whole tiles by the TMA (the catalog's tile_loads "tma"):
+    no short runs, factor 1, as long as every stored row is a multiple of 16 bytes; a float16
+    (k x n) operand with n = 8457 (16914 B rows) is not, and the kernel falls back to thread
+    loads: the runs' factor again. CUDA-core products and other GPUs never copy in bulk."""
+    assert catalog.load_device("h200_sxm").tile_loads == "tma"
+    assert catalog.load_device("h100_sxm5").tile_loads == "tma"
+    assert catalog.load_device("v100_sxm2").tile_loads is None
+    bulk = gk.layout_of("tensor_cores", 2, False, True, "tma")
+    assert bulk.bulk and not gk.layout_of("cuda_cores", 4, False, True, "tma").bulk
+    assert not gk.layout_of("tensor_cores", 2, False, True, None).bulk
+    assert gk.read_factor(16, 4096, 4096, 64, 128, bulk, 50.0) == 1.0
+    threads = gk.layout_of("tensor_cores", 2, False, False)
+    bulk = gk.layout_of("tensor_cores", 2, False, False, "tma")
+    odd = gk.read_factor(35, 8457, 2560, 64, 128, bulk, 50.0)
+    assert odd == gk.read_factor(35, 8457, 2560, 64, 128, threads, 50.0) > 1.0
+    spec = catalog.load_device("h200_sxm")
+    assert gk.op_layout("MatMul", {"transpose_b": True}, "tensor_cores", "bfloat16",
+                        spec.tile_loads) == gk.Layout(2.0, False, True, 64, True)  # fmt: skip
+
+
 def test_a_memory_bound_product_takes_its_bytes_at_the_runs_rate():
     """A skinny float32 product too short to split, on one 128 x 128 tile menu, at an unbounded
     peak: its time is moved bytes x read_factor / bandwidth (closed form), and storing B

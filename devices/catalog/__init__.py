@@ -28,6 +28,11 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     warp_issue_per_clock               optional (gpu): warp instructions one SM issues per clock
                                        (schedulers x dispatch units; the tiled GEMM model's issue
                                        limit of CUDA-core products)
+    tile_loads                         optional (gpu): "tma" where tensor-core GEMM kernels load
+                                       their operand tiles by the Tensor Memory Accelerator's
+                                       bulk 2-D copies (Hopper), else "threads" (the default:
+                                       each thread loads its share; the tiled GEMM model's
+                                       short-run reads, gpukernels.py)
     message_overhead_s                 optional (cpu): CPU time one end of a message between tasks
                                        spends on it apart from its bytes (RPC layer, framing,
                                        system calls, wake-ups); a request or a reply is a message
@@ -120,6 +125,7 @@ class HardwareSpec:
     fp32_lanes: int | None = None
     multiprocessors: int | None = None
     warp_issue_per_clock: int | None = None
+    tile_loads: str | None = None
     clock_hz: float | None = None
     message_overhead_s: float | None = None
     message_overhead_s_per_byte: float | None = None
@@ -408,7 +414,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors warp_issue_per_clock clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s".split()
+    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
@@ -436,6 +442,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         fp32_lanes=r.number("fp32_lanes", required=False, integer=True),
         multiprocessors=r.number("multiprocessors", required=False, integer=True),
         warp_issue_per_clock=r.number("warp_issue_per_clock", required=False, integer=True),
+        tile_loads=r.word("tile_loads", required=False),
         clock_hz=r.number("clock_hz", required=False),
         message_overhead_s=r.number("message_overhead_s", required=False),
         message_overhead_s_per_byte=r.number("message_overhead_s_per_byte", required=False),
@@ -445,6 +452,8 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         notes=r.notes,
         path=str(r.path),
     )
+    if spec.tile_loads not in (None, "tma", "threads"):
+        raise r.error("tile_loads", f'expected "tma" or "threads", got {spec.tile_loads!r}')
     r.finish(_DEVICE_FIELDS)
     return spec
 
