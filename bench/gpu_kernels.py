@@ -153,6 +153,25 @@ def layout_bound() -> dict:
     return out
 
 
+def layout_ratios(gemms: list[tuple], fits: dict, devs: dict) -> str:
+    """Per DeepBench (GPU, dtype): the range of the observed and of the predicted ratios of a
+    shape's time with B stored transposed (DeepBench's TN) to its time without (NN)."""
+    pairs: dict = {}
+    for e, r in zip(errors(gemms, fits, devs), gemms):
+        if r[7] == "deepbench" and not r[8].transpose_a:
+            pairs.setdefault(r[:5], {})[r[8].transpose_b] = (r[6], r[6] * (1.0 + e))
+    out: dict = {}
+    for key, v in pairs.items():
+        if len(v) == 2:
+            (o0, p0), (o1, p1) = v[False], v[True]
+            out.setdefault(key[:2], []).append((o1 / o0, p1 / p0))
+    return "; ".join(
+        f"{d} {dt} {min(o for o, _ in rs):.2f}-{max(o for o, _ in rs):.2f} vs "
+        f"{min(p for _, p in rs):.2f}-{max(p for _, p in rs):.2f}"
+        for (d, dt), rs in sorted(out.items())
+    )
+
+
 def errors(rows: list[tuple], fits: dict, devs: dict) -> list[float]:
     out = []
     for d, dtype, m, n, k, moved, s, h, lay, _ in rows:
@@ -245,6 +264,8 @@ def main(argv: list[str]) -> int:
     print("a layout-blind model's floor on the worst error (DeepBench shapes timed in several "
           "layouts; this model prices layouts): "
           + ", ".join(f"{d} {p} {b:.0%}" for (d, p), b in sorted(layout_bound().items())))  # fmt: skip
+    print("DeepBench's TN/NN time ratios (same shape; B stored transposed / not), observed vs "
+          "predicted (fitted parameters): " + layout_ratios(gemms, params, devs))  # fmt: skip
     for name, med, worst in checks:
         ok = med <= MEDIAN_TARGET and worst <= WORST_TARGET
         lines.append(

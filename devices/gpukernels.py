@@ -87,10 +87,12 @@ PARAMS_FILE = Path(__file__).resolve().parent / "catalog" / "kernels" / "gemm.to
 FIELDS = ("efficiency", "k_half", "tile_half", "memory_efficiency", "fixed_s", "overlap_q",
           "issue_overhead", "block_bandwidth", "run_half")  # fmt: skip
 #: bytes of the reduction a thread block reads per step of its main loop (its tile's depth):
-#: CUTLASS's default threadblock shapes, 128 x 128 x 8 for float32 on CUDA cores (32 B) and
-#: 128 x 128 x 32 float16 (64 B; TF32: x 16, 64 B) on tensor cores (github.com/NVIDIA/cutlass,
-#: include/cutlass/gemm/device/default_gemm_configuration.h); an operand stored with the
-#: reduction contiguous is read in runs this long
+#: CUTLASS's default threadblock shapes, 128 x 128 x 8 on CUDA cores (SIMT: 32 B of float32) and
+#: 128 x 256 x 32 on Volta and Turing tensor cores (Sm70, Sm75: 64 B of float16)
+#: (github.com/NVIDIA/cutlass, include/cutlass/gemm/device/default_gemm_configuration.h; its
+#: Sm80 default is x 64, 128 B, but one value serves a unit class here: V100's, the generation
+#: whose DeepBench times show layouts; Hopper's bulk tile copies have no runs); an operand
+#: stored with the reduction contiguous is read in runs this long
 K_TILE_BYTES = {"cuda_cores": 32, "tensor_cores": 64}
 #: bytes a stored row must be a multiple of for the TMA's bulk tile copies: a tensor map's global
 #: strides are multiples of 16 bytes (CUDA driver API, cuTensorMapEncodeTiled)
