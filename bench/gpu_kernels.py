@@ -241,6 +241,9 @@ def main(argv: list[str]) -> int:
             checks.append((name, med, worst))
 
     row("GEMMs fitted to (2 of every 3, all GPUs)", "fitted", train, params, False)
+    for gen in FITTED_GPUS:
+        row(f"{gen}: its GEMMs fitted to", "fitted", [r for r in train if r[0] == gen], params,
+            False)  # fmt: skip
     row("GEMMs held out (every third)", "predicted", held, params, True)
     row("convolutions (implicit GEMM, never fitted)", "predicted", convs, params, False)
     row("H100 GEMMs (another machine, never fitted)", "predicted", gemm_rows(UNSEEN_FILES[0]),
