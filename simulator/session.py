@@ -6,6 +6,7 @@ network flows) and the executor's wait (advance the clock) differ from ``hb.Sess
 from __future__ import annotations
 
 import heapq
+import math
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -293,7 +294,11 @@ class SimSession(BaseSession):
     On a cluster of several tasks a step is what the distributed runtime does: ``client`` names
     the task whose process runs the session (default: the first ``/job:worker`` task, else the
     first task), or a list of tasks for between-graph replication written as one graph (each
-    client calls its own task and every other task of the step). Each call is a RunGraph
+    client calls its own task and every other task of the step). An entry ``(task, [tasks])``
+    is one more session in ``task``'s process that calls only the tasks listed (those of them
+    in the step), as the chief's queue runner of a SyncReplicasOptimizer calls the PS tasks
+    holding its accumulators; it makes its calls first (a queue runner calls again as soon as
+    its last step is done, before its process's next step). Each call is a RunGraph
     request and reply, and each tensor crossing tasks a RecvTensor request and reply: messages
     that cost CPU time at both ends (the catalog's ``message_overhead_s`` and
     ``message_overhead_s_per_byte`` of each task's cpu, queued on its host's cores) besides the
@@ -339,19 +344,36 @@ class SimSession(BaseSession):
         self.clients = self._clients(client)
         self._called: dict[tuple[str, str], float] = {}  # see SimRendezvous.called
 
-    def _clients(self, client: Any) -> list[str]:
-        """The tasks whose processes run this session's steps (see ``run``); [] when the cluster
-        has one task (a local session: no RPCs)."""
+    def _clients(self, client: Any) -> list[tuple[str, tuple[str, ...] | None]]:
+        """The sessions running this session's steps (see ``run``), each (its task, the tasks
+        it alone calls, or None: every task of the step); [] when the cluster has one task (a
+        local session: no RPCs)."""
         tasks = list(getattr(self.cluster, "tasks", []))
         if client is None:
             if len(tasks) <= 1:
                 return []
             client = next((t for t in tasks if t.startswith("/job:worker/")), tasks[0])
-        chosen = [client] if isinstance(client, str) else list(client)
+        chosen = [client] if isinstance(client, (str, tuple)) else list(client)
+        out: list[tuple[str, tuple[str, ...] | None]] = []
         for c in chosen:
+            calls = None
+            if isinstance(c, tuple):
+                if len(c) != 2 or isinstance(c[1], str):
+                    raise ValueError(
+                        f"SimSession: a client entry must be a task or (task, [tasks it calls]), "
+                        f"got {c!r}"
+                    )
+                c, calls = c[0], tuple(c[1])
+                for t in calls:
+                    if t not in tasks:
+                        raise ValueError(
+                            f"SimSession: client {c!r} calls {t!r}, which is not a task of the "
+                            f"cluster {tasks}"
+                        )
             if c not in tasks:
                 raise ValueError(f"SimSession: client {c!r} is not a task of the cluster {tasks}")
-        return chosen
+            out.append((c, calls))
+        return out
 
     def _make_devices(self) -> list:
         devs = list(self.cluster.devices())
@@ -402,41 +424,56 @@ class SimSession(BaseSession):
             return []
         cluster, now = self.cluster, self.cluster.env.now
         work = SoftwareWork("RunGraph", "RunGraph")
-        heap: list[tuple] = []
         self._called.clear()
-        for c in clients:
-            master = cluster.task_cpu(c)
-            targets = [t for t in tasks if t not in clients] + ([c] if c in tasks else [])
-            targets = [(t, cluster.task_cpu(t)) for t in targets]
-            targets = [(t, cpu) for t, cpu in targets if cpu is not None]
-            if master is not None and targets:  # (after the client's own work for a step)
-                begin = master.occupy(now, master.perf_spec.step_s, SoftwareWork(c, "Session.run"))
-                heapq.heappush(heap, (begin, len(heap), "send", master, targets))
-        calls, seq, started = [], len(heap), set()
+        callers = {c for c, _ in clients}
+        calls: list[tuple] = []
+        started: set[str] = set()  # tasks whose devices a call has started
+        # any second session of a process (a queue runner's) first: in a steady state it calls
+        # again as soon as its last step is done (an update), before the process's own next step
+        for phase in ([e for e in clients if e[1]], [e for e in clients if e[1] is None]):
+            heap: list[tuple] = []
+            for c, only in phase:
+                master = cluster.task_cpu(c)
+                if only is None:
+                    targets = [t for t in tasks if t not in callers] + ([c] if c in tasks else [])
+                else:
+                    targets = [t for t in tasks if t in only]
+                targets = [(t, cluster.task_cpu(t)) for t in targets]
+                targets = [(t, cpu) for t, cpu in targets if cpu is not None]
+                if master is not None and targets:  # (after the client's own work for a step)
+                    work_c = SoftwareWork(c, "Session.run")
+                    begin = master.occupy(now, master.perf_spec.step_s, work_c)
+                    heapq.heappush(heap, (begin, len(heap), "send", master, targets))
+            self._calls(heap, work, calls, started)
+        return calls
+
+    def _calls(self, heap: list[tuple], work: Any, calls: list[tuple], started: set) -> None:
+        """The RunGraph requests of ``heap``'s clients, in time order (``_run_graph_requests``);
+        appends each call to ``calls``, and each task whose devices it starts to ``started``."""
+        seq = len(heap)
         while heap:
             t, _, kind, master, x = heapq.heappop(heap)
             seq += 1
             if kind == "send":  # the client sends its next request
                 (task, cpu), rest = x[0], x[1:]
                 sent = master.occupy(t, master.perf_spec.message_s, work)
-                lat = sum(link.latency_s for link in cluster.route(master.name, cpu.name))
-                if cpu is not master:  # (another process: its runtime hands the message over)
-                    lat += cpu.perf_spec.message_latency_s
+                lat = self._latency(master, cpu)
                 heapq.heappush(heap, (sent + lat, seq, "recv", master, (task, cpu, lat)))
                 if rest:
                     heapq.heappush(heap, (sent, seq + 0.5, "send", master, rest))
             else:  # the task receives it: its devices may start (on the first client's call)
                 task, cpu, lat = x
                 got = cpu.occupy(t, cpu.perf_spec.message_s, work)
-                self._called[(task, _task(master.name))] = got
-                devices = cluster.task_devices(task)
+                key = (task, _task(master.name))  # (a process's first call counts)
+                if got < self._called.get(key, math.inf):
+                    self._called[key] = got
+                devices = self.cluster.task_devices(task)
                 if task not in started:
                     started.add(task)
                     for d in devices:
                         if d.busy_until < got:
                             d.busy_until = got
                 calls.append((master, cpu, lat, devices))
-        return calls
 
     def _run_graph_replies(self, calls: list[tuple]) -> None:
         """Each RunGraph's reply leaves its task when the task's last work of the step ends and
@@ -465,6 +502,14 @@ class SimSession(BaseSession):
                 end = max(end, master.occupy(t, master.perf_spec.message_s, work))
         if end > env.now:
             env.advance(end)
+
+    def _latency(self, master: Any, cpu: Any) -> float:
+        """A request's delay from ``master``'s host to ``cpu``'s: the route's links and, in
+        another process, the receiving runtime's hand-over."""
+        lat = sum(link.latency_s for link in self.cluster.route(master.name, cpu.name))
+        if cpu is not master:
+            lat += cpu.perf_spec.message_latency_s
+        return lat
 
     def _build_plan(self, elements: list, fed: list) -> Any:
         plan = super()._build_plan(elements, fed)

@@ -90,7 +90,14 @@ class SyncPS(_Driver):
     Messages (when the profile gives its hosts message costs; see ``_Driver._build_messages``):
     each worker step is a distributed step of its own session; ``sync_replicas`` (default: as
     ``fast_worker_can_contribute_twice``) adds the two scalars TF's SyncReplicasOptimizer moves
-    per step (the worker's local step to each PS task, a token back).
+    per step (the worker's local step to each PS task, a token back) and its chief's queue
+    runner: a session of its own in the chief's process (worker 0) that runs one step per
+    global step, a RunGraph call on every PS task holding accumulators (their ops are all
+    there: take the average gradients, apply them, queue the tokens). Each shard's update
+    waits for that call; once the update is done the shard replies, and the chief receives the
+    replies and runs the next step (Session.run's own work, ``worker_step_s``, and a request
+    to each shard) on its process's time, as its own steps do. While the chief is down its
+    queue runner costs nothing (the driver does not stop the job without its chief).
 
     A slow worker always finishes and pushes its gradient (it is then dropped). Each accepted
     gradient is added into its shard's accumulator as it arrives (``aggregate_s`` of the
@@ -133,6 +140,11 @@ class SyncPS(_Driver):
         self.waiters: deque[tuple[int, simpy.Event]] = deque()
         self.last_tag = [-1] * self.n_tasks
         self.reply_at = [0.0] * self.n_tasks  # when each worker's last PS replies arrive
+        #: the chief's queue runner (sync_replicas with message costs): when each group's PS
+        #: has its next RunGraph call, and when the chief has the last replies of the step
+        self.qr_on = self.msg_on and self.sync_replicas
+        self.qr_ready = [0.0] * len(self.groups)
+        self.qr_back = 0.0
         self._reset_step()
 
     def _reset_step(self) -> None:
@@ -226,7 +238,13 @@ class SyncPS(_Driver):
             if self.count[grp] == self.n_workers:
                 self.closed[grp] = True
                 epoch = self.epoch
+                if self.qr_on and self.qr_ready[grp] > done:  # (the queue runner's call)
+                    done = self.qr_ready[grp]
                 applied = self._ps_kernel(grp, done, self.group_apply_s[grp])
+                if self.qr_on:  # the shard replies to the queue runner, then to the workers
+                    back = self._ps_msg(grp, applied, self.msg_ps) + self._to_worker(0)
+                    if back > self.qr_back:
+                        self.qr_back = back
                 if self.msg_on:
                     self._ps_replies(grp, applied)
                 wait = applied - self.env.now
@@ -276,6 +294,8 @@ class SyncPS(_Driver):
         if self.learner is not None:
             per_shard = [self.acc[self.group_of[k]] for k in range(self.n_ps)]
             self.learner.apply_sync(per_shard, self.step, now)
+        if self.qr_on:
+            self._queue_runner_step(now)
         self.step += 1
         self._reset_step()
         if self.step >= self.target and not self.done.triggered:
@@ -288,6 +308,16 @@ class SyncPS(_Driver):
             )
         else:
             self._open_step()
+
+    def _queue_runner_step(self, now: float) -> None:
+        """The chief's queue runner receives the shards' replies to its last step and runs
+        the next one: Session.run's own work and a RunGraph request to every shard, each of
+        which receives it (see the class docstring)."""
+        if self.down_until[0] > now:
+            return
+        t = self._w_msg(0, max(now, self.qr_back), self.reply_w + self.req_ps_w)
+        for g in self.active_groups:
+            self.qr_ready[g] = self._ps_msg(g, t + self._to_ps(0), self.msg_ps)
 
     def _open_step(self) -> None:
         now = self.env.now
@@ -309,6 +339,8 @@ class SyncPS(_Driver):
     def _stall(self) -> None:
         self._reset_step()
         self._reset_cpus()
+        self.qr_ready = [0.0] * len(self.groups)
+        self.qr_back = 0.0
         self.tokens.clear()
         self.waiters.clear()
 

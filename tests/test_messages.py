@@ -180,3 +180,64 @@ def test_bytes_between_tasks_of_one_machine_take_one_of_its_cores():
     shared, kernel_end = got(("m", "m"))
     assert apart < kernel_end  # crossed while the PS computed
     assert shared == pytest.approx(kernel_end + 4 * 250_000 / NIC[0], rel=1e-6)
+
+
+def _read_step_with_queue_runner(perf):
+    """``_read_step``'s graph with the worker running a second session (a queue runner's) that
+    calls only the PS task."""
+    c = Cluster()
+    c.add_task("ps", 0, cpu=perf, nic=NIC)
+    c.add_task("worker", 0, cpu=perf, nic=NIC)
+    w, ps = "/job:worker/replica:0/task:0", "/job:ps/replica:0/task:0"
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            a = hb.identity(hb.placeholder(hb.float32, [1000]))
+        with hb.device("/job:worker/task:0/device:cpu:0"):
+            b = hb.identity(a)
+        s = SimSession(c, client=[w, (w, [ps])])
+        for _ in range(2):
+            s.run(b, {a.op.inputs[0]: sim_value([1000])})
+    return s.last_record
+
+
+def test_a_second_session_in_a_process_calls_only_its_tasks():
+    """A client entry (task, [tasks]) is one more session in that task's process (the chief's
+    queue runner of SyncReplicasOptimizer), which calls first. With Session.run's own work
+    S = 10 ms per session and free messages, the worker's one core does the second session's
+    work [0, S] and sends its call (its reply is back once the PS is done and 2L have passed),
+    then the first session's [S, 2S]: its calls, and the worker's request for the tensor, leave
+    at 2S; the tensor is back at 2S + 2L + bytes / bandwidth, the end of the step. Alone, the
+    step ends at S + 2L + bytes / bandwidth. Three calls, each a request and a reply at two
+    ends."""
+    S, lat, wire = 10e-3, NIC[1], 4000 / NIC[0]
+    rec = _read_step_with_queue_runner(replace(HOST, step_s=S))
+    assert rec.step_time_s == pytest.approx(2 * S + 2 * lat + wire, rel=1e-9)
+    alone = _read_step(replace(HOST, step_s=S), 4000).step_time_s
+    assert alone == pytest.approx(S + 2 * lat + wire, rel=1e-9)
+    rec = _read_step_with_queue_runner(replace(HOST, message_s=1e-6))
+    assert rec.ops.type.value_counts()["RunGraph"] == 12
+    c = Cluster()
+    c.add_task("worker", 0, cpu=HOST, nic=NIC)
+    c.add_task("ps", 0, cpu=HOST, nic=NIC)
+    w = "/job:worker/replica:0/task:0"
+    with pytest.raises(ValueError, match="calls '/job:ps/task:9'"):
+        SimSession(c, client=[w, (w, ["/job:ps/task:9"])])
+    with pytest.raises(ValueError, match=r"\(task, \[tasks it calls\]\)"):
+        SimSession(c, client=[(w, "/job:ps/replica:0/task:0")])
+
+
+def test_the_chiefs_queue_runner_runs_a_step_per_global_step():
+    """SyncPS with TF's SyncReplicasOptimizer: the chief (worker 0) also runs its queue
+    runner's step once per global step, so with Session.run's own work S = 10 ms dominating,
+    the chief spends 2S of its process's time per global step (its own step and the queue
+    runner's) whatever the number of workers; without it, S. Asynchronous training has no queue
+    runner."""
+    S = 10e-3
+    prof = ReplicaProfile(
+        1e-6, dense={"w": (4, 0)}, worker_message_s=1e-6, ps_message_s=1e-6, worker_step_s=S
+    )
+    for w in (1, 2, 4):
+        tf = SyncPS(prof, w, nic=(1e12, 0.0), sync_replicas=True).run(8).step_time()
+        plain = SyncPS(prof, w, nic=(1e12, 0.0), sync_replicas=False).run(8).step_time()
+        assert tf == pytest.approx(2 * S, rel=0.01)
+        assert plain == pytest.approx(S, rel=0.01)

@@ -103,7 +103,8 @@ def op_level_step(
     machine: str | None = None,
 ) -> float:
     """Simulated time of one synchronous step of the replicated graph, op by op (shape-only).
-    Each worker task is a client of its own (between-graph replication); ``machine`` puts every
+    Each worker task is a client of its own (between-graph replication), and the chief's
+    queue runner (SyncReplicasOptimizer's) one more, calling the PS tasks; ``machine`` puts every
     task on that one machine, sharing its cores (how ``hetbed cluster`` runs them here)."""
     c = Cluster()
     for k in range(n_ps):
@@ -154,7 +155,10 @@ def op_level_step(
                 token = hb.identity(global_step.value())
             with hb.device(f"/job:worker/task:{t}/device:cpu:0"):
                 targets.append(hb.assign(local[t], token))
-        sess = SimSession(c, client=[t for t in c.tasks if t.startswith("/job:worker/")])
+        workers_ = [t for t in c.tasks if t.startswith("/job:worker/")]
+        ps_tasks = [t for t in c.tasks if t.startswith("/job:ps/")]
+        # and the chief's queue runner, a session of its own calling the PS tasks every step
+        sess = SimSession(c, client=[*workers_, (workers_[0], ps_tasks)])
         sess.run(hb.global_variables_initializer())
         sess.run(targets, feeds)  # targets: no op gathers them on one task
         return sess.last_record.step_time_s
