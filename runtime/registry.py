@@ -82,6 +82,9 @@ class OpDef:
         self.differentiable = differentiable
         # The gradient rule accepts IndexedSlices as is (identity-like ops); others get dense.
         self.passes_sparse = passes_sparse
+        # An optimizer's update op: (variable and slot inputs, gradient input, row indices input
+        # or None); the other inputs are hyperparameters (runtime/train/training_ops.py)
+        self.update_inputs: tuple[int, int, int | None] | None = None
         # Ops sharing attrs["group_key"] (collectives) are pruned in or out together; they are
         # listed in the graph collection "collective:<group_key>".
         self.gang = gang

@@ -362,10 +362,13 @@ class _Driver(OverlappedStep):
         self.msg_ps = mp  # a PS receives a RunGraph request, or sends its reply
         # TF's SyncReplicasOptimizer moves two more scalars per worker step (SyncPS): its local
         # step to every PS task holding accumulators (read as the step starts), and a token
-        # from the global step's PS task once the update is done
+        # from the global step's PS task once the update is done. Without it the worker's step
+        # runs the update ops, and what else they take from the worker (a learning rate:
+        # profile.update_inputs) goes to every PS task holding variables as the step starts.
         tf_sync = getattr(self, "sync_replicas", False)
-        self.local_step_w = n_ps_active * 2 * mw if tf_sync else 0.0
-        self.local_step_ps = 2 * mp if tf_sync else 0.0
+        sent_first = 1 if tf_sync else p.update_inputs
+        self.local_step_w = n_ps_active * 2 * mw * sent_first
+        self.local_step_ps = 2 * mp * sent_first
         self.token_ps = 2 * mp if tf_sync else 0.0
         self.token_w = 2 * mw if tf_sync else 0.0
         self.token_group = self.group_of[0]

@@ -69,6 +69,11 @@ class ReplicaProfile:
       catalog's ``step_overhead_s``); ``worker_message_latency_s``, ``ps_message_latency_s``:
       the delay each host's runtime adds to a message it receives (``message_latency_s``);
       ``ps_cores``: cores of a PS host (its message handling and its kernels share them);
+      ``update_inputs``: tensors besides the gradients that the update ops on a PS task take
+      from the worker every step (a learning rate, an optimizer's constants: the step's graph
+      has them on the worker, as ``replica_device_setter`` places them), each a message to
+      every PS task holding variables (drivers without TF's SyncReplicasOptimizer, whose
+      update runs in its own step on the PS);
     - ``grad_ready``: ``{variable: fraction of compute_s}`` at which its gradient is ready in the
       backward pass (all-reduce buckets start on it); a variable not listed is ready by the
       default model of ``ready_fraction_of``;
@@ -96,6 +101,7 @@ class ReplicaProfile:
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
     ps_cores: int = 1
+    update_inputs: int = 0
     grad_ready: dict[str, float] = field(default_factory=dict)
     worker_apply_s: dict[str, float] | float | None = None
 
@@ -111,6 +117,12 @@ class ReplicaProfile:
             _nonneg(what, getattr(self, what))
         for what in ("ps_message_s", "ps_message_s_per_byte"):
             _nonneg(what, getattr(self, what))
+        if (
+            isinstance(self.update_inputs, bool)
+            or int(self.update_inputs) != self.update_inputs
+            or self.update_inputs < 0
+        ):
+            raise ValueError(f"update_inputs must be an integer >= 0, got {self.update_inputs!r}")
         if (
             isinstance(self.ps_cores, bool)
             or int(self.ps_cores) != self.ps_cores
@@ -397,7 +409,10 @@ def profile_from_graph(
     - ``host_topology``: a catalog host topology the worker's host is built as (its GPU on the
       topology's ``gpu0``, so its transfers to and from host memory follow the topology);
     - message costs: the catalog's of the worker task's CPU (``worker`` itself when it is a
-      CPU, else the host CPU a cluster gives the task) and of ``ps``; ``ps_cores``: ``ps``'s.
+      CPU, else the host CPU a cluster gives the task) and of ``ps``; ``ps_cores``: ``ps``'s;
+    - ``update_inputs``: the distinct inputs of the update ops that are neither a variable, a
+      slot, a gradient, row indices nor made beside a variable (its read): a learning rate,
+      an optimizer's constants, a fed hyperparameter.
 
     Raises ValueError when ``ps_tasks < 1`` or a variable has no update op under ``train_op``,
     and the op-level simulator's ResourceExhaustedError when the step does not fit the worker.
@@ -535,6 +550,7 @@ def profile_from_graph(
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
         ps_cores=int(pperf.cores or 1),
+        update_inputs=_update_inputs(updates[v] for v in var_ops),
         grad_ready=ready,
         worker_apply_s=worker_apply,
     )
@@ -545,6 +561,26 @@ def accumulate_s(elements: float, nbytes: float, perf: DevicePerf) -> float:
     accumulator: one add per element, the accumulator and the gradient read, the accumulator
     written (the cost rule of AccumulatorApplyGradient), plus one launch."""
     return roofline_seconds(elements, 3.0 * nbytes, perf) + perf.launch_overhead_s
+
+
+def _update_inputs(update_ops: Iterable[Any]) -> int:
+    """How many distinct tensors besides the gradients the update ops take from the worker
+    (see ``profile_from_graph``): inputs of an update op that are not its variable and slots,
+    its gradient or its row indices, and not made by a variable or beside one."""
+    seen: set[Any] = set()
+    for u in update_ops:
+        layout = getattr(u.op_def, "update_inputs", None)
+        if layout is None:
+            continue
+        n_refs, grad, indices = layout
+        for k, t in enumerate(u.inputs):
+            if k < n_refs or k in (grad, indices):
+                continue
+            src = t.op
+            if src.type == "VariableV2" or src.colocation_groups:
+                continue  # on the PS: a variable's read (a beta power) or its own op
+            seen.add(t)
+    return len(seen)
 
 
 def _update_ops(train_op: Any) -> dict[Any, Any]:

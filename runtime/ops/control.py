@@ -47,11 +47,35 @@ def _as_op(x: Any) -> Operation:
 
 
 def group(*inputs: Any, name: str | None = None) -> Operation:
-    """An op that finishes when all ``inputs`` have run (a NoOp with control inputs)."""
+    """An op that finishes when all ``inputs`` have run (a NoOp with control inputs).
+
+    As TF's: inputs on one device give one NoOp on that device; inputs on several devices give
+    a NoOp per device (on it, after its inputs) and the returned NoOp after those, in the
+    current device scope. A step then sends one control message per device to the returned op,
+    not one per input (an optimizer's updates on a PS task, grouped on a worker: one message).
+    """
     ops = [_as_op(x) for x in inputs]
     g = ops[0].graph if ops else get_default_graph()
-    with g.as_default(), g.control_dependencies(ops):
-        return no_op(name=name or "group_deps")
+    name = name or "group_deps"
+    by_device: dict[str, list[Operation]] = {}
+    for op in ops:
+        by_device.setdefault(op.device, []).append(op)
+    with g.as_default():
+        if len(by_device) == 1:
+            ((dev, deps),) = by_device.items()
+            return _no_op_after(g, dev, deps, name)
+        per_device = [_no_op_after(g, d, by_device[d], "NoOp") for d in sorted(by_device)]
+        with g.control_dependencies(per_device):
+            return no_op(name=name)
+
+
+def _no_op_after(g: Any, dev: str, deps: list[Operation], name: str) -> Operation:
+    """A NoOp named ``name`` on ``dev`` (an empty device: the current scope's) after ``deps``."""
+    with g.control_dependencies(deps):
+        if not dev:
+            return no_op(name=name)
+        with g.device(dev):
+            return no_op(name=name)
 
 
 def tuple_(tensors: list, name: str | None = None, control_inputs: list | None = None) -> list:

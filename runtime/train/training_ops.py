@@ -106,13 +106,17 @@ def _update_cost(flops: float, n_refs: int, grad: int, indices: int | None = Non
 
 
 def _define(name: str, n_refs: int, grad: int, flops: float, indices: int | None = None):
-    return defop(
+    d = defop(
         name,
         shape=_update_shape(n_refs, grad, indices),
         cost=_update_cost(flops, n_refs, grad, indices),
         stateful=True,
         differentiable=False,
     )
+    #: which inputs are the variable and its slots (the first n), the gradient and the row
+    #: indices; the others are hyperparameters (a learning rate, beta powers, ...)
+    d.update_inputs = (n_refs, grad, indices)
+    return d
 
 
 # ---- the two drivers ---------------------------------------------------------------------------
