@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .fileio import atomic_write
@@ -69,6 +69,16 @@ class DevicePerf:
     message_s_per_byte: float = 0.0
     step_s: float = 0.0  # CPU time of a client's distributed Session.run besides its messages
     message_latency_s: float = 0.0  # delay the runtime adds to a message it receives (no CPU)
+    #: per-op dispatch of the executor's clocked schedule (every partition of a distributed
+    #: step); None: ``launch_overhead_s``. ``clocked()`` gives the perf with it in place.
+    clocked_launch_overhead_s: float | None = None
+
+    def clocked(self) -> DevicePerf:
+        """This perf as a task of a distributed step runs: ops at the clocked dispatch cost."""
+        c = self.clocked_launch_overhead_s
+        if c is None or c == self.launch_overhead_s:
+            return self
+        return replace(self, launch_overhead_s=c, clocked_launch_overhead_s=None)
 
     def peak(self, dtype: str, matrix: bool) -> float:
         if matrix and dtype in self.matrix_flops:
@@ -105,6 +115,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         message_s_per_byte=getattr(spec, "message_overhead_s_per_byte", None) or 0.0,
         step_s=getattr(spec, "step_overhead_s", None) or 0.0,
         message_latency_s=getattr(spec, "message_latency_s", None) or 0.0,
+        clocked_launch_overhead_s=getattr(spec, "kernel_launch_overhead_clocked_s", None),
     )
 
 

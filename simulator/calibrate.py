@@ -168,6 +168,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"memory_bandwidth_bytes_per_s = {num(perf.memory_bandwidth, 'out-of-place float32 add, 3 x 32 MiB')}",
             f"memory_bytes = {num(int(perf.memory_bytes), 'physical memory')}",
             f"kernel_launch_overhead_s = {num(perf.launch_overhead_s, 'executor dispatch per op')}",
+            f"kernel_launch_overhead_clocked_s = {num(perf.clocked_launch_overhead_s or perf.launch_overhead_s, 'executor dispatch per op on the clocked schedule (a chain after a queue dequeue)')}",
             f"cores = {num(host_cores(), 'cores this process may run on')}",
             f"message_overhead_s = {num(max(perf.message_s, 1e-9), 'fitted to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1 and 8 MiB across two processes, less the loopback rate (message_costs)')}",

@@ -138,7 +138,10 @@ class Cluster:
         its CPU cores (their kernels queue on them one after another and their messages are
         handled on whichever core frees first; devices.simulated.HostCores), as processes of one
         machine do. By default every task has a machine of its own. Tasks of one machine must
-        name the same ``cpu``.
+        name the same ``cpu``. In a cluster of several tasks a cpu device runs its ops at the
+        catalog's ``kernel_launch_overhead_clocked_s`` per op where it has one (each task's
+        partition of a distributed step runs on the executor's clocked schedule: its Send/Recv
+        are asynchronous); one task is a local session, at ``kernel_launch_overhead_s``.
         ``host_topology`` (default: the cluster's, for a task given GPUs) builds the host as a
         catalog host topology: GPU ``i`` sits on the topology's node ``gpu<i>``, the cpu on its
         first socket, and routes follow its cables (``topology.TopologyHost``); named here,
@@ -198,6 +201,7 @@ class Cluster:
         machines: dict[str, HostCores] = {}
         self._task_cpu: dict[str, SimulatedDevice] = {}
         self._task_devices: dict[str, list[SimulatedDevice]] = {}
+        distributed = len(self._tasks) > 1  # (each task's partition runs clocked)
         for t in self._tasks:
             h = self._fabric.host(t.host)
             if t.topology is not None:
@@ -207,6 +211,8 @@ class Cluster:
             for kind, key, n in t.devices:
                 hw = load_device(key) if isinstance(key, str) else key
                 perf = perf_from_spec(hw)
+                if distributed and kind == "cpu":
+                    perf = perf.clocked()
                 for i in range(n):
                     name = f"device:{kind}:{i}"
                     dev = SimulatedDevice(

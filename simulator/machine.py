@@ -18,6 +18,7 @@ from hetbed.devices.costmodel import DevicePerf
 from hetbed.runtime import dtypes
 from hetbed.runtime.graph import Graph
 from hetbed.runtime.ops.array import constant, placeholder
+from hetbed.runtime.ops.data_flow import FIFOQueue
 from hetbed.runtime.session import Session
 
 
@@ -159,18 +160,28 @@ def stream_bandwidth(n: int = 1 << 23) -> float:
     return 3.0 * 4 * n / best_of(lambda: np.add(a, b, out=out))
 
 
-def dispatch_overhead(n_ops: int = 1000) -> float:
-    """Seconds the executor adds per op beyond the kernel itself (a chain of tiny adds)."""
+def dispatch_overhead(n_ops: int = 1000, clocked: bool = False) -> float:
+    """Seconds the executor adds per op beyond the kernel itself (a chain of tiny adds).
+
+    ``clocked``: on the executor's clocked schedule, which every partition of a distributed
+    step runs (its Send/Recv are asynchronous kernels): the chain starts from a queue's
+    dequeue, an asynchronous kernel too, whose own cost is spread over the ``n_ops`` adds."""
     g = Graph()
     with g.as_default():
         x = placeholder(dtypes.float32, [4])
         one = constant(np.ones(4, np.float32))
         y = x
+        if clocked:
+            q = FIFOQueue(2, [dtypes.float32], shapes=[[4]])
+            put, y = q.enqueue([x]), q.dequeue()
         for _ in range(n_ops):
             y = y + one
         sess = Session(graph=g)
         xv = np.zeros(4, np.float32)
-        total = best_of(lambda: sess.run(y, {x: xv}), repeat=5, number=10)
+        if clocked:
+            total = best_of(lambda: (sess.run(put, {x: xv}), sess.run(y)), repeat=5, number=10)
+        else:
+            total = best_of(lambda: sess.run(y, {x: xv}), repeat=5, number=10)
         a, o = np.zeros(4, np.float32), np.ones(4, np.float32)
         kernel = best_of(lambda: [np.add(a, o) for _ in range(n_ops)], repeat=5, number=10)
     return max(total - kernel, 0.0) / n_ops
@@ -185,14 +196,22 @@ def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
             "memory bandwidth (float32 add)", "bytes/s", stream_bandwidth, repeats, (1e-9, "GB/s")
         ),
         repeated("executor dispatch per op", "s", dispatch_overhead, repeats, (1e6, "us/op")),
+        repeated(
+            "executor dispatch per op, clocked schedule",
+            "s",
+            lambda: dispatch_overhead(clocked=True),
+            repeats,
+            (1e6, "us/op"),
+        ),
     ]
-    flops, bw, dispatch = (m.median for m in ms)
+    flops, bw, dispatch, clocked = (m.median for m in ms)
     perf = DevicePerf(
         "this_machine",
         {"float32": flops, "float64": flops / 2},
         memory_bandwidth=bw,
         memory_bytes=float(_host_memory()),
         launch_overhead_s=dispatch,
+        clocked_launch_overhead_s=clocked,
         cores=host_cores(),
     )
     return perf, ms

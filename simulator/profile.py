@@ -450,8 +450,8 @@ def profile_from_graph(
     pspec = load_device(ps) if isinstance(ps, str) else ps
     cluster = Cluster(cost_model=cost_model)
     kind = getattr(wspec, "kind", "gpu")
-    if kind == "cpu":
-        cluster.add_task("worker", 0, cpu=wspec)
+    if kind == "cpu":  # (a replica's step is a distributed one: its ops run clocked)
+        cluster.add_task("worker", 0, cpu=perf_from_spec(wspec).clocked())
     elif kind == "tpu":
         cluster.add_task("worker", 0, tpu=(wspec, 1))
     else:

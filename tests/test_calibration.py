@@ -114,6 +114,10 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     per_msg = next(m for m in doc["measurements"] if m["name"] == "message CPU time per end")
     assert machine.message_overhead_s == pytest.approx(per_msg["median"])
     assert 1e-6 < machine.message_overhead_s < 5e-3  # a message of a Python runtime, per end
+    clocked = next(
+        m for m in doc["measurements"] if m["name"] == "executor dispatch per op, clocked schedule"
+    )
+    assert machine.kernel_launch_overhead_clocked_s == pytest.approx(clocked["median"])
     assert load_file(str(out / "loopback.toml")).kind == "loopback"
     assert main(["calibrate", "--model", f"{tmp_path / 'mine.py'}:nope", "--out", str(out)]) == 2
     assert "has no function 'nope'" in capsys.readouterr().err

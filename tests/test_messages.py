@@ -241,3 +241,33 @@ def test_the_chiefs_queue_runner_runs_a_step_per_global_step():
         plain = SyncPS(prof, w, nic=(1e12, 0.0), sync_replicas=False).run(8).step_time()
         assert tf == pytest.approx(2 * S, rel=0.01)
         assert plain == pytest.approx(S, rel=0.01)
+
+
+def test_a_distributed_steps_ops_run_at_the_clocked_dispatch_cost():
+    """Each task's partition of a distributed step runs on the executor's clocked schedule:
+    in a cluster of two tasks a worker's chain of N tiny adds costs N x the catalog's clocked
+    dispatch cost; alone (a local session) N x the straight-line one. Without a clocked
+    number both are the straight-line one."""
+    n = 20
+
+    def chain_step(perf, tasks):
+        c = Cluster()
+        c.add_task("worker", 0, cpu=perf, nic=NIC)
+        if tasks == 2:
+            c.add_task("ps", 0, cpu=perf, nic=NIC)
+        with hb.Graph().as_default():
+            with hb.device("/job:worker/task:0/device:cpu:0"):
+                x = hb.placeholder(hb.float32, [4])
+                y = x
+                for _ in range(n):
+                    y = y + 1.0
+            s = SimSession(c)
+            for _ in range(2):
+                s.run(y, {x: sim_value([4])})
+        return s.last_record.step_time_s
+
+    clocked = replace(HOST, clocked_launch_overhead_s=5e-6)  # straight-line: 1 us
+    assert chain_step(clocked, 1) == pytest.approx(n * 1e-6, rel=0.02)
+    assert chain_step(clocked, 2) == pytest.approx(n * 5e-6, rel=0.02)
+    assert chain_step(HOST, 2) == pytest.approx(n * 1e-6, rel=0.02)
+    assert HOST.clocked() is HOST and clocked.clocked().launch_overhead_s == 5e-6

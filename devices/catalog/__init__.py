@@ -20,6 +20,9 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     memory_bandwidth_bytes_per_s       required
     memory_bytes                       required (device memory; host DRAM for a cpu)
     kernel_launch_overhead_s           required: per-kernel launch (gpu), per-op dispatch (cpu, tpu)
+    kernel_launch_overhead_clocked_s   optional (cpu): per-op dispatch of the executor's clocked
+                                       schedule, which runs every partition of a distributed step
+                                       (its Send/Recv are asynchronous); default: the above
     host_link                          link key to the host (required for gpu and tpu)
     peer_link, network_link            optional link keys: device-to-device, the host's NIC
     systolic_array_shape = [rows, cols], matrix_units   (required for tpu; per chip)
@@ -131,6 +134,7 @@ class HardwareSpec:
     message_overhead_s_per_byte: float | None = None
     step_overhead_s: float | None = None
     message_latency_s: float | None = None
+    kernel_launch_overhead_clocked_s: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -414,7 +418,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s".split()
+    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
@@ -448,6 +452,9 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         message_overhead_s_per_byte=r.number("message_overhead_s_per_byte", required=False),
         step_overhead_s=r.number("step_overhead_s", required=False),
         message_latency_s=r.number("message_latency_s", required=False),
+        kernel_launch_overhead_clocked_s=r.number(
+            "kernel_launch_overhead_clocked_s", required=False
+        ),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),
