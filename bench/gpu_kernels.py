@@ -34,6 +34,7 @@ import statistics
 import sys
 from pathlib import Path
 
+import hetbed.devices.gpuconv as gc
 import hetbed.devices.gpukernels as gk
 from hetbed.devices import catalog
 
@@ -107,28 +108,26 @@ def deepbench_as_matmul(m: int, n: int, k: int, a_t: str, b_t: str) -> tuple:
 
 
 def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
-    """Each convolution pass as (device, dtype, m, n, k, bytes, seconds, harness, pass name)."""
-    rows = []
+    """Each convolution pass as (device, dtype, pass name, ``gc.ConvShape``, element bytes,
+    seconds, harness, layout, index of its shape within its (device, precision)); every pass of
+    one shape (one line of the file) shares the index."""
+    rows, seen = [], {}
     for name in files:
         for r in csv.DictReader(open(DATA / name)):
             dtype, el = PRECISION[r["precision"]]
             N, H, W, C, K = (int(r[x]) for x in ("n", "h", "w", "c", "k"))
-            R, S = int(r["r"]), int(r["s"])
-            P = (H + 2 * int(r["pad_h"]) - R) // int(r["stride_h"]) + 1
-            Q = (W + 2 * int(r["pad_w"]) - S) // int(r["stride_w"]) + 1
-            moved = el * (N * H * W * C + R * S * C * K + N * P * Q * K)
+            sh = gc.shape_of(N, H, W, C, K, int(r["r"]), int(r["s"]),
+                             (int(r["stride_h"]), int(r["stride_w"])),
+                             (int(r["pad_h"]), int(r["pad_w"])))  # fmt: skip
             # (the implicit GEMM's operands as NHWC lays them: rows of im2col contiguous along
             # the reduction (its channels), the filter (RSC x K) along the output channels)
             lay = gk.layout_of(gk.unit_class(dtype), el, tile_loads=tile_loads(r["device"]))
-            passes = {
-                "fwd": (N * P * Q, K, R * S * C, r.get("fwd_ms")),
-                "bwd_input": (N * H * W, C, R * S * K * P * Q / (H * W), r.get("bwd_input_ms")),
-                "bwd_filter": (R * S * C, K, N * P * Q, r.get("bwd_filter_ms")),
-            }
-            for what, (m, n, k, ms) in passes.items():
+            i = seen[(r["device"], dtype)] = seen.get((r["device"], dtype), -1) + 1
+            for what in gc.PASSES:
+                ms = r.get(f"{what}_ms")
                 if ms:  # DeepBench leaves some passes out ("N/A")
-                    rows.append((r["device"], dtype, m, n, k, moved, float(ms) * 1e-3, harness(name),
-                                 lay, what))  # fmt: skip
+                    rows.append((r["device"], dtype, what, sh, el, float(ms) * 1e-3,
+                                 harness(name), lay, i))  # fmt: skip
     return rows
 
 
@@ -185,6 +184,84 @@ def errors(rows: list[tuple], fits: dict, devs: dict) -> list[float]:
     return out
 
 
+def conv_errors(rows: list[tuple], fits: dict, cfits: dict | None, devs: dict) -> list[float]:
+    """Relative errors of convolution rows: by the convolution model (``gc.conv_seconds``) with
+    the GEMM fits ``fits`` and the convolution fits ``cfits``; with ``cfits`` None, as the plain
+    implicit GEMM priced by the GEMM parameters alone (no convolution mechanism or parameter)."""
+    out = []
+    for r in rows:
+        d, dtype, what, sh, el, s, h, lay = r[:8]
+        unit = gk.unit_class(dtype)
+        p, floors = fits[unit]
+        dev = devs[d]
+        share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
+        if cfits is None:
+            m, n, k = gc.conv_gemm(what, sh)
+            moved = el * (sh.n * sh.h * sh.w * sh.c + sh.r * sh.s * sh.c * sh.k
+                          + sh.n * sh.p * sh.q * sh.k)  # fmt: skip
+            t = gk.gemm_seconds(m, n, k, moved, dev["peak"][dtype],
+                                dev["bandwidth"], dev["sms"], p, gk.TILES[unit], share, lay)  # fmt: skip
+        else:
+            t = gc.conv_seconds(what, sh, el, dev["peak"][dtype], dev["bandwidth"], dev["sms"], p,
+                                cfits[unit], unit, share, lay)[0]  # fmt: skip
+        out.append(gk.observed_seconds(t, floor_of(floors, h)) / s - 1.0)
+    return out
+
+
+def algorithms(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> list[str]:
+    """The algorithm the convolution model picks for each row."""
+    out = []
+    for d, dtype, what, sh, el, *_ in rows:
+        unit, dev = gk.unit_class(dtype), devs[d]
+        share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
+        out.append(gc.conv_seconds(what, sh, el, dev["peak"][dtype], dev["bandwidth"], dev["sms"],
+                                   fits[unit][0], cfits[unit], unit, share, None)[1])  # fmt: skip
+    return out
+
+
+def fit_conv(rows: list[tuple], devs: dict, fits: dict) -> dict:
+    """unit class -> ``gc.ConvParams`` fitted to convolution ``rows``, the GEMM parameters and
+    the harnesses' floors of ``fits`` (fitted to GEMMs) held fixed."""
+    out = {}
+    for unit in ("cuda_cores", "tensor_cores"):
+        p, floors = fits[unit]
+        mine = [r for r in rows if gk.unit_class(r[1]) == unit]
+        fl = {h: floor_of(floors, h) for h in {r[6] for r in mine}}
+        out[unit] = gc.fit_params(mine, devs, p, fl, unit)
+    return out
+
+
+def breakdown(rows: list[tuple], plain: list[float], model: list[float], algos: list[str]) -> str:
+    """A table of median / worst |error| per group of convolution cases: pass, filter, stride,
+    precision, GPU, batch, input channels, algorithm picked; the plain implicit GEMM's errors
+    (GEMM parameters only) beside the convolution model's."""
+    keys = {
+        "pass": lambda r, a: r[2],
+        "filter": lambda r, a: f"{r[3].r}x{r[3].s}" if r[3].r * r[3].s in (1, 9, 25) else "larger",
+        "stride": lambda r, a: f"stride {max(r[3].stride)}",
+        "precision": lambda r, a: r[1],
+        "GPU": lambda r, a: r[0],
+        "batch": lambda r, a: f"n={r[3].n}",
+        "in channels": lambda r, a: "c<=4" if r[3].c <= 4 else "c<64" if r[3].c < 64 else "c>=64",
+        "out channels": lambda r, a: "k<64" if r[3].k < 64 else "k>=64",
+        "algorithm": lambda r, a: a,
+    }
+    out = [f"{'group':28s} {'n':>4s}  {'plain GEMM med/worst':>20s}  {'conv model med/worst':>20s}"
+           f"  {'model mean':>10s}"]  # fmt: skip
+    for title, f in keys.items():
+        groups: dict = {}
+        for r, e0, e1, a in zip(rows, plain, model, algos):
+            groups.setdefault(f(r, a), []).append((e0, e1))
+        for g in sorted(groups, key=str):
+            es = groups[g]
+            m0, w0 = summary([e for e, _ in es])
+            m1, w1 = summary([e for _, e in es])
+            mean = statistics.fmean(e for _, e in es)
+            out.append(f"{title + ' ' + str(g):28s} {len(es):4d}  {m0:9.1%} {w0:9.1%}  "
+                       f"{m1:9.1%} {w1:9.1%}  {mean:+10.1%}")  # fmt: skip
+    return "\n".join(out)
+
+
 def floor_of(floors: dict, h: str) -> float:
     """A harness's fitted floor; one with no row fitted to takes the geometric mean of the
     others' (predicted, not fitted: e.g. the PyTorch sweep's when H200 is held out)."""
@@ -211,6 +288,11 @@ def shape(r: tuple) -> str:
     )
 
 
+def conv_shape(sh: gc.ConvShape) -> str:
+    """A convolution as n x h x w x c -> k, r x s filter, stride."""
+    return f"{sh.n}x{sh.h}x{sh.w}x{sh.c}->{sh.k} {sh.r}x{sh.s}/{max(sh.stride)}"
+
+
 def split(gemms: list[tuple]) -> tuple[list[tuple], list[tuple]]:
     """(fitted, held out): every third GEMM of each (GPU, precision), in file order, held out."""
     return [r for r in gemms if r[-1] % 3], [r for r in gemms if not r[-1] % 3]
@@ -231,33 +313,67 @@ def main(argv: list[str]) -> int:
     for unit, (p, floors) in params.items():
         print(f"fitted {unit}: " + ", ".join(f"{f} {v:.4g}" for f, v in zip(gk.FIELDS, p.vector()))
               + "; per-call floor " + ", ".join(f"{h} {v:.3g}" for h, v in floors.items()))  # fmt: skip
-    print(f"\n{'set':52s} {'label':>9s} {'n':>4s} {'median':>7s} {'worst':>7s}")
     lines, checks = [], []
 
-    def row(name: str, label: str, rs: list[tuple], ps: dict, target: bool) -> None:
-        med, worst = summary(errors(rs, ps, devs))
-        print(f"{name:52s} {label:>9s} {len(rs):4d} {med:7.1%} {worst:7.1%}")
+    def row(name: str, label: str, rs: list[tuple], ps: dict, target: bool,
+            cps: dict | None = None, conv: bool = False) -> None:  # fmt: skip
+        errs = conv_errors(rs, ps, cps, devs) if conv else errors(rs, ps, devs)
+        med, worst = summary(errs)
+        print(f"{name:60s} {label:>9s} {len(rs):4d} {med:7.1%} {worst:7.1%}")
         if target:
             checks.append((name, med, worst))
 
+    ctrain, cheld = split(convs)
+    cparams = fit_conv(ctrain, devs, params)
+    for unit, cp in cparams.items():
+        print(f"fitted {unit} convolutions: "
+              + ", ".join(f"{f} {v:.4g}" for f, v in zip(gc.FIELDS, cp.vector())))  # fmt: skip
+    print(f"\n{'set':60s} {'label':>9s} {'n':>4s} {'median':>7s} {'worst':>7s}")
     row("GEMMs fitted to (2 of every 3, all GPUs)", "fitted", train, params, False)
     for gen in FITTED_GPUS:
         row(f"{gen}: its GEMMs fitted to", "fitted", [r for r in train if r[0] == gen], params,
             False)  # fmt: skip
     row("GEMMs held out (every third)", "predicted", held, params, True)
-    row("convolutions (implicit GEMM, never fitted)", "predicted", convs, params, False)
     row("H100 GEMMs (another machine, never fitted)", "predicted", gemm_rows(UNSEEN_FILES[0]),
         params, True)  # fmt: skip
-    row("H100 convolutions (never fitted)", "predicted", conv_rows(UNSEEN_FILES[1]), params, False)
-    worst = []
+    h100c = conv_rows(UNSEEN_FILES[1])
+    row("convs as plain implicit GEMM (GEMM parameters only)", "predicted", convs + h100c, params,
+        False, None, True)  # fmt: skip
+    row("conv shapes fitted to (2 of every 3 shapes, all GPUs)", "fitted", ctrain, params, False,
+        cparams, True)  # fmt: skip
+    for gen in FITTED_GPUS:
+        row(f"{gen}: its conv shapes fitted to", "fitted", [r for r in ctrain if r[0] == gen],
+            params, False, cparams, True)  # fmt: skip
+    row("conv shapes held out (every third shape)", "predicted", cheld, params, True, cparams, True)
+    row("H100 convolutions (another machine, never fitted)", "predicted", h100c, params, True,
+        cparams, True)  # fmt: skip
+    worst, gen_errs, gen_plain, gen_rows = [], [], [], []
     for gen in FITTED_GPUS:
         ps = fit([r for r in train if r[0] != gen], devs)
         row(f"{gen}: GEMMs, refitted without {gen}", "predicted", [r for r in gemms if r[0] == gen],
             ps, True)  # fmt: skip
-        row(f"{gen}: convolutions, refitted without {gen}", "predicted",
-            [r for r in convs if r[0] == gen], ps, False)  # fmt: skip
+        cps = fit_conv([r for r in ctrain if r[0] != gen], devs, ps)
+        mine = [r for r in convs if r[0] == gen]
+        row(f"{gen}: convolutions, refitted without {gen}", "predicted", mine, ps, True, cps, True)
+        gen_rows += mine
+        gen_errs += conv_errors(mine, ps, cps, devs)
+        gen_plain += conv_errors(mine, ps, None, devs)
         mine = [r for r in gemms if r[0] == gen]
         worst.append((gen, sorted(zip(errors(mine, ps, devs), mine), key=lambda x: -abs(x[0]))[:3]))
+    every = gen_rows + h100c
+    every_errs = gen_errs + conv_errors(h100c, params, cparams, devs)
+    every_plain = gen_plain + conv_errors(h100c, params, None, devs)
+    med, wst = summary(every_errs)
+    print(f"{'every conv case (each GPU by the fits without it; H100)':60s} "
+          f"{'predicted':>9s} {len(every):4d} {med:7.1%} {wst:7.1%}")  # fmt: skip
+    print(
+        "\nconvolution errors by group, every case predicted (each GPU by the fits without it, "
+        "H100 by the full fit): plain implicit GEMM vs the convolution model"
+    )
+    print(breakdown(every, every_plain, every_errs, algorithms(every, params, cparams, devs)))
+    cw = sorted(zip(every_errs, every), key=lambda x: -abs(x[0]))[:8]
+    print("worst predicted convolutions: " + "; ".join(
+        f"{r[0]} {r[1]} {r[2]} {conv_shape(r[3])} {e:+.0%}" for e, r in cw))  # fmt: skip
     worst_rows = sorted(zip(errors(held, params, devs), held), key=lambda x: -abs(x[0]))[:5]
     print("\nworst held-out GEMMs: " + "; ".join(
         f"{r[0]} {r[1]} {shape(r)} {e:+.0%}" for e, r in worst_rows))  # fmt: skip
@@ -278,6 +394,7 @@ def main(argv: list[str]) -> int:
     print("\n".join(lines))
     if "--write" in argv:
         write(params, len(train))
+        write_conv(cparams, len(ctrain))
     return 0
 
 
@@ -309,6 +426,24 @@ def write(params: dict, n_train: int) -> None:
         out.append("")
     gk.PARAMS_FILE.write_text("\n".join(out))
     print(f"wrote {gk.PARAMS_FILE}")
+
+
+def write_conv(cparams: dict, n_train: int) -> None:
+    src = (
+        f"fitted by bench/gpu_kernels.py (robust least squares, soft-L1 loss, on log time) to "
+        f"{n_train} convolution pass timings: DeepBench's published V100 and P100 results and "
+        "hetbed's H200 measurements, every third shape of each GPU and precision held out, the "
+        "GEMM parameters of gemm.toml held fixed (in sample for those; see catalog/kernels)"
+    )
+    out = ["# The convolution model's parameters (hetbed/devices/gpuconv.py), per unit class.",
+           "# Fitted values: written by `python bench/gpu_kernels.py --write`.", ""]  # fmt: skip
+    for unit, cp in cparams.items():
+        out.append(f"[{unit}]")
+        for f, v in zip(gc.FIELDS, cp.vector()):
+            out.append(f'{f} = {{ value = {v:.6g}, source = "{src}" }}')
+        out.append("")
+    gc.PARAMS_FILE.write_text("\n".join(out))
+    print(f"wrote {gc.PARAMS_FILE}")
 
 
 if __name__ == "__main__":

@@ -208,6 +208,7 @@ class Roofline(CostModel):
         self.precision = precision
         self.gpu_kernels = gpu_kernels
         self._gemm_params: dict | None = None
+        self._conv_params: dict | None = None
 
     def duration(
         self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
@@ -248,6 +249,7 @@ class Roofline(CostModel):
         return max(compute, memory) + extra / perf.memory_bandwidth + perf.launch_overhead_s
 
     def _tiled(self, op, ins, outs, perf, dtype, peak, moved) -> float | None:
+        from . import gpuconv as gc
         from . import gpukernels as gk
 
         dims = gk.gemm_dims(op.type, op.attrs, ins, outs)
@@ -263,6 +265,14 @@ class Roofline(CostModel):
         layout = gk.op_layout(
             op.type, op.attrs, unit, dtype, perf.tile_loads
         )  # (transposed operands read slower)
+        if op.type in gc.PASS_OF_OP:  # cuDNN's algorithms, the pass's fitted efficiency
+            if self._conv_params is None:
+                self._conv_params = gc.load_params()
+            sh = gc.op_shape(op.type, op.attrs, ins, outs)
+            t, _ = gc.conv_seconds(gc.PASS_OF_OP[op.type], sh, gk.ELEM_BYTES.get(dtype, 4), peak,
+                                   perf.memory_bandwidth, perf.multiprocessors, p,
+                                   self._conv_params[unit], unit, share, layout)  # fmt: skip
+            return t
         return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
                                gk.TILES[unit], share, layout)  # fmt: skip
 

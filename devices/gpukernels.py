@@ -135,11 +135,13 @@ def gemm_seconds(
     tiles: Sequence[tuple[int, int]] = TILES["cuda_cores"],
     issue_share: float = 0.0,
     layout: Layout | None = None,
+    max_split: int = MAX_SPLIT_K,
 ) -> float:
     """Seconds of an (m x k) @ (k x n) product on a GPU of ``sms`` SMs, from the kernel's start
     to its end on the GPU (see the module docstring); ``moved_bytes`` is what it reads and writes
     in device memory, ``tiles`` the library's tile menu (``TILES[unit_class(dtype)]``),
-    ``layout`` how the operands lie in memory (None: every byte read at the full rate)."""
+    ``layout`` how the operands lie in memory (None: every byte read at the full rate),
+    ``max_split`` the most parts the library splits the reduction into."""
     m, n, k = (
         max(int(m), 1),
         max(int(n), 1),
@@ -150,7 +152,8 @@ def gemm_seconds(
         peak *= min(1.0, 1.0 / (issue_share * (1.0 + p.issue_overhead)))
     best = math.inf
     for tm, tn in tiles:
-        t = tile_seconds(m, n, k, flops, moved_bytes, peak, bandwidth, sms, p, tm, tn, layout)
+        t = tile_seconds(m, n, k, flops, moved_bytes, peak, bandwidth, sms, p, tm, tn, layout,
+                         max_split)  # fmt: skip
         best = min(best, t)
     return best + p.fixed_s
 
@@ -158,11 +161,12 @@ def gemm_seconds(
 def tile_seconds(
     m: int, n: int, k: float, flops: float, moved: float, peak: float, bandwidth: float,
     sms: int, p: GemmParams, tm: int, tn: int, layout: Layout | None = None,
+    max_split: int = MAX_SPLIT_K,
 ) -> float:  # fmt: skip
     """Time of the product in ``tm x tn`` tiles, without the fixed cost, at the best split of
     the reduction (module docstring)."""
     tiles = math.ceil(m / tm) * math.ceil(n / tn)
-    most = max(1, min(MAX_SPLIT_K, int(k // MIN_SPLIT_K)))
+    most = max(1, min(max_split, int(k // MIN_SPLIT_K)))
     best = math.inf
     for split in range(1, most + 1):
         blocks = tiles * split

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import hetbed as hb
+import hetbed.devices.gpuconv as gc
 import hetbed.devices.gpukernels as gk
 from hetbed.devices import catalog
 from hetbed.devices.costmodel import Roofline, perf_from_spec
@@ -343,3 +344,129 @@ def test_a_simulated_matmul_is_priced_with_its_transposes():
     assert lay == gk.Layout(2.0, True, False, gk.K_TILE_BYTES["tensor_cores"])
     assert gk.gemm_dims("BatchMatMul", {"adj_x": True}, [(3, 7, 5), (3, 7, 2)], [(3, 5, 2)]) == (
         15, 2, 7)  # fmt: skip
+
+
+# --- convolutions (devices/gpuconv.py) ---------------------------------------------------------
+
+CONV_UNIT = gc.ConvParams(1.0, 1.0, 1.0, 0.0)
+
+
+def test_winograd_multiplies_fewer_by_its_closed_form():
+    """F(m x m, r x r) does (m + r - 1)^2 / m^2 multiplies per output and channel pair (Lavin &
+    Gray 2016): F(2x2,3x3) 16/4 = 4 for the direct 9 (2.25x fewer), F(4x4,3x3) 36/16 (4x),
+    F(2x2,5x5) 36/4 = 9 for 25."""
+    assert gc.winograd_multiplies(2, 3) == 4.0 and 9 / gc.winograd_multiplies(2, 3) == 2.25
+    assert 9 / gc.winograd_multiplies(4, 3) == 4.0
+    assert gc.winograd_multiplies(2, 5) == 9.0
+    sh = gc.shape_of(8, 28, 28, 64, 128, 3, 3, (1, 1), (1, 1))
+    assert (sh.p, sh.q) == (28, 28) and gc.winograd_applies(sh) == (2, 4)
+    assert gc.winograd_applies(sh._replace(stride=(2, 2))) == ()
+    assert gc.winograd_applies(sh._replace(dilated=True)) == ()
+    assert gc.winograd_applies(sh._replace(r=1, s=1)) == ()
+    assert gc.winograd_applies(sh._replace(r=5, s=5)) == (2,)
+    # the a^2 stacked products: (36 t) x k over c, t = n (28/4)^2 tiles; their multiplies are
+    # the direct convolution's over the closed form's ratio
+    rows, cols, red, _, _ = gc.winograd_gemm("fwd", sh, 4)
+    t = 8 * 7 * 7
+    assert (rows, cols, red) == (36 * t, 128, 64)
+    direct = 8 * 28 * 28 * 128 * 9 * 64
+    assert rows * cols * red == pytest.approx(direct / 4.0, rel=1e-12)
+    assert gc.winograd_gemm("bwd_filter", sh, 2)[:3] == (16 * 64, 128, 8 * 14 * 14)
+
+
+def test_implicit_gemms_pad_tensor_core_channels_and_skip_untouched_pixels():
+    sh = gc.shape_of(8, 224, 224, 3, 64, 7, 7, (2, 2), (3, 3))
+    assert (sh.p, sh.q) == (112, 112)
+    assert gc.conv_gemm("fwd", sh, "cuda_cores") == (8 * 112 * 112, 64, 49 * 3)
+    assert gc.conv_gemm("fwd", sh, "tensor_cores") == (8 * 112 * 112, 64, 49 * 8)
+    assert gc.conv_gemm("bwd_input", sh, "tensor_cores")[1] == 8
+    assert gc.conv_gemm("bwd_filter", sh) == (49 * 3, 64, 8 * 112 * 112)
+    one = gc.shape_of(8, 56, 56, 256, 128, 1, 1, (2, 2), (0, 0))
+    assert gc.touched(one) == 0.25 and gc.touched(sh) == 1.0
+    x, y = 8 * 56 * 56 * 256, 8 * 28 * 28 * 128
+    assert gc.conv_bytes(one, 2) == 2 * (x / 4 + 256 * 128 + y)
+
+
+def test_a_conv_pass_takes_the_fastest_algorithm_at_its_efficiency():
+    """conv_seconds = min(implicit GEMM, each Winograd tiling: its stacked GEMM + the transforms'
+    bytes at the memory rate) / the pass's efficiency; a large 3x3 float32 convolution runs
+    Winograd F(4x4,3x3) at nearly 4x fewer FLOPs."""
+    sh = gc.shape_of(32, 56, 56, 256, 256, 3, 3, (1, 1), (1, 1))
+    peak, bw, sms = 15e12, 9e11, 80
+    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    m, n, k = gc.conv_gemm("fwd", sh)
+    direct = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 4), peak, bw, sms, IDEAL, tiles)
+    rows, cols, red, moved, tr = gc.winograd_gemm("fwd", sh, 4)
+    wino = gk.gemm_seconds(rows, cols, red, 4 * moved, peak, bw, sms, IDEAL, tiles) + 4 * tr / bw
+    cp = gc.ConvParams(0.5, 1.0, 1.0, 0.0)
+    t, algo = gc.conv_seconds("fwd", sh, 4, peak, bw, sms, IDEAL, cp)
+    assert algo == "winograd_4x4" and wino < direct
+    assert t == pytest.approx(min(direct, wino) / 0.5, rel=1e-12)
+    assert direct / wino > 2.5  # (4x fewer FLOPs; the transforms' bytes take some back)
+    t1, a1 = gc.conv_seconds("fwd", sh._replace(stride=(2, 2)), 4, peak, bw, sms, IDEAL, CONV_UNIT)
+    assert a1 == "implicit_gemm"
+
+
+def test_bwd_filter_splits_its_batch_reduction_to_fill_the_gpu():
+    """A 1x1 bwd_filter of 16 x 16 over 200704 (n p q) fills 132 SMs only split more than the
+    GEMM library's 16 ways (at most 2 tiles x 16 blocks): its time is the product's at the larger
+    split, about 4x shorter."""
+    sh = gc.shape_of(16, 112, 112, 16, 16, 1, 1, (1, 1), (0, 0))
+    peak, bw, sms = 100e12, 1e15, 132
+    p = IDEAL
+    tiles = gk.TILES["tensor_cores"] + gc.NARROW_TILES
+    m, n, k = gc.conv_gemm("bwd_filter", sh)
+    few = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 2), peak, bw, sms, p, tiles)
+    many = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 2), peak, bw, sms, p, tiles,
+                           max_split=gc.WGRAD_MAX_SPLIT)  # fmt: skip
+    t, _ = gc.conv_seconds("bwd_filter", sh, 2, peak, bw, sms, p, CONV_UNIT, "tensor_cores")
+    assert t == pytest.approx(many, rel=1e-12) and many < few / 2
+
+
+def test_the_shipped_conv_parameters_are_what_the_bench_fits():
+    """catalog/kernels/conv.toml holds what bench/gpu_kernels.py fits to two of every three
+    convolution shapes of P100, V100 and H200, the GEMM parameters of gemm.toml held fixed."""
+    pytest.importorskip("scipy")
+    import tomllib
+
+    bench = _bench()
+    devs = bench.devices()
+    rows = bench.conv_rows()
+    train, held = bench.split(rows)
+    assert len(train) + len(held) == len(rows) and {r[-1] % 3 for r in held} == {0}
+    with open(gk.PARAMS_FILE, "rb") as f:
+        floors = tomllib.load(f)["timing_floor_s"]
+    gemm = gk.load_params()
+    fits = {u: (gemm[u], {h: v["value"] for h, v in floors[u].items()}) for u in gemm}
+    fitted = bench.fit_conv(train, devs, fits)
+    shipped = gc.load_params()
+    for unit, cp in fitted.items():
+        assert shipped[unit].vector() == pytest.approx(cp.vector(), rel=1e-2), unit
+
+
+def test_simulated_convolutions_are_priced_by_the_conv_model():
+    """With gpu_kernels="tiled", Conv2D and its two gradients on a simulated V100 take
+    conv_seconds of their pass (the shipped parameters) plus the launch cost."""
+    spec = catalog.load_device("v100_sxm2")
+    perf = perf_from_spec(spec)
+    c = Cluster(cost_model=Roofline(gpu_kernels="tiled"))
+    c.add_task("worker", 0, cpu=None, gpu=("v100_sxm2", 1))
+    g = hb.Graph()
+    with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
+        x = hb.placeholder(hb.float32, [8, 28, 28, 64])
+        f = hb.Variable(np.zeros((3, 3, 64, 96), np.float32))
+        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+        dx, df = hb.gradients(hb.reduce_sum(y), [x, f])
+        init = hb.global_variables_initializer()
+        s = SimSession(c, graph=g)
+    s.run(init)
+    s.run([dx, df], {x: sim_value([8, 28, 28, 64])})
+    ops = s.last_record.ops
+    p, cp = gk.load_params()["cuda_cores"], gc.load_params()["cuda_cores"]
+    share = gk.issue_share("cuda_cores", spec.fp32_lanes, 80, spec.warp_issue_per_clock)
+    sh = gc.shape_of(8, 28, 28, 64, 96, 3, 3, (1, 1), (1, 1))
+    for op_type, pass_ in gc.PASS_OF_OP.items():
+        got = float(ops[ops.type == op_type].duration_s.iloc[0])
+        want, _ = gc.conv_seconds(pass_, sh, 4, spec.peak_flops["float32"], perf.memory_bandwidth,
+                                  80, p, cp, "cuda_cores", share, gk.layout_of("cuda_cores", 4))  # fmt: skip
+        assert got == pytest.approx(want + perf.launch_overhead_s, rel=1e-9), op_type

@@ -1,0 +1,269 @@
+"""How long a convolution pass takes on a GPU: cuDNN's choice among algorithms, each priced by the
+tiled GEMM model (devices/gpukernels.py), with four fitted numbers per unit class.
+
+A 2-D convolution of an NHWC input (n x h x w x c) with an (r x s x c x k) filter at stride
+``stride``, giving an (n x p x q x k) output, runs one of three passes: ``fwd`` (the output),
+``bwd_input`` (the gradient to the input) and ``bwd_filter`` (the gradient to the filter).
+cuDNN picks, per shape, the fastest of its algorithms (``cudnnFindConvolution*Algorithm``, or
+TensorFlow's autotuning); the model does the same among:
+
+* implicit GEMM (every pass, every shape): the GEMM of ``conv_gemm``, fwd
+  (n p q) x k over r s c, bwd_input (n h w) x c over r s k p q / (h w) (the taps that reach an
+  input pixel, on average), bwd_filter (r s c) x k over n p q (a reduction over the batch: the
+  GEMM model's split-K and its partial sums price it). On tensor cores the channel counts are
+  padded to multiples of ``TC_CHANNEL_ALIGN`` (8): cuDNN's tensor-core kernels need them so and
+  pad a first layer's 1 or 3 channels (cuDNN Developer Guide, "Tensor Core Operations"). Besides
+  the GEMM library's tiles, convolution kernels have narrow ones (``NARROW_TILES``: 8 or 16
+  output channels wide) for the few-channel passes (a first layer's 1 or 3 input channels:
+  CUTLASS's ``kFewChannels`` / ``kFixedChannels`` iterators, the mma instruction's n = 8).
+* Winograd ``F(m x m, r x r)`` (``WINOGRAD_TILES``; stride 1, square 3x3 or 5x5 filters, no
+  dilation; every pass): the input is cut into tiles of ``a = m + r - 1`` squared pixels, each
+  transformed, multiplied elementwise and transformed back (Lavin & Gray, "Fast Algorithms for
+  Convolutional Neural Networks", CVPR 2016): ``a^2`` GEMMs (cuDNN's ``WINOGRAD_NONFUSED``), so
+  a^2 / m^2 multiplies per output pixel and channel pair instead of r^2 (F(2x2,3x3): 16/4 = 4
+  for 9, 2.25x fewer; F(4x4,3x3): 36/16, 4x fewer; F(2x2,5x5): 36/4 = 9 for 25). Priced as one
+  GEMM of the a^2 products stacked ((a^2 t) x k over c, t = n ceil(p/m) ceil(q/m) tiles; the
+  passes as for implicit GEMM) moving the transformed tensors, plus the transforms' own passes
+  over memory (input -> transformed input, transformed output -> output) at the memory rate.
+
+Each pass then runs at its fitted share of the GEMM model's rate: the time is divided by
+``fwd_efficiency``, ``bwd_input_efficiency`` or ``bwd_filter_efficiency`` (an implicit GEMM's
+address arithmetic, a strided bwd_input's scattered taps, bwd_filter's reduction over the batch
+are not in the GEMM fit), and the implicit GEMMs' reduction length saturates with ``k_half``
+(in place of the GEMM fit's). Fitted by bench/gpu_kernels.py to per-kernel convolution timings
+(DeepBench's V100 and P100, hetbed's H200), stored in ``catalog/kernels/conv.toml``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from . import gpukernels as gk
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10 needs the tomli backport
+    import tomli as tomllib  # type: ignore[no-redef]
+
+PARAMS_FILE = Path(__file__).resolve().parent / "catalog" / "kernels" / "conv.toml"
+#: the passes, by the names the bench and the simulator use
+PASSES = ("fwd", "bwd_input", "bwd_filter")
+#: the op type that runs each pass
+PASS_OF_OP = {"Conv2D": "fwd", "Conv2DBackpropInput": "bwd_input",
+              "Conv2DBackpropFilter": "bwd_filter"}  # fmt: skip
+#: the fitted parameters, in the order ``ConvParams.vector`` uses
+FIELDS = ("fwd_efficiency", "bwd_input_efficiency", "bwd_filter_efficiency", "k_half")
+#: channel counts of tensor-core convolutions are padded to multiples of this (cuDNN Developer
+#: Guide, "Tensor Core Operations": channels a multiple of 8 for FP16 / TF32 NHWC kernels)
+TC_CHANNEL_ALIGN = 8
+#: output tiles convolution kernels have besides the GEMM library's: narrow ones for a pass with
+#: few output columns (CUTLASS's few-channel conv iterators; an mma instruction is 8 wide)
+NARROW_TILES = ((256, 8), (128, 16))
+#: the most parts bwd_filter's reduction over the batch (n p q) is split into: as many as fill the
+#: GPU (the split search stops at four blocks an SM; CUTLASS's conv2d wgrad takes any
+#: ``split_k_slices``, cuDNN's wgrad kernels spread the batch over the grid)
+WGRAD_MAX_SPLIT = 4096
+#: Winograd output tiles m (F(m x m, r x r)) cuDNN runs, per filter size r (stride 1)
+WINOGRAD_TILES = {3: (2, 4), 5: (2,)}
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    """The four fitted numbers of one unit class (module docstring)."""
+
+    fwd_efficiency: float
+    bwd_input_efficiency: float
+    bwd_filter_efficiency: float
+    k_half: float
+
+    def vector(self) -> list[float]:
+        return [getattr(self, f) for f in FIELDS]
+
+    def efficiency(self, pass_: str) -> float:
+        return getattr(self, f"{pass_}_efficiency")
+
+
+class ConvShape(NamedTuple):
+    """One convolution: NHWC input (n, h, w, c), filter (r, s, c, k), output (n, p, q, k)."""
+
+    n: int
+    h: int
+    w: int
+    c: int
+    k: int
+    r: int
+    s: int
+    p: int
+    q: int
+    stride: tuple[int, int] = (1, 1)
+    dilated: bool = False
+
+
+def shape_of(n: int, h: int, w: int, c: int, k: int, r: int, s: int, stride: tuple[int, int],
+             pad: tuple[int, int]) -> ConvShape:  # fmt: skip
+    """The ``ConvShape`` of a convolution with explicit padding ``pad`` (rows, columns a side)."""
+    p = (h + 2 * pad[0] - r) // stride[0] + 1
+    q = (w + 2 * pad[1] - s) // stride[1] + 1
+    return ConvShape(n, h, w, c, k, r, s, p, q, (int(stride[0]), int(stride[1])))
+
+
+def op_shape(op_type: str, attrs: dict, ins: Sequence[tuple], outs: Sequence[tuple]) -> ConvShape:
+    """The ``ConvShape`` of a simulated convolution op (hetbed's NHWC ops) from its shapes."""
+    if op_type == "Conv2D":
+        x, f, y = ins[0], ins[1], outs[0]
+    elif op_type == "Conv2DBackpropInput":
+        x, f, y = outs[0], ins[1], ins[2]
+    else:  # Conv2DBackpropFilter
+        x, f, y = ins[0], outs[0], ins[2]
+    st = tuple(attrs.get("strides") or (1, 1, 1, 1))
+    dil = tuple(attrs.get("dilations") or (1, 1, 1, 1))
+    return ConvShape(x[0], x[1], x[2], x[3], f[3], f[0], f[1], y[1], y[2],
+                     (int(st[1]), int(st[2])), any(int(d) != 1 for d in dil))  # fmt: skip
+
+
+def aligned(channels: int, unit: str) -> int:
+    """Channels as a kernel on ``unit`` runs them: padded to ``TC_CHANNEL_ALIGN`` on tensor cores."""
+    if unit == "tensor_cores":
+        return -(-int(channels) // TC_CHANNEL_ALIGN) * TC_CHANNEL_ALIGN
+    return int(channels)
+
+
+def conv_gemm(pass_: str, sh: ConvShape, unit: str = "cuda_cores") -> tuple[int, int, float]:
+    """(m, n, k) of a pass's implicit GEMM (channels padded as ``unit`` runs them)."""
+    c, k = aligned(sh.c, unit), aligned(sh.k, unit)
+    if pass_ == "fwd":
+        return sh.n * sh.p * sh.q, k, sh.r * sh.s * c
+    if pass_ == "bwd_input":
+        return sh.n * sh.h * sh.w, c, sh.r * sh.s * k * sh.p * sh.q / (sh.h * sh.w)
+    return sh.r * sh.s * c, k, sh.n * sh.p * sh.q
+
+
+def touched(sh: ConvShape) -> float:
+    """The share of the input's pixels a convolution reads: where the stride is longer than the
+    filter (a 1x1 filter at stride 2) the rows and columns between its taps are never read (an
+    NHWC pixel's channels are one contiguous run, so the skipped ones are not fetched)."""
+    return min(1.0, sh.r / sh.stride[0]) * min(1.0, sh.s / sh.stride[1])
+
+
+def conv_bytes(sh: ConvShape, elem: float) -> float:
+    """Bytes a pass reads and writes at least: the input's pixels it touches (``touched``),
+    filter and output once each."""
+    x = sh.n * sh.h * sh.w * sh.c * touched(sh)
+    return elem * (x + sh.r * sh.s * sh.c * sh.k + sh.n * sh.p * sh.q * sh.k)
+
+
+def winograd_multiplies(m: int, r: int) -> float:
+    """Multiplies per output pixel and (input, output) channel pair of F(m x m, r x r):
+    (m + r - 1)^2 / m^2 (direct convolution: r^2)."""
+    return (m + r - 1) ** 2 / m**2
+
+
+def winograd_applies(sh: ConvShape) -> tuple[int, ...]:
+    """The Winograd output tiles m cuDNN offers for this shape (none: strided, dilated, or not a
+    square 3x3 / 5x5 filter)."""
+    if sh.stride != (1, 1) or sh.dilated or sh.r != sh.s:
+        return ()
+    return WINOGRAD_TILES.get(sh.r, ())
+
+
+def winograd_gemm(pass_: str, sh: ConvShape, m: int) -> tuple[float, float, float, float, float]:
+    """(rows, cols, reduction, transformed elements moved by the GEMMs, elements the transforms
+    move) of F(m x m, r x r)'s a^2 products stacked as one GEMM."""
+    a2 = (m + sh.r - 1) ** 2
+    t = sh.n * math.ceil(sh.p / m) * math.ceil(sh.q / m)
+    xt, yt, ut = a2 * t * sh.c, a2 * t * sh.k, a2 * sh.c * sh.k
+    if pass_ == "fwd":
+        dims = (a2 * t, sh.k, sh.c)
+    elif pass_ == "bwd_input":
+        dims = (a2 * t, sh.c, sh.k)
+    else:
+        dims = (a2 * sh.c, sh.k, t)
+    x, y = sh.n * sh.h * sh.w * sh.c, sh.n * sh.p * sh.q * sh.k
+    return (*dims, xt + yt + ut, x + xt + yt + y)
+
+
+def conv_seconds(
+    pass_: str,
+    sh: ConvShape,
+    elem: float,
+    peak: float,
+    bandwidth: float,
+    sms: int,
+    p: gk.GemmParams,
+    c: ConvParams,
+    unit: str = "cuda_cores",
+    issue_share: float = 0.0,
+    layout: gk.Layout | None = None,
+) -> tuple[float, str]:
+    """(seconds, algorithm) of one pass on a GPU of ``sms`` SMs: the fastest of implicit GEMM and
+    the Winograd tilings that apply, at the pass's fitted efficiency (module docstring)."""
+    q = dataclasses.replace(p, k_half=c.k_half)
+    tiles = tuple(gk.TILES[unit]) + NARROW_TILES
+    m, n, k = conv_gemm(pass_, sh, unit)
+    # bwd_filter reduces over the whole batch: its kernels split that into as many parts as fill
+    # the GPU (``WGRAD_MAX_SPLIT``), not the GEMM library's few
+    most = WGRAD_MAX_SPLIT if pass_ == "bwd_filter" else gk.MAX_SPLIT_K
+    best = gk.gemm_seconds(m, n, k, conv_bytes(sh, elem), peak, bandwidth, sms, q, tiles,
+                           issue_share, layout, most)  # fmt: skip
+    algo = "implicit_gemm"
+    for wm in winograd_applies(sh):
+        rows, cols, red, moved, transformed = winograd_gemm(pass_, sh, wm)
+        t = gk.gemm_seconds(rows, cols, red, elem * moved, peak, bandwidth, sms, q, tiles,
+                            issue_share, layout, most)  # fmt: skip
+        t += elem * transformed / (bandwidth * p.memory_efficiency) + 2.0 * p.fixed_s
+        if t < best:
+            best, algo = t, f"winograd_{wm}x{wm}"
+    return best / c.efficiency(pass_), algo
+
+
+def load_params(path: str | Path = PARAMS_FILE) -> dict[str, ConvParams]:
+    """The fitted parameters per unit class, from ``conv.toml`` (each value sourced there)."""
+    with open(path, "rb") as f:
+        doc = tomllib.load(f)
+    return {u: ConvParams(*(float(doc[u][f]["value"]) for f in FIELDS))
+            for u in ("cuda_cores", "tensor_cores")}  # fmt: skip
+
+
+#: bounds of the fit (``FIELDS`` order) and where it starts
+LOWER, UPPER = (0.05, 0.05, 0.05, 1.0), (1.5, 1.5, 1.5, 1e5)
+START = ConvParams(0.7, 0.7, 0.7, 64.0)
+
+
+def fit_params(rows: Sequence[tuple], devices: dict[str, dict[str, Any]], gemm: gk.GemmParams,
+               floors: dict[str, float], unit: str) -> ConvParams:  # fmt: skip
+    """Least-squares fit (of log time; soft-L1 loss, as the GEMM fit) of one unit class's
+    ``ConvParams`` to ``rows`` of (device, dtype, pass, ConvShape, elem bytes, seconds,
+    harness, layout), the GEMM parameters ``gemm`` and the harnesses' per-call ``floors`` held
+    fixed (fitted to GEMMs). ``devices[name]``: ``peak`` (per dtype), ``bandwidth``, ``sms``,
+    ``fp32_lanes``, ``issue``. Needs scipy."""
+    from scipy.optimize import least_squares
+
+    def from_x(x: Sequence[float]) -> ConvParams:
+        return ConvParams(x[0], x[1], x[2], math.exp(x[3]))
+
+    def resid(x: Sequence[float]) -> list[float]:
+        cp = from_x(x)
+        return [math.log(predict(r, devices, gemm, cp, floors, unit) / r[5]) for r in rows]
+
+    lb = [*LOWER[:3], math.log(LOWER[3])]
+    ub = [*UPPER[:3], math.log(UPPER[3])]
+    x0 = [*START.vector()[:3], math.log(START.k_half)]
+    res = least_squares(resid, x0, bounds=(lb, ub), loss=gk.LOSS, f_scale=gk.LOSS_SCALE)
+    return from_x(res.x)
+
+
+def predict(row: tuple, devices: dict, gemm: gk.GemmParams, cp: ConvParams,
+            floors: dict[str, float], unit: str) -> float:  # fmt: skip
+    """What a timing loop measures for one fit row (``fit_params``): the pass's time, or the
+    harness's per-call floor (``gk.observed_seconds``; a harness with no floor: none)."""
+    d, dtype, pass_, sh, el, _, h, lay = row[:8]
+    dv = devices[d]
+    share = gk.issue_share(unit, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
+    t, _ = conv_seconds(pass_, sh, el, dv["peak"][dtype], dv["bandwidth"], dv["sms"], gemm, cp,
+                        unit, share, lay)  # fmt: skip
+    return gk.observed_seconds(t, floors.get(h, 0.0)) if h is not None else t
