@@ -26,11 +26,12 @@ TensorFlow's autotuning); the model does the same among:
   passes as for implicit GEMM) moving the transformed tensors, plus the transforms' own passes
   over memory (input -> transformed input, transformed output -> output) at the memory rate.
 
-Each pass then runs at its fitted share of the GEMM model's rate: the time is divided by
-``fwd_efficiency``, ``bwd_input_efficiency`` or ``bwd_filter_efficiency`` (an implicit GEMM's
-address arithmetic, a strided bwd_input's scattered taps, bwd_filter's reduction over the batch
-are not in the GEMM fit), and the implicit GEMMs' reduction length saturates with ``k_half``
-(in place of the GEMM fit's). Fitted by bench/gpu_kernels.py to per-kernel convolution timings
+An implicit GEMM runs at its pass's fitted share of the GEMM model's rate: its time is divided
+by ``fwd_efficiency``, ``bwd_input_efficiency`` or ``bwd_filter_efficiency`` (an implicit GEMM's
+im2col address arithmetic, a strided bwd_input's scattered taps, bwd_filter's reduction over
+the batch are not in the GEMM fit), and the convolutions' GEMMs saturate with the reduction
+length by ``k_half`` (in place of the GEMM fit's). Winograd's stacked products are plain GEMMs
+(cuDNN's nonfused Winograd calls a batched GEMM), priced at the GEMM model's rate. Fitted by bench/gpu_kernels.py to per-kernel convolution timings
 (DeepBench's V100 and P100, hetbed's H200), stored in ``catalog/kernels/conv.toml``.
 """
 
@@ -200,8 +201,9 @@ def conv_seconds(
     issue_share: float = 0.0,
     layout: gk.Layout | None = None,
 ) -> tuple[float, str]:
-    """(seconds, algorithm) of one pass on a GPU of ``sms`` SMs: the fastest of implicit GEMM and
-    the Winograd tilings that apply, at the pass's fitted efficiency (module docstring)."""
+    """(seconds, algorithm) of one pass on a GPU of ``sms`` SMs: the fastest of implicit GEMM, at
+    the pass's fitted efficiency, and the Winograd tilings that apply, whose products are plain
+    GEMMs at the GEMM model's rate (module docstring)."""
     q = dataclasses.replace(p, k_half=c.k_half)
     tiles = tuple(gk.TILES[unit]) + NARROW_TILES
     m, n, k = conv_gemm(pass_, sh, unit)
@@ -210,6 +212,7 @@ def conv_seconds(
     most = WGRAD_MAX_SPLIT if pass_ == "bwd_filter" else gk.MAX_SPLIT_K
     best = gk.gemm_seconds(m, n, k, conv_bytes(sh, elem), peak, bandwidth, sms, q, tiles,
                            issue_share, layout, most)  # fmt: skip
+    best /= c.efficiency(pass_)  # (implicit GEMM's address arithmetic, scattered taps ...)
     algo = "implicit_gemm"
     for wm in winograd_applies(sh):
         rows, cols, red, moved, transformed = winograd_gemm(pass_, sh, wm)
@@ -218,7 +221,7 @@ def conv_seconds(
         t += elem * transformed / (bandwidth * p.memory_efficiency) + 2.0 * p.fixed_s
         if t < best:
             best, algo = t, f"winograd_{wm}x{wm}"
-    return best / c.efficiency(pass_), algo
+    return best, algo
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> dict[str, ConvParams]:

@@ -388,8 +388,8 @@ def test_implicit_gemms_pad_tensor_core_channels_and_skip_untouched_pixels():
 
 
 def test_a_conv_pass_takes_the_fastest_algorithm_at_its_efficiency():
-    """conv_seconds = min(implicit GEMM, each Winograd tiling: its stacked GEMM + the transforms'
-    bytes at the memory rate) / the pass's efficiency; a large 3x3 float32 convolution runs
+    """conv_seconds = min(implicit GEMM / the pass's efficiency, each Winograd tiling: its stacked
+    GEMM + the transforms' bytes at the memory rate); a large 3x3 float32 convolution runs
     Winograd F(4x4,3x3) at nearly 4x fewer FLOPs."""
     sh = gc.shape_of(32, 56, 56, 256, 256, 3, 3, (1, 1), (1, 1))
     peak, bw, sms = 15e12, 9e11, 80
@@ -401,7 +401,9 @@ def test_a_conv_pass_takes_the_fastest_algorithm_at_its_efficiency():
     cp = gc.ConvParams(0.5, 1.0, 1.0, 0.0)
     t, algo = gc.conv_seconds("fwd", sh, 4, peak, bw, sms, IDEAL, cp)
     assert algo == "winograd_4x4" and wino < direct
-    assert t == pytest.approx(min(direct, wino) / 0.5, rel=1e-12)
+    assert t == pytest.approx(min(direct / 0.5, wino), rel=1e-12)
+    slow = gc.ConvParams(1.0, 1.0, 1.0, 0.0)
+    assert gc.conv_seconds("fwd", sh, 4, peak, bw, sms, IDEAL, slow)[0] == pytest.approx(wino)
     assert direct / wino > 2.5  # (4x fewer FLOPs; the transforms' bytes take some back)
     t1, a1 = gc.conv_seconds("fwd", sh._replace(stride=(2, 2)), 4, peak, bw, sms, IDEAL, CONV_UNIT)
     assert a1 == "implicit_gemm"
