@@ -6,9 +6,17 @@ an H100 run that is never fitted to
 The GEMM timings of each (GPU, precision) are numbered in file order; every third one is held
 out. The parameters of each unit class (CUDA cores: float32; tensor cores: float16, bfloat16,
 TF32) are fitted to the other GEMMs of all GPUs: those rows are "fitted" (in sample). Predicted
-(out of sample): the held-out GEMMs; every convolution (forward, and the two backward passes,
-priced as the implicit GEMM cuDNN runs; no convolution is ever fitted); and, GPU by GPU, every
-timing of that GPU from parameters refitted without it (one generation held out).
+(out of sample): the held-out GEMMs, and, GPU by GPU, every timing of that GPU from parameters
+refitted without it (one generation held out).
+
+Convolutions (forward and the two backward passes) are priced by the convolution model
+(devices/gpuconv.py: cuDNN's algorithms on top of the GEMM model) whose four parameters per unit
+class are fitted the same way: the convolution shapes of each (GPU, precision) numbered in file
+order, every third shape (all its passes) held out, the rest fitted with the GEMM parameters
+and floors held at their GEMM fit; each generation refitted (GEMMs, then convolutions) without
+itself; the H100 never fitted. The errors of the plain implicit GEMM (GEMM parameters alone, the
+earlier model) are printed beside them, with a breakdown by pass, filter, stride, precision,
+GPU, batch, channels and the algorithm the model picks. No case is dropped.
 
 Each data file's timing loop (DeepBench's C++ benchmark, hetbed's PyTorch sweep) has a per-call
 floor, the host's time to issue one call, that a short kernel cannot go below
@@ -21,8 +29,9 @@ and the model reads an operand stored with the reduction contiguous in shorter r
 1024 x 16 x 500000), which bounds a layout-blind model's worst error on those rows
 (``layout_bound``, printed for comparison).
 
-Targets (issue 19): on the held-out GEMMs and on each held-out generation, median |error| <= 10%
-and worst <= 30%. ``--write`` stores the fitted parameters in catalog/kernels/gemm.toml.
+Targets (issue 19): on the held-out GEMMs and convolution shapes, on the H100 and on each
+held-out generation, median |error| <= 10% and worst <= 30%. ``--write`` stores the fitted
+parameters in catalog/kernels/gemm.toml and conv.toml.
 """
 
 from __future__ import annotations

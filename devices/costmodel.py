@@ -189,8 +189,9 @@ ZERO_TIME_OPS = {
 
 #: how a GPU's matrix products and convolutions are priced: "peak" at the roofline of the
 #: device's peak; "tiled" by the tiled GEMM model (devices/gpukernels.py: tiles, waves, split-K,
-#: saturating efficiency, issue and memory limits, fitted to per-kernel benchmarks) where the
-#: device lists its SMs
+#: saturating efficiency, issue and memory limits, fitted to per-kernel benchmarks; convolutions
+#: by devices/gpuconv.py on top of it: cuDNN's algorithms, fitted per pass) where the device lists
+#: its SMs
 GPU_KERNEL_MODELS = ("peak", "tiled")
 
 
