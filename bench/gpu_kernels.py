@@ -220,11 +220,11 @@ def conv_errors(rows: list[tuple], fits: dict, cfits: dict | None, devs: dict) -
 def algorithms(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> list[str]:
     """The algorithm the convolution model picks for each row."""
     out = []
-    for d, dtype, what, sh, el, *_ in rows:
+    for d, dtype, what, sh, el, _, _, lay, _ in rows:
         unit, dev = gk.unit_class(dtype), devs[d]
         share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
         out.append(gc.conv_seconds(what, sh, el, dev["peak"][dtype], dev["bandwidth"], dev["sms"],
-                                   fits[unit][0], cfits[unit], unit, share, None)[1])  # fmt: skip
+                                   fits[unit][0], cfits[unit], unit, share, lay)[1])  # fmt: skip
     return out
 
 
