@@ -70,6 +70,23 @@ def gemm_rate() -> float:
     return 2.0 * 1024**3 / min(timed(lambda: a @ a, rounds=7, number=5))
 
 
+def blas_line() -> str:
+    """Which BLAS numpy runs, its kernel architecture and threads (threadpoolctl), in one line."""
+    tpc = optional("threadpoolctl")
+    if tpc is None:
+        return "numpy's BLAS: unknown (threadpoolctl is not installed)"
+    infos = [i for i in tpc.threadpool_info() if i.get("user_api") == "blas"]
+    infos = [i for i in infos if "numpy" in str(i.get("filepath"))] or infos  # not scipy's
+    if not infos:
+        return "numpy's BLAS: none found by threadpoolctl"
+    parts = [
+        f"{i.get('internal_api')} {i.get('version') or ''} ({i.get('prefix')}), "
+        f"kernels {i.get('architecture') or 'unknown'}, {i.get('num_threads')} threads"
+        for i in infos
+    ]
+    return "numpy's BLAS: " + "; ".join(parts)
+
+
 def interleaved(fns: dict, rounds: int = 15, number: int = 3) -> dict[str, list[float]]:
     """Seconds per step of each (step, reset) pair in ``fns``: ``rounds`` rounds, each running
     every entry in turn for ``number`` steps after its ``reset`` (which puts the variables back
@@ -242,11 +259,14 @@ def main() -> None:
             print(f"{name:22s} not measured: not installed (pip install .[peers])")
     print(f"{'BLAS floor':22s} {floor_ms:9.2f} {'':>13s} {'':8s} {1.0:9.2f}")
     print(f"(medians of {len(runs['hetbed'])} interleaved rounds; spread = fastest-slowest round)")
+    print(blas_line())
     core = os.environ.get("OPENBLAS_CORETYPE")
     if core:  # numpy's BLAS does the convolutions' GEMMs; TF's oneDNN is not bound by this
         print(
             f"note: OPENBLAS_CORETYPE={core} is set in this environment: numpy's OpenBLAS runs "
-            f"{core} kernels whatever the CPU supports (the floor above is measured with them)"
+            f"{core} kernels whatever the CPU supports (the floor above is measured with them); "
+            "to measure with the processor's own kernels, unset both in that command alone: "
+            "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python bench/cnn_step.py"
         )
     ratio = float(np.median(runs["hetbed"])) * 1e3 / ref if ref else float("nan")
     word = verdict([ratio], lambda r: r <= TARGET)
