@@ -84,12 +84,19 @@ def _pads(case):
     return ho, wo, (pt, pb), (pl, pr)
 
 
-@pytest.fixture(params=[None, 7], ids=["one-block", "7-element-blocks"])
+@pytest.fixture(
+    params=[(None, None), (7, 1), (7, 3), (1 << 10, 3)],
+    ids=["one-block", "7-element-blocks", "7-element-blocks-3-threads", "1k-blocks-3-threads"],
+)
 def block(request, monkeypatch):
-    """Default blocking, or blocks of a few rows: every block boundary and a short last block."""
-    if request.param is not None:
-        monkeypatch.setattr(nn_cpu, "_BLOCK_ELEMS", request.param)
-        monkeypatch.setattr(nn_cpu, "_TBLOCK_ELEMS", request.param)
+    """Default blocking, or blocks of a few rows (every block boundary and a short last block)
+    run in turn or on 3 threads; 1k-element blocks let the input gradient take whole images per
+    block on threads."""
+    elems, threads = request.param
+    if elems is not None:
+        monkeypatch.setattr(nn_cpu, "_BLOCK_ELEMS", elems)
+        monkeypatch.setattr(nn_cpu, "_TBLOCK_ELEMS", elems)
+    monkeypatch.setattr(nn_cpu, "_THREADS", threads)
     return request.param
 
 
@@ -112,6 +119,67 @@ def test_conv_kernels_match_direct_loops(case, dtype, block):
     assert dx.dtype == df.dtype == dtype
     np.testing.assert_allclose(dx, dx_want, **tol)
     np.testing.assert_allclose(df, df_want, **tol)
+
+
+def _blas_threads():
+    blas = nn_cpu._numpy_blas()
+    return blas.get_num_threads() if blas else None
+
+
+def test_threaded_blocks_restore_blas_threads_and_equal_blocks_in_turn(monkeypatch):
+    """Blocks on threads give the blocks-in-turn results, and the same bits every time whichever
+    thread takes which block (each block one GEMM on one thread, filter-gradient partials summed
+    in block order), also with convolutions running on two threads at once; numpy's BLAS gets
+    its thread count back, also after an error in a block."""
+    import threading
+
+    monkeypatch.setattr(nn_cpu, "_BLOCK_ELEMS", 1 << 11)
+    x = RNG.standard_normal((6, 9, 8, 3)).astype(np.float32)
+    f = RNG.standard_normal((3, 3, 3, 5)).astype(np.float32)
+    dy = RNG.standard_normal((6, 9, 8, 5)).astype(np.float32)
+    pads = ((1, 1), (1, 1))
+
+    def run():
+        return (
+            nn_cpu.conv2d(x, f, 1, 1, 9, 8, *pads),
+            nn_cpu.conv2d_backprop_filter(x, dy, 3, 3, 1, 1, *pads),
+            nn_cpu.conv2d_backprop_input(x.shape, f, dy, 1, 1, *pads),
+        )
+
+    before = _blas_threads()
+    monkeypatch.setattr(nn_cpu, "_THREADS", 1)
+    in_turn = run()
+    monkeypatch.setattr(nn_cpu, "_THREADS", 3)
+    want = run()
+    for a, b in zip(want, in_turn):  # blocks per thread are smaller: other partial sums
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    got = [None, None]
+
+    def side(i):
+        got[i] = run()
+
+    ts = [threading.Thread(target=side, args=(i,)) for i in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    for res in got:
+        for a, b in zip(res, want):
+            np.testing.assert_array_equal(a, b)
+    assert _blas_threads() == before
+    calls = []
+
+    def failing(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("block 3")
+        return im2col(*args)
+
+    im2col = nn_cpu._im2col
+    monkeypatch.setattr(nn_cpu, "_im2col", failing)
+    with pytest.raises(RuntimeError, match="block 3"):
+        nn_cpu.conv2d_backprop_filter(x, dy, 3, 3, 1, 1, *pads)
+    assert _blas_threads() == before
 
 
 def test_conv_kernels_take_strided_inputs():

@@ -7,7 +7,9 @@ by the filter with numpy's BLAS. Blocking matters twice on a small machine: the 
 whole batch (tens of MB) costs a trip to memory to write and another to read, and BLAS runs
 these tall-and-narrow products faster on a block of ~1-2k rows than on 12k. The gradient with
 respect to the input multiplies each block of the output gradient by the filter and scatters the
-block back into the (padded) input gradient with the compiled inverse loop (col2im). Max pooling
+block back into the (padded) input gradient with the compiled inverse loop (col2im). The blocks
+run on as many threads as numpy's BLAS may use, each block's patch matrix and GEMM on one thread
+(BLAS on one thread meanwhile), each thread taking the next block: see ``_THREADS``. Max pooling
 and its gradient are compiled loops over the windows that never build the padded input; windows
 that tile the input (stride = window, the common 2x2/2) take loops without bounds that run over
 a row of windows at a time, so their channel loops vectorize, and whose gradient writes each cell
@@ -25,6 +27,12 @@ this file (``cache=True``), so later processes load it instead of compiling.
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -261,30 +269,165 @@ def _max_pool_grad_tiles(x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - comp
                             tk[ch] |= hit
 
 
+# ---- running blocks on threads ---------------------------------------------------------------
+
+# Threads a convolution's blocks run on (None: as many as numpy's BLAS may use, at most the CPUs
+# this process may run on; tests set it). Each thread takes the next block not yet taken, builds
+# its patch matrix and multiplies it with BLAS on that thread alone, so a thread the OS
+# deschedules (another process on its core) delays only its own block: with BLAS splitting every
+# GEMM over its threads instead, each of a step's ~100 GEMMs waits for its slowest thread, and the
+# CNN step took 26-1400 ms (median 26) beside one busy process where one BLAS thread took 26-42.
+# The patch matrices, col2im and the filter-gradient partial sums run on all threads too.
+_THREADS: int | None = None
+
+_pool: ThreadPoolExecutor | None = None
+_blas: Any = None  # threadpoolctl's controller of numpy's BLAS; False: none found
+_blas_lock = threading.Lock()
+_blas_users = 0  # convolutions running with BLAS on one thread
+_blas_saved = 1  # BLAS's thread count before the first of them
+
+
+def _reset_after_fork() -> None:
+    global _pool, _blas_lock, _blas_users
+    _pool, _blas_lock, _blas_users = None, threading.Lock(), 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _numpy_blas() -> Any:
+    """threadpoolctl's controller of the BLAS numpy uses, or False when there is no single one
+    (then convolutions run their blocks in turn, each GEMM on BLAS's own threads)."""
+    global _blas
+    if _blas is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            libs = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+            libs = [c for c in libs if "numpy" in str(c.filepath)] or libs
+            _blas = libs[0] if len(libs) == 1 else False
+        except Exception:  # noqa: BLE001 - no threadpoolctl, or it cannot read the library
+            _blas = False
+    return _blas
+
+
+def _threads(nblocks: int) -> int:
+    """How many threads run ``nblocks`` blocks: 1 (in turn, on the calling thread) unless there
+    are at least two blocks and a BLAS whose threads can be set."""
+    if nblocks < 2:
+        return 1
+    blas = _numpy_blas()
+    if not blas:
+        return 1
+    want = _THREADS if _THREADS is not None else min(blas.get_num_threads(), _cpus())
+    return max(1, min(want, nblocks))
+
+
+@contextmanager
+def _one_blas_thread():
+    """numpy's BLAS on one thread while any convolution runs its blocks on threads; the count
+    it had before comes back when the last of them ends."""
+    global _blas_users, _blas_saved
+    blas = _numpy_blas()
+    with _blas_lock:
+        if _blas_users == 0:
+            _blas_saved = blas.get_num_threads()
+            blas.set_num_threads(1)
+        _blas_users += 1
+    try:
+        yield
+    finally:
+        with _blas_lock:
+            _blas_users -= 1
+            if _blas_users == 0:
+                blas.set_num_threads(_blas_saved)
+
+
+def _run_blocks(
+    nblocks: int, threads: int, scratch: Callable[[], Any], work: Callable[[int, Any], None]
+) -> None:
+    """``work(i, buf)`` for each block i: in turn when ``threads`` is 1, else on ``threads``
+    threads (the caller one of them), each with its own ``buf = scratch()``, each taking the next
+    block not yet taken."""
+    global _pool
+    if threads <= 1:
+        buf = scratch()
+        for i in range(nblocks):
+            work(i, buf)
+        return
+    taken = itertools.count()
+
+    def loop() -> None:
+        buf = scratch()
+        while (i := next(taken)) < nblocks:
+            work(i, buf)
+
+    with _one_blas_thread():
+        if _pool is None or _pool._max_workers < threads - 1:
+            _pool = ThreadPoolExecutor(max(threads - 1, _cpus() - 1), "hetbed-conv")
+        helpers = [_pool.submit(loop) for _ in range(threads - 1)]
+        try:
+            loop()
+        finally:
+            for h in helpers:
+                h.result()
+
+
 # ---- convolution -----------------------------------------------------------------------------
 
 
-def _patch_blocks(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int, ph, pw):
-    """Yields (r0, r1, patches): rows r0..r1 of the (N*Ho*Wo, kh*kw*C) patch matrix of NHWC ``x``
-    as a view of one reused, cache-sized buffer (valid until the next block). Short window rows
-    (kw * C < Wo, a first layer on a 1-channel image) build the buffer transposed."""
-    n, _, _, c = x.shape
-    k, rows = kh * kw * c, n * ho * wo
-    x3 = _padded3(x, ph, pw)
-    if kw * c < wo:
-        step = max(1, _block_rows(k, rows, _TBLOCK_ELEMS) // wo) * wo  # whole output rows
-        cols_t = np.empty((k, step), dtype=x.dtype)
-        for r0 in range(0, rows, step):
-            r1 = min(r0 + step, rows)
-            _im2col_t(x3, c, r0 // wo, r1 // wo, kh, kw, sh, sw, ho, wo, cols_t)
-            yield r0, r1, cols_t[:, : r1 - r0].T
-        return
-    step = _block_rows(k, rows)
-    cols = np.empty((step, k), dtype=x.dtype)
-    for r0 in range(0, rows, step):
-        r1 = min(r0 + step, rows)
-        _im2col(x3, c, r0, r1, kh, kw, sh, sw, ho, wo, cols)
-        yield r0, r1, cols[: r1 - r0]
+class _Patches:
+    """The patch matrix of NHWC ``x`` (rows N*Ho*Wo, columns kh*kw*C) in blocks of ``step``
+    rows, each built into a cache-sized buffer by ``build(r0, r1, buf)``, which returns the block
+    as a (r1 - r0, kh*kw*C) view of ``buf``. Short window rows (kw * C < Wo, a first layer on a
+    1-channel image) build the buffer transposed, in blocks of whole output rows."""
+
+    def __init__(self, x, kh, kw, sh, sw, ho, wo, ph, pw, threads_hint: int = 1):
+        n, _, _, c = x.shape
+        self.geom = (c, kh, kw, sh, sw, ho, wo)
+        self.k, self.rows, self.dtype = kh * kw * c, n * ho * wo, x.dtype
+        self.x3 = _padded3(x, ph, pw)
+        self.transposed = kw * c < wo
+        if self.transposed:
+            self.step = max(1, _block_rows(self.k, self.rows, _TBLOCK_ELEMS) // wo) * wo
+        else:
+            self.step = _block_rows(self.k, self.rows, _BLOCK_ELEMS // max(threads_hint, 1))
+        self.nblocks = -(-self.rows // self.step)
+
+    def scratch(self) -> np.ndarray:
+        shape = (self.k, self.step) if self.transposed else (self.step, self.k)
+        return np.empty(shape, dtype=self.dtype)
+
+    def bounds(self, i: int) -> tuple[int, int]:
+        r0 = i * self.step
+        return r0, min(r0 + self.step, self.rows)
+
+    def build(self, r0: int, r1: int, buf: np.ndarray) -> np.ndarray:
+        c, kh, kw, sh, sw, ho, wo = self.geom
+        if self.transposed:
+            _im2col_t(self.x3, c, r0 // wo, r1 // wo, kh, kw, sh, sw, ho, wo, buf)
+            return buf[:, : r1 - r0].T
+        _im2col(self.x3, c, r0, r1, kh, kw, sh, sw, ho, wo, buf)
+        return buf[: r1 - r0]
+
+
+def _patches(x, kh, kw, sh, sw, ho, wo, ph, pw) -> tuple[_Patches, int]:
+    """The blocks of ``x``'s patch matrix and the threads to run them on (blocks half as large
+    per thread as on one, so the threads' buffers together take the same cache)."""
+    p = _Patches(x, kh, kw, sh, sw, ho, wo, ph, pw)
+    threads = _threads(p.nblocks)
+    if threads > 1 and not p.transposed:
+        p = _Patches(x, kh, kw, sh, sw, ho, wo, ph, pw, threads)
+        threads = _threads(p.nblocks)
+    return p, threads
 
 
 def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
@@ -297,9 +440,20 @@ def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph,
     if kh == kw == sh == sw == 1:
         np.matmul(x.reshape(rows, c), f2, out=out)
         return out.reshape(n, ho, wo, co)
-    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
-        np.matmul(patches, f2, out=out[r0:r1])
+    p, threads = _patches(x, kh, kw, sh, sw, ho, wo, ph, pw)
+
+    def work(i: int, buf: np.ndarray) -> None:
+        r0, r1 = p.bounds(i)
+        np.matmul(p.build(r0, r1, buf), f2, out=out[r0:r1])
+
+    _run_blocks(p.nblocks, threads, p.scratch, work)
     return out.reshape(n, ho, wo, co)
+
+
+# Partial filter gradients (one per block, summed in block order so that the result does not
+# depend on which thread took which block) are kept while they take at most this many elements;
+# a larger filter's gradient runs its blocks in turn into one sum.
+_PARTS_ELEMS = 1 << 23
 
 
 def conv2d_backprop_filter(
@@ -312,10 +466,29 @@ def conv2d_backprop_filter(
     dy2 = np.ascontiguousarray(dy).reshape(rows, co)
     if kh == kw == sh == sw == 1:
         return (x.reshape(rows, c).T @ dy2).reshape(kh, kw, c, co)
-    df = np.zeros((k, co), dtype=x.dtype)
-    part = np.empty((k, co), dtype=x.dtype)
-    for r0, r1, patches in _patch_blocks(x, kh, kw, sh, sw, ho, wo, ph, pw):
-        np.matmul(patches.T, dy2[r0:r1], out=part)
+    p, threads = _patches(x, kh, kw, sh, sw, ho, wo, ph, pw)
+    if threads > 1 and p.nblocks * k * co > _PARTS_ELEMS:
+        p, threads = _Patches(x, kh, kw, sh, sw, ho, wo, ph, pw), 1
+    if threads == 1:
+        df = np.zeros((k, co), dtype=x.dtype)
+        part = np.empty((k, co), dtype=x.dtype)
+
+        def add(i: int, buf: np.ndarray) -> None:
+            r0, r1 = p.bounds(i)
+            np.matmul(p.build(r0, r1, buf).T, dy2[r0:r1], out=part)
+            np.add(df, part, out=df)
+
+        _run_blocks(p.nblocks, 1, p.scratch, add)
+        return df.reshape(kh, kw, c, co)
+    parts = np.empty((p.nblocks, k, co), dtype=x.dtype)
+
+    def work(i: int, buf: np.ndarray) -> None:
+        r0, r1 = p.bounds(i)
+        np.matmul(p.build(r0, r1, buf).T, dy2[r0:r1], out=parts[i])
+
+    _run_blocks(p.nblocks, threads, p.scratch, work)
+    df = parts[0]
+    for part in parts[1:]:
         df += part
     return df.reshape(kh, kw, c, co)
 
@@ -333,13 +506,29 @@ def conv2d_backprop_input(
     if kh == kw == sh == sw == 1:
         return (dy2 @ f2t).reshape(n, h, w, c)
     dxp = np.zeros((n, h + ph[0] + ph[1], w + pw[0] + pw[1], c), dtype=dy.dtype)
-    step = _block_rows(k, rows)
-    dcols = np.empty((step, k), dtype=dy.dtype)
     dx3 = dxp.reshape(n, dxp.shape[1], dxp.shape[2] * c)
-    for r0 in range(0, rows, step):
+    step = _block_rows(k, rows)
+    threads = _threads(-(-rows // step))
+    if threads > 1:
+        # Blocks of whole images, which add into disjoint parts of the gradient; an image larger
+        # than 4 blocks' buffer runs in turn instead.
+        per_image = ho * wo
+        images = (_BLOCK_ELEMS // threads) // (per_image * k)
+        if images == 0 and per_image * k <= 4 * _BLOCK_ELEMS:
+            images = 1
+        if images:
+            step = images * per_image
+            threads = _threads(-(-rows // step))
+        else:
+            threads = 1
+
+    def work(i: int, dcols: np.ndarray) -> None:
+        r0 = i * step
         r1 = min(r0 + step, rows)
         np.matmul(dy2[r0:r1], f2t, out=dcols[: r1 - r0])
         _col2im(dcols, c, r0, r1, kh, kw, sh, sw, ho, wo, dx3)
+
+    _run_blocks(-(-rows // step), threads, lambda: np.empty((step, k), dtype=dy.dtype), work)
     if dxp.shape[1:3] == (h, w):
         return dxp
     return np.ascontiguousarray(dxp[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w])
