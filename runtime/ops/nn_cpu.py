@@ -356,7 +356,9 @@ def _run_blocks(
 ) -> None:
     """``work(i, buf)`` for each block i: in turn when ``threads`` is 1, else on ``threads``
     threads (the caller one of them), each with its own ``buf = scratch()``, each taking the next
-    block not yet taken."""
+    block not yet taken. The caller returns once every block is done, not waiting for a helper
+    that has not started (on a busy machine it may start late, and then finds nothing to take);
+    the first error of a block is raised, and the blocks not yet taken are skipped."""
     global _pool
     if threads <= 1:
         buf = scratch()
@@ -364,21 +366,35 @@ def _run_blocks(
             work(i, buf)
         return
     taken = itertools.count()
+    errors: list[BaseException] = []
+    done = [0]
+    lock = threading.Lock()
+    finished = threading.Event()
 
     def loop() -> None:
-        buf = scratch()
+        buf = None
         while (i := next(taken)) < nblocks:
-            work(i, buf)
+            try:
+                if not errors:
+                    if buf is None:
+                        buf = scratch()
+                    work(i, buf)
+            except BaseException as e:  # noqa: BLE001 - raised by the caller below
+                errors.append(e)
+            with lock:
+                done[0] += 1
+                if done[0] == nblocks:
+                    finished.set()
 
     with _one_blas_thread():
         if _pool is None or _pool._max_workers < threads - 1:
             _pool = ThreadPoolExecutor(max(threads - 1, _cpus() - 1), "hetbed-conv")
-        helpers = [_pool.submit(loop) for _ in range(threads - 1)]
-        try:
-            loop()
-        finally:
-            for h in helpers:
-                h.result()
+        for _ in range(threads - 1):
+            _pool.submit(loop)
+        loop()
+        finished.wait()
+    if errors:
+        raise errors[0]
 
 
 # ---- convolution -----------------------------------------------------------------------------
