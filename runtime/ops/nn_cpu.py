@@ -8,8 +8,8 @@ whole batch (tens of MB) costs a trip to memory to write and another to read, an
 these tall-and-narrow products faster on a block of ~1-2k rows than on 12k. The gradient with
 respect to the input multiplies each block of the output gradient by the filter and scatters the
 block back into the (padded) input gradient with the compiled inverse loop (col2im). The blocks
-run on as many threads as numpy's BLAS may use, each block's patch matrix and GEMM on one thread
-(BLAS on one thread meanwhile), each thread taking the next block: see ``_THREADS``. Max pooling
+can run on threads instead, each block's patch matrix and GEMM on one thread (BLAS on one thread
+meanwhile), each thread taking the next block: see ``_THREADS``. Max pooling
 and its gradient are compiled loops over the windows that never build the padded input; windows
 that tile the input (stride = window, the common 2x2/2) take loops without bounds that run over
 a row of windows at a time, so their channel loops vectorize, and whose gradient writes each cell
@@ -271,14 +271,31 @@ def _max_pool_grad_tiles(x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - comp
 
 # ---- running blocks on threads ---------------------------------------------------------------
 
-# Threads a convolution's blocks run on (None: as many as numpy's BLAS may use, at most the CPUs
-# this process may run on; tests set it). Each thread takes the next block not yet taken, builds
-# its patch matrix and multiplies it with BLAS on that thread alone, so a thread the OS
-# deschedules (another process on its core) delays only its own block: with BLAS splitting every
-# GEMM over its threads instead, each of a step's ~100 GEMMs waits for its slowest thread, and the
-# CNN step took 26-1400 ms (median 26) beside one busy process where one BLAS thread took 26-42.
-# The patch matrices, col2im and the filter-gradient partial sums run on all threads too.
-_THREADS: int | None = None
+# Threads a convolution's blocks run on: 1 (the default) runs them in turn on the calling thread,
+# each GEMM split over BLAS's own threads; n > 1 runs them on n threads, each taking the next
+# block not yet taken, building its patch matrix and multiplying it with BLAS on that thread alone;
+# None: as many as numpy's BLAS may use, at most the CPUs this process may run on.
+# ``HETBED_CONV_THREADS`` sets it (a number, or "auto" for None).
+#
+# Threads help on a machine shared with other jobs: a thread the OS deschedules then delays only
+# its own block, where BLAS's split makes every one of a step's GEMMs wait for its slowest thread.
+# Beside busy processes the CNN step's convolution ops took 2-4x less time on threads (the step's
+# median 47-91 ms against 120-383 ms). On an idle machine they cost time instead: the CNN step's
+# fastest rounds took 29 ms against 19 ms in turn (OpenBLAS's worker, still spinning after the
+# dense layers' threaded GEMMs, holds the core the second thread needs).
+
+
+def _threads_from_env() -> int | None:
+    v = os.environ.get("HETBED_CONV_THREADS", "").strip().lower()
+    if v == "auto":
+        return None
+    try:
+        return max(1, int(v))
+    except ValueError:
+        return 1
+
+
+_THREADS: int | None = _threads_from_env()
 
 _pool: ThreadPoolExecutor | None = None
 _blas: Any = None  # threadpoolctl's controller of numpy's BLAS; False: none found
