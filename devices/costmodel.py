@@ -72,6 +72,14 @@ class DevicePerf:
     #: per-op dispatch of the executor's clocked schedule (every partition of a distributed
     #: step); None: ``launch_overhead_s``. ``clocked()`` gives the perf with it in place.
     clocked_launch_overhead_s: float | None = None
+    #: CPU time at one end of a control message (a RunGraph call's request or reply); None:
+    #: ``message_s`` (``control_s`` gives the one in force)
+    control_message_s: float | None = None
+
+    @property
+    def control_s(self) -> float:
+        c = self.control_message_s
+        return self.message_s if c is None else c
 
     def clocked(self) -> DevicePerf:
         """This perf as a task of a distributed step runs: ops at the clocked dispatch cost."""
@@ -116,6 +124,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         step_s=getattr(spec, "step_overhead_s", None) or 0.0,
         message_latency_s=getattr(spec, "message_latency_s", None) or 0.0,
         clocked_launch_overhead_s=getattr(spec, "kernel_launch_overhead_clocked_s", None),
+        control_message_s=getattr(spec, "control_message_overhead_s", None),
     )
 
 

@@ -44,7 +44,13 @@ from .machine import (  # noqa: F401  (re-exported: callers import them from her
 )
 from .messages import MESSAGE_STEPS, loopback_link, message_costs  # noqa: F401
 
-_COST_FIELDS = ("message_s", "message_latency_s", "step_s", "message_s_per_byte")
+_COST_FIELDS = (
+    "message_s",
+    "control_message_s",
+    "message_latency_s",
+    "step_s",
+    "message_s_per_byte",
+)
 
 
 class _ShapeTracer(TracingObserver):
@@ -171,6 +177,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"kernel_launch_overhead_clocked_s = {num(perf.clocked_launch_overhead_s or perf.launch_overhead_s, 'executor dispatch per op on the clocked schedule (a chain after a queue dequeue)')}",
             f"cores = {num(host_cores(), 'cores this process may run on')}",
             f"message_overhead_s = {num(max(perf.message_s, 1e-9), 'fitted to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
+            f"control_message_overhead_s = {num(max(perf.control_s, 1e-9), 'fitted with message_overhead_s: the RunGraph calls of those steps (message_costs)')}",
             f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1 and 8 MiB across two processes, less the loopback rate (message_costs)')}",
             f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'fitted with message_overhead_s and message_latency_s to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
@@ -212,6 +219,7 @@ def calibrate(
         Measurement(name, "s", [getattr(f[0], attr) for f in fits], None, shown)
         for name, attr, shown in (
             ("message CPU time per end", "message_s", (1e6, "us")),
+            ("control message CPU time per end", "control_message_s", (1e6, "us")),
             ("message latency of the runtime", "message_latency_s", (1e6, "us")),
             ("distributed Session.run CPU time per step", "step_s", (1e6, "us")),
             ("message CPU time per byte per end", "message_s_per_byte", (1e9, "ns/byte")),

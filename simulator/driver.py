@@ -326,7 +326,7 @@ class _Driver(OverlappedStep):
         """What each end of the step's messages costs (see ``_request`` and the drivers' loops):
         a worker step is TF's distributed step, its client being the worker's own process. It
         calls RunGraph on its own task and on every PS task holding variables (a request and a
-        reply each); each variable is read from its shard (a RecvTensor call: request and reply
+        reply each, at the control-message cost); each variable is read from its shard (a RecvTensor call: request and reply
         with the bytes) and its gradient sent there (the PS's RecvTensor call on the worker).
         A task handles its messages one at a time (``message_s`` each, plus
         ``message_s_per_byte`` per payload byte), the PS on its host's cores, where its
@@ -340,6 +340,8 @@ class _Driver(OverlappedStep):
             p.ps_message_s,
             p.ps_message_s_per_byte,
         )
+        cw = mw if p.worker_control_message_s is None else p.worker_control_message_s
+        cp = mp if p.ps_control_message_s is None else p.ps_control_message_s
         active = self.active_groups
         G = len(self.groups)
         n_ps_active = sum(len(self.groups[g]) for g in active)
@@ -347,19 +349,19 @@ class _Driver(OverlappedStep):
         nbytes = [float(t.iloc[ks[0]].step_bytes) for ks in self.groups]
         self.w_lat, self.ps_lat = p.worker_message_latency_s, p.ps_message_latency_s
         self.msg_on = any(
-            x > 0 for x in (mw, bw_, mp, bp, p.worker_step_s, self.w_lat, self.ps_lat)
+            x > 0 for x in (mw, bw_, mp, bp, cw, cp, p.worker_step_s, self.w_lat, self.ps_lat)
         )
         # worker handler: Session.run's own work, RunGraph requests (each PS task: send; own
         # task: send + receive)
-        self.req_ps_w = p.worker_step_s + n_ps_active * mw
-        self.req_own_w = 2 * mw
+        self.req_ps_w = p.worker_step_s + n_ps_active * cw
+        self.req_own_w = 2 * cw
         # a worker's reads or gradients: per shard of each group, each variable's call and bytes
         self.xfer_w = sum(
             len(self.groups[g]) * (2 * mw * nvars[g] + bw_ * nbytes[g]) for g in active
         )
         # ... and a shard's end of them, per group
         self.xfer_ps = [2 * mp * nvars[g] + bp * nbytes[g] for g in range(G)]
-        self.msg_ps = mp  # a PS receives a RunGraph request, or sends its reply
+        self.msg_ps = cp  # a PS receives a RunGraph request, or sends its reply
         # TF's SyncReplicasOptimizer moves two more scalars per worker step (SyncPS): its local
         # step to every PS task holding accumulators (read as the step starts), and a token
         # from the global step's PS task once the update is done. Without it the worker's step
@@ -375,8 +377,8 @@ class _Driver(OverlappedStep):
         self.step_bytes_all = sum(len(self.groups[g]) * nbytes[g] for g in active)
         # worker handler: its own task's reply (send + receive: its partition is done once the
         # gradients leave) and each PS task's reply (receive)
-        self.reply_own_w = 2 * mw
-        self.reply_w = n_ps_active * mw
+        self.reply_own_w = 2 * cw
+        self.reply_w = n_ps_active * cw
         self._reset_cpus()
 
     def _reset_cpus(self) -> None:

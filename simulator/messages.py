@@ -153,15 +153,17 @@ def message_costs(
 ) -> tuple[DevicePerf, dict[str, float], dict[str, float]]:
     """The distributed runtime's costs on this machine, fitted to steps between two processes
     (a PS task in a child process, the worker task and its client here; the default protocol):
-    ``perf`` with ``message_s``, ``step_s``, ``message_latency_s`` and ``message_s_per_byte``
-    set, the steps measured (median seconds) and the same steps simulated with the fit.
+    ``perf`` with ``message_s``, ``control_message_s``, ``step_s``, ``message_latency_s`` and
+    ``message_s_per_byte`` set, the steps measured (median seconds) and the same steps simulated
+    with the fit.
 
     The fit uses the simulator's own model of a distributed step (``SimSession``: RunGraph and
     RecvTensor calls, both tasks on one machine of this host's cores, joined by the measured
-    loopback link). CPU time first: the simulator counts the message ends each step that moves
-    no bulk bytes handles (both tasks), and ``message_s`` and ``step_s`` (the client's, once a
-    step) are the least-squares fit of the CPU time both processes spent per step (user and
-    system, measured) to those counts. Then ``message_latency_s`` (no CPU) minimizes the RMS
+    loopback link). CPU time first: the simulator counts the ends of control messages (RunGraph
+    calls' requests and replies) and of the others (RecvTensor calls) that each step moving no
+    bulk bytes handles (both tasks), and ``control_message_s``, ``message_s`` and ``step_s``
+    (the client's, once a step) are the non-negative least-squares fit of the CPU time both
+    processes spent per step (user and system, measured) to those counts. Then ``message_latency_s`` (no CPU) minimizes the RMS
     relative error of the simulated against the measured wall time of those steps (a
     golden-section search). Each end's ``message_s_per_byte`` is half of what the 8 MiB step
     takes longer than the 1 MiB step per added byte, less the link's time for it (at least 0).
@@ -173,17 +175,18 @@ def message_costs(
     small = [n for n, (_, nbytes, _) in MESSAGE_STEPS.items() if not nbytes]
     link = (link_bytes_per_s, link_latency_s)
     unit = 1e-6
-    counted = replace(
-        perf, message_s=unit, message_latency_s=0.0, step_s=0.0, message_s_per_byte=0.0
-    )
-    ends = np.array([_message_ends(hb, counted, link, *MESSAGE_STEPS[n]) / unit for n in small])
-    a = np.stack([ends, np.ones(len(small))], axis=1)
-    (m, st), *_ = np.linalg.lstsq(a, np.array([cpu[n] for n in small]), rcond=None)
-    m, st = max(float(m), 0.0), max(float(st), 0.0)
+    free = replace(perf, message_latency_s=0.0, step_s=0.0, message_s_per_byte=0.0)
+    cols = []
+    for control, other in ((unit, 0.0), (0.0, unit)):  # control ends, then the others
+        counted = replace(free, message_s=other, control_message_s=control)
+        cols.append([_message_ends(hb, counted, link, *MESSAGE_STEPS[n]) / unit for n in small])
+    a = np.stack([*cols, np.ones(len(small))], axis=1)
+    mc, m, st = _nonneg_lstsq(a, np.array([cpu[n] for n in small]))
     want = np.array([got[n] for n in small])
+    costs = dict(message_s=m, control_message_s=mc, step_s=st)
 
     def wall_error(lat: float) -> float:
-        p = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=0.0)
+        p = replace(perf, **costs, message_latency_s=lat, message_s_per_byte=0.0)
         sim = np.array([_simulated_message_step(hb, p, link, *MESSAGE_STEPS[n]) for n in small])
         return float(np.sqrt(np.mean((sim / want - 1) ** 2)))
 
@@ -204,9 +207,27 @@ def message_costs(
     n1, n8 = MESSAGE_STEPS["1 MiB read"][1], MESSAGE_STEPS["8 MiB read"][1]
     per_byte = (got["8 MiB read"] - got["1 MiB read"]) / (n8 - n1)
     byte_s = max((per_byte - 1.0 / link_bytes_per_s) / 2, 0.0)
-    fitted = replace(perf, message_s=m, message_latency_s=lat, step_s=st, message_s_per_byte=byte_s)
+    fitted = replace(perf, **costs, message_latency_s=lat, message_s_per_byte=byte_s)
     sim = {n: _simulated_message_step(hb, fitted, link, *MESSAGE_STEPS[n]) for n in got}
     return fitted, got, sim
+
+
+def _nonneg_lstsq(a: np.ndarray, b: np.ndarray) -> list[float]:
+    """The least-squares solution of ``a x = b`` with every ``x >= 0`` (few columns: the best
+    of the unconstrained fits on each subset of them whose solution is non-negative)."""
+    n = a.shape[1]
+    best, out = np.inf, [0.0] * n
+    for mask in range(1, 1 << n):
+        cols = [j for j in range(n) if mask >> j & 1]
+        x, *_ = np.linalg.lstsq(a[:, cols], b, rcond=None)
+        if (x < 0).any():
+            continue
+        err = float(np.sum((a[:, cols] @ x - b) ** 2))
+        if err < best:
+            best, out = err, [0.0] * n
+            for j, v in zip(cols, x):
+                out[j] = float(v)
+    return out
 
 
 def _message_ends(hb: Any, perf: DevicePerf, link: tuple, *step: Any) -> float:

@@ -65,6 +65,8 @@ class ReplicaProfile:
       ``ps_message_s_per_byte``: CPU seconds the worker's and the PS's host spends at its end of
       one message between tasks, fixed and per payload byte (the catalog's
       ``message_overhead_s`` and ``message_overhead_s_per_byte`` of their CPUs; 0: free);
+      ``worker_control_message_s``, ``ps_control_message_s``: the same for a RunGraph call's
+      request or reply (the catalog's ``control_message_overhead_s``; None: as any message);
       ``worker_step_s``: the worker's Session.run work per step besides its messages (the
       catalog's ``step_overhead_s``); ``worker_message_latency_s``, ``ps_message_latency_s``:
       the delay each host's runtime adds to a message it receives (``message_latency_s``);
@@ -95,6 +97,8 @@ class ReplicaProfile:
     aggregate_s: dict[str, float] | float = 0.0
     worker_message_s: float = 0.0
     worker_message_s_per_byte: float = 0.0
+    worker_control_message_s: float | None = None
+    ps_control_message_s: float | None = None
     worker_step_s: float = 0.0
     worker_message_latency_s: float = 0.0
     ps_message_latency_s: float = 0.0
@@ -117,6 +121,9 @@ class ReplicaProfile:
             _nonneg(what, getattr(self, what))
         for what in ("ps_message_s", "ps_message_s_per_byte"):
             _nonneg(what, getattr(self, what))
+        for what in ("worker_control_message_s", "ps_control_message_s"):
+            if getattr(self, what) is not None:
+                _nonneg(what, getattr(self, what))
         if (
             isinstance(self.update_inputs, bool)
             or int(self.update_inputs) != self.update_inputs
@@ -543,6 +550,8 @@ def profile_from_graph(
         worker_capacity_bytes=float(dev.memory_capacity_bytes) or None,
         ps_capacity_bytes=float(pperf.memory_bytes),
         worker_message_s=wperf.message_s if wperf is not None else 0.0,
+        worker_control_message_s=wperf.control_s if wperf is not None else None,
+        ps_control_message_s=pperf.control_s,
         worker_message_s_per_byte=wperf.message_s_per_byte if wperf is not None else 0.0,
         worker_step_s=wperf.step_s if wperf is not None else 0.0,
         worker_message_latency_s=wperf.message_latency_s if wperf is not None else 0.0,

@@ -416,7 +416,7 @@ class SimSession(BaseSession):
         ``step_s`` (the catalog's ``step_overhead_s``: Session.run's own work), then calls
         RunGraph on every task of the step that is not a client, then on its own task; a
         request is a message,
-        sent by the client's CPU and received by the task's (``DevicePerf.message_s`` each,
+        sent by the client's CPU and received by the task's (``DevicePerf.control_s`` each,
         handled in time order on their hosts' cores) after the route's latency, and the task's
         devices start the step only then. Returns the calls for ``_run_graph_replies``."""
         clients = self.clients
@@ -456,14 +456,14 @@ class SimSession(BaseSession):
             seq += 1
             if kind == "send":  # the client sends its next request
                 (task, cpu), rest = x[0], x[1:]
-                sent = master.occupy(t, master.perf_spec.message_s, work)
+                sent = master.occupy(t, master.perf_spec.control_s, work)
                 lat = self._latency(master, cpu)
                 heapq.heappush(heap, (sent + lat, seq, "recv", master, (task, cpu, lat)))
                 if rest:
                     heapq.heappush(heap, (sent, seq + 0.5, "send", master, rest))
             else:  # the task receives it: its devices may start (on the first client's call)
                 task, cpu, lat = x
-                got = cpu.occupy(t, cpu.perf_spec.message_s, work)
+                got = cpu.occupy(t, cpu.perf_spec.control_s, work)
                 key = (task, _task(master.name))  # (a process's first call counts)
                 if got < self._called.get(key, math.inf):
                     self._called[key] = got
@@ -494,12 +494,12 @@ class SimSession(BaseSession):
             t, _, sending, master, cpu, lat = heapq.heappop(heap)
             seq += 1
             if sending:
-                sent = cpu.occupy(t, cpu.perf_spec.message_s, work)
+                sent = cpu.occupy(t, cpu.perf_spec.control_s, work)
                 if cpu is not master:
                     lat += master.perf_spec.message_latency_s - cpu.perf_spec.message_latency_s
                 heapq.heappush(heap, (sent + lat, seq, False, master, cpu, lat))
             else:
-                end = max(end, master.occupy(t, master.perf_spec.message_s, work))
+                end = max(end, master.occupy(t, master.perf_spec.control_s, work))
         if end > env.now:
             env.advance(end)
 

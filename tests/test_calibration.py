@@ -95,10 +95,11 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     assert main(["calibrate", "--model", spec, "--repeats", "1", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     names = [m["name"] for m in doc["measurements"]]
-    assert names[-6:] == [
+    assert names[-7:] == [
         "loopback TCP rate",
         "loopback TCP latency",
         "message CPU time per end",
+        "control message CPU time per end",
         "message latency of the runtime",
         "distributed Session.run CPU time per step",
         "message CPU time per byte per end",

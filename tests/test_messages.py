@@ -271,3 +271,22 @@ def test_a_distributed_steps_ops_run_at_the_clocked_dispatch_cost():
     assert chain_step(clocked, 2) == pytest.approx(n * 5e-6, rel=0.02)
     assert chain_step(HOST, 2) == pytest.approx(n * 1e-6, rel=0.02)
     assert HOST.clocked() is HOST and clocked.clocked().launch_overhead_s == 5e-6
+
+
+def test_control_messages_have_a_cost_of_their_own():
+    """A RunGraph call's request and reply cost ``control_message_s`` per end, a RecvTensor
+    call's ``message_s``: the chain of ``test_message_costs_follow_the_calls_of_a_distributed_
+    step`` with c for its 6 control ends on the path and m for its 4 tensor ends; in the
+    step-level driver, 4 control ends and 4 others a worker step on the PS's side."""
+    m, c, nbytes = 100e-6, 30e-6, 4000
+    rec = _read_step(replace(HOST, message_s=m, control_message_s=c), nbytes)
+    lat, wire = NIC[1], nbytes / NIC[0]
+    ps_sent = c + lat + c + 2 * m  # request sent, crossed, received; the tensor's reply sent
+    # the worker: the tensor (2m), its own call's reply (2c), the PS's reply (c)
+    assert rec.step_time_s == pytest.approx(ps_sent + lat + wire + 2 * m + 3 * c, rel=1e-9)
+    prof = ReplicaProfile(1e-6, dense={"w": (4, 0)}, ps_message_s=m, ps_control_message_s=c)
+    steps = [SyncPS(prof, w, nic=(1e12, 0.0)).run(6).step_time() for w in (1, 2, 4)]
+    # per worker on the PS: RunGraph request and reply (2c), a read and a gradient (4m)
+    assert np.diff(steps) == pytest.approx([2 * c + 4 * m, 2 * (2 * c + 4 * m)], rel=0.02)
+    with pytest.raises(ValueError, match="ps_control_message_s"):
+        ReplicaProfile(1.0, ps_control_message_s=-1.0)

@@ -39,6 +39,10 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     message_overhead_s                 optional (cpu): CPU time one end of a message between tasks
                                        spends on it apart from its bytes (RPC layer, framing,
                                        system calls, wake-ups); a request or a reply is a message
+    control_message_overhead_s         optional (cpu): the same for a step's control messages
+                                       (a RunGraph call's request or reply; hetbed's data
+                                       channel makes them cheaper than a RecvTensor call's);
+                                       default: message_overhead_s
     message_overhead_s_per_byte        optional (cpu): CPU time per payload byte at each end
                                        (serialization and copies)
     message_latency_s                  optional (cpu): delay the runtime adds to a message it
@@ -135,6 +139,7 @@ class HardwareSpec:
     step_overhead_s: float | None = None
     message_latency_s: float | None = None
     kernel_launch_overhead_clocked_s: float | None = None
+    control_message_overhead_s: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -418,7 +423,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s".split()
+    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
@@ -455,6 +460,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         kernel_launch_overhead_clocked_s=r.number(
             "kernel_launch_overhead_clocked_s", required=False
         ),
+        control_message_overhead_s=r.number("control_message_overhead_s", required=False),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),
