@@ -484,3 +484,41 @@ def test_received_buffers_are_reused_only_when_nothing_refers_to_them(pair, prot
     pool.take(1 << 20), pool.take(1 << 20)  # both idle at once
     pool.take(3 << 20)  # room made by forgetting the oldest idle buffer only
     assert pool._bytes == 4 << 20 and [b.nbytes for b in pool._bufs] == [1 << 20, 3 << 20]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_large_variable_is_lent_not_copied(pair, protocol):
+    """A Send of a large variable buffer streams the buffer itself (no snapshot copy); an update
+    before it is sent writes to a copy, so the receiver still gets the value as of the Send; once
+    sent, updates are in place again. Small values are still copied."""
+    ps, wk = pair(protocol)
+    w = ps.worker
+    from hetbed.runtime.graph import TensorShape
+    from hetbed.runtime.ops.state import VarHandle
+
+    n = (1 << 17) + 5  # 512 KB: lent
+    h = VarHandle("lent", hb.float32, TensorShape([n]))
+    h.set(np.arange(n, dtype=np.float32))
+    w.resources[next(iter(w.resources))]["lent"] = h
+    buf = h.value
+    out = wire.out_tensor(buf, "lent", copy=True, lender=h)
+    assert out.borrowing and np.shares_memory(out.array, buf) and out._pooled is None
+    out.release()
+    assert not out.borrowing and h.writable() is buf
+    step = next(_steps)
+    w.steps.get(step).send(_key("lent"), buf)
+    new = h.writable()  # an update while the Send is outstanding: copy on write
+    assert new is h.value and new is not buf  # (so the Send lent the buffer, did not copy it)
+    new += 1.0
+    got = wk._peer(PS).recv_tensor(step, _key("lent"), 20.0)
+    np.testing.assert_array_equal(got, np.arange(n, dtype=np.float32))
+    assert h.writable() is new  # the loan ended when it was sent: in place again
+    small = VarHandle("small", hb.float32, TensorShape([4]))
+    small.set(np.zeros(4, np.float32))
+    w.resources[next(iter(w.resources))]["small"] = small
+    before = small.value
+    step = next(_steps)
+    w.steps.get(step).send(_key("small"), before)
+    assert small.writable() is before  # copied at the Send, not lent
+    before += 5.0
+    np.testing.assert_array_equal(wk._peer(PS).recv_tensor(step, _key("small"), 20.0), 0.0)

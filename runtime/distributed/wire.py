@@ -206,21 +206,24 @@ class OutTensor:
     ``release()`` once it is sent returns a snapshot buffer to the pool for the next Send.
     """
 
-    __slots__ = ("header", "payload", "array", "_pooled")
+    __slots__ = ("header", "payload", "array", "_pooled", "borrowing", "__weakref__")
 
     def __init__(self, header: dict, array: np.ndarray, pooled: np.ndarray | None = None):
         self.header = header
         self.array = array
         self.payload = memoryview(array.reshape(-1).view(np.uint8))
         self._pooled = pooled
+        #: whether ``array`` is a variable's buffer lent to it (``VarHandle.lend``) until sent
+        self.borrowing = False
 
     @property
     def nbytes(self) -> int:
         return self.header["nbytes"]
 
     def release(self) -> None:
-        """The payload was sent (or will never be): recycle a pooled snapshot buffer. The
-        OutTensor must not be used afterwards."""
+        """The payload was sent (or will never be): recycle a pooled snapshot buffer, end the
+        loan of a variable's buffer. The OutTensor must not be used afterwards."""
+        self.borrowing = False
         buf, self._pooled = self._pooled, None
         if buf is not None:
             self.payload.release()
@@ -268,12 +271,18 @@ class _BufferPool:
 SNAPSHOTS = _BufferPool(512 << 20, 1 << 20)
 
 
-def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTensor:
+def out_tensor(
+    value: Any, where: str = "tensor", copy: bool = True, lender: Any = None
+) -> OutTensor:
     """``value`` (a numpy array or scalar, or a device array) as an OutTensor.
 
     With ``copy`` the payload is a private snapshot; without, it aliases ``value`` when that is
     already a C-contiguous little-endian array (pass ``copy=False`` only for a value nothing else
-    can write to while it is being sent). Raises TypeError for values that cannot cross tasks.
+    can write to while it is being sent). With ``lender`` (the VarHandle whose buffer ``value``
+    is or views), a value that would be copied as a snapshot is lent instead when it can be sent
+    as it is (``VarHandle.lend``: an update meanwhile writes to a copy): no copy at all, and the
+    receiver still sees the value as of this call. Raises TypeError for values that cannot cross
+    tasks.
 
     (Copying a large snapshot in pieces while the first ones are already being sent was tried:
     on a 2-core machine it was slower, the transfer itself keeping both cores busy.)
@@ -293,8 +302,16 @@ def out_tensor(value: Any, where: str = "tensor", copy: bool = True) -> OutTenso
         "nbytes": int(arr.nbytes),
         "scalar": isinstance(value, np.generic),
     }
-    if arr.dtype == le and arr.flags.c_contiguous and not (copy and isinstance(value, np.ndarray)):
-        return OutTensor(header, arr)  # a fresh array (np.asarray of a scalar) or one nobody writes
+    if arr.dtype == le and arr.flags.c_contiguous:
+        if not (copy and isinstance(value, np.ndarray)):
+            return OutTensor(
+                header, arr
+            )  # a fresh array (np.asarray of a scalar) or one nobody writes
+        if lender is not None:
+            out = OutTensor(header, arr)
+            out.borrowing = True
+            lender.lend(out)
+            return out
     if arr.nbytes == 0:
         return OutTensor(header, np.empty(arr.shape, le))
     pooled = SNAPSHOTS.take(arr.nbytes)  # a snapshot, also the conversion to contiguous LE

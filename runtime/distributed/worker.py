@@ -56,8 +56,10 @@ class RemoteRendezvous(Rendezvous):
     """One step's rendezvous on one task; see the module docstring.
 
     A value bound for another task is kept as an ``OutTensor`` (streamed from there by RecvTensor):
-    a private snapshot when ``aliases_state(value)`` says a variable buffer could change under it
-    (so the receiver sees the value as of the Send), else the array itself, not copied.
+    when ``aliases_state(value)`` says a variable buffer could change under it, a private
+    snapshot (small values) or the variable's buffer lent until it is sent (large ones: an update
+    meanwhile writes to a copy), so that the receiver sees the value as of the Send; else the
+    array itself, not copied.
     """
 
     def __init__(
@@ -88,8 +90,9 @@ class RemoteRendezvous(Rendezvous):
             h = None
             if copy and getattr(value, "nbytes", 0) >= LOCKED_COPY_BYTES:
                 h = self._owner(value)  # a variable: copy it under its lock (use_locking)
-            with h.lock if h is not None else _NO_LOCK:
-                value = out_tensor(value, where, copy=copy)
+            lender = h if h is not None and value.nbytes >= _ALIAS_CHECK_BYTES else None
+            with h.lock if h is not None else _NO_LOCK:  # (or lend it: copy on write)
+                value = out_tensor(value, where, copy=copy, lender=lender)
         self._local.send(key, value)
 
     def recv(self, key: str, done: Callable) -> None:

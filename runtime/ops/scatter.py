@@ -331,7 +331,7 @@ def _var_nd(kind: str, op_name: str):
     @d.kernel("cpu", "gpu")
     def _kernel(ctx, h, idx, upd):
         with _locking(ctx, h):
-            v = h.read()
+            v = h.writable()
             k = idx.shape[-1]
             want = (*idx.shape[:-1], *v.shape[k:])
             if k > v.ndim or upd.shape != want:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from .manip import _add_at
 class VarHandle:
     """The mutable storage behind one variable in one session (the value of a VariableV2 op)."""
 
-    __slots__ = ("name", "dtype", "shape", "value", "lock")
+    __slots__ = ("name", "dtype", "shape", "value", "lock", "_lent")
 
     def __init__(self, name: str, dtype: Any, shape: TensorShape):
         self.name = name
@@ -26,6 +27,33 @@ class VarHandle:
         self.shape = shape
         self.value: Any = None
         self.lock = threading.Lock()
+        self._lent: list | None = None  # weak references to borrowers of the current buffer
+
+    def lend(self, borrower: Any) -> None:
+        """``borrower`` reads the current buffer (or a view of it) for a while without a copy
+        of its own (a Send streaming it to another task): until its ``borrowing`` is false or it
+        is freed, the next in-place update writes to a copy instead (``writable``), so that the
+        borrower sees the value as of the lending. Lend under ``lock`` where updates take it."""
+        lent = self._lent
+        if lent is None:
+            self._lent = [weakref.ref(borrower)]
+        else:
+            lent.append(weakref.ref(borrower))
+
+    def writable(self) -> Any:
+        """The buffer to update in place (what every kernel that updates a variable in place
+        takes, under ``lock`` with ``use_locking``): the current one, or, while it is lent
+        (``lend``), a copy that becomes the variable's buffer (copy on write)."""
+        v = self.read()
+        lent = self._lent
+        if lent is not None:
+            self._lent = None
+            for ref in lent:
+                b = ref()
+                if b is not None and b.borrowing:
+                    v = self.value = v.copy()
+                    break
+        return v
 
     def snapshot(self, value: Any) -> Any:
         """A private copy of ``value`` (this variable's buffer or a view of it) taken under the
@@ -59,6 +87,7 @@ class VarHandle:
         else:  # a device array (cupy): copy on its device
             value = value.astype(self.dtype.np, order="C", copy=True)
         self.value = value
+        self._lent = None  # lent buffers are the old one
         return value
 
 
@@ -213,7 +242,7 @@ AssignAdd = defop("AssignAdd", shape=_assign_shape, stateful=True, differentiabl
 @AssignAdd.kernel("cpu", "gpu")
 def _assign_add(ctx, h, value):
     with _locking(ctx, h):
-        v = h.read()
+        v = h.writable()
         v += value  # in place: readers holding the buffer see the new value, as in TF1
     return v
 
@@ -226,7 +255,7 @@ AssignSub = defop("AssignSub", shape=_assign_shape, stateful=True, differentiabl
 @AssignSub.kernel("cpu", "gpu")
 def _assign_sub(ctx, h, value):
     with _locking(ctx, h):
-        v = h.read()
+        v = h.writable()
         v -= value
     return v
 
@@ -259,13 +288,14 @@ def _scatter_cost(op, ins, outs):
 
 
 def _check_rows(h, idx, name):
+    """The variable's buffer to update rows of in place (``writable``), once ``idx`` is checked."""
     v = h.read()
     if idx.size and (idx.min() < 0 or idx.max() >= v.shape[0]):
         raise InvalidArgumentError(
             f"{name}: index {int(idx.max() if idx.max() >= v.shape[0] else idx.min())} "
             f"out of range for {h.name} with {v.shape[0]} rows"
         )
-    return v
+    return h.writable()
 
 
 ScatterAdd = defop("ScatterAdd", shape=_scatter_shape, stateful=True, differentiable=False)
@@ -384,7 +414,7 @@ def _count_up_to_shape(op):
 def _count_up_to(ctx, h):
     limit = ctx.attrs["limit"]
     with h.lock:
-        v = h.read()
+        v = h.writable()
         before = v.copy()
         if int(before) >= limit:
             raise OutOfRangeError(f"Reached limit of {limit} ({ctx.op.inputs[0].op.name})")

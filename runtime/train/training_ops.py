@@ -159,6 +159,8 @@ def dense_update(ctx: Any, handles: tuple, grad: Any, body: Callable, *hyper: An
     xp = ctx.xp
     n = var.size
     with _locking(ctx, handles[0]):
+        arrays = [h.writable() for h in handles]  # (a copy of a buffer a Send is streaming)
+        var = arrays[0]
         if not all(a.flags.c_contiguous for a in arrays):  # cannot flatten in place: one pass
             s = xp.empty_like(var)
             body(xp, s, grad, *arrays, *hyper)
@@ -216,6 +218,8 @@ def sparse_update(
     var = arrays[0]
     idx, g = unique_rows(ctx, handles[0], var, grad, indices)
     with _locking(ctx, handles[0]):
+        arrays = [h.writable() for h in handles]  # (a copy of a buffer a Send is streaming)
+        var = arrays[0]
         rows = [a[idx] for a in arrays]  # gathered copies
         body(ctx.xp, ctx.xp.empty_like(g), g, *rows, *hyper)
         for a, r in zip(arrays, rows):
@@ -413,9 +417,9 @@ def _sparse_apply_adam(
     omb1, omb2, lr_t, eps = _adam_hyper(ctx.xp, beta1_power, beta2_power, lr, beta1, beta2, epsilon)
     if ctx.attrs.get("lazy", False):
         return sparse_update(ctx, (var, m, v), grad, indices, _adam_body, omb1, omb2, lr_t, eps)
-    varr, marr, varr_v = var.read(), m.read(), v.read()
-    idx, g = unique_rows(ctx, var, varr, grad, indices)
+    idx, g = unique_rows(ctx, var, var.read(), grad, indices)
     with _locking(ctx, var):
+        marr, varr_v = m.writable(), v.writable()
         marr *= beta1
         marr[idx] += g * omb1
         varr_v *= beta2
