@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -71,6 +72,44 @@ def measure(model: str, workers: int, steps: int, mode: str, n_ps: int = 1) -> f
     return statistics.median(r[0] for r in rows)
 
 
+def cpu_per_step(model: str, workers: int, mode: str, short: int, long: int) -> float:
+    """CPU seconds (user and system, every process of the job) per global step in the steady
+    state: the difference between a run of ``long`` and one of ``short`` steps, over the steps
+    between (start-up, the first steps and shutdown cancel out)."""
+    used = []
+    for steps in (short, long):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        measure(model, workers, steps, mode)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        used.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return (used[1] - used[0]) / (long - short)
+
+
+def cpu_table(short: int = 100, long: int = 600) -> None:
+    """Where the error is: measured CPU per global step against what the op-level simulator
+    books (every op, message and Session.run of the step, all tasks), beside the step times.
+    A diagnostic (no target): when the CPU agrees and the step time does not, the error is in
+    what overlaps, not in what is charged."""
+    title = "cluster_fidelity --cpu: CPU per global step, all processes (ms)"
+    print(f"\n{title}\n{'-' * len(title)}")
+    print(
+        f"{'model':12s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} {'err':>6s} "
+        f"{'measured step':>14s} {'op-level step':>14s}"
+    )
+    for model in ("scalar", "dense_1mb"):
+        for w in (1, 2):
+            cpu = cpu_per_step(model, w, "sync", short, long)
+            wall = measure(model, w, 60, "sync")
+            rec = grid.op_level_record(model, w, 1, LINK, HOST, HOST, MACHINE)
+            booked = float(rec.ops.duration_s.sum())
+            print(
+                f"{model:12s} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
+                f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {rec.step_time_s * 1e3:14.3f}",
+                flush=True,
+            )
+    print(f"(measured CPU: runs of {long} and {short} steps, the difference per step)")
+
+
 def _grid(quick: bool) -> list[tuple[str, str, int, int]]:
     """(mode, model, workers, PS tasks) of every run."""
     if quick:
@@ -89,7 +128,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="W = 1, 2; two models; 1 repetition")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each real run")
     ap.add_argument("--steps", type=int, default=40, help="steps of each real run")
+    ap.add_argument(
+        "--cpu",
+        action="store_true",
+        help="only the diagnostic: measured CPU per step against the op-level simulator's",
+    )
     args = ap.parse_args()
+    if args.cpu:
+        cpu_table()
+        return
     reps = 1 if args.quick else args.reps
     t0 = time.perf_counter()
     rows = []

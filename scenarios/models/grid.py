@@ -106,6 +106,20 @@ def op_level_step(
     Each worker task is a client of its own (between-graph replication), and the chief's
     queue runner (SyncReplicasOptimizer's) one more, calling the PS tasks; ``machine`` puts every
     task on that one machine, sharing its cores (how ``hetbed cluster`` runs them here)."""
+    return op_level_record(model, workers, n_ps, nic, worker, ps, machine).step_time_s
+
+
+def op_level_record(
+    model: str,
+    workers: int,
+    n_ps: int,
+    nic: object,
+    worker: object,
+    ps: object,
+    machine: str | None = None,
+) -> object:
+    """``op_level_step``'s RunRecord: the step's time, and every op and message with its
+    device and simulated duration (``ops``)."""
     c = Cluster()
     for k in range(n_ps):
         c.add_task("ps", k, cpu=ps, nic=nic, machine=machine)
@@ -161,7 +175,7 @@ def op_level_step(
         sess = SimSession(c, client=[*workers_, (workers_[0], ps_tasks)])
         sess.run(hb.global_variables_initializer())
         sess.run(targets, feeds)  # targets: no op gathers them on one task
-        return sess.last_record.step_time_s
+        return sess.last_record
 
 
 def step_level_step(
