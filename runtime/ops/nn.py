@@ -608,7 +608,10 @@ def _ssce(ctx, logits, labels):
     xp = ctx.xp
     n_classes = logits.shape[-1]
     if labels.size:
-        lo, hi = int(labels.min()), int(labels.max())
+        if xp is np:
+            lo, hi = int(labels.min()), int(labels.max())
+        else:  # one copy to the host (a wait for the device) for both
+            lo, hi = (int(v) for v in xp.stack([labels.min(), labels.max()]).get())
         if lo < 0 or hi >= n_classes:
             bad = lo if lo < 0 else hi
             raise InvalidArgumentError(
@@ -1005,9 +1008,24 @@ def _static_out(fn: str, size: int | None, k: int | None, s: int, padding: str) 
 
 
 def _pad_hw(xp: Any, x: Any, ph: tuple, pw: tuple, value: Any = 0) -> Any:
-    if not (ph[0] or ph[1] or pw[0] or pw[1]):
+    """NHWC ``x`` with ``ph`` rows above and below and ``pw`` columns left and right of
+    ``value``: what ``xp.pad`` gives, written as one copy of ``x`` and a fill of each border
+    (xp.pad's own bookkeeping costs several times that on a GPU, where each is one kernel)."""
+    (t, b), (lft, r) = ph, pw
+    if not (t or b or lft or r):
         return x
-    return xp.pad(x, ((0, 0), ph, pw, (0, 0)), constant_values=value)
+    n, h, w, c = x.shape
+    out = xp.empty((n, h + t + b, w + lft + r, c), dtype=x.dtype)
+    if t:
+        out[:, :t] = value
+    if b:
+        out[:, t + h :] = value
+    if lft:
+        out[:, t : t + h, :lft] = value
+    if r:
+        out[:, t : t + h, lft + w :] = value
+    out[:, t : t + h, lft : lft + w] = x
+    return out
 
 
 def _window(a: Any, i: int, j: int, sh: int, sw: int, ho: int, wo: int) -> Any:
