@@ -94,7 +94,7 @@ def cpu_table(short: int = 100, long: int = 600) -> None:
     print(f"\n{title}\n{'-' * len(title)}")
     print(
         f"{'model':12s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} {'err':>6s} "
-        f"{'measured step':>14s} {'op-level step':>14s}"
+        f"{'measured step':>14s} {'op-level step':>14s}   op-level CPU by kind"
     )
     for model in ("scalar", "dense_1mb"):
         for w in (1, 2):
@@ -102,9 +102,15 @@ def cpu_table(short: int = 100, long: int = 600) -> None:
             wall = measure(model, w, 60, "sync")
             rec = grid.op_level_record(model, w, 1, LINK, HOST, HOST, MACHINE)
             booked = float(rec.ops.duration_s.sum())
+            kind = rec.ops.type.where(
+                rec.ops.type.isin(["RecvTensor", "RunGraph", "Session.run"]), "kernels"
+            )
+            by = rec.ops.duration_s.groupby(kind).sum() * 1e3
+            parts = ", ".join(f"{k} {v:.3f}" for k, v in by.items())
             print(
                 f"{model:12s} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
-                f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {rec.step_time_s * 1e3:14.3f}",
+                f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {rec.step_time_s * 1e3:14.3f}"
+                f"   {parts}",
                 flush=True,
             )
     print(f"(measured CPU: runs of {long} and {short} steps, the difference per step)")
