@@ -101,12 +101,13 @@ def op_level_step(
     worker: object,
     ps: object,
     machine: str | None = None,
+    cost_model: object = None,
 ) -> float:
     """Simulated time of one synchronous step of the replicated graph, op by op (shape-only).
     Each worker task is a client of its own (between-graph replication), and the chief's
     queue runner (SyncReplicasOptimizer's) one more, calling the PS tasks; ``machine`` puts every
     task on that one machine, sharing its cores (how ``hetbed cluster`` runs them here)."""
-    return op_level_record(model, workers, n_ps, nic, worker, ps, machine).step_time_s
+    return op_level_record(model, workers, n_ps, nic, worker, ps, machine, cost_model).step_time_s
 
 
 def op_level_record(
@@ -117,10 +118,12 @@ def op_level_record(
     worker: object,
     ps: object,
     machine: str | None = None,
+    cost_model: object = None,
 ) -> object:
     """``op_level_step``'s RunRecord: the step's time, and every op and message with its
-    device and simulated duration (``ops``)."""
-    c = Cluster()
+    device and simulated duration (``ops``); ``cost_model`` prices the ops (default: the
+    roofline)."""
+    c = Cluster(cost_model=cost_model)
     for k in range(n_ps):
         c.add_task("ps", k, cpu=ps, nic=nic, machine=machine)
     for i in range(workers):
@@ -189,18 +192,22 @@ def step_level_step(
     mode: str = "sync",
     machine_cores: int | None = None,
     bucket_bytes: float | None = None,
+    cost_model: object = None,
 ) -> float:
     """Seconds per global step of the step-level driver on one replica's profile: SyncPS's
     median step ("sync"; "backup": ``workers`` gradients of ``workers`` + 1 tasks, TF's token
     queue), or AsyncPS's simulated time over its global steps ("async"). ``machine_cores``: every
-    task on one machine of that many cores."""
+    task on one machine of that many cores; ``cost_model`` prices the profile's ops (default:
+    the roofline)."""
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, _input_shape(model))
         with hb.variable_scope("model"):
             replica_loss = loss(model, x, n_ps)
         train = hb.train.GradientDescentOptimizer(LEARNING_RATE).minimize(replica_loss)
         feeds = {x: sim_value(_input_shape(model))}
-        prof = profile_from_graph(train, feeds, worker=worker, ps=ps, ps_tasks=n_ps)
+        prof = profile_from_graph(
+            train, feeds, worker=worker, ps=ps, ps_tasks=n_ps, cost_model=cost_model
+        )
     if mode == "async":
         r = AsyncPS(
             prof,
