@@ -97,7 +97,7 @@ def _catalog(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from hetbed.scenarios.models.small import BUILDERS
+    from hetbed.scenarios.models.small import CALIBRATION_BUILDERS
     from hetbed.simulator.calibrate import calibrate, load_builders
 
     if args.quiet:
@@ -106,7 +106,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         progress = lambda m: print(m, file=sys.stderr if args.json else sys.stdout)  # noqa: E731
     if args.repeats < 1:
         raise ValueError(f"--repeats: expected a positive integer, got {args.repeats}")
-    builders = load_builders(args.model) if args.model else BUILDERS
+    builders = load_builders(args.model) if args.model else CALIBRATION_BUILDERS
     perf, prof, ms = calibrate(args.out, builders, args.repeats, progress)
     if args.json:
         print(

@@ -118,6 +118,43 @@ def build_lstm(
 BUILDERS = {"mlp": build_mlp, "cnn": build_cnn, "embedding": build_embedding, "lstm": build_lstm}
 
 
+def build_sync_update(n: int = 1024, seed: int = 0):
+    """The kernels a synchronous replicated step runs around its gradients, in one local step
+    (no step of any cluster): each gradient goes into a ConditionalAccumulator with the worker's
+    local step, the average is taken and applied by SGD, the global step is incremented, a token
+    is enqueued and dequeued and becomes the local step; for a scalar and for an ``n``-float
+    variable. What ``hetbed calibrate`` profiles besides ``BUILDERS``, so that a simulated
+    cluster prices these ops by what they cost here rather than by their few FLOPs."""
+    rng = np.random.default_rng(seed)
+    x = hb.placeholder(hb.float32, [n], name="x")
+    global_step = hb.Variable(np.int64(0), name="sync_global_step", trainable=False)
+    local = hb.Variable(np.int64(0), name="sync_local_step", trainable=False)
+    tokens = hb.FIFOQueue(-1, [hb.int64], shapes=[[]], name="sync_tokens")
+    updates = []
+    for name, v in (
+        ("scalar", hb.Variable(np.float32(0.5), name="sync_scalar")),
+        ("vector", hb.Variable(np.zeros(n, np.float32), name="sync_vector")),
+    ):
+        loss = hb.reduce_mean(hb.square(v * x - 1.0))
+        (grad,) = hb.gradients(loss, [v])
+        acc = hb.ConditionalAccumulator(hb.float32, v.shape, name=f"sync_acc_{name}")
+        push = acc.apply_grad(grad, local_step=local.value())
+        with hb.control_dependencies([push]):
+            avg = acc.take_grad(1)
+        updates.append(hb.train.GradientDescentOptimizer(0.01).apply_gradients([(avg, v)]))
+    with hb.control_dependencies(updates):
+        inc = hb.assign_add(global_step, 1)
+    with hb.control_dependencies([inc]):
+        put = tokens.enqueue_many([hb.fill([1], global_step.value())])
+    with hb.control_dependencies([put]):
+        train = hb.assign(local, tokens.dequeue())
+    return train, {x: rng.standard_normal(n).astype(np.float32)}
+
+
+#: what ``hetbed calibrate`` profiles by default: the models, and the ops of synchronous updates
+CALIBRATION_BUILDERS = {**BUILDERS, "sync_update": build_sync_update}
+
+
 def build_ps_towers(
     n_workers: int,
     sizes: tuple[int, ...] = (784, 1024, 1024, 10),
