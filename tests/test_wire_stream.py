@@ -522,3 +522,79 @@ def test_a_large_variable_is_lent_not_copied(pair, protocol):
     assert small.writable() is before  # copied at the Send, not lent
     before += 5.0
     np.testing.assert_array_equal(wk._peer(PS).recv_tensor(step, _key("small"), 20.0), 0.0)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_large_fetches_stream_after_the_reply(pair, protocol, monkeypatch):
+    """A RunGraph reply over the data channel carries small fetches inline and large ones as
+    streams after it (no copies into the reply); values, dtypes, order and scalars arrive as
+    fetched, and a large fetch is not held to the RunGraph message limit. Over gRPC alone every
+    fetch stays inline."""
+    from hetbed.runtime.distributed import grpc_server
+
+    streamed = []
+    real = grpc_server.out_tensor
+
+    def spy(*a, **k):
+        out = real(*a, **k)
+        streamed.append(out.nbytes)
+        return out
+
+    monkeypatch.setattr(grpc_server, "out_tensor", spy)
+    ps, wk = pair(protocol, max_message_bytes=1 << 20)
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device("/job:ps/task:0"):
+            # (made on the PS: as constants they would be over the limit in the graph itself)
+            big = hb.Variable(hb.cast(hb.range(600_000), hb.float32), name="big")  # 2.4 MB
+            ints = hb.Variable(
+                hb.reshape(hb.range(40_000, dtype=hb.int64), [200, 200]), name="ints"
+            )
+            small = hb.Variable(np.float32(3.5), name="small")
+            doubled = big * 2.0
+        init = hb.global_variables_initializer()
+    with hb.Session(wk.target, graph=g) as sess:
+        sess.run(init)
+        if protocol == "grpc":  # inline: over the 1 MB message limit
+            with pytest.raises(ResourceExhaustedError):
+                sess.run([big, small])
+            return
+        got = sess.run([small, big, ints, doubled, small])
+    assert got[0] == np.float32(3.5) and got[4] == np.float32(3.5)
+    np.testing.assert_array_equal(got[1], np.arange(600_000, dtype=np.float32))
+    np.testing.assert_array_equal(got[2], np.arange(40_000).reshape(200, 200))
+    assert got[2].dtype == np.int64 and got[2].shape == (200, 200)
+    np.testing.assert_array_equal(got[3], 2.0 * np.arange(600_000, dtype=np.float32))
+    assert sorted(streamed[-3:]) == [320_000, 2_400_000, 2_400_000]  # the small one inline
+    got[1][:] = -1  # the fetched arrays are the caller's: the variable is untouched
+    with hb.Session(wk.target, graph=g) as sess:
+        np.testing.assert_array_equal(sess.run(big)[:3], [0, 1, 2])
+
+
+@pytest.mark.parametrize(
+    "tail, err, match",
+    [
+        (b"x" * 50, UnavailableError, "50 of 100"),  # the stream is cut short
+        (None, DataLossError, "malformed stream"),  # a bad header
+        (b"", ResourceExhaustedError, "over the"),  # over max_tensor_bytes
+    ],
+)
+def test_bad_streamed_fetches_raise_clear_errors(tail, err, match):
+    """A RunGraph reply whose streamed fetch is truncated, malformed or oversized fails the call
+    with an error naming it, instead of returning a wrong value or waiting."""
+    if tail is None:
+        stream = _header(4, shape=[-1])
+    elif tail:
+        stream = _header(100)
+    else:
+        stream = _header(2 << 20)
+    reply = _tcp_frame({"ok": True, "fetches": [{"stream": stream}]}) + (tail or b"")
+    fake = _FakeTask([], reply)
+    try:
+        fake.client._data_port = fake.tcp.getsockname()[1]
+        call = fake.client.start_call("RunGraph", {"handle": "g1", "step_id": 1}, 5.0)
+        with pytest.raises(err, match=match) as e:
+            call.finish()
+        assert "RunGraph" in str(e.value), str(e.value)
+    finally:
+        fake.close()

@@ -179,6 +179,8 @@ class WorkerClient:
         refuses the token, the request is over the message limit)."""
         if name not in _CONTROL or not self._data_port:
             return None
+        if name == "RunGraph":  # large fetches may come as streams after the reply
+            req = {**req, "stream_fetches": True}
         return self._send_tcp(name, req, timeout, _Transfer())
 
     def _call_tcp(
@@ -257,9 +259,31 @@ class WorkerClient:
             call.release()
             details = str(reply.get("message", ""))[:4000]
             raise self._coded_error(name, grpc.StatusCode[code], details, self.address)
+        try:
+            self._read_streams(sock, reply, name, call.deadline)
+        except BaseException as e:  # noqa: BLE001 - mid-reply: the connection is out of step
+            sock.close()
+            if isinstance(e, WireError):
+                e = E.DataLossError(f"{name} reply of {self.task}: malformed stream: {e}")
+            raise self._control_error(name, e, call.xfer) from None
         call.release()
         del reply["ok"]
         return reply
+
+    def _read_streams(
+        self, sock: socket.socket, reply: dict, name: str, deadline: float | None
+    ) -> None:
+        """Replace each ``{"stream": header}`` fetch of a RunGraph reply by its array, read from
+        ``sock`` in order (the bytes follow the reply: ``grpc_server.run_graph_request``)."""
+        fetches = reply.get("fetches")
+        if not isinstance(fetches, list):
+            return
+        for i, f in enumerate(fetches):
+            if isinstance(f, dict) and "stream" in f:
+                incoming = InTensor(f["stream"], f"{name} fetch {i}", self.max_tensor_bytes)
+                recv_into_all(sock, incoming.view, deadline)
+                incoming.filled = incoming.nbytes
+                fetches[i] = incoming.value()
 
     def _control_error(self, name: str, e: BaseException, xfer: _Transfer) -> E.OpError:
         """A control call's failure on the data channel, as gRPC would have reported it."""

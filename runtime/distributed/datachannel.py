@@ -380,6 +380,7 @@ class DataServer:
         from .grpc_server import run_graph_request
 
         watched = False
+        streams: list[OutTensor] = []  # large fetches: their bytes follow the reply
 
         def watch(call_ended: Any) -> None:
             nonlocal watched
@@ -387,25 +388,33 @@ class DataServer:
             watched = True
 
         try:
-            if method == "RunGraph":
-                try:
-                    reply = run_graph_request(self._worker, req, watch)
-                finally:
-                    if watched:
-                        self._watch.remove(conn)
-            else:
-                step_id = field(req, "step_id", int, "CleanupStep")
-                reason = req.get("reason", "the master cleaned up the step")
-                self._worker.cleanup_step(step_id, str(reason))
-                reply = {}
-            data = _frame({"ok": True, **reply})
-        except BaseException as e:  # noqa: BLE001 - every failure becomes a status
-            data = _error_frame(e)
-        if len(data) < _BULK_BYTES:
-            conn.settimeout(60.0)
-            conn.sendall(data)
-        else:
-            send_all(conn, [data], 60.0 + len(data) / 10e6)
+            try:
+                if method == "RunGraph":
+                    try:
+                        reply = run_graph_request(self._worker, req, watch, streams)
+                    finally:
+                        if watched:
+                            self._watch.remove(conn)
+                else:
+                    step_id = field(req, "step_id", int, "CleanupStep")
+                    reason = req.get("reason", "the master cleaned up the step")
+                    self._worker.cleanup_step(step_id, str(reason))
+                    reply = {}
+                data = _frame({"ok": True, **reply})
+            except BaseException as e:  # noqa: BLE001 - every failure becomes a status
+                for out in streams:
+                    out.release()
+                streams = []
+                data = _error_frame(e)
+            n = len(data) + sum(out.nbytes for out in streams)
+            if n < _BULK_BYTES:
+                conn.settimeout(60.0)
+                conn.sendall(data)
+            else:  # one gathered write of the reply and the fetched arrays' own buffers
+                send_all(conn, [data, *(out.payload for out in streams)], 60.0 + n / 10e6)
+        finally:
+            for out in streams:
+                out.release()
         return True
 
 

@@ -8,9 +8,19 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
+import numpy as np
 
 from .rpc import SERVICE, TOKEN_KEY, _recv_chunk_bytes, status_code
-from .wire import INLINE_BYTES, WireError, field, message_limit, pack, tensor_to_wire, unpack
+from .wire import (
+    INLINE_BYTES,
+    WireError,
+    field,
+    message_limit,
+    out_tensor,
+    pack,
+    tensor_to_wire,
+    unpack,
+)
 
 
 def _token_error(name: str, got: Any) -> str:
@@ -48,12 +58,21 @@ class TokenInterceptor(grpc.ServerInterceptor):
         return grpc.stream_unary_rpc_method_handler(deny)
 
 
-def run_graph_request(worker: Any, req: dict, watch: Callable[[Callable[[], None]], Any]) -> dict:
+def run_graph_request(
+    worker: Any,
+    req: dict,
+    watch: Callable[[Callable[[], None]], Any],
+    streams: list | None = None,
+) -> dict:
     """Serve one RunGraph request ``req`` on ``worker``, over either transport; the reply map.
 
     ``watch(call_ended)`` asks the transport to call ``call_ended`` when the master's call ends
     (it died, or gave up) before the reply: the step is then aborted here, so that nothing keeps
-    waiting in it (a dequeue taking a token later)."""
+    waiting in it (a dequeue taking a token later). With ``streams`` (the data channel, when
+    the request asks for it with ``stream_fetches``), a fetched array of more than
+    ``INLINE_BYTES`` is not packed into the reply: its entry is ``{"stream": header}`` and its
+    OutTensor is appended to ``streams``, for the transport to send the bytes after the reply,
+    in order, without a copy."""
     from .worker import decode_feeds
 
     handle = field(req, "handle", str, "RunGraph")
@@ -75,7 +94,18 @@ def run_graph_request(worker: Any, req: dict, watch: Callable[[Callable[[], None
         values = worker.run_graph(handle, step_id, feeds, float(timeout))
     finally:
         finished.set()
-    return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
+    if streams is None or not req.get("stream_fetches"):
+        return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
+    fetches = []
+    for i, v in enumerate(values):
+        if isinstance(v, np.ndarray) and v.nbytes > INLINE_BYTES and v.dtype.kind in "biufc":
+            # (a fetched value is private to the reply: run_graph snapshots variable buffers)
+            out = out_tensor(v, f"fetch {i}", copy=False)
+            streams.append(out)
+            fetches.append({"stream": out.header})
+        else:
+            fetches.append(tensor_to_wire(v, f"fetch {i}"))
+    return {"fetches": fetches}
 
 
 def service_handler(

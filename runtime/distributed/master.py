@@ -19,6 +19,8 @@ import socket
 import time
 from typing import Any
 
+import numpy as np
+
 from ... import devices as _devices
 from ..errors import AbortedError, InvalidArgumentError, OpError
 from ..graph import Graph, Operation, Tensor
@@ -200,7 +202,14 @@ class DistributedSession(Session):
             got = results[k].get("fetches")
             if not isinstance(got, list) or len(got) != part.n_fetches:
                 raise InvalidArgumentError(f"RunGraph on {part.task}: bad fetches in the reply")
-            fetched.append([tensor_from_wire(v, f"fetch from {part.task}") for v in got])
+            fetched.append(  # (arrays the data channel streamed after the reply are read)
+                [
+                    v
+                    if isinstance(v, (np.ndarray, np.generic))
+                    else tensor_from_wire(v, f"fetch from {part.task}")
+                    for v in got
+                ]
+            )
         out = []
         for src in plan.source:
             if src is None:
