@@ -227,7 +227,7 @@ def test_token_is_required_and_checked(make_cluster):
 
 def test_malformed_and_oversized_requests_are_rejected(make_cluster):
     """Bad messages get INVALID_ARGUMENT/NOT_FOUND, oversized RESOURCE_EXHAUSTED; serving goes on."""
-    _, s = make_cluster(1, 1, max_message_bytes=1 << 20)
+    _, s = make_cluster(1, 1, max_message_bytes=1 << 20, max_tensor_bytes=2 << 20)
     target = s[("ps", 0)].target
     bad = [
         ("RunGraph", b"\xc1not msgpack", grpc.StatusCode.INVALID_ARGUMENT),
@@ -255,8 +255,10 @@ def test_malformed_and_oversized_requests_are_rejected(make_cluster):
     g, init, (h, y, *_) = _model(dist=True)
     with hb.Session(s[("worker", 0)].target, graph=g) as sess:
         sess.run(init)  # the server still serves real steps
-        with pytest.raises(ResourceExhaustedError, match="RESOURCE_EXHAUSTED"):
-            sess.run(y, {"x:0": np.ones((200_000, 3), np.float32)})  # 2.4 MB over the 1 MB cap
+        with pytest.raises(ResourceExhaustedError, match="over the 2097152-byte limit"):
+            sess.run(y, {"x:0": np.ones((200_000, 3), np.float32)})  # 2.4 MB over the 2 MB cap
+        # a large feed streams after the request: held to max_tensor_bytes, not the message cap
+        assert sess.run(y, {"x:0": np.ones((120_000, 3), np.float32)}).shape == (120_000,)
         assert sess.run(y, {"x:0": np.ones((2, 3), np.float32)}).shape == (2,)
 
 

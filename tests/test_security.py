@@ -74,10 +74,14 @@ def test_oversized_message_error_names_the_limit_and_how_to_raise_it(server, mon
     with g.as_default(), hb.device(PS):
         x = hb.placeholder(hb.float32, [None], name="x")
         y = hb.identity(x)
+        words = hb.placeholder(hb.string, [None], name="words")  # (strings are never streamed)
+        n = hb.size(words)
     with hb.Session(s.target, graph=g) as sess:
         np.testing.assert_array_equal(sess.run(y, {x: np.ones(8, np.float32)}), np.ones(8))
         with pytest.raises(ResourceExhaustedError, match=r"limited to 1048576 bytes.*HETBED_MAX"):
-            sess.run(y, {x: np.ones(1 << 19, np.float32)})
+            sess.run(n, {words: np.array([b"w" * 1000] * 1500)})  # 1.5 MB in the message
+        # a large numeric feed streams after the request over the data channel: no limit hit
+        assert sess.run(y, {x: np.ones(1 << 19, np.float32)}).shape == (1 << 19,)
 
 
 def test_message_limit_default_env_and_bad_values(monkeypatch):

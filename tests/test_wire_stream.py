@@ -322,6 +322,15 @@ def test_data_server_rejects_malformed_requests_and_keeps_serving(pair):
         (_tcp_frame({"step_id": 1, "key": "a;b", "timeout_s": 1}), "INVALID_ARGUMENT"),
         # an authenticated request may be as large as one message (RunGraph feeds), no larger
         (struct.pack(">I", 0xFFFFFFFF), "RESOURCE_EXHAUSTED"),
+        # a streamed feed with a bad header, or over max_tensor_bytes: refused before its bytes
+        (
+            _tcp_frame({"method": "RunGraph", "feeds": {"x": {"stream": _header(4, shape=[-1])}}}),
+            "INVALID_ARGUMENT",
+        ),
+        (
+            _tcp_frame({"method": "RunGraph", "feeds": {"x": {"stream": _header(1 << 40)}}}),
+            "RESOURCE_EXHAUSTED",
+        ),
     ]:
         s = _data_conn(port)
         s.sendall(payload)
@@ -598,3 +607,30 @@ def test_bad_streamed_fetches_raise_clear_errors(tail, err, match):
         assert "RunGraph" in str(e.value), str(e.value)
     finally:
         fake.close()
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_large_feeds_stream_after_the_request(pair, protocol):
+    """Over the data channel a RunGraph request carries small feeds inline and large ones as
+    streams after it: values, dtypes and order arrive as fed, and a large feed is held to
+    max_tensor_bytes rather than to the message limit. Over gRPC alone feeds stay in the
+    message, under its limit."""
+    ps, wk = pair(protocol, max_message_bytes=1 << 20)
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device("/job:ps/task:0"):
+            a = hb.placeholder(hb.float32, [None])
+            b = hb.placeholder(hb.int64, [None, 3])
+            c = hb.placeholder(hb.float32, [])
+            out = [hb.reduce_sum(a) + c, hb.reduce_sum(b), a[-1], b[-1]]
+    a_np = np.arange(400_000, dtype=np.float32)  # 1.6 MB: over the message limit
+    b_np = np.arange(3 * 30_000, dtype=np.int64).reshape(-1, 3)  # 720 KB
+    with hb.Session(wk.target, graph=g) as sess:
+        if protocol == "grpc":
+            with pytest.raises(ResourceExhaustedError):
+                sess.run(out, {a: a_np, b: b_np, c: 0.5})
+            return
+        got = sess.run(out, {a: a_np, b: b_np, c: 0.5})
+    assert got[0] == pytest.approx(float(a_np.astype(np.float64).sum()) + 0.5, rel=1e-6)
+    assert got[1] == b_np.sum() and got[2] == 399_999.0
+    np.testing.assert_array_equal(got[3], b_np[-1])

@@ -25,6 +25,7 @@ from .datachannel import (
     _recv_frame,
     recv_exact,
     recv_into_all,
+    send_all,
 )
 from .rpc import _FROM_CODE, SERVICE, TOKEN_KEY, channel_options
 from .threads import _THREADS, _Transfer
@@ -32,6 +33,7 @@ from .wire import (
     MAX_MESSAGE_ENV,
     MAX_TENSOR_BYTES,
     InTensor,
+    OutTensor,
     WireError,
     message_limit,
     pack,
@@ -215,6 +217,15 @@ class WorkerClient:
             return None
         xfer.attach(sock)
         deadline = None if timeout is None else start + timeout
+        streams = []  # large feeds: their bytes follow the request
+        feeds = req.get("feeds")
+        if isinstance(feeds, dict) and any(isinstance(v, OutTensor) for v in feeds.values()):
+            feeds = dict(feeds)
+            for k, v in feeds.items():
+                if isinstance(v, OutTensor):
+                    feeds[k] = {"stream": v.header}
+                    streams.append(v.payload)
+            req = {**req, "feeds": feeds}
         try:
             data = _frame({"method": name, **req})
             if len(data) > self.max_message_bytes:
@@ -227,7 +238,11 @@ class WorkerClient:
                 raise self._coded_error(name, code, why, self.address)
             sock.settimeout(None if deadline is None else max(deadline - time.monotonic(), 0.001))
             try:
-                sock.sendall(data)
+                if streams:
+                    left = 3600.0 if deadline is None else max(deadline - time.monotonic(), 0.001)
+                    send_all(sock, [data, *streams], left)
+                else:
+                    sock.sendall(data)
             except (BrokenPipeError, ConnectionResetError):
                 # the task refused the request part way (over its limit) and hung up after
                 # saying why: read that reply rather than report a lost connection

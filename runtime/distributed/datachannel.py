@@ -15,7 +15,17 @@ from typing import Any
 
 from .. import errors as E
 from .rpc import status_code
-from .wire import INLINE_BYTES, OutTensor, WireError, field, message_limit, pack, unpack
+from .wire import (
+    INLINE_BYTES,
+    MAX_TENSOR_BYTES,
+    InTensor,
+    OutTensor,
+    WireError,
+    field,
+    message_limit,
+    pack,
+    unpack,
+)
 
 MAGIC = b"HBD1"
 NONCE_BYTES = 32
@@ -233,10 +243,12 @@ class DataServer:
         token: str | None,
         max_message_bytes: int | None = None,
         avoid: frozenset[int] = frozenset(),
+        max_tensor_bytes: int = MAX_TENSOR_BYTES,
     ):
         self._worker = worker
         self._token = token.encode() if token else None
         self._max_bytes = message_limit(max_message_bytes)
+        self._max_tensor_bytes = int(max_tensor_bytes)  # one streamed feed
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         # a free port, but none of ``avoid`` (the cluster's own ports: a task that has not
         # started yet must still find its address free)
@@ -341,6 +353,8 @@ class DataServer:
                 recv_into_all(conn, memoryview(buf), deadline)
                 req = unpack(buf, "data channel request")
             method = req.get("method", "RecvTensor")
+            if method == "RunGraph":
+                self._read_feeds(conn, req)
             if method in ("RunGraph", "CleanupStep"):
                 return self._answer_control(conn, method, req)
             if method != "RecvTensor":
@@ -373,6 +387,22 @@ class DataServer:
         finally:
             out.release()
         return True
+
+    def _read_feeds(self, conn: socket.socket, req: dict) -> None:
+        """Replace each ``{"stream": header}`` feed of a RunGraph request by its array, read from
+        ``conn`` in order (the client sends large feeds after the request: ``WorkerClient``);
+        each within 10 s plus 10 MB/s. Raises WireError or ResourceExhaustedError (over
+        ``max_tensor_bytes``) before reading a byte of a bad one."""
+        feeds = req.get("feeds")
+        if not isinstance(feeds, dict):
+            return
+        for name, v in feeds.items():
+            if isinstance(v, dict) and "stream" in v:
+                incoming = InTensor(v["stream"], f"RunGraph feed {name!r}", self._max_tensor_bytes)
+                deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S + incoming.nbytes / 10e6
+                recv_into_all(conn, incoming.view, deadline)
+                incoming.filled = incoming.nbytes
+                feeds[name] = incoming.value()
 
     def _answer_control(self, conn: socket.socket, method: str, req: dict) -> bool:
         """RunGraph and CleanupStep, served as over gRPC (``grpc_server``); the connection stays

@@ -29,7 +29,7 @@ from ..serialize import FORMAT, VERSION, _node_to_dict, encode_value
 from ..session import ConfigProto, Session, pruned_order
 from .cluster import ClusterSpec
 from .server import TOKEN_ENV
-from .wire import tensor_from_wire, tensor_to_wire
+from .wire import INLINE_BYTES, OutTensor, out_tensor, tensor_from_wire, tensor_to_wire
 from .worker import task_of
 
 GRPC_PREFIX = "grpc://"
@@ -261,7 +261,7 @@ def _run_parts(
             "handle": part.handle,
             "step_id": step_id,
             "timeout_s": timeout_s,
-            "feeds": {name: tensor_to_wire(feeds[t], name) for t, name in part.feeds},
+            "feeds": {name: _feed(feeds[t], name) for t, name in part.feeds},
         }
         try:
             call = part.client.start_call("RunGraph", req, timeout)
@@ -271,6 +271,10 @@ def _run_parts(
         if call is not None:
             direct[k] = call
             continue
+        req["feeds"] = {  # over gRPC: every feed in the message
+            name: tensor_to_wire(v.array, name) if isinstance(v, OutTensor) else v
+            for name, v in req["feeds"].items()
+        }
         if not wake and len(parts) > 1:
             wake.extend(socket.socketpair())
 
@@ -325,6 +329,19 @@ def _run_parts(
             call.cancel()
         for s in wake:
             s.close()
+
+
+def _feed(value: Any, name: str) -> Any:
+    """A fed value for a RunGraph request: its wire form, or for a numeric array over
+    ``INLINE_BYTES`` an OutTensor of it (not copied: the caller's array is read while the step
+    is sent), which the data channel streams after the request."""
+    if (
+        isinstance(value, np.ndarray)
+        and value.nbytes > INLINE_BYTES
+        and value.dtype.kind in "biufc"
+    ):
+        return out_tensor(value, name, copy=False)
+    return tensor_to_wire(value, name)
 
 
 def _finished(k: int, call: Any) -> tuple[int, Any, BaseException | None]:

@@ -119,6 +119,7 @@ class Server:
                 self._token,
                 self._max_bytes,
                 frozenset(int(split_address(a)[1]) for _, _, a in self.cluster.tasks()),
+                self._max_tensor_bytes,
             )
             if protocol != "grpc"
             else None

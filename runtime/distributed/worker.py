@@ -558,7 +558,12 @@ class Worker:
 def decode_feeds(raw: Any, what: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise WireError(f"{what}: field 'feeds' must be a map of tensor name -> tensor")
-    return {str(k): tensor_from_wire(v, f"{what} feed {k!r}") for k, v in raw.items()}
+    return {  # (arrays: feeds the data channel streamed after the request)
+        str(k): v
+        if isinstance(v, (np.ndarray, np.generic))
+        else tensor_from_wire(v, f"{what} feed {k!r}")
+        for k, v in raw.items()
+    }
 
 
 __all__ = ["Worker", "RemoteRendezvous", "GraphFormatError", "task_of", "decode_feeds"]
