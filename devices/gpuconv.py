@@ -25,6 +25,20 @@ TensorFlow's autotuning); the model does the same among:
   GEMM of the a^2 products stacked ((a^2 t) x k over c, t = n ceil(p/m) ceil(q/m) tiles; the
   passes as for implicit GEMM) moving the transformed tensors, plus the transforms' own passes
   over memory (input -> transformed input, transformed output -> output) at the memory rate.
+* bwd_input as the GEMM over the output gradient and col2im (``col2im_gemm``; every stride):
+  columns (n p q) x (r s c) = dy (n p q x k) @ w^T, every tap of every output pixel, then each
+  column element added into the input pixel its tap reaches (cuDNN's BWD_DATA_ALGO_0 adds them
+  in place with atomics): the GEMM at the pass's efficiency plus the columns read back and the
+  input gradient written at the memory rate. Its tile runs along r s c, so it wins where the
+  implicit GEMM's output is a few input channels wide (a first layer's 1 or 3, where a narrow
+  tile of 8 holds 1/8 work) and loses elsewhere (r s times the columns' traffic).
+
+A stride-1 bwd_input is a forward convolution (``dgrad_as_fwd``): the output gradient convolved
+with the filter turned half round, c and k swapped, padded by r - 1 and s - 1, which cuDNN runs
+with its forward kernels: its implicit GEMM is (n h w) x c over r s k (every tap, as the forward
+kernel runs the zero padding) at ``fwd_efficiency``; a 1x1 one is exactly the product
+dy (n h w x k) @ w^T, priced as the forward pass of the swapped shape. ``bwd_input_efficiency``
+is left to the strided passes, whose taps reaching a pixel vary from pixel to pixel.
 
 An implicit GEMM runs at its pass's fitted share of the GEMM model's rate: its time is divided
 by ``fwd_efficiency``, ``bwd_input_efficiency`` or ``bwd_filter_efficiency`` (an implicit GEMM's
@@ -202,17 +216,24 @@ def conv_seconds(
     layout: gk.Layout | None = None,
 ) -> tuple[float, str]:
     """(seconds, algorithm) of one pass on a GPU of ``sms`` SMs: the fastest of implicit GEMM, at
-    the pass's fitted efficiency, and the Winograd tilings that apply, whose products are plain
-    GEMMs at the GEMM model's rate (module docstring)."""
+    the pass's fitted efficiency (a stride-1 bwd_input as the forward convolution it is,
+    ``dgrad_as_fwd``), the Winograd tilings that apply and, for bwd_input, the GEMM over the
+    output gradient with its column buffer folded back (``col2im_gemm``), these two plain GEMMs
+    at the GEMM model's rate (module docstring)."""
     q = dataclasses.replace(p, k_half=c.k_half)
     tiles = tuple(gk.TILES[unit]) + NARROW_TILES
     m, n, k = conv_gemm(pass_, sh, unit)
+    eff = c.efficiency(pass_)
+    if pass_ == "bwd_input" and dgrad_as_fwd(sh):
+        # a forward convolution of the output gradient (k channels) with the filter turned half
+        # round, c and k swapped, padded by r - 1, s - 1: every tap of every input pixel
+        k, eff = sh.r * sh.s * aligned(sh.k, unit), c.fwd_efficiency
     # bwd_filter reduces over the whole batch: its kernels split that into as many parts as fill
     # the GPU (``WGRAD_MAX_SPLIT``), not the GEMM library's few
     most = WGRAD_MAX_SPLIT if pass_ == "bwd_filter" else gk.MAX_SPLIT_K
     best = gk.gemm_seconds(m, n, k, conv_bytes(sh, elem), peak, bandwidth, sms, q, tiles,
                            issue_share, layout, most)  # fmt: skip
-    best /= c.efficiency(pass_)  # (implicit GEMM's address arithmetic, scattered taps ...)
+    best /= eff  # (implicit GEMM's address arithmetic, scattered taps ...)
     algo = "implicit_gemm"
     for wm in winograd_applies(sh):
         rows, cols, red, moved, transformed = winograd_gemm(pass_, sh, wm)
@@ -221,7 +242,39 @@ def conv_seconds(
         t += elem * transformed / (bandwidth * p.memory_efficiency) + 2.0 * p.fixed_s
         if t < best:
             best, algo = t, f"winograd_{wm}x{wm}"
+    if pass_ == "bwd_input":
+        rows, cols, red, moved, folded = col2im_gemm(sh, unit)
+        lay = layout._replace(transpose_b=True) if layout is not None else None
+        t = gk.gemm_seconds(rows, cols, red, elem * moved, peak, bandwidth, sms, q, tiles,
+                            issue_share, lay) / c.bwd_input_efficiency  # fmt: skip
+        t += elem * folded / (bandwidth * p.memory_efficiency) + p.fixed_s
+        if t < best:
+            best, algo = t, "gemm_col2im"
     return best, algo
+
+
+def dgrad_as_fwd(sh: ConvShape) -> bool:
+    """Whether a bwd_input pass is a forward convolution: at stride 1 (undilated) the gradient to
+    an input pixel is the output gradient's r x s neighbourhood times the filter turned half
+    round, channels swapped, so cuDNN runs its forward kernels on it (every tap, at the forward
+    pass's efficiency; a 1x1 one is the product dy (n p q x k) @ w^T, the forward GEMM's shape
+    with c and k swapped). Strided, the taps that reach a pixel vary from pixel to pixel."""
+    return sh.stride == (1, 1) and not sh.dilated
+
+
+def col2im_gemm(sh: ConvShape, unit: str = "cuda_cores") -> tuple[int, int, int, float, float]:
+    """(rows, cols, reduction, elements the GEMM moves, elements col2im moves) of bwd_input as
+    the GEMM of the output gradient with the filter: columns (n p q) x (r s c) = dy (n p q x k)
+    @ w^T (k x r s c), every tap of every output pixel, then folded back (col2im: each column
+    element added to the input pixel its tap reaches; cuDNN's BWD_DATA_ALGO_0 adds them in place
+    with atomics). The GEMM reads dy and w and writes the columns; col2im reads the columns and
+    writes the input gradient. Its tile runs along r s c, so a pass with one or three input
+    channels fills its tiles where the implicit GEMM's c-wide output does not."""
+    c, k = aligned(sh.c, unit), aligned(sh.k, unit)
+    rows, cols = sh.n * sh.p * sh.q, sh.r * sh.s * c
+    columns = rows * cols
+    moved = rows * k + cols * k + columns
+    return rows, cols, k, moved, columns + sh.n * sh.h * sh.w * sh.c
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> dict[str, ConvParams]:

@@ -425,6 +425,64 @@ def test_bwd_filter_splits_its_batch_reduction_to_fill_the_gpu():
     assert t == pytest.approx(many, rel=1e-12) and many < few / 2
 
 
+def test_a_stride_1_data_gradient_is_priced_as_the_forward_convolution_it_is():
+    """At stride 1, bwd_input is a forward convolution of the output gradient with the filter
+    turned half round, c and k swapped: a 1x1 one is the product dy (n h w x k) @ w^T, priced as
+    that GEMM at the forward pass's efficiency (not bwd_input's), the same as the forward pass of
+    the swapped shape; a 3x3 one runs every tap (k = 9 k) at the forward pass's efficiency."""
+    peak, bw, sms = 15e12, 9e11, 80
+    p = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.0, 2e10, 0.0)
+    cp = gc.ConvParams(0.8, 0.5, 0.6, 60.0)
+    q = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.0, 2e10, 0.0)
+    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    sh = gc.shape_of(16, 56, 56, 256, 64, 1, 1, (1, 1), (0, 0))
+    gemm = gk.gemm_seconds(16 * 56 * 56, 256, 64, gc.conv_bytes(sh, 4), peak, bw, sms, q, tiles)
+    t, algo = gc.conv_seconds("bwd_input", sh, 4, peak, bw, sms, p, cp)
+    assert algo == "implicit_gemm" and t == pytest.approx(gemm / 0.8, rel=1e-12)
+    swapped = gc.shape_of(16, 56, 56, 64, 256, 1, 1, (1, 1), (0, 0))
+    assert t == pytest.approx(
+        gc.conv_seconds("fwd", swapped, 4, peak, bw, sms, p, cp)[0], rel=1e-12
+    )
+    assert gc.dgrad_as_fwd(sh) and not gc.dgrad_as_fwd(sh._replace(stride=(2, 2)))
+    # a 1 x 3 filter at stride 1 (no Winograd for it): every one of the 3 taps of every pixel
+    tall = gc.shape_of(8, 28, 28, 64, 96, 1, 3, (1, 1), (0, 1))
+    want = gk.gemm_seconds(8 * 28 * 28, 64, 3 * 96, gc.conv_bytes(tall, 4), peak, bw, sms, q, tiles)
+    assert gc.conv_seconds("bwd_input", tall, 4, peak, bw, sms, p, cp)[0] == pytest.approx(
+        want / 0.8, rel=1e-12
+    )
+
+
+def test_a_few_channel_data_gradient_runs_as_a_gemm_over_the_output_gradient_and_col2im():
+    """bwd_input with one input channel at stride 2 (DeepSpeech's first layer): the implicit GEMM's
+    output is 1 column wide (1/8 of its narrowest tile), so the GEMM over the output gradient,
+    columns (n p q) x (r s c) = dy @ w^T, then col2im (columns read, input gradient written at the
+    memory rate) is faster: its closed form, the GEMM at the pass's efficiency."""
+    peak, bw, sms = 9.3e12, 7.32e11, 56
+    p = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.0, 2e10, 10.0)
+    cp = gc.ConvParams(0.8, 0.6, 0.6, 50.0)
+    q = gk.GemmParams(0.9, 50.0, 400.0, 0.9, 5e-6, 3.0, 0.0, 2e10, 10.0)  # (the conv k_half)
+    sh = gc.shape_of(16, 161, 700, 1, 32, 5, 20, (2, 2), (0, 0))
+    rows, cols, red, moved, folded = gc.col2im_gemm(sh)
+    npq = 16 * sh.p * sh.q
+    assert (rows, cols, red) == (npq, 100, 32)
+    assert moved == npq * 32 + 100 * 32 + npq * 100 and folded == npq * 100 + 16 * 161 * 700
+    lay = gk.layout_of("cuda_cores", 4)
+    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    gemm = gk.gemm_seconds(rows, cols, red, 4 * moved, peak, bw, sms, q, tiles,
+                           layout=lay._replace(transpose_b=True))  # fmt: skip
+    want = gemm / 0.6 + 4 * folded / (bw * 0.9) + 5e-6
+    t, algo = gc.conv_seconds("bwd_input", sh, 4, peak, bw, sms, p, cp, layout=lay)
+    assert algo == "gemm_col2im" and t == pytest.approx(want, rel=1e-12)
+    m, n, k = gc.conv_gemm("bwd_input", sh)
+    implicit = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 4), peak, bw, sms, q, tiles, layout=lay)
+    assert n == 1 and implicit / 0.6 > 1.5 * t
+    # many input channels: the columns' r s-fold traffic makes it lose to the implicit GEMM
+    wide = gc.shape_of(16, 28, 28, 256, 256, 3, 3, (2, 2), (1, 1))
+    assert (
+        gc.conv_seconds("bwd_input", wide, 4, peak, bw, sms, p, cp, layout=lay)[1] != "gemm_col2im"
+    )
+
+
 def test_the_shipped_conv_parameters_are_what_the_bench_fits():
     """catalog/kernels/conv.toml holds what bench/gpu_kernels.py fits to two of every three
     convolution shapes of P100, V100 and H200, the GEMM parameters of gemm.toml held fixed."""
