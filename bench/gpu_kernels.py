@@ -10,7 +10,7 @@ TF32) are fitted to the other GEMMs of all GPUs: those rows are "fitted" (in sam
 refitted without it (one generation held out).
 
 Convolutions (forward and the two backward passes) are priced by the convolution model
-(devices/gpuconv.py: cuDNN's algorithms on top of the GEMM model) whose four parameters per unit
+(devices/gpuconv.py: cuDNN's algorithms on top of the GEMM model) whose five parameters per unit
 class are fitted the same way: the convolution shapes of each (GPU, precision) numbered in file
 order, every third shape (all its passes) held out, the rest fitted with the GEMM parameters
 and floors held at their GEMM fit; each generation refitted (GEMMs, then convolutions) without
@@ -449,7 +449,10 @@ def write_conv(cparams: dict, n_train: int) -> None:
     for unit, cp in cparams.items():
         out.append(f"[{unit}]")
         for f, v in zip(gc.FIELDS, cp.vector()):
-            out.append(f'{f} = {{ value = {v:.6g}, source = "{src}" }}')
+            why = src
+            if unit == "tensor_cores" and f == "issue_overhead":
+                why = "fixed at 0, not fitted: tensor-core products have no issue limit"
+            out.append(f'{f} = {{ value = {v:.6g}, source = "{why}" }}')
         out.append("")
     gc.PARAMS_FILE.write_text("\n".join(out))
     print(f"wrote {gc.PARAMS_FILE}")

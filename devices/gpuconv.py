@@ -1,5 +1,5 @@
 """How long a convolution pass takes on a GPU: cuDNN's choice among algorithms, each priced by the
-tiled GEMM model (devices/gpukernels.py), with four fitted numbers per unit class.
+tiled GEMM model (devices/gpukernels.py), with five fitted numbers per unit class.
 
 A 2-D convolution of an NHWC input (n x h x w x c) with an (r x s x c x k) filter at stride
 ``stride``, giving an (n x p x q x k) output, runs one of three passes: ``fwd`` (the output),
@@ -44,7 +44,11 @@ An implicit GEMM runs at its pass's fitted share of the GEMM model's rate: its t
 by ``fwd_efficiency``, ``bwd_input_efficiency`` or ``bwd_filter_efficiency`` (an implicit GEMM's
 im2col address arithmetic, a strided bwd_input's scattered taps, bwd_filter's reduction over
 the batch are not in the GEMM fit), and the convolutions' GEMMs saturate with the reduction
-length by ``k_half`` (in place of the GEMM fit's). Winograd's stacked products are plain GEMMs
+length by ``k_half`` (in place of the GEMM fit's). On CUDA cores an implicit GEMM's main loop
+issues ``issue_overhead`` more instructions per FMA than a GEMM's (its taps' im2col addresses),
+added to the GEMM parameters' own: they cost time only on a GPU whose FMAs alone fill the SM's
+issue slots (``gk.issue_share`` 1, Hopper), not on P100 or V100 (1/2) while the sum stays
+below 1 (tensor cores: 0, no issue limit). Winograd's stacked products are plain GEMMs
 (cuDNN's nonfused Winograd calls a batched GEMM), priced at the GEMM model's rate. Fitted by bench/gpu_kernels.py to per-kernel convolution timings
 (DeepBench's V100 and P100, hetbed's H200), stored in ``catalog/kernels/conv.toml``.
 """
@@ -72,7 +76,13 @@ PASSES = ("fwd", "bwd_input", "bwd_filter")
 PASS_OF_OP = {"Conv2D": "fwd", "Conv2DBackpropInput": "bwd_input",
               "Conv2DBackpropFilter": "bwd_filter"}  # fmt: skip
 #: the fitted parameters, in the order ``ConvParams.vector`` uses
-FIELDS = ("fwd_efficiency", "bwd_input_efficiency", "bwd_filter_efficiency", "k_half")
+FIELDS = (
+    "fwd_efficiency",
+    "bwd_input_efficiency",
+    "bwd_filter_efficiency",
+    "k_half",
+    "issue_overhead",
+)
 #: channel counts of tensor-core convolutions are padded to multiples of this (cuDNN Developer
 #: Guide, "Tensor Core Operations": channels a multiple of 8 for FP16 / TF32 NHWC kernels)
 TC_CHANNEL_ALIGN = 8
@@ -89,12 +99,14 @@ WINOGRAD_TILES = {3: (2, 4), 5: (2,)}
 
 @dataclass(frozen=True)
 class ConvParams:
-    """The four fitted numbers of one unit class (module docstring)."""
+    """The five fitted numbers of one unit class (module docstring; ``issue_overhead`` fitted
+    for CUDA cores only, 0 for tensor cores)."""
 
     fwd_efficiency: float
     bwd_input_efficiency: float
     bwd_filter_efficiency: float
     k_half: float
+    issue_overhead: float = 0.0
 
     def vector(self) -> list[float]:
         return [getattr(self, f) for f in FIELDS]
@@ -221,6 +233,9 @@ def conv_seconds(
     output gradient with its column buffer folded back (``col2im_gemm``), these two plain GEMMs
     at the GEMM model's rate (module docstring)."""
     q = dataclasses.replace(p, k_half=c.k_half)
+    # an implicit GEMM's main loop issues more instructions per FMA than a GEMM's (the im2col
+    # addresses of its taps): they share the SM's issue slots where the FMAs alone fill them
+    qi = dataclasses.replace(q, issue_overhead=p.issue_overhead + c.issue_overhead)
     tiles = tuple(gk.TILES[unit]) + NARROW_TILES
     m, n, k = conv_gemm(pass_, sh, unit)
     eff = c.efficiency(pass_)
@@ -231,7 +246,7 @@ def conv_seconds(
     # bwd_filter reduces over the whole batch: its kernels split that into as many parts as fill
     # the GPU (``WGRAD_MAX_SPLIT``), not the GEMM library's few
     most = WGRAD_MAX_SPLIT if pass_ == "bwd_filter" else gk.MAX_SPLIT_K
-    best = gk.gemm_seconds(m, n, k, conv_bytes(sh, elem), peak, bandwidth, sms, q, tiles,
+    best = gk.gemm_seconds(m, n, k, conv_bytes(sh, elem), peak, bandwidth, sms, qi, tiles,
                            issue_share, layout, most)  # fmt: skip
     best /= eff  # (implicit GEMM's address arithmetic, scattered taps ...)
     algo = "implicit_gemm"
@@ -281,13 +296,13 @@ def load_params(path: str | Path = PARAMS_FILE) -> dict[str, ConvParams]:
     """The fitted parameters per unit class, from ``conv.toml`` (each value sourced there)."""
     with open(path, "rb") as f:
         doc = tomllib.load(f)
-    return {u: ConvParams(*(float(doc[u][f]["value"]) for f in FIELDS))
+    return {u: ConvParams(*(float(doc[u][f]["value"]) for f in FIELDS if f in doc[u]))
             for u in ("cuda_cores", "tensor_cores")}  # fmt: skip
 
 
 #: bounds of the fit (``FIELDS`` order) and where it starts
-LOWER, UPPER = (0.05, 0.05, 0.05, 1.0), (1.5, 1.5, 1.5, 1e5)
-START = ConvParams(0.7, 0.7, 0.7, 64.0)
+LOWER, UPPER = (0.05, 0.05, 0.05, 1.0, 0.0), (1.5, 1.5, 1.5, 1e5, 4.0)
+START = ConvParams(0.7, 0.7, 0.7, 64.0, 0.0)
 
 
 def fit_params(rows: Sequence[tuple], devices: dict[str, dict[str, Any]], gemm: gk.GemmParams,
@@ -299,16 +314,20 @@ def fit_params(rows: Sequence[tuple], devices: dict[str, dict[str, Any]], gemm: 
     ``fp32_lanes``, ``issue``. Needs scipy."""
     from scipy.optimize import least_squares
 
+    fit_issue = unit == "cuda_cores"  # (tensor-core convolutions have no issue limit: 0)
+
     def from_x(x: Sequence[float]) -> ConvParams:
-        return ConvParams(x[0], x[1], x[2], math.exp(x[3]))
+        return ConvParams(x[0], x[1], x[2], math.exp(x[3]), x[4] if fit_issue else 0.0)
 
     def resid(x: Sequence[float]) -> list[float]:
         cp = from_x(x)
         return [math.log(predict(r, devices, gemm, cp, floors, unit) / r[5]) for r in rows]
 
-    lb = [*LOWER[:3], math.log(LOWER[3])]
-    ub = [*UPPER[:3], math.log(UPPER[3])]
-    x0 = [*START.vector()[:3], math.log(START.k_half)]
+    lb = [*LOWER[:3], math.log(LOWER[3])] + ([LOWER[4]] if fit_issue else [])
+    ub = [*UPPER[:3], math.log(UPPER[3])] + ([UPPER[4]] if fit_issue else [])
+    x0 = [*START.vector()[:3], math.log(START.k_half)] + (
+        [START.issue_overhead] if fit_issue else []
+    )
     res = least_squares(resid, x0, bounds=(lb, ub), loss=gk.LOSS, f_scale=gk.LOSS_SCALE)
     return from_x(res.x)
 

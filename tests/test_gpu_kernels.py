@@ -483,6 +483,31 @@ def test_a_few_channel_data_gradient_runs_as_a_gemm_over_the_output_gradient_and
     )
 
 
+def test_an_implicit_gemms_extra_instructions_cost_only_where_the_fmas_fill_the_issue():
+    """A convolution's implicit GEMM issues ``issue_overhead`` more instructions per FMA than a
+    GEMM (its taps' addresses): on a GPU whose FMAs alone fill the issue slots (share 1, Hopper)
+    it is priced as the GEMM with the sum of the two overheads; where they take half the slots
+    (share 1/2, P100 and V100) an overhead below 1 costs nothing."""
+    peak, bw, sms = 60e12, 3e12, 132
+    p = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.25, 2e10, 0.0)
+    sh = gc.shape_of(32, 28, 28, 128, 128, 3, 3, (2, 2), (1, 1))  # (strided: no Winograd)
+    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    m, n, k = gc.conv_gemm("fwd", sh)
+    for share, extra in ((1.0, 0.75), (1.0, 0.0), (0.5, 0.5)):
+        cp = gc.ConvParams(0.8, 0.7, 0.6, 60.0, extra)
+        q = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.25 + extra, 2e10, 0.0)
+        want = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 4), peak, bw, sms, q, tiles, share)
+        t, algo = gc.conv_seconds("fwd", sh, 4, peak, bw, sms, p, cp, "cuda_cores", share)
+        assert algo == "implicit_gemm" and t == pytest.approx(want / 0.8, rel=1e-12)
+    free = gc.ConvParams(0.8, 0.7, 0.6, 60.0, 0.0)
+    args = ("fwd", sh, 4, peak, bw, sms, p)
+    assert gc.conv_seconds(*args, cp, "cuda_cores", 0.5)[0] == pytest.approx(
+        gc.conv_seconds(*args, free, "cuda_cores", 0.5)[0], rel=1e-12
+    )
+    hopper = gc.conv_seconds(*args, gc.ConvParams(0.8, 0.7, 0.6, 60.0, 0.75), "cuda_cores", 1.0)
+    assert hopper[0] > gc.conv_seconds(*args, free, "cuda_cores", 1.0)[0] * 1.3
+
+
 def test_the_shipped_conv_parameters_are_what_the_bench_fits():
     """catalog/kernels/conv.toml holds what bench/gpu_kernels.py fits to two of every three
     convolution shapes of P100, V100 and H200, the GEMM parameters of gemm.toml held fixed."""
