@@ -54,6 +54,23 @@ def test_split_k_fills_the_gpu_when_the_output_is_small():
     assert 2 * 6 * 128 * 128 * 4 / 1e10 < t < 2 * 7 * 128 * 128 * 4 / 1e10
 
 
+def test_a_huge_k_skinny_product_splits_k_until_its_blocks_can_pull_the_bandwidth():
+    """8 x 512 x 500,000 float32 (DeepBench's language-model product) on 56 SMs whose blocks each
+    pull at most 20 GB/s: 32 x 32 tiles give 16 blocks (320 GB/s); split-K takes the fewest parts
+    whose blocks pull the full 732 GB/s, ceil(732 / 320) = 3, and pays their float32 partial
+    sums (written and read back: 2 x 3 x 8 x 512 x 4 bytes): time = (bytes + partials) / 732 GB/s
+    (compute negligible at this peak). Without split-K (``max_split`` 1) the 16 blocks set the
+    rate: bytes / 320 GB/s, 2.3x longer."""
+    m, n, k = 8, 512, 500_000
+    moved = 4.0 * (m * k + k * n + m * n)
+    p = gk.GemmParams(1.0, 0.0, 0.0, 1.0, 0.0, math.inf, 0.0, 20e9, 0.0)
+    t = gk.gemm_seconds(m, n, k, moved, 1e18, 732e9, 56, p)
+    assert t == pytest.approx((moved + 2 * 3 * m * n * 4) / 732e9, rel=1e-12)
+    whole = gk.gemm_seconds(m, n, k, moved, 1e18, 732e9, 56, p, max_split=1)
+    assert whole == pytest.approx(moved / (16 * 20e9), rel=1e-12)
+    assert whole / t > 2.2
+
+
 def test_a_large_square_product_approaches_efficiency_times_peak():
     """Full waves of 128 x 128 tiles: the time is the FLOPs at efficiency x peak, derated by the
     tile-area and reduction-length saturations (closed form)."""
