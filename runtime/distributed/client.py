@@ -23,6 +23,7 @@ from .datachannel import (
     _idle_ok,
     _mac,
     _recv_frame,
+    read_stream,
     recv_exact,
     recv_into_all,
     send_all,
@@ -295,10 +296,8 @@ class WorkerClient:
             return
         for i, f in enumerate(fetches):
             if isinstance(f, dict) and "stream" in f:
-                incoming = InTensor(f["stream"], f"{name} fetch {i}", self.max_tensor_bytes)
-                recv_into_all(sock, incoming.view, deadline)
-                incoming.filled = incoming.nbytes
-                fetches[i] = incoming.value()
+                where = f"{name} fetch {i}"
+                fetches[i] = read_stream(sock, f["stream"], where, self.max_tensor_bytes, deadline)
 
     def _control_error(self, name: str, e: BaseException, xfer: _Transfer) -> E.OpError:
         """A control call's failure on the data channel, as gRPC would have reported it."""

@@ -140,6 +140,26 @@ def send_all(sock: socket.socket, parts: list, timeout: float) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, _NO_TIMEVAL)
 
 
+def read_stream(
+    sock: socket.socket,
+    header: Any,
+    where: str,
+    max_bytes: int,
+    deadline: float | None,
+    per_byte_s: float = 0.0,
+) -> Any:
+    """The array whose ``header`` a RunGraph message carried as ``{"stream": header}``, its bytes
+    read from ``sock`` (they follow the message) by ``deadline`` plus ``per_byte_s`` a byte:
+    WireError for a malformed header and ResourceExhaustedError over ``max_bytes``, both before
+    reading a byte of it."""
+    incoming = InTensor(header, where, max_bytes)
+    if deadline is not None:
+        deadline += incoming.nbytes * per_byte_s
+    recv_into_all(sock, incoming.view, deadline)
+    incoming.filled = incoming.nbytes
+    return incoming.value()
+
+
 def _frame(msg: dict) -> bytes:
     data = pack(msg)
     return _LEN.pack(len(data)) + data
@@ -398,11 +418,14 @@ class DataServer:
             return
         for name, v in feeds.items():
             if isinstance(v, dict) and "stream" in v:
-                incoming = InTensor(v["stream"], f"RunGraph feed {name!r}", self._max_tensor_bytes)
-                deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S + incoming.nbytes / 10e6
-                recv_into_all(conn, incoming.view, deadline)
-                incoming.filled = incoming.nbytes
-                feeds[name] = incoming.value()
+                feeds[name] = read_stream(
+                    conn,
+                    v["stream"],
+                    f"RunGraph feed {name!r}",
+                    self._max_tensor_bytes,
+                    time.monotonic() + HANDSHAKE_TIMEOUT_S,
+                    1 / 10e6,
+                )
 
     def _answer_control(self, conn: socket.socket, method: str, req: dict) -> bool:
         """RunGraph and CleanupStep, served as over gRPC (``grpc_server``); the connection stays

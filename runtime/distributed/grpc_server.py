@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-import numpy as np
 
 from .rpc import SERVICE, TOKEN_KEY, _recv_chunk_bytes, status_code
 from .wire import (
@@ -18,6 +17,7 @@ from .wire import (
     message_limit,
     out_tensor,
     pack,
+    streamable,
     tensor_to_wire,
     unpack,
 )
@@ -98,7 +98,7 @@ def run_graph_request(
         return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
     fetches = []
     for i, v in enumerate(values):
-        if isinstance(v, np.ndarray) and v.nbytes > INLINE_BYTES and v.dtype.kind in "biufc":
+        if streamable(v):
             # (a fetched value is private to the reply: run_graph snapshots variable buffers)
             out = out_tensor(v, f"fetch {i}", copy=False)
             streams.append(out)

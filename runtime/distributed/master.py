@@ -29,7 +29,7 @@ from ..serialize import FORMAT, VERSION, _node_to_dict, encode_value
 from ..session import ConfigProto, Session, pruned_order
 from .cluster import ClusterSpec
 from .server import TOKEN_ENV
-from .wire import INLINE_BYTES, OutTensor, out_tensor, tensor_from_wire, tensor_to_wire
+from .wire import OutTensor, out_tensor, streamable, tensor_from_wire, tensor_to_wire
 from .worker import task_of
 
 GRPC_PREFIX = "grpc://"
@@ -335,11 +335,7 @@ def _feed(value: Any, name: str) -> Any:
     """A fed value for a RunGraph request: its wire form, or for a numeric array over
     ``INLINE_BYTES`` an OutTensor of it (not copied: the caller's array is read while the step
     is sent), which the data channel streams after the request."""
-    if (
-        isinstance(value, np.ndarray)
-        and value.nbytes > INLINE_BYTES
-        and value.dtype.kind in "biufc"
-    ):
+    if streamable(value):
         return out_tensor(value, name, copy=False)
     return tensor_to_wire(value, name)
 

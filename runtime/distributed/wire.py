@@ -271,6 +271,16 @@ class _BufferPool:
 SNAPSHOTS = _BufferPool(512 << 20, 1 << 20)
 
 
+def streamable(value: Any) -> bool:
+    """Whether a fed or fetched ``value`` goes after its RunGraph message as a stream on the data
+    channel (a numeric numpy array over ``INLINE_BYTES``) rather than inside it."""
+    return (
+        isinstance(value, np.ndarray)
+        and value.nbytes > INLINE_BYTES
+        and value.dtype.kind in "biufc"
+    )
+
+
 def out_tensor(
     value: Any, where: str = "tensor", copy: bool = True, lender: Any = None
 ) -> OutTensor:
