@@ -1471,6 +1471,11 @@ def _max_pool_grad_kernel(ctx, x, y, g):
     fast = _cpu_fast(x, y, g)
     if fast is not None:
         return fast.max_pool_grad(x, y, g, kh, kw, sh, sw, ph, pw)
+    if xp is not np and g.dtype == x.dtype:
+        from . import nn_gpu
+
+        if nn_gpu.supports(xp):  # one fused kernel instead of a dozen small ones
+            return nn_gpu.max_pool_grad(xp, x, y, g, (n, h, w, c, kh, kw, sh, sw, ho, wo, ph, pw))
     if _tiles(h, w, kh, kw, sh, sw, ho, wo):
         # windows tile the input: each as a row of kh*kw values, the gradient to its first max
         k = kh * kw
