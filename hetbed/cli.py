@@ -348,15 +348,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="measure this machine and profile ops for the cost model",
         description="Measure this machine (GEMM rate, memory bandwidth, dispatch "
         "cost, loopback TCP rate and latency), each several times with the other processes' "
-        "load, and profile the ops of the small models (or of your own, --model) for the cost "
-        "model.",
+        "load, and profile the ops of the small models and of synchronous updates (or of your "
+        "own, --model) for the cost model.",
     )
     p.add_argument(
         "--model",
         action="append",
         default=[],
         metavar="MODULE:FUNCTION",
-        help="profile your own training step instead of the small models: a function (in a "
+        help="profile your own training step instead of the small models and the ops of "
+        "synchronous updates: a function (in a "
         "module, or FILE.py:FUNCTION) that adds it to the default graph and returns "
         "(train_op, feed_dict); repeat for several",
     )
