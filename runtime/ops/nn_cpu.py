@@ -464,7 +464,22 @@ def _patches(x, kh, kw, sh, sw, ho, wo, ph, pw) -> tuple[_Patches, int]:
 
 
 def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
-    """Cross-correlation of NHWC ``x`` with (kh, kw, C, Co) ``f``: the (N, Ho, Wo, Co) output."""
+    """Cross-correlation of NHWC ``x`` with (kh, kw, C, Co) ``f``: the (N, Ho, Wo, Co) output,
+    by Winograd's algorithm where it applies and measured faster (winograd.pick), else as GEMMs
+    of patch blocks."""
+    from . import winograd
+
+    kh, kw, _, co = f.shape
+    if winograd.applies(x, kh, kw, sh, sw, co, (ho, wo)):
+        return winograd.pick(
+            ("Conv2D", x.shape, f.shape, ph, pw),
+            lambda: winograd.conv2d(x, f, ho, wo, ph, pw),
+            lambda: _conv2d_gemm(x, f, sh, sw, ho, wo, ph, pw),
+        )
+    return _conv2d_gemm(x, f, sh, sw, ho, wo, ph, pw)
+
+
+def _conv2d_gemm(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw):
     n, _, _, c = x.shape
     kh, kw, _, co = f.shape
     k, rows = kh * kw * c, n * ho * wo
@@ -492,7 +507,20 @@ _PARTS_ELEMS = 1 << 23
 def conv2d_backprop_filter(
     x: np.ndarray, dy: np.ndarray, kh: int, kw: int, sh: int, sw: int, ph, pw
 ) -> np.ndarray:
-    """The gradient of conv2d with respect to its (kh, kw, C, Co) filter."""
+    """The gradient of conv2d with respect to its (kh, kw, C, Co) filter (Winograd's algorithm
+    where it applies and measured faster)."""
+    from . import winograd
+
+    if winograd.applies(x, kh, kw, sh, sw, dy.shape[3], dy.shape[1:3]):
+        return winograd.pick(
+            ("Conv2DBackpropFilter", x.shape, dy.shape, kh, ph, pw),
+            lambda: winograd.conv2d_backprop_filter(x, dy, kh, ph, pw),
+            lambda: _conv2d_backprop_filter_gemm(x, dy, kh, kw, sh, sw, ph, pw),
+        )
+    return _conv2d_backprop_filter_gemm(x, dy, kh, kw, sh, sw, ph, pw)
+
+
+def _conv2d_backprop_filter_gemm(x, dy, kh: int, kw: int, sh: int, sw: int, ph, pw):
     n, _, _, c = x.shape
     _, ho, wo, co = dy.shape
     k, rows = kh * kw * c, n * ho * wo
@@ -529,7 +557,20 @@ def conv2d_backprop_filter(
 def conv2d_backprop_input(
     x_shape: tuple, f: np.ndarray, dy: np.ndarray, sh: int, sw: int, ph, pw
 ) -> np.ndarray:
-    """The gradient of conv2d with respect to its NHWC input of shape ``x_shape``."""
+    """The gradient of conv2d with respect to its NHWC input of shape ``x_shape`` (Winograd's
+    algorithm where it applies and measured faster)."""
+    from . import winograd
+
+    if winograd.backprop_input_applies(tuple(x_shape[1:3]), f, dy, sh, sw, ph, pw):
+        return winograd.pick(
+            ("Conv2DBackpropInput", tuple(x_shape), f.shape, ph, pw),
+            lambda: winograd.conv2d_backprop_input(x_shape, f, dy, ph, pw),
+            lambda: _conv2d_backprop_input_gemm(x_shape, f, dy, sh, sw, ph, pw),
+        )
+    return _conv2d_backprop_input_gemm(x_shape, f, dy, sh, sw, ph, pw)
+
+
+def _conv2d_backprop_input_gemm(x_shape: tuple, f, dy, sh: int, sw: int, ph, pw):
     n, h, w, c = x_shape
     kh, kw, _, co = f.shape
     _, ho, wo, _ = dy.shape
