@@ -238,49 +238,70 @@ def _tiles_in(src, c, w, step, th, tw, t0, t1, tmp, out):  # pragma: no cover - 
 
 
 @njit(cache=True, nogil=True)
-def _tiles_in_g(src, c, w, step, th, tw, t0, t1, tmp, out):  # pragma: no cover - compiled
-    """_tiles_in for a filter-side transform ``w`` (8, 6) on 6 x 6 windows (an m x m output-
-    gradient tile with m < 6 has zero weights on the window's last 6 - m rows and columns):
-    row 0 on input 0, row 7 on inputs 1, 3, 5, rows 1-6 on all six."""
-    nc = 6 * c
-    a0 = w[0, 0]
-    z1, z3, z5 = w[7, 1], w[7, 3], w[7, 5]
+def _tiles_in_g(src, c, w, n, th, tw, t0, t1, tmp, out):  # pragma: no cover - compiled
+    """_tiles_in for a filter-side transform ``w`` (8, n) on the n x n tiles of an output
+    gradient (n = m: 4 or 6, at steps of n): row 0 on input 0, row 7 on input n - 1, rows 1-6
+    on all n (shaped as _paired checks)."""
+    nc = n * c
+    a0, z = w[0, 0], w[7, n - 1]
     for t in range(t0, t1):
         b = t // (th * tw)
-        y = (t // tw) % th * step
-        x = t % tw * step * c
+        y = (t // tw) % th * n
+        x = t % tw * nc
         r = t - t0
         s0, s1 = src[b, y, x : x + nc], src[b, y + 1, x : x + nc]
         s2, s3 = src[b, y + 2, x : x + nc], src[b, y + 3, x : x + nc]
-        s4, s5 = src[b, y + 4, x : x + nc], src[b, y + 5, x : x + nc]
+        if n == 6:
+            s4, s5 = src[b, y + 4, x : x + nc], src[b, y + 5, x : x + nc]
         o = tmp[0]
         for j in range(nc):
             o[j] = a0 * s0[j]
         o = tmp[7]
+        last = s5 if n == 6 else s3
         for j in range(nc):
-            o[j] = z1 * s1[j] + z3 * s3[j] + z5 * s5[j]
+            o[j] = z * last[j]
         for p in range(1, 7):
-            w0, w1, w2, w3, w4, w5 = w[p, 0], w[p, 1], w[p, 2], w[p, 3], w[p, 4], w[p, 5]
             o = tmp[p]
-            for j in range(nc):
-                o[j] = w0 * s0[j] + w1 * s1[j] + w2 * s2[j] + w3 * s3[j] + w4 * s4[j] + w5 * s5[j]
+            w0, w1, w2, w3 = w[p, 0], w[p, 1], w[p, 2], w[p, 3]
+            if n == 6:
+                w4, w5 = w[p, 4], w[p, 5]
+                for j in range(nc):
+                    o[j] = (
+                        w0 * s0[j] + w1 * s1[j] + w2 * s2[j] + w3 * s3[j] + w4 * s4[j] + w5 * s5[j]
+                    )
+            else:
+                for j in range(nc):
+                    o[j] = w0 * s0[j] + w1 * s1[j] + w2 * s2[j] + w3 * s3[j]
         for p in range(8):
             row = tmp[p]
-            s0, s1, s2 = row[:c], row[c : 2 * c], row[2 * c : 3 * c]
-            s3, s4, s5 = row[3 * c : 4 * c], row[4 * c : 5 * c], row[5 * c : 6 * c]
+            s0, s1 = row[:c], row[c : 2 * c]
+            s2, s3 = row[2 * c : 3 * c], row[3 * c : 4 * c]
+            if n == 6:
+                s4, s5 = row[4 * c : 5 * c], row[5 * c : 6 * c]
             o = out[p * 8, r]
             for k in range(c):
                 o[k] = a0 * s0[k]
             o = out[p * 8 + 7, r]
+            last = s5 if n == 6 else s3
             for k in range(c):
-                o[k] = z1 * s1[k] + z3 * s3[k] + z5 * s5[k]
+                o[k] = z * last[k]
             for q in range(1, 7):
-                w0, w1, w2, w3, w4, w5 = w[q, 0], w[q, 1], w[q, 2], w[q, 3], w[q, 4], w[q, 5]
                 o = out[p * 8 + q, r]
-                for k in range(c):
-                    o[k] = (
-                        w0 * s0[k] + w1 * s1[k] + w2 * s2[k] + w3 * s3[k] + w4 * s4[k] + w5 * s5[k]
-                    )
+                w0, w1, w2, w3 = w[q, 0], w[q, 1], w[q, 2], w[q, 3]
+                if n == 6:
+                    w4, w5 = w[q, 4], w[q, 5]
+                    for k in range(c):
+                        o[k] = (
+                            w0 * s0[k]
+                            + w1 * s1[k]
+                            + w2 * s2[k]
+                            + w3 * s3[k]
+                            + w4 * s4[k]
+                            + w5 * s5[k]
+                        )
+                else:
+                    for k in range(c):
+                        o[k] = w0 * s0[k] + w1 * s1[k] + w2 * s2[k] + w3 * s3[k]
 
 
 @njit(cache=True, nogil=True)
@@ -443,12 +464,10 @@ def conv2d_backprop_filter(x: np.ndarray, dy: np.ndarray, r: int, ph, pw) -> np.
     _, ho, wo, co = dy.shape
     m = OUTPUT_TILE[r]
     at, g, bt = matrices(r, m)  # r outputs of a length-m "filter" (an output-gradient tile)
-    g8 = np.zeros((8, 6), np.float32)
-    g8[:, :m] = g
     th, tw = -(-ho // m), -(-wo // m)
     x3 = _pad_to(x, ph[0], pw[0], th * m + r - 1, tw * m + r - 1).reshape(n, th * m + r - 1, -1)
-    # windows of 6 rows and columns at steps of m: the last reaches 6 - m past the tiles
-    dy3 = _pad_to(dy, 0, 0, th * m + 6 - m, tw * m + 6 - m).reshape(n, th * m + 6 - m, -1)
+    dyp = dy if (ho, wo) == (th * m, tw * m) else _pad_to(dy, 0, 0, th * m, tw * m)
+    dy3 = np.ascontiguousarray(dyp).reshape(n, th * m, -1)
     tiles = n * th * tw
     step = _tile_rows(tiles, 64 * (c + co))
     v = np.empty((64, step, c), np.float32)
@@ -459,7 +478,7 @@ def conv2d_backprop_filter(x: np.ndarray, dy: np.ndarray, r: int, ph, pw) -> np.
     for t0 in range(0, tiles, step):
         t1 = min(t0 + step, tiles)
         _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
-        _tiles_in_g(dy3, co, g8, m, th, tw, t0, t1, tmp, e)
+        _tiles_in_g(dy3, co, g, m, th, tw, t0, t1, tmp, e)
         np.matmul(v[:, : t1 - t0].transpose(0, 2, 1), e[:, : t1 - t0], out=part)
         total += part
     # out of the transform domain: (8, 8, C, Co) -> (r, r, C, Co)
