@@ -57,6 +57,13 @@ class DevicePerf:
     matrix_flops: dict[str, float] = field(default_factory=dict)  # dtype -> FLOP/s of matrix units
     memory_bandwidth: float = 10e9  # bytes/s
     memory_bytes: float = 16e9
+    #: the last-level cache an op's data streams from when it fits (cpu hosts; None: one level)
+    cache_bytes: float | None = None
+    cache_bandwidth: float | None = None  # bytes/s of a working set that fits the cache
+    #: the allocator's fresh pages (cpu hosts): an output array over ``fresh_threshold_bytes``
+    #: gets newly mapped pages, which the OS faults in and zeroes at ``fresh_s_per_byte``
+    fresh_threshold_bytes: float | None = None
+    fresh_s_per_byte: float = 0.0
     launch_overhead_s: float = 5e-6
     systolic: tuple[int, int] | None = None  # (rows, cols) of one matrix unit, TPU-like devices
     multiprocessors: int | None = None  # SMs of a GPU (the tiled GEMM model, gpukernels.py)
@@ -75,6 +82,23 @@ class DevicePerf:
     #: CPU time at one end of a control message (a RunGraph call's request or reply); None:
     #: ``message_s`` (``control_s`` gives the one in force)
     control_message_s: float | None = None
+
+    def memory_seconds(self, moved: float) -> float:
+        """Seconds to move ``moved`` bytes, taken as the op's working set. With a cache
+        (``cache_bytes``, ``cache_bandwidth``) the share min(1, cache_bytes / moved) of the bytes
+        hits it and moves at its rate, the rest at ``memory_bandwidth``: a working set that
+        fits streams from the cache, one eight times its size mostly from memory."""
+        c, cb = self.cache_bytes, self.cache_bandwidth
+        if not c or not cb or moved <= 0:
+            return moved / self.memory_bandwidth
+        hit = min(1.0, c / moved)
+        return moved * (hit / cb + (1.0 - hit) / self.memory_bandwidth)
+
+    def fresh_seconds(self, nbytes: float) -> float:
+        """Seconds of faulting in and zeroing a new array of ``nbytes`` (0 below the
+        allocator's threshold, where freed memory is reused)."""
+        t = self.fresh_threshold_bytes
+        return nbytes * self.fresh_s_per_byte if t is not None and nbytes > t else 0.0
 
     @property
     def control_s(self) -> float:
@@ -112,6 +136,10 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         matrix_flops=dict(spec.matrix_peak_flops),
         memory_bandwidth=spec.memory_bandwidth_bytes_per_s,
         memory_bytes=spec.memory_bytes,
+        cache_bytes=getattr(spec, "cache_bytes", None),
+        cache_bandwidth=getattr(spec, "cache_bandwidth_bytes_per_s", None),
+        fresh_threshold_bytes=getattr(spec, "fresh_memory_threshold_bytes", None),
+        fresh_s_per_byte=getattr(spec, "fresh_memory_s_per_byte", None) or 0.0,
         launch_overhead_s=spec.kernel_launch_overhead_s,
         systolic=spec.systolic_array_shape,
         multiprocessors=getattr(spec, "multiprocessors", None),
@@ -255,8 +283,9 @@ class Roofline(CostModel):
             if dims is not None:
                 peak *= systolic_efficiency(*dims, *perf.systolic)
         compute = c.flops / peak if peak > 0 else 0.0
-        memory = moved / perf.memory_bandwidth
-        return max(compute, memory) + extra / perf.memory_bandwidth + perf.launch_overhead_s
+        memory = perf.memory_seconds(moved)
+        fresh = fresh_output_seconds(op, outs, perf)
+        return max(compute, memory) + fresh + extra / perf.memory_bandwidth + perf.launch_overhead_s
 
     def _tiled(self, op, ins, outs, perf, dtype, peak, moved) -> float | None:
         from . import gpuconv as gc
@@ -314,7 +343,11 @@ class Profiled(CostModel):
     dtype and attrs) has measured entries takes ``a + b x w``, where ``w`` is the roofline time
     of its FLOPs and bytes on the device and ``a``, ``b`` are fitted by least squares to the
     family's measured (w, seconds) pairs (``a`` the fixed cost of a call, ``b`` the inverse of
-    the fraction of the roofline achieved). A family measured at one size only keeps the fixed
+    the fraction of the roofline achieved). The slope holds where it was measured: when every
+    entry's roofline time is below the fixed cost (tiny shapes, where the slope is noise) ``b``
+    is 1, and an op whose bytes outgrow the device's cache (``cache_bytes``) while every entry's
+    fit in it takes ``b`` of at least 1 (an op cannot stream from memory faster than the
+    roofline's rate, whatever it did from the cache). A family measured at one size only keeps the fixed
     cost of a call that the table's tiny entries show (the median of those moving at most 4 KiB
     and 10,000 FLOPs, ``call_s``) and scales the rest with the work. Only families with no
     measured entry fall back to ``fallback``.
@@ -360,12 +393,26 @@ class Profiled(CostModel):
                 fit = self._fit(fam, perf, dtype, matrix)
                 if fit is not None:
                     c = op.op_def.cost_fn(op, list(ins), list(outs))
-                    w = roofline_seconds(
-                        c.flops, c.bytes_read + c.bytes_written, perf, dtype, matrix
-                    )
+                    moved = c.bytes_read + c.bytes_written
+                    w = roofline_seconds(c.flops, moved, perf, dtype, matrix)
+                    a, b = fit
+                    most_w, most_bytes = self._reach(fam, perf, dtype, matrix)
+                    if most_w < a:
+                        b = 1.0  # every entry is mostly its call's fixed cost: no slope to read
+                    elif perf.cache_bytes and most_bytes <= perf.cache_bytes < moved:
+                        b = max(b, 1.0)  # out of the cache the entries' cache speeds do not hold
                     self.scaled += 1
-                    return fit[0] + fit[1] * w + self.overhead_s
+                    return a + b * w + fresh_output_seconds(op, outs, perf) + self.overhead_s
         return self.fallback.duration(op, ins, outs, perf) + self.overhead_s
+
+    def _reach(self, fam: str, perf: DevicePerf, dtype: str, matrix: bool) -> tuple[float, float]:
+        """(largest roofline seconds, largest bytes moved) among the family's measured entries:
+        how far its fit was measured."""
+        pts = self._families[fam]
+        return (
+            max(roofline_seconds(f, b, perf, dtype, matrix) for (f, b), _ in pts),
+            max(b for (_, b), _ in pts),
+        )
 
     def _fit(
         self, fam: str, perf: DevicePerf, dtype: str, matrix: bool
@@ -421,12 +468,28 @@ def _family(key: str) -> str:
     return json.dumps([op_type, dtype, attrs])
 
 
+#: ops that write into an existing buffer (a variable, an accumulator) rather than a new array
+_IN_PLACE = ("Apply", "SparseApply", "Resource", "Assign", "Scatter", "Accumulator")
+
+
+def fresh_output_seconds(op: Any, outs: Sequence[tuple], perf: DevicePerf) -> float:
+    """Seconds ``op``'s new output arrays take to fault in (``DevicePerf.fresh_seconds``); ops
+    that update a buffer in place allocate none."""
+    if perf.fresh_threshold_bytes is None or op.type.startswith(_IN_PLACE):
+        return 0.0
+    total = 0.0
+    for t, shape in zip(op.outputs, outs):
+        size = getattr(t.dtype, "size", 0) or 0
+        total += perf.fresh_seconds(_numel(shape) * size)
+    return total
+
+
 def roofline_seconds(
     flops: float, moved: float, perf: DevicePerf, dtype: str = "float32", matrix: bool = False
 ) -> float:
     """The roofline's time of ``flops`` and ``moved`` bytes on ``perf`` (no launch cost)."""
     peak = perf.peak(dtype, matrix)
-    return max(flops / peak if peak > 0 else 0.0, moved / perf.memory_bandwidth)
+    return max(flops / peak if peak > 0 else 0.0, perf.memory_seconds(moved))
 
 
 def affine_fit(

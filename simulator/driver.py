@@ -361,6 +361,12 @@ class _Driver(OverlappedStep):
         )
         # ... and a shard's end of them, per group
         self.xfer_ps = [2 * mp * nvars[g] + bp * nbytes[g] for g in range(G)]
+        # the receiving end's new pages for a tensor over its allocator's threshold: a worker
+        # gets each variable, a shard each gradient
+        fresh_w = [self._fresh_s(p.worker_fresh, ks[0]) for ks in self.groups]
+        fresh_ps = [self._fresh_s(p.ps_fresh, ks[0]) for ks in self.groups]
+        self.xfer_w += sum(len(self.groups[g]) * fresh_w[g] for g in active)
+        self.xfer_ps = [x + f for x, f in zip(self.xfer_ps, fresh_ps)]
         self.msg_ps = cp  # a PS receives a RunGraph request, or sends its reply
         # TF's SyncReplicasOptimizer moves two more scalars per worker step (SyncPS): its local
         # step to every PS task holding accumulators (read as the step starts), and a token
@@ -380,6 +386,15 @@ class _Driver(OverlappedStep):
         self.reply_own_w = 2 * cw
         self.reply_w = n_ps_active * cw
         self._reset_cpus()
+
+    def _fresh_s(self, fresh: tuple[float, float] | None, shard: int) -> float:
+        """Seconds of new pages for the tensors of ``shard``'s variables over the threshold
+        of ``fresh`` (threshold bytes, seconds per byte)."""
+        if fresh is None:
+            return 0.0
+        p = self.profile
+        sizes = (p.step_bytes_of(v) for v in p.variables if p.ps_of(v) == shard)
+        return sum(b for b in sizes if b > fresh[0]) * fresh[1]
 
     def _reset_cpus(self) -> None:
         """Idle host CPUs: a handler per worker and per PS group, and the PS hosts' cores (one

@@ -6,6 +6,7 @@ GEMM FLOP/s, streaming memory bandwidth, the executor's per-op dispatch cost) as
 from __future__ import annotations
 
 import os
+import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -153,11 +154,76 @@ def gemm_flops(n: int = 1024) -> float:
 
 
 def stream_bandwidth(n: int = 1 << 23) -> float:
-    """Bytes/s of an out-of-place float32 add over arrays much larger than the caches."""
+    """Bytes/s of an out-of-place float32 add of two ``n``-element arrays into a third (its
+    working set: 12 n bytes)."""
     a = np.ones(n, np.float32)
     b = np.ones(n, np.float32)
     out = np.empty_like(a)
     return 3.0 * 4 * n / best_of(lambda: np.add(a, b, out=out))
+
+
+def last_level_cache() -> int | None:
+    """Bytes of this machine's largest CPU cache (Linux's sysfs, else sysconf); None unknown."""
+    best = 0
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for entry in os.listdir(base):
+            try:
+                with open(os.path.join(base, entry, "size")) as f:
+                    text = f.read().strip().upper()
+            except OSError:
+                continue
+            mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+            digits = text.rstrip("KMG")
+            if digits.isdigit():
+                best = max(best, int(digits) * mult)
+    except OSError:
+        pass
+    if not best:
+        try:
+            best = int(os.sysconf("SC_LEVEL3_CACHE_SIZE") or os.sysconf("SC_LEVEL2_CACHE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            best = 0
+    return best if best > 0 else None
+
+
+def cache_bandwidth(cache: int) -> float:
+    """Bytes/s of ``stream_bandwidth`` over a working set of a quarter of the cache."""
+    return stream_bandwidth(max(cache // 48, 1 << 12))
+
+
+def memory_bandwidth(cache: int | None) -> float:
+    """Bytes/s of memory: ``stream_bandwidth`` over a working set of 8 x ``cache`` (at least
+    96 MiB). In the model (``DevicePerf.memory_seconds``) 1/8 of those bytes hit the cache; they
+    are taken out, at ``cache_bandwidth``, so that the two rates reproduce both measurements.
+    Without a known cache: the 96 MiB rate as it is."""
+    if not cache:
+        return stream_bandwidth()
+    n = max(8 * cache, 96 << 20) // 12
+    measured = stream_bandwidth(n)
+    hit = min(1.0, cache / (12.0 * n))
+    per_byte = 1.0 / measured - hit / cache_bandwidth(cache)
+    return (1.0 - hit) / per_byte if per_byte > 0 else measured
+
+
+#: glibc's largest mmap threshold on a 64-bit build (mallopt(3), DEFAULT_MMAP_THRESHOLD_MAX:
+#: 4 MiB x sizeof(long)): its threshold rises to the size of the largest block freed up to this,
+#: so that a steady-state program reuses blocks below it and gets new pages for every one above
+GLIBC_MMAP_THRESHOLD_MAX = 32 << 20
+
+
+def fresh_memory_cost(nbytes: int = 4 * GLIBC_MMAP_THRESHOLD_MAX) -> float | None:
+    """Seconds per byte of a new array over the allocator's threshold beyond a reused one: the
+    copy of ``nbytes`` into a fresh ``np.empty`` less the same copy into a buffer allocated once
+    (the pages' faults and zeroing). None where the C library is not glibc."""
+    if platform.libc_ver()[0] != "glibc":
+        return None
+    n = nbytes // 4
+    src = np.ones(n, np.float32)
+    buf = np.empty_like(src)
+    fresh = best_of(lambda: np.copyto(np.empty(n, np.float32), src), repeat=3, number=2)
+    reused = best_of(lambda: np.copyto(buf, src), repeat=3, number=2)
+    return max(fresh - reused, 0.0) / nbytes
 
 
 def dispatch_overhead(n_ops: int = 1000, clocked: bool = False) -> float:
@@ -190,10 +256,29 @@ def dispatch_overhead(n_ops: int = 1000, clocked: bool = False) -> float:
 def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
     """This machine's roofline numbers, each the median of ``repeats`` measurements, and the
     measurements (min/median/max and the other processes' load while each ran)."""
+    cache = last_level_cache()
     ms = [
         repeated("float32 GEMM 1024^3", "FLOP/s", gemm_flops, repeats, (1e-9, "GFLOP/s")),
         repeated(
-            "memory bandwidth (float32 add)", "bytes/s", stream_bandwidth, repeats, (1e-9, "GB/s")
+            "memory bandwidth (float32 add)",
+            "bytes/s",
+            lambda: memory_bandwidth(cache),
+            repeats,
+            (1e-9, "GB/s"),
+        ),
+        repeated(
+            "cache bandwidth (float32 add, a quarter of the cache)",
+            "bytes/s",
+            lambda: cache_bandwidth(cache) if cache else 0.0,
+            repeats,
+            (1e-9, "GB/s"),
+        ),
+        repeated(
+            "new pages of an array over 32 MiB",
+            "s/byte",
+            lambda: fresh_memory_cost() or 0.0,
+            repeats,
+            (1e12, "ps/byte"),
         ),
         repeated("executor dispatch per op", "s", dispatch_overhead, repeats, (1e6, "us/op")),
         repeated(
@@ -204,11 +289,20 @@ def measure(repeats: int = 5) -> tuple[DevicePerf, list[Measurement]]:
             (1e6, "us/op"),
         ),
     ]
-    flops, bw, dispatch, clocked = (m.median for m in ms)
+    flops, bw, cache_bw, fresh, dispatch, clocked = (m.median for m in ms)
+    if not cache:
+        ms = [m for m in ms if not m.name.startswith("cache bandwidth")]
+    glibc = platform.libc_ver()[0] == "glibc"
+    if not glibc:
+        ms = [m for m in ms if not m.name.startswith("new pages")]
     perf = DevicePerf(
         "this_machine",
         {"float32": flops, "float64": flops / 2},
         memory_bandwidth=bw,
+        cache_bytes=float(cache) if cache else None,
+        cache_bandwidth=cache_bw if cache else None,
+        fresh_threshold_bytes=float(GLIBC_MMAP_THRESHOLD_MAX) if glibc else None,
+        fresh_s_per_byte=fresh if glibc else 0.0,
         memory_bytes=float(_host_memory()),
         launch_overhead_s=dispatch,
         clocked_launch_overhead_s=clocked,

@@ -104,6 +104,10 @@ class ReplicaProfile:
     ps_message_latency_s: float = 0.0
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
+    #: (threshold bytes, seconds per byte) of the receiving host's new pages for a tensor over
+    #: the allocator's threshold (``DevicePerf.fresh_seconds``); None: not charged
+    worker_fresh: tuple[float, float] | None = None
+    ps_fresh: tuple[float, float] | None = None
     ps_cores: int = 1
     update_inputs: int = 0
     grad_ready: dict[str, float] = field(default_factory=dict)
@@ -379,6 +383,12 @@ def _index(what: str, v: Any) -> None:
 # ---- measuring a profile on a graph -----------------------------------------------------------
 
 
+def _fresh(perf: Any) -> tuple[float, float] | None:
+    if perf is None or perf.fresh_threshold_bytes is None or perf.fresh_s_per_byte <= 0:
+        return None
+    return (float(perf.fresh_threshold_bytes), float(perf.fresh_s_per_byte))
+
+
 def profile_from_graph(
     train_op: Any,
     feeds: Mapping[Any, Any],
@@ -558,6 +568,8 @@ def profile_from_graph(
         ps_message_latency_s=pperf.message_latency_s,
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
+        worker_fresh=_fresh(wperf),
+        ps_fresh=_fresh(pperf),
         ps_cores=int(pperf.cores or 1),
         update_inputs=_update_inputs(updates[v] for v in var_ops),
         grad_ready=ready,

@@ -124,7 +124,9 @@ class SimRendezvous(LocalRendezvous):
             return
         env = self.network.env
         now = max(env.now, copied) + dst_cpu.perf_spec.message_latency_s  # (handed over)
-        done = dst_cpu.occupy(now, _end_cost(dst_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
+        # the receiver's end also faults in the new array the bytes land in
+        cost = _end_cost(dst_cpu, nbytes) + dst_cpu.perf_spec.fresh_seconds(nbytes)
+        done = dst_cpu.occupy(now, cost, SoftwareWork(p[3], _RECV_TENSOR))
         if done > env.now:
             env.timeout(done - env.now).callbacks.append(lambda _e: self._deliver(key, value))
         else:

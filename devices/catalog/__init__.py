@@ -19,6 +19,14 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     matrix_peak_flops.<dtype>          tensor cores / systolic arrays (required for tpu)
     memory_bandwidth_bytes_per_s       required
     memory_bytes                       required (device memory; host DRAM for a cpu)
+    cache_bytes                        optional (cpu): the last-level cache; with
+    cache_bandwidth_bytes_per_s        (both or neither) the rate of a working set that fits it:
+                                       an op moving B bytes takes min(1, cache_bytes / B) of
+                                       them at this rate, the rest at memory_bandwidth
+    fresh_memory_threshold_bytes       optional (cpu): arrays over this size get new pages from
+    fresh_memory_s_per_byte            the allocator (both or neither), which the OS faults in and
+                                       zeroes at this cost per byte (glibc: mmap past its
+                                       threshold, at most 32 MiB on 64-bit)
     kernel_launch_overhead_s           required: per-kernel launch (gpu), per-op dispatch (cpu, tpu)
     kernel_launch_overhead_clocked_s   optional (cpu): per-op dispatch of the executor's clocked
                                        schedule, which runs every partition of a distributed step
@@ -122,6 +130,10 @@ class HardwareSpec:
     memory_bandwidth_bytes_per_s: float
     memory_bytes: int
     kernel_launch_overhead_s: float
+    cache_bytes: int | None = None
+    cache_bandwidth_bytes_per_s: float | None = None
+    fresh_memory_threshold_bytes: int | None = None
+    fresh_memory_s_per_byte: float | None = None
     matrix_peak_flops: dict[str, float] = field(default_factory=dict, hash=False)
     host_link: str | None = None
     peer_link: str | None = None
@@ -422,7 +434,7 @@ class _Reader:
 
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
-    " kernel_launch_overhead_s host_link peer_link network_link systolic_array_shape matrix_units"
+    " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
     " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s".split()
 )
 _LINK_FIELDS = set(
@@ -442,6 +454,12 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         memory_bandwidth_bytes_per_s=r.number("memory_bandwidth_bytes_per_s"),
         memory_bytes=r.number("memory_bytes", integer=True),
         kernel_launch_overhead_s=r.number("kernel_launch_overhead_s"),
+        cache_bytes=r.number("cache_bytes", required=False, integer=True),
+        cache_bandwidth_bytes_per_s=r.number("cache_bandwidth_bytes_per_s", required=False),
+        fresh_memory_threshold_bytes=r.number(
+            "fresh_memory_threshold_bytes", required=False, integer=True
+        ),
+        fresh_memory_s_per_byte=r.number("fresh_memory_s_per_byte", required=False),
         host_link=r.word("host_link", required=accel),
         peer_link=r.word("peer_link", required=False),
         network_link=r.word("network_link", required=False),
@@ -465,6 +483,16 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         notes=r.notes,
         path=str(r.path),
     )
+    if (spec.cache_bytes is None) != (spec.cache_bandwidth_bytes_per_s is None):
+        name = "cache_bytes" if spec.cache_bytes is None else "cache_bandwidth_bytes_per_s"
+        raise r.error(name, "cache_bytes and cache_bandwidth_bytes_per_s go together")
+    if (spec.fresh_memory_threshold_bytes is None) != (spec.fresh_memory_s_per_byte is None):
+        name = (
+            "fresh_memory_threshold_bytes"
+            if spec.fresh_memory_threshold_bytes is None
+            else "fresh_memory_s_per_byte"
+        )
+        raise r.error(name, "fresh_memory_threshold_bytes and fresh_memory_s_per_byte go together")
     if spec.tile_loads not in (None, "tma", "threads"):
         raise r.error("tile_loads", f'expected "tma" or "threads", got {spec.tile_loads!r}')
     r.finish(_DEVICE_FIELDS)
