@@ -362,11 +362,10 @@ class _Driver(OverlappedStep):
         # ... and a shard's end of them, per group
         self.xfer_ps = [2 * mp * nvars[g] + bp * nbytes[g] for g in range(G)]
         # the receiving end's new pages for a tensor over its allocator's threshold: a worker
-        # gets each variable, a shard each gradient
+        # gets each variable (on top of xfer_w when it receives), a shard each gradient
         fresh_w = [self._fresh_s(p.worker_fresh, ks[0]) for ks in self.groups]
-        fresh_ps = [self._fresh_s(p.ps_fresh, ks[0]) for ks in self.groups]
-        self.xfer_w += sum(len(self.groups[g]) * fresh_w[g] for g in active)
-        self.xfer_ps = [x + f for x, f in zip(self.xfer_ps, fresh_ps)]
+        self.fresh_w = sum(len(self.groups[g]) * fresh_w[g] for g in active)
+        self.fresh_ps = [self._fresh_s(p.ps_fresh, ks[0]) for ks in self.groups]
         self.msg_ps = cp  # a PS receives a RunGraph request, or sends its reply
         # TF's SyncReplicasOptimizer moves two more scalars per worker step (SyncPS): its local
         # step to every PS task holding accumulators (read as the step starts), and a token
@@ -469,7 +468,8 @@ class _Driver(OverlappedStep):
         that RunGraph call is sent and received while the gradients travel)."""
         env = self.env
         now = env.now
-        end = self._w_msg(i, now if sending else now + self.w_lat, self.xfer_w)
+        cost = self.xfer_w if sending else self.xfer_w + self.fresh_w
+        end = self._w_msg(i, now if sending else now + self.w_lat, cost)
         if sending:
             self._w_msg(i, end, self.reply_own_w)
         if end > now:

@@ -217,7 +217,8 @@ class SyncPS(_Driver):
         an overlapped step, counted once its last bucket is in)."""
         now = max(self.env.now, g.copied if copied is None else copied)
         if self.msg_on:  # the shard receives the gradient (and the call for it) first
-            now = self._ps_msg(grp, now + self.ps_lat, self.xfer_ps[grp] * share)
+            cost = (self.xfer_ps[grp] + self.fresh_ps[grp]) * share
+            now = self._ps_msg(grp, now + self.ps_lat, cost)
         if g.pending is not None:
             g.pending[grp] -= 1
             if g.pending[grp]:
@@ -420,7 +421,8 @@ class AsyncPS(_Driver):
         now = self.env.now
         start = max(now, g.copied if copied is None else copied)
         if self.msg_on:
-            start = self._ps_msg(grp, start + self.ps_lat, self.xfer_ps[grp] * share)
+            cost = (self.xfer_ps[grp] + self.fresh_ps[grp]) * share
+            start = self._ps_msg(grp, start + self.ps_lat, cost)
         end = self._ps_kernel(grp, start, self.group_apply_s[grp] * share)
         if end == now:
             self._part_applied(g, self.epoch)

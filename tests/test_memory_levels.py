@@ -1,0 +1,218 @@
+"""The host memory model of the cost model: a cache level in the roofline, a profiled family's
+slope kept to where it was measured, and the allocator's new pages for large arrays (op outputs
+and received tensors, op-level and step-level), with the catalog fields and calibrate's
+measurements that feed them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.devices.catalog import CatalogError, load_device
+from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, perf_from_spec, profile_key
+from hetbed.simulator import Cluster, SimSession, sim_value
+from hetbed.simulator.training import ReplicaProfile, SyncPS
+
+MB = 1 << 20
+# round numbers: 1 TFLOP/s, memory 10 GB/s, a 32 MiB cache at 100 GB/s, new pages 0.05 ns/byte
+# over 32 MiB, 1 us per op, one core
+PLAIN = DevicePerf(
+    "host", {"float32": 1e12}, memory_bandwidth=10e9, memory_bytes=8e9, launch_overhead_s=1e-6
+)
+HOST = replace(
+    PLAIN,
+    cores=1,
+    cache_bytes=32 * MB,
+    cache_bandwidth=100e9,
+    fresh_threshold_bytes=32 * MB,
+    fresh_s_per_byte=5e-11,
+)
+
+
+def test_memory_seconds_hit_the_cache_for_the_share_that_fits():
+    assert PLAIN.memory_seconds(100 * MB) == pytest.approx(100 * MB / 10e9)
+    assert HOST.memory_seconds(8 * MB) == pytest.approx(8 * MB / 100e9)  # fits: cache rate
+    # four times the cache: a quarter of the bytes hit it
+    assert HOST.memory_seconds(128 * MB) == pytest.approx(128 * MB * (0.25 / 100e9 + 0.75 / 10e9))
+    assert HOST.memory_seconds(0.0) == 0.0
+
+
+def test_new_pages_cost_only_over_the_threshold():
+    assert HOST.fresh_seconds(32 * MB) == 0.0
+    assert HOST.fresh_seconds(64 * MB) == pytest.approx(64 * MB * 5e-11)
+    assert PLAIN.fresh_seconds(1e9) == 0.0
+
+
+def _op(build):
+    """(op, input shapes, output shapes) of the last op ``build`` makes."""
+    with hb.Graph().as_default() as g:
+        build()
+        op = g.get_operations()[-1]
+        ins = [tuple(t.shape.as_list()) for t in op.inputs]
+        outs = [tuple(t.shape.as_list()) for t in op.outputs]
+    return op, ins, outs
+
+
+N = 25 * MB // 4 * 4  # 100 MiB of float32
+
+
+def _mul(n=N):
+    return _op(lambda: hb.placeholder(hb.float32, [n]) * hb.placeholder(hb.float32, [n]))
+
+
+def test_roofline_prices_a_large_elementwise_op_from_memory_with_its_new_output():
+    op, ins, outs = _mul()
+    moved = 3 * 4 * N  # two inputs read, one output written
+    want = HOST.memory_seconds(moved) + HOST.fresh_seconds(4 * N) + 1e-6
+    assert Roofline().duration(op, ins, outs, HOST) == pytest.approx(want, rel=1e-9)
+    small_op, small_ins, small_outs = _mul(1 << 16)
+    want_small = 3 * 4 * (1 << 16) / 100e9 + 1e-6  # in the cache, no new pages
+    assert Roofline().duration(small_op, small_ins, small_outs, HOST) == pytest.approx(want_small)
+    # an update in place allocates nothing
+    upd, uins, uouts = _op(
+        lambda: hb.assign(hb.Variable(np.zeros(N, np.float32)), hb.placeholder(hb.float32, [N]))
+    )
+    assert Roofline().duration(upd, uins, uouts, HOST) < HOST.memory_seconds(3 * 4 * N) + 2e-6
+
+
+def _profiled(points):
+    """A Profiled whose Mul family was measured at ``points``: (elements, seconds)."""
+    table, work = {}, {}
+    for n, t in points:
+        op, ins, _ = _mul(n)
+        k = profile_key(op, ins)
+        table[k] = t
+        work[k] = [float(n), 12.0 * n]
+    return Profiled(table, work=work)
+
+
+def test_a_profiled_slope_does_not_carry_cache_speed_out_of_the_cache():
+    """A Mul family measured in the cache at 4x the cache's rate (b = 0.25) prices a 100 MiB
+    Mul at no less than the memory roofline; inside the cache it keeps its measured slope."""
+    pts = [(n, 2e-6 + 0.25 * 12 * n / 100e9) for n in (1 << 12, 1 << 14, 1 << 16, 1 << 18)]
+    prof = _profiled(pts)
+    op, ins, outs = _mul()
+    floor = HOST.memory_seconds(12.0 * N) + HOST.fresh_seconds(4 * N)
+    assert prof.duration(op, ins, outs, HOST) == pytest.approx(2e-6 + floor, rel=1e-6)
+    op2, ins2, outs2 = _mul(1 << 20)  # 12 MiB: in the cache, measured slope
+    assert prof.duration(op2, ins2, outs2, HOST) == pytest.approx(
+        2e-6 + 0.25 * 12 * (1 << 20) / 100e9, rel=1e-6
+    )
+
+
+def test_a_slope_from_entries_that_are_all_fixed_cost_is_not_trusted():
+    """Two tiny entries whose times differ by noise (a slope of 40 against the roofline) price
+    a large op at the roofline plus the fixed cost, not at 40 times it."""
+    pts = [(1, 4.0e-6), (1024, 4.0e-6 + 40 * 12 * 1024 / 100e9)]
+    prof = _profiled(pts)
+    op, ins, outs = _mul(1 << 20)
+    fixed = prof._fit(next(iter(prof._families)), HOST, "float32", False)[0]
+    assert prof.duration(op, ins, outs, HOST) == pytest.approx(
+        fixed + HOST.memory_seconds(12.0 * (1 << 20)), rel=1e-6
+    )
+
+
+def _read_step(perf, nbytes):
+    c = Cluster()
+    c.add_task("ps", 0, cpu=perf, nic=(1e12, 0.0))
+    c.add_task("worker", 0, cpu=perf, nic=(1e12, 0.0))
+    n = nbytes // 4
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            x = hb.placeholder(hb.float32, [n])
+            a = hb.identity(x)
+        with hb.device("/job:worker/task:0/device:cpu:0"):
+            b = hb.identity(a)
+        s = SimSession(c)
+        s.run(b, {x: sim_value([n])})
+    return s.last_record
+
+
+@pytest.mark.parametrize("mb", [16, 64])
+def test_a_received_tensor_over_the_threshold_faults_in_its_pages(mb):
+    """The receiver's end of a RecvTensor call takes bytes x fresh_s_per_byte longer for a
+    tensor over the threshold, on the step's critical path; under it, nothing."""
+    nbytes = mb * MB
+    base = _read_step(replace(HOST, fresh_s_per_byte=0.0), nbytes).step_time_s
+    fresh = _read_step(HOST, nbytes).step_time_s
+    want = nbytes * 5e-11 if nbytes > 32 * MB else 0.0
+    assert fresh - base == pytest.approx(want, rel=1e-6, abs=1e-12)
+
+
+def test_step_level_receivers_fault_in_new_pages_for_large_tensors():
+    """SyncPS with one 64 MiB and one 1 MiB variable: the worker's and the PS's ends of the
+    transfers take 64 MiB x s_per_byte more each, on the step's critical path (one worker)."""
+    dense = {"big": (64 * MB, 0), "small": (MB, 0)}
+    kw = {"worker_message_s_per_byte": 1e-12, "ps_message_s_per_byte": 1e-12}
+    plain = ReplicaProfile(1e-3, dense=dense, **kw)
+    fresh = ReplicaProfile(
+        1e-3, dense=dense, worker_fresh=(32 * MB, 5e-11), ps_fresh=(32 * MB, 5e-11), **kw
+    )
+    t0 = SyncPS(plain, 1, nic=(1e12, 0.0)).run(6).step_time()
+    t1 = SyncPS(fresh, 1, nic=(1e12, 0.0)).run(6).step_time()
+    assert t1 - t0 == pytest.approx(2 * 64 * MB * 5e-11, rel=1e-3)
+
+
+def _write(dirpath, extra):
+    (dirpath / "box.toml").write_text(
+        'name = "box"\nkind = "cpu"\n'
+        'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
+        'memory_bytes = { value = 1000000000, source = "test" }\n'
+        'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
+        + extra
+        + '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
+    )
+
+
+def test_catalog_fields_reach_the_cost_model_and_go_in_pairs(tmp_path, monkeypatch):
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    _write(
+        tmp_path,
+        'cache_bytes = { value = 33554432, source = "test" }\n'
+        'cache_bandwidth_bytes_per_s = { value = 1e11, source = "test" }\n'
+        'fresh_memory_threshold_bytes = { value = 33554432, source = "test" }\n'
+        'fresh_memory_s_per_byte = { value = 4e-11, source = "test" }\n',
+    )
+    perf = perf_from_spec(load_device("box"))
+    assert (perf.cache_bytes, perf.cache_bandwidth) == (33554432, 1e11)
+    assert (perf.fresh_threshold_bytes, perf.fresh_s_per_byte) == (33554432, 4e-11)
+    _write(tmp_path, 'cache_bytes = { value = 33554432, source = "test" }\n')
+    with pytest.raises(CatalogError, match="cache_bandwidth_bytes_per_s"):
+        load_device("box")
+    _write(tmp_path, 'fresh_memory_s_per_byte = { value = 4e-11, source = "test" }\n')
+    with pytest.raises(CatalogError, match="fresh_memory_threshold_bytes"):
+        load_device("box")
+
+
+def test_calibrate_writes_the_memory_fields_that_load_back(tmp_path, monkeypatch):
+    from hetbed.simulator.calibrate import write_machine_toml
+
+    perf = replace(
+        HOST,
+        name="this_machine",
+        peak_flops={"float32": 1e11, "float64": 5e10},
+        clocked_launch_overhead_s=2e-6,
+    )
+    write_machine_toml(perf, str(tmp_path / "this_machine.toml"))
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    back = perf_from_spec(load_device("this_machine"))
+    assert back.cache_bytes == HOST.cache_bytes and back.cache_bandwidth == HOST.cache_bandwidth
+    assert back.fresh_threshold_bytes == HOST.fresh_threshold_bytes
+    assert back.fresh_s_per_byte == pytest.approx(HOST.fresh_s_per_byte)
+    assert back.memory_seconds(128 * MB) == pytest.approx(HOST.memory_seconds(128 * MB))
+
+
+def test_the_measured_rates_of_this_machine_are_ordered():
+    """calibrate's measurements here: a cache (sysfs) whose rate is above memory's, and new
+    pages that cost time (glibc) or are left out (another C library)."""
+    from hetbed.simulator import machine as m
+
+    cache = m.last_level_cache()
+    if cache is None:
+        pytest.skip("no CPU cache size readable here")
+    assert cache >= 1 << 16
+    fresh = m.fresh_memory_cost(64 * MB)
+    assert fresh is None or fresh >= 0.0
