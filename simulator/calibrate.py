@@ -42,7 +42,7 @@ from .machine import (  # noqa: F401  (re-exported: callers import them from her
     measure_machine,
     repeated,
 )
-from .messages import MESSAGE_STEPS, loopback_link, message_costs  # noqa: F401
+from .messages import MESSAGE_STEPS, loopback_aggregate, loopback_link, message_costs  # noqa: F401
 
 _COST_FIELDS = (
     "message_s",
@@ -139,8 +139,11 @@ def calibrate_models(
     return table
 
 
-def write_link_toml(bandwidth: float, latency: float, path: str) -> None:
-    """A catalog link file ``loopback`` for the measured loopback TCP rate and latency."""
+def write_link_toml(
+    bandwidth: float, latency: float, path: str, aggregate: float | None = None
+) -> None:
+    """A catalog link file ``loopback`` for the measured loopback TCP rate and latency (and the
+    rate two concurrent streams reach together)."""
     when = datetime.date.today().isoformat()
     src = f"measured by hetbed calibrate on {when}"
     text = "\n".join(
@@ -152,6 +155,15 @@ def write_link_toml(bandwidth: float, latency: float, path: str) -> None:
             'TCP stream, 32 MiB as one message, less a round trip" }',
             f'latency_s = {{ value = {latency!r}, source = "{src}", note = "half the median round '
             'trip of a 1-byte message" }',
+            *(
+                [
+                    f"aggregate_bandwidth_bytes_per_s = {{ value = {aggregate!r}, "
+                    f'source = "{src}", note = "two concurrent streams of 32 MiB messages '
+                    'from two threads of one process, together" }'
+                ]
+                if aggregate
+                else []
+            ),
             "",
         ]
     )
@@ -228,8 +240,15 @@ def calibrate(
     links = [loopback_link() for _ in range(max(min(repeats, 5), 1))]
     rate = Measurement("loopback TCP rate", "bytes/s", [r for r, _ in links], None, (1e-9, "GB/s"))
     lat = Measurement("loopback TCP latency", "s", [t for _, t in links], None, (1e6, "us"))
-    write_link_toml(rate.median, lat.median, os.path.join(out_dir, "loopback.toml"))
-    for m in (rate, lat):
+    agg = Measurement(
+        "loopback TCP, two streams together",
+        "bytes/s",
+        [loopback_aggregate() for _ in range(max(min(repeats, 3), 1))],
+        None,
+        (1e-9, "GB/s"),
+    )
+    write_link_toml(rate.median, lat.median, os.path.join(out_dir, "loopback.toml"), agg.median)
+    for m in (rate, lat, agg):
         progress(f"  {m.name}: {m.describe()}")
     progress("measuring the runtime's CPU time per message and per byte (two processes) ...")
     fits = [message_costs(rate.median, lat.median, perf) for _ in range(max(min(repeats, 3), 1))]

@@ -45,6 +45,14 @@ def _link_numbers(link: Any) -> tuple[float, float]:
     return spec.bandwidth_bytes_per_s, spec.latency_s
 
 
+def _aggregate(link: Any) -> float | None:
+    """A loopback link's ``aggregate_bandwidth_bytes_per_s`` (None for a tuple or without it)."""
+    if isinstance(link, tuple):
+        return None
+    spec = load_link(link)
+    return getattr(spec, "aggregate_bandwidth_bytes_per_s", None)
+
+
 def _topology(value: str | HostSpec | None) -> HostSpec | None:
     return load_host(value) if isinstance(value, str) else value
 
@@ -188,6 +196,8 @@ class Cluster:
         if self._devices is not None:
             return
         nics = {t.host: Nic(*_link_numbers(t.nic)) for t in self._tasks}
+        self._task_of = {t.host: t for t in self._tasks}
+        self._loops: dict[str, Any] = {}
         if self.fabric_kind == "switch":
             self._fabric = SwitchFabric(self.network, nics)
         else:
@@ -281,13 +291,44 @@ class Cluster:
                 d.cost_model = cm  # (forgets the device's plans)
 
     def route(self, src_device: str, dst_device: str) -> tuple:
-        """The links a transfer from ``src_device`` to ``dst_device`` crosses (a shared tuple)."""
+        """The links a transfer from ``src_device`` to ``dst_device`` crosses (a shared tuple).
+
+        Two tasks of one machine whose link is a loopback with an aggregate rate
+        (``aggregate_bandwidth_bytes_per_s``, measured by ``hetbed calibrate``) have no NICs
+        between them: loopback TCP is the machine's cores copying each stream, so a stream gets
+        its own link at the single-stream rate (one per ordered pair of tasks, with their
+        links' latency) and every stream between the machine's tasks shares one link at the
+        aggregate rate; the copies' cores are booked as for any loopback flow (SimRendezvous)."""
         key = (src_device, dst_device)
         path = self._routes.get(key)
         if path is None:  # the topology is fixed once built: each pair is routed once
             self._build()
-            path = self._routes[key] = tuple(self._fabric.route_devices(src_device, dst_device))
+            path = self._loopback(src_device, dst_device) or tuple(
+                self._fabric.route_devices(src_device, dst_device)
+            )
+            self._routes[key] = path
         return path
+
+    def _loopback(self, src_device: str, dst_device: str) -> tuple | None:
+        """(pair link, machine link) from ``src_device``'s task to ``dst_device``'s when they
+        are two tasks of one machine on a loopback with an aggregate rate, else None."""
+        a = self._task_of.get(src_device.rpartition("/")[0])
+        b = self._task_of.get(dst_device.rpartition("/")[0])
+        if a is None or b is None or a is b or a.machine is None or a.machine != b.machine:
+            return None
+        agg = _aggregate(a.nic)
+        if agg is None or _aggregate(b.nic) is None:
+            return None
+        (bw_a, lat_a), (bw_b, lat_b) = _link_numbers(a.nic), _link_numbers(b.nic)
+        pair_name = f"{a.machine}:loopback:{a.host}->{b.host}"
+        if pair_name not in self._loops:
+            self._loops[pair_name] = self.network.add_link(
+                pair_name, min(bw_a, bw_b), (lat_a + lat_b) / 2
+            )
+        shared = f"{a.machine}:loopback"
+        if shared not in self._loops:
+            self._loops[shared] = self.network.add_link(shared, agg, 0.0)
+        return (self._loops[pair_name], self._loops[shared])
 
     def describe(self) -> list[dict]:
         """One row per device: name, kind, catalog key, peak float32 FLOP/s, memory bytes."""

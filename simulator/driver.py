@@ -35,6 +35,17 @@ from .topology import Nic
 # ---- the drivers --------------------------------------------------------------------------------
 
 
+def _loop_aggregate(value: Any) -> float | None:
+    """A loopback link's aggregate rate (``aggregate_bandwidth_bytes_per_s``), when ``value``
+    names or is a catalog link that has one."""
+    spec = load_link(value) if isinstance(value, str) else value
+    return (
+        getattr(spec, "aggregate_bandwidth_bytes_per_s", None)
+        if isinstance(spec, LinkSpec)
+        else None
+    )
+
+
 def _as_nic(value: Any, what: str) -> Nic:
     if isinstance(value, Nic):
         nic = value
@@ -180,6 +191,7 @@ class _Driver(OverlappedStep):
             raise ValueError(f"{self.kind}: {len(nics)} NICs given for {self.n_tasks} workers")
         self.worker_nics = [_as_nic(x, f"{self.kind}: nic") for x in nics]
         self.ps_nic = _as_nic(nics[0] if ps_nic is None else ps_nic, f"{self.kind}: ps_nic")
+        self.loop_aggregate = _loop_aggregate(nics[0] if ps_nic is None else ps_nic)
         self.straggler = combine(
             *(straggler if isinstance(straggler, (list, tuple)) else [straggler])
         )
@@ -307,8 +319,14 @@ class _Driver(OverlappedStep):
         self.group_apply_s = [float(t.iloc[ks[0]].apply_s) for ks in groups]
         self.group_aggregate_s = [float(t.iloc[ks[0]].aggregate_s) for ks in groups]
         self.n_active_groups = len(active)
+        ps_nic = self.ps_nic
+        if self.machine_cores is not None and self.loop_aggregate:
+            # one machine on a loopback with an aggregate rate: no NICs (Cluster.route): each
+            # stream at its worker's single-stream rate, a PS task's streams together at the
+            # aggregate rate
+            ps_nic = Nic(self.loop_aggregate, ps_nic.latency_s)
         self.net = PSNetwork(
-            self.env, self.worker_nics, [self.ps_nic] * self.n_ps, groups, self.network_mode
+            self.env, self.worker_nics, [ps_nic] * self.n_ps, groups, self.network_mode
         )
         self._build_messages(t)
         size = math.inf if self.bucket_bytes is None else self.bucket_bytes

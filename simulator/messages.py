@@ -87,6 +87,56 @@ def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
     return big / max(best - rtt, 1e-9), rtt / 2
 
 
+def loopback_aggregate(big: int = 32 << 20, streams: int = 2, rounds: int = 4) -> float:
+    """Bytes/s that ``streams`` concurrent TCP streams over 127.0.0.1 reach together: this
+    process sends ``big``-byte messages on each from a thread of its own to a child echoing one
+    byte, ``rounds`` each (the machine's cores copy the streams; one stream alone is
+    ``loopback_link``'s rate)."""
+    import socket
+    import struct
+    import subprocess
+    import sys
+    import threading
+
+    from hetbed.runtime.distributed.datachannel import recv_exact
+
+    peers, socks = [], []
+    try:
+        for _ in range(streams):
+            peer = subprocess.Popen(
+                [sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True
+            )
+            peers.append(peer)
+            line = peer.stdout.readline()
+            if not line.strip().isdigit():
+                raise RuntimeError(f"the loopback peer process did not start (it printed {line!r})")
+            cli = socket.create_connection(("127.0.0.1", int(line)), timeout=30)
+            cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            socks.append(cli)
+        payload = struct.pack("!I", big) + bytes(big)
+
+        def send(cli: socket.socket, n: int) -> None:
+            for _ in range(n):
+                cli.sendall(payload)
+                recv_exact(cli, 1)
+
+        for cli in socks:  # one message each first: buffers grown, pages touched
+            send(cli, 1)
+        threads = [threading.Thread(target=send, args=(c, rounds)) for c in socks]
+        t = time.perf_counter()
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        elapsed = time.perf_counter() - t
+    finally:
+        for cli in socks:
+            cli.close()
+        for peer in peers:
+            peer.wait(timeout=30)
+    return streams * rounds * big / elapsed
+
+
 #: the PS task of ``message_costs``, run as its own process (python -c): a hetbed server
 _PS_TASK = """
 import sys

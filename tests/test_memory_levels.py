@@ -216,3 +216,67 @@ def test_the_measured_rates_of_this_machine_are_ordered():
     assert cache >= 1 << 16
     fresh = m.fresh_memory_cost(64 * MB)
     assert fresh is None or fresh >= 0.0
+
+
+def _loopback(dirpath, aggregate):
+    extra = (
+        f'aggregate_bandwidth_bytes_per_s = {{ value = {aggregate}, source = "test" }}\n'
+        if aggregate
+        else ""
+    )
+    (dirpath / "lo_test.toml").write_text(
+        'name = "lo"\nkind = "loopback"\n'
+        'bandwidth_bytes_per_s = { value = 4e9, source = "test" }\n'
+        'latency_s = { value = 1e-5, source = "test" }\n' + extra
+    )
+
+
+def _two_pulls(aggregate, tmp_path, monkeypatch, machine="m"):
+    """Seconds each of two 40 MB flows takes, PS -> two workers at once on one machine."""
+    (tmp_path / "links").mkdir(exist_ok=True)
+    _loopback(tmp_path / "links", aggregate)
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    c = Cluster()
+    host = replace(PLAIN, cores=8)
+    c.add_task("ps", 0, cpu=host, nic="lo_test", machine=machine)
+    for i in range(2):
+        c.add_task("worker", i, cpu=host, nic="lo_test", machine=machine)
+    n = 10_000_000
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            x = hb.placeholder(hb.float32, [n])
+            a = hb.identity(x)
+        outs = []
+        for i in range(2):
+            with hb.device(f"/job:worker/task:{i}/device:cpu:0"):
+                outs.append(hb.identity(a))
+        s = SimSession(c)
+        s.run(outs, {x: sim_value([n])})
+    fl = s.last_record.flows
+    big = fl[fl.bytes > 1e6]
+    return sorted((big.end_s - big.start_s).tolist())
+
+
+def test_loopback_streams_share_the_machine_aggregate_not_a_nic(tmp_path, monkeypatch):
+    """Two concurrent 40 MB pulls between tasks of one machine: with an aggregate of 6 GB/s
+    each runs at 3 GB/s (its single-stream rate is 4); with an aggregate of 10 GB/s each at
+    its own 4 GB/s; without one they share the PS task's NIC at 4 GB/s (2 each), as before."""
+    nbytes, lat = 40e6, 1e-5
+    for agg, rate in ((6e9, 3e9), (10e9, 4e9), (None, 2e9)):
+        got = _two_pulls(agg, tmp_path, monkeypatch)
+        assert got == pytest.approx([lat + nbytes / rate] * 2, rel=1e-3), agg
+
+
+def test_step_level_loopback_streams_use_the_aggregate(tmp_path):
+    """SyncPS with every task on one machine: two workers' pulls of a 40 MB variable share the
+    PS task's rate; with the loopback's aggregate (6 GB/s) they are faster than through a NIC
+    of the single-stream rate (4 GB/s), and slower than with no limit but each stream's."""
+    from hetbed.devices.catalog import LinkSpec
+
+    prof = ReplicaProfile(1e-4, dense={"w": (40e6, 0)})
+
+    def step(agg):
+        link = LinkSpec("lo", "lo", "loopback", 4e9, 1e-5, aggregate_bandwidth_bytes_per_s=agg)
+        return SyncPS(prof, 2, nic=link, machine_cores=8).run(6).step_time()
+
+    assert step(None) > step(6e9) > step(1e12)

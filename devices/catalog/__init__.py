@@ -65,7 +65,10 @@ dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
 Link fields (``kind`` is ``"pcie"``, ``"nvlink"``, ``"ethernet"``, ``"infiniband"``, ``"loopback"`` or
 ``"other"``): ``name``, ``kind``, ``bandwidth_bytes_per_s`` (per direction), ``latency_s``
 (one-way, small message) required; ``links`` and ``per_link_bandwidth_bytes_per_s`` when the
-bandwidth aggregates several physical links (NVLink: per-GPU aggregate = links x per-link).
+bandwidth aggregates several physical links (NVLink: per-GPU aggregate = links x per-link);
+``aggregate_bandwidth_bytes_per_s`` (loopback) the rate several concurrent streams between the
+machine's tasks reach together (its cores copying them), ``bandwidth_bytes_per_s`` being one
+stream's.
 
 Host topologies (``hosts/<key>.toml``, ``kind = "host"``; ``load_host``, ``list_hosts``): how a
 machine's GPUs, PCIe switches, CPU sockets, NVSwitches and NICs are wired, as groups of cables of
@@ -185,6 +188,8 @@ class LinkSpec:
     latency_s: float
     links: int | None = None
     per_link_bandwidth_bytes_per_s: float | None = None
+    #: (loopback) the rate concurrent streams between a machine's tasks reach together
+    aggregate_bandwidth_bytes_per_s: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -438,7 +443,8 @@ _DEVICE_FIELDS = set(
     " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s".split()
 )
 _LINK_FIELDS = set(
-    "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s".split()
+    "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s"
+    " aggregate_bandwidth_bytes_per_s".split()
 )
 
 
@@ -509,6 +515,7 @@ def _link(r: _Reader, kind: str) -> LinkSpec:
         latency_s=r.number("latency_s"),
         links=r.number("links", required=False, integer=True),
         per_link_bandwidth_bytes_per_s=r.number("per_link_bandwidth_bytes_per_s", required=False),
+        aggregate_bandwidth_bytes_per_s=r.number("aggregate_bandwidth_bytes_per_s", required=False),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),
