@@ -124,9 +124,14 @@ def calibrate_models(
     builders: dict[str, Callable],
     repeats: int = 10,
     work: dict[str, tuple[float, float]] | None = None,
+    passes: int = 1,
+    apart: list | None = None,
 ) -> dict[str, float]:
     """One profile table over the training steps of ``builders`` (name -> build fn); ``work``
-    receives each entry's FLOPs and bytes."""
+    receives each entry's FLOPs and bytes. With ``passes`` > 1 every model is profiled that
+    many times and each entry keeps its fastest pass (a pass slowed by a passing disturbance
+    then does not price the op); ``apart`` (a list) receives, per entry measured in several
+    passes, the ratio of its slowest pass to its fastest."""
     table: dict[str, float] = {}
     for build in builders.values():
         g = Graph()
@@ -134,8 +139,13 @@ def calibrate_models(
             train, feed = build()
             sess = Session(graph=g)
             sess.run(global_variables_initializer())
-            table.update(profile_ops(sess, train, feed, repeats, work=work)[0])
+            runs = [profile_ops(sess, train, feed, repeats, work=work)[0] for _ in range(passes)]
             sess.close()
+        for key in runs[0]:
+            vals = [r[key] for r in runs if key in r]
+            table[key] = min(vals)
+            if apart is not None and len(vals) > 1 and min(vals) > 0:
+                apart.append(max(vals) / min(vals))
     return table
 
 
@@ -273,15 +283,25 @@ def calibrate(
     perf = replace(perf, **{a: c.median for a, c in zip(_COST_FIELDS, costs)})
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
     ms += [rate, lat, *costs]
-    progress(f"profiling the ops of {', '.join(builders)} ...")
+    progress(f"profiling the ops of {', '.join(builders)} (twice, each op's faster pass) ...")
     work: dict[str, tuple[float, float]] = {}
-    table = calibrate_models(builders, repeats, work)
+    apart: list[float] = []
+    meter = LoadMeter().start()
+    table = calibrate_models(builders, repeats, work, passes=2, apart=apart)
+    load = meter.stop()
+    wide = sum(1 for r in apart if r > 1.25)
+    note = f", other load {load:.2f} cores" if load is not None else ""
+    flag = (wide > len(apart) // 10) or (load is not None and load > NOISY_LOAD_CORES)
+    progress(
+        f"  {wide} of {len(apart)} entries differ by more than 25% between the two passes{note}"
+        + ("  NOISY (rerun on a quiet machine)" if flag else "")
+    )
     prof = Profiled(
         table, Roofline(), overhead_s=perf.launch_overhead_s, device="this_machine", work=work
     )
     prof.save(os.path.join(out_dir, "profile.json"))
     progress(f"  {len(table)} op entries -> {os.path.join(out_dir, 'profile.json')}")
-    noisy = [m.name for m in ms if m.noisy]
+    noisy = [m.name for m in ms if m.noisy] + (["the op profile"] if flag else [])
     if noisy:
         progress(
             f"NOISY: {', '.join(noisy)}: other work disturbed the measurement; rerun when the machine is quiet"

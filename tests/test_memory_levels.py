@@ -280,3 +280,16 @@ def test_step_level_loopback_streams_use_the_aggregate(tmp_path):
         return SyncPS(prof, 2, nic=link, machine_cores=8).run(6).step_time()
 
     assert step(None) > step(6e9) > step(1e12)
+
+
+def test_calibrate_profiles_twice_and_keeps_each_ops_faster_pass(monkeypatch):
+    """calibrate_models with passes=2: an entry slowed in one pass (a passing disturbance)
+    keeps the other pass's time, and the ratio of the two is reported."""
+    from hetbed.simulator import calibrate as cal
+
+    passes = iter([{"a": 2.0e-3, "b": 1.0e-6}, {"a": 1.0e-3, "b": 1.1e-6}])
+    monkeypatch.setattr(cal, "profile_ops", lambda *a, **k: (next(passes), None))
+    apart: list = []
+    table = cal.calibrate_models({"m": lambda: (hb.no_op(), {})}, repeats=1, passes=2, apart=apart)
+    assert table == {"a": 1.0e-3, "b": 1.0e-6}
+    assert apart == pytest.approx([2.0, 1.1])
