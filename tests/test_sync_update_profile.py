@@ -10,7 +10,12 @@ import numpy as np
 
 import hetbed as hb
 from hetbed.devices.costmodel import Profiled
-from hetbed.scenarios.models.small import BUILDERS, CALIBRATION_BUILDERS, build_sync_update
+from hetbed.scenarios.models.small import (
+    BUILDERS,
+    CALIBRATION_BUILDERS,
+    build_stream_update,
+    build_sync_update,
+)
 from hetbed.simulator.calibrate import calibrate_models
 
 
@@ -35,8 +40,24 @@ def test_sync_update_step_values():
         np.testing.assert_allclose(sess.run("sync_vector:0"), v, rtol=1e-5, atol=1e-7)
 
 
+def test_stream_update_step_values():
+    """Each step of the large-variable update applies d/dv sum(v * x) = x by SGD through the
+    accumulator, and moves the local step on (so the next gradient is not stale and the step
+    does not wait)."""
+    g = hb.Graph()
+    with g.as_default():
+        train, feed = build_stream_update(n=8)
+        (x,) = feed.values()
+        sess = hb.Session(graph=g)
+        sess.run(hb.global_variables_initializer())
+        for k in range(3):
+            sess.run(train, feed, options=hb.RunOptions(timeout_in_ms=20_000))
+            assert sess.run("stream_local_step:0") == k + 1
+        np.testing.assert_allclose(sess.run("stream_v:0"), -0.03 * x, rtol=1e-5)
+
+
 def test_calibrate_profiles_the_sync_update_ops():
-    assert set(CALIBRATION_BUILDERS) == {*BUILDERS, "sync_update"}
+    assert set(CALIBRATION_BUILDERS) == {*BUILDERS, "sync_update", "stream_update"}
     table = calibrate_models({"sync_update": lambda: build_sync_update(n=16)}, repeats=2)
     types = {k.split('"')[1] for k in table}
     assert {

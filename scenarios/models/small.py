@@ -151,8 +151,35 @@ def build_sync_update(n: int = 1024, seed: int = 0):
     return train, {x: rng.standard_normal(n).astype(np.float32)}
 
 
-#: what ``hetbed calibrate`` profiles by default: the models, and the ops of synchronous updates
-CALIBRATION_BUILDERS = {**BUILDERS, "sync_update": build_sync_update}
+def build_stream_update(n: int = 4 << 20, seed: int = 0):
+    """The ops of a large variable's step and update, at 16 MiB (``n`` float32): its product
+    with an input and the product's sum, the gradient, a ConditionalAccumulator taking it and
+    handing its average to SGD. ``sync_update`` measures such ops at 4 KiB, where a call's fixed
+    cost hides what a byte costs; measured here too, a simulated cluster prices them on large
+    tensors from a size where streaming through memory dominates, not from a slope read off
+    4 KiB calls."""
+    rng = np.random.default_rng(seed)
+    x = hb.placeholder(hb.float32, [n], name="stream_x")
+    v = hb.Variable(np.zeros(n, np.float32), name="stream_v")
+    (grad,) = hb.gradients(hb.reduce_sum(v * x), [v])
+    acc = hb.ConditionalAccumulator(hb.float32, v.shape, name="stream_acc")
+    local = hb.Variable(np.int64(0), name="stream_local_step", trainable=False)
+    push = acc.apply_grad(grad, local_step=local.value())
+    with hb.control_dependencies([push]):
+        avg = acc.take_grad(1)
+    update = hb.train.GradientDescentOptimizer(0.01).apply_gradients([(avg, v)])
+    with hb.control_dependencies([update]):  # the next gradient is for the next time step
+        train = hb.assign_add(local, 1)
+    return train, {x: rng.standard_normal(n).astype(np.float32)}
+
+
+#: what ``hetbed calibrate`` profiles by default: the models, the ops of synchronous updates,
+#: and the ops of a large variable's update
+CALIBRATION_BUILDERS = {
+    **BUILDERS,
+    "sync_update": build_sync_update,
+    "stream_update": build_stream_update,
+}
 
 
 def build_ps_towers(
