@@ -374,6 +374,7 @@ class Profiled(CostModel):
             if k in self.work:
                 self._families.setdefault(_family(k), []).append((self.work[k], t))
         self._fits: dict[tuple[str, str, bool], tuple[float, float] | None] = {}
+        self._reaches: dict[tuple, tuple[float, float]] = {}
         tiny = sorted(t for k, t in table.items() if k in self.work and _is_tiny(*self.work[k]))
         self.call_s = tiny[len(tiny) // 2] if tiny else 0.0
 
@@ -408,11 +409,14 @@ class Profiled(CostModel):
     def _reach(self, fam: str, perf: DevicePerf, dtype: str, matrix: bool) -> tuple[float, float]:
         """(largest roofline seconds, largest bytes moved) among the family's measured entries:
         how far its fit was measured."""
-        pts = self._families[fam]
-        return (
-            max(roofline_seconds(f, b, perf, dtype, matrix) for (f, b), _ in pts),
-            max(b for (_, b), _ in pts),
-        )
+        k = (fam, perf.name, dtype, matrix)
+        if k not in self._reaches:
+            pts = self._families[fam]
+            self._reaches[k] = (
+                max(roofline_seconds(f, b, perf, dtype, matrix) for (f, b), _ in pts),
+                max(b for (_, b), _ in pts),
+            )
+        return self._reaches[k]
 
     def _fit(
         self, fam: str, perf: DevicePerf, dtype: str, matrix: bool
