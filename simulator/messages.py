@@ -47,11 +47,22 @@ while True:
 """
 
 
+def _connect(peer: Any) -> Any:
+    """A TCP connection (no Nagle) to the ``_ECHO`` child ``peer``, once it has printed its port."""
+    import socket
+
+    line = peer.stdout.readline()
+    if not line.strip().isdigit():
+        raise RuntimeError(f"the loopback peer process did not start (it printed {line!r})")
+    cli = socket.create_connection(("127.0.0.1", int(line)), timeout=30)
+    cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return cli
+
+
 def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
     """(bytes/s, one-way latency s) of TCP over 127.0.0.1 between this process and another
     (a child echoing each message with one byte): the latency is half the median round trip of
     a 1-byte message, the rate that of ``big`` bytes sent as one message (less a round trip)."""
-    import socket
     import struct
     import subprocess
     import sys
@@ -60,13 +71,7 @@ def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
 
     peer = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True)
     try:
-        line = peer.stdout.readline()
-        if not line.strip().isdigit():
-            raise RuntimeError(f"the loopback peer process did not start (it printed {line!r})")
-        port = int(line)
-        cli = socket.create_connection(("127.0.0.1", port), timeout=30)
-        cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        with cli:
+        with _connect(peer) as cli:
             rtts = []
             one = struct.pack("!I", 1) + b"x"
             for _ in range(pings):
@@ -107,12 +112,7 @@ def loopback_aggregate(big: int = 32 << 20, streams: int = 2, rounds: int = 4) -
                 [sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True
             )
             peers.append(peer)
-            line = peer.stdout.readline()
-            if not line.strip().isdigit():
-                raise RuntimeError(f"the loopback peer process did not start (it printed {line!r})")
-            cli = socket.create_connection(("127.0.0.1", int(line)), timeout=30)
-            cli.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            socks.append(cli)
+            socks.append(_connect(peer))
         payload = struct.pack("!I", big) + bytes(big)
 
         def send(cli: socket.socket, n: int) -> None:
