@@ -46,6 +46,7 @@ from .errors import (
 from .frame_step import LoopOpFailed
 from .node_errors import annotate as _annotate
 from .node_errors import wrap as _wrap
+from .ops import intraop
 from .prepare import (
     KernelContext,
     Node,
@@ -137,14 +138,23 @@ def run_step(
     """Run one step of ``plan``: the one function every session and worker picks a schedule by.
 
     The straight-line schedule when every node runs inline and nothing watches (no clock, no
-    observer); the clocked schedule (``run_clocked``) otherwise.
+    observer); the clocked schedule (``run_clocked``) otherwise. A step with kernels that split
+    their GEMMs over the intra-op threads runs with numpy's BLAS held at one thread.
     """
+    if plan.splits_gemms and intraop.wanted():
+        with intraop.one_blas_thread():
+            _run_schedule(plan, vals, step, clock, observer, timeout_s)
+    else:
+        _run_schedule(plan, vals, step, clock, observer, timeout_s)
+    for sync in plan.stream_syncs:  # the kernels a GPU was left running (sync_on_finish)
+        sync()
+
+
+def _run_schedule(plan, vals, step, clock, observer, timeout_s) -> None:
     if plan.straight_line and clock is None and observer is None:
         run_straight_line(plan, vals, step)
     else:
         run_clocked(plan, vals, step, clock, observer, timeout_s)
-    for sync in plan.stream_syncs:  # the kernels a GPU was left running (sync_on_finish)
-        sync()
 
 
 class WallClock:

@@ -20,6 +20,7 @@ from . import dtypes as _dt
 from .errors import InvalidArgumentError
 from .frames import analyze as analyze_frames
 from .graph import Operation, Tensor
+from .ops import intraop
 from .registry import Kernel
 
 
@@ -146,6 +147,8 @@ class PreparedGraph:
         self.stream_syncs = [
             d.synchronize for d in {id(n.device): n.device for n in nodes if n.on_stream}.values()
         ]
+        #: a CPU kernel of the step splits its GEMMs over the intra-op threads (ops/intraop.py)
+        self.splits_gemms = any(n.op.type in intraop.SPLIT_OPS and not n.on_stream for n in nodes)
         #: the graph has conditionals (Switch): dead tensors propagate (ops/cond.py)
         self.has_cond = False
         #: the frames of its while loops (runtime/frames.py), or None

@@ -8,7 +8,7 @@ import pytest
 from opcheck import check_gradient
 
 import hetbed as hb
-from hetbed.runtime.ops import nn, nn_cpu
+from hetbed.runtime.ops import intraop, nn, nn_cpu
 
 RNG = np.random.default_rng(7)
 
@@ -96,7 +96,7 @@ def block(request, monkeypatch):
     if elems is not None:
         monkeypatch.setattr(nn_cpu, "_BLOCK_ELEMS", elems)
         monkeypatch.setattr(nn_cpu, "_TBLOCK_ELEMS", elems)
-    monkeypatch.setattr(nn_cpu, "_THREADS", threads)
+    monkeypatch.setattr(intraop, "THREADS", threads)
     return request.param
 
 
@@ -122,7 +122,7 @@ def test_conv_kernels_match_direct_loops(case, dtype, block):
 
 
 def _blas_threads():
-    blas = nn_cpu._numpy_blas()
+    blas = intraop.numpy_blas()
     return blas.get_num_threads() if blas else None
 
 
@@ -147,9 +147,9 @@ def test_threaded_blocks_restore_blas_threads_and_equal_blocks_in_turn(monkeypat
         )
 
     before = _blas_threads()
-    monkeypatch.setattr(nn_cpu, "_THREADS", 1)
+    monkeypatch.setattr(intraop, "THREADS", 1)
     in_turn = run()
-    monkeypatch.setattr(nn_cpu, "_THREADS", 3)
+    monkeypatch.setattr(intraop, "THREADS", 3)
     want = run()
     for a, b in zip(want, in_turn):  # blocks per thread are smaller: other partial sums
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)

@@ -22,6 +22,7 @@ from ..registry import (
     same_dtype,
     unchanged_shape,
 )
+from . import intraop
 
 # ---- helpers for gradients of broadcasting ops ------------------------------------------------
 
@@ -463,6 +464,8 @@ def _matmul(ctx, a, b):
         a = a.T
     if at["transpose_b"]:
         b = b.T
+    if ctx.xp is np:
+        return intraop.matmul(a, b)
     return a @ b
 
 
@@ -524,6 +527,8 @@ def _bmm(ctx, a, b):
         a = ctx.xp.swapaxes(a, -1, -2)
     if ctx.attrs["adj_y"]:
         b = ctx.xp.swapaxes(b, -1, -2)
+    if ctx.xp is np:
+        return intraop.matmul(a, b)
     return ctx.xp.matmul(a, b)
 
 

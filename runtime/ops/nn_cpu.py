@@ -8,8 +8,8 @@ whole batch (tens of MB) costs a trip to memory to write and another to read, an
 these tall-and-narrow products faster on a block of ~1-2k rows than on 12k. The gradient with
 respect to the input multiplies each block of the output gradient by the filter and scatters the
 block back into the (padded) input gradient with the compiled inverse loop (col2im). The blocks
-can run on threads instead, each block's patch matrix and GEMM on one thread (BLAS on one thread
-meanwhile), each thread taking the next block: see ``_THREADS``. Max pooling
+run on the intra-op threads (``intraop.py``), each block's patch matrix and GEMM on one thread
+(BLAS on one thread meanwhile), each thread taking the next block. Max pooling
 and its gradient are compiled loops over the windows that never build the padded input; windows
 that tile the input (stride = window, the common 2x2/2) take loops without bounds that run over
 a row of windows at a time, so their channel loops vectorize, and whose gradient writes each cell
@@ -27,16 +27,14 @@ this file (``cache=True``), so later processes load it instead of compiling.
 
 from __future__ import annotations
 
-import itertools
-import os
-import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from numba import njit
+
+from . import intraop
+from .intraop import run_blocks as _run_blocks
+from .intraop import threads_for as _threads
 
 # Elements of the patch matrix built at once: 2M (8 MB of float32, 2,621 rows of a 5x5x32 filter),
 # which keeps the buffer and its GEMM's operands in this machine's L3 (32 MB). Measured on the
@@ -269,151 +267,6 @@ def _max_pool_grad_tiles(x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - comp
                             tk[ch] |= hit
 
 
-# ---- running blocks on threads ---------------------------------------------------------------
-
-# Threads a convolution's blocks run on: 1 (the default) runs them in turn on the calling thread,
-# each GEMM split over BLAS's own threads; n > 1 runs them on n threads, each taking the next
-# block not yet taken, building its patch matrix and multiplying it with BLAS on that thread alone;
-# None: as many as numpy's BLAS may use, at most the CPUs this process may run on.
-# ``HETBED_CONV_THREADS`` sets it (a number, or "auto" for None).
-#
-# Threads help on a machine shared with other jobs: a thread the OS deschedules then delays only
-# its own block, where BLAS's split makes every one of a step's GEMMs wait for its slowest thread.
-# Beside busy processes the CNN step's convolution ops took 2-4x less time on threads (the step's
-# median 47-91 ms against 120-383 ms). On an idle machine they cost time instead: the CNN step's
-# fastest rounds took 29 ms against 19 ms in turn (OpenBLAS's worker, still spinning after the
-# dense layers' threaded GEMMs, holds the core the second thread needs).
-
-
-def _threads_from_env() -> int | None:
-    v = os.environ.get("HETBED_CONV_THREADS", "").strip().lower()
-    if v == "auto":
-        return None
-    try:
-        return max(1, int(v))
-    except ValueError:
-        return 1
-
-
-_THREADS: int | None = _threads_from_env()
-
-_pool: ThreadPoolExecutor | None = None
-_blas: Any = None  # threadpoolctl's controller of numpy's BLAS; False: none found
-_blas_lock = threading.Lock()
-_blas_users = 0  # convolutions running with BLAS on one thread
-_blas_saved = 1  # BLAS's thread count before the first of them
-
-
-def _reset_after_fork() -> None:
-    global _pool, _blas_lock, _blas_users
-    _pool, _blas_lock, _blas_users = None, threading.Lock(), 0
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def _cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def _numpy_blas() -> Any:
-    """threadpoolctl's controller of the BLAS numpy uses, or False when there is no single one
-    (then convolutions run their blocks in turn, each GEMM on BLAS's own threads)."""
-    global _blas
-    if _blas is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            libs = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
-            libs = [c for c in libs if "numpy" in str(c.filepath)] or libs
-            _blas = libs[0] if len(libs) == 1 else False
-        except Exception:  # noqa: BLE001 - no threadpoolctl, or it cannot read the library
-            _blas = False
-    return _blas
-
-
-def _threads(nblocks: int) -> int:
-    """How many threads run ``nblocks`` blocks: 1 (in turn, on the calling thread) unless there
-    are at least two blocks and a BLAS whose threads can be set."""
-    if nblocks < 2:
-        return 1
-    blas = _numpy_blas()
-    if not blas:
-        return 1
-    want = _THREADS if _THREADS is not None else min(blas.get_num_threads(), _cpus())
-    return max(1, min(want, nblocks))
-
-
-@contextmanager
-def _one_blas_thread():
-    """numpy's BLAS on one thread while any convolution runs its blocks on threads; the count
-    it had before comes back when the last of them ends."""
-    global _blas_users, _blas_saved
-    blas = _numpy_blas()
-    with _blas_lock:
-        if _blas_users == 0:
-            _blas_saved = blas.get_num_threads()
-            blas.set_num_threads(1)
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                blas.set_num_threads(_blas_saved)
-
-
-def _run_blocks(
-    nblocks: int, threads: int, scratch: Callable[[], Any], work: Callable[[int, Any], None]
-) -> None:
-    """``work(i, buf)`` for each block i: in turn when ``threads`` is 1, else on ``threads``
-    threads (the caller one of them), each with its own ``buf = scratch()``, each taking the next
-    block not yet taken. The caller returns once every block is done, not waiting for a helper
-    that has not started (on a busy machine it may start late, and then finds nothing to take);
-    the first error of a block is raised, and the blocks not yet taken are skipped."""
-    global _pool
-    if threads <= 1:
-        buf = scratch()
-        for i in range(nblocks):
-            work(i, buf)
-        return
-    taken = itertools.count()
-    errors: list[BaseException] = []
-    done = [0]
-    lock = threading.Lock()
-    finished = threading.Event()
-
-    def loop() -> None:
-        buf = None
-        while (i := next(taken)) < nblocks:
-            try:
-                if not errors:
-                    if buf is None:
-                        buf = scratch()
-                    work(i, buf)
-            except BaseException as e:  # noqa: BLE001 - raised by the caller below
-                errors.append(e)
-            with lock:
-                done[0] += 1
-                if done[0] == nblocks:
-                    finished.set()
-
-    with _one_blas_thread():
-        if _pool is None or _pool._max_workers < threads - 1:
-            _pool = ThreadPoolExecutor(max(threads - 1, _cpus() - 1), "hetbed-conv")
-        for _ in range(threads - 1):
-            _pool.submit(loop)
-        loop()
-        finished.wait()
-    if errors:
-        raise errors[0]
-
-
 # ---- convolution -----------------------------------------------------------------------------
 
 
@@ -453,14 +306,16 @@ class _Patches:
 
 
 def _patches(x, kh, kw, sh, sw, ho, wo, ph, pw) -> tuple[_Patches, int]:
-    """The blocks of ``x``'s patch matrix and the threads to run them on (blocks half as large
-    per thread as on one, so the threads' buffers together take the same cache)."""
-    p = _Patches(x, kh, kw, sh, sw, ho, wo, ph, pw)
-    threads = _threads(p.nblocks)
-    if threads > 1 and not p.transposed:
-        p = _Patches(x, kh, kw, sh, sw, ho, wo, ph, pw, threads)
-        threads = _threads(p.nblocks)
-    return p, threads
+    """The blocks of ``x``'s patch matrix and the threads to run them on: on the intra-op threads
+    blocks half as large per thread as on one (the threads' buffers together take the same
+    cache), and at least one block per thread."""
+    n, _, _, c = x.shape
+    want = _threads(n * ho * wo)
+    p = _Patches(x, kh, kw, sh, sw, ho, wo, ph, pw, want)
+    if want > 1 and not p.transposed and p.nblocks < want:
+        p.step = -(-p.rows // want)
+        p.nblocks = -(-p.rows // p.step)
+    return p, min(want, p.nblocks)
 
 
 def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
@@ -484,10 +339,9 @@ def _conv2d_gemm(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: in
     kh, kw, _, co = f.shape
     k, rows = kh * kw * c, n * ho * wo
     f2 = np.ascontiguousarray(f).reshape(k, co)
-    out = np.empty((rows, co), dtype=x.dtype)
     if kh == kw == sh == sw == 1:
-        np.matmul(x.reshape(rows, c), f2, out=out)
-        return out.reshape(n, ho, wo, co)
+        return intraop.matmul(x.reshape(rows, c), f2).reshape(n, ho, wo, co)
+    out = np.empty((rows, co), dtype=x.dtype)
     p, threads = _patches(x, kh, kw, sh, sw, ho, wo, ph, pw)
 
     def work(i: int, buf: np.ndarray) -> None:
@@ -526,7 +380,7 @@ def _conv2d_backprop_filter_gemm(x, dy, kh: int, kw: int, sh: int, sw: int, ph, 
     k, rows = kh * kw * c, n * ho * wo
     dy2 = np.ascontiguousarray(dy).reshape(rows, co)
     if kh == kw == sh == sw == 1:
-        return (x.reshape(rows, c).T @ dy2).reshape(kh, kw, c, co)
+        return intraop.matmul(x.reshape(rows, c).T, dy2).reshape(kh, kw, c, co)
     p, threads = _patches(x, kh, kw, sh, sw, ho, wo, ph, pw)
     if threads > 1 and p.nblocks * k * co > _PARTS_ELEMS:
         p, threads = _Patches(x, kh, kw, sh, sw, ho, wo, ph, pw), 1

@@ -35,6 +35,8 @@ import time
 import numpy as np
 from numba import njit
 
+from .intraop import run_blocks, threads_for
+
 POINTS = (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5)  # with infinity: eight points, 8 x 8 tiles
 OUTPUT_TILE = {3: 6, 5: 4}  # filter size r -> output tile m (m + r - 1 == 8)
 
@@ -43,6 +45,8 @@ OUTPUT_TILE = {3: 6, 5: 4}  # filter size r -> output tile m (m + r - 1 == 8)
 # blocks of 1M-4M elements within 5% of each other in a training step; 8M 15% slower, and smaller
 # blocks make GEMMs too small for BLAS's threads.
 _BLOCK_ELEMS = 1 << 22
+_PARTS_ELEMS = 1 << 23  # filter-gradient partial sums kept at once (32 MB)
+_THREAD_BLOCK_ELEMS = 1 << 20  # per block on threads (T=64-256 tiles of that layer within 3%)
 _MIN_CHANNELS = 8  # fewer input or output channels: GEMMs too thin to gain (a first layer)
 _MAX_WASTE = 1.35
 
@@ -406,9 +410,18 @@ def _pad_to(x: np.ndarray, top: int, left: int, hp: int, wp: int) -> np.ndarray:
     return out
 
 
-def _tile_rows(tiles: int, per_tile: int) -> int:
-    """Tiles transformed and multiplied at once: as many as fit _BLOCK_ELEMS."""
-    return max(1, min(tiles, _BLOCK_ELEMS // max(per_tile, 1)))
+def _blocks(tiles: int, per_tile: int) -> tuple[int, int, int]:
+    """(tiles per block, blocks, threads): on the intra-op threads (intraop.py) each thread
+    transforms and multiplies blocks of _THREAD_BLOCK_ELEMS (at least one block per thread) with
+    BLAS on that thread; on one thread, blocks of _BLOCK_ELEMS, each block's GEMMs on BLAS's
+    own threads."""
+    want = threads_for(tiles)
+    if want > 1:
+        step = max(1, min(-(-tiles // want), _THREAD_BLOCK_ELEMS // max(per_tile, 1)))
+    else:
+        step = max(1, min(tiles, _BLOCK_ELEMS // max(per_tile, 1)))
+    nblocks = -(-tiles // step)
+    return step, nblocks, min(want, nblocks)
 
 
 def conv2d(x: np.ndarray, f: np.ndarray, ho: int, wo: int, ph, pw) -> np.ndarray:
@@ -425,15 +438,24 @@ def conv2d(x: np.ndarray, f: np.ndarray, ho: int, wo: int, ph, pw) -> np.ndarray
     out = np.empty((n, ho, wo, co), dtype=np.float32)
     out3 = out.reshape(n, ho, wo * co)
     tiles = n * th * tw
-    step = _tile_rows(tiles, 64 * (c + co))
-    v = np.empty((64, step, c), np.float32)
-    mm = np.empty((64, step, co), np.float32)
-    tmp = np.empty((8, 8 * max(c, co)), np.float32)
-    for t0 in range(0, tiles, step):
+    step, nblocks, threads = _blocks(tiles, 64 * (c + co))
+
+    def scratch():
+        return (
+            np.empty((64, step, c), np.float32),
+            np.empty((64, step, co), np.float32),
+            np.empty((8, 8 * max(c, co)), np.float32),
+        )
+
+    def work(i: int, buf) -> None:
+        v, mm, tmp = buf
+        t0 = i * step
         t1 = min(t0 + step, tiles)
         _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
         np.matmul(v[:, : t1 - t0], u, out=mm[:, : t1 - t0])
         _tiles_out(mm, at, th, tw, t0, t1, tmp, out3)
+
+    run_blocks(nblocks, threads, scratch, work)
     return out
 
 
@@ -469,17 +491,39 @@ def conv2d_backprop_filter(x: np.ndarray, dy: np.ndarray, r: int, ph, pw) -> np.
     dyp = dy if (ho, wo) == (th * m, tw * m) else _pad_to(dy, 0, 0, th * m, tw * m)
     dy3 = np.ascontiguousarray(dyp).reshape(n, th * m, -1)
     tiles = n * th * tw
-    step = _tile_rows(tiles, 64 * (c + co))
-    v = np.empty((64, step, c), np.float32)
-    e = np.empty((64, step, co), np.float32)
-    total = np.zeros((64, c, co), np.float32)
-    part = np.empty((64, c, co), np.float32)
-    tmp = np.empty((8, 8 * max(c, co)), np.float32)
-    for t0 in range(0, tiles, step):
-        t1 = min(t0 + step, tiles)
-        _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
-        _tiles_in_g(dy3, co, g, m, th, tw, t0, t1, tmp, e)
-        np.matmul(v[:, : t1 - t0].transpose(0, 2, 1), e[:, : t1 - t0], out=part)
-        total += part
+    step, nblocks, threads = _blocks(tiles, 64 * (c + co))
+    # one partial sum per chunk of consecutive blocks, the partials added in chunk order: the
+    # same bits whichever thread ran which chunk; at most _PARTS_ELEMS of partials
+    chunks = max(1, min(nblocks, _PARTS_ELEMS // (64 * c * co)))
+    per = -(-nblocks // chunks)
+    chunks = -(-nblocks // per)
+    parts = np.empty((chunks, 64, c, co), np.float32)
+
+    def scratch():
+        return (
+            np.empty((64, step, c), np.float32),
+            np.empty((64, step, co), np.float32),
+            np.empty((64, c, co), np.float32),
+            np.empty((8, 8 * max(c, co)), np.float32),
+        )
+
+    def work(j: int, buf) -> None:
+        v, e, part, tmp = buf
+        for i in range(j * per, min((j + 1) * per, nblocks)):
+            t0 = i * step
+            t1 = min(t0 + step, tiles)
+            _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
+            _tiles_in_g(dy3, co, g, m, th, tw, t0, t1, tmp, e)
+            vt, et = v[:, : t1 - t0].transpose(0, 2, 1), e[:, : t1 - t0]
+            if i == j * per:
+                np.matmul(vt, et, out=parts[j])
+            else:
+                np.matmul(vt, et, out=part)
+                parts[j] += part
+
+    run_blocks(chunks, min(threads, chunks), scratch, work)
+    total = parts[0]
+    for p in parts[1:]:
+        total += p
     # out of the transform domain: (8, 8, C, Co) -> (r, r, C, Co)
     return _both_sides(at, total.reshape(8, 8, c, co))
