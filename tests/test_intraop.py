@@ -149,3 +149,23 @@ def test_splitting_plans_are_marked():
         with hb.Session(graph=g) as s:
             assert s._plan([y], [x]).prepared.splits_gemms
             assert not s._plan([z], [x]).prepared.splits_gemms
+
+
+@pytest.mark.parametrize(
+    "env,want",
+    [
+        ({}, None),
+        ({"HETBED_INTRA_OP_THREADS": "auto"}, None),
+        ({"HETBED_INTRA_OP_THREADS": "3"}, 3),
+        ({"HETBED_INTRA_OP_THREADS": "0"}, 1),
+        ({"HETBED_CONV_THREADS": "1"}, 1),  # the older name
+        ({"HETBED_INTRA_OP_THREADS": "2", "HETBED_CONV_THREADS": "1"}, 2),
+        ({"HETBED_INTRA_OP_THREADS": "many"}, None),
+    ],
+)
+def test_thread_count_from_the_environment(env, want, monkeypatch):
+    monkeypatch.delenv("HETBED_INTRA_OP_THREADS", raising=False)
+    monkeypatch.delenv("HETBED_CONV_THREADS", raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    assert intraop._threads_from_env() == want
