@@ -160,7 +160,6 @@ def test_splitting_plans_are_marked():
         ({"HETBED_INTRA_OP_THREADS": "0"}, 1),
         ({"HETBED_CONV_THREADS": "1"}, 1),  # the older name
         ({"HETBED_INTRA_OP_THREADS": "2", "HETBED_CONV_THREADS": "1"}, 2),
-        ({"HETBED_INTRA_OP_THREADS": "many"}, None),
     ],
 )
 def test_thread_count_from_the_environment(env, want, monkeypatch):
@@ -169,3 +168,9 @@ def test_thread_count_from_the_environment(env, want, monkeypatch):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert intraop._threads_from_env() == want
+
+
+def test_a_bad_thread_count_warns_and_takes_auto(monkeypatch):
+    monkeypatch.setenv("HETBED_INTRA_OP_THREADS", "many")
+    with pytest.warns(UserWarning, match="HETBED_INTRA_OP_THREADS='many'"):
+        assert intraop._threads_from_env() is None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import itertools
 import os
 import threading
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -36,13 +37,16 @@ from typing import Any
 
 
 def _threads_from_env() -> int | None:
-    v = os.environ.get("HETBED_INTRA_OP_THREADS", os.environ.get("HETBED_CONV_THREADS", ""))
-    v = v.strip().lower()
+    name = "HETBED_INTRA_OP_THREADS"
+    if name not in os.environ and "HETBED_CONV_THREADS" in os.environ:
+        name = "HETBED_CONV_THREADS"
+    v = os.environ.get(name, "").strip().lower()
     if v in ("", "auto"):
         return None
     try:
         return max(1, int(v))
     except ValueError:
+        warnings.warn(f"{name}={v!r} is neither a number nor 'auto': using 'auto'", stacklevel=2)
         return None
 
 
