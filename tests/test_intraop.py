@@ -174,3 +174,39 @@ def test_a_bad_thread_count_warns_and_takes_auto(monkeypatch):
     monkeypatch.setenv("HETBED_INTRA_OP_THREADS", "many")
     with pytest.warns(UserWarning, match="HETBED_INTRA_OP_THREADS='many'"):
         assert intraop._threads_from_env() is None
+
+
+@needs_blas
+def test_elementwise_and_pooling_loops_split_by_rows_give_the_same_bits(monkeypatch):
+    """ReLU, its gradient, bias add, max pooling and its gradient (windows that tile the input
+    and overlapping SAME ones) split over three threads equal the loops run whole, bit for bit."""
+    from hetbed.runtime.ops import nn_cpu
+
+    x = RNG.standard_normal((5, 9, 8, 6)).astype(np.float32)
+    x[0, 0, 0, 0] = np.nan
+    g = RNG.standard_normal((5, 9, 8, 6)).astype(np.float32)
+    b = RNG.standard_normal(6).astype(np.float32)
+
+    def run():
+        out = [nn_cpu.relu(x), nn_cpu.relu_grad(g, x), nn_cpu.bias_add(x, b)]
+        for k, s, ho, wo, pads in (
+            (2, 2, 4, 4, ((0, 0), (0, 0))),  # tiles (VALID, a row left over)
+            (3, 2, 5, 4, ((1, 1), (0, 1))),  # overlapping, padded
+        ):
+            y = nn_cpu.max_pool(x, k, k, s, s, ho, wo, *pads)
+            gy = RNG.standard_normal(y.shape).astype(np.float32)
+            out += [y, nn_cpu.max_pool_grad(x, y, gy, k, k, s, s, *pads)]
+        return out
+
+    state = RNG.bit_generator.state
+    whole = run()
+    monkeypatch.setattr(intraop, "THREADS", 3)
+    monkeypatch.setattr(intraop, "_SPLIT_ELEMS", 1)
+    calls = []
+    real = intraop.run_blocks
+    monkeypatch.setattr(intraop, "run_blocks", lambda *a: calls.append(a[0]) or real(*a))
+    RNG.bit_generator.state = state
+    split = run()
+    assert len(calls) == len(whole) and all(n == 3 for n in calls)
+    for a, b_ in zip(split, whole):
+        np.testing.assert_array_equal(a, b_)

@@ -1,7 +1,8 @@
 """Intra-op parallelism for the CPU kernels: one op's work split into blocks run on threads.
 
 The large CPU kernels (convolutions by patch GEMMs or Winograd's algorithm, large MatMul and
-BatchMatMul) cut their work into blocks and run them on a small pool of threads, each thread
+BatchMatMul; ReLU, bias add and max pooling over large tensors, by rows or images) cut their
+work into blocks and run them on a small pool of threads, each thread
 taking the next block not yet taken and multiplying it with numpy's BLAS on that thread alone
 (BLAS is held to one thread while any op runs blocks on threads; its count comes back when the
 last one ends). This is TensorFlow's intra-op thread pool, with numpy's BLAS as the per-thread
@@ -172,6 +173,28 @@ def run_blocks(
         finished.wait()
     if errors:
         raise errors[0]
+
+
+# ---- compiled loops over rows ---------------------------------------------------------------
+
+# A loop over at least this many elements is split over the threads, one block per thread (a
+# helper's wake-up, 20-100 us, would cost more than a smaller loop gains).
+_SPLIT_ELEMS = 1 << 18
+
+
+def chunks(n: int, per_item: int, fn: Callable[[int, int], None]) -> None:
+    """``fn(i0, i1)`` over the items [0, n) in consecutive chunks, one per intra-op thread, when
+    the items hold at least _SPLIT_ELEMS elements (``per_item`` each); else one call
+    ``fn(0, n)``. For loops whose items are independent (elementwise ops, pooling by image), so
+    the result does not depend on the split."""
+    threads = threads_for(n) if n * per_item >= _SPLIT_ELEMS else 1
+    if threads <= 1:
+        fn(0, n)
+        return
+    per = -(-n // threads)
+    run_blocks(
+        -(-n // per), threads, lambda: None, lambda i, _b: fn(i * per, min(n, i * per + per))
+    )
 
 
 # ---- GEMMs ---------------------------------------------------------------------------------

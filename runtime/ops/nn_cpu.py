@@ -477,9 +477,12 @@ def max_pool(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int
     n, h, w, c = x.shape
     y = np.empty((n, ho, wo, c), dtype=x.dtype)
     if _tiled(x, kh, kw, sh, sw, ho, wo, ph, pw):
-        _max_pool_tiles(x.reshape(n, h, w * c), c, kh, kw, y.reshape(n, ho, wo * c))
+        x3, y3 = x.reshape(n, h, w * c), y.reshape(n, ho, wo * c)
+        intraop.chunks(n, h * w * c, lambda i, j: _max_pool_tiles(x3[i:j], c, kh, kw, y3[i:j]))
     else:
-        _max_pool(x, kh, kw, sh, sw, ph[0], pw[0], y)
+        intraop.chunks(
+            n, h * w * c, lambda i, j: _max_pool(x[i:j], kh, kw, sh, sw, ph[0], pw[0], y[i:j])
+        )
     return y
 
 
@@ -490,13 +493,24 @@ def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.nda
     ho, wo = y.shape[1], y.shape[2]
     if not _tiled(x, kh, kw, sh, sw, ho, wo, ph, pw):
         dx = np.zeros_like(x)
-        _max_pool_grad(x, y, g, kh, kw, sh, sw, ph[0], pw[0], dx)
+        intraop.chunks(
+            n,
+            h * w * c,
+            lambda i, j: _max_pool_grad(
+                x[i:j], y[i:j], g[i:j], kh, kw, sh, sw, ph[0], pw[0], dx[i:j]
+            ),
+        )
         return dx
     dx = np.empty_like(x)
     dx[:, ho * kh :] = 0  # rows and columns no window covers (VALID with a remainder)
     dx[:, :, wo * kw :] = 0
+    x3, dx3 = x.reshape(n, h, w * c), dx.reshape(n, h, w * c)
     y3, g3 = y.reshape(n, ho, wo * c), g.reshape(n, ho, wo * c)
-    _max_pool_grad_tiles(x.reshape(n, h, w * c), y3, g3, c, kh, kw, dx.reshape(n, h, w * c))
+    intraop.chunks(
+        n,
+        h * w * c,
+        lambda i, j: _max_pool_grad_tiles(x3[i:j], y3[i:j], g3[i:j], c, kh, kw, dx3[i:j]),
+    )
     return dx
 
 
@@ -538,7 +552,8 @@ def _bias_add_grad(g, out):  # pragma: no cover - compiled
 def relu(x: np.ndarray) -> np.ndarray:
     x = _c(x)
     out = np.empty_like(x)
-    _relu(x.reshape(-1), out.reshape(-1))
+    x1, o1 = x.reshape(-1), out.reshape(-1)
+    intraop.chunks(x1.size, 1, lambda i, j: _relu(x1[i:j], o1[i:j]))
     return out
 
 
@@ -546,7 +561,8 @@ def relu_grad(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     """``g`` where ``y > 0``, else 0 (``g * (y > 0)``: a NaN or inf in ``g`` gives NaN there)."""
     g, y = _c(g), _c(y)
     out = np.empty_like(g)
-    _relu_grad(g.reshape(-1), y.reshape(-1), out.reshape(-1))
+    g1, y1, o1 = g.reshape(-1), y.reshape(-1), out.reshape(-1)
+    intraop.chunks(g1.size, 1, lambda i, j: _relu_grad(g1[i:j], y1[i:j], o1[i:j]))
     return out
 
 
@@ -554,7 +570,8 @@ def bias_add(v: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``v + b`` with ``b`` (C,) added along the last axis of ``v``."""
     v, b = _c(v), _c(b)
     out = np.empty_like(v)
-    _bias_add(v.reshape(-1, b.size), b, out.reshape(-1, b.size))
+    v2, o2 = v.reshape(-1, b.size), out.reshape(-1, b.size)
+    intraop.chunks(len(v2), b.size, lambda i, j: _bias_add(v2[i:j], b, o2[i:j]))
     return out
 
 
