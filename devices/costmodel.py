@@ -94,6 +94,14 @@ class DevicePerf:
         hit = min(1.0, c / moved)
         return moved * (hit / cb + (1.0 - hit) / self.memory_bandwidth)
 
+    def cache_share(self, tasks: int) -> DevicePerf:
+        """This perf as one of ``tasks`` processes of one host: the last-level cache holds all
+        their working sets, so each is priced with an equal share of it (the first-order model
+        of processes sharing a cache; the cores they share are booked apart, ``HostCores``)."""
+        if not self.cache_bytes or tasks <= 1:
+            return self
+        return replace(self, cache_bytes=self.cache_bytes / tasks)
+
     def fresh_seconds(self, nbytes: float) -> float:
         """Seconds of faulting in and zeroing a new array of ``nbytes`` (0 below the
         allocator's threshold, where freed memory is reused)."""
@@ -373,7 +381,7 @@ class Profiled(CostModel):
         for k, t in table.items():
             if k in self.work:
                 self._families.setdefault(_family(k), []).append((self.work[k], t))
-        self._fits: dict[tuple[str, str, bool], tuple[float, float] | None] = {}
+        self._fits: dict[tuple, tuple[float, float] | None] = {}
         self._reaches: dict[tuple, tuple[float, float]] = {}
         tiny = sorted(t for k, t in table.items() if k in self.work and _is_tiny(*self.work[k]))
         self.call_s = tiny[len(tiny) // 2] if tiny else 0.0
@@ -409,7 +417,7 @@ class Profiled(CostModel):
     def _reach(self, fam: str, perf: DevicePerf, dtype: str, matrix: bool) -> tuple[float, float]:
         """(largest roofline seconds, largest bytes moved) among the family's measured entries:
         how far its fit was measured."""
-        k = (fam, perf.name, dtype, matrix)
+        k = (fam, perf.name, perf.cache_bytes, dtype, matrix)
         if k not in self._reaches:
             pts = self._families[fam]
             self._reaches[k] = (
@@ -421,7 +429,7 @@ class Profiled(CostModel):
     def _fit(
         self, fam: str, perf: DevicePerf, dtype: str, matrix: bool
     ) -> tuple[float, float] | None:
-        k = (fam, perf.name, matrix)
+        k = (fam, perf.name, perf.cache_bytes, matrix)
         if k not in self._fits:
             pts = [
                 (roofline_seconds(f, b, perf, dtype, matrix), t)

@@ -106,6 +106,9 @@ _SYNC_STATE_OPS = frozenset(
 
 #: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
 #: always run for real, passing shape-only placeholders through as they are
+#: asynchronous kernels with work of their own once unblocked, which ``charge`` books
+WORK_AFTER_WAIT = frozenset(("AccumulatorTakeGradient", "SparseAccumulatorTakeGradient"))
+
 _CONTROL_OPS = frozenset(
     (
         "Switch",
@@ -320,8 +323,31 @@ class SimulatedDevice(Device):
             plan = plans[key] = self._plan_node(node, inputs)
         dur, placeholders, compute = plan
         result = node.fn(node.ctx, *inputs) if compute else placeholders
-        if now is None:
-            now = self.env.now
+        return self._book(node, dur, self.env.now if now is None else now), result
+
+    def charge(self, node: Any, inputs: list, now: float) -> float:
+        """Book the work an asynchronous kernel does once it is unblocked (``WORK_AFTER_WAIT``:
+        an accumulator's take averaging the gradients it summed), priced by the cost model like
+        any op, from ``now``; returns when it ends (``now`` for the other asynchronous kernels:
+        Send and Recv, whose costs are the messages', and queue dequeues, which hand out an
+        element without touching its bytes)."""
+        if node.op.type not in WORK_AFTER_WAIT:
+            return now
+        plans = node.memo
+        if plans is None:
+            plans = node.memo = {}
+            self._planned.append(node)
+        key = ("after wait", *map(_signature, inputs))
+        plan = plans.get(key)
+        if plan is None:
+            in_shapes = [value_shape(v) for v in inputs]
+            outs = [tuple(d or 1 for d in (t.shape.dims or ())) for t in node.op.outputs]
+            dur = self.cost_model.duration(node.op, in_shapes, outs, self.perf_spec)
+            plan = plans[key] = (dur, None, False)
+        return self._book(node, plan[0], now)
+
+    def _book(self, node: Any, dur: float, now: float) -> float:
+        """Queue ``dur`` seconds of ``node`` on this device's stream from ``now``: its end."""
         begin = now if now > self.busy_until else self.busy_until
         hc = self.host_cores
         if hc is None or dur <= 0.0:
@@ -334,7 +360,7 @@ class SimulatedDevice(Device):
         self.busy_until = end
         self.busy_s += dur
         self.records.append((node.op, begin, end))
-        return end, result
+        return end
 
     def occupy(self, now: float, seconds: float, what: SoftwareWork) -> float:
         """Spend ``seconds`` of single-threaded CPU time (``what``: handling a message) on this

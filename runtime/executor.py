@@ -228,6 +228,7 @@ def run_clocked(
     timers: list = []  # (end time, seq, node, result, slots whose last consumer is the node)
     completions: deque = deque()  # (node, result, error) of asynchronous nodes, in order
     waiting: dict[int, tuple] = {}  # asynchronous or handed-off node -> its released slots
+    charged: dict[int, list] = {}  # asynchronous node with work after its wait -> its inputs
     wall = clock is None
     if wall:
         clock = WallClock(
@@ -308,6 +309,8 @@ def run_clocked(
                         advance(now)
                     waiting[node.index] = dead
                     outstanding += 1
+                    if node.charge is not None:
+                        charged[node.index] = inputs
                     done = _completer(put, node)
                     try:
                         if node.is_async:
@@ -340,8 +343,16 @@ def run_clocked(
                 node, r, err = completions.popleft()
                 outstanding -= 1
                 dead = waiting.pop(node.index)
+                ins = charged.pop(node.index, None)
                 if err is not None:
                     raise err
+                if ins is not None:  # its work once unblocked, on its device's clock
+                    end = node.charge(node, ins, now)
+                    if end > now:
+                        push(timers, (end, seq, node, r, dead))
+                        seq += 1
+                        outstanding += 1
+                        continue
             elif timers and timers[0][0] < peek():
                 end, _seq, node, r, dead = pop(timers)  # nothing on the clock is earlier
                 outstanding -= 1

@@ -88,6 +88,7 @@ class Node:
         "ctrl_preds",
         "on_stream",
         "frame_keyed",
+        "charge",
     )
 
     def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
@@ -108,6 +109,14 @@ class Node:
         # A timed device (a simulated one) starts a node and says when it ends: ``device.start(
         # node, inputs) -> (end_time, result)``; the executor keeps the pending ends in a heap.
         self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
+        # An asynchronous kernel on a timed device may still have work to do once it is
+        # unblocked (an accumulator's take averages the gradients): ``device.charge(node,
+        # inputs, now) -> end`` books it, and the node completes at that end.
+        self.charge = (
+            getattr(device, "charge", None)
+            if kernel.is_async and getattr(device, "timed", False)
+            else None
+        )
         # A device whose kernels run inline on a stream (a GPU) completes them in stream order;
         # an observed step hands its nodes to ``device.run`` instead, which waits for the kernels.
         self.on_stream = bool(getattr(device, "kernels_on_stream", False)) and not kernel.is_async

@@ -12,6 +12,7 @@ and ``replica_device_setter`` place ops on simulated devices exactly as on real 
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -212,6 +213,7 @@ class Cluster:
         self._task_cpu: dict[str, SimulatedDevice] = {}
         self._task_devices: dict[str, list[SimulatedDevice]] = {}
         distributed = len(self._tasks) > 1  # (each task's partition runs clocked)
+        sharing = collections.Counter(t.machine for t in self._tasks if t.machine is not None)
         for t in self._tasks:
             h = self._fabric.host(t.host)
             if t.topology is not None:
@@ -223,6 +225,8 @@ class Cluster:
                 perf = perf_from_spec(hw)
                 if distributed and kind == "cpu":
                     perf = perf.clocked()
+                if kind == "cpu" and perf.cache_bytes and sharing.get(t.machine, 0) > 1:
+                    perf = perf.cache_share(sharing[t.machine])
                 for i in range(n):
                     name = f"device:{kind}:{i}"
                     dev = SimulatedDevice(

@@ -402,6 +402,7 @@ def profile_from_graph(
     cost_model: CostModel | None = None,
     aggregate_s: Mapping[str, float] | float | None = None,
     host_topology: str | None = None,
+    cache_share: int = 1,
 ) -> ReplicaProfile:
     """Measure one replica's ``ReplicaProfile`` with the op-level simulator.
 
@@ -430,6 +431,10 @@ def profile_from_graph(
     - ``update_inputs``: the distinct inputs of the update ops that are neither a variable, a
       slot, a gradient, row indices nor made beside a variable (its read): a learning rate,
       an optimizer's constants, a fed hyperparameter.
+
+    ``cache_share``: how many tasks share one machine with the replica (``hetbed cluster``'s
+    tasks on one host): CPU ops are priced with that share of the cache (``DevicePerf.
+    cache_share``), as the op-level simulator prices the tasks of one ``Cluster`` machine.
 
     Raises ValueError when ``ps_tasks < 1`` or a variable has no update op under ``train_op``,
     and the op-level simulator's ResourceExhaustedError when the step does not fit the worker.
@@ -468,7 +473,8 @@ def profile_from_graph(
     cluster = Cluster(cost_model=cost_model)
     kind = getattr(wspec, "kind", "gpu")
     if kind == "cpu":  # (a replica's step is a distributed one: its ops run clocked)
-        cluster.add_task("worker", 0, cpu=perf_from_spec(wspec).clocked())
+        cpu = perf_from_spec(wspec).clocked().cache_share(cache_share)
+        cluster.add_task("worker", 0, cpu=cpu)
     elif kind == "tpu":
         cluster.add_task("worker", 0, tpu=(wspec, 1))
     else:
@@ -502,7 +508,7 @@ def profile_from_graph(
     shape_of = {t: tuple(getattr(val, "shape", ())) for t, val in zip(fetches, values)}
     # (b) placement on PS tasks (choose(v) below, in creation order) and (c) apply costs
     model = cost_model or Roofline()
-    pperf = perf_from_spec(pspec)
+    pperf = perf_from_spec(pspec).cache_share(cache_share)
     dense: dict[str, tuple[int, int]] = {}
     sparse: dict[str, tuple[int, int, int]] = {}
     apply: dict[str, float] = {}
@@ -510,7 +516,7 @@ def profile_from_graph(
     resident: dict[str, float] = {}
     worker_apply: dict[str, float] = {}
     ready: dict[str, float] = {}
-    wdev_perf = perf_from_spec(wspec)
+    wdev_perf = perf_from_spec(wspec).cache_share(cache_share)
     for v in var_ops:
         u = updates[v]
         out = v.outputs[0]

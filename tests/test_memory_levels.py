@@ -293,3 +293,52 @@ def test_calibrate_profiles_twice_and_keeps_each_ops_faster_pass(monkeypatch):
     table = cal.calibrate_models({"m": lambda: (hb.no_op(), {})}, repeats=1, passes=2, apart=apart)
     assert table == {"a": 1.0e-3, "b": 1.0e-6}
     assert apart == pytest.approx([2.0, 1.1])
+
+
+def test_tasks_of_one_machine_share_its_cache():
+    """DevicePerf.cache_share splits the cache among the tasks of a host; a Cluster gives each
+    CPU task of a shared machine its share (tasks on machines of their own keep the whole);
+    a Profiled family's fit is kept per cache size, not reused across shares."""
+    assert HOST.cache_share(4).cache_bytes == 8 * MB
+    assert HOST.cache_share(1) is HOST and PLAIN.cache_share(3) is PLAIN
+    c = Cluster()
+    for k, job in enumerate(("ps", "worker", "worker")):
+        c.add_task(job, k if job == "worker" else 0, cpu=HOST, nic=(1e12, 0.0), machine="m")
+    c.add_task("worker", 7, cpu=HOST, nic=(1e12, 0.0))
+    shares = {t: c.task_cpu(t).perf_spec.cache_bytes for t in c.tasks}
+    assert sorted(shares.values()) == [32 * MB / 3] * 3 + [32 * MB]
+    pts = [(n, 2e-6 + 0.25 * 12 * n / 100e9) for n in (1 << 12, 1 << 14, 1 << 16, 1 << 18)]
+    op, ins, outs = _mul(1 << 21)  # 24 MiB moved: in the whole cache, not in a third of it
+    both = _profiled(pts)
+    whole = both.duration(op, ins, outs, HOST)
+    third = both.duration(op, ins, outs, HOST.cache_share(3))
+    assert third == _profiled(pts).duration(op, ins, outs, HOST.cache_share(3))
+    assert whole == _profiled(pts).duration(op, ins, outs, HOST)
+    assert third > 2 * whole  # out of its share of the cache: from memory, slope at least 1
+
+
+def test_an_accumulators_take_does_its_averaging_once_unblocked():
+    """A simulated AccumulatorTakeGradient costs its bytes once the gradients it waits for are
+    in (the cost model's price of the op), after the apply that completes it, in the step."""
+    n = 4 * MB // 4
+    perf = replace(HOST, cores=1)
+    c = Cluster()
+    c.add_task("ps", 0, cpu=perf, nic=(1e12, 0.0))
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            acc = hb.ConditionalAccumulator(hb.float32, [n], shared_name="acc")
+            g = hb.placeholder(hb.float32, [n])
+            apply = acc.apply_grad(g, local_step=0)
+            with hb.control_dependencies([apply]):
+                take = acc.take_grad(1)
+        with SimSession(c) as s:
+            s.run(take, {g: sim_value([n])})
+            rec = s.last_record
+            take_op = s.graph.get_operation_by_name(take.op.name)
+    ops = rec.ops.set_index("type")
+    t = ops.loc["AccumulatorTakeGradient"]
+    a = ops.loc["AccumulatorApplyGradient"]
+    want = Roofline().duration(take_op, [(n,), ()], [(n,)], perf.clocked())
+    assert t.duration_s == pytest.approx(want, rel=1e-9) and want > 4 * MB * 2 / 100e9
+    assert t.start_s >= a.end_s - 1e-12
+    assert rec.step_time_s >= t.end_s - 1e-12

@@ -206,7 +206,13 @@ def step_level_step(
         train = hb.train.GradientDescentOptimizer(LEARNING_RATE).minimize(replica_loss)
         feeds = {x: sim_value(_input_shape(model))}
         prof = profile_from_graph(
-            train, feeds, worker=worker, ps=ps, ps_tasks=n_ps, cost_model=cost_model
+            train,
+            feeds,
+            worker=worker,
+            ps=ps,
+            ps_tasks=n_ps,
+            cost_model=cost_model,
+            cache_share=workers + n_ps if machine_cores else 1,  # every task on one machine
         )
     if mode == "async":
         r = AsyncPS(
