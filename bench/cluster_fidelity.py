@@ -22,7 +22,9 @@ Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scalin
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
 The issue's baseline (measured before these mechanisms, 1 PS) is printed beside.
 
-One PS task, and a scalar on each of two PS tasks; the sparse model (``grid.SPARSE``: each
+One PS task with 1, 2 and 4 workers (and 8 for the scalar and 1 MB models: nine processes on
+this machine's cores), a scalar on each of two PS tasks (1, 2, 4 workers) and of four (4
+workers); the sparse model (``grid.SPARSE``: each
 worker looks up 32 rows of a 25.6 MB embedding, and only those rows travel, accumulated on the
 PS by a SparseConditionalAccumulator) synchronous and asynchronous. ``--quick``: synchronous only, one PS, W = 1, 2, the two smaller models, one repetition.
 """
@@ -147,7 +149,9 @@ def _grid(quick: bool) -> list[tuple[str, str, int, int]]:
         return [("sync", m, w, 1) for m in ("scalar", "dense_1mb") for w in (1, 2)]
     out = [("sync", m, w, 1) for m in grid.MODELS for w in (1, 2, 4)]
     out = [r for r in out if not (r[1] == "dense_100mb" and r[2] > 2)]
+    out += [("sync", m, 8, 1) for m in ("scalar", "dense_1mb")]  # 9 processes on the cores
     out += [("sync", "scalar", w, 2) for w in (1, 2, 4)]  # a scalar on each of 2 PS tasks
+    out += [("sync", "scalar", 4, 4)]  # 4 PS tasks
     out += [("backup", m, w, 1) for m in ("scalar", "dense_10mb") for w in (1, 3)]
     out += [("async", m, w, 1) for m in ("scalar", "dense_10mb", "sparse") for w in (1, 2, 4)]
     out += [("sync", "sparse", w, 1) for w in (1, 2, 4)]  # 32 rows of a 25.6 MB embedding
