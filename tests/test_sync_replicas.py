@@ -141,6 +141,7 @@ def test_accumulator_drops_stale_gradients_and_averages_the_rest():
         step = hb.placeholder(hb.int64, [])
         apply = acc.apply_grad(g, local_step=step)
         take = acc.take_grad(2)
+        take1 = acc.take_grad(1)
         counts = [acc.num_accumulated(), acc.num_dropped()]
         with hb.Session() as sess:
             sess.run(acc.set_global_step(5))
@@ -152,6 +153,16 @@ def test_accumulator_drops_stale_gradients_and_averages_the_rest():
             assert sess.run(counts) == [0, 1]
             sess.run(apply, {g: [1.0, 1.0], step: 5})  # behind the new global step 6
             assert sess.run(counts) == [0, 2]
+            # the average is divided in place and handed out: later gradients start a new sum,
+            # neither the fed gradient nor an average taken before changes
+            fed = np.array([4.0, 8.0])
+            sess.run(apply, {g: fed, step: 6})
+            avg = sess.run(take1)
+            sess.run(apply, {g: [10.0, 10.0], step: 7})
+            np.testing.assert_array_equal(fed, [4.0, 8.0])
+            np.testing.assert_allclose(avg, [4.0, 8.0])
+            np.testing.assert_allclose(sess.run(take1), [10.0, 10.0])
+            np.testing.assert_allclose(avg, [4.0, 8.0])
 
 
 def test_apply_grad_rejects_a_gradient_of_the_wrong_shape():

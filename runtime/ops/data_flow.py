@@ -787,6 +787,9 @@ class _Accumulator:
         _, done = self.takers.popleft()
         if isinstance(self.sum, SimValue):
             avg = self.sum
+        elif self.sum.dtype.kind in "fc":  # the sum is the accumulator's own copy: divided in
+            self.sum /= self.count  # place and handed out
+            avg = self.sum
         else:
             avg = (self.sum / self.count).astype(self.dtype.np, copy=False)
         self.sum, self.count = None, 0
