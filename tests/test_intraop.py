@@ -210,3 +210,44 @@ def test_elementwise_and_pooling_loops_split_by_rows_give_the_same_bits(monkeypa
     assert len(calls) == len(whole) and all(n == 3 for n in calls)
     for a, b_ in zip(split, whole):
         np.testing.assert_array_equal(a, b_)
+
+
+@needs_blas
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: hb.train.GradientDescentOptimizer(0.1),
+        lambda: hb.train.MomentumOptimizer(0.1, 0.9, use_nesterov=True),
+        lambda: hb.train.AdamOptimizer(0.01),
+        lambda: hb.train.RMSPropOptimizer(0.01, momentum=0.5),
+    ],
+    ids=["sgd", "nesterov", "adam", "rmsprop"],
+)
+def test_dense_updates_split_by_blocks_over_threads_give_the_same_bits(make, monkeypatch):
+    """A dense optimizer update in blocks of 7 elements on three threads equals the same update
+    block after block on one, bit for bit, over three steps (slots included)."""
+    from hetbed.runtime.train import training_ops
+
+    monkeypatch.setattr(training_ops, "BLOCK", 7)
+    x0 = RNG.standard_normal(50).astype(np.float32)
+    gs = [RNG.standard_normal(50).astype(np.float32) for _ in range(3)]
+
+    def run(threads):
+        monkeypatch.setattr(intraop, "THREADS", threads)
+        with hb.Graph().as_default():
+            v = hb.Variable(x0)
+            g = hb.placeholder(hb.float32, [50])
+            train = make().apply_gradients([(g, v)])
+            with hb.Session() as s:
+                s.run(hb.global_variables_initializer())
+                for gv in gs:
+                    s.run(train, {g: gv})
+                return s.run(v)
+
+    calls = []
+    real = intraop.run_blocks
+    monkeypatch.setattr(intraop, "run_blocks", lambda n, t, *a: calls.append(t) or real(n, t, *a))
+    one = run(1)
+    three = run(3)
+    assert 3 in calls and not np.array_equal(one, x0)
+    np.testing.assert_array_equal(three, one)

@@ -23,6 +23,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..graph import Tensor, TensorShape
+from ..ops import intraop
 from ..ops.manip import _add_at
 from ..ops.state import _locking, _ref_of
 from ..registry import Cost, apply, defop, nbytes, numel
@@ -168,17 +169,28 @@ def dense_update(ctx: Any, handles: tuple, grad: Any, body: Callable, *hyper: An
         flats = [a.reshape(-1) for a in arrays]
         g = None if grad is None else grad.reshape(-1)
         step = BLOCK if xp is np else max(n, 1)
-        buf = _scratch(ctx, min(n, step), var.dtype)
+        bufs: list = []  # one scratch buffer per thread running blocks
+
+        def scratch() -> Any:
+            b = _scratch(ctx, min(n, step), var.dtype)
+            bufs.append(b)
+            return b
+
+        def block(k: int, buf: Any) -> None:
+            i = k * step
+            j = min(i + step, n)
+            blocks = [f[i:j] for f in flats]
+            body(xp, buf[: j - i], None if g is None else g[i:j], *blocks, *hyper)
+
+        nblocks = -(-n // step)
+        # elementwise, block by block: the blocks may run on the intra-op threads, the result
+        # the same whichever thread ran which
+        threads = intraop.threads_for(nblocks) if xp is np else 1
         try:
-            if n <= step:
-                body(xp, buf[:n], g, *flats, *hyper)
-            else:
-                for i in range(0, n, step):
-                    j = min(i + step, n)
-                    blocks = [f[i:j] for f in flats]
-                    body(xp, buf[: j - i], None if g is None else g[i:j], *blocks, *hyper)
+            intraop.run_blocks(nblocks, threads, scratch, block)
         finally:
-            _release(ctx, buf)
+            for b in bufs:
+                _release(ctx, b)
     return var
 
 
