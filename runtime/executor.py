@@ -142,8 +142,11 @@ def run_step(
     their GEMMs over the intra-op threads runs with numpy's BLAS held at one thread.
     """
     if plan.splits_gemms and intraop.wanted():
-        with intraop.one_blas_thread():
+        intraop.hold_one_blas_thread()
+        try:
             _run_schedule(plan, vals, step, clock, observer, timeout_s)
+        finally:
+            intraop.release_blas()
     else:
         _run_schedule(plan, vals, step, clock, observer, timeout_s)
     for sync in plan.stream_syncs:  # the kernels a GPU was left running (sync_on_finish)

@@ -251,3 +251,41 @@ def test_dense_updates_split_by_blocks_over_threads_give_the_same_bits(make, mon
     three = run(3)
     assert 3 in calls and not np.array_equal(one, x0)
     np.testing.assert_array_equal(three, one)
+
+
+@needs_blas
+def test_the_blas_count_comes_back_whichever_thread_releases_it_last():
+    """A step on one thread holds BLAS at one thread, a step on another joins and releases
+    last while the first thread still lives (a server's handlers): the count comes back
+    (threadpoolctl's own setter obeys only the first thread that used it)."""
+    import threading
+
+    get = intraop._blas_threads()[0]
+    before = get()
+    if before < 2:
+        pytest.skip("BLAS has a single thread")
+    held, go, done = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        intraop.hold_one_blas_thread()
+        held.set()
+        go.wait(10)
+        intraop.release_blas()
+        done.wait(10)  # alive until the end
+
+    t = threading.Thread(target=first)
+    t.start()
+    try:
+        held.wait(10)
+        assert get() == 1
+        intraop.hold_one_blas_thread()
+        go.set()
+        while intraop._blas_users > 1:
+            pass
+        assert get() == 1  # still held by this thread
+        intraop.release_blas()
+        assert get() == before
+    finally:
+        go.set()
+        done.set()
+        t.join(10)

@@ -60,9 +60,13 @@ _blas_users = 0  # ops running with BLAS on one thread
 _blas_saved = 1  # BLAS's thread count before the first of them
 
 
+_cpus: int | None = None  # CPUs this process may run on (read once)
+_fast: Any = None  # (get, set) of BLAS's thread count
+
+
 def _reset_after_fork() -> None:
-    global _pool, _blas_lock, _blas_users
-    _pool, _blas_lock, _blas_users = None, threading.Lock(), 0
+    global _pool, _blas_lock, _blas_users, _cpus
+    _pool, _blas_lock, _blas_users, _cpus = None, threading.Lock(), 0, None
 
 
 if hasattr(os, "register_at_fork"):
@@ -70,10 +74,14 @@ if hasattr(os, "register_at_fork"):
 
 
 def cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+    """The CPUs this process may run on (read once per process)."""
+    global _cpus
+    if _cpus is None:
+        try:
+            _cpus = len(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # pragma: no cover - not Linux
+            _cpus = os.cpu_count() or 1
+    return _cpus
 
 
 def numpy_blas() -> Any:
@@ -92,41 +100,74 @@ def numpy_blas() -> Any:
     return _blas
 
 
+def _blas_threads() -> tuple[Callable[[], int], Callable[[int], Any]]:
+    """(get, set) of numpy's BLAS thread count. For OpenBLAS on its own pthreads pool (one pool
+    and one count for the whole process), OpenBLAS's functions themselves: threadpoolctl's
+    setter only obeys the first Python thread that used it while that thread lives, so a count
+    set to one by a step on one thread (a server's handler) and given back by a step on
+    another would stay at one. Otherwise threadpoolctl's."""
+    global _fast
+    if _fast is None:
+        ctl = numpy_blas()
+        get = put = None
+        if ctl and getattr(ctl, "internal_api", "") == "openblas":
+            if getattr(ctl, "threading_layer", "") == "pthreads":
+                try:
+                    get = ctl._get_symbol("openblas_get_num_threads")
+                    put = ctl._get_symbol("openblas_set_num_threads")
+                except Exception:  # noqa: BLE001 - a threadpoolctl without it: its own API
+                    get = put = None
+        if get is None or put is None:
+            get, put = ctl.get_num_threads, ctl.set_num_threads
+        _fast = (get, put)
+    return _fast
+
+
 def threads_for(nblocks: int) -> int:
     """How many threads run ``nblocks`` blocks: 1 (in turn, on the calling thread) unless there
     are at least two blocks and a BLAS whose threads can be set."""
     if nblocks < 2:
         return 1
-    blas = numpy_blas()
-    if not blas:
+    if not numpy_blas():
         return 1
     if THREADS is not None:
         want = THREADS
     else:
         with _blas_lock:  # while another op holds BLAS at one thread, its count from before
-            have = _blas_saved if _blas_users else blas.get_num_threads()
+            have = _blas_saved if _blas_users else _blas_threads()[0]()
         want = min(have, cpus())
     return max(1, min(want, nblocks))
 
 
-@contextmanager
-def one_blas_thread():
-    """numpy's BLAS on one thread while any op runs its blocks on threads; the count it had
-    before comes back when the last of them ends."""
+def hold_one_blas_thread() -> None:
+    """numpy's BLAS on one thread from now until the matching ``release_blas``; the count it
+    had before comes back when the last holder releases it."""
     global _blas_users, _blas_saved
-    blas = numpy_blas()
+    get, put = _blas_threads()
     with _blas_lock:
         if _blas_users == 0:
-            _blas_saved = blas.get_num_threads()
-            blas.set_num_threads(1)
+            _blas_saved = get()
+            put(1)
         _blas_users += 1
+
+
+def release_blas() -> None:
+    global _blas_users
+    with _blas_lock:
+        _blas_users -= 1
+        if _blas_users == 0:
+            _blas_threads()[1](_blas_saved)
+
+
+@contextmanager
+def one_blas_thread():
+    """numpy's BLAS on one thread while any op runs its blocks on threads (see
+    ``hold_one_blas_thread``)."""
+    hold_one_blas_thread()
     try:
         yield
     finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0:
-                blas.set_num_threads(_blas_saved)
+        release_blas()
 
 
 def run_blocks(
@@ -278,9 +319,15 @@ SPLIT_OPS = frozenset(
 )
 
 
+_usable: bool | None = None
+
+
 def wanted() -> bool:
-    """Whether ops split their work over threads here: more than one thread allowed and a BLAS
-    whose threads can be set."""
+    """Whether ops split their work over threads here: more than one thread allowed, more than
+    one CPU and a BLAS whose threads can be set."""
+    global _usable
     if THREADS == 1:
         return False
-    return bool(numpy_blas()) and cpus() > 1
+    if _usable is None:
+        _usable = bool(numpy_blas()) and cpus() > 1
+    return _usable
