@@ -104,11 +104,11 @@ _SYNC_STATE_OPS = frozenset(
     )
 )
 
-#: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
-#: always run for real, passing shape-only placeholders through as they are
 #: asynchronous kernels with work of their own once unblocked, which ``charge`` books
 WORK_AFTER_WAIT = frozenset(("AccumulatorTakeGradient", "SparseAccumulatorTakeGradient"))
 
+#: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
+#: always run for real, passing shape-only placeholders through as they are
 _CONTROL_OPS = frozenset(
     (
         "Switch",
@@ -305,6 +305,9 @@ class SimulatedDevice(Device):
         self._one_core_s = 2.0 * perf.launch_overhead_s
 
     # ---- the Device interface ----------------------------------------------------------
+    #: the asynchronous op types whose nodes the executor hands to ``charge`` once unblocked
+    work_after_wait = WORK_AFTER_WAIT
+
     def start(self, node: Any, inputs: list, now: float | None = None) -> tuple[float, Any]:
         """Queue ``node`` on this device's stream at time ``now`` (the clock's time when not
         given); returns (simulated end time, result). The executor completes the node when its
@@ -326,13 +329,11 @@ class SimulatedDevice(Device):
         return self._book(node, dur, self.env.now if now is None else now), result
 
     def charge(self, node: Any, inputs: list, now: float) -> float:
-        """Book the work an asynchronous kernel does once it is unblocked (``WORK_AFTER_WAIT``:
-        an accumulator's take averaging the gradients it summed), priced by the cost model like
-        any op, from ``now``; returns when it ends (``now`` for the other asynchronous kernels:
-        Send and Recv, whose costs are the messages', and queue dequeues, which hand out an
-        element without touching its bytes)."""
-        if node.op.type not in WORK_AFTER_WAIT:
-            return now
+        """Book the work an asynchronous kernel of ``work_after_wait`` does once it is unblocked
+        (an accumulator's take averaging the gradients it summed), priced by the cost model like
+        any op, from ``now``; returns when it ends. The other asynchronous kernels cost nothing
+        here: Send and Recv, whose costs are the messages', and queue dequeues, which hand out
+        an element without touching its bytes."""
         plans = node.memo
         if plans is None:
             plans = node.memo = {}

@@ -110,11 +110,12 @@ class Node:
         # node, inputs) -> (end_time, result)``; the executor keeps the pending ends in a heap.
         self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
         # An asynchronous kernel on a timed device may still have work to do once it is
-        # unblocked (an accumulator's take averages the gradients): ``device.charge(node,
-        # inputs, now) -> end`` books it, and the node completes at that end.
+        # unblocked (an accumulator's take averages the gradients; the device names such op
+        # types in ``work_after_wait``): ``device.charge(node, inputs, now) -> end`` books it,
+        # and the node completes at that end.
         self.charge = (
-            getattr(device, "charge", None)
-            if kernel.is_async and getattr(device, "timed", False)
+            device.charge
+            if kernel.is_async and op.type in getattr(device, "work_after_wait", ())
             else None
         )
         # A device whose kernels run inline on a stream (a GPU) completes them in stream order;
