@@ -328,22 +328,24 @@ class SimulatedDevice(Device):
         result = node.fn(node.ctx, *inputs) if compute else placeholders
         return self._book(node, dur, self.env.now if now is None else now), result
 
-    def charge(self, node: Any, inputs: list, now: float) -> float:
+    def charge(self, node: Any, inputs: list, result: Any, now: float) -> float:
         """Book the work an asynchronous kernel of ``work_after_wait`` does once it is unblocked
         (an accumulator's take averaging the gradients it summed), priced by the cost model like
-        any op, from ``now``; returns when it ends. The other asynchronous kernels cost nothing
-        here: Send and Recv, whose costs are the messages', and queue dequeues, which hand out
-        an element without touching its bytes."""
+        any op (its outputs' shapes are those of ``result``, what it hands out), from ``now``;
+        returns when it ends. The other asynchronous kernels cost nothing here: Send and Recv,
+        whose costs are the messages', and queue dequeues, which hand out an element without
+        touching its bytes."""
         plans = node.memo
         if plans is None:
             plans = node.memo = {}
             self._planned.append(node)
-        key = ("after wait", *map(_signature, inputs))
+        outs = list(result) if isinstance(result, tuple) else [result]
+        key = ("after wait", *map(_signature, inputs), *map(_signature, outs))
         plan = plans.get(key)
         if plan is None:
             in_shapes = [value_shape(v) for v in inputs]
-            outs = [tuple(d or 1 for d in (t.shape.dims or ())) for t in node.op.outputs]
-            dur = self.cost_model.duration(node.op, in_shapes, outs, self.perf_spec)
+            out_shapes = [value_shape(v) for v in outs]
+            dur = self.cost_model.duration(node.op, in_shapes, out_shapes, self.perf_spec)
             plan = plans[key] = (dur, None, False)
         return self._book(node, plan[0], now)
 

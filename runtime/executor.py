@@ -350,7 +350,7 @@ def run_clocked(
                 if err is not None:
                     raise err
                 if ins is not None:  # its work once unblocked, on its device's clock
-                    end = node.charge(node, ins, now)
+                    end = node.charge(node, ins, r, now)
                     if end > now:
                         push(timers, (end, seq, node, r, dead))
                         seq += 1

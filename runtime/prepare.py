@@ -111,8 +111,8 @@ class Node:
         self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
         # An asynchronous kernel on a timed device may still have work to do once it is
         # unblocked (an accumulator's take averages the gradients; the device names such op
-        # types in ``work_after_wait``): ``device.charge(node, inputs, now) -> end`` books it,
-        # and the node completes at that end.
+        # types in ``work_after_wait``): ``device.charge(node, inputs, result, now) -> end``
+        # books it, and the node completes at that end.
         self.charge = (
             device.charge
             if kernel.is_async and op.type in getattr(device, "work_after_wait", ())

@@ -342,3 +342,28 @@ def test_an_accumulators_take_does_its_averaging_once_unblocked():
     assert t.duration_s == pytest.approx(want, rel=1e-9) and want > 4 * MB * 2 / 100e9
     assert t.start_s >= a.end_s - 1e-12
     assert rec.step_time_s >= t.end_s - 1e-12
+
+
+def test_a_sparse_take_is_priced_by_the_rows_it_hands_out():
+    """A simulated SparseAccumulatorTakeGradient costs the rows it averaged (the shapes of what
+    it hands out, known only once it runs), as the cost model prices them."""
+    perf = replace(HOST, cores=1)
+    rows, dim = 5000, 64
+    c = Cluster()
+    c.add_task("ps", 0, cpu=perf, nic=(1e12, 0.0))
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            acc = hb.SparseConditionalAccumulator(hb.float32, [100_000, dim], shared_name="e")
+            idx = hb.placeholder(hb.int64, [None])
+            vals = hb.placeholder(hb.float32, [None, dim])
+            apply = acc.apply_grad(idx, vals, local_step=0)
+            with hb.control_dependencies([apply]):
+                take = acc.take_grad(1)
+        with SimSession(c) as s:
+            s.run(take, {idx: sim_value([rows], np.int64), vals: sim_value([rows, dim])})
+            rec = s.last_record
+            op = s.graph.get_operation_by_name(take[0].op.name)
+    t = rec.ops.set_index("type").loc["SparseAccumulatorTakeGradient"]
+    want = Roofline().duration(op, [(), ()], [(rows,), (rows, dim), (2,)], perf)
+    assert t.duration_s == pytest.approx(want, rel=1e-9)
+    assert want > (rows * dim * 4 * 2) / 100e9  # the rows' bytes, not a 1-row guess

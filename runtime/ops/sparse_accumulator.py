@@ -209,7 +209,13 @@ def _take(ctx, step, inputs, done):
     acc.take(int(n), done, step)
 
 
-TakeOp.cost(_no_cost)
+@TakeOp.cost
+def _take_cost(op, ins, outs):
+    """The mean of the accumulated rows: each value read and written once, the indices too."""
+    from ..registry import nbytes, numel
+
+    b = nbytes(outs[0], _dt.int64) + nbytes(outs[1], op.outputs[1].dtype)
+    return Cost(float(numel(outs[1])), float(b), float(b))
 
 
 class SparseConditionalAccumulator(ConditionalAccumulator):
