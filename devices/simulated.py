@@ -156,6 +156,18 @@ def value_nbytes(v: Any) -> int:
     return int(n) if n is not None else 0
 
 
+def book_copy(cores: Any, now: float, seconds: float, shares: tuple[float, float]) -> float:
+    """A stream of ``seconds`` between two tasks of one machine, which its kernel copies at
+    both ends: the sender's and the receiver's CPU ``shares`` of a core for that long, each
+    booked on one of the machine's ``cores`` (HostCores) from ``now``; returns when the
+    later ends."""
+    send, recv = shares
+    end = cores.reserve(now, seconds * send, 1)
+    if recv > 0.0:
+        end = max(end, cores.reserve(now, seconds * recv, 1))
+    return end
+
+
 class SoftwareWork:
     """What a device's record names for CPU work that is not a kernel (handling a message):
     ``name`` and ``type`` as an operation's (RunRecord.ops shows them)."""
@@ -298,6 +310,9 @@ class SimulatedDevice(Device):
         #: gives the tasks of one host the same object, so that they share the cores
         self.host_cores: HostCores | None = None
         self.handler_free = 0.0  # when this task's message handler is next free (``occupy``)
+        #: (as a sender, as a receiver) CPU seconds per second of a loopback stream between
+        #: tasks of one machine (``book_copy``); a Cluster sets them from the task's link
+        self.copy_shares = (1.0, 0.0)
         if kind == "cpu":
             self.host_cores = HostCores(perf.cores or 1, env)
         #: kernels up to this long run on one of the host's cores (twice the dispatch cost: at

@@ -42,7 +42,13 @@ from .machine import (  # noqa: F401  (re-exported: callers import them from her
     measure_machine,
     repeated,
 )
-from .messages import MESSAGE_STEPS, loopback_aggregate, loopback_link, message_costs  # noqa: F401
+from .messages import (  # noqa: F401
+    MESSAGE_STEPS,
+    loopback_aggregate,
+    loopback_copy_shares,
+    loopback_link,
+    message_costs,
+)
 
 _COST_FIELDS = (
     "message_s",
@@ -150,10 +156,14 @@ def calibrate_models(
 
 
 def write_link_toml(
-    bandwidth: float, latency: float, path: str, aggregate: float | None = None
+    bandwidth: float,
+    latency: float,
+    path: str,
+    aggregate: float | None = None,
+    shares: tuple[float, float] | None = None,
 ) -> None:
     """A catalog link file ``loopback`` for the measured loopback TCP rate and latency (and the
-    rate two concurrent streams reach together)."""
+    rate two concurrent streams reach together, and the CPU a stream takes at each end)."""
     when = datetime.date.today().isoformat()
     src = f"measured by hetbed calibrate on {when}"
     text = "\n".join(
@@ -172,6 +182,17 @@ def write_link_toml(
                     'from two threads of one process, together" }'
                 ]
                 if aggregate
+                else []
+            ),
+            *(
+                [
+                    f'sender_cpu_share = {{ value = {shares[0]!r}, source = "{src}", note = '
+                    '"CPU seconds of the sending process per second of a stream of 32 MiB '
+                    'messages" }',
+                    f'receiver_cpu_share = {{ value = {shares[1]!r}, source = "{src}", note = '
+                    '"CPU seconds of the receiving process per second of that stream" }',
+                ]
+                if shares and min(shares) > 0
                 else []
             ),
             "",
@@ -257,8 +278,19 @@ def calibrate(
         None,
         (1e-9, "GB/s"),
     )
-    write_link_toml(rate.median, lat.median, os.path.join(out_dir, "loopback.toml"), agg.median)
-    for m in (rate, lat, agg):
+    copies = [loopback_copy_shares() for _ in range(max(min(repeats, 3), 1))]
+    send = Measurement("loopback TCP, sender's CPU per second of a stream", "s/s",
+                       [a for a, _ in copies], None, (1.0, "cores"))  # fmt: skip
+    recv = Measurement("loopback TCP, receiver's CPU per second of a stream", "s/s",
+                       [b for _, b in copies], None, (1.0, "cores"))  # fmt: skip
+    write_link_toml(
+        rate.median,
+        lat.median,
+        os.path.join(out_dir, "loopback.toml"),
+        agg.median,
+        (send.median, recv.median),
+    )
+    for m in (rate, lat, agg, send, recv):
         progress(f"  {m.name}: {m.describe()}")
     progress("measuring the runtime's CPU time per message and per byte (two processes) ...")
     fits = [message_costs(rate.median, lat.median, perf) for _ in range(max(min(repeats, 3), 1))]

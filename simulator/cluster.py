@@ -18,7 +18,7 @@ from typing import Any
 
 import simpy
 
-from hetbed.devices.catalog import HostSpec, load_device, load_host, load_link
+from hetbed.devices.catalog import HostSpec, LinkSpec, load_device, load_host, load_link
 from hetbed.devices.costmodel import CostModel, Roofline, perf_from_spec
 from hetbed.devices.simulated import HostCores, SimulatedDevice
 from hetbed.runtime.shapes import output_shapes
@@ -52,6 +52,16 @@ def _aggregate(link: Any) -> float | None:
         return None
     spec = load_link(link)
     return getattr(spec, "aggregate_bandwidth_bytes_per_s", None)
+
+
+def loop_copy_shares(value: Any) -> tuple[float, float]:
+    """(sender's, receiver's) CPU seconds per second of a stream on a loopback link
+    (``sender_cpu_share``, ``receiver_cpu_share``, measured by ``hetbed calibrate``), when
+    ``value`` names or is a catalog link that has them; else one core for the stream, (1, 0)."""
+    spec = load_link(value) if isinstance(value, str) else value
+    if isinstance(spec, LinkSpec) and spec.sender_cpu_share and spec.receiver_cpu_share:
+        return spec.sender_cpu_share, spec.receiver_cpu_share
+    return 1.0, 0.0
 
 
 def _topology(value: str | HostSpec | None) -> HostSpec | None:
@@ -242,6 +252,7 @@ class Cluster:
                     mine.append(dev)
                     if kind == "cpu":
                         self._task_cpu.setdefault(t.host, dev)
+                        dev.copy_shares = loop_copy_shares(t.nic)
                         if t.machine is not None and dev.host_cores is not None:
                             dev.host_cores = machines.setdefault(t.machine, dev.host_cores)
                         h.add_memory_device(name)

@@ -14,9 +14,10 @@ import simpy
 from simpy.core import EmptySchedule
 
 from hetbed.devices.catalog import LinkSpec, load_device, load_link
-from hetbed.devices.simulated import HostCores
+from hetbed.devices.simulated import HostCores, book_copy
 
 from .clock import run_until
+from .cluster import loop_copy_shares
 from .failures import FAILURE_COLUMNS, Failure
 from .fluid import PSNetwork, Transfer
 from .gcguard import relaxed_gc
@@ -192,6 +193,7 @@ class _Driver(OverlappedStep):
         self.worker_nics = [_as_nic(x, f"{self.kind}: nic") for x in nics]
         self.ps_nic = _as_nic(nics[0] if ps_nic is None else ps_nic, f"{self.kind}: ps_nic")
         self.loop_aggregate = _loop_aggregate(nics[0] if ps_nic is None else ps_nic)
+        self.copy_shares = loop_copy_shares(nics[0] if ps_nic is None else ps_nic)
         self.straggler = combine(
             *(straggler if isinstance(straggler, (list, tuple)) else [straggler])
         )
@@ -507,13 +509,14 @@ class _Driver(OverlappedStep):
 
     def _copy(self, i: int, share: float = 1.0) -> float:
         """With every task on one machine: the machine's kernel copies a pull's or a push's
-        bytes (``share`` of the step's), taking one of its cores for as long as the link
-        carries them; returns when that copy ends (0 on machines of their own)."""
+        bytes (``share`` of the step's) at both ends, taking the link's sender's and
+        receiver's CPU shares of a core each (``copy_shares``) for as long as the link carries
+        them; returns when that copy ends (0 on machines of their own)."""
         hc = self.machine
         if hc is None or not self.step_bytes_all:
             return 0.0
         bw = self.worker_nics[i].bandwidth_bytes_per_s
-        return hc.reserve(self.env.now, self.step_bytes_all * share / bw, 1)
+        return book_copy(hc, self.env.now, self.step_bytes_all * share / bw, self.copy_shares)
 
     def _copied(self, until: float) -> Any:
         env = self.env

@@ -92,6 +92,36 @@ def loopback_link(big: int = 32 << 20, pings: int = 200) -> tuple[float, float]:
     return big / max(best - rtt, 1e-9), rtt / 2
 
 
+def loopback_copy_shares(big: int = 32 << 20, rounds: int = 64) -> tuple[float, float]:
+    """(sender's, receiver's) CPU seconds per second of one TCP stream over 127.0.0.1: this
+    process sends ``rounds`` messages of ``big`` bytes to a child echoing one byte each, and the
+    CPU time (user and system) each process spent over them is divided by the stream's time.
+    Loopback TCP is the kernel copying the bytes at both ends: what a stream takes of the
+    machine's cores besides the runtime's own per-message work."""
+    import struct
+    import subprocess
+    import sys
+
+    from hetbed.runtime.distributed.datachannel import recv_exact
+
+    peer = subprocess.Popen([sys.executable, "-c", _ECHO], stdout=subprocess.PIPE, text=True)
+    try:
+        with _connect(peer) as cli:
+            payload = struct.pack("!I", big) + bytes(big)
+            cli.sendall(payload)  # (a first message: buffers and pages in place)
+            recv_exact(cli, 1)
+            own0, child0 = _cpu_pair(peer.pid)
+            t = time.perf_counter()
+            for _ in range(rounds):
+                cli.sendall(payload)
+                recv_exact(cli, 1)
+            wall = time.perf_counter() - t
+            own1, child1 = _cpu_pair(peer.pid)
+    finally:
+        peer.wait(timeout=30)
+    return min((own1 - own0) / wall, 1.0), min((child1 - child0) / wall, 1.0)
+
+
 def loopback_aggregate(big: int = 32 << 20, streams: int = 2, rounds: int = 4) -> float:
     """Bytes/s that ``streams`` concurrent TCP streams over 127.0.0.1 reach together: this
     process sends ``big``-byte messages on each from a thread of its own to a child echoing one
@@ -343,14 +373,20 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
 
 def _cpu_s(child: int) -> float:
     """CPU seconds (user and system) this process and process ``child`` have used so far."""
+    return sum(_cpu_pair(child))
+
+
+def _cpu_pair(child: int) -> tuple[float, float]:
+    """(this process's, process ``child``'s) CPU seconds (user and system) so far; the child's
+    is 0 where /proc cannot say."""
     t = os.times()
     own = t.user + t.system
     try:
         with open(f"/proc/{child}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return own + (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return own, (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):  # no /proc: this process only
-        return own
+        return own, 0.0
 
 
 def _simulated_message_step(

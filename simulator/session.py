@@ -15,7 +15,13 @@ import numpy as np
 import pandas as pd
 
 from hetbed.devices.memory import BufferAccounting, charges_of
-from hetbed.devices.simulated import SimulatedDevice, SimValue, SoftwareWork, value_nbytes
+from hetbed.devices.simulated import (
+    SimulatedDevice,
+    SimValue,
+    SoftwareWork,
+    book_copy,
+    value_nbytes,
+)
 from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.executor import run_step
 from hetbed.runtime.rendezvous import LocalRendezvous
@@ -44,8 +50,10 @@ class SimRendezvous(LocalRendezvous):
     and serializes the reply before the bytes leave, the receiver sent the request and
     deserializes the reply after they arrive and its runtime has handed them over
     (``message_latency_s``, no CPU time); both of its messages are charged then. Between tasks
-    of one machine the bytes also take one of its cores for as long as the link takes to carry
-    them (loopback TCP is a copy by the machine's kernel). Tensors between devices of one task
+    of one machine the bytes also take the machine's cores for as long as the link takes to
+    carry them (loopback TCP is a copy by the machine's kernel at both ends): the link's
+    sender's and receiver's CPU shares of a core (``copy_shares`` of each task's cpu device;
+    one core for the sender without them). Tensors between devices of one task
     are in-process copies and cost no message time.
     """
 
@@ -81,10 +89,13 @@ class SimRendezvous(LocalRendezvous):
                     cpus = (None, None)
             tasks = (_task(src), _task(dst))
             route = self.route(src, dst)
-            copy_bw = None  # tasks of one machine: the bytes cross by a copy on one of its cores
+            copy_bw = None  # tasks of one machine: the bytes cross by a copy at both ends
             hc = cpus[0].host_cores if cpus[0] is not None else None
             if hc is not None and hc is cpus[1].host_cores and route:
-                copy_bw = min(link.bandwidth_bytes_per_s for link in route)
+                copy_bw = (
+                    min(link.bandwidth_bytes_per_s for link in route),
+                    (cpus[0].copy_shares[0], cpus[1].copy_shares[1]),
+                )
             p = self.parsed[key] = (route, src, dst, tensor, *cpus, tasks, copy_bw)
         nbytes = value_nbytes(value)
         src_cpu = p[4]
@@ -106,8 +117,9 @@ class SimRendezvous(LocalRendezvous):
 
     def _flow(self, p: tuple, key: str, value: Any, nbytes: int) -> None:
         copied = 0.0
-        if p[7] is not None and nbytes:  # the machine's kernel copies them: a core is busy
-            copied = p[4].host_cores.reserve(self.network.env.now, nbytes / p[7], 1)
+        if p[7] is not None and nbytes:  # the machine's kernel copies them: its cores are busy
+            bw, shares = p[7]
+            copied = book_copy(p[4].host_cores, self.network.env.now, nbytes / bw, shares)
         self.network.transfer(
             p[0],
             nbytes,

@@ -367,3 +367,71 @@ def test_a_sparse_take_is_priced_by_the_rows_it_hands_out():
     want = Roofline().duration(op, [(), ()], [(rows,), (rows, dim), (2,)], perf)
     assert t.duration_s == pytest.approx(want, rel=1e-9)
     assert want > (rows * dim * 4 * 2) / 100e9  # the rows' bytes, not a 1-row guess
+
+
+def test_a_loopback_stream_books_each_ends_cpu_share(tmp_path, monkeypatch):
+    """A stream between two tasks of one machine books the sender's and the receiver's CPU
+    shares of a core for the stream's time (the link's ``sender_cpu_share`` and
+    ``receiver_cpu_share``; one core for the sender without them), in the op-level rendezvous
+    and the step-level driver alike; calibrate writes the two fields, the catalog reads them
+    and refuses more than one CPU second per second."""
+    from hetbed.devices.catalog import CatalogError, LinkSpec, load_link
+    from hetbed.devices.simulated import HostCores, book_copy
+    from hetbed.simulator.calibrate import write_link_toml
+    from hetbed.simulator.cluster import loop_copy_shares
+
+    cores = HostCores(2)
+    assert book_copy(cores, 0.0, 1.0, (0.8, 0.5)) == pytest.approx(0.8)
+    assert sorted(b[0][1] for b in cores.busy) == pytest.approx([0.5, 0.8])
+    assert book_copy(HostCores(1), 0.0, 1.0, (0.8, 0.5)) == pytest.approx(1.3)  # one core
+    (tmp_path / "links").mkdir()
+    write_link_toml(4e9, 1e-5, str(tmp_path / "links" / "lo_cal.toml"), 6e9, (0.8, 0.5))
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    spec = load_link("lo_cal")
+    assert (spec.sender_cpu_share, spec.receiver_cpu_share) == (0.8, 0.5)
+    assert loop_copy_shares("lo_cal") == (0.8, 0.5)
+    assert loop_copy_shares((4e9, 1e-5)) == (1.0, 0.0)
+    text = (tmp_path / "links" / "lo_cal.toml").read_text()
+    (tmp_path / "links" / "lo_bad.toml").write_text(text.replace("value = 0.8", "value = 1.5"))
+    with pytest.raises(CatalogError, match="sender_cpu_share"):
+        load_link("lo_bad")
+
+    def busy_core_seconds(cluster):
+        hc = cluster.task_cpu(cluster.tasks[0]).host_cores
+        return sum(e - b for core in hc.busy for b, e in core)
+
+    n = 10_000_000  # 40 MB: 10 ms on the 4 GB/s link
+    for shares, want in (("lo_cal", 1.3), ("lo_test", 1.0)):
+        if shares == "lo_test":
+            _loopback(tmp_path / "links", 6e9)
+        c = Cluster()
+        host = replace(PLAIN, cores=2)
+        c.add_task("ps", 0, cpu=host, nic=shares, machine="m")
+        c.add_task("worker", 0, cpu=host, nic=shares, machine="m")
+        with hb.Graph().as_default():
+            with hb.device("/job:ps/task:0/device:cpu:0"):
+                x = hb.placeholder(hb.float32, [n])
+                a = hb.identity(x)
+            with hb.device("/job:worker/task:0/device:cpu:0"):
+                b = hb.identity(a)
+            with SimSession(c) as s:
+                s.run(b, {x: sim_value([n])})
+        copy = 4 * n / 4e9
+        assert busy_core_seconds(c) == pytest.approx(want * copy, rel=0.05), shares
+    prof = ReplicaProfile(1e-4, dense={"w": (40e6, 0)})
+    link = LinkSpec(
+        "lo",
+        "lo",
+        "loopback",
+        4e9,
+        1e-5,
+        aggregate_bandwidth_bytes_per_s=6e9,
+        sender_cpu_share=0.8,
+        receiver_cpu_share=0.5,
+    )
+    drv = SyncPS(prof, 1, nic=link, machine_cores=2)
+    assert drv.copy_shares == (0.8, 0.5)
+    with_shares = drv.run(4).step_time()
+    one_core = SyncPS(prof, 1, nic=replace(link, receiver_cpu_share=None), machine_cores=2)
+    assert one_core.copy_shares == (1.0, 0.0)
+    assert with_shares >= one_core.run(4).step_time() - 1e-12

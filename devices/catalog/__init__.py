@@ -68,7 +68,9 @@ Link fields (``kind`` is ``"pcie"``, ``"nvlink"``, ``"ethernet"``, ``"infiniband
 bandwidth aggregates several physical links (NVLink: per-GPU aggregate = links x per-link);
 ``aggregate_bandwidth_bytes_per_s`` (loopback) the rate several concurrent streams between the
 machine's tasks reach together (its cores copying them), ``bandwidth_bytes_per_s`` being one
-stream's.
+stream's; ``sender_cpu_share`` and ``receiver_cpu_share`` (loopback) the CPU seconds the sending
+and the receiving process spend per second a stream runs (the kernel's copies at each end; the
+simulators book them on the machine's cores; without them, one core for the stream).
 
 Host topologies (``hosts/<key>.toml``, ``kind = "host"``; ``load_host``, ``list_hosts``): how a
 machine's GPUs, PCIe switches, CPU sockets, NVSwitches and NICs are wired, as groups of cables of
@@ -190,6 +192,9 @@ class LinkSpec:
     per_link_bandwidth_bytes_per_s: float | None = None
     #: (loopback) the rate concurrent streams between a machine's tasks reach together
     aggregate_bandwidth_bytes_per_s: float | None = None
+    #: (loopback) CPU seconds per second of a stream at its sending and its receiving end
+    sender_cpu_share: float | None = None
+    receiver_cpu_share: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -444,7 +449,7 @@ _DEVICE_FIELDS = set(
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s"
-    " aggregate_bandwidth_bytes_per_s".split()
+    " aggregate_bandwidth_bytes_per_s sender_cpu_share receiver_cpu_share".split()
 )
 
 
@@ -516,11 +521,19 @@ def _link(r: _Reader, kind: str) -> LinkSpec:
         links=r.number("links", required=False, integer=True),
         per_link_bandwidth_bytes_per_s=r.number("per_link_bandwidth_bytes_per_s", required=False),
         aggregate_bandwidth_bytes_per_s=r.number("aggregate_bandwidth_bytes_per_s", required=False),
+        sender_cpu_share=r.number("sender_cpu_share", required=False),
+        receiver_cpu_share=r.number("receiver_cpu_share", required=False),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),
     )
     r.finish(_LINK_FIELDS)
+    for name in ("sender_cpu_share", "receiver_cpu_share"):
+        v = getattr(spec, name)
+        if v is not None and v > 1.0:
+            raise r.error(
+                name, f"a stream's end is one thread: at most 1 CPU second per second, got {v:g}"
+            )
     if spec.links is not None and spec.per_link_bandwidth_bytes_per_s is not None:
         total = spec.links * spec.per_link_bandwidth_bytes_per_s
         if not math.isclose(total, spec.bandwidth_bytes_per_s, rel_tol=0.01):
