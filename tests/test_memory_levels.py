@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from simsteps import read_step
 
 import hetbed as hb
 from hetbed.devices.catalog import CatalogError, load_device
@@ -116,24 +117,7 @@ def test_a_slope_from_entries_that_are_all_fixed_cost_is_not_trusted():
 
 
 def _read_step(perf, nbytes):
-    return _read(perf, nbytes)[1]
-
-
-def _read(perf, nbytes, nic=(1e12, 0.0), machine=None):
-    """(cluster, record) of a worker's step reading ``nbytes`` from the PS task."""
-    c = Cluster()
-    c.add_task("ps", 0, cpu=perf, nic=nic, machine=machine)
-    c.add_task("worker", 0, cpu=perf, nic=nic, machine=machine)
-    n = nbytes // 4
-    with hb.Graph().as_default():
-        with hb.device("/job:ps/task:0/device:cpu:0"):
-            x = hb.placeholder(hb.float32, [n])
-            a = hb.identity(x)
-        with hb.device("/job:worker/task:0/device:cpu:0"):
-            b = hb.identity(a)
-        s = SimSession(c)
-        s.run(b, {x: sim_value([n])})
-    return c, s.last_record
+    return read_step(perf, nbytes, (1e12, 0.0))[1]
 
 
 @pytest.mark.parametrize("mb", [16, 64])
@@ -409,7 +393,7 @@ def test_a_loopback_stream_books_each_ends_cpu_share(tmp_path, monkeypatch):
     for shares, want in (("lo_cal", 1.3), ("lo_test", 1.0)):
         if shares == "lo_test":
             _loopback(tmp_path / "links", 6e9)
-        c, _rec = _read(replace(PLAIN, cores=2), 4 * n, nic=shares, machine="m")
+        c, _rec = read_step(replace(PLAIN, cores=2), 4 * n, shares, machine="m")
         copy = 4 * n / 4e9
         assert busy_core_seconds(c) == pytest.approx(want * copy, rel=0.05), shares
     prof = ReplicaProfile(1e-4, dense={"w": (40e6, 0)})

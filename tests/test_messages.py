@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from simsteps import read_step
 
 import hetbed as hb
 from hetbed.devices.costmodel import DevicePerf
@@ -46,20 +47,9 @@ def test_cores_are_booked_in_the_first_gap_that_fits():
 
 
 def _read_step(perf, nbytes, machine=None):
-    """One step in which a worker task reads ``nbytes`` from a PS task (its client: the worker)."""
-    c = Cluster()
-    c.add_task("ps", 0, cpu=perf, nic=NIC, machine=machine)
-    c.add_task("worker", 0, cpu=perf, nic=NIC, machine=machine)
-    n = nbytes // 4
-    with hb.Graph().as_default():
-        with hb.device("/job:ps/task:0/device:cpu:0"):
-            a = hb.identity(hb.placeholder(hb.float32, [n]))
-        with hb.device("/job:worker/task:0/device:cpu:0"):
-            b = hb.identity(a)
-        s = SimSession(c)
-        s.run(b, {a.op.inputs[0]: sim_value([n])})
-        s.run(b, {a.op.inputs[0]: sim_value([n])})
-    return s.last_record
+    """One step in which a worker task reads ``nbytes`` from a PS task (its client: the worker),
+    the second of the session (the first also plans)."""
+    return read_step(perf, nbytes, NIC, machine, steps=2)[1]
 
 
 def test_a_tensor_between_tasks_costs_its_bytes_at_both_ends():
