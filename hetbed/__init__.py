@@ -403,7 +403,12 @@ register_session_kind("grpc://", _distributed_session)  # hb.Session("grpc://hos
 
 # ---- WP4: debugging ops, Python callbacks, tf.test, tf.metrics, config options ----
 from hetbed import metrics, test  # noqa: E402
-from hetbed.runtime.config_protos import GPUOptions, GraphOptions, OptimizerOptions  # noqa: E402
+from hetbed.runtime.config_protos import (  # noqa: E402
+    GPUOptions,
+    GraphOptions,
+    OptimizerOptions,
+    RewriterConfig,
+)
 from hetbed.runtime.ops.debug import (  # noqa: E402
     Print,
     add_check_numerics_ops,

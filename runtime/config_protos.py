@@ -1,6 +1,8 @@
-"""TF1's GPUOptions, OptimizerOptions and GraphOptions, accepted by ``ConfigProto(gpu_options=...,
-graph_options=...)`` so TF1 programs that set them run. hetbed records them; it does not act on
-them (GPU memory is managed by cupy's pool; graphs are not rewritten)."""
+"""TF1's GPUOptions, OptimizerOptions, RewriterConfig and GraphOptions, accepted by
+``ConfigProto(gpu_options=..., graph_options=...)`` so TF1 programs that set them run. hetbed
+records them and acts on one field: ``RewriterConfig.remapping = OFF`` turns off the fusion of
+convolutions and MatMuls with their bias add and ReLU (runtime/fusion.py). GPU memory is managed
+by cupy's pool."""
 
 from __future__ import annotations
 
@@ -55,6 +57,35 @@ class OptimizerOptions:
 
 
 @dataclass
+class RewriterConfig:
+    """TF1's ``RewriterConfig`` toggles (grappler's optimizers). ``remapping`` (the fusion of a
+    convolution or MatMul with its bias add and ReLU) is acted on: OFF turns it off; the others
+    are recorded."""
+
+    DEFAULT = 0
+    ON = 1
+    OFF = 2
+    AGGRESSIVE = 3
+
+    layout_optimizer: int = 0
+    constant_folding: int = 0
+    shape_optimization: int = 0
+    remapping: int = 0
+    arithmetic_optimization: int = 0
+    dependency_optimization: int = 0
+    loop_optimization: int = 0
+    function_optimization: int = 0
+    debug_stripper: int = 0
+    disable_model_pruning: bool = False
+    scoped_allocator_optimization: int = 0
+    pin_to_host_optimization: int = 0
+    auto_mixed_precision: int = 0
+    disable_meta_optimizer: bool = False
+    memory_optimization: int = 0
+    min_graph_nodes: int = 0
+
+
+@dataclass
 class GraphOptions:
     """TF1's ``tf.GraphOptions`` (recorded only)."""
 
@@ -66,4 +97,4 @@ class GraphOptions:
     place_pruned_graph: bool = False
     enable_bfloat16_sendrecv: bool = False
     timeline_step: int = 0
-    rewrite_options: Any = None
+    rewrite_options: Any = field(default_factory=RewriterConfig)

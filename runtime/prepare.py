@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
+from . import fusion
 from .errors import InvalidArgumentError
 from .frames import analyze as analyze_frames
 from .graph import Operation, Tensor
@@ -252,18 +253,34 @@ def build_prepared(
     input_map: dict | None = None,
     control_map: dict | None = None,
     inline_async: bool = False,
+    fuse: bool | None = None,
 ) -> PreparedGraph:
     """Bind kernels and slots for ``order`` (from ``prune`` or ``partition``).
 
     ``input_map[(op, i)]`` and ``control_map[(op, c)]`` rewire inputs that a partition replaced
     by Recv ops. ``inline_async`` says that async kernels (Send/Recv on a local rendezvous)
-    complete inline when run in ``order``, so the straight-line schedule may be used.
+    complete inline when run in ``order``, so the straight-line schedule may be used. ``fuse``:
+    whether convolutions and MatMuls run fused with the BiasAdd and Relu after them on real CPU
+    devices (runtime/fusion.py; None: unless HETBED_FUSION turns it off).
     """
     input_map = input_map or {}
     control_map = control_map or {}
 
-    def inputs_of(op: Operation) -> list[Tensor]:
+    def plain_inputs(op: Operation) -> list[Tensor]:
         return [input_map.get((op, i), t) for i, t in enumerate(op.inputs)]
+
+    chains = (
+        fusion.plan(order, fetches, fed, device_of, plain_inputs)
+        if (fusion.enabled() if fuse is None else fuse)
+        else {}
+    )
+
+    def inputs_of(op: Operation) -> list[Tensor]:
+        ins = plain_inputs(op)
+        chain = chains.get(op)
+        if chain is not None and chain.head is op:
+            ins.append(chain.bias)  # the fused head adds the bias itself
+        return ins
 
     def controls_of(op: Operation) -> list[Operation]:
         return [control_map.get((op, c), c) for c in op.control_inputs]
@@ -287,6 +304,14 @@ def build_prepared(
         kernel = op_def.find_kernel(dev.kernel_type, kernel_dtype(op), op.name)
         node = Node(len(nodes), op, dev, kernel, context_of(op, dev))
         node.input_tensors = inputs_of(op)
+        chain = chains.get(op)
+        if chain is not None:
+            if op is chain.head:
+                node.fn = fusion.head_fn(chain)
+            elif op is chain.bias_add:
+                node.fn = fusion.bias_add_fn(chain, kernel.fn)
+            else:
+                node.fn = fusion.relu_fn(kernel.fn)
         for t in op.outputs:
             if t in needed_tensors and t not in slot_of:
                 slot_of[t] = len(slot_of)

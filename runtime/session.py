@@ -12,6 +12,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from . import executor as ex
+from . import fusion
 from .config_protos import GPUOptions, GraphOptions
 from .errors import InvalidArgumentError
 from .gradients import IndexedSlices, IndexedSlicesValue
@@ -181,6 +182,7 @@ class BaseSession:
             )
         self.graph = graph or get_default_graph()
         self.config = config or ConfigProto()
+        self._fuse = fusion.enabled(self.config)  # runtime/fusion.py
         keep_freed_memory()  # (runtime/host_memory.py: no page faults on each step's buffers)
         self._lock = threading.RLock()
         self._plans: dict[tuple, _Plan] = {}
@@ -430,7 +432,7 @@ class BaseSession:
         devices_used = {placed[op].name for op in order}
         if len(devices_used) <= 1:
             prepared = ex.build_prepared(
-                order, elements, fed, placed.__getitem__, self._context_for
+                order, elements, fed, placed.__getitem__, self._context_for, fuse=self._fuse
             )
         else:
             from .partition import partition
@@ -450,6 +452,7 @@ class BaseSession:
                 parts.input_map,
                 parts.control_map,
                 inline_async=True,
+                fuse=self._fuse,
             )
         copy = [isinstance(e, Tensor) and _may_alias_state(e) for e in elements]
         plan = _Plan(prepared, fed, copy, [isinstance(e, Operation) for e in elements])

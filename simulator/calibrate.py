@@ -26,8 +26,9 @@ from typing import Any
 from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, profile_key
 from hetbed.devices.fileio import atomic_write
 from hetbed.devices.simulated import value_shape
+from hetbed.runtime.config_protos import GraphOptions, RewriterConfig
 from hetbed.runtime.graph import Graph
-from hetbed.runtime.session import Session
+from hetbed.runtime.session import ConfigProto, Session
 from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
@@ -57,6 +58,14 @@ _COST_FIELDS = (
     "step_s",
     "message_s_per_byte",
 )
+
+
+def _per_op() -> ConfigProto:
+    """A session config that runs each op as itself: no fused convolution or MatMul with its
+    bias add and ReLU (runtime/fusion.py), since the simulator prices the ops one by one."""
+    return ConfigProto(
+        graph_options=GraphOptions(rewrite_options=RewriterConfig(remapping=RewriterConfig.OFF))
+    )
 
 
 class _ShapeTracer(TracingObserver):
@@ -108,7 +117,9 @@ def profile_ops(
     With ``timed_between > 0``, that many untraced steps are timed between traced ones, so that
     the measured step times and the op profile see the same machine state; their wall times are
     returned as the second element. ``work``, if given, receives each key's FLOPs and bytes
-    (for ``Profiled`` to scale the entries to shapes it did not measure).
+    (for ``Profiled`` to scale the entries to shapes it did not measure). Build ``sess`` with
+    fusion off (``config=_per_op()``): a fused convolution or MatMul carries the time of the
+    bias add and ReLU after it, which the simulator prices as ops of their own.
     """
     sess.run(fetches, feed_dict)  # warm up caches and kernels
     samples: dict[str, list[float]] = {}
@@ -143,7 +154,7 @@ def calibrate_models(
         g = Graph()
         with g.as_default():
             train, feed = build()
-            sess = Session(graph=g)
+            sess = Session(graph=g, config=_per_op())
             sess.run(global_variables_initializer())
             runs = [profile_ops(sess, train, feed, repeats, work=work)[0] for _ in range(passes)]
             sess.close()
@@ -404,7 +415,7 @@ def profile_and_measure(
     g = Graph()
     with g.as_default():
         train, feed = build()
-        sess = Session(graph=g)
+        sess = Session(graph=g, config=_per_op())
         sess.run(global_variables_initializer())
         meter = LoadMeter().start()
         table, times = profile_ops(sess, train, feed, rounds, steps_per_round, work)
@@ -421,7 +432,7 @@ def measure_step(build: Callable, steps: int = 40) -> float:
     g = Graph()
     with g.as_default():
         train, feed = build()
-        sess = Session(graph=g)
+        sess = Session(graph=g, config=_per_op())
         sess.run(global_variables_initializer())
         for _ in range(3):
             sess.run(train, feed)

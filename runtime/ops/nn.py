@@ -1142,6 +1142,37 @@ def _conv2d(ctx, x, f):
     return (cols @ f.reshape(kh * kw * c, co)).reshape(n, ho, wo, co)
 
 
+def conv2d_bias(ctx, x, f, b, relu: bool) -> Any:
+    """Conv2D fused with the BiasAdd (and Relu) that follow it (runtime/fusion.py): the final
+    array from the compiled CPU kernels, which add the bias and apply the ReLU to each block of
+    the output while it is in cache; or ``Unfused(conv)`` where they do not apply (another dtype,
+    a bias that does not match), for the BiasAdd and Relu nodes to finish as themselves."""
+    from ..fusion import Unfused
+
+    n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
+        "Conv2D", ctx.attrs, x.shape, f.shape
+    )
+    fast = _cpu_fast(x, f, b)
+    if fast is None or b.shape != (co,):
+        return Unfused(_conv2d(ctx, x, f))
+    return fast.conv2d(x, f, sh, sw, ho, wo, ph, pw, np.ascontiguousarray(b), relu)
+
+
+def matmul_bias(ctx, a, w, b, relu: bool) -> Any:
+    """MatMul fused with the BiasAdd (and Relu) after it: the product, then the bias and the
+    ReLU in place, in one pass (runtime/fusion.py); ``Unfused(product)`` where the compiled
+    kernels do not apply."""
+    from ..fusion import Unfused
+    from .math import _matmul
+
+    y = _matmul(ctx, a, w)
+    fast = _cpu_fast(y, b)
+    if fast is None or y.ndim != 2 or b.shape != y.shape[1:] or not y.flags.c_contiguous:
+        return Unfused(y)
+    fast.bias_relu(y, np.ascontiguousarray(b), relu)
+    return y
+
+
 @Conv2D.gradient
 def _conv2d_grad(op, g):
     x, f = op.inputs

@@ -318,35 +318,54 @@ def _patches(x, kh, kw, sh, sw, ho, wo, ph, pw) -> tuple[_Patches, int]:
     return p, min(want, p.nblocks)
 
 
-def conv2d(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw) -> np.ndarray:
+def conv2d(
+    x: np.ndarray,
+    f: np.ndarray,
+    sh: int,
+    sw: int,
+    ho: int,
+    wo: int,
+    ph,
+    pw,
+    bias: np.ndarray | None = None,
+    relu: bool = False,
+) -> np.ndarray:
     """Cross-correlation of NHWC ``x`` with (kh, kw, C, Co) ``f``: the (N, Ho, Wo, Co) output,
     by Winograd's algorithm where it applies and measured faster (winograd.pick), else as GEMMs
-    of patch blocks."""
+    of patch blocks. With ``bias`` (Co,) and ``relu``: a fused bias add and ReLU, applied to
+    each block of the output while it is in cache (runtime/fusion.py)."""
     from . import winograd
 
     kh, kw, _, co = f.shape
     if winograd.applies(x, kh, kw, sh, sw, co, (ho, wo)):
         return winograd.pick(
             ("Conv2D", x.shape, f.shape, ph, pw),
-            lambda: winograd.conv2d(x, f, ho, wo, ph, pw),
-            lambda: _conv2d_gemm(x, f, sh, sw, ho, wo, ph, pw),
+            lambda: winograd.conv2d(x, f, ho, wo, ph, pw, bias, relu),
+            lambda: _conv2d_gemm(x, f, sh, sw, ho, wo, ph, pw, bias, relu),
         )
-    return _conv2d_gemm(x, f, sh, sw, ho, wo, ph, pw)
+    return _conv2d_gemm(x, f, sh, sw, ho, wo, ph, pw, bias, relu)
 
 
-def _conv2d_gemm(x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw):
+def _conv2d_gemm(
+    x: np.ndarray, f: np.ndarray, sh: int, sw: int, ho: int, wo: int, ph, pw, bias, relu
+) -> np.ndarray:
     n, _, _, c = x.shape
     kh, kw, _, co = f.shape
     k, rows = kh * kw * c, n * ho * wo
     f2 = np.ascontiguousarray(f).reshape(k, co)
     if kh == kw == sh == sw == 1:
-        return intraop.matmul(x.reshape(rows, c), f2).reshape(n, ho, wo, co)
+        out = intraop.matmul(x.reshape(rows, c), f2)
+        bias_relu(out, bias, relu)
+        return out.reshape(n, ho, wo, co)
     out = np.empty((rows, co), dtype=x.dtype)
     p, threads = _patches(x, kh, kw, sh, sw, ho, wo, ph, pw)
+    b = _no_bias(x.dtype) if bias is None else bias
 
     def work(i: int, buf: np.ndarray) -> None:
         r0, r1 = p.bounds(i)
         np.matmul(p.build(r0, r1, buf), f2, out=out[r0:r1])
+        if bias is not None or relu:
+            _bias_relu(out[r0:r1], b, relu)
 
     _run_blocks(p.nblocks, threads, p.scratch, work)
     return out.reshape(n, ho, wo, co)
@@ -547,6 +566,36 @@ def _bias_add_grad(g, out):  # pragma: no cover - compiled
         src = g[r]
         for k in range(out.size):
             out[k] += src[k]
+
+
+@njit(cache=True, nogil=True)
+def _bias_relu(v, b, relu):  # pragma: no cover - compiled
+    """In place on the rows of ``v`` (rows, C): ``b`` (C,) added (when not empty), then the
+    ReLU when ``relu`` -- the rounding of BiasAdd and Relu run one after the other."""
+    c = v.shape[1]
+    for r in range(v.shape[0]):
+        row = v[r]
+        if b.size:
+            for k in range(c):
+                row[k] = row[k] + b[k]
+        if relu:
+            for k in range(c):
+                x = row[k]
+                row[k] = x if (x > 0 or x != x) else 0
+
+
+def _no_bias(dtype: np.dtype) -> np.ndarray:
+    return np.empty(0, dtype)
+
+
+def bias_relu(v: np.ndarray, bias: np.ndarray | None, relu: bool) -> None:
+    """The epilogue of a fused MatMul or convolution, in place on C-contiguous ``v`` whose last
+    axis has ``bias``'s length: ``v += bias`` when given, then the ReLU when ``relu``."""
+    if bias is None and not relu:
+        return
+    v2 = v.reshape(-1, v.shape[-1])
+    b = _no_bias(v.dtype) if bias is None else bias
+    intraop.chunks(len(v2), v2.shape[1], lambda i, j: _bias_relu(v2[i:j], b, relu))
 
 
 def relu(x: np.ndarray) -> np.ndarray:

@@ -312,11 +312,13 @@ def _tiles_in_g(src, c, w, n, th, tw, t0, t1, tmp, out):  # pragma: no cover - c
 
 
 @njit(cache=True, nogil=True)
-def _tiles_out(src, at, th, tw, t0, t1, tmp, out):  # pragma: no cover - compiled
+def _tiles_out(src, at, th, tw, t0, t1, tmp, out, brow, relu):  # pragma: no cover - compiled
     """out[b, ty * m + i, tx * m + j, :] = (at @ S @ at^T)[i, j] where the output (N, Ho, Wo * c)
     has them, S the 8 x 8 transform-domain tile t (src[p * 8 + q, t - t0, :]), ``at`` (m, 8):
     columns first over c, then rows over an output row's m * c contiguous values; ``tmp`` is
-    (8, m * c)."""
+    (8, m * c). The epilogue of a fused bias add and ReLU (runtime/fusion.py), on each output row
+    while it is in cache: ``brow`` (the bias repeated m times, or empty) added, then ``relu``
+    (NaN stays NaN) -- the same rounding as the separate ops."""
     m = at.shape[0]
     c = src.shape[2]
     ho, woc = out.shape[1], out.shape[2]
@@ -390,6 +392,13 @@ def _tiles_out(src, at, th, tw, t0, t1, tmp, out):  # pragma: no cover - compile
                     + w6 * s6[j]
                     + w7 * s7[j]
                 )
+            if brow.size:
+                for j in range(width):
+                    o[j] = o[j] + brow[j]
+            if relu:
+                for j in range(width):
+                    v = o[j]
+                    o[j] = v if (v > 0 or v != v) else 0
 
 
 # ---- the three ops -----------------------------------------------------------------------------
@@ -427,12 +436,16 @@ def _blocks(tiles: int, per_tile: int) -> tuple[int, int, int]:
     return step, nblocks, min(want, nblocks)
 
 
-def conv2d(x: np.ndarray, f: np.ndarray, ho: int, wo: int, ph, pw) -> np.ndarray:
+def conv2d(
+    x: np.ndarray, f: np.ndarray, ho: int, wo: int, ph, pw, bias=None, relu: bool = False
+) -> np.ndarray:
     """Stride-1 cross-correlation of NHWC float32 ``x`` with (r, r, C, Co) ``f`` padded by
-    (before, after) ``ph``, ``pw``: the (N, ho, wo, Co) output."""
+    (before, after) ``ph``, ``pw``: the (N, ho, wo, Co) output; plus ``bias`` (Co,) and through
+    a ReLU when asked (a fused bias add and ReLU)."""
     n, _, _, c = x.shape
     r, _, _, co = f.shape
     m = OUTPUT_TILE[r]
+    brow = np.tile(bias, m) if bias is not None else np.empty(0, np.float32)
     at, g, bt = matrices(m, r)
     th, tw = -(-ho // m), -(-wo // m)
     x3 = _pad_to(x, ph[0], pw[0], th * m + r - 1, tw * m + r - 1).reshape(n, th * m + r - 1, -1)
@@ -456,7 +469,7 @@ def conv2d(x: np.ndarray, f: np.ndarray, ho: int, wo: int, ph, pw) -> np.ndarray
         t1 = min(t0 + step, tiles)
         _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
         np.matmul(v[:, : t1 - t0], u, out=mm[:, : t1 - t0])
-        _tiles_out(mm, at, th, tw, t0, t1, tmp, out3)
+        _tiles_out(mm, at, th, tw, t0, t1, tmp, out3, brow, relu)
 
     run_blocks(nblocks, threads, scratch, work)
     return out

@@ -1,0 +1,187 @@
+"""Convolutions and MatMuls fused with the BiasAdd and Relu after them (runtime/fusion.py):
+the same bits as the ops run one by one, only where nothing else can see the intermediate
+values, and errors that still name the op that failed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.runtime import fusion
+from hetbed.runtime.prepare import prune
+
+OFF = hb.ConfigProto(
+    graph_options=hb.GraphOptions(
+        rewrite_options=hb.RewriterConfig(remapping=hb.RewriterConfig.OFF)
+    )
+)
+
+
+def _chains(sess: hb.Session) -> set[str]:
+    """Names of the ops whose nodes run fused in the session's prepared steps."""
+    names = set()
+    for plan in sess._plans.values():
+        for node in plan.prepared.nodes:
+            fn = node.fn
+            if getattr(fn, "__qualname__", "").startswith(("head_fn", "bias_add_fn", "relu_fn")):
+                names.add(node.op.name)
+    return names
+
+
+def _net(x_np, w_np, b_np, kind: str, relu: bool, dtype=np.float32):
+    """(output, graph's fetches) of head -> BiasAdd [-> Relu] on constants fed as placeholders."""
+    x = hb.placeholder(dtype, x_np.shape, name="x")
+    w = hb.Variable(w_np.astype(dtype), name="w")
+    b = hb.Variable(b_np.astype(dtype), name="b")
+    if kind == "conv":
+        h = hb.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME", name="head")
+    else:
+        h = hb.matmul(x, w, name="head")
+    y = hb.nn.bias_add(h, b, name="bias")
+    if relu:
+        y = hb.nn.relu(y, name="act")
+    return x, h, y
+
+
+CASES = [
+    ("conv", (4, 9, 9, 8), (3, 3, 8, 16)),  # Winograd F(6x6, 3x3)
+    ("conv", (2, 12, 12, 1), (5, 5, 1, 8)),  # patch GEMMs (one input channel)
+    ("conv", (3, 7, 7, 16), (1, 1, 16, 8)),  # 1x1: one GEMM
+    ("matmul", (33, 70), (70, 24)),
+]
+
+
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("kind,xs,ws", CASES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_equals_separate_ops(kind, xs, ws, relu, dtype):
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal(xs).astype(dtype)
+    x_np.flat[::17] = np.nan  # NaN goes through the ReLU as NaN
+    w_np = rng.standard_normal(ws)
+    b_np = rng.standard_normal(ws[-1])
+    out = {}
+    for name, config in (("fused", None), ("plain", OFF)):
+        g = hb.Graph()
+        with g.as_default():
+            x, _h, y = _net(x_np, w_np, b_np, kind, relu, dtype)
+            with hb.Session(graph=g, config=config) as sess:
+                sess.run(hb.global_variables_initializer())
+                out[name] = sess.run(y, {x: x_np})
+                fused = _chains(sess)
+        expect = {"head", "bias"} | ({"act"} if relu else set())
+        assert fused == (expect if name == "fused" else set())
+    np.testing.assert_array_equal(out["fused"], out["plain"])  # bit for bit, NaNs in place
+    # and against numpy
+    if kind == "matmul":
+        ref = x_np.astype(np.float64) @ w_np + b_np
+        if relu:
+            ref = np.where(np.isnan(ref) | (ref > 0), ref, 0)
+        tol = 1e-4 if dtype == np.float32 else 1e-10
+        np.testing.assert_allclose(out["fused"], ref, rtol=tol, atol=tol)
+
+
+def test_training_is_bit_identical_and_gradients_flow():
+    """A small CNN trained three steps with and without fusion: the same losses and weights."""
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((8, 12, 12, 3)).astype(np.float32)
+    y_np = rng.integers(0, 4, 8).astype(np.int32)
+    w1 = (rng.standard_normal((3, 3, 3, 8)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((12 * 12 * 8, 4)) * 0.05).astype(np.float32)
+    result = {}
+    for name, config in (("fused", None), ("plain", OFF)):
+        g = hb.Graph()
+        with g.as_default():
+            x = hb.placeholder(hb.float32, [None, 12, 12, 3])
+            y = hb.placeholder(hb.int32, [None])
+            v1, b1 = hb.Variable(w1), hb.Variable(np.full(8, 0.1, np.float32))
+            v2, b2 = hb.Variable(w2), hb.Variable(np.zeros(4, np.float32))
+            h = hb.nn.relu(hb.nn.bias_add(hb.nn.conv2d(x, v1, [1, 1, 1, 1], "SAME"), b1))
+            logits = hb.nn.bias_add(hb.matmul(hb.reshape(h, [-1, 12 * 12 * 8]), v2), b2)
+            loss = hb.reduce_mean(
+                hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+            )
+            train = hb.train.GradientDescentOptimizer(0.1).minimize(loss)
+            with hb.Session(graph=g, config=config) as sess:
+                sess.run(hb.global_variables_initializer())
+                losses = [sess.run([loss, train], {x: x_np, y: y_np})[0] for _ in range(3)]
+                result[name] = (losses, sess.run([v1, b1, v2, b2]))
+                if name == "fused":
+                    assert len(_chains(sess)) == 5  # conv, its bias add and relu; matmul, bias
+    assert result["fused"][0] == result["plain"][0]
+    assert result["fused"][0][2] < result["fused"][0][0]  # it learns
+    for a, b in zip(result["fused"][1], result["plain"][1]):
+        np.testing.assert_array_equal(a, b)
+
+
+class _Cpu:
+    kernel_type = "cpu"
+    xp = np
+
+
+def _plan(fetches, fed=(), device=None):
+    order = prune([f.op if isinstance(f, hb.Tensor) else f for f in fetches], set(fed))
+    dev = device or _Cpu()
+    names = {}
+    for op, chain in fusion.plan(
+        order, fetches, list(fed), lambda op: dev, lambda op: list(op.inputs)
+    ).items():
+        names[op.name] = chain.head.name
+    return names
+
+
+def test_plan_fuses_only_what_nothing_else_sees():
+    x_np = np.ones((2, 6, 6, 4), np.float32)
+    with hb.Graph().as_default():
+        x, h, y = _net(x_np, np.ones((3, 3, 4, 4)), np.ones(4), "conv", relu=True)
+        assert _plan([y], [x]) == {"head": "head", "bias": "head", "act": "head"}
+        # the head's output fetched: nothing fused; the BiasAdd's fetched: no Relu in the chain
+        assert _plan([y, h], [x]) == {}
+        assert _plan([y, y.op.inputs[0]], [x]) == {"head": "head", "bias": "head"}
+        # a second consumer of the head's output
+        z = h * 2.0
+        assert _plan([y, z], [x]) == {}
+        # a simulated (timed) device or a GPU: never
+        sim = type("Sim", (), {"kernel_type": "cpu", "xp": np, "timed": True})()
+        assert _plan([y], [x], sim) == {}
+        gpu = type("Gpu", (), {"kernel_type": "gpu", "xp": np})()
+        assert _plan([y], [x], gpu) == {}
+    for bias_first in (True, False):
+        with hb.Graph().as_default():
+            # a bias computed after the head in the step's order: not fused (the head would
+            # have to wait for it)
+            x = hb.placeholder(hb.float32, [2, 3], name="x")
+            w = hb.constant(np.ones((3, 3), np.float32))
+            if bias_first:
+                b = hb.reduce_sum(x, axis=0, name="bias_value")
+            h = hb.matmul(x, w, name="head")
+            if not bias_first:
+                b = hb.reduce_sum(x, axis=0, name="bias_value")
+            y = hb.nn.bias_add(h, b, name="bias")
+            assert _plan([y], [x]) == ({"head": "head", "bias": "head"} if bias_first else {})
+
+
+def test_bias_that_does_not_match_fails_at_the_bias_add_and_loses_nothing():
+    """A bias of the wrong length (shape unknown to the graph) reaches the fused head at run
+    time: the head hands its plain product on and the BiasAdd raises its own error."""
+    with hb.Graph().as_default() as g:
+        x = hb.placeholder(hb.float32, [4, 3])
+        b = hb.placeholder(hb.float32, [None])
+        w = hb.Variable(np.ones((3, 5), np.float32))
+        y = hb.nn.relu(hb.nn.bias_add(hb.matmul(x, w, name="head"), b, name="the_bias"))
+        with hb.Session(graph=g) as sess:
+            sess.run(hb.global_variables_initializer())
+            ok = sess.run(y, {x: np.ones((4, 3), np.float32), b: np.arange(5, dtype=np.float32)})
+            np.testing.assert_array_equal(ok, np.tile(3 + np.arange(5, dtype=np.float32), (4, 1)))
+            assert {"head", "the_bias"} <= _chains(sess)
+            with pytest.raises(hb.errors.InvalidArgumentError, match="the_bias"):
+                sess.run(y, {x: np.ones((4, 3), np.float32), b: np.ones(7, np.float32)})
+            np.testing.assert_array_equal(sess.run(w), np.ones((3, 5), np.float32))
+
+
+def test_switches_turn_it_off(monkeypatch):
+    assert fusion.enabled(None)
+    assert not fusion.enabled(OFF)
+    monkeypatch.setenv("HETBED_FUSION", "0")
+    assert not fusion.enabled(None)
