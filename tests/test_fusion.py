@@ -185,3 +185,36 @@ def test_switches_turn_it_off(monkeypatch):
     assert not fusion.enabled(OFF)
     monkeypatch.setenv("HETBED_FUSION", "0")
     assert not fusion.enabled(None)
+
+
+def test_large_bias_gradient_and_sgd_update_match_numpy():
+    """The bias gradient of a large tensor sums in fixed parts (the same bits on 1 or 2
+    threads, numpy's sum within rounding); SGD's one-pass update equals numpy's two passes."""
+    from hetbed.runtime.ops import intraop, nn_cpu
+
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((64, 28, 28, 32)).astype(np.float32)
+    ref = g.reshape(-1, 32).astype(np.float64).sum(axis=0)
+    got = nn_cpu.bias_add_grad(g)
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-3)
+    saved = intraop.THREADS
+    try:
+        intraop.THREADS = 1
+        one = nn_cpu.bias_add_grad(g)
+    finally:
+        intraop.THREADS = saved
+    np.testing.assert_array_equal(one, got)
+    small = g[:2, :3]
+    np.testing.assert_array_equal(
+        nn_cpu.bias_add_grad(small), small.reshape(-1, 32).sum(axis=0)
+    )  # small: numpy's order exactly
+    var = rng.standard_normal(300_000).astype(np.float32)
+    grad = rng.standard_normal(300_000).astype(np.float32)
+    lr = np.float32(0.037)
+    expect = var - grad * lr
+    with hb.Graph().as_default(), hb.Session() as sess:
+        v = hb.Variable(var)
+        step = hb.train.GradientDescentOptimizer(lr).apply_gradients([(hb.constant(grad), v)])
+        sess.run(hb.global_variables_initializer())
+        sess.run(step)
+        np.testing.assert_array_equal(sess.run(v), expect)

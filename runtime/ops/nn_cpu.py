@@ -624,12 +624,45 @@ def bias_add(v: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
+# Bias gradients over at least this many elements sum their rows in _GRAD_PARTS consecutive
+# parts (on the intra-op threads), then add the parts in order: the same bits on any number of
+# threads. Smaller ones sum row after row, numpy's order.
+_GRAD_SPLIT_ELEMS = 1 << 18
+_GRAD_PARTS = 16
+
+
 def bias_add_grad(g: np.ndarray) -> np.ndarray:
     """Sums of ``g`` over all axes but the last."""
     g = _c(g)
-    out = np.empty(g.shape[-1], dtype=g.dtype)
-    _bias_add_grad(g.reshape(-1, g.shape[-1]), out)
+    c = g.shape[-1]
+    out = np.empty(c, dtype=g.dtype)
+    g2 = g.reshape(-1, c)
+    rows = len(g2)
+    if g.size < _GRAD_SPLIT_ELEMS or rows < 2 * _GRAD_PARTS:
+        _bias_add_grad(g2, out)
+        return out
+    per = -(-rows // _GRAD_PARTS)
+    parts = np.empty((-(-rows // per), c), dtype=g.dtype)
+
+    def part(i: int, j: int) -> None:
+        for k in range(i, j):
+            _bias_add_grad(g2[k * per : (k + 1) * per], parts[k])
+
+    intraop.chunks(len(parts), per * c, part)
+    _bias_add_grad(parts, out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _sub_scaled(var, g, lr):  # pragma: no cover - compiled
+    for i in range(var.size):
+        var[i] = var[i] - g[i] * lr
+
+
+def sub_scaled(var: np.ndarray, g: np.ndarray, lr: Any) -> None:
+    """``var -= g * lr`` in one pass over flat arrays of one dtype (``lr`` a scalar of it): the
+    rounding of ``s = g * lr; var -= s``."""
+    _sub_scaled(var, g, lr)
 
 
 # ---- batch normalization (channels last) ------------------------------------------------------

@@ -244,8 +244,23 @@ def sparse_update(
 
 def _sgd_body(xp, s, g, var, lr):
     # var -= lr * grad
+    lr_a = np.asarray(lr) if xp is np else None
+    if (
+        lr_a is not None
+        and lr_a.ndim == 0
+        and var.ndim == g.ndim == 1
+        and var.dtype in _ONE_PASS
+        and g.dtype == var.dtype == lr_a.dtype
+    ):  # one compiled pass over the block (numba: imported on first use)
+        from ..ops import nn_cpu
+
+        nn_cpu.sub_scaled(var, g, lr_a[()])
+        return
     xp.multiply(g, lr, out=s)
     var -= s
+
+
+_ONE_PASS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _momentum_body(xp, s, g, var, accum, lr, momentum, nesterov):
