@@ -1,24 +1,27 @@
-"""Fusing a convolution or MatMul with the BiasAdd and ReLU after it, on the CPU.
+"""Fusing an op with the elementwise ops after it, on the CPU.
 
 TensorFlow's graph optimizer (grappler's remapper) rewrites Conv2D -> BiasAdd [-> Relu] and
 MatMul -> BiasAdd [-> Relu] into one fused kernel on the CPU: the bias and the activation are
 applied to each block of the product while it is still in cache, instead of two more passes over
 the whole tensor, each allocating its own output. hetbed does the same when it prepares a step
-(runtime/prepare.py), without changing the graph:
+(runtime/prepare.py), without changing the graph, and fuses one more pair that every CNN's
+backward pass has: MaxPoolGrad -> ReluGrad, where the pooled input is the ReLU's output (one
+pass writes the window gradients already masked by the ReLU):
 
-- the head (Conv2D or MatMul) takes the bias as one more input and runs the fused kernel
-  (``ops.nn.conv2d_bias`` / ``ops.nn.matmul_bias``);
-- the BiasAdd and Relu nodes stay in the plan and pass the fused result on, so that everything
-  else (the gradients reading the Relu's output, traces, errors) sees the nodes it expects. In a
-  trace the fused time shows on the head; the BiasAdd and Relu take next to none.
+- the head (Conv2D, MatMul, MaxPoolGrad) runs the fused kernel (``ops.nn.conv2d_bias``,
+  ``ops.nn.matmul_bias``, ``ops.nn.max_pool_grad_relu``); a Conv2D or MatMul takes the bias as
+  one more input;
+- the other nodes of the chain stay in the plan and pass the fused result on, so that
+  everything else (the gradients reading the Relu's output, traces, errors) sees the nodes it
+  expects. In a trace the fused time shows on the head; the others take next to none.
 
-A chain is fused only where nothing else can see the intermediate values: the head's output feeds
-the BiasAdd alone, the BiasAdd's output feeds the Relu alone (else the chain stops at the
-BiasAdd), neither is fetched or fed, all three run on one real CPU device (never on a simulated
-one, whose nodes are priced one by one), the bias is produced before the head in the step's
-order, and the graph has no control flow. Where the fused kernel does not apply at run time
-(another dtype, a bias whose length does not match), the head returns its plain result wrapped
-in ``Unfused`` and the BiasAdd and Relu nodes run their own kernels, so their errors name them.
+A chain is fused only where nothing else can see the intermediate values: each value inside the
+chain feeds the next op alone (else the chain stops before it), is neither fetched nor fed, all
+ops run on one real CPU device (never on a simulated one, whose nodes are priced one by one), a
+bias is produced before its head in the step's order, and the graph has no control flow. Where
+the fused kernel does not apply at run time (another dtype, a bias whose length does not match),
+the head returns its plain result wrapped in ``Unfused`` and the other nodes run their own
+kernels, so their errors name them.
 
 ``ConfigProto(graph_options=GraphOptions(rewrite_options=RewriterConfig(remapping=OFF)))`` (TF1's
 switch for this rewrite) or ``HETBED_FUSION=0`` turns it off; ``hetbed calibrate`` profiles
@@ -61,13 +64,13 @@ def enabled(config: Any = None) -> bool:
 
 
 class Chain:
-    """One fused chain: ``head`` -> ``bias_add`` [-> ``relu``], with the bias tensor the head
-    takes as its extra input."""
+    """One fused chain: ``head`` -> ``members`` (the ops after it, in order), the bias tensor a
+    Conv2D or MatMul head takes as its extra input (else None)."""
 
-    __slots__ = ("head", "bias_add", "relu", "bias")
+    __slots__ = ("head", "members", "bias")
 
-    def __init__(self, head: Operation, bias_add: Operation, relu: Operation | None, bias: Tensor):
-        self.head, self.bias_add, self.relu, self.bias = head, bias_add, relu, bias
+    def __init__(self, head: Operation, members: list[Operation], bias: Tensor | None):
+        self.head, self.members, self.bias = head, members, bias
 
 
 def _plain_cpu(dev: Any) -> bool:
@@ -101,43 +104,63 @@ def plan(
         users = uses.get(t, ())
         return users[0] if len(users) == 1 and t not in private else None
 
+    def fusable(head: Operation, value: Tensor, op: Operation) -> bool:
+        """``value`` (``head``'s output) may flow straight into ``op`` inside a fused kernel."""
+        dev = device_of(op)
+        return (
+            head in pos
+            and head not in chains
+            and only_consumer(value) is op
+            and value.dtype.name in _DTYPES
+            and device_of(head) is dev
+            and _plain_cpu(dev)
+        )
+
     chains: dict[Operation, Chain] = {}
     for op in order:
-        if op.type != "BiasAdd" or op.attrs.get("data_format", "NHWC") not in ("NHWC", "N...C"):
-            continue
         ins = inputs_of(op)
-        if len(ins) != 2:
+        if op.type == "BiasAdd" and len(ins) == 2:
+            if op.attrs.get("data_format", "NHWC") not in ("NHWC", "N...C"):
+                continue
+            value, bias = ins
+            head = value.op
+            if (
+                head.type not in _HEADS
+                or not fusable(head, value, op)
+                or (bias not in fed_set and pos.get(bias.op, len(order)) >= pos[head])
+            ):
+                continue
+            members = [op]
+            relu = only_consumer(op.outputs[0])
+            if relu is not None and relu.type == "Relu" and device_of(relu) is device_of(op):
+                members.append(relu)
+            chain = Chain(head, members, bias)
+        elif op.type == "ReluGrad" and len(ins) == 2:
+            dx, y = ins
+            head = dx.op
+            if (
+                head.type != "MaxPoolGrad"
+                or not fusable(head, dx, op)
+                or inputs_of(head)[0] is not y  # the pooled input is the ReLU's output
+            ):
+                continue
+            chain = Chain(head, [op], None)
+        else:
             continue
-        value, bias = ins
-        head = value.op
-        dev = device_of(op)
-        if (
-            head.type not in _HEADS
-            or head not in pos
-            or head in chains
-            or only_consumer(value) is not op
-            or value.dtype.name not in _DTYPES
-            or device_of(head) is not dev
-            or not _plain_cpu(dev)
-            or (bias not in fed_set and pos.get(bias.op, len(order)) >= pos[head])
-        ):
-            continue
-        relu = only_consumer(op.outputs[0])
-        if relu is not None and (relu.type != "Relu" or device_of(relu) is not dev):
-            relu = None
-        chain = Chain(head, op, relu, bias)
-        for member in (head, op, relu):
-            if member is not None:
-                chains[member] = chain
+        for member in (chain.head, *chain.members):
+            chains[member] = chain
     return chains
 
 
 def head_fn(chain: Chain) -> Callable:
-    """The fused kernel the head runs: (ctx, x, w, bias) -> the final array or Unfused."""
+    """The fused kernel the head runs: the final array, or Unfused."""
     from .ops import nn
 
-    fused = nn.conv2d_bias if chain.head.type == "Conv2D" else nn.matmul_bias
-    relu = chain.relu is not None
+    kind = chain.head.type
+    if kind == "MaxPoolGrad":
+        return nn.max_pool_grad_relu
+    fused = nn.conv2d_bias if kind == "Conv2D" else nn.matmul_bias
+    relu = len(chain.members) > 1
 
     def fn(ctx: Any, x: Any, w: Any, b: Any) -> Any:
         return fused(ctx, x, w, b, relu)
@@ -145,24 +168,15 @@ def head_fn(chain: Chain) -> Callable:
     return fn
 
 
-def bias_add_fn(chain: Chain, kernel: Callable) -> Callable:
-    """The BiasAdd node's function: the fused result passed on, or its own ``kernel`` on an
-    Unfused head result (still Unfused when a Relu follows, for it to apply)."""
-    wrap = chain.relu is not None
+def member_fn(chain: Chain, op: Operation, kernel: Callable) -> Callable:
+    """The function of ``op``, a node after the head: the fused result passed on, or its own
+    ``kernel`` on an Unfused value (the result still Unfused when more of the chain follows)."""
+    wrap = op is not chain.members[-1]
 
-    def fn(ctx: Any, v: Any, b: Any) -> Any:
+    def fn(ctx: Any, v: Any, *rest: Any) -> Any:
         if type(v) is Unfused:
-            r = kernel(ctx, v.value, b)
+            r = kernel(ctx, v.value, *rest)
             return Unfused(r) if wrap else r
         return v
-
-    return fn
-
-
-def relu_fn(kernel: Callable) -> Callable:
-    """The Relu node's function: the fused result passed on, or its own ``kernel``."""
-
-    def fn(ctx: Any, v: Any) -> Any:
-        return kernel(ctx, v.value) if type(v) is Unfused else v
 
     return fn

@@ -278,7 +278,7 @@ def build_prepared(
     def inputs_of(op: Operation) -> list[Tensor]:
         ins = plain_inputs(op)
         chain = chains.get(op)
-        if chain is not None and chain.head is op:
+        if chain is not None and chain.head is op and chain.bias is not None:
             ins.append(chain.bias)  # the fused head adds the bias itself
         return ins
 
@@ -306,12 +306,11 @@ def build_prepared(
         node.input_tensors = inputs_of(op)
         chain = chains.get(op)
         if chain is not None:
-            if op is chain.head:
-                node.fn = fusion.head_fn(chain)
-            elif op is chain.bias_add:
-                node.fn = fusion.bias_add_fn(chain, kernel.fn)
-            else:
-                node.fn = fusion.relu_fn(kernel.fn)
+            node.fn = (
+                fusion.head_fn(chain)
+                if op is chain.head
+                else fusion.member_fn(chain, op, kernel.fn)
+            )
         for t in op.outputs:
             if t in needed_tensors and t not in slot_of:
                 slot_of[t] = len(slot_of)

@@ -24,7 +24,9 @@ def _chains(sess: hb.Session) -> set[str]:
     for plan in sess._plans.values():
         for node in plan.prepared.nodes:
             fn = node.fn
-            if getattr(fn, "__qualname__", "").startswith(("head_fn", "bias_add_fn", "relu_fn")):
+            if getattr(fn, "__qualname__", "").startswith(
+                ("head_fn", "member_fn", "max_pool_grad_relu")
+            ):
                 names.add(node.op.name)
     return names
 
@@ -218,3 +220,32 @@ def test_large_bias_gradient_and_sgd_update_match_numpy():
         sess.run(hb.global_variables_initializer())
         sess.run(step)
         np.testing.assert_array_equal(sess.run(v), expect)
+
+
+@pytest.mark.parametrize("window,stride", [(2, 2), (3, 2)])  # tiles; overlapping windows
+def test_max_pool_grad_fused_with_relu_grad(window, stride):
+    """relu -> max_pool's backward pass: MaxPoolGrad and ReluGrad fused give the same bits as
+    run one by one (NaN and ties included)."""
+    rng = np.random.default_rng(11)
+    x_np = rng.standard_normal((3, 8, 8, 5)).astype(np.float32)
+    x_np[0, :2, :2, 0] = 0.5  # a tie inside one window
+    x_np[1, 3, 3, 1] = np.nan
+    side = (8 - window) // stride + 1
+    w_np = rng.standard_normal((3, side, side, 5)).astype(np.float32)
+    out = {}
+    for name, config in (("fused", None), ("plain", OFF)):
+        g = hb.Graph()
+        with g.as_default():
+            x = hb.placeholder(hb.float32, x_np.shape)
+            r = hb.nn.relu(x)
+            p = hb.nn.max_pool(r, [1, window, window, 1], [1, stride, stride, 1], "VALID")
+            (dx,) = hb.gradients(hb.reduce_sum(p * hb.constant(w_np)), [x])
+            with hb.Session(graph=g, config=config) as sess:
+                out[name] = sess.run(dx, {x: x_np})
+                types = {n for n in _chains(sess)}
+        if name == "fused":
+            assert any("MaxPoolGrad" in t for t in types) and any("Relu_grad" in t for t in types)
+        else:
+            assert not types
+    np.testing.assert_array_equal(out["fused"], out["plain"])
+    assert np.count_nonzero(out["fused"]) > 0

@@ -1494,6 +1494,19 @@ def _max_pool_grad_shape(op):
     return [(x.shape, x.dtype)]
 
 
+def max_pool_grad_relu(ctx, x, y, g) -> Any:
+    """MaxPoolGrad fused with the ReluGrad after it, where the pooled input ``x`` is the ReLU's
+    output (runtime/fusion.py): one pass writing ``dx * (x > 0)``; ``Unfused(dx)`` where the
+    compiled kernels do not apply."""
+    from ..fusion import Unfused
+
+    n, h, w, c, kh, kw, sh, sw, ho, wo, ph, pw = _pool_dims("MaxPoolGrad", ctx.attrs, x.shape)
+    fast = _cpu_fast(x, y, g)
+    if fast is None:
+        return Unfused(_max_pool_grad_kernel(ctx, x, y, g))
+    return fast.max_pool_grad(x, y, g, kh, kw, sh, sw, ph, pw, relu=True)
+
+
 @MaxPoolGrad.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
 def _max_pool_grad_kernel(ctx, x, y, g):
     """Each window's gradient goes to its maximum; on ties, to the first in row-major order."""

@@ -242,11 +242,13 @@ def _max_pool_tiles(x3, c, kh, kw, y3):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
-def _max_pool_grad_tiles(x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - compiled
+def _max_pool_grad_tiles(x3, y3, g3, c, kh, kw, dx3, relu):  # pragma: no cover - compiled
     """``_max_pool_grad`` for windows that neither overlap nor reach padding, on the views of
     ``_max_pool_tiles``: each covered cell of ``dx`` is written once (its window's gradient where
     it is the window's first maximum, else 0), so ``dx`` needs no zeroing beforehand. One output
-    row at a time, window cell (i, j) of all its windows in turn, branch-free per channel."""
+    row at a time, window cell (i, j) of all its windows in turn, branch-free per channel.
+    ``relu``: the pooled input is a ReLU's output and the ReLU's gradient follows (a fused
+    ReluGrad): each cell's value times (x > 0), the arithmetic of ReluGrad on ``dx``."""
     wo = y3.shape[2] // c
     taken = np.empty(wo * c, dtype=np.uint8)  # 1: the window's maximum is already routed
     for b in range(x3.shape[0]):
@@ -261,10 +263,17 @@ def _max_pool_grad_tiles(x3, y3, g3, c, kh, kw, dx3):  # pragma: no cover - comp
                         cell, out = src[at : at + c], dst[at : at + c]
                         lo, hi = ox * c, (ox + 1) * c
                         mo, go, tk = m[lo:hi], gr[lo:hi], taken[lo:hi]
-                        for ch in range(c):
-                            hit = (cell[ch] == mo[ch]) & (tk[ch] == 0)
-                            out[ch] = go[ch] if hit else 0
-                            tk[ch] |= hit
+                        if relu:
+                            for ch in range(c):
+                                v = cell[ch]
+                                hit = (v == mo[ch]) & (tk[ch] == 0)
+                                out[ch] = (go[ch] if hit else 0) * (1 if v > 0 else 0)
+                                tk[ch] |= hit
+                        else:
+                            for ch in range(c):
+                                hit = (cell[ch] == mo[ch]) & (tk[ch] == 0)
+                                out[ch] = go[ch] if hit else 0
+                                tk[ch] |= hit
 
 
 # ---- convolution -----------------------------------------------------------------------------
@@ -505,8 +514,12 @@ def max_pool(x: np.ndarray, kh: int, kw: int, sh: int, sw: int, ho: int, wo: int
     return y
 
 
-def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.ndarray:
-    """MaxPool's input gradient: each window's ``g`` goes to its first maximal cell."""
+def max_pool_grad(
+    x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw, relu: bool = False
+) -> np.ndarray:
+    """MaxPool's input gradient: each window's ``g`` goes to its first maximal cell. With
+    ``relu``, times (x > 0): the gradient of the ReLU whose output ``x`` is, fused (ReluGrad's
+    arithmetic, so the same bits)."""
     x, y, g = (np.ascontiguousarray(a) for a in (x, y, g))
     n, h, w, c = x.shape
     ho, wo = y.shape[1], y.shape[2]
@@ -519,7 +532,7 @@ def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.nda
                 x[i:j], y[i:j], g[i:j], kh, kw, sh, sw, ph[0], pw[0], dx[i:j]
             ),
         )
-        return dx
+        return relu_grad(dx, x) if relu else dx
     dx = np.empty_like(x)
     dx[:, ho * kh :] = 0  # rows and columns no window covers (VALID with a remainder)
     dx[:, :, wo * kw :] = 0
@@ -528,7 +541,7 @@ def max_pool_grad(x, y, g, kh: int, kw: int, sh: int, sw: int, ph, pw) -> np.nda
     intraop.chunks(
         n,
         h * w * c,
-        lambda i, j: _max_pool_grad_tiles(x3[i:j], y3[i:j], g3[i:j], c, kh, kw, dx3[i:j]),
+        lambda i, j: _max_pool_grad_tiles(x3[i:j], y3[i:j], g3[i:j], c, kh, kw, dx3[i:j], relu),
     )
     return dx
 
