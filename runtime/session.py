@@ -39,7 +39,8 @@ class ConfigProto:
     log_device_placement: bool = False
     #: fail a step that waits this long for a completion (0: wait forever, like TF1's default)
     operation_timeout_in_ms: int = 0
-    #: TF1's GPUOptions / GraphOptions: recorded, not acted on (see config_protos.py)
+    #: TF1's GPUOptions / GraphOptions: recorded; GraphOptions' rewrite_options.remapping = OFF
+    #: turns off fused ops (runtime/fusion.py; see config_protos.py)
     gpu_options: Any = field(default_factory=GPUOptions)
     graph_options: Any = field(default_factory=GraphOptions)
     #: "default" (unconstrained ops on the first device) or "cost" (cost-aware spreading)

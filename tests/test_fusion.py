@@ -185,6 +185,15 @@ def test_bias_that_does_not_match_fails_at_the_bias_add_and_loses_nothing():
 def test_switches_turn_it_off(monkeypatch):
     assert fusion.enabled(None)
     assert not fusion.enabled(OFF)
+    cfg = hb.ConfigProto()  # as a TF1 program sets it, field by field
+    assert fusion.enabled(cfg)
+    cfg.graph_options.rewrite_options.remapping = hb.RewriterConfig.OFF
+    with hb.Graph().as_default() as g:
+        x, _h, y = _net(np.ones((2, 3), np.float32), np.ones((3, 4)), np.ones(4), "matmul", True)
+        with hb.Session(graph=g, config=cfg) as sess:
+            sess.run(hb.global_variables_initializer())
+            np.testing.assert_array_equal(sess.run(y, {x: np.ones((2, 3), np.float32)}), 4.0)
+            assert not _chains(sess)
     monkeypatch.setenv("HETBED_FUSION", "0")
     assert not fusion.enabled(None)
 
