@@ -82,6 +82,9 @@ class DevicePerf:
     #: CPU time at one end of a control message (a RunGraph call's request or reply); None:
     #: ``message_s`` (``control_s`` gives the one in force)
     control_message_s: float | None = None
+    #: extra share of the per-event software CPU costs (messages, a step's own, per-op dispatch)
+    #: a task pays when its host runs more processes than ``cores`` (``shared_host``)
+    switch_share: float = 0.0
 
     def memory_seconds(self, moved: float) -> float:
         """Seconds to move ``moved`` bytes, taken as the op's working set. With a cache
@@ -101,6 +104,31 @@ class DevicePerf:
         if not self.cache_bytes or tasks <= 1:
             return self
         return replace(self, cache_bytes=self.cache_bytes / tasks)
+
+    def shared_host(self, tasks: int) -> DevicePerf:
+        """This perf as one of ``tasks`` processes of one host: an equal share of its cache
+        (``cache_share``) and, where the processes outnumber its ``cores``, each per-event
+        software cost (``message_s``, ``control_message_s``, ``step_s`` and the per-op dispatch)
+        times 1 + switch_share x (1 - cores / tasks): the share of wake-ups that find the core
+        last ran another process (its caches and TLB cold, and the switch itself), 0 with a core
+        each and towards all of them as processes pile up. Bytes and FLOPs are not scaled (the
+        cores they need are booked, ``HostCores``). ``switch_share`` comes from ``hetbed
+        calibrate`` (steps of 1, 2, 4 and 8 clients against one PS process)."""
+        out = self.cache_share(tasks)
+        cores = self.cores
+        if not self.switch_share or not cores or tasks <= cores:
+            return out
+        k = 1.0 + self.switch_share * (1.0 - cores / tasks)
+        clocked = self.clocked_launch_overhead_s
+        control = self.control_message_s
+        return replace(
+            out,
+            message_s=self.message_s * k,
+            control_message_s=None if control is None else control * k,
+            step_s=self.step_s * k,
+            launch_overhead_s=self.launch_overhead_s * k,
+            clocked_launch_overhead_s=None if clocked is None else clocked * k,
+        )
 
     def fresh_seconds(self, nbytes: float) -> float:
         """Seconds of faulting in and zeroing a new array of ``nbytes`` (0 below the
@@ -161,6 +189,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         message_latency_s=getattr(spec, "message_latency_s", None) or 0.0,
         clocked_launch_overhead_s=getattr(spec, "kernel_launch_overhead_clocked_s", None),
         control_message_s=getattr(spec, "control_message_overhead_s", None),
+        switch_share=getattr(spec, "switch_cpu_share", None) or 0.0,
     )
 
 

@@ -48,7 +48,9 @@ from .messages import (  # noqa: F401
     loopback_aggregate,
     loopback_copy_shares,
     loopback_link,
+    message_contention,
     message_costs,
+    switch_share_fit,
 )
 
 _COST_FIELDS = (
@@ -253,6 +255,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1 and 8 MiB across two processes, less the loopback rate (message_costs)')}",
             f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'fitted with message_overhead_s and message_latency_s to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
+            f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention)')}",
             "",
             "[peak_flops]",
             f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",
@@ -324,8 +327,21 @@ def calibrate(
             f"fit {simulated[name] * 1e6:.0f} us ({simulated[name] / measured[name] - 1:+.0%})"
         )
     perf = replace(perf, **{a: c.median for a, c in zip(_COST_FIELDS, costs)})
+    progress(
+        "measuring the CPU per step of 1, 2, 4 and 8 processes stepping against one PS process ..."
+    )
+    per_n = message_contention(repeats=max(min(repeats, 3), 1))
+    shared = [
+        Measurement(f"CPU per small remote step, {n} client(s) at once", "s", v, None, (1e6, "us"))
+        for n, v in per_n.items()
+    ]
+    for m in shared:
+        progress(f"  {m.name}: {m.describe()}")
+    share = switch_share_fit({n: statistics.median(v) for n, v in per_n.items()}, host_cores())
+    progress(f"  switch_cpu_share (fitted to the medians): {share:.3f}")
+    perf = replace(perf, switch_share=share)
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
-    ms += [rate, lat, *costs]
+    ms += [rate, lat, *costs, *shared]
     progress(f"profiling the ops of {', '.join(builders)} (twice, each op's faster pass) ...")
     work: dict[str, tuple[float, float]] = {}
     apart: list[float] = []

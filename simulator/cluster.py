@@ -235,8 +235,8 @@ class Cluster:
                 perf = perf_from_spec(hw)
                 if distributed and kind == "cpu":
                     perf = perf.clocked()
-                if kind == "cpu" and perf.cache_bytes and sharing.get(t.machine, 0) > 1:
-                    perf = perf.cache_share(sharing[t.machine])
+                if kind == "cpu" and sharing.get(t.machine, 0) > 1:
+                    perf = perf.shared_host(sharing[t.machine])
                 for i in range(n):
                     name = f"device:{kind}:{i}"
                     dev = SimulatedDevice(

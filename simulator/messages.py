@@ -411,3 +411,143 @@ def _simulated_message_step(
         sess.run(fetch)
         sess.run(fetch)  # (a second step: the first also plans)
         return sess.last_record if record else sess.last_record.step_time_s
+
+
+# ---- processes sharing the cores: the software cost of oversubscription -----------------------
+
+#: a client of ``message_contention``, run as its own process: a worker task whose step reads a
+#: scalar of its own from the PS task and adds it back there; it reports "ready" once warm, then
+#: per "run SECONDS" line on stdin runs steps for that long and prints [steps, wall s, CPU s]
+_CONTENTION_CLIENT = """
+import json, os, sys, time
+import numpy as np
+import hetbed as hb
+from hetbed.devices.errors import UnavailableError
+spec, i = {spec!r}, {i}
+server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", i)
+g = hb.Graph()
+with g.as_default():
+    with hb.device("/job:ps/task:0"):
+        v = hb.Variable(np.zeros(1, np.float32), name="contention_%d" % i)
+    with hb.device("/job:worker/task:%d" % i):
+        sent = v * 2.0
+    with hb.device("/job:ps/task:0"):
+        step = hb.assign_add(v, sent)
+    init = hb.variables_initializer([v])
+deadline = time.monotonic() + 120
+while True:
+    try:
+        sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
+        break
+    except UnavailableError:
+        if time.monotonic() > deadline:
+            raise
+        time.sleep(0.2)
+sess.run(init)
+for _ in range(20):
+    sess.run(step)
+print("ready", flush=True)
+for line in sys.stdin:
+    if not line.startswith("run"):
+        break
+    seconds = float(line.split()[1])
+    c0, t0, n = os.times(), time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        sess.run(step)
+        n += 1
+    c1 = os.times()
+    print(json.dumps([n, time.perf_counter() - t0, c1.user - c0.user + c1.system - c0.system]),
+          flush=True)
+sess.close()
+server.stop()
+"""
+
+CONTENTION_CLIENTS = (1, 2, 4, 8)
+
+
+def message_contention(
+    clients: tuple[int, ...] = CONTENTION_CLIENTS, seconds: float = 1.5, repeats: int = 3
+) -> dict[int, list[float]]:
+    """CPU seconds (all processes, user and system) per step when ``n`` worker processes at once
+    run small remote steps against one PS process, for each ``n`` in ``clients``: {n: one value
+    per repetition}. Each step reads a scalar from the PS and adds it back there (two RPCs and a
+    RunGraph call per side); the processes are started once, and each measurement runs the
+    first ``n`` of them for ``seconds``. Runs no training step."""
+    import socket
+    import subprocess
+    import sys
+
+    def free_port() -> int:
+        with socket.socket() as sk:
+            sk.bind(("127.0.0.1", 0))
+            return sk.getsockname()[1]
+
+    most = max(clients)
+    spec = {
+        "ps": [f"127.0.0.1:{free_port()}"],
+        "worker": [f"127.0.0.1:{free_port()}" for _ in range(most)],
+    }
+    ps = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
+    procs = []
+    out: dict[int, list[float]] = {n: [] for n in clients}
+    try:
+        for i in range(most):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", _CONTENTION_CLIENT.format(spec=spec, i=i)],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for i, p in enumerate(procs):
+            line = p.stdout.readline()
+            if line.strip() != "ready":
+                raise RuntimeError(
+                    f"client {i} of the contention calibration did not start (it printed {line!r})"
+                )
+        import json
+
+        for _ in range(repeats):
+            for n in clients:
+                before = _cpu_pair(ps.pid)[1]
+                for p in procs[:n]:
+                    p.stdin.write(f"run {seconds}\n")
+                    p.stdin.flush()
+                rows = [json.loads(p.stdout.readline()) for p in procs[:n]]
+                ps_cpu = _cpu_pair(ps.pid)[1] - before
+                steps = sum(r[0] for r in rows)
+                out[n].append((ps_cpu + sum(r[2] for r in rows)) / max(steps, 1))
+    finally:
+        for p in procs:
+            if p.poll() is None and p.stdin is not None:
+                try:
+                    p.stdin.write("quit\n")
+                    p.stdin.close()
+                except OSError:
+                    pass
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=30)
+        ps.kill()
+        ps.wait(timeout=30)
+    return out
+
+
+def switch_share_fit(cpu_per_step: dict[int, float], cores: int) -> float:
+    """``DevicePerf.switch_share`` from ``message_contention``'s medians: the least-squares
+    ``a`` (at least 0) of cpu(n) / cpu(fewest) - 1 = a x (1 - cores / (n + 1)) over the
+    measurements with more processes (the clients and the PS) than cores; 0 without them."""
+    base_n = min(cpu_per_step)
+    base = cpu_per_step[base_n]
+    num = den = 0.0
+    for n, cpu in cpu_per_step.items():
+        x = max(0.0, 1.0 - cores / (n + 1))
+        if n == base_n or x <= 0 or base <= 0:
+            continue
+        num += x * (cpu / base - 1.0)
+        den += x * x
+    return max(0.0, num / den) if den else 0.0

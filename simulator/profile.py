@@ -433,8 +433,9 @@ def profile_from_graph(
       an optimizer's constants, a fed hyperparameter.
 
     ``cache_share``: how many tasks share one machine with the replica (``hetbed cluster``'s
-    tasks on one host): CPU ops are priced with that share of the cache (``DevicePerf.
-    cache_share``), as the op-level simulator prices the tasks of one ``Cluster`` machine.
+    tasks on one host): CPU ops are priced with that share of the cache and the per-event
+    software costs of an oversubscribed host (``DevicePerf.shared_host``), as the op-level
+    simulator prices the tasks of one ``Cluster`` machine.
 
     Raises ValueError when ``ps_tasks < 1`` or a variable has no update op under ``train_op``,
     and the op-level simulator's ResourceExhaustedError when the step does not fit the worker.
@@ -473,7 +474,7 @@ def profile_from_graph(
     cluster = Cluster(cost_model=cost_model)
     kind = getattr(wspec, "kind", "gpu")
     if kind == "cpu":  # (a replica's step is a distributed one: its ops run clocked)
-        cpu = perf_from_spec(wspec).clocked().cache_share(cache_share)
+        cpu = perf_from_spec(wspec).clocked().shared_host(cache_share)
         cluster.add_task("worker", 0, cpu=cpu)
     elif kind == "tpu":
         cluster.add_task("worker", 0, tpu=(wspec, 1))
@@ -508,7 +509,7 @@ def profile_from_graph(
     shape_of = {t: tuple(getattr(val, "shape", ())) for t, val in zip(fetches, values)}
     # (b) placement on PS tasks (choose(v) below, in creation order) and (c) apply costs
     model = cost_model or Roofline()
-    pperf = perf_from_spec(pspec).cache_share(cache_share)
+    pperf = perf_from_spec(pspec).shared_host(cache_share)
     dense: dict[str, tuple[int, int]] = {}
     sparse: dict[str, tuple[int, int, int]] = {}
     apply: dict[str, float] = {}
@@ -516,7 +517,7 @@ def profile_from_graph(
     resident: dict[str, float] = {}
     worker_apply: dict[str, float] = {}
     ready: dict[str, float] = {}
-    wdev_perf = perf_from_spec(wspec).cache_share(cache_share)
+    wdev_perf = perf_from_spec(wspec).shared_host(cache_share)
     for v in var_ops:
         u = updates[v]
         out = v.outputs[0]

@@ -95,7 +95,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     assert main(["calibrate", "--model", spec, "--repeats", "1", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     names = [m["name"] for m in doc["measurements"]]
-    assert names[-7:] == [
+    assert names[-11:] == [
         "loopback TCP rate",
         "loopback TCP latency",
         "message CPU time per end",
@@ -103,6 +103,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         "message latency of the runtime",
         "distributed Session.run CPU time per step",
         "message CPU time per byte per end",
+        *(f"CPU per small remote step, {n} client(s) at once" for n in (1, 2, 4, 8)),
     ]
     assert all(
         m["repeats"] == 1 and m["min"] <= m["median"] <= m["max"] for m in doc["measurements"]
@@ -119,6 +120,9 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         m for m in doc["measurements"] if m["name"] == "executor dispatch per op, clocked schedule"
     )
     assert machine.kernel_launch_overhead_clocked_s == pytest.approx(clocked["median"])
+    assert 0 < machine.switch_cpu_share <= 4  # fitted to those steps (1e-9 when none)
+    one = next(m for m in doc["measurements"] if m["name"].endswith("1 client(s) at once"))
+    assert 1e-5 < one["median"] < 2e-2  # CPU of both processes per small remote step
     assert load_file(str(out / "loopback.toml")).kind == "loopback"
     assert main(["calibrate", "--model", f"{tmp_path / 'mine.py'}:nope", "--out", str(out)]) == 2
     assert "has no function 'nope'" in capsys.readouterr().err

@@ -280,3 +280,103 @@ def test_control_messages_have_a_cost_of_their_own():
     assert np.diff(steps) == pytest.approx([2 * c + 4 * m, 2 * (2 * c + 4 * m)], rel=0.02)
     with pytest.raises(ValueError, match="ps_control_message_s"):
         ReplicaProfile(1.0, ps_control_message_s=-1.0)
+
+
+def test_an_oversubscribed_host_pays_more_per_message():
+    """DevicePerf.shared_host: with more processes than cores each per-event software cost
+    (messages, a step's own, dispatch) is multiplied by 1 + share x (1 - cores / tasks); a core
+    each, or no share, changes nothing; bytes and FLOPs are not scaled. A Cluster machine and
+    the step-level profile of a shared machine both apply it."""
+    perf = replace(
+        HOST,
+        cores=2,
+        message_s=10e-6,
+        control_message_s=4e-6,
+        step_s=50e-6,
+        message_s_per_byte=1e-9,
+        clocked_launch_overhead_s=3e-6,
+        switch_share=0.3,
+    )
+    five = perf.shared_host(5)
+    k = 1 + 0.3 * (1 - 2 / 5)
+    assert (five.message_s, five.control_message_s, five.step_s) == pytest.approx(
+        (10e-6 * k, 4e-6 * k, 50e-6 * k)
+    )
+    assert (five.launch_overhead_s, five.clocked_launch_overhead_s) == pytest.approx(
+        (1e-6 * k, 3e-6 * k)
+    )
+    assert five.message_s_per_byte == 1e-9 and five.peak_flops == perf.peak_flops
+    assert perf.shared_host(2) == perf and replace(perf, switch_share=0.0).shared_host(5) == (
+        replace(perf, switch_share=0.0)
+    )
+    c = Cluster()
+    for i in range(4):
+        c.add_task("worker", i, cpu=perf, nic=NIC, machine="m")
+    c.add_task("ps", 0, cpu=perf, nic=NIC, machine="m")
+    c.add_task("ps", 1, cpu=perf, nic=NIC)  # a machine of its own
+    got = sorted(c.task_cpu(t).perf_spec.message_s for t in c.tasks)
+    assert got == pytest.approx([10e-6] + [10e-6 * k] * 5)
+
+
+def test_the_switch_share_is_fitted_to_the_clients_cpu_per_step():
+    """switch_share_fit recovers the share from CPU per step that follows the model exactly,
+    ignores the runs with no more processes than cores, and never goes negative."""
+    from hetbed.simulator.messages import switch_share_fit
+
+    def cpu(n, a, cores=2):
+        return 700e-6 * (1 + a * max(0.0, 1 - cores / (n + 1)))
+
+    for a in (0.0, 0.25, 0.6):
+        assert switch_share_fit({n: cpu(n, a) for n in (1, 2, 4, 8)}, 2) == pytest.approx(a)
+    assert switch_share_fit({1: 1e-3, 2: 0.9e-3, 4: 0.8e-3}, 2) == 0.0
+    assert switch_share_fit({1: 1e-3, 2: 5e-3}, 8) == 0.0  # 3 processes on 8 cores: no data
+
+
+def test_the_switch_share_field_loads_and_is_bounded(tmp_path, monkeypatch):
+    from hetbed.devices.catalog import CatalogError, load_device
+    from hetbed.devices.costmodel import perf_from_spec
+
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+
+    def write(value):
+        (tmp_path / "box.toml").write_text(
+            'name = "box"\nkind = "cpu"\n'
+            'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
+            'memory_bytes = { value = 1000000000, source = "test" }\n'
+            'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
+            f'switch_cpu_share = {{ value = {value}, source = "test" }}\n'
+            '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
+        )
+
+    write(0.35)
+    assert perf_from_spec(load_device("box")).switch_share == 0.35
+    write(5)
+    with pytest.raises(CatalogError, match="switch_cpu_share"):
+        load_device("box")
+
+
+def test_the_step_level_profile_of_a_shared_machine_pays_the_same(tmp_path, monkeypatch):
+    """profile_from_graph(cache_share=tasks) prices the replica's messages as the op-level
+    Cluster machine does: the PS's and the worker's message costs times the same factor."""
+    from hetbed.simulator.profile import profile_from_graph
+
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    (tmp_path / "box.toml").write_text(
+        'name = "box"\nkind = "cpu"\n'
+        'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
+        'memory_bytes = { value = 1000000000, source = "test" }\n'
+        'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
+        'cores = { value = 2, source = "test" }\n'
+        'message_overhead_s = { value = 2e-5, source = "test" }\n'
+        'switch_cpu_share = { value = 0.5, source = "test" }\n'
+        '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
+    )
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [8, 4])
+        w = hb.Variable(np.ones((4, 2), np.float32))
+        train = hb.train.GradientDescentOptimizer(0.1).minimize(hb.reduce_sum(hb.matmul(x, w)))
+        alone = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box")
+        shared = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box", cache_share=6)
+    k = 1 + 0.5 * (1 - 2 / 6)
+    assert (alone.worker_message_s, alone.ps_message_s) == pytest.approx((2e-5, 2e-5))
+    assert (shared.worker_message_s, shared.ps_message_s) == pytest.approx((2e-5 * k, 2e-5 * k))

@@ -58,6 +58,10 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
                                        RPC dispatch); takes no CPU time
     step_overhead_s                    optional (cpu): CPU time a client's distributed
                                        Session.run spends per step besides its messages
+    switch_cpu_share                   optional (cpu, at most 4): extra share of those
+                                       per-event costs (and the per-op dispatch) a task pays
+                                       when its host runs more processes than ``cores``: times
+                                       1 + switch_cpu_share x (1 - cores / processes)
     description                        optional words
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
@@ -157,6 +161,7 @@ class HardwareSpec:
     message_latency_s: float | None = None
     kernel_launch_overhead_clocked_s: float | None = None
     control_message_overhead_s: float | None = None
+    switch_cpu_share: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -445,7 +450,8 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s".split()
+    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
+    " switch_cpu_share".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s"
@@ -490,10 +496,14 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
             "kernel_launch_overhead_clocked_s", required=False
         ),
         control_message_overhead_s=r.number("control_message_overhead_s", required=False),
+        switch_cpu_share=r.number("switch_cpu_share", required=False),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),
     )
+    share = spec.switch_cpu_share
+    if share is not None and share > 4.0:
+        raise r.error("switch_cpu_share", f"must be at most 4, got {share:g}")
     if (spec.cache_bytes is None) != (spec.cache_bandwidth_bytes_per_s is None):
         name = "cache_bytes" if spec.cache_bytes is None else "cache_bandwidth_bytes_per_s"
         raise r.error(name, "cache_bytes and cache_bandwidth_bytes_per_s go together")
