@@ -423,6 +423,7 @@ class _Driver(OverlappedStep):
         self.machine = shared
         self.w_free = [0.0] * self.n_tasks
         self.ps_free = [0.0] * G
+        self.shard_free = [[0.0] * len(ks) for ks in self.groups]  # (one machine)
         self.ps_cpu = [shared or HostCores(self.profile.ps_cores, self.env) for _ in range(G)]
 
     def _to_ps(self, i: int) -> float:
@@ -442,16 +443,29 @@ class _Driver(OverlappedStep):
         return end
 
     def _ps_msg(self, g: int, now: float, seconds: float) -> float:
-        """A shard of group ``g`` handles ``seconds`` of messages from ``now``."""
+        """Each shard of group ``g`` handles ``seconds`` of messages from ``now``; returns when
+        the last is done. Shards on hosts of their own are alike, so one stands for all; on
+        one machine (``machine_cores``) every shard's work takes its cores."""
+        hc = self.ps_cpu[g]
+        if self.machine is not None:  # each shard's handler on the machine's cores
+            free = self.shard_free[g]
+            ends = [hc.reserve(max(now, f), seconds, 1) for f in free]
+            free[:] = ends
+            return max(ends)
         if self.ps_free[g] > now:
             now = self.ps_free[g]
-        end = self.ps_free[g] = self.ps_cpu[g].reserve(now, seconds, 1)
+        end = self.ps_free[g] = hc.reserve(now, seconds, 1)
         return end
 
     def _ps_kernel(self, g: int, now: float, seconds: float) -> float:
-        """A shard of group ``g`` runs a kernel (all its host's cores) from ``now``."""
+        """Each shard of group ``g`` runs a kernel (all its host's cores) from ``now``; on one
+        machine the shards' kernels take its cores in turn. Returns when the last is done."""
         hc = self.ps_cpu[g]
-        return hc.reserve(now, seconds, hc.cores)
+        end = hc.reserve(now, seconds, hc.cores)
+        if self.machine is not None:
+            for _ in range(len(self.groups[g]) - 1):
+                end = max(end, hc.reserve(now, seconds, hc.cores))
+        return end
 
     def _pull(self, i: int) -> Any:
         """Worker ``i`` reads the parameters: its step's RunGraph requests and the shards'

@@ -380,3 +380,20 @@ def test_the_step_level_profile_of_a_shared_machine_pays_the_same(tmp_path, monk
     k = 1 + 0.5 * (1 - 2 / 6)
     assert (alone.worker_message_s, alone.ps_message_s) == pytest.approx((2e-5, 2e-5))
     assert (shared.worker_message_s, shared.ps_message_s) == pytest.approx((2e-5 * k, 2e-5 * k))
+
+
+def test_step_level_ps_shards_of_one_machine_each_take_its_cores():
+    """Two PS tasks alike (one group) on one machine: each shard's message handling takes the
+    machine's cores, so on one core the step takes both shards' time in turn, on two cores
+    (or on machines of their own) one shard's. Per worker step each shard spends 600 us (a
+    RunGraph request and reply, a read and a gradient: 6 ends of 100 us)."""
+    prof = ReplicaProfile(
+        1e-6, dense={"a": (4, 0), "b": (4, 1)}, worker_message_s=0.0, ps_message_s=1e-4
+    )
+    for w in (1, 2):
+        apart = SyncPS(prof, w, n_ps=2, nic=(1e12, 0.0)).run(6).step_time()
+        one = SyncPS(prof, w, n_ps=2, nic=(1e12, 0.0), machine_cores=1).run(6).step_time()
+        two = SyncPS(prof, w, n_ps=2, nic=(1e12, 0.0), machine_cores=2).run(6).step_time()
+        assert apart == pytest.approx(600e-6 * w, rel=0.01)
+        assert one == pytest.approx(1200e-6 * w, rel=0.01)
+        assert two == pytest.approx(600e-6 * w, rel=0.01)
