@@ -330,16 +330,21 @@ def calibrate(
     progress(
         "measuring the CPU per step of 1, 2, 4 and 8 processes stepping against one PS process ..."
     )
-    per_n = message_contention(repeats=max(min(repeats, 3), 1))
+    per_n = message_contention(repeats=max(min(repeats, 5), 1))
     shared = [
         Measurement(f"CPU per small remote step, {n} client(s) at once", "s", v, None, (1e6, "us"))
         for n, v in per_n.items()
     ]
+    # one fit per repetition (its runs close in time: a drift of the machine's speed between
+    # repetitions cancels out in each one's ratios), then their median
+    fits = [
+        switch_share_fit({n: v[r] for n, v in per_n.items()}, host_cores())
+        for r in range(len(next(iter(per_n.values()))))
+    ]
+    shared.append(Measurement("switch_cpu_share, one fit per repetition", "", fits, None))
     for m in shared:
         progress(f"  {m.name}: {m.describe()}")
-    share = switch_share_fit({n: statistics.median(v) for n, v in per_n.items()}, host_cores())
-    progress(f"  switch_cpu_share (fitted to the medians): {share:.3f}")
-    perf = replace(perf, switch_share=share)
+    perf = replace(perf, switch_share=statistics.median(fits))
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
     ms += [rate, lat, *costs, *shared]
     progress(f"profiling the ops of {', '.join(builders)} (twice, each op's faster pass) ...")

@@ -95,7 +95,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     assert main(["calibrate", "--model", spec, "--repeats", "1", "--out", str(out), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     names = [m["name"] for m in doc["measurements"]]
-    assert names[-11:] == [
+    assert names[-12:] == [
         "loopback TCP rate",
         "loopback TCP latency",
         "message CPU time per end",
@@ -104,6 +104,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         "distributed Session.run CPU time per step",
         "message CPU time per byte per end",
         *(f"CPU per small remote step, {n} client(s) at once" for n in (1, 2, 4, 8)),
+        "switch_cpu_share, one fit per repetition",
     ]
     assert all(
         m["repeats"] == 1 and m["min"] <= m["median"] <= m["max"] for m in doc["measurements"]
