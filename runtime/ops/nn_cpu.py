@@ -582,19 +582,25 @@ def _bias_add_grad(g, out):  # pragma: no cover - compiled
 
 
 @njit(cache=True, nogil=True)
+def row_epilogue(row, b, relu):  # pragma: no cover - compiled
+    """In place on ``row``: ``b`` (as long, or empty) added, then the ReLU when ``relu`` (NaN
+    stays NaN) -- the rounding of BiasAdd and Relu run one after the other. The epilogue of
+    the fused kernels (runtime/fusion.py): here and in Winograd's output transform."""
+    n = row.size
+    if b.size:
+        for k in range(n):
+            row[k] = row[k] + b[k]
+    if relu:
+        for k in range(n):
+            x = row[k]
+            row[k] = x if (x > 0 or x != x) else 0
+
+
+@njit(cache=True, nogil=True)
 def _bias_relu(v, b, relu):  # pragma: no cover - compiled
-    """In place on the rows of ``v`` (rows, C): ``b`` (C,) added (when not empty), then the
-    ReLU when ``relu`` -- the rounding of BiasAdd and Relu run one after the other."""
-    c = v.shape[1]
+    """``row_epilogue`` on each row of ``v`` (rows, C) with ``b`` (C,) or empty."""
     for r in range(v.shape[0]):
-        row = v[r]
-        if b.size:
-            for k in range(c):
-                row[k] = row[k] + b[k]
-        if relu:
-            for k in range(c):
-                x = row[k]
-                row[k] = x if (x > 0 or x != x) else 0
+        row_epilogue(v[r], b, relu)
 
 
 def _no_bias(dtype: np.dtype) -> np.ndarray:

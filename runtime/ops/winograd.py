@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from .intraop import run_blocks, threads_for
+from .nn_cpu import row_epilogue
 
 POINTS = (0.0, 1.0, -1.0, 2.0, -2.0, 0.5, -0.5)  # with infinity: eight points, 8 x 8 tiles
 OUTPUT_TILE = {3: 6, 5: 4}  # filter size r -> output tile m (m + r - 1 == 8)
@@ -392,13 +393,8 @@ def _tiles_out(src, at, th, tw, t0, t1, tmp, out, brow, relu):  # pragma: no cov
                     + w6 * s6[j]
                     + w7 * s7[j]
                 )
-            if brow.size:
-                for j in range(width):
-                    o[j] = o[j] + brow[j]
-            if relu:
-                for j in range(width):
-                    v = o[j]
-                    o[j] = v if (v > 0 or v != v) else 0
+            if brow.size or relu:
+                row_epilogue(o, brow[:width] if brow.size else brow, relu)
 
 
 # ---- the three ops -----------------------------------------------------------------------------
