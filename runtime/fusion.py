@@ -40,6 +40,7 @@ from .graph import Operation, Tensor
 
 _HEADS = ("Conv2D", "MatMul")
 _DTYPES = ("float32", "float64")  # the compiled CPU kernels' dtypes
+_TAILS = frozenset({"BiasAdd", "ReluGrad"})  # the ops a chain is found from
 _CONTROL_FLOW = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
 
 
@@ -90,7 +91,10 @@ def plan(
     inputs_of: Callable[[Operation], list[Tensor]],
 ) -> dict[Operation, Chain]:
     """The chains to fuse among ``order`` (see the module docstring), by each member op."""
-    if any(op.type in _CONTROL_FLOW for op in order):
+    tails = [op for op in order if op.type in _TAILS]
+    if not tails or any(op.type in _CONTROL_FLOW for op in order):
+        return {}
+    if not any(_plain_cpu(device_of(op)) for op in tails):  # (a simulated cluster: none)
         return {}
     pos = {op: i for i, op in enumerate(order)}
     uses: dict[Tensor, list[Operation]] = {}
@@ -117,7 +121,7 @@ def plan(
         )
 
     chains: dict[Operation, Chain] = {}
-    for op in order:
+    for op in tails:
         ins = inputs_of(op)
         if op.type == "BiasAdd" and len(ins) == 2:
             if op.attrs.get("data_format", "NHWC") not in ("NHWC", "N...C"):
