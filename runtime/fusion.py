@@ -40,7 +40,7 @@ from .graph import Operation, Tensor
 
 _HEADS = ("Conv2D", "MatMul")
 _DTYPES = ("float32", "float64")  # the compiled CPU kernels' dtypes
-_TAILS = frozenset({"BiasAdd", "ReluGrad"})  # the ops a chain is found from
+_TAILS = frozenset({"BiasAdd", "ReluGrad", "Conv2DBackpropFilter"})  # where chains are found
 _CONTROL_FLOW = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
 
 
@@ -65,13 +65,23 @@ def enabled(config: Any = None) -> bool:
 
 
 class Chain:
-    """One fused chain: ``head`` -> ``members`` (the ops after it, in order), the bias tensor a
-    Conv2D or MatMul head takes as its extra input (else None)."""
+    """One fused chain: ``head`` -> ``members`` (the ops after it, in order); ``extra``: the
+    tensor the head takes as one more input (a Conv2D's or MatMul's bias; a convolution
+    gradient pair's other operand), else None. A ``pair`` (a convolution's two gradients from
+    one output gradient) has its second op in ``members``, which waits for the head's output and
+    takes its result from ``pending`` (by the output gradient's identity)."""
 
-    __slots__ = ("head", "members", "bias")
+    __slots__ = ("head", "members", "extra", "pair", "pending")
 
-    def __init__(self, head: Operation, members: list[Operation], bias: Tensor | None):
-        self.head, self.members, self.bias = head, members, bias
+    def __init__(
+        self,
+        head: Operation,
+        members: list[Operation],
+        extra: Tensor | None,
+        pair: bool = False,
+    ):
+        self.head, self.members, self.extra, self.pair = head, members, extra, pair
+        self.pending: dict[int, tuple] = {}
 
 
 def _plain_cpu(dev: Any) -> bool:
@@ -153,14 +163,93 @@ def plan(
             continue
         for member in (chain.head, *chain.members):
             chains[member] = chain
+    _pair_gradients(order, pos, chains, fed_set, device_of, inputs_of)
     return chains
 
 
-def head_fn(chain: Chain) -> Callable:
-    """The fused kernel the head runs: the final array, or Unfused."""
+def _shape_of(sizes: Tensor, t: Tensor, inputs_of: Callable) -> bool:
+    """Whether the shape tensor ``sizes`` is ``t``'s shape: a Shape op of ``t``, or a value
+    known when the graph is built that equals ``t``'s fully known shape."""
+    if sizes.op.type == "Shape" and inputs_of(sizes.op)[:1] == [t]:
+        return True
+    from .ops.random import static_shape_value
+
+    known = static_shape_value(sizes)
+    return (
+        t.shape.is_fully_defined()
+        and known.is_fully_defined()
+        and known.as_list() == t.shape.as_list()
+    )
+
+
+def _pair_gradients(
+    order: Sequence[Operation],
+    pos: dict,
+    chains: dict,
+    fed: set,
+    device_of: Callable,
+    inputs_of: Callable,
+) -> None:
+    """Pairs of Conv2DBackpropFilter and Conv2DBackpropInput of one output gradient (a
+    convolution's two gradients), on one real CPU device, float32, same strides and padding:
+    the earlier one in ``order`` computes both (``ops.nn.conv2d_backprop_pair``), taking the
+    other's operand as its extra input (the filter, or the convolution's input)."""
+    inputs_by_dy: dict[Tensor, list[Operation]] = {}
+    for op in order:
+        if op.type == "Conv2DBackpropInput" and op not in chains:
+            inputs_by_dy.setdefault(inputs_of(op)[2], []).append(op)
+    if not inputs_by_dy:
+        return
+    for bf in order:
+        if bf.type != "Conv2DBackpropFilter" or bf in chains:
+            continue
+        x, fsizes, dy = inputs_of(bf)
+        dev = device_of(bf)
+        if dy.dtype.name != "float32" or not _plain_cpu(dev):
+            continue
+        for bi in inputs_by_dy.get(dy, ()):
+            sizes, f, _ = inputs_of(bi)
+            if (
+                bi in chains
+                or device_of(bi) is not dev
+                or any(bi.attrs.get(k) != bf.attrs.get(k) for k in ("strides", "padding"))
+                or not _shape_of(sizes, x, inputs_of)
+                or not _shape_of(fsizes, f, inputs_of)
+            ):
+                continue
+            head, other, extra = (bf, bi, f) if pos[bf] < pos[bi] else (bi, bf, x)
+            if extra not in fed and pos.get(extra.op, len(order)) >= pos[head]:
+                continue
+            chain = Chain(head, [other], extra, pair=True)
+            chains[head] = chains[other] = chain
+            break
+
+
+_PENDING_MAX = 8  # results a pair keeps for its second op (more: a step failed between them)
+
+
+def head_fn(chain: Chain, kernel: Callable) -> Callable:
+    """The fused kernel the head runs (``kernel``: its own, for a pair that does not apply):
+    the final array, or Unfused."""
     from .ops import nn
 
     kind = chain.head.type
+    if chain.pair:
+        is_filter = kind == "Conv2DBackpropFilter"
+        pending = chain.pending
+
+        def pair(ctx: Any, a: Any, b: Any, dy: Any, extra: Any) -> Any:
+            x, f = (a, extra) if is_filter else (extra, b)
+            both = nn.conv2d_backprop_pair(ctx, is_filter, x, f, dy, b if is_filter else a)
+            if both is None:
+                return kernel(ctx, a, b, dy)
+            df, dx = both
+            if len(pending) >= _PENDING_MAX:
+                pending.pop(next(iter(pending)))
+            pending[id(dy)] = (dy, dx if is_filter else df)
+            return df if is_filter else dx
+
+        return pair
     if kind == "MaxPoolGrad":
         return nn.max_pool_grad_relu
     fused = nn.conv2d_bias if kind == "Conv2D" else nn.matmul_bias
@@ -174,7 +263,19 @@ def head_fn(chain: Chain) -> Callable:
 
 def member_fn(chain: Chain, op: Operation, kernel: Callable) -> Callable:
     """The function of ``op``, a node after the head: the fused result passed on, or its own
-    ``kernel`` on an Unfused value (the result still Unfused when more of the chain follows)."""
+    ``kernel`` on an Unfused value (the result still Unfused when more of the chain follows);
+    a pair's second op takes the result the head left for its output gradient, or runs its
+    own kernel."""
+    if chain.pair:
+        pending = chain.pending
+
+        def second(ctx: Any, a: Any, b: Any, dy: Any, _head_out: Any) -> Any:
+            got = pending.pop(id(dy), None)
+            if got is not None and got[0] is dy:
+                return got[1]
+            return kernel(ctx, a, b, dy)
+
+        return second
     wrap = op is not chain.members[-1]
 
     def fn(ctx: Any, v: Any, *rest: Any) -> Any:

@@ -278,8 +278,11 @@ def build_prepared(
     def inputs_of(op: Operation) -> list[Tensor]:
         ins = plain_inputs(op)
         chain = chains.get(op)
-        if chain is not None and chain.head is op and chain.bias is not None:
-            ins.append(chain.bias)  # the fused head adds the bias itself
+        if chain is not None:
+            if chain.head is op and chain.extra is not None:
+                ins.append(chain.extra)  # a bias the head adds itself, a pair's other operand
+            elif chain.pair:
+                ins.append(chain.head.outputs[0])  # a pair's second op waits for the head
         return ins
 
     def controls_of(op: Operation) -> list[Operation]:
@@ -307,7 +310,7 @@ def build_prepared(
         chain = chains.get(op)
         if chain is not None:
             node.fn = (
-                fusion.head_fn(chain)
+                fusion.head_fn(chain, kernel.fn)
                 if op is chain.head
                 else fusion.member_fn(chain, op, kernel.fn)
             )

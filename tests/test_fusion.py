@@ -258,3 +258,67 @@ def test_max_pool_grad_fused_with_relu_grad(window, stride):
             assert not types
     np.testing.assert_array_equal(out["fused"], out["plain"])
     assert np.count_nonzero(out["fused"]) > 0
+
+
+@pytest.mark.parametrize("r,pad,side", [(5, "SAME", 12), (3, "SAME", 12), (3, "VALID", 14)])
+def test_a_convolutions_two_gradients_from_one_pass(monkeypatch, r, pad, side):
+    """Conv2DBackpropFilter and Conv2DBackpropInput of one output gradient run as a pair (the
+    first computes both, sharing the output gradient's Winograd transform; the input gradient by
+    the adjoint of the forward algorithm): both equal the patch-GEMM gradients within Winograd's
+    rounding, and the second op takes the head's result (nothing left pending)."""
+    from hetbed.runtime.ops import winograd
+
+    calls = []
+    both = winograd.conv2d_backprop_both
+    monkeypatch.setattr(winograd, "conv2d_backprop_both", lambda *a: calls.append(1) or both(*a))
+    rng = np.random.default_rng(21)
+    x_np = rng.standard_normal((3, side, side, 8)).astype(np.float32)
+    f_np = (rng.standard_normal((r, r, 8, 12)) * 0.2).astype(np.float32)
+    out = {}
+    for name, mode, config in (("pair", "1", None), ("gemm", "0", OFF)):
+        monkeypatch.setenv("HETBED_WINOGRAD", mode)
+        g = hb.Graph()
+        with g.as_default():
+            x = hb.placeholder(hb.float32, x_np.shape)
+            f = hb.Variable(f_np)
+            y = hb.nn.conv2d(x, f, [1, 1, 1, 1], pad)
+            w = hb.constant(rng.standard_normal(y.shape.as_list()).astype(np.float32))
+            dx, df = hb.gradients(hb.reduce_sum(y * w), [x, f])
+            with hb.Session(graph=g, config=config) as sess:
+                sess.run(hb.global_variables_initializer())
+                out[name] = sess.run([dx, df], {x: x_np})
+                fused = _chains(sess)
+                chain = next(
+                    (n.fn for p in sess._plans.values() for n in p.prepared.nodes
+                     if "pair" in getattr(n.fn, "__qualname__", "")),
+                    None,
+                )  # fmt: skip
+        if name == "pair":
+            assert any("BackpropFilter" in n for n in fused) and any(
+                "BackpropInput" in n for n in fused
+            )
+            assert chain is not None and calls == [1]  # one shared pass for both
+        rng = np.random.default_rng(21)  # the same w for the second graph
+        rng.standard_normal(x_np.shape), rng.standard_normal(f_np.shape)
+    for got, ref in zip(out["pair"], out["gemm"]):
+        scale = np.abs(ref).max()
+        np.testing.assert_allclose(got, ref, rtol=0, atol=2e-5 * scale)
+    assert winograd.mode() == "off"  # (the last setting; the pair ran with Winograd on)
+
+
+def test_pairs_need_one_output_gradient_and_the_same_geometry():
+    """A convolution's two gradients pair up (one head for both); two gradient ops of one
+    output gradient whose padding differs do not."""
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [2, 8, 8, 8], name="x")
+        f = hb.Variable(np.ones((3, 3, 8, 8), np.float32))
+        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME", name="conv")
+        dx, df = hb.gradients(hb.reduce_sum(y), [x, f])
+        names = _plan([dx, df], [x])
+        pair = {n: h for n, h in names.items() if "Backprop" in n}
+        assert len(pair) == 2 and len(set(pair.values())) == 1  # one head for both
+        dy = hb.placeholder(hb.float32, [2, 8, 8, 8], name="dy")
+        other = hb.nn.conv2d_backprop_input([2, 10, 10, 8], f, dy, [1, 1, 1, 1], "VALID")
+        lone = hb.nn.conv2d_backprop_filter(x, [3, 3, 8, 8], dy, [1, 1, 1, 1], "SAME")
+        names = _plan([other, lone], [x, dy])
+        assert not names  # padding differs: each runs on its own

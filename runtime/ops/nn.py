@@ -1311,6 +1311,32 @@ def _conv2d_backprop_filter(ctx, x, sizes, dy):
     return (cols.T @ dy.reshape(n * ho * wo, co)).reshape(kh, kw, c, co)
 
 
+def conv2d_backprop_pair(ctx, is_filter: bool, x, f, dy, sizes) -> tuple | None:
+    """(filter gradient, input gradient) of one convolution from one pass over the output
+    gradient ``dy`` (runtime/fusion.py's pairs; ``ops.winograd.conv2d_backprop_both``), for the
+    head ``ctx`` (the filter gradient's when ``is_filter``, whose ``sizes`` is the filter's
+    shape; else the input gradient's, ``sizes`` the input's shape): the head's own checks
+    first, so that its errors name it; None where the shared pass does not apply (the head
+    then runs its own kernel, the other op its own)."""
+    if is_filter:
+        dims = _conv_dims("Conv2DBackpropFilter", ctx.attrs, x.shape, _shape_input(ctx, 1, sizes))
+    else:
+        dims = _conv_dims("Conv2DBackpropInput", ctx.attrs, _shape_input(ctx, 0, sizes), f.shape)
+    n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = dims
+    if dy.shape != (n, ho, wo, co):
+        name = "Conv2DBackpropFilter" if is_filter else "Conv2DBackpropInput"
+        raise InvalidArgumentError(
+            f"{name}: out_backprop shape {dy.shape} does not match the conv2d output shape "
+            f"{(n, ho, wo, co)}"
+        )
+    if tuple(f.shape) != (kh, kw, c, co) or tuple(x.shape) != (n, h, w, c):
+        return None
+    fast = _cpu_fast(x, f, dy)
+    if fast is None:
+        return None
+    return fast.conv2d_backprop_pair(x, f, dy, sh, sw, ph, pw)
+
+
 @Conv2DBackpropFilter.cost
 def _conv_bf_cost(op, ins, outs):
     (kh, kw, ci, co), (n, ho, wo, _) = outs[0], ins[2]

@@ -436,6 +436,28 @@ def _conv2d_backprop_filter_gemm(x, dy, kh: int, kw: int, sh: int, sw: int, ph, 
     return df.reshape(kh, kw, c, co)
 
 
+def conv2d_backprop_pair(x, f, dy, sh: int, sw: int, ph, pw) -> tuple | None:
+    """(filter gradient, input gradient) of one float32 stride-1 convolution by Winograd's
+    algorithm sharing the output gradient's transform (``winograd.conv2d_backprop_both``),
+    where the filter gradient may run as Winograd's (the input gradient, by the adjoint, is
+    tiled the same way); chosen against the two ops run apart as
+    ``winograd.pick`` chooses (HETBED_WINOGRAD); None where it does not apply."""
+    from . import winograd
+
+    kh, kw, _, co = f.shape
+    # both are tiled over the output gradient, as the filter gradient alone is
+    if not (x.dtype == np.float32 and winograd.applies(x, kh, kw, sh, sw, co, dy.shape[1:3])):
+        return None
+    return winograd.pick(
+        ("Conv2DBackpropPair", x.shape, f.shape, ph, pw),
+        lambda: winograd.conv2d_backprop_both(x, f, dy, ph, pw),
+        lambda: (
+            conv2d_backprop_filter(x, dy, kh, kw, sh, sw, ph, pw),
+            conv2d_backprop_input(x.shape, f, dy, sh, sw, ph, pw),
+        ),
+    )
+
+
 def conv2d_backprop_input(
     x_shape: tuple, f: np.ndarray, dy: np.ndarray, sh: int, sw: int, ph, pw
 ) -> np.ndarray:

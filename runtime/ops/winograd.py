@@ -397,6 +397,57 @@ def _tiles_out(src, at, th, tw, t0, t1, tmp, out, brow, relu):  # pragma: no cov
                 row_epilogue(o, brow[:width] if brow.size else brow, relu)
 
 
+@njit(cache=True, nogil=True)
+def _tiles_adjoint(src, bt, step, th, tw, t0, t1, tmp, out):  # pragma: no cover - compiled
+    """The adjoint of ``_tiles_in``: out[b, ty * step + i, tx * step + j, :] += (B Z B^T)[i, j]
+    for each tile t (B = bt^T, Z the 8 x 8 tile src[p * 8 + q, t - t0, :]) where the padded
+    input ``out`` (N, Hp, Wp * c) has the tile's window: columns first into ``tmp`` (8, 8 * c),
+    then the window's rows added. Windows of one image overlap (by 8 - step): the tiles of an
+    image must be added by one thread."""
+    c = src.shape[2]
+    for t in range(t0, t1):
+        b = t // (th * tw)
+        y = (t // tw) % th * step
+        x = t % tw * step * c
+        r = t - t0
+        for p in range(8):
+            s0, s1, s2, s3 = src[p * 8, r], src[p * 8 + 1, r], src[p * 8 + 2, r], src[p * 8 + 3, r]
+            s4, s5 = src[p * 8 + 4, r], src[p * 8 + 5, r]
+            s6, s7 = src[p * 8 + 6, r], src[p * 8 + 7, r]
+            for j in range(8):
+                w0, w1, w2, w3 = bt[0, j], bt[1, j], bt[2, j], bt[3, j]
+                w4, w5, w6, w7 = bt[4, j], bt[5, j], bt[6, j], bt[7, j]
+                o = tmp[p, j * c : j * c + c]
+                for k in range(c):
+                    o[k] = (
+                        w0 * s0[k]
+                        + w1 * s1[k]
+                        + w2 * s2[k]
+                        + w3 * s3[k]
+                        + w4 * s4[k]
+                        + w5 * s5[k]
+                        + w6 * s6[k]
+                        + w7 * s7[k]
+                    )
+        t0r, t1r, t2r, t3r = tmp[0], tmp[1], tmp[2], tmp[3]
+        t4r, t5r, t6r, t7r = tmp[4], tmp[5], tmp[6], tmp[7]
+        for i in range(8):
+            w0, w1, w2, w3 = bt[0, i], bt[1, i], bt[2, i], bt[3, i]
+            w4, w5, w6, w7 = bt[4, i], bt[5, i], bt[6, i], bt[7, i]
+            o = out[b, y + i, x : x + 8 * c]
+            for k in range(8 * c):
+                o[k] += (
+                    w0 * t0r[k]
+                    + w1 * t1r[k]
+                    + w2 * t2r[k]
+                    + w3 * t3r[k]
+                    + w4 * t4r[k]
+                    + w5 * t5r[k]
+                    + w6 * t6r[k]
+                    + w7 * t7r[k]
+                )
+
+
 # ---- the three ops -----------------------------------------------------------------------------
 
 
@@ -539,3 +590,80 @@ def conv2d_backprop_filter(x: np.ndarray, dy: np.ndarray, r: int, ph, pw) -> np.
         total += p
     # out of the transform domain: (8, 8, C, Co) -> (r, r, C, Co)
     return _both_sides(at, total.reshape(8, 8, c, co))
+
+
+def conv2d_backprop_both(x: np.ndarray, f: np.ndarray, dy: np.ndarray, ph, pw) -> tuple:
+    """(filter gradient, input gradient) of a stride-1 conv2d of NHWC ``x`` with (r, r, C, Co)
+    ``f``, from one pass over the tiles: the output gradient's tiles go through their
+    transform once (A dy A^T, which is G dy G^T of the filter gradient's F(r x r, m x m)) and
+    serve both: the filter gradient as in ``conv2d_backprop_filter``, and the input gradient as
+    the adjoint of the forward algorithm, B [(A dy A^T) (G f G^T)^T] B^T per tile added into
+    the padded input's windows. Blocks of whole images (an image's windows overlap)."""
+    n, h, w, c = x.shape
+    r, _, _, co = f.shape
+    _, ho, wo, _ = dy.shape
+    m = OUTPUT_TILE[r]
+    _, g, bt = matrices(m, r)  # the forward F(m, r): U = G f G^T and B
+    at_f, g_f, _ = matrices(r, m)  # the filter gradient's F(r, m): its A^T, and G (= A of F(m, r))
+    th, tw = -(-ho // m), -(-wo // m)
+    hp, wp = th * m + r - 1, tw * m + r - 1
+    x3 = _pad_to(x, ph[0], pw[0], hp, wp).reshape(n, hp, -1)
+    dyp = dy if (ho, wo) == (th * m, tw * m) else _pad_to(dy, 0, 0, th * m, tw * m)
+    dy3 = np.ascontiguousarray(dyp).reshape(n, th * m, -1)
+    ut = np.ascontiguousarray(
+        _both_sides(g, np.ascontiguousarray(f, np.float32)).reshape(64, c, co).transpose(0, 2, 1)
+    )
+    dxp = np.zeros((n, hp, wp, c), np.float32)
+    dx3 = dxp.reshape(n, hp, -1)
+    per_image = th * tw
+    want = threads_for(n)
+    per_tile = 64 * (2 * c + co)
+    images = (
+        max(1, _THREAD_BLOCK_ELEMS // (per_image * per_tile))
+        if want > 1
+        else max(1, _BLOCK_ELEMS // (per_image * per_tile))
+    )
+    if want > 1:
+        images = min(images, -(-n // want))
+    step = images * per_image
+    tiles = n * per_image
+    nblocks = -(-n // images)
+    threads = min(want, nblocks)
+    chunks = max(1, min(nblocks, _PARTS_ELEMS // (64 * c * co)))
+    per = -(-nblocks // chunks)
+    chunks = -(-nblocks // per)
+    parts = np.empty((chunks, 64, c, co), np.float32)
+
+    def scratch():
+        return (
+            np.empty((64, step, c), np.float32),
+            np.empty((64, step, co), np.float32),
+            np.empty((64, step, c), np.float32),
+            np.empty((64, c, co), np.float32),
+            np.empty((8, 8 * max(c, co)), np.float32),
+        )
+
+    def work(j: int, buf) -> None:
+        v, e, z, part, tmp = buf
+        for i in range(j * per, min((j + 1) * per, nblocks)):
+            t0 = i * step
+            t1 = min(t0 + step, tiles)
+            k = t1 - t0
+            _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
+            _tiles_in_g(dy3, co, g_f, m, th, tw, t0, t1, tmp, e)
+            vt, ek = v[:, :k].transpose(0, 2, 1), e[:, :k]
+            if i == j * per:
+                np.matmul(vt, ek, out=parts[j])
+            else:
+                np.matmul(vt, ek, out=part)
+                parts[j] += part
+            np.matmul(ek, ut, out=z[:, :k])
+            _tiles_adjoint(z, bt, m, th, tw, t0, t1, tmp, dx3)
+
+    run_blocks(chunks, min(threads, chunks), scratch, work)
+    total = parts[0]
+    for p in parts[1:]:
+        total += p
+    df = _both_sides(at_f, total.reshape(8, 8, c, co))
+    dx = np.ascontiguousarray(dxp[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w])
+    return df, dx
