@@ -455,7 +455,14 @@ def conv2d_backprop_pair(x, f, dy, sh: int, sw: int, ph, pw) -> tuple | None:
             conv2d_backprop_filter(x, dy, kh, kw, sh, sw, ph, pw),
             conv2d_backprop_input(x.shape, f, dy, sh, sw, ph, pw),
         ),
+        margin=_PAIR_MARGIN,
     )
+
+
+# The shared pass is kept when it takes at most this fraction of the two ops' time apart (which
+# are themselves Winograd's where that won): the same algorithm, so no margin for a different
+# rounding, only for the timing's noise (measured in the CNN step: 5.5 against 6.1 ms).
+_PAIR_MARGIN = 0.97
 
 
 def conv2d_backprop_input(

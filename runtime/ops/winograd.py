@@ -68,15 +68,16 @@ def mode() -> str:
     return "on" if v in ("1", "true", "yes", "on") else "auto"
 
 
-def pick(key: tuple, fast, gemm) -> np.ndarray:
+def pick(key: tuple, fast, gemm, margin: float | None = None) -> np.ndarray:
     """The result of ``fast()`` (Winograd's algorithm) or of ``gemm()`` (patch GEMMs) for the
     op and shapes ``key``. In "auto" mode the first call with a key runs both, in turn,
     _TRIALS times each after one untimed ``fast()`` (which compiles the transforms in a new
     environment; the first runs of either also fault in fresh pages for its buffers), and keeps for
     this process the one whose faster run took less time, Winograd's only when it took at most
-    _MARGIN of the other's: which one wins depends on how fast this machine's BLAS runs GEMMs
-    (its kernels, its threads) against the compiled transforms. Both agree to about 1e-5 of the
-    output's scale; a given key always runs the same one afterwards."""
+    ``margin`` (default _MARGIN) of the other's: which one wins depends on how fast this
+    machine's BLAS runs GEMMs (its kernels, its threads) against the compiled transforms. Both
+    agree to about 1e-5 of the output's scale; a given key always runs the same one
+    afterwards."""
     m = mode()
     if m != "auto":
         return fast() if m == "on" else gemm()
@@ -92,7 +93,7 @@ def pick(key: tuple, fast, gemm) -> np.ndarray:
         t = time.perf_counter()
         ref = gemm()
         t_gemm = min(t_gemm, time.perf_counter() - t)
-    _CHOICE[key] = choice = t_fast <= _MARGIN * t_gemm
+    _CHOICE[key] = choice = t_fast <= (_MARGIN if margin is None else margin) * t_gemm
     return out if choice else ref
 
 
