@@ -13,6 +13,7 @@ from hetbed.devices.costmodel import Profiled
 from hetbed.scenarios.models.small import (
     BUILDERS,
     CALIBRATION_BUILDERS,
+    build_sparse_sync_update,
     build_stream_update,
     build_sync_update,
 )
@@ -56,8 +57,40 @@ def test_stream_update_step_values():
         np.testing.assert_allclose(sess.run("stream_v:0"), -0.03 * x, rtol=1e-5)
 
 
+def test_sparse_sync_update_step_values():
+    """Each step of the sparse update applies d/d(rows) sum(rows * x) = x to the looked-up rows
+    only, by sparse SGD through the sparse accumulator, and moves the local step on."""
+    g = hb.Graph()
+    with g.as_default():
+        train, feed = build_sparse_sync_update(rows=40, dim=3, k=5)
+        (x,) = feed.values()
+        sess = hb.Session(graph=g)
+        sess.run(hb.global_variables_initializer())
+        for k in range(2):
+            sess.run(train, feed)
+            assert sess.run("sparse_local_step:0") == k + 1
+        table = sess.run("sparse_table:0")
+        touched = np.flatnonzero(np.abs(table).sum(axis=1))
+        assert len(touched) == 5
+        np.testing.assert_allclose(table[touched], -0.02 * x, rtol=1e-5)
+
+
 def test_calibrate_profiles_the_sync_update_ops():
-    assert set(CALIBRATION_BUILDERS) == {*BUILDERS, "sync_update", "stream_update"}
+    assert set(CALIBRATION_BUILDERS) == {
+        *BUILDERS,
+        "sync_update",
+        "sparse_sync_update",
+        "stream_update",
+    }
+    sparse = calibrate_models(
+        {"s": lambda: build_sparse_sync_update(rows=1000, dim=8, k=16)}, repeats=2
+    )
+    assert {
+        "SparseAccumulatorApplyGradient",
+        "SparseAccumulatorTakeGradient",
+        "SparseApplyGradientDescent",
+        "GatherV2",
+    } <= {k.split('"')[1] for k in sparse}
     table = calibrate_models({"sync_update": lambda: build_sync_update(n=16)}, repeats=2)
     types = {k.split('"')[1] for k in table}
     assert {

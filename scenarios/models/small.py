@@ -173,11 +173,35 @@ def build_stream_update(n: int = 4 << 20, seed: int = 0):
     return train, {x: rng.standard_normal(n).astype(np.float32)}
 
 
-#: what ``hetbed calibrate`` profiles by default: the models, the ops of synchronous updates,
-#: and the ops of a large variable's update
+def build_sparse_sync_update(rows: int = 50_000, dim: int = 64, k: int = 64, seed: int = 0):
+    """``sync_update`` for an embedding: ``k`` rows of a ``rows`` x ``dim`` float32 table read
+    (GatherV2), their IndexedSlices gradient into a SparseConditionalAccumulator with the local
+    step, the per-row average taken and applied by sparse SGD, the local step advanced. Profiled
+    by ``hetbed calibrate`` so that a simulated cluster prices the sparse accumulator's calls
+    and the sparse update by what they cost here, not by their few FLOPs."""
+    rng = np.random.default_rng(seed)
+    x = hb.placeholder(hb.float32, [k, dim], name="sparse_x")
+    table = hb.Variable(np.zeros((rows, dim), np.float32), name="sparse_table")
+    ids = np.sort(rng.choice(rows, size=k, replace=False)).astype(np.int64)
+    loss = hb.reduce_sum(hb.nn.embedding_lookup(table, ids) * x)
+    (grad,) = hb.gradients(loss, [table])
+    local = hb.Variable(np.int64(0), name="sparse_local_step", trainable=False)
+    acc = hb.SparseConditionalAccumulator(hb.float32, table.shape, name="sparse_acc")
+    push = acc.apply_indexed_slices_grad(grad, local_step=local.value())
+    with hb.control_dependencies([push]):
+        avg = acc.take_indexed_slices_grad(1, dense=table)
+    update = hb.train.GradientDescentOptimizer(0.01).apply_gradients([(avg, table)])
+    with hb.control_dependencies([update]):
+        train = hb.assign_add(local, 1)
+    return train, {x: rng.standard_normal((k, dim)).astype(np.float32)}
+
+
+#: what ``hetbed calibrate`` profiles by default: the models, the ops of synchronous updates
+#: (dense and sparse), and the ops of a large variable's update
 CALIBRATION_BUILDERS = {
     **BUILDERS,
     "sync_update": build_sync_update,
+    "sparse_sync_update": build_sparse_sync_update,
     "stream_update": build_stream_update,
 }
 
