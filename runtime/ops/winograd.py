@@ -313,6 +313,31 @@ def _tiles_in_g(src, c, w, n, th, tw, t0, t1, tmp, out):  # pragma: no cover - c
                         o[k] = w0 * s0[k] + w1 * s1[k] + w2 * s2[k] + w3 * s3[k]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _columns(src, r, p, w, tmp):  # pragma: no cover - compiled
+    """tmp[p, j * c : (j + 1) * c] = sum over q of w[j, q] src[p * 8 + q, r, :] for each row j of
+    ``w`` (rows, 8): the first pass of an output-side transform (``_tiles_out``, w = A^T) or of
+    the input transform's adjoint (``_tiles_adjoint``, w = B)."""
+    c = src.shape[2]
+    s0, s1, s2, s3 = src[p * 8, r], src[p * 8 + 1, r], src[p * 8 + 2, r], src[p * 8 + 3, r]
+    s4, s5, s6, s7 = src[p * 8 + 4, r], src[p * 8 + 5, r], src[p * 8 + 6, r], src[p * 8 + 7, r]
+    for j in range(w.shape[0]):
+        w0, w1, w2, w3 = w[j, 0], w[j, 1], w[j, 2], w[j, 3]
+        w4, w5, w6, w7 = w[j, 4], w[j, 5], w[j, 6], w[j, 7]
+        o = tmp[p, j * c : j * c + c]
+        for k in range(c):
+            o[k] = (
+                w0 * s0[k]
+                + w1 * s1[k]
+                + w2 * s2[k]
+                + w3 * s3[k]
+                + w4 * s4[k]
+                + w5 * s5[k]
+                + w6 * s6[k]
+                + w7 * s7[k]
+            )
+
+
 @njit(cache=True, nogil=True)
 def _tiles_out(src, at, th, tw, t0, t1, tmp, out, brow, relu):  # pragma: no cover - compiled
     """out[b, ty * m + i, tx * m + j, :] = (at @ S @ at^T)[i, j] where the output (N, Ho, Wo * c)
@@ -330,36 +355,7 @@ def _tiles_out(src, at, th, tw, t0, t1, tmp, out, brow, relu):  # pragma: no cov
         x0 = t % tw * m * c
         r = t - t0
         for p in range(8):
-            s0, s1, s2, s3 = src[p * 8, r], src[p * 8 + 1, r], src[p * 8 + 2, r], src[p * 8 + 3, r]
-            s4, s5, s6, s7 = (
-                src[p * 8 + 4, r],
-                src[p * 8 + 5, r],
-                src[p * 8 + 6, r],
-                src[p * 8 + 7, r],
-            )
-            for j in range(m):
-                w0, w1, w2, w3, w4, w5, w6, w7 = (
-                    at[j, 0],
-                    at[j, 1],
-                    at[j, 2],
-                    at[j, 3],
-                    at[j, 4],
-                    at[j, 5],
-                    at[j, 6],
-                    at[j, 7],
-                )
-                o = tmp[p, j * c : j * c + c]
-                for k in range(c):
-                    o[k] = (
-                        w0 * s0[k]
-                        + w1 * s1[k]
-                        + w2 * s2[k]
-                        + w3 * s3[k]
-                        + w4 * s4[k]
-                        + w5 * s5[k]
-                        + w6 * s6[k]
-                        + w7 * s7[k]
-                    )
+            _columns(src, r, p, at, tmp)
         width = min(m * c, woc - x0)
         s0, s1, s2, s3, s4, s5, s6, s7 = (
             tmp[0],
@@ -399,9 +395,10 @@ def _tiles_out(src, at, th, tw, t0, t1, tmp, out, brow, relu):  # pragma: no cov
 
 
 @njit(cache=True, nogil=True)
-def _tiles_adjoint(src, bt, step, th, tw, t0, t1, tmp, out):  # pragma: no cover - compiled
+def _tiles_adjoint(src, bt, b_rows, step, th, tw, t0, t1, tmp, out):  # pragma: no cover - compiled
     """The adjoint of ``_tiles_in``: out[b, ty * step + i, tx * step + j, :] += (B Z B^T)[i, j]
-    for each tile t (B = bt^T, Z the 8 x 8 tile src[p * 8 + q, t - t0, :]) where the padded
+    for each tile t (B = bt^T, given as ``b_rows``, C-contiguous; Z the 8 x 8 tile
+    src[p * 8 + q, t - t0, :]) where the padded
     input ``out`` (N, Hp, Wp * c) has the tile's window: columns first into ``tmp`` (8, 8 * c),
     then the window's rows added. Windows of one image overlap (by 8 - step): the tiles of an
     image must be added by one thread."""
@@ -412,24 +409,7 @@ def _tiles_adjoint(src, bt, step, th, tw, t0, t1, tmp, out):  # pragma: no cover
         x = t % tw * step * c
         r = t - t0
         for p in range(8):
-            s0, s1, s2, s3 = src[p * 8, r], src[p * 8 + 1, r], src[p * 8 + 2, r], src[p * 8 + 3, r]
-            s4, s5 = src[p * 8 + 4, r], src[p * 8 + 5, r]
-            s6, s7 = src[p * 8 + 6, r], src[p * 8 + 7, r]
-            for j in range(8):
-                w0, w1, w2, w3 = bt[0, j], bt[1, j], bt[2, j], bt[3, j]
-                w4, w5, w6, w7 = bt[4, j], bt[5, j], bt[6, j], bt[7, j]
-                o = tmp[p, j * c : j * c + c]
-                for k in range(c):
-                    o[k] = (
-                        w0 * s0[k]
-                        + w1 * s1[k]
-                        + w2 * s2[k]
-                        + w3 * s3[k]
-                        + w4 * s4[k]
-                        + w5 * s5[k]
-                        + w6 * s6[k]
-                        + w7 * s7[k]
-                    )
+            _columns(src, r, p, b_rows, tmp)
         t0r, t1r, t2r, t3r = tmp[0], tmp[1], tmp[2], tmp[3]
         t4r, t5r, t6r, t7r = tmp[4], tmp[5], tmp[6], tmp[7]
         for i in range(8):
@@ -605,6 +585,7 @@ def conv2d_backprop_both(x: np.ndarray, f: np.ndarray, dy: np.ndarray, ph, pw) -
     _, ho, wo, _ = dy.shape
     m = OUTPUT_TILE[r]
     _, g, bt = matrices(m, r)  # the forward F(m, r): U = G f G^T and B
+    b_rows = np.ascontiguousarray(bt.T)
     at_f, g_f, _ = matrices(r, m)  # the filter gradient's F(r, m): its A^T, and G (= A of F(m, r))
     th, tw = -(-ho // m), -(-wo // m)
     hp, wp = th * m + r - 1, tw * m + r - 1
@@ -659,7 +640,7 @@ def conv2d_backprop_both(x: np.ndarray, f: np.ndarray, dy: np.ndarray, ph, pw) -
                 np.matmul(vt, ek, out=part)
                 parts[j] += part
             np.matmul(ek, ut, out=z[:, :k])
-            _tiles_adjoint(z, bt, m, th, tw, t0, t1, tmp, dx3)
+            _tiles_adjoint(z, bt, b_rows, m, th, tw, t0, t1, tmp, dx3)
 
     run_blocks(chunks, min(threads, chunks), scratch, work)
     total = parts[0]
