@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -526,51 +527,7 @@ def backprop_input_applies(
 def conv2d_backprop_filter(x: np.ndarray, dy: np.ndarray, r: int, ph, pw) -> np.ndarray:
     """The gradient of a stride-1 conv2d with respect to its (r, r, C, Co) filter, by
     F(r x r, m x m): 64 GEMMs over the tiles of the transformed input and output gradient."""
-    n, _, _, c = x.shape
-    _, ho, wo, co = dy.shape
-    m = OUTPUT_TILE[r]
-    at, g, bt = matrices(r, m)  # r outputs of a length-m "filter" (an output-gradient tile)
-    th, tw = -(-ho // m), -(-wo // m)
-    x3 = _pad_to(x, ph[0], pw[0], th * m + r - 1, tw * m + r - 1).reshape(n, th * m + r - 1, -1)
-    dyp = dy if (ho, wo) == (th * m, tw * m) else _pad_to(dy, 0, 0, th * m, tw * m)
-    dy3 = np.ascontiguousarray(dyp).reshape(n, th * m, -1)
-    tiles = n * th * tw
-    step, nblocks, threads = _blocks(tiles, 64 * (c + co))
-    # one partial sum per chunk of consecutive blocks, the partials added in chunk order: the
-    # same bits whichever thread ran which chunk; at most _PARTS_ELEMS of partials
-    chunks = max(1, min(nblocks, _PARTS_ELEMS // (64 * c * co)))
-    per = -(-nblocks // chunks)
-    chunks = -(-nblocks // per)
-    parts = np.empty((chunks, 64, c, co), np.float32)
-
-    def scratch():
-        return (
-            np.empty((64, step, c), np.float32),
-            np.empty((64, step, co), np.float32),
-            np.empty((64, c, co), np.float32),
-            np.empty((8, 8 * max(c, co)), np.float32),
-        )
-
-    def work(j: int, buf) -> None:
-        v, e, part, tmp = buf
-        for i in range(j * per, min((j + 1) * per, nblocks)):
-            t0 = i * step
-            t1 = min(t0 + step, tiles)
-            _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
-            _tiles_in_g(dy3, co, g, m, th, tw, t0, t1, tmp, e)
-            vt, et = v[:, : t1 - t0].transpose(0, 2, 1), e[:, : t1 - t0]
-            if i == j * per:
-                np.matmul(vt, et, out=parts[j])
-            else:
-                np.matmul(vt, et, out=part)
-                parts[j] += part
-
-    run_blocks(chunks, min(threads, chunks), scratch, work)
-    total = parts[0]
-    for p in parts[1:]:
-        total += p
-    # out of the transform domain: (8, 8, C, Co) -> (r, r, C, Co)
-    return _both_sides(at, total.reshape(8, 8, c, co))
+    return _gradient_pass(x, dy, r, ph, pw)
 
 
 def conv2d_backprop_both(x: np.ndarray, f: np.ndarray, dy: np.ndarray, ph, pw) -> tuple:
@@ -579,38 +536,37 @@ def conv2d_backprop_both(x: np.ndarray, f: np.ndarray, dy: np.ndarray, ph, pw) -
     transform once (A dy A^T, which is G dy G^T of the filter gradient's F(r x r, m x m)) and
     serve both: the filter gradient as in ``conv2d_backprop_filter``, and the input gradient as
     the adjoint of the forward algorithm, B [(A dy A^T) (G f G^T)^T] B^T per tile added into
-    the padded input's windows. Blocks of whole images (an image's windows overlap)."""
+    the padded input's windows."""
+    return _gradient_pass(x, dy, f.shape[0], ph, pw, f)
+
+
+def _gradient_pass(x: np.ndarray, dy: np.ndarray, r: int, ph, pw, f=None) -> Any:
+    """The filter gradient and, given the filter ``f``, the input gradient too (see the two
+    functions above). Blocks of tiles, or with ``f`` of whole images (an image's windows
+    overlap, so one thread adds them); one partial filter gradient per chunk of consecutive
+    blocks, the partials added in chunk order: the same bits whichever thread ran which chunk
+    (at most _PARTS_ELEMS of partials)."""
     n, h, w, c = x.shape
-    r, _, _, co = f.shape
-    _, ho, wo, _ = dy.shape
+    _, ho, wo, co = dy.shape
     m = OUTPUT_TILE[r]
-    _, g, bt = matrices(m, r)  # the forward F(m, r): U = G f G^T and B
-    b_rows = np.ascontiguousarray(bt.T)
-    at_f, g_f, _ = matrices(r, m)  # the filter gradient's F(r, m): its A^T, and G (= A of F(m, r))
+    at, g, bt = matrices(r, m)  # r outputs of a length-m "filter" (an output-gradient tile)
     th, tw = -(-ho // m), -(-wo // m)
     hp, wp = th * m + r - 1, tw * m + r - 1
     x3 = _pad_to(x, ph[0], pw[0], hp, wp).reshape(n, hp, -1)
     dyp = dy if (ho, wo) == (th * m, tw * m) else _pad_to(dy, 0, 0, th * m, tw * m)
     dy3 = np.ascontiguousarray(dyp).reshape(n, th * m, -1)
-    ut = np.ascontiguousarray(
-        _both_sides(g, np.ascontiguousarray(f, np.float32)).reshape(64, c, co).transpose(0, 2, 1)
-    )
-    dxp = np.zeros((n, hp, wp, c), np.float32)
-    dx3 = dxp.reshape(n, hp, -1)
-    per_image = th * tw
-    want = threads_for(n)
-    per_tile = 64 * (2 * c + co)
-    images = (
-        max(1, _THREAD_BLOCK_ELEMS // (per_image * per_tile))
-        if want > 1
-        else max(1, _BLOCK_ELEMS // (per_image * per_tile))
-    )
-    if want > 1:
-        images = min(images, -(-n // want))
-    step = images * per_image
-    tiles = n * per_image
-    nblocks = -(-n // images)
-    threads = min(want, nblocks)
+    tiles = n * th * tw
+    if f is None:
+        step, nblocks, threads = _blocks(tiles, 64 * (c + co))
+    else:
+        # U = G f G^T of the forward F(m, r), transposed for Z = E U^T; B's rows for the adjoint
+        # (B^T is the same for F(m, r) and F(r, m); G of F(r, m) is A of F(m, r))
+        ut = _both_sides(matrices(m, r)[1], np.ascontiguousarray(f, np.float32))
+        ut = np.ascontiguousarray(ut.reshape(64, c, co).transpose(0, 2, 1))
+        b_rows = np.ascontiguousarray(bt.T)
+        dxp = np.zeros((n, hp, wp, c), np.float32)
+        dx3 = dxp.reshape(n, hp, -1)
+        step, nblocks, threads = _image_blocks(n, th * tw, 64 * (2 * c + co))
     chunks = max(1, min(nblocks, _PARTS_ELEMS // (64 * c * co)))
     per = -(-nblocks // chunks)
     chunks = -(-nblocks // per)
@@ -620,32 +576,46 @@ def conv2d_backprop_both(x: np.ndarray, f: np.ndarray, dy: np.ndarray, ph, pw) -
         return (
             np.empty((64, step, c), np.float32),
             np.empty((64, step, co), np.float32),
-            np.empty((64, step, c), np.float32),
             np.empty((64, c, co), np.float32),
             np.empty((8, 8 * max(c, co)), np.float32),
+            None if f is None else np.empty((64, step, c), np.float32),
         )
 
     def work(j: int, buf) -> None:
-        v, e, z, part, tmp = buf
+        v, e, part, tmp, z = buf
         for i in range(j * per, min((j + 1) * per, nblocks)):
             t0 = i * step
             t1 = min(t0 + step, tiles)
             k = t1 - t0
             _tiles_in(x3, c, bt, m, th, tw, t0, t1, tmp, v)
-            _tiles_in_g(dy3, co, g_f, m, th, tw, t0, t1, tmp, e)
+            _tiles_in_g(dy3, co, g, m, th, tw, t0, t1, tmp, e)
             vt, ek = v[:, :k].transpose(0, 2, 1), e[:, :k]
             if i == j * per:
                 np.matmul(vt, ek, out=parts[j])
             else:
                 np.matmul(vt, ek, out=part)
                 parts[j] += part
-            np.matmul(ek, ut, out=z[:, :k])
-            _tiles_adjoint(z, bt, b_rows, m, th, tw, t0, t1, tmp, dx3)
+            if z is not None:
+                np.matmul(ek, ut, out=z[:, :k])
+                _tiles_adjoint(z, bt, b_rows, m, th, tw, t0, t1, tmp, dx3)
 
     run_blocks(chunks, min(threads, chunks), scratch, work)
     total = parts[0]
     for p in parts[1:]:
         total += p
-    df = _both_sides(at_f, total.reshape(8, 8, c, co))
-    dx = np.ascontiguousarray(dxp[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w])
-    return df, dx
+    # out of the transform domain: (8, 8, C, Co) -> (r, r, C, Co)
+    df = _both_sides(at, total.reshape(8, 8, c, co))
+    if f is None:
+        return df
+    return df, np.ascontiguousarray(dxp[:, ph[0] : ph[0] + h, pw[0] : pw[0] + w])
+
+
+def _image_blocks(n: int, per_image: int, per_tile: int) -> tuple[int, int, int]:
+    """``_blocks`` in whole images: (tiles per block, blocks, threads)."""
+    want = threads_for(n)
+    elems = _THREAD_BLOCK_ELEMS if want > 1 else _BLOCK_ELEMS
+    images = max(1, elems // (per_image * per_tile))
+    if want > 1:
+        images = min(images, -(-n // want))
+    nblocks = -(-n // images)
+    return images * per_image, nblocks, min(want, nblocks)
