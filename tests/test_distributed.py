@@ -355,3 +355,58 @@ def test_step_is_aborted_when_the_masters_call_ends(make_cluster):
             sess.run(enq)
             opts = hb.RunOptions(timeout_in_ms=3000)
             assert sess.run(deq, options=opts) == 7.0  # not taken by the abandoned step
+
+
+def test_a_cnn_trained_through_a_ps_matches_the_local_unfused_run(make_cluster):
+    """Conv -> bias -> ReLU -> pool -> dense with its variables on a PS task: the worker's
+    partition fuses MaxPoolGrad with ReluGrad, and not the convolution with a bias it receives
+    after the convolution in its order (the convolution would wait for it, and another task may
+    compute it from what this one sends); it trains to the values of a local session that fuses
+    nothing."""
+    spec, s = make_cluster(1, 1)
+    rng = np.random.default_rng(2)
+    xs = rng.standard_normal((4, 8, 8, 8)).astype(np.float32)
+    ys = rng.integers(0, 3, 4).astype(np.int32)
+    f0 = (rng.standard_normal((3, 3, 8, 8)) * 0.3).astype(np.float32)
+    w0 = (rng.standard_normal((4 * 4 * 8, 3)) * 0.1).astype(np.float32)
+    off = hb.ConfigProto(
+        graph_options=hb.GraphOptions(rewrite_options=hb.RewriterConfig(remapping=2))
+    )
+    results = []
+    for target, config in ((s[("worker", 0)].target, None), ("", off)):
+        g = hb.Graph()
+        with g.as_default():
+            with hb.device("/job:ps/task:0" if target else "/cpu:0"):
+                f = hb.Variable(f0, name="f")
+                b = hb.Variable(np.full(8, 0.05, np.float32), name="b")
+                w = hb.Variable(w0, name="w")
+            with hb.device("/job:worker/task:0" if target else "/cpu:0"):
+                x = hb.placeholder(hb.float32, xs.shape)
+                y = hb.placeholder(hb.int32, [4])
+                h = hb.nn.relu(hb.nn.bias_add(hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME"), b))
+                h = hb.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "SAME")
+                logits = hb.matmul(hb.reshape(h, [4, -1]), w)
+                loss = hb.reduce_mean(
+                    hb.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+                )
+                train = hb.train.GradientDescentOptimizer(0.005).minimize(loss)
+            init = hb.global_variables_initializer()
+        with hb.Session(target, graph=g, config=config) as sess:
+            sess.run(init)
+            losses = [sess.run([loss, train], {x: xs, y: ys})[0] for _ in range(4)]
+            results.append((losses, sess.run([f, b, w])))
+            if target:  # what the worker's partitions run fused
+                fused = {
+                    n.op.type
+                    for reg in s[("worker", 0)].worker._graphs.values()
+                    for n in reg.prepared.nodes
+                    if getattr(n.fn, "__qualname__", "").startswith(
+                        ("head_fn", "member_fn", "max_pool")
+                    )
+                }
+    (dl, dv), (ll, lv) = results
+    assert dl[-1] < dl[0]
+    np.testing.assert_allclose(dl, ll, rtol=1e-4)
+    for a, c in zip(dv, lv):
+        np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
+    assert fused == {"MaxPoolGrad", "ReluGrad"}
