@@ -4,24 +4,33 @@ TensorFlow's graph optimizer (grappler's remapper) rewrites Conv2D -> BiasAdd [-
 MatMul -> BiasAdd [-> Relu] into one fused kernel on the CPU: the bias and the activation are
 applied to each block of the product while it is still in cache, instead of two more passes over
 the whole tensor, each allocating its own output. hetbed does the same when it prepares a step
-(runtime/prepare.py), without changing the graph, and fuses one more pair that every CNN's
-backward pass has: MaxPoolGrad -> ReluGrad, where the pooled input is the ReLU's output (one
-pass writes the window gradients already masked by the ReLU):
+(runtime/prepare.py), without changing the graph, and fuses two more that every CNN's backward
+pass has: MaxPoolGrad -> ReluGrad, where the pooled input is the ReLU's output (one pass writes
+the window gradients already masked by the ReLU), and a convolution's two gradients of one
+output gradient (a "pair": Winograd's algorithm transforms the output gradient's tiles once for
+both, ``ops.winograd.conv2d_backprop_both``):
 
-- the head (Conv2D, MatMul, MaxPoolGrad) runs the fused kernel (``ops.nn.conv2d_bias``,
-  ``ops.nn.matmul_bias``, ``ops.nn.max_pool_grad_relu``); a Conv2D or MatMul takes the bias as
-  one more input;
-- the other nodes of the chain stay in the plan and pass the fused result on, so that
+- a Conv2D head checks its inputs and hands them on; the BiasAdd after it runs the fused
+  kernel (``ops.nn.conv2d_bias``) once it has the bias, so the convolution never waits for a
+  bias computed later or by another task; a MatMul computes its product and the BiasAdd adds
+  the bias and the ReLU to it in place (``ops.nn.bias_relu_in_place``); a MaxPoolGrad head
+  runs ``ops.nn.max_pool_grad_relu``; a pair's head (the earlier of the two in the step's
+  order) takes the other's operand as one more input and computes both gradients;
+- the other nodes of a chain stay in the plan and pass the fused result on, so that
   everything else (the gradients reading the Relu's output, traces, errors) sees the nodes it
-  expects. In a trace the fused time shows on the head; the others take next to none.
+  expects. In a trace the fused convolution's time shows on its BiasAdd (as TF shows it on the
+  fused node), the others' on their head; the rest take next to none. A pair's second node
+  waits for the head's output and takes the result left for its output gradient.
 
 A chain is fused only where nothing else can see the intermediate values: each value inside the
 chain feeds the next op alone (else the chain stops before it), is neither fetched nor fed, all
-ops run on one real CPU device (never on a simulated one, whose nodes are priced one by one), a
-bias is produced before its head in the step's order, and the graph has no control flow. Where
-the fused kernel does not apply at run time (another dtype, a bias whose length does not match),
-the head returns its plain result wrapped in ``Unfused`` and the other nodes run their own
-kernels, so their errors name them.
+ops run on one real CPU device (never on a simulated one, whose nodes are priced one by one),
+and the graph has no control flow; a pair only where the other's operand is ready before its
+head in the step's order (on a distributed worker a filter received from a PS task may come
+later: the head would have to wait for it, and another task might compute it from what this one
+sends). Where a fused kernel does not apply at run time (another dtype, a bias whose length does
+not match), the nodes run their own kernels (values handed on wrapped in ``Unfused``), so their
+errors name them.
 
 ``ConfigProto(graph_options=GraphOptions(rewrite_options=RewriterConfig(remapping=OFF)))`` (TF1's
 switch for this rewrite) or ``HETBED_FUSION=0`` turns it off; ``hetbed calibrate`` profiles
@@ -138,17 +147,13 @@ def plan(
                 continue
             value, bias = ins
             head = value.op
-            if (
-                head.type not in _HEADS
-                or not fusable(head, value, op)
-                or (bias not in fed_set and pos.get(bias.op, len(order)) >= pos[head])
-            ):
+            if head.type not in _HEADS or not fusable(head, value, op):
                 continue
             members = [op]
             relu = only_consumer(op.outputs[0])
             if relu is not None and relu.type == "Relu" and device_of(relu) is device_of(op):
                 members.append(relu)
-            chain = Chain(head, members, bias)
+            chain = Chain(head, members, None)  # (the BiasAdd runs the fused kernel)
         elif op.type == "ReluGrad" and len(ins) == 2:
             dx, y = ins
             head = dx.op
@@ -228,9 +233,22 @@ def _pair_gradients(
 _PENDING_MAX = 8  # results a pair keeps for its second op (more: a step failed between them)
 
 
+class Deferred:
+    """A convolution's inputs, handed on by its node to the BiasAdd after it, which runs the
+    fused kernel once it has the bias too (so the convolution never waits for the bias, which
+    may be computed later, or by another task)."""
+
+    __slots__ = ("ctx", "x", "f")
+
+    def __init__(self, ctx: Any, x: Any, f: Any):
+        self.ctx, self.x, self.f = ctx, x, f
+
+
 def head_fn(chain: Chain, kernel: Callable) -> Callable:
-    """The fused kernel the head runs (``kernel``: its own, for a pair that does not apply):
-    the final array, or Unfused."""
+    """The function the head runs (``kernel``: its own). A Conv2D checks its inputs (its errors
+    name it) and hands them on (``Deferred``); a MatMul computes its product as always (the
+    BiasAdd then adds the bias and the ReLU in place); MaxPoolGrad runs fused with the ReluGrad;
+    a pair's head computes both gradients (or, where that does not apply, its own)."""
     from .ops import nn
 
     kind = chain.head.type
@@ -252,20 +270,29 @@ def head_fn(chain: Chain, kernel: Callable) -> Callable:
         return pair
     if kind == "MaxPoolGrad":
         return nn.max_pool_grad_relu
-    fused = nn.conv2d_bias if kind == "Conv2D" else nn.matmul_bias
-    relu = len(chain.members) > 1
+    if kind == "Conv2D":
 
-    def fn(ctx: Any, x: Any, w: Any, b: Any) -> Any:
-        return fused(ctx, x, w, b, relu)
+        def defer(ctx: Any, x: Any, f: Any) -> Any:
+            nn.conv2d_check(ctx, x, f)
+            return Deferred(ctx, x, f)
 
-    return fn
+        return defer
+
+    def product(ctx: Any, a: Any, w: Any) -> Any:  # (MatMul: named, so traces of plans show it)
+        return kernel(ctx, a, w)
+
+    return product
 
 
 def member_fn(chain: Chain, op: Operation, kernel: Callable) -> Callable:
-    """The function of ``op``, a node after the head: the fused result passed on, or its own
-    ``kernel`` on an Unfused value (the result still Unfused when more of the chain follows);
-    a pair's second op takes the result the head left for its output gradient, or runs its
-    own kernel."""
+    """The function of ``op``, a node after the head. The BiasAdd runs the fused kernel: the
+    convolution with its bias (and ReLU) from the head's ``Deferred`` inputs, or the bias (and
+    ReLU) in place on the MatMul's product; where the compiled kernels do not apply, its own
+    ``kernel`` on the plain value, handed on ``Unfused`` when a ReLU follows. The ReLU passes a
+    fused result on, or runs its own kernel on an Unfused value. A pair's second op takes the
+    result the head left for its output gradient, or runs its own kernel."""
+    from .ops import nn
+
     if chain.pair:
         pending = chain.pending
 
@@ -276,6 +303,21 @@ def member_fn(chain: Chain, op: Operation, kernel: Callable) -> Callable:
             return kernel(ctx, a, b, dy)
 
         return second
+    relu = len(chain.members) > 1
+    if op is chain.members[0] and chain.head.type in _HEADS:  # the BiasAdd
+
+        def bias_add(ctx: Any, v: Any, b: Any) -> Any:
+            if type(v) is Deferred:
+                r = nn.conv2d_bias(v.ctx, v.x, v.f, b, relu)
+                if type(r) is not Unfused:
+                    return r
+                v = r.value
+            elif nn.bias_relu_in_place(v, b, relu):
+                return v
+            r = kernel(ctx, v, b)
+            return Unfused(r) if relu else r
+
+        return bias_add
     wrap = op is not chain.members[-1]
 
     def fn(ctx: Any, v: Any, *rest: Any) -> Any:

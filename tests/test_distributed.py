@@ -359,10 +359,9 @@ def test_step_is_aborted_when_the_masters_call_ends(make_cluster):
 
 def test_a_cnn_trained_through_a_ps_matches_the_local_unfused_run(make_cluster):
     """Conv -> bias -> ReLU -> pool -> dense with its variables on a PS task: the worker's
-    partition fuses MaxPoolGrad with ReluGrad, and not the convolution with a bias it receives
-    after the convolution in its order (the convolution would wait for it, and another task may
-    compute it from what this one sends); it trains to the values of a local session that fuses
-    nothing."""
+    partition fuses the convolution with the bias it receives from the PS (the BiasAdd runs the
+    fused kernel once the bias is in) and MaxPoolGrad with ReluGrad, and trains to the values of
+    a local session that fuses nothing."""
     spec, s = make_cluster(1, 1)
     rng = np.random.default_rng(2)
     xs = rng.standard_normal((4, 8, 8, 8)).astype(np.float32)
@@ -409,4 +408,4 @@ def test_a_cnn_trained_through_a_ps_matches_the_local_unfused_run(make_cluster):
     np.testing.assert_allclose(dl, ll, rtol=1e-4)
     for a, c in zip(dv, lv):
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
-    assert fused == {"MaxPoolGrad", "ReluGrad"}
+    assert fused == {"Conv2D", "BiasAdd", "Relu", "MaxPoolGrad", "ReluGrad"}

@@ -150,18 +150,26 @@ def test_plan_fuses_only_what_nothing_else_sees():
         gpu = type("Gpu", (), {"kernel_type": "gpu", "xp": np})()
         assert _plan([y], [x], gpu) == {}
     for bias_first in (True, False):
-        with hb.Graph().as_default():
-            # a bias computed after the head in the step's order: not fused (the head would
-            # have to wait for it)
+        with hb.Graph().as_default() as g:
+            # a bias computed after the head in the step's order fuses too: the BiasAdd runs
+            # the fused kernel once it has the bias (the head only hands its inputs on)
             x = hb.placeholder(hb.float32, [2, 3], name="x")
-            w = hb.constant(np.ones((3, 3), np.float32))
+            w = hb.constant(np.arange(9, dtype=np.float32).reshape(3, 3))
             if bias_first:
                 b = hb.reduce_sum(x, axis=0, name="bias_value")
             h = hb.matmul(x, w, name="head")
             if not bias_first:
                 b = hb.reduce_sum(x, axis=0, name="bias_value")
-            y = hb.nn.bias_add(h, b, name="bias")
-            assert _plan([y], [x]) == ({"head": "head", "bias": "head"} if bias_first else {})
+            y = hb.nn.relu(hb.nn.bias_add(h, b, name="bias"), name="act")
+            assert _plan([y], [x]) == {"head": "head", "bias": "head", "act": "head"}
+            xv = np.array([[1, -2, 3], [-4, 5, -6]], np.float32)
+            with hb.Session(graph=g) as sess:
+                got = sess.run(y, {x: xv})
+            np.testing.assert_array_equal(got, np.maximum(xv @ w_value() + xv.sum(0), 0))
+
+
+def w_value():
+    return np.arange(9, dtype=np.float32).reshape(3, 3)
 
 
 def test_bias_that_does_not_match_fails_at_the_bias_add_and_loses_nothing():

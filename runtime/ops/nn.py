@@ -1142,11 +1142,17 @@ def _conv2d(ctx, x, f):
     return (cols @ f.reshape(kh * kw * c, co)).reshape(n, ho, wo, co)
 
 
+def conv2d_check(ctx, x, f) -> None:
+    """The checks Conv2D's kernel makes of its inputs (its errors name the op)."""
+    _conv_dims("Conv2D", ctx.attrs, x.shape, f.shape)
+
+
 def conv2d_bias(ctx, x, f, b, relu: bool) -> Any:
-    """Conv2D fused with the BiasAdd (and Relu) that follow it (runtime/fusion.py): the final
-    array from the compiled CPU kernels, which add the bias and apply the ReLU to each block of
-    the output while it is in cache; or ``Unfused(conv)`` where they do not apply (another dtype,
-    a bias that does not match), for the BiasAdd and Relu nodes to finish as themselves."""
+    """Conv2D (``ctx``: its context) fused with the BiasAdd (and Relu) that follow it
+    (runtime/fusion.py): the final array from the compiled CPU kernels, which add the bias and
+    apply the ReLU to each block of the output while it is in cache; or ``Unfused(conv)`` where
+    they do not apply (another dtype, a bias that does not match), for the BiasAdd and Relu to
+    finish as themselves."""
     from ..fusion import Unfused
 
     n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
@@ -1158,19 +1164,15 @@ def conv2d_bias(ctx, x, f, b, relu: bool) -> Any:
     return fast.conv2d(x, f, sh, sw, ho, wo, ph, pw, np.ascontiguousarray(b), relu)
 
 
-def matmul_bias(ctx, a, w, b, relu: bool) -> Any:
-    """MatMul fused with the BiasAdd (and Relu) after it: the product, then the bias and the
-    ReLU in place, in one pass (runtime/fusion.py); ``Unfused(product)`` where the compiled
-    kernels do not apply."""
-    from ..fusion import Unfused
-    from .math import _matmul
-
-    y = _matmul(ctx, a, w)
+def bias_relu_in_place(y, b, relu: bool) -> bool:
+    """``y += b`` (then the ReLU when ``relu``) in place on a MatMul's product ``y`` (rows, C)
+    that nothing else reads (runtime/fusion.py); False, leaving ``y`` as it was, where the
+    compiled kernels do not apply."""
     fast = _cpu_fast(y, b)
     if fast is None or y.ndim != 2 or b.shape != y.shape[1:] or not y.flags.c_contiguous:
-        return Unfused(y)
+        return False
     fast.bias_relu(y, np.ascontiguousarray(b), relu)
-    return y
+    return True
 
 
 @Conv2D.gradient
