@@ -55,6 +55,10 @@ FITTED_GPUS = ("P100", "V100", "H200")
 FIT_FILES = (("deepbench_gemm.csv", "h200_gemm.csv"), ("deepbench_conv.csv", "h200_conv.csv"))
 #: timings of a machine never fitted to: an H100 measured on another day by the same sweep
 UNSEEN_FILES = (("h100_gemm.csv",), ("h100_conv.csv",))
+#: every convolution pass of DeepBench's shapes (and the sweep's) on an H200, timed as CUDA graph
+#: replays, with the algorithm cuDNN picked: never fitted to (bench/gpu_conv_sweep.py)
+PASSES_FILES = ("h200_conv_passes.csv",)
+GRAPH_FILES, GRAPH_HARNESS = PASSES_FILES, "cuda_graph"
 #: the precision labels of the data files -> (dtype priced, element bytes)
 PRECISION = {"fp32": ("float32", 4), "tf32": ("tensorfloat32", 4), "fp16": ("float16", 2),
              "bf16": ("bfloat16", 2)}  # fmt: skip
@@ -68,7 +72,8 @@ def devices() -> dict:
         peak = {d: spec.peak(d, matrix=True) for d, _ in PRECISION.values() if _has(spec, d)}
         out[label] = {"peak": peak, "bandwidth": spec.memory_bandwidth_bytes_per_s,
                       "sms": spec.multiprocessors, "fp32_lanes": spec.fp32_lanes,
-                      "issue": spec.warp_issue_per_clock}  # fmt: skip
+                      "issue": spec.warp_issue_per_clock,
+                      "conv_algorithms": spec.conv_algorithms}  # fmt: skip
     return out
 
 
@@ -141,9 +146,12 @@ def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
 
 
 def harness(file_name: str) -> str:
-    """The timing loop a data file was measured with: DeepBench's C++ benchmark, or hetbed's
-    PyTorch sweep (each has its own per-call floor, fitted; see ``gk.observed_seconds``)."""
-    return "deepbench" if file_name.startswith("deepbench") else "torch_sweep"
+    """The timing loop a data file was measured with: DeepBench's C++ benchmark, hetbed's
+    PyTorch sweep (each has its own per-call floor, fitted; see ``gk.observed_seconds``), or
+    replays of a CUDA graph of back-to-back calls (bench/gpu_conv_sweep.py: no host per call)."""
+    if file_name.startswith("deepbench"):
+        return "deepbench"
+    return GRAPH_HARNESS if file_name in GRAPH_FILES else "torch_sweep"
 
 
 def layout_bound() -> dict:
@@ -212,7 +220,7 @@ def conv_errors(rows: list[tuple], fits: dict, cfits: dict | None, devs: dict) -
                                 dev["bandwidth"], dev["sms"], p, gk.TILES[unit], share, lay)  # fmt: skip
         else:
             t = gc.conv_seconds(what, sh, el, dev["peak"][dtype], dev["bandwidth"], dev["sms"], p,
-                                cfits[unit], unit, share, lay)[0]  # fmt: skip
+                                cfits[unit], unit, share, lay, menu(dev, dtype))[0]  # fmt: skip
         out.append(gk.observed_seconds(t, floor_of(floors, h)) / s - 1.0)
     return out
 
@@ -224,8 +232,47 @@ def algorithms(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> list[s
         unit, dev = gk.unit_class(dtype), devs[d]
         share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
         out.append(gc.conv_seconds(what, sh, el, dev["peak"][dtype], dev["bandwidth"], dev["sms"],
-                                   fits[unit][0], cfits[unit], unit, share, lay)[1])  # fmt: skip
+                                   fits[unit][0], cfits[unit], unit, share, lay,
+                                   menu(dev, dtype))[1])  # fmt: skip
     return out
+
+
+def menu(dev: dict, dtype: str) -> tuple | None:
+    """The convolution algorithms a benchmark GPU's library runs in ``dtype`` (its catalog's
+    ``conv_algorithms``; None: gpuconv's default menu)."""
+    return dict(dev.get("conv_algorithms") or ()).get(dtype)
+
+
+def cudnn_family(row: dict, what: str) -> str:
+    """The model's algorithm family of what cuDNN ran for one pass of a row of
+    ``PASSES_FILES``: a GEMM where its longest kernel is one of cuBLASLt's (nvjet), Winograd or
+    FFT where any of its kernels is named so (the sweep's ``{pass}_algo``), else an implicit GEMM
+    (its dgrad and wgrad engines, direct, xmma and cutlass kernels; col2im included: their names
+    do not tell them apart)."""
+    if "nvjet" in row[f"{what}_kernels"].split("|")[0]:
+        return "gemm_1x1"
+    algo = row[f"{what}_algo"]
+    return algo if algo in ("winograd", "fft") else "implicit_gemm"
+
+
+def passes_families() -> list[str]:
+    """cuDNN's algorithm family for each row of ``conv_rows(PASSES_FILES)``, in its order."""
+    out = []
+    for name in PASSES_FILES:
+        for r in csv.DictReader(open(DATA / name)):
+            out += [cudnn_family(r, what) for what in gc.PASSES if r.get(f"{what}_ms")]
+    return out
+
+
+def agreement(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> str:
+    """Per pass and dtype: how often the model's algorithm is the family cuDNN ran."""
+    picked = [a.split("_")[0] if a.startswith("winograd") else a
+              for a in algorithms(rows, fits, cfits, devs)]  # fmt: skip
+    picked = ["implicit_gemm" if a == "gemm_col2im" else a for a in picked]
+    groups: dict = {}
+    for r, a, c in zip(rows, picked, passes_families()):
+        groups.setdefault((r[2], r[1]), []).append(a == c)
+    return "; ".join(f"{p} {d} {sum(v)}/{len(v)}" for (p, d), v in sorted(groups.items()))
 
 
 def fit_conv(rows: list[tuple], devs: dict, fits: dict) -> dict:
@@ -273,7 +320,10 @@ def breakdown(rows: list[tuple], plain: list[float], model: list[float], algos: 
 
 def floor_of(floors: dict, h: str) -> float:
     """A harness's fitted floor; one with no row fitted to takes the geometric mean of the
-    others' (predicted, not fitted: e.g. the PyTorch sweep's when H200 is held out)."""
+    others' (predicted, not fitted: e.g. the PyTorch sweep's when H200 is held out). A graph
+    replay has none: its calls are not launched one by one from the host."""
+    if h == GRAPH_HARNESS:
+        return 0.0
     if h in floors:
         return floors[h]
     vals = list(floors.values())
@@ -356,6 +406,12 @@ def main(argv: list[str]) -> int:
     row("conv shapes held out (every third shape)", "predicted", cheld, params, True, cparams, True)
     row("H100 convolutions (another machine, never fitted)", "predicted", h100c, params, True,
         cparams, True)  # fmt: skip
+    passes = conv_rows(PASSES_FILES)
+    row("H200 convolutions, all passes, 105 shapes (never fitted)", "predicted", passes, params,
+        True, cparams, True)  # fmt: skip
+    for what in gc.PASSES:
+        row(f"  of which {what}", "predicted", [r for r in passes if r[2] == what], params, False,
+            cparams, True)  # fmt: skip
     worst, gen_errs, gen_plain, gen_rows = [], [], [], []
     for gen in FITTED_GPUS:
         ps = fit([r for r in train if r[0] != gen], devs)
@@ -364,6 +420,9 @@ def main(argv: list[str]) -> int:
         cps = fit_conv([r for r in ctrain if r[0] != gen], devs, ps)
         mine = [r for r in convs if r[0] == gen]
         row(f"{gen}: convolutions, refitted without {gen}", "predicted", mine, ps, True, cps, True)
+        if gen == "H200":
+            row("H200: all passes, 105 shapes, refitted without H200", "predicted", passes, ps,
+                True, cps, True)  # fmt: skip
         gen_rows += mine
         gen_errs += conv_errors(mine, ps, cps, devs)
         gen_plain += conv_errors(mine, ps, None, devs)
@@ -380,6 +439,8 @@ def main(argv: list[str]) -> int:
         "H100 by the full fit): plain implicit GEMM vs the convolution model"
     )
     print(breakdown(every, every_plain, every_errs, algorithms(every, params, cparams, devs)))
+    print("the model's algorithm vs cuDNN's (kernel names) on the H200's passes (fitted "
+          "parameters): " + agreement(passes, params, cparams, devs))  # fmt: skip
     cw = sorted(zip(every_errs, every), key=lambda x: -abs(x[0]))[:8]
     print("worst predicted convolutions: " + "; ".join(
         f"{r[0]} {r[1]} {r[2]} {conv_shape(r[3])} {e:+.0%}" for e, r in cw))  # fmt: skip

@@ -70,6 +70,8 @@ class DevicePerf:
     fp32_lanes: int | None = None  # FP32 lanes of a GPU (its issue limit, gpukernels.py)
     warp_issue_per_clock: int | None = None  # warp instructions an SM of a GPU issues a clock
     tile_loads: str | None = None  # "tma": tensor-core GEMM tiles loaded by bulk copies (Hopper)
+    #: (dtype, names) pairs: the convolution algorithms a GPU's library runs (gpuconv.py)
+    conv_algorithms: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     cores: int | None = None  # CPU cores of a host (a cpu device's kernels use them all)
     #: CPU time at one end of a message between tasks: fixed, and per payload byte (cpu hosts)
     message_s: float = 0.0
@@ -182,6 +184,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         fp32_lanes=getattr(spec, "fp32_lanes", None),
         warp_issue_per_clock=getattr(spec, "warp_issue_per_clock", None),
         tile_loads=getattr(spec, "tile_loads", None),
+        conv_algorithms=getattr(spec, "conv_algorithms", None),
         cores=getattr(spec, "cores", None),
         message_s=getattr(spec, "message_overhead_s", None) or 0.0,
         message_s_per_byte=getattr(spec, "message_overhead_s_per_byte", None) or 0.0,
@@ -345,9 +348,10 @@ class Roofline(CostModel):
             if self._conv_params is None:
                 self._conv_params = gc.load_params()
             sh = gc.op_shape(op.type, op.attrs, ins, outs)
+            menu = dict(perf.conv_algorithms or ()).get(dtype)
             t, _ = gc.conv_seconds(gc.PASS_OF_OP[op.type], sh, gk.ELEM_BYTES.get(dtype, 4), peak,
                                    perf.memory_bandwidth, perf.multiprocessors, p,
-                                   self._conv_params[unit], unit, share, layout)  # fmt: skip
+                                   self._conv_params[unit], unit, share, layout, menu)  # fmt: skip
             return t
         return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
                                gk.TILES[unit], share, layout)  # fmt: skip

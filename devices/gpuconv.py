@@ -33,6 +33,18 @@ TensorFlow's autotuning); the model does the same among:
   implicit GEMM's output is a few input channels wide (a first layer's 1 or 3, where a narrow
   tile of 8 holds 1/8 work) and loses elsewhere (r s times the columns' traffic).
 
+* a 1x1 stride-1 pass as a plain GEMM (``gemm_1x1``; unpadded, undilated): the convolution is
+  then exactly a matrix product (fwd x (n h w x c) @ w (c x k), bwd_input dy @ w^T, bwd_filter
+  x^T @ dy), which a library can hand to its GEMM kernels (cuDNN 9 on Hopper runs most float16
+  ones as cuBLASLt's ``nvjet`` kernels: kernel names, catalog/kernels/h200_conv_passes.csv),
+  priced at the GEMM model's rate with the GEMM parameters, no convolution efficiency.
+
+Which of these a GPU's library offers is the device's ``conv_algorithms`` (catalog), per dtype:
+read off the kernels cuDNN ran where hetbed measured them (H200: Winograd only for float32
+bwd_filter, never on tensor cores; ``gemm_1x1`` only in float16). A device without it offers
+``DEFAULT_MENU`` (implicit GEMM, Winograd, col2im: what DeepBench's cuDNN 7 era GPUs were
+fitted with; no kernel names were published with those timings).
+
 A stride-1 bwd_input is a forward convolution (``dgrad_as_fwd``): the output gradient convolved
 with the filter turned half round, c and k swapped, padded by r - 1 and s - 1, which cuDNN runs
 with its forward kernels: its implicit GEMM is (n h w) x c over r s k (every tap, as the forward
@@ -95,6 +107,17 @@ NARROW_TILES = ((256, 8), (128, 16))
 WGRAD_MAX_SPLIT = 4096
 #: Winograd output tiles m (F(m x m, r x r)) cuDNN runs, per filter size r (stride 1)
 WINOGRAD_TILES = {3: (2, 4), 5: (2,)}
+#: the algorithm families, by the names of a device's ``conv_algorithms`` (catalog)
+ALGORITHMS = ("implicit_gemm", "winograd", "gemm_col2im", "gemm_1x1")
+#: what a device without ``conv_algorithms`` offers
+DEFAULT_MENU = ("implicit_gemm", "winograd", "gemm_col2im")
+
+
+def offered(menu: Sequence[str] | None, algorithm: str, pass_: str) -> bool:
+    """Whether ``menu`` (entries ``name`` or ``name:pass``; None: ``DEFAULT_MENU``) offers
+    ``algorithm`` for ``pass_``."""
+    entries = DEFAULT_MENU if menu is None else menu
+    return algorithm in entries or f"{algorithm}:{pass_}" in entries
 
 
 @dataclass(frozen=True)
@@ -226,12 +249,15 @@ def conv_seconds(
     unit: str = "cuda_cores",
     issue_share: float = 0.0,
     layout: gk.Layout | None = None,
+    menu: Sequence[str] | None = None,
 ) -> tuple[float, str]:
-    """(seconds, algorithm) of one pass on a GPU of ``sms`` SMs: the fastest of implicit GEMM, at
-    the pass's fitted efficiency (a stride-1 bwd_input as the forward convolution it is,
-    ``dgrad_as_fwd``), the Winograd tilings that apply and, for bwd_input, the GEMM over the
-    output gradient with its column buffer folded back (``col2im_gemm``), these two plain GEMMs
-    at the GEMM model's rate (module docstring)."""
+    """(seconds, algorithm) of one pass on a GPU of ``sms`` SMs: the fastest that ``menu`` (the
+    device's ``conv_algorithms`` for the dtype; None: ``DEFAULT_MENU``) offers of implicit GEMM,
+    at the pass's fitted efficiency (a stride-1 bwd_input as the forward convolution it is,
+    ``dgrad_as_fwd``; always offered), the Winograd tilings that apply, for bwd_input the GEMM
+    over the output gradient with its column buffer folded back (``col2im_gemm``), and a 1x1
+    pass as the plain GEMM it is (``gemm_1x1``), these three at the GEMM model's rate (module
+    docstring)."""
     q = dataclasses.replace(p, k_half=c.k_half)
     # an implicit GEMM's main loop issues more instructions per FMA than a GEMM's (the im2col
     # addresses of its taps): they share the SM's issue slots where the FMAs alone fill them
@@ -250,14 +276,14 @@ def conv_seconds(
                            issue_share, layout, most)  # fmt: skip
     best /= eff  # (implicit GEMM's address arithmetic, scattered taps ...)
     algo = "implicit_gemm"
-    for wm in winograd_applies(sh):
+    for wm in winograd_applies(sh) if offered(menu, "winograd", pass_) else ():
         rows, cols, red, moved, transformed = winograd_gemm(pass_, sh, wm)
         t = gk.gemm_seconds(rows, cols, red, elem * moved, peak, bandwidth, sms, q, tiles,
                             issue_share, layout, most)  # fmt: skip
         t += elem * transformed / (bandwidth * p.memory_efficiency) + 2.0 * p.fixed_s
         if t < best:
             best, algo = t, f"winograd_{wm}x{wm}"
-    if pass_ == "bwd_input":
+    if pass_ == "bwd_input" and offered(menu, "gemm_col2im", pass_):
         rows, cols, red, moved, folded = col2im_gemm(sh, unit)
         lay = layout._replace(transpose_b=True) if layout is not None else None
         t = gk.gemm_seconds(rows, cols, red, elem * moved, peak, bandwidth, sms, q, tiles,
@@ -265,7 +291,35 @@ def conv_seconds(
         t += elem * folded / (bandwidth * p.memory_efficiency) + p.fixed_s
         if t < best:
             best, algo = t, "gemm_col2im"
+    if offered(menu, "gemm_1x1", pass_) and pointwise(sh):
+        (rows, cols, red), lay = plain_gemm(pass_, sh), layout
+        if pass_ == "bwd_filter" and layout is not None:
+            lay = layout._replace(transpose_a=True)  # x^T: x is (n h w) x c, rows along c
+        elif pass_ == "bwd_input" and layout is not None:
+            lay = layout._replace(transpose_b=True)  # w^T: the filter is c x k, rows along k
+        t = gk.gemm_seconds(rows, cols, red, conv_bytes(sh, elem), peak, bandwidth, sms, p,
+                            gk.TILES[unit], issue_share, lay)  # fmt: skip
+        if t < best:
+            best, algo = t, "gemm_1x1"
     return best, algo
+
+
+def pointwise(sh: ConvShape) -> bool:
+    """Whether a convolution is a matrix product: a 1x1 filter at stride 1, unpadded, undilated
+    (every output pixel the input pixel under it)."""
+    return (sh.r, sh.s, sh.stride, sh.p, sh.q) == (1, 1, (1, 1), sh.h, sh.w) and not sh.dilated
+
+
+def plain_gemm(pass_: str, sh: ConvShape) -> tuple[int, int, int]:
+    """(rows, cols, reduction) of a ``pointwise`` pass as the matrix product it is: fwd
+    x (n h w x c) @ w (c x k); bwd_input dy (n h w x k) @ w^T; bwd_filter x^T @ dy (c x k over
+    n h w)."""
+    pixels = sh.n * sh.p * sh.q
+    if pass_ == "fwd":
+        return pixels, sh.k, sh.c
+    if pass_ == "bwd_input":
+        return pixels, sh.c, sh.k
+    return sh.c, sh.k, pixels
 
 
 def dgrad_as_fwd(sh: ConvShape) -> bool:
@@ -340,5 +394,5 @@ def predict(row: tuple, devices: dict, gemm: gk.GemmParams, cp: ConvParams,
     dv = devices[d]
     share = gk.issue_share(unit, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
     t, _ = conv_seconds(pass_, sh, el, dv["peak"][dtype], dv["bandwidth"], dv["sms"], gemm, cp,
-                        unit, share, lay)  # fmt: skip
+                        unit, share, lay, dict(dv.get("conv_algorithms") or ()).get(dtype))  # fmt: skip
     return gk.observed_seconds(t, floors.get(h, 0.0)) if h is not None else t

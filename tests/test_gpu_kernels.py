@@ -4,6 +4,7 @@ implicit-GEMM dimensions of convolutions against their cost rules, and the roofl
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -572,3 +573,119 @@ def test_simulated_convolutions_are_priced_by_the_conv_model():
         want, _ = gc.conv_seconds(pass_, sh, 4, spec.peak_flops["float32"], perf.memory_bandwidth,
                                   80, p, cp, "cuda_cores", share, gk.layout_of("cuda_cores", 4))  # fmt: skip
         assert got == pytest.approx(want + perf.launch_overhead_s, rel=1e-9), op_type
+
+
+def test_a_devices_menu_limits_the_algorithms_cudnn_is_priced_with():
+    """The menu (a device's ``conv_algorithms``) offers Winograd per pass: a large 3x3 float32
+    convolution whose fwd pass runs Winograd by the default menu runs the implicit GEMM by a
+    menu of "winograd:bwd_filter", whose bwd_filter may still run it; a menu without col2im
+    never picks it."""
+    sh = gc.shape_of(32, 56, 56, 256, 256, 3, 3, (1, 1), (1, 1))
+    peak, bw, sms = 15e12, 9e11, 80
+    cp = gc.ConvParams(0.5, 0.5, 0.5, 0.0)
+    menu = ("implicit_gemm", "winograd:bwd_filter")
+    assert gc.conv_seconds("fwd", sh, 4, peak, bw, sms, IDEAL, cp)[1] == "winograd_4x4"
+    t, algo = gc.conv_seconds("fwd", sh, 4, peak, bw, sms, IDEAL, cp, menu=menu)
+    assert algo == "implicit_gemm"
+    m, n, k = gc.conv_gemm("fwd", sh)
+    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    direct = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 4), peak, bw, sms, IDEAL, tiles)
+    assert t == pytest.approx(direct / 0.5, rel=1e-12)
+    assert gc.conv_seconds("bwd_filter", sh, 4, peak, bw, sms, IDEAL, cp, menu=menu)[1].startswith(
+        "winograd"
+    )
+    few = gc.shape_of(16, 161, 700, 1, 32, 5, 5, (2, 2), (1, 1))  # col2im's case by default
+    assert gc.conv_seconds("bwd_input", few, 4, peak, bw, sms, IDEAL, cp)[1] == "gemm_col2im"
+    assert gc.conv_seconds("bwd_input", few, 4, peak, bw, sms, IDEAL, cp, menu=menu)[1] == (
+        "implicit_gemm"
+    )
+    assert gc.offered(None, "winograd", "fwd") and not gc.offered(None, "gemm_1x1", "fwd")
+
+
+@pytest.mark.parametrize("pass_", gc.PASSES)
+def test_a_pointwise_pass_runs_as_the_plain_gemm_it_is(pass_):
+    """A 1x1 stride-1 unpadded convolution offered ``gemm_1x1`` takes the GEMM model's time of
+    its matrix product (fwd x @ w, bwd_input dy @ w^T, bwd_filter x^T @ dy), with no
+    convolution efficiency, where that is faster; padded or strided ones are not matrix
+    products."""
+    sh = gc.shape_of(16, 56, 56, 256, 64, 1, 1, (1, 1), (0, 0))
+    assert gc.pointwise(sh)
+    assert not gc.pointwise(gc.shape_of(16, 56, 56, 256, 64, 1, 1, (2, 2), (0, 0)))
+    assert not gc.pointwise(gc.shape_of(16, 56, 56, 256, 64, 1, 1, (1, 1), (1, 1)))
+    assert not gc.pointwise(gc.shape_of(16, 56, 56, 256, 64, 3, 3, (1, 1), (1, 1)))
+    pixels = 16 * 56 * 56
+    dims = {
+        "fwd": (pixels, 64, 256),
+        "bwd_input": (pixels, 256, 64),
+        "bwd_filter": (256, 64, pixels),
+    }
+    assert gc.plain_gemm(pass_, sh) == dims[pass_]
+    peak, bw, sms = 400e12, 3e12, 132
+    lay = gk.layout_of("tensor_cores", 2, tile_loads="tma")
+    cp = gc.ConvParams(0.5, 0.5, 0.5, 64.0)
+    menu = ("implicit_gemm", "gemm_1x1")
+    t, algo = gc.conv_seconds(
+        pass_, sh, 2, peak, bw, sms, IDEAL, cp, "tensor_cores", 0.0, lay, menu
+    )
+    implicit, _ = gc.conv_seconds(pass_, sh, 2, peak, bw, sms, IDEAL, cp, "tensor_cores", 0.0, lay)
+    want = gk.gemm_seconds(*dims[pass_], gc.conv_bytes(sh, 2), peak, bw, sms, IDEAL,
+                           gk.TILES["tensor_cores"], 0.0,
+                           lay._replace(transpose_a=pass_ == "bwd_filter",
+                                        transpose_b=pass_ == "bwd_input"))  # fmt: skip
+    assert algo == "gemm_1x1" and t == pytest.approx(want, rel=1e-12) and t < implicit
+    strided = gc.shape_of(16, 56, 56, 256, 64, 1, 1, (2, 2), (0, 0))
+    assert gc.conv_seconds(pass_, strided, 2, peak, bw, sms, IDEAL, cp, "tensor_cores", 0.0, lay,
+                           menu)[1] != "gemm_1x1"  # fmt: skip
+
+
+def test_the_catalog_reads_a_gpus_conv_algorithms_and_names_bad_entries(tmp_path):
+    """``conv_algorithms`` per dtype with its source; the H200's offers Winograd only for
+    float32 bwd_filter; a wrong entry is refused naming the file and field."""
+    h200 = catalog.load_device("h200_sxm")
+    menus = dict(h200.conv_algorithms)
+    assert menus["float32"] == ("implicit_gemm", "gemm_col2im", "winograd:bwd_filter")
+    assert "winograd" not in " ".join(menus["tensorfloat32"] + menus["float16"])
+    assert "conv_algorithms.float32" in h200.sources
+    assert dict(perf_from_spec(h200).conv_algorithms) == menus
+    assert catalog.load_device("v100_sxm2").conv_algorithms is None  # the default menu
+    text = (Path(catalog.__file__).parent / "devices" / "h200_sxm.toml").read_text()
+    for bad, words in (
+        ('["implicit_gemm", "fft"]', "unknown algorithm 'fft'"),
+        ('["implicit_gemm", "winograd:forward"]', "unknown algorithm 'winograd:forward'"),
+        ('["winograd"]', "implicit_gemm must be listed"),
+    ):
+        broken = text.replace('["implicit_gemm"], source', f"{bad}, source", 1)
+        path = tmp_path / "h200_sxm.toml"
+        path.write_text(broken)
+        with pytest.raises(catalog.CatalogError) as err:
+            catalog.load_file(path)
+        assert "conv_algorithms.tensorfloat32" in str(err.value) and words in str(err.value)
+
+
+def test_a_simulated_convolution_is_priced_with_its_devices_menu():
+    """On a simulated H200 a 3x3 float32 Conv2D is priced by conv_seconds with the H200's menu
+    (the implicit GEMM: cuDNN ran no Winograd forward there), not the default menu's Winograd."""
+    spec = catalog.load_device("h200_sxm")
+    perf = perf_from_spec(spec)
+    c = Cluster(cost_model=Roofline(gpu_kernels="tiled"))
+    c.add_task("worker", 0, cpu=None, gpu=("h200_sxm", 1))
+    g = hb.Graph()
+    with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
+        x = hb.placeholder(hb.float32, [32, 56, 56, 256])
+        f = hb.Variable(np.zeros((3, 3, 256, 256), np.float32))
+        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+        init = hb.global_variables_initializer()
+        s = SimSession(c, graph=g)
+    s.run(init)
+    s.run(y, {x: sim_value([32, 56, 56, 256])})
+    ops = s.last_record.ops
+    got = float(ops[ops.type == "Conv2D"].duration_s.iloc[0])
+    p, cp = gk.load_params()["cuda_cores"], gc.load_params()["cuda_cores"]
+    share = gk.issue_share("cuda_cores", spec.fp32_lanes, 132, spec.warp_issue_per_clock)
+    sh = gc.shape_of(32, 56, 56, 256, 256, 3, 3, (1, 1), (1, 1))
+    args = ("fwd", sh, 4, spec.peak_flops["float32"], perf.memory_bandwidth, 132, p, cp,
+            "cuda_cores", share, gk.layout_of("cuda_cores", 4, tile_loads="tma"))  # fmt: skip
+    want, algo = gc.conv_seconds(*args, dict(spec.conv_algorithms)["float32"])
+    assert algo == "implicit_gemm"
+    assert got == pytest.approx(want + perf.launch_overhead_s, rel=1e-9)
+    assert gc.conv_seconds(*args)[1].startswith("winograd")  # the default menu would

@@ -44,6 +44,13 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
                                        bulk 2-D copies (Hopper), else "threads" (the default:
                                        each thread loads its share; the tiled GEMM model's
                                        short-run reads, gpukernels.py)
+    [conv_algorithms]                  optional (gpu): per dtype, { value = [names], source }:
+                                       the convolution algorithms the GPU's library runs
+                                       (gpuconv.py: implicit_gemm, which must be listed,
+                                       winograd, gemm_col2im, gemm_1x1; "name:pass" offers it
+                                       for that pass only: fwd, bwd_input, bwd_filter); a dtype
+                                       not listed, or a GPU without the table, gets
+                                       gpuconv.DEFAULT_MENU
     message_overhead_s                 optional (cpu): CPU time one end of a message between tasks
                                        spends on it apart from its bytes (RPC layer, framing,
                                        system calls, wake-ups); a request or a reply is a message
@@ -154,6 +161,8 @@ class HardwareSpec:
     multiprocessors: int | None = None
     warp_issue_per_clock: int | None = None
     tile_loads: str | None = None
+    #: (dtype, algorithm names) pairs: the convolution algorithms per dtype (gpuconv.py)
+    conv_algorithms: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     clock_hz: float | None = None
     message_overhead_s: float | None = None
     message_overhead_s_per_byte: float | None = None
@@ -430,6 +439,42 @@ class _Reader:
             out[dtype] = self.number(f"{fpath}.{dtype}")
         return out
 
+    def conv_algorithms(self, fpath: str) -> tuple[tuple[str, tuple[str, ...]], ...] | None:
+        """An optional table of dtype = { value = [algorithm, ...], source }: which convolution
+        algorithms a GPU's library runs per dtype (``gpuconv.ALGORITHMS``, each may be limited
+        to one pass by ``name:pass``); implicit GEMM must be among them."""
+        from ..gpuconv import ALGORITHMS, PASSES
+
+        table = self._get(fpath, False)
+        if table is None:
+            return None
+        if not isinstance(table, dict) or not table or "value" in table:
+            raise self.error(
+                fpath, 'expected a table of dtype = { value = ["implicit_gemm"], source }'
+            )
+        out = []
+        for dtype, raw in table.items():
+            where = f"{fpath}.{dtype}"
+            if dtype not in DTYPES:
+                raise self.error(where, f"unknown dtype; known: {', '.join(DTYPES)}")
+            if not isinstance(raw, dict):
+                raise self.error(where, 'expected { value = ["implicit_gemm", ...], source = ... }')
+            names = self._sourced(where, raw, words=False)
+            if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+                raise self.error(where, f"expected a list of algorithm names, got {names!r}")
+            for name in names:
+                algo, _, pass_ = name.partition(":")
+                if algo not in ALGORITHMS or (pass_ and pass_ not in PASSES):
+                    raise self.error(
+                        where,
+                        f"unknown algorithm {name!r}; known: {', '.join(ALGORITHMS)}, each "
+                        f"optionally as name:pass with pass one of {', '.join(PASSES)}",
+                    )
+            if "implicit_gemm" not in names:
+                raise self.error(where, "implicit_gemm must be listed (every pass, every shape)")
+            out.append((dtype, tuple(names)))
+        return tuple(out)
+
     def shape(self, fpath: str, required: bool) -> tuple[int, int] | None:
         raw = self._get(fpath, required)
         if raw is None:
@@ -450,7 +495,7 @@ class _Reader:
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
     " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
-    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
+    " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads conv_algorithms clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
     " switch_cpu_share".split()
 )
 _LINK_FIELDS = set(
@@ -487,6 +532,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         multiprocessors=r.number("multiprocessors", required=False, integer=True),
         warp_issue_per_clock=r.number("warp_issue_per_clock", required=False, integer=True),
         tile_loads=r.word("tile_loads", required=False),
+        conv_algorithms=r.conv_algorithms("conv_algorithms"),
         clock_hz=r.number("clock_hz", required=False),
         message_overhead_s=r.number("message_overhead_s", required=False),
         message_overhead_s_per_byte=r.number("message_overhead_s_per_byte", required=False),
