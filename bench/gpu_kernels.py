@@ -55,9 +55,10 @@ FITTED_GPUS = ("P100", "V100", "H200")
 FIT_FILES = (("deepbench_gemm.csv", "h200_gemm.csv"), ("deepbench_conv.csv", "h200_conv.csv"))
 #: timings of a machine never fitted to: an H100 measured on another day by the same sweep
 UNSEEN_FILES = (("h100_gemm.csv",), ("h100_conv.csv",))
-#: every convolution pass of DeepBench's shapes (and the sweep's) on an H200, timed as CUDA graph
-#: replays, with the algorithm cuDNN picked: never fitted to (bench/gpu_conv_sweep.py)
-PASSES_FILES = ("h200_conv_passes.csv",)
+#: every convolution pass of DeepBench's shapes (and the sweep's) on an H200 and (63 of them) an
+#: H100, timed as CUDA graph replays, with the algorithm cuDNN picked: never fitted to
+#: (bench/gpu_conv_sweep.py)
+PASSES_FILES = ("h200_conv_passes.csv", "h100_conv_passes.csv")
 GRAPH_FILES, GRAPH_HARNESS = PASSES_FILES, "cuda_graph"
 #: the precision labels of the data files -> (dtype priced, element bytes)
 PRECISION = {"fp32": ("float32", 4), "tf32": ("tensorfloat32", 4), "fp16": ("float16", 2),
@@ -407,8 +408,11 @@ def main(argv: list[str]) -> int:
     row("H100 convolutions (another machine, never fitted)", "predicted", h100c, params, True,
         cparams, True)  # fmt: skip
     passes = conv_rows(PASSES_FILES)
-    row("H200 convolutions, all passes, 105 shapes (never fitted)", "predicted", passes, params,
-        True, cparams, True)  # fmt: skip
+    for gpu in ("H200", "H100"):
+        mine = [r for r in passes if r[0] == gpu]
+        shapes = len({(r[1], r[-1]) for r in mine}) // 3
+        row(f"{gpu}: all passes, {shapes} shapes (graph-timed, never fitted)", "predicted", mine,
+            params, True, cparams, True)  # fmt: skip
     for what in gc.PASSES:
         row(f"  of which {what}", "predicted", [r for r in passes if r[2] == what], params, False,
             cparams, True)  # fmt: skip
@@ -421,8 +425,8 @@ def main(argv: list[str]) -> int:
         mine = [r for r in convs if r[0] == gen]
         row(f"{gen}: convolutions, refitted without {gen}", "predicted", mine, ps, True, cps, True)
         if gen == "H200":
-            row("H200: all passes, 105 shapes, refitted without H200", "predicted", passes, ps,
-                True, cps, True)  # fmt: skip
+            row("H200: all passes, refitted without H200", "predicted",
+                [r for r in passes if r[0] == gen], ps, True, cps, True)  # fmt: skip
         gen_rows += mine
         gen_errs += conv_errors(mine, ps, cps, devs)
         gen_plain += conv_errors(mine, ps, None, devs)
@@ -439,8 +443,8 @@ def main(argv: list[str]) -> int:
         "H100 by the full fit): plain implicit GEMM vs the convolution model"
     )
     print(breakdown(every, every_plain, every_errs, algorithms(every, params, cparams, devs)))
-    print("the model's algorithm vs cuDNN's (kernel names) on the H200's passes (fitted "
-          "parameters): " + agreement(passes, params, cparams, devs))  # fmt: skip
+    print("the model's algorithm vs cuDNN's (kernel names) on the H200's and H100's passes "
+          "(fitted parameters): " + agreement(passes, params, cparams, devs))  # fmt: skip
     cw = sorted(zip(every_errs, every), key=lambda x: -abs(x[0]))[:8]
     print("worst predicted convolutions: " + "; ".join(
         f"{r[0]} {r[1]} {r[2]} {conv_shape(r[3])} {e:+.0%}" for e, r in cw))  # fmt: skip
