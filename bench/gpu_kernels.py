@@ -18,6 +18,12 @@ itself; the H100 never fitted. The errors of the plain implicit GEMM (GEMM param
 earlier model) are printed beside them, with a breakdown by pass, filter, stride, precision,
 GPU, batch, channels and the algorithm the model picks. No case is dropped.
 
+All three passes of DeepBench's convolution shapes timed on an H200 (105 shapes) and an H100 (63)
+as CUDA graph replays (bench/gpu_conv_sweep.py; no per-call floor: their calls are not issued one
+by one) are never fitted: predicted by the full fit, and the H200's by the fit without H200. The
+kernels cuDNN ran there give the algorithm it chose; the bench prints how often the model picks
+the same family. Which algorithms a GPU offers is its catalog ``conv_algorithms``.
+
 Each data file's timing loop (DeepBench's C++ benchmark, hetbed's PyTorch sweep) has a per-call
 floor, the host's time to issue one call, that a short kernel cannot go below
 (``gk.observed_seconds``); it is fitted per harness with the parameters. A harness with no row
