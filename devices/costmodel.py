@@ -239,12 +239,18 @@ def pricing_dtype(op: Any) -> str:
 
 
 class CostModel:
-    """Interface: ``duration(op, in_shapes, out_shapes, perf) -> seconds`` for concrete shapes."""
+    """Interface: ``duration(op, in_shapes, out_shapes, perf) -> seconds`` for concrete shapes;
+    optionally ``cores_used(op, in_shapes) -> cores or None``: how many of a CPU host's cores the
+    kernel keeps busy (None: the device's rule, all of them unless the kernel is mostly its
+    dispatch)."""
 
     def duration(
         self, op: Any, ins: Sequence[tuple], outs: Sequence[tuple], perf: DevicePerf
     ) -> float:
         raise NotImplementedError(f"{type(self).__name__} needs a duration()")
+
+    def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
+        return None
 
 
 ZERO_TIME_OPS = {
@@ -392,6 +398,12 @@ class Profiled(CostModel):
     cost of a call that the table's tiny entries show (the median of those moving at most 4 KiB
     and 10,000 FLOPs, ``call_s``) and scales the rest with the work. Only families with no
     measured entry fall back to ``fallback``.
+
+    ``threads`` (key -> the process's CPU seconds per wall second while the op ran, measured
+    with the table) says how many of a host's cores a kernel keeps busy (``cores_used``): the
+    runtime's intra-op kernels use them all, numpy's elementwise ones one, so that two tasks of
+    one host run their single-threaded kernels side by side. An unmeasured entry of a measured
+    family takes the family's median.
     """
 
     def __init__(
@@ -401,8 +413,17 @@ class Profiled(CostModel):
         overhead_s: float = 0.0,
         device: str = "",
         work: dict[str, Sequence[float]] | None = None,
+        threads: dict[str, float] | None = None,
     ):
         self.table = table
+        self.threads = {k: float(v) for k, v in (threads or {}).items()}
+        self._family_threads: dict[str, float] = {}
+        by_family: dict[str, list[float]] = {}
+        for k, v in self.threads.items():
+            by_family.setdefault(_family(k), []).append(v)
+        for fam, vs in by_family.items():
+            vs.sort()
+            self._family_threads[fam] = vs[len(vs) // 2]
         self.fallback = fallback or Roofline()
         self.overhead_s = overhead_s
         self.device = device
@@ -447,6 +468,15 @@ class Profiled(CostModel):
                     return a + b * w + fresh_output_seconds(op, outs, perf) + self.overhead_s
         return self.fallback.duration(op, ins, outs, perf) + self.overhead_s
 
+    def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
+        """The cores the measured kernel kept busy (``threads``); None where nothing was
+        measured (the device's rule)."""
+        if not self.threads:
+            return None
+        key = profile_key(op, ins)
+        v = self.threads.get(key)
+        return v if v is not None else self._family_threads.get(_family(key))
+
     def _reach(self, fam: str, perf: DevicePerf, dtype: str, matrix: bool) -> tuple[float, float]:
         """(largest roofline seconds, largest bytes moved) among the family's measured entries:
         how far its fit was measured."""
@@ -475,31 +505,38 @@ class Profiled(CostModel):
         """Write the table (and the work of each entry) as JSON (atomically)."""
         doc = {
             "format": "hetbed-profile",
-            "version": 2,
+            "version": 3,
             "device": self.device,
             "overhead_s": self.overhead_s,
             "table": self.table,
             "work": {k: list(v) for k, v in self.work.items()},
+            "threads": self.threads,
         }
         atomic_write(path, json.dumps(doc, indent=0, sort_keys=True))
 
     @classmethod
     def load(cls, path: str, fallback: CostModel | None = None) -> Profiled:
-        """Read a table written by ``save`` (version 1 has no work: no scaling to new shapes);
-        raises ValueError naming the file when malformed."""
+        """Read a table written by ``save`` (version 1 has no work: no scaling to new shapes;
+        versions 1 and 2 no threads: the device's rule); raises ValueError naming the file
+        when malformed."""
         try:
             with open(path) as f:
                 doc = json.load(f)
         except json.JSONDecodeError as e:
             raise ValueError(f"{path}: not a profile table ({e})") from None
-        if doc.get("format") != "hetbed-profile" or doc.get("version") not in (1, 2):
-            raise ValueError(f"{path}: not a hetbed-profile version 1 or 2 file")
+        if doc.get("format") != "hetbed-profile" or doc.get("version") not in (1, 2, 3):
+            raise ValueError(f"{path}: not a hetbed-profile version 1, 2 or 3 file")
+        threads = doc.get("threads") or {}
+        bad = [k for k, v in threads.items() if not isinstance(v, (int, float)) or not v >= 1.0]
+        if bad:
+            raise ValueError(f"{path}: threads[{bad[0]!r}] must be a number >= 1")
         return cls(
             dict(doc["table"]),
             fallback,
             float(doc.get("overhead_s", 0.0)),
             doc.get("device", ""),
             doc.get("work"),
+            threads,
         )
 
 

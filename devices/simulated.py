@@ -9,7 +9,7 @@ dtype. The device takes a SimPy environment as its clock and knows nothing of cl
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -301,6 +301,8 @@ class SimulatedDevice(Device):
         self._hybrid = hybrid
         self.busy_until = 0.0
         self.busy_s = 0.0
+        #: seconds of kernels booked on fewer than all of the host's cores (single-threaded)
+        self.narrow_s = 0.0
         self.records: list[tuple] = []  # (operation, start_s, end_s)
         self.peak_bytes = 0
         self.persistent_bytes = 0
@@ -339,9 +341,9 @@ class SimulatedDevice(Device):
         plan = plans.get(key)
         if plan is None:
             plan = plans[key] = self._plan_node(node, inputs)
-        dur, placeholders, compute = plan
+        dur, placeholders, compute, width = plan
         result = node.fn(node.ctx, *inputs) if compute else placeholders
-        return self._book(node, dur, self.env.now if now is None else now), result
+        return self._book(node, dur, self.env.now if now is None else now, width), result
 
     def charge(self, node: Any, inputs: list, result: Any, now: float) -> float:
         """Book the work an asynchronous kernel of ``work_after_wait`` does once it is unblocked
@@ -361,18 +363,32 @@ class SimulatedDevice(Device):
             in_shapes = [value_shape(v) for v in inputs]
             out_shapes = [value_shape(v) for v in outs]
             dur = self.cost_model.duration(node.op, in_shapes, out_shapes, self.perf_spec)
-            plan = plans[key] = (dur, None, False)
-        return self._book(node, plan[0], now)
+            width = self._width(node.op, in_shapes)
+            plan = plans[key] = (dur, None, False, width)
+        return self._book(node, plan[0], now, plan[3])
 
-    def _book(self, node: Any, dur: float, now: float) -> float:
-        """Queue ``dur`` seconds of ``node`` on this device's stream from ``now``: its end."""
+    def _width(self, op: Any, in_shapes: Sequence[tuple]) -> int | None:
+        """The host cores a kernel keeps busy, where the cost model measured it (None: the
+        rule in ``_book``)."""
+        if self.host_cores is None:
+            return None
+        measured = getattr(self._cost_model, "cores_used", None)  # (a duck-typed model may lack it)
+        cores = measured(op, in_shapes) if measured is not None else None
+        return None if cores is None else max(1, min(self.host_cores.cores, round(cores)))
+
+    def _book(self, node: Any, dur: float, now: float, width: int | None = None) -> float:
+        """Queue ``dur`` seconds of ``node`` on this device's stream from ``now``: its end.
+        On a host's cores it takes ``width`` of them (None: one for a kernel that is mostly
+        its dispatch, all for any other)."""
         begin = now if now > self.busy_until else self.busy_until
         hc = self.host_cores
         if hc is None or dur <= 0.0:
             end = begin + dur
         else:  # on the host's cores, around the work booked there (other tasks, messages)
-            # a kernel whose time is mostly its dispatch runs on one core, any other on all
-            width = 1 if dur <= self._one_core_s else hc.cores
+            if width is None:
+                width = 1 if dur <= self._one_core_s else hc.cores
+            if width < hc.cores:
+                self.narrow_s += dur
             begin = hc.book(begin, dur, width)
             end = begin + dur
         self.busy_until = end
@@ -450,13 +466,14 @@ class SimulatedDevice(Device):
                     "its predicate has no value; feed it a real bool, or simulate with "
                     "Cluster(hybrid=True)"
                 )
-            return 0.0, None, True
+            return 0.0, None, True, None
         in_shapes = tuple([value_shape(v) for v in inputs])
         small = [_small_int(v) for v in inputs]
         out_shapes = self.infer_shapes(node.op, list(in_shapes), node.input_tensors, small)
         dur = self.cost_model.duration(node.op, list(in_shapes), out_shapes, self.perf_spec)
         compute = self.hybrid or kind in _SYNC_STATE_OPS or _metadata_op(node, inputs)
-        return dur, None if compute else self._placeholders(node, out_shapes), compute
+        placeholders = None if compute else self._placeholders(node, out_shapes)
+        return dur, placeholders, compute, self._width(node.op, in_shapes)
 
     def _placeholders(self, node: Any, out_shapes: list[tuple]) -> Any:
         outs = [SimValue(s, t.dtype.np) for s, t in zip(out_shapes, node.op.outputs)]

@@ -71,7 +71,8 @@ def _per_op() -> ConfigProto:
 
 
 class _ShapeTracer(TracingObserver):
-    """Records each op's wall time together with its input shapes."""
+    """Records each op's wall time together with its input shapes, and the process's CPU time
+    while it ran (``cpu``: (key, CPU seconds per wall second) of ops long enough to tell)."""
 
     def __init__(self, prepared: Any, feeds: dict):
         super().__init__()
@@ -80,8 +81,15 @@ class _ShapeTracer(TracingObserver):
         }
         self.samples: list[tuple[str, float]] = []
         self.work: dict[str, tuple[float, float]] = {}
+        self.cpu: list[tuple[str, float]] = []
+        self._cpu_start: dict[int, float] = {}
+
+    def node_started(self, node: Any) -> None:
+        self._cpu_start[node.index] = time.process_time()
+        super().node_started(node)
 
     def node_finished(self, node: Any, result: Any, released: Any = ()) -> None:
+        cpu_end = time.process_time()
         super().node_finished(node, result)
         outs = result if node.n_out > 1 else (result,)
         for s, v in zip(node.outs, outs or ()):
@@ -91,6 +99,9 @@ class _ShapeTracer(TracingObserver):
         row = self.rows[-1]
         key = profile_key(node.op, ins)
         self.samples.append((key, row["duration_s"]))
+        wall = row["duration_s"]
+        if wall >= MIN_THREADS_WALL_S and node.index in self._cpu_start:
+            self.cpu.append((key, (cpu_end - self._cpu_start[node.index]) / wall))
         if key not in self.work:
             outs_shapes = [value_shape(v) for v in (outs or ())]
             try:
@@ -106,6 +117,11 @@ class _ShapeTracer(TracingObserver):
                 )
 
 
+#: ops shorter than this are not measured for their threads (the process clock's reads and the
+#: dispatch around the kernel would be most of it): they keep the device's rule
+MIN_THREADS_WALL_S = 200e-6
+
+
 def profile_ops(
     sess: Any,
     fetches: Any,
@@ -113,6 +129,7 @@ def profile_ops(
     repeats: int = 10,
     timed_between: int = 0,
     work: dict[str, tuple[float, float]] | None = None,
+    threads: dict[str, float] | None = None,
 ) -> tuple[dict[str, float], list[float]]:
     """Median measured seconds per profile key over ``repeats`` traced steps of ``fetches``.
 
@@ -121,10 +138,14 @@ def profile_ops(
     returned as the second element. ``work``, if given, receives each key's FLOPs and bytes
     (for ``Profiled`` to scale the entries to shapes it did not measure). Build ``sess`` with
     fusion off (``config=_per_op()``): a fused convolution or MatMul carries the time of the
-    bias add and ReLU after it, which the simulator prices as ops of their own.
+    bias add and ReLU after it, which the simulator prices as ops of their own. ``threads``,
+    if given, receives per key the median of the process's CPU seconds per wall second while
+    the op ran (ops of at least ``MIN_THREADS_WALL_S``; at least 1, at most the usable CPUs):
+    how many cores the kernel kept busy (``Profiled.cores_used``).
     """
     sess.run(fetches, feed_dict)  # warm up caches and kernels
     samples: dict[str, list[float]] = {}
+    per_wall: dict[str, list[float]] = {}
     step_times: list[float] = []
     for _ in range(repeats):
         for _ in range(timed_between):
@@ -134,8 +155,13 @@ def profile_ops(
         tracer = sess.run_observed(fetches, feed_dict, _ShapeTracer)
         for key, d in tracer.samples:
             samples.setdefault(key, []).append(d)
+        for key, r in tracer.cpu:
+            per_wall.setdefault(key, []).append(r)
         if work is not None:
             work.update(tracer.work)
+    if threads is not None:
+        most = float(host_cores())
+        threads.update({k: min(most, max(1.0, statistics.median(v))) for k, v in per_wall.items()})
     return {k: statistics.median(v) for k, v in samples.items()}, step_times
 
 
@@ -145,12 +171,14 @@ def calibrate_models(
     work: dict[str, tuple[float, float]] | None = None,
     passes: int = 1,
     apart: list | None = None,
+    threads: dict[str, float] | None = None,
 ) -> dict[str, float]:
     """One profile table over the training steps of ``builders`` (name -> build fn); ``work``
     receives each entry's FLOPs and bytes. With ``passes`` > 1 every model is profiled that
     many times and each entry keeps its fastest pass (a pass slowed by a passing disturbance
     then does not price the op); ``apart`` (a list) receives, per entry measured in several
-    passes, the ratio of its slowest pass to its fastest."""
+    passes, the ratio of its slowest pass to its fastest; ``threads`` receives each entry's
+    cores kept busy (``profile_ops``) from its fastest pass."""
     table: dict[str, float] = {}
     for build in builders.values():
         g = Graph()
@@ -158,11 +186,18 @@ def calibrate_models(
             train, feed = build()
             sess = Session(graph=g, config=_per_op())
             sess.run(global_variables_initializer())
-            runs = [profile_ops(sess, train, feed, repeats, work=work)[0] for _ in range(passes)]
+            cores: list[dict[str, float]] = [{} for _ in range(passes)]
+            runs = [
+                profile_ops(sess, train, feed, repeats, work=work, threads=cores[i])[0]
+                for i in range(passes)
+            ]
             sess.close()
         for key in runs[0]:
             vals = [r[key] for r in runs if key in r]
             table[key] = min(vals)
+            fastest = min((i for i, r in enumerate(runs) if key in r), key=lambda i: runs[i][key])
+            if threads is not None and key in cores[fastest]:
+                threads[key] = cores[fastest][key]
             if apart is not None and len(vals) > 1 and min(vals) > 0:
                 apart.append(max(vals) / min(vals))
     return table
@@ -351,7 +386,8 @@ def calibrate(
     work: dict[str, tuple[float, float]] = {}
     apart: list[float] = []
     meter = LoadMeter().start()
-    table = calibrate_models(builders, repeats, work, passes=2, apart=apart)
+    threads: dict[str, float] = {}
+    table = calibrate_models(builders, repeats, work, passes=2, apart=apart, threads=threads)
     load = meter.stop()
     wide = sum(1 for r in apart if r > 1.25)
     note = f", other load {load:.2f} cores" if load is not None else ""
@@ -361,7 +397,12 @@ def calibrate(
         + ("  NOISY (rerun on a quiet machine)" if flag else "")
     )
     prof = Profiled(
-        table, Roofline(), overhead_s=perf.launch_overhead_s, device="this_machine", work=work
+        table,
+        Roofline(),
+        overhead_s=perf.launch_overhead_s,
+        device="this_machine",
+        work=work,
+        threads=threads,
     )
     prof.save(os.path.join(out_dir, "profile.json"))
     progress(f"  {len(table)} op entries -> {os.path.join(out_dir, 'profile.json')}")

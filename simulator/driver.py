@@ -539,7 +539,7 @@ class _Driver(OverlappedStep):
 
     def _compute(self, i: int, step: int) -> Any:
         """Worker ``i`` computes its gradient (on the shared machine's cores with
-        ``machine_cores``)."""
+        ``machine_cores``: its ``compute_serial_s`` share on one of them)."""
         env = self.env
         s = self._compute_s(i, step)
         hc = self.machine
@@ -547,7 +547,10 @@ class _Driver(OverlappedStep):
             yield env.timeout(s)
             return
         now = env.now
-        end = hc.reserve(now, s, hc.cores)
+        prof = self.profile  # its single-threaded kernels on one core, the rest on all
+        serial = s * prof.compute_serial_s / prof.compute_s if prof.compute_s > 0 else 0.0
+        end = hc.reserve(now, serial, 1) if serial > 0 else now
+        end = hc.reserve(end, s - serial, hc.cores)
         yield env.timeout(end - now)
 
     def _gradient_hook(self, g: _Grad, i: int, params: Any) -> Any:

@@ -48,6 +48,9 @@ class ReplicaProfile:
     """One worker replica's step, as the step-level drivers need it.
 
     - ``compute_s``: seconds of forward + backward on one worker device (before stragglers);
+    - ``compute_serial_s``: the part of ``compute_s`` spent in kernels that keep one core of a
+      CPU host busy (numpy's elementwise kernels, measured by ``hetbed calibrate``): on a
+      machine the tasks share (``machine_cores``) it takes one core, the rest all of them;
     - ``dense``: ``{variable: (bytes, ps index)}``, pulled and pushed whole every step;
     - ``sparse``: ``{variable: (bytes per row, rows touched per step, ps index)}``: only the
       touched rows are pulled (a gather on the PS) and pushed (IndexedSlices);
@@ -112,9 +115,16 @@ class ReplicaProfile:
     update_inputs: int = 0
     grad_ready: dict[str, float] = field(default_factory=dict)
     worker_apply_s: dict[str, float] | float | None = None
+    compute_serial_s: float = 0.0
 
     def __post_init__(self) -> None:
         _nonneg("compute_s", self.compute_s)
+        _nonneg("compute_serial_s", self.compute_serial_s)
+        if self.compute_serial_s > self.compute_s:
+            raise ValueError(
+                f"compute_serial_s ({self.compute_serial_s!r}) is a part of compute_s "
+                f"({self.compute_s!r}) and cannot exceed it"
+            )
         for what in (
             "worker_message_s",
             "worker_message_s_per_byte",
@@ -505,6 +515,7 @@ def profile_from_graph(
     op_end = rec.ops.groupby("op").end_s.max().to_dict()
     dev = rec.devices.iloc[0]
     wcpu = cluster.task_cpu(cluster.tasks[0])
+    serial_s = min(compute_s, wcpu.narrow_s) if wcpu is not None else 0.0
     wperf = wcpu.perf_spec if wcpu is not None else None
     shape_of = {t: tuple(getattr(val, "shape", ())) for t, val in zip(fetches, values)}
     # (b) placement on PS tasks (choose(v) below, in creation order) and (c) apply costs
@@ -557,6 +568,7 @@ def profile_from_graph(
         examples_per_step = next((s[0] for s in shapes if s), 1)
     return ReplicaProfile(
         compute_s=compute_s,
+        compute_serial_s=serial_s,
         dense=dense,
         sparse=sparse,
         apply_s=apply,

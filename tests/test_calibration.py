@@ -111,7 +111,10 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     )
     table = json.loads((out / "profile.json").read_text())
     assert any('"MatMul", "float32", [[8, 48], [48, 24]]' in k for k in table["table"])
-    assert table["version"] == 2 and set(table["work"]) <= set(table["table"])
+    assert table["version"] == 3 and set(table["work"]) <= set(table["table"])
+    assert set(table["threads"]) <= set(table["table"]) and all(
+        v >= 1 for v in table["threads"].values()
+    )
     machine = load_file(str(out / "this_machine.toml"))
     assert machine.cores == host_cores()
     per_msg = next(m for m in doc["measurements"] if m["name"] == "message CPU time per end")

@@ -9,7 +9,7 @@ import pytest
 from simsteps import read_step
 
 import hetbed as hb
-from hetbed.devices.costmodel import DevicePerf
+from hetbed.devices.costmodel import DevicePerf, Roofline
 from hetbed.devices.simulated import HostCores
 from hetbed.simulator import Cluster, SimSession, sim_value
 from hetbed.simulator.training import ReplicaProfile, SyncPS
@@ -397,3 +397,91 @@ def test_step_level_ps_shards_of_one_machine_each_take_its_cores():
         assert apart == pytest.approx(600e-6 * w, rel=0.01)
         assert one == pytest.approx(1200e-6 * w, rel=0.01)
         assert two == pytest.approx(600e-6 * w, rel=0.01)
+
+
+class _Cores(Roofline):
+    """The roofline's times, and a fixed number of cores every kernel keeps busy (a measured
+    profile's ``threads``)."""
+
+    def __init__(self, cores):
+        super().__init__()
+        self.cores = cores
+
+    def cores_used(self, op, ins):
+        return self.cores
+
+
+def test_single_threaded_kernels_of_two_tasks_of_one_machine_run_side_by_side():
+    """Two tasks of one two-core machine each run a 2 ms kernel: measured single-threaded
+    (cores_used 1) they run side by side, as numpy's elementwise kernels of two processes do;
+    measured on both cores they take turns (one kernel more), as the rule without a
+    measurement has it. A device records the seconds its host ran narrow (``narrow_s``)."""
+
+    def step(model):
+        c = Cluster(cost_model=model)
+        perf = replace(HOST, cores=2)
+        c.add_task("ps", 0, cpu=perf, nic=NIC, machine="m")
+        c.add_task("worker", 0, cpu=perf, nic=NIC, machine="m")
+        with hb.Graph().as_default():
+            outs = []
+            for job in ("ps", "worker"):
+                with hb.device(f"/job:{job}/task:0/device:cpu:0"):
+                    x = hb.placeholder(hb.float32, [1000, 1000])
+                    outs.append(hb.matmul(x, x))  # 2 GFLOP: 2 ms at 1 TFLOP/s
+            s = SimSession(c, client="/job:worker/replica:0/task:0")
+            feeds = {o.op.inputs[0]: sim_value([1000, 1000]) for o in outs}
+            s.run([hb.group(*[o.op for o in outs])], feeds)
+        narrow = sum(c.task_cpu(t).narrow_s for t in c.tasks)
+        return s.last_record.step_time_s, narrow
+
+    (one, narrow1), (both, narrow2), (rule, _) = step(_Cores(1)), step(_Cores(2)), step(None)
+    assert both - one == pytest.approx(2.001e-3, abs=NIC[1] + 1e-9)
+    assert rule == pytest.approx(both, rel=1e-9)
+    assert narrow1 == pytest.approx(2 * 2.001e-3, rel=1e-6) and narrow2 == 0.0
+
+
+def test_step_level_single_threaded_compute_shares_the_machine():
+    """SyncPS with ``machine_cores``: a replica whose compute is all single-threaded
+    (``compute_serial_s`` = ``compute_s``) runs its workers side by side on two cores (two
+    workers: one compute's time), all-cores compute takes turns (two), half and half in
+    between; a serial part larger than the compute is refused."""
+    dense = {"w": (4, 0)}
+    times = {}
+    for serial in (0.0, 0.005, 0.01):
+        prof = ReplicaProfile(0.01, dense=dense, compute_serial_s=serial)
+        times[serial] = SyncPS(prof, 2, nic=(1e12, 0.0), machine_cores=2).run(6).step_time()
+    assert times[0.0] == pytest.approx(0.02, rel=1e-6)
+    assert times[0.01] == pytest.approx(0.01, rel=1e-6)
+    assert times[0.0] > times[0.005] > times[0.01]
+    with pytest.raises(ValueError, match="compute_serial_s"):
+        ReplicaProfile(0.01, dense=dense, compute_serial_s=0.02)
+
+
+def test_the_step_level_profile_measures_the_single_threaded_share(tmp_path, monkeypatch):
+    """profile_from_graph: ``compute_serial_s`` is the simulated worker's time in kernels on one
+    of its host's cores: all of it when the profile measured every kernel single-threaded,
+    none of the big kernels' time when it measured them on both cores."""
+    from hetbed.simulator.profile import profile_from_graph
+
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    (tmp_path / "box.toml").write_text(
+        'name = "box"\nkind = "cpu"\n'
+        'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
+        'memory_bytes = { value = 1000000000, source = "test" }\n'
+        'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
+        'cores = { value = 2, source = "test" }\n'
+        '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
+    )
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [256, 512])
+        w = hb.Variable(np.ones((512, 512), np.float32))
+        train = hb.train.GradientDescentOptimizer(0.1).minimize(hb.reduce_sum(hb.matmul(x, w)))
+        one = profile_from_graph(
+            train, {x: (256, 512)}, worker="box", ps="box", cost_model=_Cores(1)
+        )
+        two = profile_from_graph(
+            train, {x: (256, 512)}, worker="box", ps="box", cost_model=_Cores(2)
+        )
+    assert one.compute_s == pytest.approx(two.compute_s)
+    assert one.compute_serial_s == pytest.approx(one.compute_s, rel=1e-9)
+    assert two.compute_serial_s == 0.0

@@ -80,7 +80,61 @@ def test_the_work_survives_save_and_load(profiled, tmp_path):
     doc["version"], doc["work"] = 1, None  # an older file: still read, measured entries only
     (tmp_path / "v1.json").write_text(json.dumps(doc))
     assert Profiled.load(tmp_path / "v1.json").work == {}
-    doc["version"] = 3
-    (tmp_path / "v3.json").write_text(json.dumps(doc))
-    with pytest.raises(ValueError, match="v3.json: not a hetbed-profile version 1 or 2 file"):
-        Profiled.load(tmp_path / "v3.json")
+    doc["version"] = 4
+    (tmp_path / "v4.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="v4.json: not a hetbed-profile version 1, 2 or 3 file"):
+        Profiled.load(tmp_path / "v4.json")
+
+
+def test_profile_ops_measures_the_cores_a_kernel_keeps_busy():
+    """``threads`` per key: the process's CPU seconds per wall second while the op ran, at least
+    1 and at most the usable CPUs; a kernel that waits (a py_func sleeping 5 ms) gets 1, a
+    numpy elementwise kernel of 4M floats (one thread) stays below 1.5; ops too short to tell
+    are left out."""
+    import time
+
+    from hetbed.simulator.calibrate import MIN_THREADS_WALL_S
+    from hetbed.simulator.machine import host_cores
+
+    def nap(v):
+        time.sleep(0.005)
+        return v
+
+    g = hb.Graph()
+    with g.as_default():
+        x = hb.placeholder(hb.float32, [4 << 20])
+        big = hb.multiply(x, 3.0)  # numpy, one thread
+        slept = hb.py_func(nap, [hb.constant(1.0)], hb.float32)
+        tiny = hb.add(hb.constant(1.0), 2.0)
+        sess = hb.Session(graph=g)
+        threads: dict = {}
+        table, _ = profile_ops(
+            sess, [big, slept, tiny], {x: np.ones(4 << 20, np.float32)}, 3, threads=threads
+        )
+        sess.close()
+    keys = {k.split('"')[1]: k for k in threads}
+    assert set(keys) >= {"Mul", "PyFunc"} and "AddV2" not in keys and "Add" not in keys
+    assert all(1.0 <= v <= host_cores() for v in threads.values())
+    assert threads[keys["PyFunc"]] == pytest.approx(1.0, abs=0.05)
+    assert threads[keys["Mul"]] < 1.5
+    assert table[keys["Mul"]] >= MIN_THREADS_WALL_S
+
+
+def test_profiled_cores_used_by_key_then_family_and_saved(tmp_path, profiled):
+    """``cores_used``: the measured entry, else its family's median, else None (the device's
+    rule); the threads survive save and load; a value below 1 is refused naming the file."""
+    table, work, op = profiled
+    keys = sorted(table)
+    threads = {keys[0]: 2.0}
+    prof = Profiled(table, work=work, threads=threads)
+    measured = json.loads(keys[0])[2]
+    assert prof.cores_used(op, [tuple(s) for s in measured]) == 2.0
+    assert prof.cores_used(op, [(7, 256), (256, 128)]) == 2.0  # same family, unmeasured
+    assert Profiled(table, work=work).cores_used(op, [(7, 256), (256, 128)]) is None
+    prof.save(tmp_path / "p.json")
+    assert Profiled.load(tmp_path / "p.json").threads == threads
+    doc = json.loads((tmp_path / "p.json").read_text())
+    doc["threads"] = {keys[0]: 0.5}
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="bad.json: threads.* must be a number >= 1"):
+        Profiled.load(tmp_path / "bad.json")
