@@ -249,6 +249,26 @@ class CostModel:
     ) -> float:
         raise NotImplementedError(f"{type(self).__name__} needs a duration()")
 
+    def _measured(self, perf: DevicePerf) -> DevicePerf:
+        """``perf`` with the cache the table was measured with (itself when unknown)."""
+        if not self.cache_bytes or not perf.cache_bytes or perf.cache_bytes == self.cache_bytes:
+            return perf
+        return replace(perf, cache_bytes=self.cache_bytes)
+
+    def _cache_factor(self, key: str, op: Any, perf: DevicePerf) -> float:
+        """How much slower a measured entry runs with ``perf``'s share of the cache than with
+        the whole cache it was measured with: 1 unless the share is smaller and the entry's
+        bytes (``work``) no longer fit it."""
+        whole = self._measured(perf)
+        if whole is perf or key not in self.work or perf.cache_bytes >= whole.cache_bytes:
+            return 1.0
+        flops, moved = self.work[key]
+        if moved <= perf.cache_bytes:
+            return 1.0
+        dtype, matrix = pricing_dtype(op), op.type in MATRIX_OPS
+        full = roofline_seconds(flops, moved, whole, dtype, matrix)
+        return roofline_seconds(flops, moved, perf, dtype, matrix) / full if full > 0 else 1.0
+
     def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
         return None
 
@@ -404,6 +424,14 @@ class Profiled(CostModel):
     runtime's intra-op kernels use them all, numpy's elementwise ones one, so that two tasks of
     one host run their single-threaded kernels side by side. An unmeasured entry of a measured
     family takes the family's median.
+
+    ``cache_bytes`` is the last-level cache the table was measured with (the whole of it: one
+    process; ``hetbed calibrate`` records it). The family fits relate the measured times to the
+    roofline with that cache, and a task given a smaller share of it (``DevicePerf.cache_share``:
+    tasks of one host) runs a measured entry whose bytes fit the whole cache but not its share
+    slower by the roofline's ratio of the two (measured here: a 10 MB float32 multiply 0.40 ms
+    with the cache warm, 0.62-0.70 ms after another 64 MB went through it). Without it (older
+    profiles) the fits use the task's own cache, which cancels the share out.
     """
 
     def __init__(
@@ -414,8 +442,10 @@ class Profiled(CostModel):
         device: str = "",
         work: dict[str, Sequence[float]] | None = None,
         threads: dict[str, float] | None = None,
+        cache_bytes: float | None = None,
     ):
         self.table = table
+        self.cache_bytes = cache_bytes
         self.threads = {k: float(v) for k, v in (threads or {}).items()}
         self._family_threads: dict[str, float] = {}
         by_family: dict[str, list[float]] = {}
@@ -447,7 +477,7 @@ class Profiled(CostModel):
         t = self.table.get(key)
         if t is not None:
             self.hits += 1
-            return t + self.overhead_s
+            return t * self._cache_factor(key, op, perf) + self.overhead_s
         self.misses += 1
         if op.type not in ZERO_TIME_OPS and self._families:
             fam = _family(key)
@@ -462,7 +492,11 @@ class Profiled(CostModel):
                     most_w, most_bytes = self._reach(fam, perf, dtype, matrix)
                     if most_w < a:
                         b = 1.0  # every entry is mostly its call's fixed cost: no slope to read
-                    elif perf.cache_bytes and most_bytes <= perf.cache_bytes < moved:
+                    elif (
+                        perf.cache_bytes
+                        and most_bytes <= self._measured(perf).cache_bytes
+                        and perf.cache_bytes < moved
+                    ):
                         b = max(b, 1.0)  # out of the cache the entries' cache speeds do not hold
                     self.scaled += 1
                     return a + b * w + fresh_output_seconds(op, outs, perf) + self.overhead_s
@@ -482,9 +516,9 @@ class Profiled(CostModel):
         how far its fit was measured."""
         k = (fam, perf.name, perf.cache_bytes, dtype, matrix)
         if k not in self._reaches:
-            pts = self._families[fam]
+            pts, at = self._families[fam], self._measured(perf)
             self._reaches[k] = (
-                max(roofline_seconds(f, b, perf, dtype, matrix) for (f, b), _ in pts),
+                max(roofline_seconds(f, b, at, dtype, matrix) for (f, b), _ in pts),
                 max(b for (_, b), _ in pts),
             )
         return self._reaches[k]
@@ -494,9 +528,9 @@ class Profiled(CostModel):
     ) -> tuple[float, float] | None:
         k = (fam, perf.name, perf.cache_bytes, matrix)
         if k not in self._fits:
+            at = self._measured(perf)  # (the entries ran with the whole cache)
             pts = [
-                (roofline_seconds(f, b, perf, dtype, matrix), t)
-                for (f, b), t in self._families[fam]
+                (roofline_seconds(f, b, at, dtype, matrix), t) for (f, b), t in self._families[fam]
             ]
             self._fits[k] = affine_fit(pts, self.call_s)
         return self._fits[k]
@@ -511,6 +545,7 @@ class Profiled(CostModel):
             "table": self.table,
             "work": {k: list(v) for k, v in self.work.items()},
             "threads": self.threads,
+            "cache_bytes": self.cache_bytes,
         }
         atomic_write(path, json.dumps(doc, indent=0, sort_keys=True))
 
@@ -537,6 +572,7 @@ class Profiled(CostModel):
             doc.get("device", ""),
             doc.get("work"),
             threads,
+            doc.get("cache_bytes"),
         )
 
 

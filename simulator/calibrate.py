@@ -403,6 +403,7 @@ def calibrate(
         device="this_machine",
         work=work,
         threads=threads,
+        cache_bytes=perf.cache_bytes,
     )
     prof.save(os.path.join(out_dir, "profile.json"))
     progress(f"  {len(table)} op entries -> {os.path.join(out_dir, 'profile.json')}")

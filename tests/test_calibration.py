@@ -116,6 +116,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         v >= 1 for v in table["threads"].values()
     )
     machine = load_file(str(out / "this_machine.toml"))
+    assert table["cache_bytes"] == machine.cache_bytes  # the cache the entries ran with
     assert machine.cores == host_cores()
     per_msg = next(m for m in doc["measurements"] if m["name"] == "message CPU time per end")
     assert machine.message_overhead_s == pytest.approx(per_msg["median"])

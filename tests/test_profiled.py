@@ -138,3 +138,50 @@ def test_profiled_cores_used_by_key_then_family_and_saved(tmp_path, profiled):
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     with pytest.raises(ValueError, match="bad.json: threads.* must be a number >= 1"):
         Profiled.load(tmp_path / "bad.json")
+
+
+def test_a_measured_entry_slows_down_with_a_smaller_share_of_the_cache(tmp_path, profiled):
+    """A table measured with a 32 MB cache (one process): with the whole cache an entry takes
+    its measured time; as one of two tasks of the host (half the cache) an entry of 30 MB
+    takes it times the roofline's ratio (half of its bytes from memory instead of all from the
+    cache); an entry that fits the half does not change; ``cache_bytes`` survives save/load."""
+    _, _, op = profiled
+    ins, outs = [(512, 256), (256, 128)], [(512, 128)]
+    key = profile_key(op, ins)
+    cache = DevicePerf("box", {"float32": 1e15}, memory_bandwidth=1e10, launch_overhead_s=0.0,
+                       cache_bytes=32e6, cache_bandwidth=4e10)  # fmt: skip
+    prof = Profiled({key: 1e-3}, work={key: (1.0, 30e6)}, cache_bytes=32e6)
+    assert prof.duration(op, ins, outs, cache) == pytest.approx(1e-3)
+    half = cache.cache_share(2)  # 16 MB: 16/30 of the bytes hit it
+    full_s = 30e6 / 4e10
+    shared_s = 30e6 * ((16 / 30) / 4e10 + (14 / 30) / 1e10)
+    assert prof.duration(op, ins, outs, half) == pytest.approx(1e-3 * shared_s / full_s)
+    small = Profiled({key: 1e-3}, work={key: (1.0, 10e6)}, cache_bytes=32e6)
+    assert small.duration(op, ins, outs, half) == pytest.approx(1e-3)
+    older = Profiled({key: 1e-3}, work={key: (1.0, 30e6)})  # no cache recorded: as measured
+    assert older.duration(op, ins, outs, half) == pytest.approx(1e-3)
+    prof.save(tmp_path / "p.json")
+    assert Profiled.load(tmp_path / "p.json").cache_bytes == 32e6
+
+
+def test_a_family_fit_relates_its_entries_to_the_cache_they_ran_with(profiled):
+    """An unmeasured shape of a measured family: the entries' roofline times are taken with the
+    cache they were measured with, the new shape's with the task's share, so a smaller share
+    makes it slower (fitting the entries to the share instead cancelled it out)."""
+    _, _, op = profiled
+    cache = DevicePerf("box", {"float32": 1e15}, memory_bandwidth=1e10, launch_overhead_s=0.0,
+                       cache_bytes=32e6, cache_bandwidth=4e10)  # fmt: skip
+    k1 = profile_key(op, [(512, 256), (256, 128)])
+    k2 = profile_key(op, [(1024, 256), (256, 128)])
+    table, work = {k1: 0.25e-3, k2: 0.75e-3}, {k1: (1.0, 10e6), k2: (1.0, 30e6)}
+    prof = Profiled(table, work=work, cache_bytes=32e6)
+    ins, outs = [(20000, 256), (256, 128)], [(20000, 128)]  # 30.8 MB: over half the cache
+    c = op.op_def.cost_fn(op, ins, outs)
+    moved = c.bytes_read + c.bytes_written
+    whole, half = cache, cache.cache_share(2)
+    a, b = affine_fit(
+        [(whole.memory_seconds(10e6), 0.25e-3), (whole.memory_seconds(30e6), 0.75e-3)]
+    )
+    want = a + b * half.memory_seconds(moved)
+    assert prof.duration(op, ins, outs, half) == pytest.approx(want, rel=1e-9)
+    assert prof.duration(op, ins, outs, half) > prof.duration(op, ins, outs, whole)
