@@ -1,6 +1,7 @@
 """The machinery every step-level training driver shares (``_Driver``): validation, the
-cluster's NICs and memory checks, stragglers, failures with rollback to checkpoints, step and
-gradient records, and ``run`` on a SimPy clock. The drivers themselves are in training.py."""
+cluster's NICs and memory checks, stragglers, messages and the shared machine's cores, step and
+gradient records, and ``run`` on a SimPy clock; failures with rollback to checkpoints are
+faults.py's ``WorkerFaults``. The drivers themselves are in training.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from hetbed.devices.simulated import HostCores, book_copy
 from .clock import run_until
 from .cluster import loop_copy_shares
 from .failures import FAILURE_COLUMNS, Failure
-from .fluid import PSNetwork, Transfer
+from .faults import WorkerFaults
+from .fluid import PSNetwork
 from .gcguard import relaxed_gc
 from .learner import Learner
 from .overlap import OverlappedStep
@@ -105,7 +107,7 @@ class _Grad:
         self.pending: list[int] | None = None  # overlapped steps: buckets yet to reach each group
 
 
-class _Driver(OverlappedStep):
+class _Driver(WorkerFaults, OverlappedStep):
     """Shared machinery: validation, the cluster, failures, step records, ``run``.
 
     ``bucket_bytes`` (PS drivers): the granularity at which a worker's pulls and pushes overlap
@@ -577,124 +579,6 @@ class _Driver(OverlappedStep):
 
     def _examples(self) -> int:
         return self.n_workers * self.profile.examples_per_step
-
-    # ---- the worker process and failures ----------------------------------------------------
-
-    def _worker(self, i: int) -> Any:
-        while True:
-            try:
-                yield from self._loop(i)
-            except simpy.Interrupt:
-                self._abandon(i)
-            while True:  # down: wait for this worker's restart and for the PS
-                try:
-                    yield from self._wait_up(i)
-                    break
-                except simpy.Interrupt:
-                    self._abandon(i)
-
-    def _wait_up(self, i: int) -> Any:
-        env = self.env
-        while True:
-            if env.now < self.down_until[i]:
-                yield env.timeout(self.down_until[i] - env.now)
-            elif self.ps_down:
-                yield self.ps_up
-            else:
-                return
-
-    def _loop(self, i: int) -> Any:
-        raise NotImplementedError
-        yield  # pragma: no cover
-
-    def _abandon(self, i: int) -> None:
-        tr = self.inflight[i]
-        if isinstance(tr, Transfer):
-            self.net.cancel(tr)
-        self.inflight[i] = None
-        if self.uses_ps:
-            self._drop_flying(i)
-
-    def _fail_loop(self) -> Any:
-        env = self.env
-        for f in self.failures:
-            if f.at_s > env.now:
-                yield env.timeout(f.at_s - env.now)
-            self._fail(f)
-
-    def _fail(self, f: Failure) -> None:
-        now = self.env.now
-        rollback = f.rollback if f.rollback is not None else (f.kind == "ps" or not self.uses_ps)
-        everyone = f.kind == "ps" or rollback
-        row = {
-            "kind": f.kind,
-            "index": f.index,
-            "at_s": now,
-            "restart_s": now + f.restart_delay_s,
-            "step_at_failure": self.step,
-            "restored_step": self.step,
-            "steps_lost": 0,
-        }
-        self.failure_rows.append(row)
-        if not everyone:
-            self.down_until[f.index] = max(self.down_until[f.index], now + f.restart_delay_s)
-            self._interrupt(f.index)
-            return
-        if rollback:
-            lost = self.step - self.ckpt_step
-            row["restored_step"] = self.ckpt_step
-            row["steps_lost"] = lost
-            for rec in self.records:
-                if rec[0] >= self.ckpt_step and not math.isnan(rec[2]):
-                    rec[5] = True
-            self._rollback(self.ckpt_step)
-            if self.learner is not None:
-                self.learner.restore(self.ckpt_step)
-        self.epoch += 1
-        self.ps_down = True
-        for i in range(self.n_tasks):
-            self._interrupt(i)
-        self._stall()
-        epoch = self.epoch
-        self.env.timeout(f.restart_delay_s).callbacks.append(lambda _e: self._restart(epoch))
-
-    def _interrupt(self, i: int) -> None:
-        p = self.procs[i]
-        if p.is_alive and p is not self.env.active_process:
-            p.interrupt("failure")
-
-    def _rollback(self, step: int) -> None:
-        """Go back to the checkpoint at ``step`` (the unfinished step's record stays unfinished
-        and is left out of the result)."""
-        self.step = step
-        self.rec_of = {s: r for s, r in self.rec_of.items() if s < step}
-
-    def _stall(self) -> None:
-        """Everything stops (a PS or the job failed); subclasses drop per-step state."""
-
-    def _restart(self, epoch: int) -> None:
-        if epoch != self.epoch:
-            return  # another failure since: its restart will come
-        now = self.env.now
-        self.ps_down = False
-        if self.step not in self.rec_of:  # rolled back: the step starts again now
-            self._open_record(self.step, now)
-        self._reopen(now)
-        ev, self.ps_up = self.ps_up, self.env.event()
-        ev.succeed()
-
-    def _reopen(self, now: float) -> None:
-        """After a global restart: let the workers start the current step again."""
-
-    def _maybe_checkpoint(self) -> float:
-        """Checkpoint after the step just finished if due; returns the stall it costs (a
-        synchronous driver delays the next step by it; asynchronous workers keep going)."""
-        if self.checkpoint_every and self.step % self.checkpoint_every == 0:
-            self.ckpt_step = self.step
-            if self.learner is not None:
-                self.learner.checkpoint(self.step)
-            return self.checkpoint_s
-        return 0.0
 
     # ---- results --------------------------------------------------------------------------------
 
