@@ -547,24 +547,30 @@ def test_the_shipped_conv_parameters_are_what_the_bench_fits():
         assert shipped[unit].vector() == pytest.approx(cp.vector(), rel=1e-2), unit
 
 
+def _simulated_conv_ops(device: str, x_shape: list, f_shape: tuple, gradients: bool):
+    """The op records of one step of a SAME stride-1 Conv2D (and its two gradients) on a
+    simulated ``device`` priced by the tiled models."""
+    c = Cluster(cost_model=Roofline(gpu_kernels="tiled"))
+    c.add_task("worker", 0, cpu=None, gpu=(device, 1))
+    g = hb.Graph()
+    with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
+        x = hb.placeholder(hb.float32, x_shape)
+        f = hb.Variable(np.zeros(f_shape, np.float32))
+        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+        fetch = hb.gradients(hb.reduce_sum(y), [x, f]) if gradients else y
+        init = hb.global_variables_initializer()
+        s = SimSession(c, graph=g)
+    s.run(init)
+    s.run(fetch, {x: sim_value(x_shape)})
+    return s.last_record.ops
+
+
 def test_simulated_convolutions_are_priced_by_the_conv_model():
     """With gpu_kernels="tiled", Conv2D and its two gradients on a simulated V100 take
     conv_seconds of their pass (the shipped parameters) plus the launch cost."""
     spec = catalog.load_device("v100_sxm2")
     perf = perf_from_spec(spec)
-    c = Cluster(cost_model=Roofline(gpu_kernels="tiled"))
-    c.add_task("worker", 0, cpu=None, gpu=("v100_sxm2", 1))
-    g = hb.Graph()
-    with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
-        x = hb.placeholder(hb.float32, [8, 28, 28, 64])
-        f = hb.Variable(np.zeros((3, 3, 64, 96), np.float32))
-        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
-        dx, df = hb.gradients(hb.reduce_sum(y), [x, f])
-        init = hb.global_variables_initializer()
-        s = SimSession(c, graph=g)
-    s.run(init)
-    s.run([dx, df], {x: sim_value([8, 28, 28, 64])})
-    ops = s.last_record.ops
+    ops = _simulated_conv_ops("v100_sxm2", [8, 28, 28, 64], (3, 3, 64, 96), gradients=True)
     p, cp = gk.load_params()["cuda_cores"], gc.load_params()["cuda_cores"]
     share = gk.issue_share("cuda_cores", spec.fp32_lanes, 80, spec.warp_issue_per_clock)
     sh = gc.shape_of(8, 28, 28, 64, 96, 3, 3, (1, 1), (1, 1))
@@ -667,18 +673,7 @@ def test_a_simulated_convolution_is_priced_with_its_devices_menu():
     (the implicit GEMM: cuDNN ran no Winograd forward there), not the default menu's Winograd."""
     spec = catalog.load_device("h200_sxm")
     perf = perf_from_spec(spec)
-    c = Cluster(cost_model=Roofline(gpu_kernels="tiled"))
-    c.add_task("worker", 0, cpu=None, gpu=("h200_sxm", 1))
-    g = hb.Graph()
-    with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
-        x = hb.placeholder(hb.float32, [32, 56, 56, 256])
-        f = hb.Variable(np.zeros((3, 3, 256, 256), np.float32))
-        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
-        init = hb.global_variables_initializer()
-        s = SimSession(c, graph=g)
-    s.run(init)
-    s.run(y, {x: sim_value([32, 56, 56, 256])})
-    ops = s.last_record.ops
+    ops = _simulated_conv_ops("h200_sxm", [32, 56, 56, 256], (3, 3, 256, 256), gradients=False)
     got = float(ops[ops.type == "Conv2D"].duration_s.iloc[0])
     p, cp = gk.load_params()["cuda_cores"], gc.load_params()["cuda_cores"]
     share = gk.issue_share("cuda_cores", spec.fp32_lanes, 132, spec.warp_issue_per_clock)

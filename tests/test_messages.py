@@ -332,21 +332,26 @@ def test_the_switch_share_is_fitted_to_the_clients_cpu_per_step():
     assert switch_share_fit({1: 1e-3, 2: 5e-3}, 8) == 0.0  # 3 processes on 8 cores: no data
 
 
+def _box(tmp_path, monkeypatch, *fields):
+    """A cpu "box" in a catalog of its own (1e11 FLOP/s, 10 GB/s, 1 us dispatch) with the
+    extra ``fields`` (TOML lines)."""
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    (tmp_path / "box.toml").write_text(
+        'name = "box"\nkind = "cpu"\n'
+        'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
+        'memory_bytes = { value = 1000000000, source = "test" }\n'
+        'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
+        + "".join(f"{f}\n" for f in fields)
+        + '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
+    )
+
+
 def test_the_switch_share_field_loads_and_is_bounded(tmp_path, monkeypatch):
     from hetbed.devices.catalog import CatalogError, load_device
     from hetbed.devices.costmodel import perf_from_spec
 
-    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
-
     def write(value):
-        (tmp_path / "box.toml").write_text(
-            'name = "box"\nkind = "cpu"\n'
-            'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
-            'memory_bytes = { value = 1000000000, source = "test" }\n'
-            'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
-            f'switch_cpu_share = {{ value = {value}, source = "test" }}\n'
-            '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
-        )
+        _box(tmp_path, monkeypatch, f'switch_cpu_share = {{ value = {value}, source = "test" }}')
 
     write(0.35)
     assert perf_from_spec(load_device("box")).switch_share == 0.35
@@ -360,16 +365,12 @@ def test_the_step_level_profile_of_a_shared_machine_pays_the_same(tmp_path, monk
     Cluster machine does: the PS's and the worker's message costs times the same factor."""
     from hetbed.simulator.profile import profile_from_graph
 
-    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
-    (tmp_path / "box.toml").write_text(
-        'name = "box"\nkind = "cpu"\n'
-        'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
-        'memory_bytes = { value = 1000000000, source = "test" }\n'
-        'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
-        'cores = { value = 2, source = "test" }\n'
-        'message_overhead_s = { value = 2e-5, source = "test" }\n'
-        'switch_cpu_share = { value = 0.5, source = "test" }\n'
-        '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
+    _box(
+        tmp_path,
+        monkeypatch,
+        'cores = { value = 2, source = "test" }',
+        'message_overhead_s = { value = 2e-5, source = "test" }',
+        'switch_cpu_share = { value = 0.5, source = "test" }',
     )
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, [8, 4])
@@ -463,15 +464,7 @@ def test_the_step_level_profile_measures_the_single_threaded_share(tmp_path, mon
     none of the big kernels' time when it measured them on both cores."""
     from hetbed.simulator.profile import profile_from_graph
 
-    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
-    (tmp_path / "box.toml").write_text(
-        'name = "box"\nkind = "cpu"\n'
-        'memory_bandwidth_bytes_per_s = { value = 1e10, source = "test" }\n'
-        'memory_bytes = { value = 1000000000, source = "test" }\n'
-        'kernel_launch_overhead_s = { value = 1e-6, source = "test" }\n'
-        'cores = { value = 2, source = "test" }\n'
-        '\n[peak_flops]\nfloat32 = { value = 1e11, source = "test" }\n'
-    )
+    _box(tmp_path, monkeypatch, 'cores = { value = 2, source = "test" }')
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, [256, 512])
         w = hb.Variable(np.ones((512, 512), np.float32))
