@@ -249,26 +249,6 @@ class CostModel:
     ) -> float:
         raise NotImplementedError(f"{type(self).__name__} needs a duration()")
 
-    def _measured(self, perf: DevicePerf) -> DevicePerf:
-        """``perf`` with the cache the table was measured with (itself when unknown)."""
-        if not self.cache_bytes or not perf.cache_bytes or perf.cache_bytes == self.cache_bytes:
-            return perf
-        return replace(perf, cache_bytes=self.cache_bytes)
-
-    def _cache_factor(self, key: str, op: Any, perf: DevicePerf) -> float:
-        """How much slower a measured entry runs with ``perf``'s share of the cache than with
-        the whole cache it was measured with: 1 unless the share is smaller and the entry's
-        bytes (``work``) no longer fit it."""
-        whole = self._measured(perf)
-        if whole is perf or key not in self.work or perf.cache_bytes >= whole.cache_bytes:
-            return 1.0
-        flops, moved = self.work[key]
-        if moved <= perf.cache_bytes:
-            return 1.0
-        dtype, matrix = pricing_dtype(op), op.type in MATRIX_OPS
-        full = roofline_seconds(flops, moved, whole, dtype, matrix)
-        return roofline_seconds(flops, moved, perf, dtype, matrix) / full if full > 0 else 1.0
-
     def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
         return None
 
@@ -501,6 +481,26 @@ class Profiled(CostModel):
                     self.scaled += 1
                     return a + b * w + fresh_output_seconds(op, outs, perf) + self.overhead_s
         return self.fallback.duration(op, ins, outs, perf) + self.overhead_s
+
+    def _measured(self, perf: DevicePerf) -> DevicePerf:
+        """``perf`` with the cache the table was measured with (itself when unknown)."""
+        if not self.cache_bytes or not perf.cache_bytes or perf.cache_bytes == self.cache_bytes:
+            return perf
+        return replace(perf, cache_bytes=self.cache_bytes)
+
+    def _cache_factor(self, key: str, op: Any, perf: DevicePerf) -> float:
+        """How much slower a measured entry runs with ``perf``'s share of the cache than with
+        the whole cache it was measured with: 1 unless the share is smaller and the entry's
+        bytes (``work``) no longer fit it."""
+        whole = self._measured(perf)
+        if whole is perf or key not in self.work or perf.cache_bytes >= whole.cache_bytes:
+            return 1.0
+        flops, moved = self.work[key]
+        if moved <= perf.cache_bytes:
+            return 1.0
+        dtype, matrix = pricing_dtype(op), op.type in MATRIX_OPS
+        full = roofline_seconds(flops, moved, whole, dtype, matrix)
+        return roofline_seconds(flops, moved, perf, dtype, matrix) / full if full > 0 else 1.0
 
     def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
         """The cores the measured kernel kept busy (``threads``); None where nothing was
