@@ -307,7 +307,7 @@ class _Driver(WorkerFaults, OverlappedStep):
         groups: list[list[int]] = []
         for k in range(self.n_ps):
             row = t.iloc[k]
-            key = (row.variables > 0, row.step_bytes, row.apply_s, row.aggregate_s)
+            key = (row.variables > 0, row.step_bytes, row.apply_s, row.aggregate_s, row.take_s)
             if key not in key_of:
                 key_of[key] = len(groups)
                 groups.append([])
@@ -322,6 +322,7 @@ class _Driver(WorkerFaults, OverlappedStep):
         self.active_groups = active
         self.group_apply_s = [float(t.iloc[ks[0]].apply_s) for ks in groups]
         self.group_aggregate_s = [float(t.iloc[ks[0]].aggregate_s) for ks in groups]
+        self.group_take_s = [float(t.iloc[ks[0]].take_s) for ks in groups]
         self.n_active_groups = len(active)
         ps_nic = self.ps_nic
         if self.machine_cores is not None and self.loop_aggregate:

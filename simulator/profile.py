@@ -59,6 +59,9 @@ class ReplicaProfile:
     - ``aggregate_s``: PS seconds to add one worker's gradient of a variable into its
       accumulator (synchronous training: TF's ConditionalAccumulator.apply_grad), per variable
       or one number; the shard's CPU does these one after another as the gradients arrive;
+    - ``take_s``: PS seconds, once a synchronous step, to take a variable's averaged gradient out
+      of its accumulator (TF's take_grad), per variable or one number; it runs before the
+      apply;
     - ``examples_per_step``: examples in one replica's mini-batch;
     - ``resident_bytes``: PS memory per variable including optimizer slots (default: dense
       bytes; a sparse variable's touched rows), checked against ``ps_capacity_bytes``;
@@ -116,6 +119,7 @@ class ReplicaProfile:
     grad_ready: dict[str, float] = field(default_factory=dict)
     worker_apply_s: dict[str, float] | float | None = None
     compute_serial_s: float = 0.0
+    take_s: dict[str, float] | float = 0.0
 
     def __post_init__(self) -> None:
         _nonneg("compute_s", self.compute_s)
@@ -240,13 +244,18 @@ class ReplicaProfile:
             return float(self.aggregate_s.get(name, 0.0))
         return float(self.aggregate_s)
 
+    def take_s_of(self, name: str) -> float:
+        if isinstance(self.take_s, Mapping):
+            return float(self.take_s.get(name, 0.0))
+        return float(self.take_s)
+
     @property
     def step_bytes(self) -> float:
         """Bytes of all variables pulled (and pushed) per step by one worker."""
         return sum(self.step_bytes_of(v) for v in self.variables)
 
     def shard_table(self, n_ps: int) -> pd.DataFrame:
-        """One row per PS shard: variables, step_bytes, apply_s, aggregate_s,
+        """One row per PS shard: variables, step_bytes, apply_s, aggregate_s, take_s,
         resident_bytes."""
         rows = [
             {
@@ -255,6 +264,7 @@ class ReplicaProfile:
                 "step_bytes": 0.0,
                 "apply_s": 0.0,
                 "aggregate_s": 0.0,
+                "take_s": 0.0,
                 "resident_bytes": 0.0,
             }
             for k in range(n_ps)
@@ -271,6 +281,7 @@ class ReplicaProfile:
             r["step_bytes"] += self.step_bytes_of(name)
             r["apply_s"] += self.apply_s_of(name)
             r["aggregate_s"] += self.aggregate_s_of(name)
+            r["take_s"] += self.take_s_of(name)
             r["resident_bytes"] += self.resident_bytes.get(name, self.step_bytes_of(name))
         return pd.DataFrame(rows)
 
@@ -525,6 +536,7 @@ def profile_from_graph(
     sparse: dict[str, tuple[int, int, int]] = {}
     apply: dict[str, float] = {}
     aggregate: dict[str, float] = {}
+    take: dict[str, float] = {}
     resident: dict[str, float] = {}
     worker_apply: dict[str, float] = {}
     ready: dict[str, float] = {}
@@ -553,7 +565,10 @@ def profile_from_graph(
         if compute_s > 0 and ends:
             ready[v.name] = min(1.0, max(ends) / compute_s)
         grad_bytes = float(sparse[v.name][0] * sparse[v.name][1]) if v in indices else nbytes
-        aggregate[v.name] = accumulate_s(grad_bytes / out.dtype.size, grad_bytes, pperf)
+        if v in indices:
+            aggregate[v.name] = accumulate_s(grad_bytes / out.dtype.size, grad_bytes, pperf)
+        else:  # the accumulator's own ops, priced like any op (a profile measured them)
+            aggregate[v.name], take[v.name] = _accumulator_s(model, out.dtype, vshape, pperf)
     if apply_s is not None:
         apply = dict(apply_s) if isinstance(apply_s, Mapping) else dict.fromkeys(apply, apply_s)
         worker_apply = dict(apply)
@@ -573,6 +588,7 @@ def profile_from_graph(
         sparse=sparse,
         apply_s=apply,
         aggregate_s=aggregate,
+        take_s=take,
         examples_per_step=int(examples_per_step),
         resident_bytes=resident,
         worker_memory_bytes=float(dev.memory_peak_bytes),
@@ -594,6 +610,24 @@ def profile_from_graph(
         grad_ready=ready,
         worker_apply_s=worker_apply,
     )
+
+
+def _accumulator_s(
+    model: CostModel, dtype: Any, shape: tuple, perf: DevicePerf
+) -> tuple[float, float]:
+    """(seconds to add one gradient of ``shape`` into a ConditionalAccumulator, seconds to take
+    the average out) on ``perf`` by ``model``: the ops SyncReplicasOptimizer runs on the PS,
+    built in a graph of their own and priced as the op-level simulation prices them."""
+    from hetbed.runtime.graph import Graph
+    from hetbed.runtime.ops import array as A
+    from hetbed.runtime.ops.data_flow import ConditionalAccumulator
+
+    with Graph().as_default():
+        acc = ConditionalAccumulator(dtype, shape=shape)
+        apply = acc.apply_grad(A.placeholder(dtype, shape), local_step=np.int64(0))
+        take = acc.take_grad(1).op
+    add_s = model.duration(apply, [shape, (), shape], [], perf)
+    return add_s, model.duration(take, [shape, ()], [shape], perf)
 
 
 def accumulate_s(elements: float, nbytes: float, perf: DevicePerf) -> float:

@@ -241,7 +241,8 @@ class SyncPS(_Driver):
                 epoch = self.epoch
                 if self.qr_on and self.qr_ready[grp] > done:  # (the queue runner's call)
                     done = self.qr_ready[grp]
-                applied = self._ps_kernel(grp, done, self.group_apply_s[grp])
+                work = self.group_take_s[grp] + self.group_apply_s[grp]  # take, then apply
+                applied = self._ps_kernel(grp, done, work)
                 if self.qr_on:  # the shard replies to the queue runner, then to the workers
                     back = self._ps_msg(grp, applied, self.msg_ps) + self._to_worker(0)
                     if back > self.qr_back:

@@ -9,7 +9,8 @@ import pytest
 from simsteps import read_step
 
 import hetbed as hb
-from hetbed.devices.costmodel import DevicePerf, Roofline
+from hetbed.devices.catalog import load_device
+from hetbed.devices.costmodel import DevicePerf, Roofline, perf_from_spec
 from hetbed.devices.simulated import HostCores
 from hetbed.simulator import Cluster, SimSession, sim_value
 from hetbed.simulator.training import ReplicaProfile, SyncPS
@@ -478,3 +479,31 @@ def test_the_step_level_profile_measures_the_single_threaded_share(tmp_path, mon
     assert one.compute_s == pytest.approx(two.compute_s)
     assert one.compute_serial_s == pytest.approx(one.compute_s, rel=1e-9)
     assert two.compute_serial_s == 0.0
+
+
+def test_a_synchronous_step_takes_the_average_before_it_applies():
+    """SyncPS: once the last gradient is in, each shard takes the averaged gradient out of its
+    accumulator (``take_s``) and then applies it: the step grows by the take; asynchronous
+    training has no accumulator. profile_from_graph prices the accumulator's add and take as
+    the op-level simulation prices those ops (here the roofline: the add is its closed form)."""
+    from hetbed.simulator.profile import accumulate_s, profile_from_graph
+    from hetbed.simulator.training import AsyncPS
+
+    base = ReplicaProfile(0.01, dense={"w": (4, 0)}, apply_s=0.001)
+    took = ReplicaProfile(0.01, dense={"w": (4, 0)}, apply_s=0.001, take_s=0.002)
+    for w in (1, 3):
+        a = SyncPS(base, w, nic=(1e12, 0.0)).run(6).step_time()
+        b = SyncPS(took, w, nic=(1e12, 0.0)).run(6).step_time()
+        assert b - a == pytest.approx(0.002, rel=1e-6)
+    assert AsyncPS(took, 2, nic=(1e12, 0.0)).run(12).sim_time_s == pytest.approx(
+        AsyncPS(base, 2, nic=(1e12, 0.0)).run(12).sim_time_s
+    )
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [8, 1000])
+        w = hb.Variable(np.ones((1000, 100), np.float32))
+        train = hb.train.GradientDescentOptimizer(0.1).minimize(hb.reduce_sum(hb.matmul(x, w)))
+        prof = profile_from_graph(train, {x: (8, 1000)}, worker="k40", ps="xeon_e5_2630v3_ps")
+    name = prof.variables[0]
+    ps = perf_from_spec(load_device("xeon_e5_2630v3_ps"))
+    assert prof.aggregate_s_of(name) == pytest.approx(accumulate_s(1e5, 4e5, ps), rel=1e-9)
+    assert prof.take_s_of(name) > 0
