@@ -84,26 +84,32 @@ def test_message_costs_follow_the_calls_of_a_distributed_step():
     assert kinds["RecvTensor"] == 2  # one call, charged at each end
 
 
+def _two_matmuls(machines, cores, model=None):
+    """A step where a PS task and a worker task each run a 2 ms kernel (a 2 GFLOP MatMul at
+    1 TFLOP/s) on ``machines`` of ``cores`` each: (step seconds, the cluster)."""
+    perf = replace(HOST, cores=cores)
+    c = Cluster(cost_model=model)
+    c.add_task("ps", 0, cpu=perf, nic=NIC, machine=machines[0])
+    c.add_task("worker", 0, cpu=perf, nic=NIC, machine=machines[1])
+    with hb.Graph().as_default():
+        outs = []
+        for job in ("ps", "worker"):
+            with hb.device(f"/job:{job}/task:0/device:cpu:0"):
+                x = hb.placeholder(hb.float32, [1000, 1000])
+                outs.append(hb.matmul(x, x))
+        s = SimSession(c, client="/job:worker/replica:0/task:0")
+        feeds = {o.op.inputs[0]: sim_value([1000, 1000]) for o in outs}
+        s.run([hb.group(*[o.op for o in outs])], feeds)
+    return s.last_record.step_time_s, c
+
+
 def test_tasks_of_one_machine_share_its_cores():
     """Two tasks each run a 1 ms kernel in the same step: on machines of their own they overlap;
     on one single-core machine they take turns (one kernel more); on one machine of two cores
     each kernel still wants both cores, so they take turns too."""
 
     def step(machines, cores):
-        perf = replace(HOST, cores=cores)
-        c = Cluster()
-        c.add_task("ps", 0, cpu=perf, nic=NIC, machine=machines[0])
-        c.add_task("worker", 0, cpu=perf, nic=NIC, machine=machines[1])
-        with hb.Graph().as_default():
-            outs = []
-            for job in ("ps", "worker"):
-                with hb.device(f"/job:{job}/task:0/device:cpu:0"):
-                    x = hb.placeholder(hb.float32, [1000, 1000])
-                    outs.append(hb.matmul(x, x))  # 2 GFLOP: 2 ms at 1 TFLOP/s
-            s = SimSession(c, client="/job:worker/replica:0/task:0")
-            feeds = {o.op.inputs[0]: sim_value([1000, 1000]) for o in outs}
-            s.run([hb.group(*[o.op for o in outs])], feeds)
-        return s.last_record.step_time_s
+        return _two_matmuls(machines, cores)[0]
 
     alone = step(("a", "b"), 1)  # the two kernels overlap (the PS's starts a latency later)
     for cores in (1, 2):
@@ -420,21 +426,8 @@ def test_single_threaded_kernels_of_two_tasks_of_one_machine_run_side_by_side():
     measurement has it. A device records the seconds its host ran narrow (``narrow_s``)."""
 
     def step(model):
-        c = Cluster(cost_model=model)
-        perf = replace(HOST, cores=2)
-        c.add_task("ps", 0, cpu=perf, nic=NIC, machine="m")
-        c.add_task("worker", 0, cpu=perf, nic=NIC, machine="m")
-        with hb.Graph().as_default():
-            outs = []
-            for job in ("ps", "worker"):
-                with hb.device(f"/job:{job}/task:0/device:cpu:0"):
-                    x = hb.placeholder(hb.float32, [1000, 1000])
-                    outs.append(hb.matmul(x, x))  # 2 GFLOP: 2 ms at 1 TFLOP/s
-            s = SimSession(c, client="/job:worker/replica:0/task:0")
-            feeds = {o.op.inputs[0]: sim_value([1000, 1000]) for o in outs}
-            s.run([hb.group(*[o.op for o in outs])], feeds)
-        narrow = sum(c.task_cpu(t).narrow_s for t in c.tasks)
-        return s.last_record.step_time_s, narrow
+        t, c = _two_matmuls(("m", "m"), 2, model)
+        return t, sum(c.task_cpu(task).narrow_s for task in c.tasks)
 
     (one, narrow1), (both, narrow2), (rule, _) = step(_Cores(1)), step(_Cores(2)), step(None)
     assert both - one == pytest.approx(2.001e-3, abs=NIC[1] + 1e-9)
