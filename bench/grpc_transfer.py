@@ -8,13 +8,21 @@ chunked gRPC stream). Two measures per size:
 - ``RecvTensor``: one fetch of an N-byte array the PS task has sent (by the worker task's peer
   client, as a Recv does): request, header and payload, round trip included.
 - ``in a step``: a variable of N bytes lives on /job:ps; a step on /job:worker reads it (a
-  cross-task Send/Recv, the PS snapshotting the variable as the Send runs) and fetches one
-  element of it. Transfer time = that step's time minus the same step with a 1-element variable
-  (too small a difference to resolve at 1 KB: "-").
+  cross-task Send/Recv, the PS lending the variable's buffer to its Send) and fetches one element
+  of it. Its transfer time is the median, over the steps of a repetition, of that step's time
+  minus the time of the same step reading a 1-element variable, run just before it (paired, so
+  that both see the machine in the same state).
 
-The floor sends N bytes over one loopback TCP connection and waits for a 1-byte ack. The whole
-measurement runs REPS times (TensorFlow's too, in one child process); the table gives medians and
-the targets judge medians, with the spread (min-max over the repetitions) printed beside them.
+The floor counts the same way on a plain socket: one loopback TCP connection to a thread of this
+process that reads each message (by blocking MSG_WAITALL reads) and acks it with one byte; its
+transfer time is the median, over a loop of pairs, of an N-byte send minus an 8-byte send just
+before it. Both sides so give the cost the N bytes add to a round trip that is paid anyway.
+(Tried and dropped: the best of N steps minus the best of M trivial steps against the best of
+back-to-back sends moved 0.4-1.9x between repetitions, two minima of different runs against a
+third; sends taken between steps instead of back to back measured the steps' wake-ups, up to 2x
+slower than the same sends back to back.) The best-of figures are printed beside, not judged.
+The whole measurement runs REPS times (TensorFlow's too, the same way, in one child process); the
+table gives medians over the repetitions and the spread (min-max) beside them.
 
 Targets (issue), for the default protocol (grpc+tcp): a trivial remote step no slower than
 TensorFlow's; transfers of 1 MB and more in a step at >= 0.8x the raw socket rate and >= 1.0x
@@ -25,6 +33,7 @@ from __future__ import annotations
 
 import os
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -32,7 +41,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import best_of, verdict  # noqa: E402
+from common import verdict  # noqa: E402
 
 import hetbed as hb  # noqa: E402
 
@@ -40,11 +49,8 @@ SIZES = [("1 KB", 1 << 10), ("1 MB", 1 << 20), ("64 MB", 64 << 20), ("256 MB", 2
 PROTOCOLS = ("grpc+tcp", "grpc")
 LARGE = 1 << 20
 REPS = 5
-# Steps timed per measure, the best kept (hetbed's and TensorFlow's alike): a trivial step, a
-# step of at most 1 MB, a larger one. A 1 MB step's floor is some 120 us above the trivial
-# step's, where their medians spread by more (thread wake-ups of 50-200 us): with 40 and 60
-# steps the best of a repetition missed the floor often enough that the 1 MB ratio moved from
-# 0.36x to 0.94x between repetitions.
+# Steps timed per measure: a trivial step (its best is the trivial-step target's number, TF's
+# alike), and pairs of steps for a transfer of at most 1 MB and for a larger one.
 TINY_STEPS, SMALL_STEPS, BIG_STEPS = 300, 200, 6
 PS = "/job:ps/replica:0/task:0"
 
@@ -55,37 +61,59 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
-def raw_socket_s(nbytes: int, repeat: int = 3) -> float:
-    """Best seconds to send ``nbytes`` over a loopback TCP connection and receive them."""
-    payload = memoryview(bytearray(nbytes))
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    port = srv.getsockname()[1]
-    got = bytearray(nbytes)
+class Floor:
+    """A loopback TCP connection to a thread of this process that reads each message (an 8-byte
+    length, then that many bytes, by blocking MSG_WAITALL reads: the fastest plain way, no
+    return to Python per segment) and acks it with one byte: ``send(n)`` is the seconds of one,
+    ``transfer`` counts N bytes as the steps are counted."""
 
-    def serve():
+    def __init__(self, max_bytes: int):
+        self._payload = memoryview(bytearray(max_bytes))
+        self._got = memoryview(bytearray(max_bytes))
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        self._thread = threading.Thread(target=self._serve, args=(srv,), daemon=True)
+        self._thread.start()
+        self._conn = socket.create_connection(srv.getsockname())
+
+    def _serve(self, srv: socket.socket) -> None:
         conn, _ = srv.accept()
+        srv.close()
         with conn:
-            for _ in range(repeat + 1):
-                view, n = memoryview(got), 0
-                while n < nbytes:
-                    n += conn.recv_into(view[n:], nbytes - n)
+            while True:
+                head = conn.recv(8, socket.MSG_WAITALL)
+                if len(head) < 8:
+                    return
+                n, got = int.from_bytes(head, "little"), 0
+                while got < n:  # one system call for all of it, the GIL let go meanwhile
+                    k = conn.recv_into(self._got[got:], n - got, socket.MSG_WAITALL)
+                    if not k:
+                        return
+                    got += k
                 conn.sendall(b"k")
 
-    t = threading.Thread(target=serve)
-    t.start()
-    best = float("inf")
-    with socket.create_connection(("127.0.0.1", port)) as c:
-        for i in range(repeat + 1):
-            t0 = time.perf_counter()
-            c.sendall(payload)
-            c.recv(1)
-            if i:
-                best = min(best, time.perf_counter() - t0)
-    t.join()
-    srv.close()
-    return best
+    def send(self, nbytes: int) -> float:
+        t0 = time.perf_counter()
+        self._conn.sendmsg([nbytes.to_bytes(8, "little"), self._payload[:nbytes]])
+        if self._conn.recv(1) != b"k":
+            raise RuntimeError("the floor's reader hung up")
+        return time.perf_counter() - t0
+
+    def transfer(self, nbytes: int, count: int) -> tuple[float, float]:
+        """(median over ``count`` pairs of an ``nbytes`` send minus an 8-byte send just before
+        it, the best ``nbytes`` send minus the best 8-byte one), seconds."""
+        small, big = [], []
+        for i in range(count + 2):  # the first two warm the buffers, untimed
+            a, b = self.send(8), self.send(nbytes)
+            if i >= 2:
+                small.append(a)
+                big.append(b)
+        return statistics.median(b - a for a, b in zip(small, big)), min(big) - min(small)
+
+    def close(self) -> None:
+        self._conn.close()
+        self._thread.join()
 
 
 def recv_tensor_s(servers: list, nbytes: int, repeat: int) -> float:
@@ -107,21 +135,55 @@ def recv_tensor_s(servers: list, nbytes: int, repeat: int) -> float:
     return best
 
 
-def step_s(target: str, nbytes: int, repeat: int) -> float:
-    """Best seconds of one worker step that reads an ``nbytes`` variable living on the PS."""
-    with hb.Graph().as_default() as g:
-        with hb.device("/job:ps/task:0"):
-            # filled on the PS: a constant initial value would travel in the graph itself
-            v = hb.Variable(hb.ones([max(nbytes // 4, 1)], hb.float32), name=f"payload_{nbytes}")
-        with hb.device("/job:worker/task:0"):
-            y = hb.identity(v)[:1]  # O(1) on the worker: the step time is the transfer's
-        with hb.Session(target, graph=g) as s:
-            s.run(v.initializer)
-            assert s.run(y)[0] == 1.0
-            return best_of(lambda: s.run(y), repeat=repeat, number=1)
+def _session(target: str, sizes: list[int]) -> tuple:
+    """A session on ``target`` whose graph reads a variable of each of ``sizes`` bytes (and a
+    1-element one, ``tiny``) living on the PS from the worker: (session, {nbytes: fetch})."""
+    g = hb.Graph()
+    fetch = {}
+    with g.as_default():
+        for n in sizes:
+            with hb.device("/job:ps/task:0"):
+                # filled on the PS: a constant initial value would travel in the graph itself
+                v = hb.Variable(hb.ones([max(n // 4, 1)], hb.float32), name=f"payload_{n}")
+            with hb.device("/job:worker/task:0"):
+                fetch[n] = hb.identity(v)[:1]  # O(1) on the worker: the rest is the transfer
+        s = hb.Session(target, graph=g)
+        s.run(hb.global_variables_initializer())
+    for y in fetch.values():
+        assert s.run(y)[0] == 1.0
+    return s, fetch
+
+
+def _timed(s, y) -> float:
+    t0 = time.perf_counter()
+    s.run(y)
+    return time.perf_counter() - t0
+
+
+def in_step(target: str, sizes: list[int]) -> tuple[float, dict]:
+    """The best trivial step (seconds), and per size: (median over pairs of the step reading
+    that size minus the trivial step just before it, the best of the former minus the best
+    trivial step), seconds."""
+    s, fetch = _session(target, [4, *sizes])
+    try:
+        tiny = fetch[4]
+        best_tiny = min(_timed(s, tiny) for _ in range(TINY_STEPS))
+        out = {}
+        for n in sizes:
+            pairs, bigs = [], []
+            for i in range((SMALL_STEPS if n <= LARGE else BIG_STEPS) + 2):  # 2 warm-up pairs
+                a, b = _timed(s, tiny), _timed(s, fetch[n])
+                if i >= 2:
+                    pairs.append(b - a)
+                    bigs.append(b)
+            out[n] = (statistics.median(pairs), min(bigs) - best_tiny)
+        return best_tiny, out
+    finally:
+        s.close()
 
 
 def measure(protocol: str) -> tuple[dict, dict, float]:
+    """RecvTensor seconds per size, ``in_step``'s tuples per size, and the best trivial step."""
     spec = hb.train.ClusterSpec(
         {"ps": [f"127.0.0.1:{_port()}"], "worker": [f"127.0.0.1:{_port()}"]}
     )
@@ -130,23 +192,20 @@ def measure(protocol: str) -> tuple[dict, dict, float]:
         hb.train.Server(spec, "worker", 0, protocol=protocol),
     ]
     try:
-        direct, in_step = {}, {}
-        tiny = step_s(servers[1].target, 4, TINY_STEPS)
-        for _, n in SIZES:
-            small = n <= (1 << 20)
-            direct[n] = recv_tensor_s(servers, n, 50 if small else 5)
-            in_step[n] = step_s(servers[1].target, n, SMALL_STEPS if small else BIG_STEPS) - tiny
-        return direct, in_step, tiny
+        direct = {n: recv_tensor_s(servers, n, 50 if n <= LARGE else 5) for _, n in SIZES}
+        tiny, steps = in_step(servers[1].target, [n for _, n in SIZES])
+        return direct, steps, tiny
     finally:
         for s in servers:
             s.stop()
 
 
-# TensorFlow's own gRPC runtime doing the same step (a PS variable read by an O(1) op on the
-# worker), in a child process so that TF's import and threads stay out of hetbed's numbers. It
-# prints one JSON object: {"tiny": s, "<nbytes>": s, ...} (best step times).
+# TensorFlow's own gRPC runtime doing the same steps (PS variables read by an O(1) op on the
+# worker; each transfer the median of paired steps, as for hetbed), in a child process so that
+# TF's import and threads stay out of hetbed's numbers. It prints one JSON object: {"tiny":
+# [best trivial step per repetition], "<nbytes>": [[median paired, best-of] per repetition]}.
 _TF_SCRIPT = r"""
-import json, socket, sys, time
+import json, socket, statistics, sys, time
 import numpy as np
 import tensorflow.compat.v1 as tf
 tf.disable_eager_execution()
@@ -158,31 +217,37 @@ def port():
 spec = tf.train.ClusterSpec({"ps": [f"127.0.0.1:{port()}"], "worker": [f"127.0.0.1:{port()}"]})
 ps = tf.distribute.Server(spec, "ps", 0, start=True)
 wk = tf.distribute.Server(spec, "worker", 0, start=True)
-def step_s(nbytes, repeat):
-    g = tf.Graph()
-    with g.as_default():
-        with tf.device("/job:ps/task:0"):
-            v = tf.Variable(np.ones(max(nbytes // 4, 1), np.float32))
-        with tf.device("/job:worker/task:0"):
-            y = tf.identity(v)[:1]
-        with tf.Session(wk.target, graph=g) as s:
-            s.run(v.initializer)
-            s.run(y)
-            best = float("inf")
-            for _ in range(repeat):
-                t = time.perf_counter()
-                s.run(y)
-                best = min(best, time.perf_counter() - t)
-            return best
+def timed(s, y):
+    t = time.perf_counter()
+    s.run(y)
+    return time.perf_counter() - t
 reps, tiny_steps, small_steps, big_steps = (int(a) for a in sys.argv[1:5])
 out = {"tiny": []}
 for _ in range(reps):
-    tiny = step_s(4, tiny_steps)
-    out["tiny"].append(tiny)
-    for n in sizes:
-        out.setdefault(str(n), []).append(
-            step_s(n, small_steps if n <= (1 << 20) else big_steps) - tiny
-        )
+    g = tf.Graph()
+    with g.as_default():
+        fetch = {}
+        for n in [4, *sizes]:
+            with tf.device("/job:ps/task:0"):
+                v = tf.Variable(np.ones(max(n // 4, 1), np.float32))
+            with tf.device("/job:worker/task:0"):
+                fetch[n] = tf.identity(v)[:1]
+        with tf.Session(wk.target, graph=g) as s:
+            s.run(tf.global_variables_initializer())
+            for y in fetch.values():
+                s.run(y)
+            best_tiny = min(timed(s, fetch[4]) for _ in range(tiny_steps))
+            out["tiny"].append(best_tiny)
+            for n in sizes:
+                pairs, bigs = [], []
+                for i in range((small_steps if n <= (1 << 20) else big_steps) + 2):
+                    a, b = timed(s, fetch[4]), timed(s, fetch[n])
+                    if i >= 2:
+                        pairs.append(b - a)
+                        bigs.append(b)
+                out.setdefault(str(n), []).append(
+                    [statistics.median(pairs), min(bigs) - best_tiny]
+                )
 print(json.dumps(out))
 """
 
@@ -234,54 +299,68 @@ def _rate(n: int, seconds: float) -> float:
 
 def main() -> None:
     t_start = time.perf_counter()
-    floor: dict[int, list[float]] = {n: [] for _, n in SIZES}
-    # per protocol: RecvTensor GB/s, in-a-step GB/s per size, and trivial step seconds, per rep
+    floor = Floor(max(n for _, n in SIZES))
+    # per protocol and size, one entry per repetition: RecvTensor GB/s; in a step GB/s (median
+    # paired), the floor's GB/s (median paired) and their ratio; the best-of ratio
     direct = {p: {n: [] for _, n in SIZES} for p in PROTOCOLS}
-    in_step = {p: {n: [] for _, n in SIZES} for p in PROTOCOLS}
+    in_step_rate = {p: {n: [] for _, n in SIZES} for p in PROTOCOLS}
+    floor_rate = {p: {n: [] for _, n in SIZES} for p in PROTOCOLS}
+    ratio = {p: {n: [] for _, n in SIZES} for p in PROTOCOLS}
+    best_ratio = {p: {n: [] for _, n in SIZES} for p in PROTOCOLS}
     tiny = {p: [] for p in PROTOCOLS}
     for rep in range(REPS):
         print(f"(repetition {rep + 1} of {REPS})", flush=True)
-        for _, n in SIZES:
-            floor[n].append(n / raw_socket_s(n, 50 if n <= (1 << 20) else 5) / 1e9)
+        sock = {n: floor.transfer(n, SMALL_STEPS if n <= LARGE else BIG_STEPS) for _, n in SIZES}
         for p in PROTOCOLS:
-            d, st, t = measure(p)
+            d, steps, t = measure(p)
             tiny[p].append(t)
             for _, n in SIZES:
+                (pair, best_pair), (send, best_send) = steps[n], sock[n]
                 direct[p][n].append(n / d[n] / 1e9)
-                in_step[p][n].append(_rate(n, st[n]))
+                in_step_rate[p][n].append(_rate(n, pair))
+                floor_rate[p][n].append(_rate(n, send))
+                ratio[p][n].append(_rate(n, pair) / _rate(n, send))
+                best_ratio[p][n].append(_rate(n, best_pair) / _rate(n, best_send))
+    floor.close()
     tf_times = tensorflow_step_s([n for _, n in SIZES if n >= LARGE])
-    tf_rate = {}
+    tf_rate, tf_best = {}, {}
     if tf_times is not None:
-        tf_rate = {n: [_rate(n, t) for t in tf_times.get(str(n), [])] for _, n in SIZES}
+        for _, n in SIZES:
+            rows = tf_times.get(str(n), [])
+            tf_rate[n] = [_rate(n, pair) for pair, _ in rows]
+            tf_best[n] = [_rate(n, best) for _, best in rows]
 
     title = (
         f"grpc_transfer: PS -> worker tensor over loopback, GB/s, median of {REPS} "
-        "(x raw socket; spread of x socket)"
+        "(in a step and socket: medians of pairs; spread of x socket)"
     )
     print(f"\n{title}\n{'-' * len(title)}")
     print(
-        f"{'size':>7s} {'protocol':>9s} {'RecvTensor':>11s} {'in a step':>10s} {'x socket':>9s} "
-        f"{'spread':>10s} {'socket':>7s} {'x TF':>6s}"
+        f"{'size':>7s} {'protocol':>9s} {'RecvTensor':>11s} {'in a step':>10s} {'socket':>7s} "
+        f"{'x socket':>9s} {'spread':>10s} {'x TF':>6s}   {'best-of x socket (not judged)':>29s}"
     )
     for label, n in SIZES:
-        sock = _med(floor[n])
         for p in PROTOCOLS:
-            ratios = [r / f for r, f in zip(in_step[p][n], floor[n]) if np.isfinite(r)]
-            st = _med(in_step[p][n]) if ratios else float("nan")
+            st, sock = _med(in_step_rate[p][n]), _med(floor_rate[p][n])
+            ratios = [r for r in ratio[p][n] if np.isfinite(r)]
             vs_tf = st / _med(tf_rate[n]) if tf_rate.get(n) else float("nan")
+            best = [r for r in best_ratio[p][n] if np.isfinite(r)]
             print(
-                f"{label:>7s} {p:>9s} {_med(direct[p][n]):11.2f} {st:10.2f} {st / sock:9.2f} "
-                f"{_spread(ratios):>10s} {sock:7.2f} {vs_tf:6.2f}"
+                f"{label:>7s} {p:>9s} {_med(direct[p][n]):11.2f} {st:10.2f} {sock:7.2f} "
+                f"{_med(ratios):9.2f} {_spread(ratios):>10s} {vs_tf:6.2f}   "
+                f"{_med(best):8.2f} ({_spread(best)})"
             )
     if tf_times is not None:
         for label, n in SIZES:
             if tf_rate.get(n):
-                r = _med(tf_rate[n])
-                print(f"{label:>7s} {'TF 2 gRPC':>9s} {'':11s} {r:10.2f} {r / _med(floor[n]):9.2f}")
+                print(
+                    f"{label:>7s} {'TF 2 gRPC':>9s} {'':11s} {_med(tf_rate[n]):10.2f}"
+                    f"   (best-of {_med(tf_best[n]):.2f})"
+                )
     print()
     for p in PROTOCOLS:
         print(
-            f"trivial remote step ({p}): median {_med(tiny[p]) * 1e6:.0f} us "
+            f"trivial remote step ({p}): best of {TINY_STEPS}, median {_med(tiny[p]) * 1e6:.0f} us "
             f"(spread {_spread([t * 1e6 for t in tiny[p]], '{:.0f}')} us)"
         )
     tf_tiny = tf_times["tiny"] if tf_times is not None else []
@@ -296,7 +375,7 @@ def main() -> None:
         )
     p = "grpc+tcp"
     large = [n for _, n in SIZES if n >= LARGE]
-    vs_socket = [_med(in_step[p][n]) / _med(floor[n]) for n in large]
+    vs_socket = [_med(ratio[p][n]) for n in large]
     print(
         f"target: trivial remote step <= TensorFlow's ({p}): "
         f"{_med(tiny[p]) * 1e6:.0f} vs {_med(tf_tiny) * 1e6:.0f} us, "
@@ -306,7 +385,7 @@ def main() -> None:
         f"target: transfers >= 1 MB in a step >= 0.8x raw socket ({p}): worst "
         f"{min(vs_socket):.2f}x, {verdict(vs_socket, lambda r: r >= 0.8)}"
     )
-    vs_tf = [_med(in_step[p][n]) / _med(tf_rate[n]) for n in large if tf_rate.get(n)]
+    vs_tf = [_med(in_step_rate[p][n]) / _med(tf_rate[n]) for n in large if tf_rate.get(n)]
     worst = f"{min(vs_tf):.2f}x" if vs_tf else "-"
     print(
         f"target: transfers >= 1 MB in a step >= 1.0x TensorFlow's ({p}): worst {worst}, "
