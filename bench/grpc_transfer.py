@@ -13,16 +13,17 @@ chunked gRPC stream). Two measures per size:
   minus the time of the same step reading a 1-element variable, run just before it (paired, so
   that both see the machine in the same state).
 
-The floor counts the same way on a plain socket: one loopback TCP connection to a thread of this
-process that reads each message (by blocking MSG_WAITALL reads) and acks it with one byte; its
-transfer time is the median, over a loop of pairs, of an N-byte send minus an 8-byte send just
-before it. Both sides so give the cost the N bytes add to a round trip that is paid anyway.
-(Tried and dropped: the best of N steps minus the best of M trivial steps against the best of
-back-to-back sends moved 0.4-1.9x between repetitions, two minima of different runs against a
-third; sends taken between steps instead of back to back measured the steps' wake-ups, up to 2x
-slower than the same sends back to back.) The best-of figures are printed beside, not judged.
-The whole measurement runs REPS times (TensorFlow's too, the same way, in one child process); the
-table gives medians over the repetitions and the spread (min-max) beside them.
+The floor counts the same way on a plain socket, in the same loop: one loopback TCP connection to
+a thread of this process that reads each message (by blocking MSG_WAITALL reads) and acks it with
+one byte; after each pair of steps it sends 8 bytes, then N bytes, and its transfer time is the
+median of the second send minus the first. Both sides so give the cost the N bytes add to a round
+trip that is paid anyway, under the same drift of the machine. (Tried and dropped: the best of N
+steps minus the best of M trivial steps against the best of back-to-back sends moved 0.4-1.9x
+between repetitions, three minima of different runs; the floor's pairs in a loop of their own
+before the steps moved 0.66-1.34x between repetitions and runs, the machine's state drifting in
+between.) The best-of figures are printed beside, not judged. The whole measurement runs REPS
+times (TensorFlow's too, the same way, in one child process); the table gives medians over the
+repetitions and the spread (min-max) beside them.
 
 Targets (issue), for the default protocol (grpc+tcp): a trivial remote step no slower than
 TensorFlow's; transfers of 1 MB and more in a step at >= 0.8x the raw socket rate and >= 1.0x
@@ -64,12 +65,13 @@ def _port() -> int:
 class Floor:
     """A loopback TCP connection to a thread of this process that reads each message (an 8-byte
     length, then that many bytes, by blocking MSG_WAITALL reads: the fastest plain way, no
-    return to Python per segment) and acks it with one byte: ``send(n)`` is the seconds of one,
-    ``transfer`` counts N bytes as the steps are counted."""
+    return to Python per segment) and acks it with one byte: ``send(n)`` is the seconds of one.
+    Each size has buffers of its own at both ends, written once before its first send, as
+    hetbed's side has (a variable filled on the PS, receive buffers reused): 1 MB sends out of
+    the first megabyte of 256 MB buffers measured 2x slower than out of 1 MB ones."""
 
-    def __init__(self, max_bytes: int):
-        self._payload = memoryview(bytearray(max_bytes))
-        self._got = memoryview(bytearray(max_bytes))
+    def __init__(self):
+        self._bufs: dict[int, tuple[memoryview, memoryview]] = {}
         srv = socket.socket()
         srv.bind(("127.0.0.1", 0))
         srv.listen(1)
@@ -86,30 +88,25 @@ class Floor:
                 if len(head) < 8:
                     return
                 n, got = int.from_bytes(head, "little"), 0
+                into = self._bufs[n][1]
                 while got < n:  # one system call for all of it, the GIL let go meanwhile
-                    k = conn.recv_into(self._got[got:], n - got, socket.MSG_WAITALL)
+                    k = conn.recv_into(into[got:], n - got, socket.MSG_WAITALL)
                     if not k:
                         return
                     got += k
                 conn.sendall(b"k")
 
     def send(self, nbytes: int) -> float:
+        if nbytes not in self._bufs:  # (its first sends ran up to 1.6x slower: three untimed)
+            self._bufs[nbytes] = tuple(memoryview(np.ones(nbytes, np.uint8)) for _ in range(2))
+            for _ in range(3):
+                self.send(nbytes)
+        payload = self._bufs[nbytes][0]
         t0 = time.perf_counter()
-        self._conn.sendmsg([nbytes.to_bytes(8, "little"), self._payload[:nbytes]])
+        self._conn.sendmsg([nbytes.to_bytes(8, "little"), payload])
         if self._conn.recv(1) != b"k":
             raise RuntimeError("the floor's reader hung up")
         return time.perf_counter() - t0
-
-    def transfer(self, nbytes: int, count: int) -> tuple[float, float]:
-        """(median over ``count`` pairs of an ``nbytes`` send minus an 8-byte send just before
-        it, the best ``nbytes`` send minus the best 8-byte one), seconds."""
-        small, big = [], []
-        for i in range(count + 2):  # the first two warm the buffers, untimed
-            a, b = self.send(8), self.send(nbytes)
-            if i >= 2:
-                small.append(a)
-                big.append(b)
-        return statistics.median(b - a for a, b in zip(small, big)), min(big) - min(small)
 
     def close(self) -> None:
         self._conn.close()
@@ -160,29 +157,37 @@ def _timed(s, y) -> float:
     return time.perf_counter() - t0
 
 
-def in_step(target: str, sizes: list[int]) -> tuple[float, dict]:
-    """The best trivial step (seconds), and per size: (median over pairs of the step reading
-    that size minus the trivial step just before it, the best of the former minus the best
-    trivial step), seconds."""
+def in_step(target: str, sizes: list[int], floor: Floor) -> tuple[float, dict]:
+    """The best trivial step (seconds), and per size, over a loop of [trivial step, step
+    reading that size, 8-byte send, send of that size]: (median of the second step minus the
+    first, median of the second send minus the first, the best of the steps reading that size
+    minus the best trivial step, the best send of that size minus the best 8-byte one), seconds."""
     s, fetch = _session(target, [4, *sizes])
     try:
         tiny = fetch[4]
         best_tiny = min(_timed(s, tiny) for _ in range(TINY_STEPS))
         out = {}
         for n in sizes:
-            pairs, bigs = [], []
-            for i in range((SMALL_STEPS if n <= LARGE else BIG_STEPS) + 2):  # 2 warm-up pairs
+            steps, sends = ([], []), ([], [])
+            for i in range((SMALL_STEPS if n <= LARGE else BIG_STEPS) + 2):  # 2 to warm up
                 a, b = _timed(s, tiny), _timed(s, fetch[n])
+                c, d = floor.send(8), floor.send(n)
                 if i >= 2:
-                    pairs.append(b - a)
-                    bigs.append(b)
-            out[n] = (statistics.median(pairs), min(bigs) - best_tiny)
+                    for (small, big), x, y in ((steps, a, b), (sends, c, d)):
+                        small.append(x)
+                        big.append(y)
+            out[n] = (
+                statistics.median(y - x for x, y in zip(*steps)),
+                statistics.median(y - x for x, y in zip(*sends)),
+                min(steps[1]) - best_tiny,
+                min(sends[1]) - min(sends[0]),
+            )
         return best_tiny, out
     finally:
         s.close()
 
 
-def measure(protocol: str) -> tuple[dict, dict, float]:
+def measure(protocol: str, floor: Floor) -> tuple[dict, dict, float]:
     """RecvTensor seconds per size, ``in_step``'s tuples per size, and the best trivial step."""
     spec = hb.train.ClusterSpec(
         {"ps": [f"127.0.0.1:{_port()}"], "worker": [f"127.0.0.1:{_port()}"]}
@@ -193,7 +198,7 @@ def measure(protocol: str) -> tuple[dict, dict, float]:
     ]
     try:
         direct = {n: recv_tensor_s(servers, n, 50 if n <= LARGE else 5) for _, n in SIZES}
-        tiny, steps = in_step(servers[1].target, [n for _, n in SIZES])
+        tiny, steps = in_step(servers[1].target, [n for _, n in SIZES], floor)
         return direct, steps, tiny
     finally:
         for s in servers:
@@ -299,7 +304,7 @@ def _rate(n: int, seconds: float) -> float:
 
 def main() -> None:
     t_start = time.perf_counter()
-    floor = Floor(max(n for _, n in SIZES))
+    floor = Floor()
     # per protocol and size, one entry per repetition: RecvTensor GB/s; in a step GB/s (median
     # paired), the floor's GB/s (median paired) and their ratio; the best-of ratio
     direct = {p: {n: [] for _, n in SIZES} for p in PROTOCOLS}
@@ -310,12 +315,11 @@ def main() -> None:
     tiny = {p: [] for p in PROTOCOLS}
     for rep in range(REPS):
         print(f"(repetition {rep + 1} of {REPS})", flush=True)
-        sock = {n: floor.transfer(n, SMALL_STEPS if n <= LARGE else BIG_STEPS) for _, n in SIZES}
         for p in PROTOCOLS:
-            d, steps, t = measure(p)
+            d, steps, t = measure(p, floor)
             tiny[p].append(t)
             for _, n in SIZES:
-                (pair, best_pair), (send, best_send) = steps[n], sock[n]
+                pair, send, best_pair, best_send = steps[n]
                 direct[p][n].append(n / d[n] / 1e9)
                 in_step_rate[p][n].append(_rate(n, pair))
                 floor_rate[p][n].append(_rate(n, send))
