@@ -61,12 +61,16 @@ def test_loopback_is_measured_and_written_as_a_catalog_link(tmp_path):
     from the catalog with every number's source."""
     from hetbed.devices.catalog import load_file
     from hetbed.simulator.calibrate import loopback_link, write_link_toml
+    from hetbed.simulator.messages import loopback_aggregate
 
     rate, latency = loopback_link(big=4 << 20, pings=50)
     assert 1e7 < rate < 1e12 and 0 < latency < 0.05
-    write_link_toml(rate, latency, str(tmp_path / "loopback.toml"))
+    together = loopback_aggregate(big=4 << 20, rounds=2)  # two streams' best round
+    assert 1e7 < together < 1e12
+    write_link_toml(rate, latency, str(tmp_path / "loopback.toml"), together)
     link = load_file(str(tmp_path / "loopback.toml"))
     assert (link.kind, link.bandwidth_bytes_per_s, link.latency_s) == ("loopback", rate, latency)
+    assert link.aggregate_bandwidth_bytes_per_s == together
     assert all(v.startswith("measured by hetbed calibrate on ") for v in link.sources.values())
 
 
