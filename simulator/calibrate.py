@@ -46,7 +46,7 @@ from .machine import (  # noqa: F401  (re-exported: callers import them from her
 from .messages import (  # noqa: F401
     MESSAGE_STEPS,
     loopback_aggregate,
-    loopback_copy_shares,
+    loopback_copy_cpu,
     loopback_link,
     message_contention,
     message_costs,
@@ -235,10 +235,12 @@ def write_link_toml(
             *(
                 [
                     f'sender_cpu_share = {{ value = {shares[0]!r}, source = "{src}", note = '
-                    '"CPU seconds of the sending process per second of a stream of 32 MiB '
-                    'messages" }',
+                    '"CPU seconds of the sending process per second of a stream at '
+                    "bandwidth_bytes_per_s: its CPU per byte on a stream of 32 MiB messages "
+                    'times that rate" }',
                     f'receiver_cpu_share = {{ value = {shares[1]!r}, source = "{src}", note = '
-                    '"CPU seconds of the receiving process per second of that stream" }',
+                    '"CPU seconds of the receiving process per second of such a stream, the '
+                    'same way" }',
                 ]
                 if shares and min(shares) > 0
                 else []
@@ -327,17 +329,19 @@ def calibrate(
         None,
         (1e-9, "GB/s"),
     )
-    copies = [loopback_copy_shares() for _ in range(max(min(repeats, 3), 1))]
-    send = Measurement("loopback TCP, sender's CPU per second of a stream", "s/s",
-                       [a for a, _ in copies], None, (1.0, "cores"))  # fmt: skip
-    recv = Measurement("loopback TCP, receiver's CPU per second of a stream", "s/s",
-                       [b for _, b in copies], None, (1.0, "cores"))  # fmt: skip
+    copies = [loopback_copy_cpu() for _ in range(max(min(repeats, 3), 1))]
+    send = Measurement("loopback TCP, sender's CPU per byte", "s/B",
+                       [a for a, _ in copies], None, (1e9, "ns/B"))  # fmt: skip
+    recv = Measurement("loopback TCP, receiver's CPU per byte", "s/B",
+                       [b for _, b in copies], None, (1e9, "ns/B"))  # fmt: skip
+    # the link books a stream's CPU as shares of a core while it carries the bytes at its rate:
+    # per byte, what the stream measured (a share above a whole core cannot be: capped)
     write_link_toml(
         rate.median,
         lat.median,
         os.path.join(out_dir, "loopback.toml"),
         agg.median,
-        (send.median, recv.median),
+        (min(send.median * rate.median, 1.0), min(recv.median * rate.median, 1.0)),
     )
     for m in (rate, lat, agg, send, recv):
         progress(f"  {m.name}: {m.describe()}")
