@@ -393,8 +393,11 @@ class Profiled(CostModel):
     the fraction of the roofline achieved). The slope holds where it was measured: when every
     entry's roofline time is below the fixed cost (tiny shapes, where the slope is noise) ``b``
     is 1, and an op whose bytes outgrow the device's cache (``cache_bytes``) while every entry's
-    fit in it takes ``b`` of at least 1 (an op cannot stream from memory faster than the
-    roofline's rate, whatever it did from the cache). A family measured at one size only keeps the fixed
+    fit in it takes ``a`` plus the slower of its own speed (``b`` times its roofline time were
+    every byte a cache hit) and the roofline's time from memory: the roofline's max, where a
+    slope read in the cache times the memory's time (as before) priced a 100 MB float32 sum,
+    which numpy runs at its in-cache speed (about 20 GB/s here, under the memory's 28), at
+    13-16 ms against 5 measured. A family measured at one size only keeps the fixed
     cost of a call that the table's tiny entries show (the median of those moving at most 4 KiB
     and 10,000 FLOPs, ``call_s``) and scales the rest with the work. Only families with no
     measured entry fall back to ``fallback``.
@@ -409,8 +412,8 @@ class Profiled(CostModel):
     process; ``hetbed calibrate`` records it). The family fits relate the measured times to the
     roofline with that cache, and a task given a smaller share of it (``DevicePerf.cache_share``:
     tasks of one host) runs a measured entry whose bytes fit the whole cache but not its share
-    slower by the roofline's ratio of the two (measured here: a 10 MB float32 multiply 0.40 ms
-    with the cache warm, 0.62-0.70 ms after another 64 MB went through it). Without it (older
+    in at least the roofline's time with the share (measured here: a 10 MB float32 multiply 0.40
+    ms with the cache warm, 0.62-0.70 ms after another 64 MB went through it). Without it (older
     profiles) the fits use the task's own cache, which cancels the share out.
     """
 
@@ -457,7 +460,7 @@ class Profiled(CostModel):
         t = self.table.get(key)
         if t is not None:
             self.hits += 1
-            return t * self._cache_factor(key, op, perf) + self.overhead_s
+            return self._with_cache_share(t, key, op, perf) + self.overhead_s
         self.misses += 1
         if op.type not in ZERO_TIME_OPS and self._families:
             fam = _family(key)
@@ -477,7 +480,11 @@ class Profiled(CostModel):
                         and most_bytes <= self._measured(perf).cache_bytes
                         and perf.cache_bytes < moved
                     ):
-                        b = max(b, 1.0)  # out of the cache the entries' cache speeds do not hold
+                        # measured in the cache only, the fit gives the kernel's own speed (its
+                        # time were every byte a hit); out of it the memory may be slower still
+                        warm = replace(perf, cache_bytes=moved)
+                        w = max(b * roofline_seconds(c.flops, moved, warm, dtype, matrix), w)
+                        b = 1.0
                     self.scaled += 1
                     return a + b * w + fresh_output_seconds(op, outs, perf) + self.overhead_s
         return self.fallback.duration(op, ins, outs, perf) + self.overhead_s
@@ -488,19 +495,19 @@ class Profiled(CostModel):
             return perf
         return replace(perf, cache_bytes=self.cache_bytes)
 
-    def _cache_factor(self, key: str, op: Any, perf: DevicePerf) -> float:
-        """How much slower a measured entry runs with ``perf``'s share of the cache than with
-        the whole cache it was measured with: 1 unless the share is smaller and the entry's
-        bytes (``work``) no longer fit it."""
+    def _with_cache_share(self, t: float, key: str, op: Any, perf: DevicePerf) -> float:
+        """A measured entry's ``t`` with ``perf``'s share of the cache: ``t`` unless the share
+        is smaller than the whole cache it was measured with and the entry's bytes (``work``)
+        no longer fit it; then at least the roofline's time with the share (the kernel's own
+        speed, what it took from the cache, or the memory's, whichever is slower)."""
         whole = self._measured(perf)
         if whole is perf or key not in self.work or perf.cache_bytes >= whole.cache_bytes:
-            return 1.0
+            return t
         flops, moved = self.work[key]
         if moved <= perf.cache_bytes:
-            return 1.0
+            return t
         dtype, matrix = pricing_dtype(op), op.type in MATRIX_OPS
-        full = roofline_seconds(flops, moved, whole, dtype, matrix)
-        return roofline_seconds(flops, moved, perf, dtype, matrix) / full if full > 0 else 1.0
+        return max(t, roofline_seconds(flops, moved, perf, dtype, matrix))
 
     def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
         """The cores the measured kernel kept busy (``threads``); None where nothing was

@@ -143,8 +143,9 @@ def test_profiled_cores_used_by_key_then_family_and_saved(tmp_path, profiled):
 def test_a_measured_entry_slows_down_with_a_smaller_share_of_the_cache(tmp_path, profiled):
     """A table measured with a 32 MB cache (one process): with the whole cache an entry takes
     its measured time; as one of two tasks of the host (half the cache) an entry of 30 MB
-    takes it times the roofline's ratio (half of its bytes from memory instead of all from the
-    cache); an entry that fits the half does not change; ``cache_bytes`` survives save/load."""
+    takes at least the roofline's time with the half (14 of its 30 MB from memory): a kernel
+    that ran at the cache's rate slows to it, one slower than that keeps its own time; an entry
+    that fits the half does not change; ``cache_bytes`` survives save/load."""
     _, _, op = profiled
     ins, outs = [(512, 256), (256, 128)], [(512, 128)]
     key = profile_key(op, ins)
@@ -153,9 +154,10 @@ def test_a_measured_entry_slows_down_with_a_smaller_share_of_the_cache(tmp_path,
     prof = Profiled({key: 1e-3}, work={key: (1.0, 30e6)}, cache_bytes=32e6)
     assert prof.duration(op, ins, outs, cache) == pytest.approx(1e-3)
     half = cache.cache_share(2)  # 16 MB: 16/30 of the bytes hit it
-    full_s = 30e6 / 4e10
-    shared_s = 30e6 * ((16 / 30) / 4e10 + (14 / 30) / 1e10)
-    assert prof.duration(op, ins, outs, half) == pytest.approx(1e-3 * shared_s / full_s)
+    shared_s = 30e6 * ((16 / 30) / 4e10 + (14 / 30) / 1e10)  # 1.8 ms
+    assert prof.duration(op, ins, outs, half) == pytest.approx(shared_s)
+    slow = Profiled({key: 5e-3}, work={key: (1.0, 30e6)}, cache_bytes=32e6)
+    assert slow.duration(op, ins, outs, half) == pytest.approx(5e-3)
     small = Profiled({key: 1e-3}, work={key: (1.0, 10e6)}, cache_bytes=32e6)
     assert small.duration(op, ins, outs, half) == pytest.approx(1e-3)
     older = Profiled({key: 1e-3}, work={key: (1.0, 30e6)})  # no cache recorded: as measured
@@ -185,3 +187,9 @@ def test_a_family_fit_relates_its_entries_to_the_cache_they_ran_with(profiled):
     want = a + b * half.memory_seconds(moved)
     assert prof.duration(op, ins, outs, half) == pytest.approx(want, rel=1e-9)
     assert prof.duration(op, ins, outs, half) > prof.duration(op, ins, outs, whole)
+    # a kernel at a quarter of the cache's rate (b = 4): out of the cache it keeps its own speed
+    # (every byte at the cache's rate, times 4), slower than the memory's 1.9 ms for the bytes
+    slow = Profiled({k1: 1e-3, k2: 3e-3}, work=work, cache_bytes=32e6)
+    own = 4 * moved / 4e10
+    assert own > half.memory_seconds(moved)
+    assert slow.duration(op, ins, outs, half) == pytest.approx(own, rel=1e-9)
