@@ -399,7 +399,8 @@ class Profiled(CostModel):
     which numpy runs at its in-cache speed (about 20 GB/s here, under the memory's 28), at
     13-16 ms against 5 measured. A family measured at one size only keeps the fixed
     cost of a call that the table's tiny entries show (the median of those moving at most 4 KiB
-    and 10,000 FLOPs, ``call_s``) and scales the rest with the work. Only families with no
+    and 10,000 FLOPs, ``call_s``) and scales the rest with the work, unless its work is below
+    that fixed cost: then what it took is its own fixed cost (``affine_fit``). Only families with no
     measured entry fall back to ``fallback``.
 
     ``threads`` (key -> the process's CPU seconds per wall second while the op ran, measured
@@ -622,7 +623,10 @@ def affine_fit(
 ) -> tuple[float, float] | None:
     """(a, b) >= 0 with t ~ a + b w by least squares over (w, t) points; None without a point
     of positive work. One distinct w: a = the fixed cost of a call ``call_s`` (at most t) and
-    b = (t - a) / w."""
+    b = (t - a) / w; but where that w is below ``call_s`` (work too small to read a slope from)
+    what the point took beyond its w is the op's own fixed cost: a = t - w, b = 1 (a sparse
+    accumulator's apply took 68 us with 0.5 us of work, which ``call_s`` of 4 us and the work
+    scaled priced at 4.6 us for half the rows)."""
     pts = [(w, t) for w, t in points if w > 0]
     if not pts:
         return None
@@ -630,6 +634,8 @@ def affine_fit(
     ts = [t for _, t in pts]
     if max(ws) - min(ws) <= 1e-12 * max(ws):
         w0, t0 = sum(ws) / len(ws), sorted(ts)[len(ts) // 2]
+        if w0 < call_s:
+            return (max(t0 - w0, 0.0), 1.0)
         a = min(call_s, t0)
         return (a, (t0 - a) / w0)
     mw, mt = sum(ws) / len(ws), sum(ts) / len(ts)

@@ -44,6 +44,8 @@ def test_affine_fit_recovers_a_line_and_clamps_to_nonnegative():
     assert affine_fit([(1.0, 3.0), (2.0, 1.0)]) == (3.0, 0.0)  # falling: the median, flat
     assert affine_fit([(2.0, 5.0)], call_s=1.0) == (1.0, 2.0)  # one point: a call's fixed cost
     assert affine_fit([(2.0, 0.5)], call_s=1.0) == (0.5, 0.0)  # (at most what it took)
+    # one point whose work is below a call's fixed cost: what it took is the op's own fixed cost
+    assert affine_fit([(0.5, 68.0)], call_s=4.0) == (67.5, 1.0)
     assert affine_fit([(0.0, 1.0)]) is None
 
 
