@@ -128,9 +128,10 @@ def loopback_aggregate(big: int = 32 << 20, streams: int = 2, rounds: int = 4) -
     """Bytes/s that ``streams`` concurrent TCP streams over 127.0.0.1 reach together: this
     process sends a ``big``-byte message on each from a thread of its own to a child echoing one
     byte, all streams starting each of ``rounds`` rounds together; the best round counts, as
-    ``loopback_link`` keeps its best message (a noisy machine only ever slows a round: the
-    median of whole runs moved 2.3-4.1 GB/s between runs here where their best rounds did not).
-    The machine's cores copy the streams; one stream alone is ``loopback_link``'s rate."""
+    ``loopback_link`` keeps its best message (other work only ever slows a round; on a noisy
+    machine the best rounds still moved 2.3-4.3 GB/s between runs minutes apart, as the median
+    of whole runs did). The machine's cores copy the streams; one stream alone is
+    ``loopback_link``'s rate."""
     import socket
     import struct
     import subprocess
@@ -151,8 +152,9 @@ def loopback_aggregate(big: int = 32 << 20, streams: int = 2, rounds: int = 4) -
         for cli in socks:  # one message each first: buffers grown, pages touched
             cli.sendall(payload)
             recv_exact(cli, 1)
-        start = threading.Barrier(streams + 1)
-        done = threading.Barrier(streams + 1)
+        # (a stream that fails leaves the others waiting: each wait gives up after 60 s)
+        start = threading.Barrier(streams + 1, timeout=60)
+        done = threading.Barrier(streams + 1, timeout=60)
 
         def send(cli: socket.socket) -> None:
             for _ in range(rounds):
