@@ -564,10 +564,12 @@ def profile_from_graph(
         ends = [op_end.get(t.op.name, 0.0) for t in u.inputs[1:] if t in shape_of]
         if compute_s > 0 and ends:
             ready[v.name] = min(1.0, max(ends) / compute_s)
-        grad_bytes = float(sparse[v.name][0] * sparse[v.name][1]) if v in indices else nbytes
+        # the accumulator's own ops, priced like any op (a profile measured them)
         if v in indices:
-            aggregate[v.name] = accumulate_s(grad_bytes / out.dtype.size, grad_bytes, pperf)
-        else:  # the accumulator's own ops, priced like any op (a profile measured them)
+            aggregate[v.name], take[v.name] = _sparse_accumulator_s(
+                model, out.dtype, vshape, sparse[v.name][1], pperf
+            )
+        else:
             aggregate[v.name], take[v.name] = _accumulator_s(model, out.dtype, vshape, pperf)
     if apply_s is not None:
         apply = dict(apply_s) if isinstance(apply_s, Mapping) else dict.fromkeys(apply, apply_s)
@@ -628,6 +630,27 @@ def _accumulator_s(
         take = acc.take_grad(1).op
     add_s = model.duration(apply, [shape, (), shape], [], perf)
     return add_s, model.duration(take, [shape, ()], [shape], perf)
+
+
+def _sparse_accumulator_s(
+    model: CostModel, dtype: Any, shape: tuple, rows: int, perf: DevicePerf
+) -> tuple[float, float]:
+    """``_accumulator_s`` for a variable of ``shape`` whose gradient is ``rows`` of its rows
+    (IndexedSlices): a SparseConditionalAccumulator's add and take (SyncReplicasOptimizer's
+    ops for such a gradient), priced as the op-level simulation prices them."""
+    from hetbed.runtime.graph import Graph
+    from hetbed.runtime.ops import array as A
+    from hetbed.runtime.ops.sparse_accumulator import SparseConditionalAccumulator
+
+    row = tuple(shape[1:])
+    with Graph().as_default():
+        acc = SparseConditionalAccumulator(dtype, shape=shape)
+        idx, vals = A.placeholder(np.int64, (rows,)), A.placeholder(dtype, (rows, *row))
+        apply = acc.apply_grad(idx, vals, local_step=np.int64(0))
+        take = acc.take_grad(1)[0].op
+    add_s = model.duration(apply, [shape, (), (rows,), (rows, *row)], [], perf)
+    outs = [(rows,), (rows, *row), (len(shape),)]
+    return add_s, model.duration(take, [shape, ()], outs, perf)
 
 
 def accumulate_s(elements: float, nbytes: float, perf: DevicePerf) -> float:
