@@ -133,7 +133,7 @@ class _CpuTap(io.StringIO):
     def write(self, text: str) -> int:
         if text.startswith("[worker:0] step "):
             self.seen += 1
-            if self.seen in (self.a, self.b):
+            if self.barrier and self.seen in (self.a, self.b):  # ("" would name every process)
                 self.marks[self.seen] = _task_cpu(self.barrier)
         return super().write(text)
 
