@@ -128,10 +128,15 @@ class PSNetwork:
         return self._start(True, worker, parts, on_part)
 
     def push(
-        self, worker: int, parts: Sequence[tuple[int, float]], on_part: OnPart | None = None
+        self,
+        worker: int,
+        parts: Sequence[tuple[int, float]],
+        on_part: OnPart | None = None,
+        delay: float = 0.0,
     ) -> Transfer:
-        """Worker ``worker`` sends ``bytes`` to each shard of each (group, bytes) part."""
-        return self._start(False, worker, parts, on_part)
+        """Worker ``worker`` sends ``bytes`` to each shard of each (group, bytes) part, leaving
+        ``delay`` seconds from now (``Network.bundle``)."""
+        return self._start(False, worker, parts, on_part, delay)
 
     def cancel(self, transfer: Transfer) -> None:
         """Abandon a transfer (its worker or PS died): it never completes, and its flows leave
@@ -142,12 +147,19 @@ class PSNetwork:
                 self.network.cancel(bundle)
             transfer.flows = []
 
-    def _start(self, pull: bool, worker: int, parts: Any, on_part: Any) -> Transfer:
+    def _start(
+        self, pull: bool, worker: int, parts: Any, on_part: Any, delay: float = 0.0
+    ) -> Transfer:
         if not 0 <= worker < len(self.worker_nics):
             raise ValueError(f"unknown worker {worker}; this network has {len(self.worker_nics)}")
         tr = Transfer(self.env.event(), worker, on_part, pull)
         if not parts:
-            tr.event.succeed()
+            if delay:  # (nothing to send: done when it would have left)
+                self.env.timeout(delay).callbacks.append(
+                    lambda _e: tr.cancelled or tr.event.succeed()
+                )
+            else:
+                tr.event.succeed()
             return tr
         tr.left = len(parts)
         link = self._worker_down[worker] if pull else self._worker_up[worker]
@@ -155,7 +167,7 @@ class PSNetwork:
         tag = "pull" if pull else "push"
         bundle, flows, part_done = self.network.bundle, tr.flows, tr._part_done
         for g, size in parts:
-            flows.append(bundle(link, groups[g], size, partial(part_done, g), pull, tag))
+            flows.append(bundle(link, groups[g], size, partial(part_done, g), pull, tag, delay))
         return tr
 
     def send(self, src_worker: int, dst_worker: int, nbytes: float) -> simpy.Event:

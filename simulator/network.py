@@ -189,16 +189,27 @@ class Network(NetworkResults):
         on_done: Callable[[], None] | None = None,
         inbound: bool = False,
         tag: Any = None,
+        delay: float = 0.0,
     ) -> Bundle:
         """Send ``nbytes`` between ``sender`` and every link of ``group``: out over ``sender``
         and in over each group link, or, with ``inbound``, out over each group link and in over
         ``sender`` (a worker's pull from the shards of a PS group). ``on_done()`` is called when
-        every part has arrived. Returns a Bundle (for ``cancel``). Raises ValueError for a link
-        or group of another network, RuntimeError for a second bundle of ``sender`` to ``group``
-        in flight on a ``classes`` network."""
+        every part has arrived. The bundle leaves ``delay`` seconds from now (a worker's push
+        issued as its compute starts, to leave when the compute ends; ``cancel`` withdraws it
+        meanwhile); its first bytes arrive the path's latency after that. Returns a Bundle (for
+        ``cancel``). Raises ValueError for a negative or non-finite delay, a link or group of
+        another network, RuntimeError for a second bundle of ``sender`` to ``group`` in flight
+        on a ``classes`` network."""
         size = float(nbytes)
         if not (size >= 0 and size < _INF):
             size = _size(nbytes, sender, group)  # (raises)
+        if delay:
+            delay = float(delay)
+            if not (0.0 < delay < _INF):
+                raise ValueError(
+                    f"bundle {sender.name!r}->{group.name!r}: delay must be finite and >= 0 s, "
+                    f"got {delay!r}"
+                )
         key = (sender, group)
         if key not in self._bundled:  # validated once
             if self.groups.get(group.name) is not group:
@@ -215,7 +226,7 @@ class Network(NetworkResults):
                 joined = self._checked_paths.get(path) or self._check_path(path, src, dst)
                 f = self._new_flow(path, size, b._one_done, src, dst, tag, nbytes, joined)
                 b.flows.append(f)
-                self._launch(f, sender.latency_s + link.latency_s)
+                self._launch(f, sender.latency_s + link.latency_s, delay)
             return b
         if sender._flights is None:
             sender._flights = {}
@@ -234,8 +245,8 @@ class Network(NetworkResults):
         f.sender, f.group = sender, group
         b.flows.append(f)
         latency = sender.latency_s + group.latency_s
-        if latency > 0:  # (_launch, inlined)
-            at = self.env.now + latency
+        if latency > 0 or delay:  # (_launch, inlined)
+            at = (self.env.now + delay if delay else self.env.now) + latency
             heapq.heappush(self._pending, (at, f.seq, f))
             if self._timer_at is None or at < self._timer_at:
                 self._set_timer(at)
@@ -279,9 +290,11 @@ class Network(NetworkResults):
         self._seq += 1
         return flow
 
-    def _launch(self, flow: _Flow, latency: float) -> None:
-        if latency > 0:
-            at = self.env.now + latency
+    def _launch(self, flow: _Flow, latency: float, delay: float = 0.0) -> None:
+        """The flow leaves ``delay`` seconds from now; its first byte arrives ``latency`` later
+        (at once when both are 0)."""
+        if latency > 0 or delay:
+            at = (self.env.now + delay if delay else self.env.now) + latency
             heapq.heappush(self._pending, (at, flow.seq, flow))
             if self._timer_at is None or at < self._timer_at:
                 self._set_timer(at)

@@ -515,3 +515,29 @@ def test_bundle_errors_name_the_problem():
         net.bundle(a, foreign, 1.0)
     env.run()
     net.bundle(a, group, 10.0)  # the first one finished: a new one may go
+
+
+@pytest.mark.parametrize("solver", ["classes", "exact"])
+def test_a_delayed_bundle_leaves_after_its_delay_and_can_be_withdrawn(solver):
+    """A bundle given ``delay`` d has its first bytes d + latency from now (so it ends then plus
+    its bytes to both links of the group / the sender's bandwidth, alone on its links); cancelled during the delay it never arrives and its
+    sender may send again; a negative delay is an error naming it."""
+    env = simpy.Environment()
+    net = Network(env, solver=solver)
+    a, b, c = (net.add_link(n, 1e9, 1e-4) for n in "abc")
+    group = net.link_group("g", [b, c])
+    other = net.link_group("h", [net.add_link("d", 1e9, 1e-4)])
+    ends = []
+    net.bundle(a, group, 1e6, lambda: ends.append(env.now), delay=0.25)
+    gone = net.bundle(a, other, 1e6, lambda: ends.append(-1.0), delay=0.5)
+    env.run(until=0.2501)
+    assert net.active_flows == 0  # (the first one is still within its latency)
+    net.cancel(gone)
+    env.run()
+    assert ends == [pytest.approx(0.25 + 2e-4 + 2e6 / 1e9, rel=1e-12)]
+    assert net.active_flows == 0 and a._carried(env.now) == pytest.approx(2e6)
+    net.bundle(a, other, 1e6, lambda: ends.append(env.now))  # (it may send to "h" again)
+    env.run()
+    assert len(ends) == 2
+    with pytest.raises(ValueError, match="delay must be finite and >= 0 s, got -1.0"):
+        net.bundle(a, group, 1.0, delay=-1.0)

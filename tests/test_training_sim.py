@@ -14,6 +14,7 @@ from hetbed.simulator import Cluster, SimSession, sim_value
 from hetbed.simulator.failures import Failure, poisson_failures
 from hetbed.simulator.fluid import PSNetwork, ring_allreduce_time
 from hetbed.simulator.hybrid import HybridLearner, time_to_accuracy
+from hetbed.simulator.learner import Learner
 from hetbed.simulator.stragglers import (
     Empirical,
     Interference,
@@ -552,3 +553,20 @@ def test_hybrid_rollback_restores_the_checkpointed_parameters(digits_model):
     curve = r.curve
     assert curve.step.tolist() == [0, 5, 10, 15, 20, 25, 30]  # 11 and 12 were undone, redone
     assert curve.time_s.iloc[3] > fail.at_s + fail.restart_delay_s
+
+
+def test_a_push_issued_as_the_compute_starts_gives_the_same_run():
+    """Without a learner, a SyncPS worker issues its push as its compute starts, to leave when it
+    ends (one event a step fewer); with one, it waits for the compute and pushes then. With
+    stragglers, backup workers, a token queue and a worker failure, both give the same frames."""
+    f = Failure("worker", 1, at_s=2.5 * (C + A), restart_delay_s=3 * C)
+    for kw in ({"n_backup": 0}, {"n_backup": 1}, {"n_backup": 2, "init_tokens": 2}):
+        runs = []
+        for learner in (None, Learner()):
+            s = LogNormal(0.3, np.random.default_rng(5))
+            d = SyncPS(profile(), 5, nic=(W, L), straggler=s, failures=[f], learner=learner, **kw)
+            runs.append(d.run(30))
+        a, b = runs
+        pd.testing.assert_frame_equal(a.steps, b.steps)
+        pd.testing.assert_frame_equal(a.gradients, b.gradients)
+        assert len(a.completed) == 30 and a.events < b.events
