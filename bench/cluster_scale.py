@@ -8,8 +8,11 @@ Every step is 2 x workers x 17 (worker, shard) fluid max-min flows: pulls and pu
 PS NICs, with the incast that follows.
 
 Printed per size: simulated events, wall seconds, events per wall second next to the bare SimPy
-floor (the same number of processes doing nothing but timeouts), and the cost ratio per doubling
-of workers, wall(2N) / (2 wall(N)) (1.00 = linear).
+floor (the same number of processes doing nothing but timeouts), the wall scaled to a machine
+whose bare SimPy rate is 1M events/s (wall x floor / 1e6: this VM's speed moves by 40% between
+runs an hour apart, the floor with it), and the cost ratio per doubling of workers,
+wall(2N) / (2 wall(N)) (1.00 = linear). Fewer events for the same run lower "x floor" and the
+wall alike: the targets judge the wall.
 
 Events are the SimPy events the run processed (``simulator.clock.run_until``).
 
@@ -80,7 +83,7 @@ def main() -> None:
     rows = []
     for n in args.workers:
         wall, events, step_s = simulate(n, args.steps)
-        floor = bare_simpy(n, min(events, 400_000))
+        floor = max(bare_simpy(n, min(events, 400_000)) for _ in range(3))  # (least disturbed)
         rows.append((n, events, wall, events / wall, floor, step_s))
     title = (
         f"cluster_scale: Inception-v3-like SyncPS, {N_PS} PS, {args.steps} steps, "
@@ -89,7 +92,8 @@ def main() -> None:
     print(f"\n{title}\n{'-' * len(title)}")
     print(
         f"{'workers':>8s} {'flows/step':>10s} {'events':>10s} {'wall s':>8s} {'events/s':>10s} "
-        f"{'SimPy ev/s':>11s} {'x floor':>8s} {'sim step s':>10s} {'x linear/2N':>11s}"
+        f"{'SimPy ev/s':>11s} {'x floor':>8s} {'s @1M ev/s':>10s} {'sim step s':>10s} "
+        f"{'x linear/2N':>11s}"
     )
     prev = None
     for n, events, wall, rate, floor, step_s in rows:
@@ -99,14 +103,17 @@ def main() -> None:
             per_doubling = f"{(wall / pwall) / (n / pn):11.2f}"
         print(
             f"{n:8d} {2 * n * N_PS:10d} {events:10d} {wall:8.2f} {rate:10.0f} {floor:11.0f} "
-            f"{rate / floor:8.2f} {step_s:10.3f} {per_doubling:>11s}"
+            f"{rate / floor:8.2f} {wall * floor / 1e6:10.2f} {step_s:10.3f} {per_doubling:>11s}"
         )
         prev = (n, wall)
     by_n = {r[0]: r for r in rows}
     if 200 in by_n and args.steps == 1000:
-        wall = by_n[200][2]
+        wall, floor = by_n[200][2], by_n[200][4]
         verdict = "met" if wall <= 5 else "NOT met"
-        print(f"target: 200 workers x 1,000 steps <= 5 s: {wall:.2f} s, {verdict}")
+        print(
+            f"target: 200 workers x 1,000 steps <= 5 s: {wall:.2f} s, {verdict} "
+            f"({wall * floor / 1e6:.2f} s at a bare SimPy rate of 1M events/s)"
+        )
     ratios = [
         (rows[i][2] / rows[i - 1][2]) / (rows[i][0] / rows[i - 1][0]) for i in range(1, len(rows))
     ]
