@@ -35,6 +35,35 @@ def test_take_averages_each_row_over_the_gradients_that_held_it():
             assert sess.run(counts) == [0, 2]
 
 
+def test_many_overlapping_gradients_average_as_a_row_by_row_loop():
+    """Eight gradients of 40 random rows each (repeats within a gradient, overlaps across them,
+    one already sorted and unique), taken twice in a row: each row's values summed over its
+    occurrences, divided by the gradients that held it, as a plain loop computes it."""
+    rng = np.random.default_rng(7)
+    with hb.Graph().as_default():
+        acc = hb.SparseConditionalAccumulator(hb.float64, shape=[50, 3])
+        idx = hb.placeholder(hb.int64, [None])
+        vals = hb.placeholder(hb.float64, [None, 3])
+        step = hb.placeholder(hb.int64, [])
+        apply = acc.apply_grad(idx, vals, local_step=step)
+        take = acc.take_grad(8)
+        with hb.Session() as sess:
+            for k in range(2):  # (the take advances the global step: the gradients follow)
+                grads = [(rng.integers(0, 50, 40), rng.standard_normal((40, 3))) for _ in range(7)]
+                grads.append((np.arange(0, 50, 2), rng.standard_normal((25, 3))))
+                total, held = {}, {}
+                for rows, values in grads:
+                    for r in set(rows.tolist()):
+                        held[r] = held.get(r, 0) + 1
+                    for r, v in zip(rows.tolist(), values):
+                        total[r] = total.get(r, 0.0) + v
+                    sess.run(apply, {idx: rows, vals: values, step: k})
+                rows, values, _ = sess.run(take)
+                np.testing.assert_array_equal(rows, sorted(total))
+                want = np.array([total[r] / held[r] for r in sorted(total)])
+                np.testing.assert_allclose(values, want, rtol=1e-12)
+
+
 def test_bad_rows_fail_naming_the_accumulator():
     with hb.Graph().as_default():
         acc = hb.SparseConditionalAccumulator(hb.float32, shape=[4, 3], name="emb_acc")

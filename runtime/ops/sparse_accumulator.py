@@ -41,8 +41,9 @@ class _SparseAccumulator(_Accumulator):
 
     def __init__(self, name: str, dtype: _dt.DType, shape: TensorShape):
         super().__init__(name, dtype, shape)
-        self.rows: np.ndarray | None = None  # sorted unique row indices
-        self.hits: np.ndarray | None = None  # gradients that held each row
+        #: the current step's gradients, each as (sorted unique rows, their summed values); they
+        #: are merged once, when taken (merging each as it came cost O(W^2) rows for W of them)
+        self.chunks: list[tuple[np.ndarray, np.ndarray]] = []
 
     def describe(self) -> str:
         return f"sparse, dtype {self.dtype.name}, shape {self.shape}"
@@ -84,27 +85,19 @@ class _SparseAccumulator(_Accumulator):
                 )
         elif (indices < 0).any():
             raise InvalidArgumentError(f"{op_name}: negative row index {int(indices.min())}")
-        uniq, inv = np.unique(indices, return_inverse=True)
-        summed = np.zeros((uniq.size, *values.shape[1:]), dtype=self.dtype.np)
-        np.add.at(summed, inv, values.astype(self.dtype.np, copy=False))
+        uniq, summed = _sum_rows(indices, values.astype(self.dtype.np, copy=False))
         with self.lock:
             if local_step < self.global_step:
                 self.dropped += 1  # stale: computed before the last take
                 return
-            if self.rows is None or isinstance(self.sum, tuple):
-                self.rows, self.sum, self.hits = uniq, summed, np.ones(uniq.size, np.int64)
-            else:
-                if summed.shape[1:] != self.sum.shape[1:]:
-                    raise InvalidArgumentError(
-                        f"{op_name}: rows of shape {summed.shape[1:]} differ from the "
-                        f"{self.sum.shape[1:]} already accumulated in {self.name}"
-                    )
-                both, where = np.unique(np.concatenate([self.rows, uniq]), return_inverse=True)
-                total = np.zeros((both.size, *summed.shape[1:]), dtype=self.dtype.np)
-                np.add.at(total, where, np.concatenate([self.sum, summed]))
-                hits = np.zeros(both.size, np.int64)
-                np.add.at(hits, where, np.concatenate([self.hits, np.ones(uniq.size, np.int64)]))
-                self.rows, self.sum, self.hits = both, total, hits
+            if isinstance(self.sum, tuple):  # (a shape-only placeholder before: replaced)
+                self.sum, self.chunks = None, []
+            if self.chunks and summed.shape[1:] != self.chunks[0][1].shape[1:]:
+                raise InvalidArgumentError(
+                    f"{op_name}: rows of shape {summed.shape[1:]} differ from the "
+                    f"{self.chunks[0][1].shape[1:]} already accumulated in {self.name}"
+                )
+            self.chunks.append((uniq, summed))
             self.count += 1
             served = self._serve()
         for done, avg in served:
@@ -118,13 +111,41 @@ class _SparseAccumulator(_Accumulator):
             idx, vals = self.sum
             out = (idx, vals, SimValue((max(self.shape.ndims or 1, 1),), np.int64))
         else:
-            scale = self.hits.reshape((-1,) + (1,) * (self.sum.ndim - 1)).astype(self.dtype.np)
+            rows, total, hits = _merge(self.chunks)
+            scale = hits.reshape((-1,) + (1,) * (total.ndim - 1)).astype(self.dtype.np)
             dense = [d if d is not None else -1 for d in (self.shape.dims or [])]
-            out = (self.rows, (self.sum / scale).astype(self.dtype.np, copy=False))
+            out = (rows, (total / scale).astype(self.dtype.np, copy=False))
             out = (*out, np.array(dense, np.int64))
-        self.sum, self.rows, self.hits, self.count = None, None, None, 0
+        self.sum, self.chunks, self.count = None, [], 0
         self.global_step += 1
         return [(done, out)]
+
+
+def _sum_rows(indices: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted unique indices, the values of each one's occurrences summed in their order): a
+    stable sort and one reduction (as np.unique then np.add.at, without the latter's per-element
+    loop); sorted unique indices are returned as they are."""
+    if indices.size < 2 or bool((indices[1:] > indices[:-1]).all()):
+        return indices, values.copy()  # (never alias the caller's arrays)
+    order = np.argsort(indices, kind="stable")
+    ordered = indices[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    return ordered[starts], np.add.reduceat(values[order], starts, axis=0)
+
+
+def _merge(chunks: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, summed values, gradients holding each row) of the chunks of one step, each chunk a
+    gradient's sorted unique rows and values: the rows' values summed in the gradients' order."""
+    if len(chunks) == 1:
+        rows, values = chunks[0]
+        return rows, values, np.ones(rows.size, np.int64)
+    every = np.concatenate([r for r, _ in chunks])
+    order = np.argsort(every, kind="stable")
+    ordered = every[order]
+    first = np.concatenate(([True], ordered[1:] != ordered[:-1]))
+    starts = np.flatnonzero(first)
+    total = np.add.reduceat(np.concatenate([v for _, v in chunks])[order], starts, axis=0)
+    return ordered[starts], total, np.diff(np.append(starts, every.size))
 
 
 SparseAccumulatorOp = defop(HANDLE, stateful=True, is_ref=True, differentiable=False)
