@@ -156,6 +156,26 @@ def value_nbytes(v: Any) -> int:
     return int(n) if n is not None else 0
 
 
+#: a kernel no longer than this many dispatch costs runs on one core (at least half of its time
+#: is its dispatch, not parallel work); ``default_cores``
+ONE_CORE_DISPATCHES = 2.0
+
+
+def measured_cores(cost_model: Any, op: Any, in_shapes: Sequence[tuple], cores: int) -> int | None:
+    """The cores of a host of ``cores`` a kernel of ``op`` keeps busy as ``cost_model`` measured
+    it (its ``cores_used``, rounded, within 1 .. ``cores``); None where it measured nothing."""
+    measured = getattr(cost_model, "cores_used", None)  # (a duck-typed model may lack it)
+    used = measured(op, in_shapes) if measured is not None else None
+    return None if used is None else max(1, min(int(cores), round(used)))
+
+
+def default_cores(seconds: float, one_core_s: float, cores: int) -> int:
+    """The cores of a host of ``cores`` an unmeasured kernel of ``seconds`` keeps busy: one when
+    it is mostly its dispatch (``seconds <= one_core_s``, ``ONE_CORE_DISPATCHES`` dispatch
+    costs), all of them otherwise."""
+    return 1 if seconds <= one_core_s else int(cores)
+
+
 def book_copy(cores: Any, now: float, seconds: float, shares: tuple[float, float]) -> float:
     """A stream of ``seconds`` between two tasks of one machine, which its kernel copies at
     both ends: the sender's and the receiver's CPU ``shares`` of a core for that long, each
@@ -317,9 +337,8 @@ class SimulatedDevice(Device):
         self.copy_shares = (1.0, 0.0)
         if kind == "cpu":
             self.host_cores = HostCores(perf.cores or 1, env)
-        #: kernels up to this long run on one of the host's cores (twice the dispatch cost: at
-        #: least half of their time is dispatch, not parallel work)
-        self._one_core_s = 2.0 * perf.launch_overhead_s
+        #: kernels up to this long run on one of the host's cores (``default_cores``)
+        self._one_core_s = ONE_CORE_DISPATCHES * perf.launch_overhead_s
 
     # ---- the Device interface ----------------------------------------------------------
     #: the asynchronous op types whose nodes the executor hands to ``charge`` once unblocked
@@ -372,9 +391,7 @@ class SimulatedDevice(Device):
         rule in ``_book``)."""
         if self.host_cores is None:
             return None
-        measured = getattr(self._cost_model, "cores_used", None)  # (a duck-typed model may lack it)
-        cores = measured(op, in_shapes) if measured is not None else None
-        return None if cores is None else max(1, min(self.host_cores.cores, round(cores)))
+        return measured_cores(self._cost_model, op, in_shapes, self.host_cores.cores)
 
     def _book(self, node: Any, dur: float, now: float, width: int | None = None) -> float:
         """Queue ``dur`` seconds of ``node`` on this device's stream from ``now``: its end.
@@ -386,7 +403,7 @@ class SimulatedDevice(Device):
             end = begin + dur
         else:  # on the host's cores, around the work booked there (other tasks, messages)
             if width is None:
-                width = 1 if dur <= self._one_core_s else hc.cores
+                width = default_cores(dur, self._one_core_s, hc.cores)
             if width < hc.cores:
                 self.narrow_s += dur
             begin = hc.book(begin, dur, width)

@@ -85,8 +85,9 @@ def replica_profile(sc: dict) -> Any:
 
 def balanced(prof: Any, n_ps: int) -> Any:
     """The profile with its dense variables partitioned evenly over ``n_ps`` PS tasks (as TF's
-    variable partitioners do for large variables): one shard of equal bytes, apply time and
-    aggregation time on each task. Sparse variables keep their placement (and their measured
+    variable partitioners do for large variables): one shard of equal bytes, apply, aggregation
+    and take time on each task (the cores its kernels keep busy: one where every dense
+    variable's did). Sparse variables keep their placement (and their measured
     gradient readiness; the shards' follows ``ReplicaProfile.ready_fractions``' model)."""
     total = sum(b for b, _ in prof.dense.values())
     apply = prof.apply_s
@@ -110,6 +111,18 @@ def balanced(prof: Any, n_ps: int) -> Any:
         resident.update(
             {v: prof.resident_bytes[v] for v in prof.sparse if v in prof.resident_bytes}
         )
+    take_dense = sum(prof.take_s_of(v) for v in prof.dense)
+    take_s = {
+        **dict.fromkeys(dense, take_dense / n_ps),
+        **{v: prof.take_s_of(v) for v in prof.sparse},
+    }
+
+    def cores(per: dict) -> dict:
+        """A shard's kernels keep one core busy where every dense variable's did."""
+        one = bool(prof.dense) and all(per.get(v) == 1 for v in prof.dense)
+        return {**(dict.fromkeys(dense, 1) if one else {}),
+                **{v: c for v, c in per.items() if v in prof.sparse}}  # fmt: skip
+
     # shards mix every layer: their gradients' readiness is left to the profile's model
     worker_apply = {
         **dict.fromkeys(dense, sum(prof.worker_apply_s_of(v) for v in prof.dense) / n_ps),
@@ -120,6 +133,10 @@ def balanced(prof: Any, n_ps: int) -> Any:
         dense=dense,
         apply_s=apply_s,
         aggregate_s=aggregate_s,
+        take_s=take_s,
+        apply_cores=cores(prof.apply_cores),
+        aggregate_cores=cores(prof.aggregate_cores),
+        take_cores=cores(prof.take_cores),
         resident_bytes=resident,
         grad_ready={v: f for v, f in prof.grad_ready.items() if v in prof.sparse},
         worker_apply_s=worker_apply,

@@ -307,7 +307,8 @@ class _Driver(WorkerFaults, OverlappedStep):
         groups: list[list[int]] = []
         for k in range(self.n_ps):
             row = t.iloc[k]
-            key = (row.variables > 0, row.step_bytes, row.apply_s, row.aggregate_s, row.take_s)
+            key = (row.variables > 0, row.step_bytes, row.apply_s, row.aggregate_s, row.take_s,
+                   row.apply_serial_s, row.aggregate_serial_s, row.take_serial_s)  # fmt: skip
             if key not in key_of:
                 key_of[key] = len(groups)
                 groups.append([])
@@ -323,6 +324,10 @@ class _Driver(WorkerFaults, OverlappedStep):
         self.group_apply_s = [float(t.iloc[ks[0]].apply_s) for ks in groups]
         self.group_aggregate_s = [float(t.iloc[ks[0]].aggregate_s) for ks in groups]
         self.group_take_s = [float(t.iloc[ks[0]].take_s) for ks in groups]
+        # (the parts of those that keep one core busy: kernels that are mostly their dispatch)
+        self.group_apply_serial_s = [float(t.iloc[ks[0]].apply_serial_s) for ks in groups]
+        self.group_aggregate_serial_s = [float(t.iloc[ks[0]].aggregate_serial_s) for ks in groups]
+        self.group_take_serial_s = [float(t.iloc[ks[0]].take_serial_s) for ks in groups]
         self.n_active_groups = len(active)
         ps_nic = self.ps_nic
         if self.machine_cores is not None and self.loop_aggregate:
@@ -460,14 +465,22 @@ class _Driver(WorkerFaults, OverlappedStep):
         end = self.ps_free[g] = hc.reserve(now, seconds, 1)
         return end
 
-    def _ps_kernel(self, g: int, now: float, seconds: float) -> float:
-        """Each shard of group ``g`` runs a kernel (all its host's cores) from ``now``; on one
-        machine the shards' kernels take its cores in turn. Returns when the last is done."""
+    def _ps_kernel(self, g: int, now: float, seconds: float, serial: float = 0.0) -> float:
+        """Each shard of group ``g`` runs ``seconds`` of kernels from ``now``: their ``serial``
+        part on one of its host's cores (kernels that are mostly their dispatch, or measured to
+        keep one core busy: ``ReplicaProfile.apply_cores`` ...), then the rest on all of them;
+        on one machine the shards' kernels share its cores. Returns when the last is done."""
         hc = self.ps_cpu[g]
-        end = hc.reserve(now, seconds, hc.cores)
+        serial = min(serial, seconds)
+
+        def one() -> float:
+            end = hc.reserve(now, serial, 1) if serial > 0 else now
+            return hc.reserve(end, seconds - serial, hc.cores) if seconds > serial else end
+
+        end = one()
         if self.machine is not None:
             for _ in range(len(self.groups[g]) - 1):
-                end = max(end, hc.reserve(now, seconds, hc.cores))
+                end = max(end, one())
         return end
 
     def _pull(self, i: int) -> Any:

@@ -24,6 +24,7 @@ from hetbed.devices.costmodel import (
     perf_from_spec,
     roofline_seconds,
 )
+from hetbed.devices.simulated import ONE_CORE_DISPATCHES, default_cores, measured_cores
 
 from .cluster import Cluster
 from .session import SimSession, sim_value
@@ -120,6 +121,14 @@ class ReplicaProfile:
     worker_apply_s: dict[str, float] | float | None = None
     compute_serial_s: float = 0.0
     take_s: dict[str, float] | float = 0.0
+    #: the cores of its PS host each variable's kernels keep busy (its update, its accumulator's
+    #: add and take), where a measured profile says so or the kernel is mostly its dispatch (1:
+    #: ``devices.simulated.measured_cores`` / ``default_cores``, the op-level simulator's rule);
+    #: a variable not named keeps all of them busy, and so does the step-level driver book a
+    #: kernel of more than one core
+    apply_cores: dict[str, int] = field(default_factory=dict)
+    aggregate_cores: dict[str, int] = field(default_factory=dict)
+    take_cores: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _nonneg("compute_s", self.compute_s)
@@ -172,6 +181,12 @@ class ReplicaProfile:
                 raise ValueError(f"grad_ready names {name!r}, which is not a profile variable")
             if not 0.0 <= f <= 1.0:
                 raise ValueError(f"grad_ready[{name!r}] must be in [0, 1], got {f!r}")
+        for what in ("apply_cores", "aggregate_cores", "take_cores"):
+            for name, c in getattr(self, what).items():
+                if name not in self.dense and name not in self.sparse:
+                    raise ValueError(f"{what} names {name!r}, which is not a profile variable")
+                if isinstance(c, bool) or int(c) != c or c < 1:
+                    raise ValueError(f"{what}[{name!r}] must be an integer >= 1, got {c!r}")
         for what in ("apply_s", "aggregate_s", "worker_apply_s"):
             per = getattr(self, what)
             if per is None:
@@ -256,7 +271,8 @@ class ReplicaProfile:
 
     def shard_table(self, n_ps: int) -> pd.DataFrame:
         """One row per PS shard: variables, step_bytes, apply_s, aggregate_s, take_s,
-        resident_bytes."""
+        resident_bytes, and of apply_s, aggregate_s and take_s the seconds of kernels that keep
+        one core busy (``apply_serial_s`` ...; the rest keep all of the host's)."""
         rows = [
             {
                 "ps": k,
@@ -266,9 +282,13 @@ class ReplicaProfile:
                 "aggregate_s": 0.0,
                 "take_s": 0.0,
                 "resident_bytes": 0.0,
+                "apply_serial_s": 0.0,
+                "aggregate_serial_s": 0.0,
+                "take_serial_s": 0.0,
             }
             for k in range(n_ps)
         ]
+        r_of = {"apply": self.apply_s_of, "aggregate": self.aggregate_s_of, "take": self.take_s_of}
         for name in self.variables:
             k = self.ps_of(name)
             if k >= n_ps:
@@ -282,6 +302,13 @@ class ReplicaProfile:
             r["apply_s"] += self.apply_s_of(name)
             r["aggregate_s"] += self.aggregate_s_of(name)
             r["take_s"] += self.take_s_of(name)
+            for what, cores in (
+                ("apply", self.apply_cores),
+                ("aggregate", self.aggregate_cores),
+                ("take", self.take_cores),
+            ):
+                if cores.get(name) == 1:
+                    r[f"{what}_serial_s"] += r_of[what](name)
             r["resident_bytes"] += self.resident_bytes.get(name, self.step_bytes_of(name))
         return pd.DataFrame(rows)
 
@@ -537,6 +564,9 @@ def profile_from_graph(
     apply: dict[str, float] = {}
     aggregate: dict[str, float] = {}
     take: dict[str, float] = {}
+    apply_cores: dict[str, int] = {}
+    aggregate_cores: dict[str, int] = {}
+    take_cores: dict[str, int] = {}
     resident: dict[str, float] = {}
     worker_apply: dict[str, float] = {}
     ready: dict[str, float] = {}
@@ -566,11 +596,11 @@ def profile_from_graph(
             ready[v.name] = min(1.0, max(ends) / compute_s)
         # the accumulator's own ops, priced like any op (a profile measured them)
         if v in indices:
-            aggregate[v.name], take[v.name] = _sparse_accumulator_s(
-                model, out.dtype, vshape, sparse[v.name][1], pperf
-            )
+            acc = _sparse_accumulator_s(model, out.dtype, vshape, sparse[v.name][1], pperf)
         else:
-            aggregate[v.name], take[v.name] = _accumulator_s(model, out.dtype, vshape, pperf)
+            acc = _accumulator_s(model, out.dtype, vshape, pperf)
+        aggregate[v.name], take[v.name], aggregate_cores[v.name], take_cores[v.name] = acc
+        apply_cores[v.name] = _cores(model, u, ins, apply[v.name], pperf)
     if apply_s is not None:
         apply = dict(apply_s) if isinstance(apply_s, Mapping) else dict.fromkeys(apply, apply_s)
         worker_apply = dict(apply)
@@ -611,15 +641,19 @@ def profile_from_graph(
         update_inputs=_update_inputs(updates[v] for v in var_ops),
         grad_ready=ready,
         worker_apply_s=worker_apply,
+        apply_cores=apply_cores,
+        aggregate_cores=aggregate_cores,
+        take_cores=take_cores,
     )
 
 
 def _accumulator_s(
     model: CostModel, dtype: Any, shape: tuple, perf: DevicePerf
-) -> tuple[float, float]:
+) -> tuple[float, float, int, int]:
     """(seconds to add one gradient of ``shape`` into a ConditionalAccumulator, seconds to take
-    the average out) on ``perf`` by ``model``: the ops SyncReplicasOptimizer runs on the PS,
-    built in a graph of their own and priced as the op-level simulation prices them."""
+    the average out, the cores each keeps busy) on ``perf`` by ``model``: the ops
+    SyncReplicasOptimizer runs on the PS, built in a graph of their own and priced as the
+    op-level simulation prices them."""
     from hetbed.runtime.graph import Graph
     from hetbed.runtime.ops import array as A
     from hetbed.runtime.ops.data_flow import ConditionalAccumulator
@@ -629,12 +663,18 @@ def _accumulator_s(
         apply = acc.apply_grad(A.placeholder(dtype, shape), local_step=np.int64(0))
         take = acc.take_grad(1).op
     add_s = model.duration(apply, [shape, (), shape], [], perf)
-    return add_s, model.duration(take, [shape, ()], [shape], perf)
+    take_s = model.duration(take, [shape, ()], [shape], perf)
+    return (
+        add_s,
+        take_s,
+        _cores(model, apply, [shape, (), shape], add_s, perf),
+        _cores(model, take, [shape, ()], take_s, perf),
+    )
 
 
 def _sparse_accumulator_s(
     model: CostModel, dtype: Any, shape: tuple, rows: int, perf: DevicePerf
-) -> tuple[float, float]:
+) -> tuple[float, float, int, int]:
     """``_accumulator_s`` for a variable of ``shape`` whose gradient is ``rows`` of its rows
     (IndexedSlices): a SparseConditionalAccumulator's add and take (SyncReplicasOptimizer's
     ops for such a gradient), priced as the op-level simulation prices them."""
@@ -648,9 +688,27 @@ def _sparse_accumulator_s(
         idx, vals = A.placeholder(np.int64, (rows,)), A.placeholder(dtype, (rows, *row))
         apply = acc.apply_grad(idx, vals, local_step=np.int64(0))
         take = acc.take_grad(1)[0].op
-    add_s = model.duration(apply, [shape, (), (rows,), (rows, *row)], [], perf)
+    ins = [shape, (), (rows,), (rows, *row)]
+    add_s = model.duration(apply, ins, [], perf)
     outs = [(rows,), (rows, *row), (len(shape),)]
-    return add_s, model.duration(take, [shape, ()], outs, perf)
+    take_s = model.duration(take, [shape, ()], outs, perf)
+    return (
+        add_s,
+        take_s,
+        _cores(model, apply, ins, add_s, perf),
+        _cores(model, take, [shape, ()], take_s, perf),
+    )
+
+
+def _cores(model: CostModel, op: Any, ins: list, seconds: float, perf: DevicePerf) -> int:
+    """The cores of ``perf``'s host a kernel of ``op`` (``seconds`` long) keeps busy, by the
+    op-level simulator's rule: as ``model`` measured it, else one for a kernel that is mostly
+    its dispatch (at the clocked dispatch cost of a distributed step's task), else all."""
+    cores = int(perf.cores or 1)
+    measured = measured_cores(model, op, ins, cores)
+    if measured is not None:
+        return measured
+    return default_cores(seconds, ONE_CORE_DISPATCHES * perf.clocked().launch_overhead_s, cores)
 
 
 def accumulate_s(elements: float, nbytes: float, perf: DevicePerf) -> float:

@@ -252,14 +252,17 @@ class SyncPS(_Driver):
                 self.contrib[grp].add(g.worker)
             if self.learner is not None:
                 self.acc[grp].append(g.value)
-            done = self._ps_kernel(grp, now, self.group_aggregate_s[grp])
+            done = self._ps_kernel(
+                grp, now, self.group_aggregate_s[grp], self.group_aggregate_serial_s[grp]
+            )
             if self.count[grp] == self.n_workers:
                 self.closed[grp] = True
                 epoch = self.epoch
                 if self.qr_on and self.qr_ready[grp] > done:  # (the queue runner's call)
                     done = self.qr_ready[grp]
                 work = self.group_take_s[grp] + self.group_apply_s[grp]  # take, then apply
-                applied = self._ps_kernel(grp, done, work)
+                serial = self.group_take_serial_s[grp] + self.group_apply_serial_s[grp]
+                applied = self._ps_kernel(grp, done, work, serial)
                 if self.qr_on:  # the shard replies to the queue runner, then to the workers
                     back = self._ps_msg(grp, applied, self.msg_ps) + self._to_worker(0)
                     if back > self.qr_back:
@@ -441,7 +444,9 @@ class AsyncPS(_Driver):
         if self.msg_on:
             cost = (self.xfer_ps[grp] + self.fresh_ps[grp]) * share
             start = self._ps_msg(grp, start + self.ps_lat, cost)
-        end = self._ps_kernel(grp, start, self.group_apply_s[grp] * share)
+        end = self._ps_kernel(
+            grp, start, self.group_apply_s[grp] * share, self.group_apply_serial_s[grp] * share
+        )
         if end == now:
             self._part_applied(g, self.epoch)
         else:

@@ -570,3 +570,42 @@ def test_a_push_issued_as_the_compute_starts_gives_the_same_run():
         pd.testing.assert_frame_equal(a.steps, b.steps)
         pd.testing.assert_frame_equal(a.gradients, b.gradients)
         assert len(a.completed) == 30 and a.events < b.events
+
+
+def test_ps_kernels_that_keep_one_core_busy_run_side_by_side_on_a_shared_machine():
+    """Two PS tasks on one machine of 2 cores, one variable each: updates that keep all its
+    cores busy take turns (a step of C + 2A), single-core ones run side by side (C + A), as the
+    op-level simulator books kernels; the shard table carries the single-core seconds."""
+    for cores, want in (({}, C + 2 * A), ({"a": 1, "b": 1}, C + A)):
+        prof = ReplicaProfile(C, {"a": (1000, 0), "b": (1000, 1)}, apply_s=A, apply_cores=cores)
+        r = SyncPS(prof, 1, n_ps=2, nic=FAST_NIC, machine_cores=2).run(5)
+        assert np.allclose(r.steps.step_time_s, want, rtol=1e-6)
+        assert prof.shard_table(2).apply_serial_s.tolist() == [A if cores else 0.0] * 2
+    with pytest.raises(ValueError, match=r"apply_cores\['a'\] must be an integer >= 1"):
+        ReplicaProfile(C, {"a": (1000, 0)}, apply_cores={"a": 0})
+
+
+def test_the_profile_gives_each_ps_kernel_the_op_level_simulators_cores():
+    """profile_from_graph books the update and the accumulator's add and take on the cores the
+    op-level simulator would (devices.simulated's rule): one for a kernel that is mostly its
+    dispatch, the measured cores where the cost model measured them, all the PS host's for the
+    rest."""
+
+    class Measured(Roofline):
+        def cores_used(self, op, ins):
+            return 3.4 if op.type == "ApplyGradientDescent" else None
+
+    def profile(n, model=None):
+        perf = DevicePerf("toy", {"float32": 1e9}, memory_bandwidth=1e9, memory_bytes=1e12,
+                          launch_overhead_s=1e-4, cores=8)  # fmt: skip
+        with hb.Graph().as_default():
+            x = hb.placeholder(hb.float32, [n])
+            w = hb.Variable(np.zeros(n, np.float32), name="w")
+            loss = hb.reduce_sum(hb.square(w * x - 1.0))
+            train = hb.train.GradientDescentOptimizer(0.1).minimize(loss)
+            return profile_from_graph(train, {x: [n]}, worker=perf, ps=perf, cost_model=model)
+
+    small, big = profile(4), profile(1 << 22)  # 16 B: dispatch; 16 MB at 1 GB/s: 50 ms
+    assert (small.apply_cores, small.aggregate_cores, small.take_cores) == ({"w": 1},) * 3
+    assert (big.apply_cores, big.aggregate_cores, big.take_cores) == ({"w": 8},) * 3
+    assert profile(1 << 22, Measured()).apply_cores == {"w": 3}
