@@ -419,6 +419,21 @@ class AsyncPS(_Driver):
             t0 = env.now
             yield from self._pull(i)
             t1 = env.now
+            if not msg and self.machine is None and learner is None:
+                # (as SyncPS's: the push issued as the compute starts, to leave as it ends)
+                c = self._compute_s(i, read)
+                g = _Grad(i, read, read)
+                g.phases = (t0, t1, t1 + c, math.nan)
+                g.left = len(parts)
+                g.event = env.event()
+                tr = self.inflight[i] = net.push(
+                    i, parts, lambda grp, now, g=g: self._arrive(g, grp), c
+                )
+                g.copied = 0.0
+                tr.event.callbacks.append(lambda _e, g=g: self._push_done(g))
+                yield g.event
+                self.inflight[i] = None
+                continue
             yield from self._compute(i, read)
             g = _Grad(i, read, read)
             g.phases = (t0, t1, env.now, math.nan)

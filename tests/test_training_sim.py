@@ -609,3 +609,19 @@ def test_the_profile_gives_each_ps_kernel_the_op_level_simulators_cores():
     assert (small.apply_cores, small.aggregate_cores, small.take_cores) == ({"w": 1},) * 3
     assert (big.apply_cores, big.aggregate_cores, big.take_cores) == ({"w": 8},) * 3
     assert profile(1 << 22, Measured()).apply_cores == {"w": 3}
+
+
+def test_an_async_push_issued_as_the_compute_starts_gives_the_same_run():
+    """AsyncPS likewise: without a learner the push is issued as the compute starts; with stragglers
+    and a worker failure, the frames equal those of the learner's path (push after the
+    compute)."""
+    f = Failure("worker", 2, at_s=3.5 * C, restart_delay_s=2 * C)
+    runs = []
+    for learner in (None, Learner()):
+        s = LogNormal(0.3, np.random.default_rng(9))
+        runs.append(AsyncPS(profile(), 4, nic=(W, L), straggler=s, failures=[f],
+                            learner=learner).run(60))  # fmt: skip
+    a, b = runs
+    pd.testing.assert_frame_equal(a.steps, b.steps)
+    pd.testing.assert_frame_equal(a.gradients, b.gradients)
+    assert a.events < b.events
