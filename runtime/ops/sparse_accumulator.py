@@ -126,7 +126,7 @@ def _sum_rows(indices: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     stable sort and one reduction (as np.unique then np.add.at, without the latter's per-element
     loop); sorted unique indices are returned as they are."""
     if indices.size < 2 or bool((indices[1:] > indices[:-1]).all()):
-        return indices, values.copy()  # (never alias the caller's arrays)
+        return indices.copy(), values.copy()  # (never alias the caller's arrays)
     order = np.argsort(indices, kind="stable")
     ordered = indices[order]
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
