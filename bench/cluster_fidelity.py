@@ -20,7 +20,9 @@ the CPU the op-level simulator books, by kind (a diagnostic without a target).
 
 Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scaling right (the
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
-The issue's baseline (measured before these mechanisms, 1 PS) is printed beside.
+The issue's baseline (measured before these mechanisms, 1 PS) is printed beside, and so is the
+measurements' own spread over their repetitions ((max - min) / median, median and worst over the
+rows): the floor under any error on this machine.
 
 One PS task with 1, 2 and 4 workers (and 8 for the scalar and 1 MB models: nine processes on
 this machine's cores), a scalar on each of two PS tasks (1, 2, 4 workers) and of four (4
@@ -262,6 +264,12 @@ def main() -> None:
         f"{HOST} and {LINK}, {OP_COSTS_NOTE}; baseline: the issue's measured ms, 1 PS; "
         f"{time.perf_counter() - t0:.0f} s)"
     )
+    if reps > 1:  # what the measurements themselves move by: the floor under any error
+        spread = sorted((max(r[3]) - min(r[3])) / statistics.median(r[3]) for r in rows)
+        print(
+            f"(the measurements' own spread over their {reps} repetitions, (max - min) / median: "
+            f"median {statistics.median(spread):.0%}, worst {spread[-1]:.0%} of the rows)"
+        )
     for sim in ("step-level", "op-level"):
         e = errs[sim]
         med, worst = statistics.median(e), max(e)
