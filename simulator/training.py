@@ -188,28 +188,23 @@ class SyncPS(_Driver):
                 self.last_tag[i] = tag
                 continue
             t0 = env.now
-            if plain and learner is None:
-                # (_pull, _compute and the push, inlined without messages, a shared machine or a
-                # learner): the push is issued as the compute starts, to leave as it ends
-                tr = self.inflight[i] = net.pull(i, parts)
-                yield tr.event
-                t1 = env.now
-                c = self._compute_s(i, tag)
-                g = _Grad(i, tag, read)
-                tr = self.inflight[i] = net.push(
-                    i, parts, lambda grp, now, g=g: self._arrive(g, grp), c
-                )
-                yield tr.event
-                self.inflight[i] = None
-                g.phases = (t0, t1, t1 + c, env.now)
-                self._pushed(g)
-                self.last_tag[i] = tag
-                continue
             if plain:  # (_pull and _compute without messages or a shared machine, inlined)
                 tr = self.inflight[i] = net.pull(i, parts)
                 yield tr.event
                 t1 = env.now
-                yield env.timeout(self._compute_s(i, tag))
+                c = self._compute_s(i, tag)
+                if learner is None:  # the push issued as the compute starts, to leave as it ends
+                    g = _Grad(i, tag, read)
+                    tr = self.inflight[i] = net.push(
+                        i, parts, lambda grp, now, g=g: self._arrive(g, grp), c
+                    )
+                    yield tr.event
+                    self.inflight[i] = None
+                    g.phases = (t0, t1, t1 + c, env.now)
+                    self._pushed(g)
+                    self.last_tag[i] = tag
+                    continue
+                yield env.timeout(c)
             else:
                 yield from self._pull(i)
                 t1 = env.now
