@@ -77,7 +77,7 @@ def devices() -> dict:
     for label, key in GPUS.items():
         spec = catalog.load_device(key)
         peak = {d: spec.peak(d, matrix=True) for d, _ in PRECISION.values() if _has(spec, d)}
-        out[label] = {"peak": peak, "bandwidth": spec.memory_bandwidth_bytes_per_s,
+        out[label] = {"peak": peak, "bandwidth": spec.memory_rate,
                       "sms": spec.multiprocessors, "fp32_lanes": spec.fp32_lanes,
                       "issue": spec.warp_issue_per_clock,
                       "conv_algorithms": spec.conv_algorithms}  # fmt: skip

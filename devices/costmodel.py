@@ -172,7 +172,8 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         name=spec.key,
         peak_flops=dict(spec.peak_flops),
         matrix_flops=dict(spec.matrix_peak_flops),
-        memory_bandwidth=spec.memory_bandwidth_bytes_per_s,
+        memory_bandwidth=getattr(spec, "stream_bandwidth_bytes_per_s", None)
+        or spec.memory_bandwidth_bytes_per_s,
         memory_bytes=spec.memory_bytes,
         cache_bytes=getattr(spec, "cache_bytes", None),
         cache_bandwidth=getattr(spec, "cache_bandwidth_bytes_per_s", None),

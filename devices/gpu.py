@@ -199,7 +199,7 @@ class GPUDevice(Device):
         s = self.spec()
         if s is None:
             return (50e12, 2e12, 5e-6)
-        return (s.peak("float32"), s.memory_bandwidth_bytes_per_s, s.kernel_launch_overhead_s)
+        return (s.peak("float32"), s.memory_rate, s.kernel_launch_overhead_s)
 
     def link(self, other: Device) -> tuple[float, float]:
         """(bytes/s, latency s) from ``other``: the peer link between two GPUs of the same model,

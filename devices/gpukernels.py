@@ -39,7 +39,8 @@ device's launch cost instead. The nine parameters are per unit class ("cuda_core
 and float64 products on the vector units; "tensor_cores": float16, bfloat16 and TF32 products,
 which have no issue limit: ``issue_overhead`` 0), read from ``catalog/kernels/gemm.toml`` and
 fitted by ``bench/gpu_kernels.py`` to per-kernel timings (DeepBench's published V100 and P100
-results, hetbed's own H200 measurements); a device supplies its peak, bandwidth, SM count and
+results, hetbed's own H200 measurements); a device supplies its peak, memory rate (the catalog's
+measured streaming rate where it has one, ``HardwareSpec.memory_rate``), SM count and
 FP32 lanes and issue width from its catalog entry.
 
 Parameters (``GemmParams``; fitted by robust least squares on log time, ``fit_params``):
@@ -48,7 +49,8 @@ Parameters (``GemmParams``; fitted by robust least squares on log time, ``fit_pa
 efficiency            1      fraction of the (issue-capped) peak a large block reaches
 k_half                elems  reduction length per block at which a block runs at half rate
 tile_half             elems  output-tile area (tm x tn) at which a block runs at half rate
-memory_efficiency     1      fraction of the memory bandwidth a streaming product reaches
+memory_efficiency     1      fraction of the memory rate a streaming product reaches (held at 1
+                             by the fit: the rate is the device's measured streaming rate)
 fixed_s               s      the kernel's fixed time on the GPU (ramp-up, tail)
 overlap_q             1      exponent of the compute/memory overlap (1 sum ... inf max)
 issue_overhead        1      other instructions per FMA sharing the SM's issue (CUDA cores)
@@ -374,18 +376,21 @@ def fit_params(
     tiles = TILES[unit]
 
     fit_issue = unit == "cuda_cores"  # (tensor-core products have no issue limit)
-    npar = 9 if fit_issue else 8
+    npar = 8 if fit_issue else 7
 
+    # memory_efficiency is held at 1: each device's memory rate is its measured streaming rate
+    # (the catalog's stream_bandwidth_bytes_per_s), so the fit cannot trade it against the
+    # blocks' rate (block_bandwidth x SMs), which it could not tell apart on one GPU
     def to_x(p: GemmParams) -> list[float]:
-        e, kh, th, me, fx, q, r, bb, rh = p.vector()
-        x = [e, math.log(kh), math.log(th), me, math.log(fx), math.log(q), math.log(bb),
+        e, kh, th, _me, fx, q, r, bb, rh = p.vector()
+        x = [e, math.log(kh), math.log(th), math.log(fx), math.log(q), math.log(bb),
              math.log(rh)]  # fmt: skip
         return x + [r] if fit_issue else x
 
     def from_x(x: Sequence[float]) -> GemmParams:
-        e, kh, th, me, fx, q, bb, rh = x[:8]
-        r = x[8] if fit_issue else 0.0
-        return GemmParams(e, math.exp(kh), math.exp(th), me, math.exp(fx), math.exp(q), r,
+        e, kh, th, fx, q, bb, rh = x[:7]
+        r = x[7] if fit_issue else 0.0
+        return GemmParams(e, math.exp(kh), math.exp(th), 1.0, math.exp(fx), math.exp(q), r,
                           math.exp(bb), math.exp(rh))  # fmt: skip
 
     def resid(x: Sequence[float]) -> list[float]:

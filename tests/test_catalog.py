@@ -8,6 +8,7 @@ import pytest
 
 from hetbed.devices import catalog
 from hetbed.devices.catalog import CatalogError, HardwareSpec, LinkSpec
+from hetbed.devices.costmodel import perf_from_spec
 
 SHIPPED = sorted(catalog.BUILTIN_DIR.glob("devices/*.toml")) + sorted(
     catalog.BUILTIN_DIR.glob("links/*.toml")
@@ -292,6 +293,11 @@ BAD_DEVICES = [
     ('name = "Test GPU"', 'name = "Test GPU"\nmax_power_w = 300', r"max_power_w: unknown field"),
     ('kind = "gpu"', 'kind = "tpu"', r"matrix_peak_flops: missing required field"),
     ('name = "Test GPU"', 'name = "Test GPU', r"invalid TOML"),
+    (
+        'host_link = "pcie3_x16"\n',
+        'host_link = "pcie3_x16"\nstream_bandwidth_bytes_per_s = { value = 2e12, source = "t" }\n',
+        r"stream_bandwidth_bytes_per_s: 2e\+12 B/s is above memory_bandwidth_bytes_per_s",
+    ),
 ]
 
 
@@ -351,3 +357,24 @@ def test_missing_file_is_a_catalog_error(tmp_path):
         catalog.load_file(tmp_path / "nope.toml")
     assert math.isfinite(catalog.load_device("k40").memory_bytes)
     assert Path(catalog.load_device("k40").path).name == "k40.toml"
+
+
+def test_a_measured_streaming_rate_is_the_memory_rate(tmp_path):
+    """A GPU's ``stream_bandwidth_bytes_per_s`` (measured) is the rate the cost model moves bytes
+    at; without it, the datasheet's bandwidth. The H200 and H100 carry hetbed's measurements."""
+    path = tmp_path / "g.toml"
+    path.write_text(GPU_TOML)
+    plain = catalog.load_file(path)
+    assert plain.memory_rate == plain.memory_bandwidth_bytes_per_s == 1e12
+    path.write_text(
+        GPU_TOML.replace(
+            "[peak_flops]",
+            'stream_bandwidth_bytes_per_s = { value = 8.5e11, source = "measured" }\n[peak_flops]',
+        )
+    )
+    spec = catalog.load_file(path)
+    assert spec.memory_rate == 8.5e11 and perf_from_spec(spec).memory_bandwidth == 8.5e11
+    for key in ("h200_sxm", "h100_sxm5"):
+        h = catalog.load_device(key)
+        assert 0.85 < h.memory_rate / h.memory_bandwidth_bytes_per_s < 0.95
+        assert "gpu_memory_sweep" in h.sources["stream_bandwidth_bytes_per_s"]

@@ -285,7 +285,7 @@ def test_perf_and_link_come_from_the_detected_gpus_catalog_entry(model, key):
         spec = catalog.load_device(key)
         assert g0.perf() == (
             spec.peak("float32"),
-            spec.memory_bandwidth_bytes_per_s,
+            spec.memory_rate,
             spec.kernel_launch_overhead_s,
         )
         peer, host = catalog.load_link(spec.peer_link), catalog.load_link(spec.host_link)

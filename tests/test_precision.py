@@ -44,7 +44,7 @@ def test_matrix_products_use_the_modes_peak_where_the_device_has_it():
         ("v100_sxm2", v100, "tf32", v100.peak_flops["float32"]),  # no TF32 mode on Volta
         ("v100_sxm2", v100, "mixed_float16", v100.matrix_peak_flops["float16"]),
     ):
-        bw = hw.memory_bandwidth_bytes_per_s
+        bw = hw.memory_rate
         moved = 3 * N * N * 4 / (2 if precision.startswith("mixed") else 1)
         want = max(flops / peak, moved / bw) + hw.kernel_launch_overhead_s
         got = _times(dev, precision, _matmul)["MatMul"]
@@ -53,7 +53,7 @@ def test_matrix_products_use_the_modes_peak_where_the_device_has_it():
 
 def test_mixed_precision_halves_traffic_and_charges_the_casts():
     hw = load_device("a100_sxm4_40gb")
-    bw, launch = hw.memory_bandwidth_bytes_per_s, hw.kernel_launch_overhead_s
+    bw, launch = hw.memory_rate, hw.kernel_launch_overhead_s
     n = 1 << 20
 
     def build():

@@ -17,7 +17,12 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     name, kind                         required words
     peak_flops.<dtype>                 required, at least one dtype: vector/SIMD peak FLOP/s
     matrix_peak_flops.<dtype>          tensor cores / systolic arrays (required for tpu)
-    memory_bandwidth_bytes_per_s       required
+    memory_bandwidth_bytes_per_s       required: the datasheet's (peak) memory bandwidth
+    stream_bandwidth_bytes_per_s       optional (gpu): the rate a streaming kernel reaches
+                                       (STREAM's scale: bytes read and written, buffers far
+                                       larger than the caches), measured or estimated from
+                                       measured GPUs; the cost model's memory rate where given
+                                       (``memory_rate``), else memory_bandwidth_bytes_per_s
     memory_bytes                       required (device memory; host DRAM for a cpu)
     cache_bytes                        optional (cpu): the last-level cache; with
     cache_bandwidth_bytes_per_s        (both or neither) the rate of a working set that fits it:
@@ -146,6 +151,7 @@ class HardwareSpec:
     memory_bandwidth_bytes_per_s: float
     memory_bytes: int
     kernel_launch_overhead_s: float
+    stream_bandwidth_bytes_per_s: float | None = None
     cache_bytes: int | None = None
     cache_bandwidth_bytes_per_s: float | None = None
     fresh_memory_threshold_bytes: int | None = None
@@ -175,6 +181,12 @@ class HardwareSpec:
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
     path: str = ""
+
+    @property
+    def memory_rate(self) -> float:
+        """Bytes a second a streaming kernel moves: the measured (or estimated) streaming rate
+        where the catalog gives one, else the datasheet's bandwidth."""
+        return self.stream_bandwidth_bytes_per_s or self.memory_bandwidth_bytes_per_s
 
     def peak(self, dtype: Any = "float32", matrix: bool = False) -> float:
         """Peak FLOP/s for ``dtype`` (a name or anything with ``.name``).
@@ -494,6 +506,7 @@ class _Reader:
 
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
+    " stream_bandwidth_bytes_per_s"
     " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
     " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads conv_algorithms clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
     " switch_cpu_share".split()
@@ -514,6 +527,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         peak_flops=r.per_dtype("peak_flops", required=True),
         matrix_peak_flops=r.per_dtype("matrix_peak_flops", required=tpu),
         memory_bandwidth_bytes_per_s=r.number("memory_bandwidth_bytes_per_s"),
+        stream_bandwidth_bytes_per_s=r.number("stream_bandwidth_bytes_per_s", required=False),
         memory_bytes=r.number("memory_bytes", integer=True),
         kernel_launch_overhead_s=r.number("kernel_launch_overhead_s"),
         cache_bytes=r.number("cache_bytes", required=False, integer=True),
@@ -547,6 +561,13 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         notes=r.notes,
         path=str(r.path),
     )
+    stream = spec.stream_bandwidth_bytes_per_s
+    if stream is not None and stream > spec.memory_bandwidth_bytes_per_s:
+        raise r.error(
+            "stream_bandwidth_bytes_per_s",
+            f"{stream:g} B/s is above memory_bandwidth_bytes_per_s "
+            f"({spec.memory_bandwidth_bytes_per_s:g}): a streaming kernel cannot beat the peak",
+        )
     share = spec.switch_cpu_share
     if share is not None and share > 4.0:
         raise r.error("switch_cpu_share", f"must be at most 4, got {share:g}")
