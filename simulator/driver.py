@@ -283,7 +283,7 @@ class _Driver(WorkerFaults, OverlappedStep):
         self._open_record(0, 0.0)
         if self.learner is not None:
             self.learner.checkpoint(0)
-        self.procs = [env.process(self._worker(i)) for i in range(self.n_tasks)]
+        self._start_workers()
         if self.failures:
             env.process(self._fail_loop())
         t0 = time.perf_counter()
@@ -297,6 +297,12 @@ class _Driver(WorkerFaults, OverlappedStep):
             ) from None
         wall = time.perf_counter() - t0
         return self._result(wall)
+
+    def _start_workers(self) -> None:
+        """One SimPy process a worker (``WorkerFaults._worker``); a driver may run its workers
+        as callbacks instead where nothing can interrupt them."""
+        env = self.env
+        self.procs = [env.process(self._worker(i)) for i in range(self.n_tasks)]
 
     def _build(self) -> None:
         """Create the network (PS drivers) and per-run state; subclasses extend."""

@@ -42,12 +42,23 @@ OnPart = Callable[[int, float], None]
 
 class Transfer:
     """One worker's pull or push: one part per PS group. ``event`` succeeds when every part has
-    arrived; ``on_part(group, now)`` is called as each part arrives."""
+    arrived, or, where the transfer was made with ``on_done`` (``event`` None), ``on_done()`` is
+    called then, at once; ``on_part(group, now)`` is called as each part arrives."""
 
-    __slots__ = ("event", "left", "on_part", "worker", "flows", "cancelled", "direction")
+    __slots__ = ("event", "left", "on_part", "on_done", "env", "worker", "flows", "cancelled",
+                 "direction")  # fmt: skip
 
-    def __init__(self, event: simpy.Event, worker: int, on_part: OnPart | None, direction: Any):
-        self.event = event
+    def __init__(
+        self,
+        env: simpy.Environment,
+        worker: int,
+        on_part: OnPart | None,
+        direction: Any,
+        on_done: Callable[[], None] | None = None,
+    ):
+        self.env = env
+        self.event = env.event() if on_done is None else None
+        self.on_done = on_done
         self.direction = direction
         self.worker = worker
         self.on_part = on_part
@@ -55,15 +66,26 @@ class Transfer:
         self.flows: list[Any] = []  # the network's bundles, one per part
         self.cancelled = False
 
+    @property
+    def finished(self) -> bool:
+        """Every part has arrived (the event, if any, has been triggered)."""
+        return self.event.triggered if self.event is not None else self.left == 0
+
     def _part_done(self, group: int) -> None:
         if self.cancelled:
             return
         self.left -= 1
         if self.on_part is not None:
-            self.on_part(group, self.event.env.now)
+            self.on_part(group, self.env.now)
         if self.left == 0:
             self.flows = []  # no reference cycles left for the garbage collector
+            self._finish()
+
+    def _finish(self) -> None:
+        if self.event is not None:
             self.event.succeed()
+        elif not self.cancelled:
+            self.on_done()
 
 
 # ---- the facade ------------------------------------------------------------------------------
@@ -122,10 +144,16 @@ class PSNetwork:
         self._worker_up = [fabric.uplink[f"w{i}"] for i in range(len(self.worker_nics))]
 
     def pull(
-        self, worker: int, parts: Sequence[tuple[int, float]], on_part: OnPart | None = None
+        self,
+        worker: int,
+        parts: Sequence[tuple[int, float]],
+        on_part: OnPart | None = None,
+        on_done: Callable[[], None] | None = None,
     ) -> Transfer:
-        """Worker ``worker`` reads ``bytes`` from each shard of each (group, bytes) part."""
-        return self._start(True, worker, parts, on_part)
+        """Worker ``worker`` reads ``bytes`` from each shard of each (group, bytes) part. With
+        ``on_done``, the transfer has no event: ``on_done()`` is called when the last part has
+        arrived (a SimPy event fewer per transfer)."""
+        return self._start(True, worker, parts, on_part, 0.0, on_done)
 
     def push(
         self,
@@ -133,31 +161,36 @@ class PSNetwork:
         parts: Sequence[tuple[int, float]],
         on_part: OnPart | None = None,
         delay: float = 0.0,
+        on_done: Callable[[], None] | None = None,
     ) -> Transfer:
         """Worker ``worker`` sends ``bytes`` to each shard of each (group, bytes) part, leaving
-        ``delay`` seconds from now (``Network.bundle``)."""
-        return self._start(False, worker, parts, on_part, delay)
+        ``delay`` seconds from now (``Network.bundle``); ``on_done`` as ``pull``'s."""
+        return self._start(False, worker, parts, on_part, delay, on_done)
 
     def cancel(self, transfer: Transfer) -> None:
         """Abandon a transfer (its worker or PS died): it never completes, and its flows leave
         the links now."""
-        if not (transfer.event.triggered or transfer.cancelled):
+        if not (transfer.finished or transfer.cancelled):
             transfer.cancelled = True
             for bundle in transfer.flows:
                 self.network.cancel(bundle)
             transfer.flows = []
 
     def _start(
-        self, pull: bool, worker: int, parts: Any, on_part: Any, delay: float = 0.0
+        self,
+        pull: bool,
+        worker: int,
+        parts: Any,
+        on_part: Any,
+        delay: float = 0.0,
+        on_done: Callable[[], None] | None = None,
     ) -> Transfer:
         if not 0 <= worker < len(self.worker_nics):
             raise ValueError(f"unknown worker {worker}; this network has {len(self.worker_nics)}")
-        tr = Transfer(self.env.event(), worker, on_part, pull)
-        if not parts:
-            if delay:  # (nothing to send: done when it would have left)
-                self.env.timeout(delay).callbacks.append(
-                    lambda _e: tr.cancelled or tr.event.succeed()
-                )
+        tr = Transfer(self.env, worker, on_part, pull, on_done)
+        if not parts:  # (nothing to send: done when it would have left)
+            if delay or on_done is not None:
+                self.env.timeout(delay).callbacks.append(lambda _e: tr.cancelled or tr._finish())
             else:
                 tr.event.succeed()
             return tr

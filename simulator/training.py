@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from functools import partial
 from typing import Any
 
 import simpy
@@ -154,6 +155,56 @@ class SyncPS(_Driver):
         self.acc: list[list[Any]] = [[] for _ in range(G)]
         self.contrib: list[set[int]] = [set() for _ in range(G)]
         self.n_applied = 0
+
+    def _start_workers(self) -> None:
+        """Without a learner, message costs, a shared machine, overlap, failures or a token
+        queue, a worker's step is a chain of callbacks (``_chain_*``: the pull's end issues the
+        push, to leave when the compute ends; the push's end starts the next step or waits for
+        the release): no process and no SimPy event of its own, the same actions in the same
+        order as ``_loop``'s plain branch (tested: identical frames). A process resumes after
+        the events already due at its instant, a callback at once: the two orders agree unless
+        a release can fall at the instant of a push's end, so every shard's take and update
+        must take time (else the processes run)."""
+        if (self.msg_on or self.machine is not None or self.learner is not None or self.overlap
+                or self.failures or self.twice
+                or any(self.group_take_s[g] + self.group_apply_s[g] <= 0
+                       for g in self.active_groups)):  # fmt: skip
+            super()._start_workers()
+            return
+        self.procs = []
+        # (processes start at once, in order, before anything else at time 0: so do these)
+        self.env.timeout(0).callbacks.append(
+            lambda _e: [self._chain_step(i) for i in range(self.n_tasks)]
+        )
+
+    def _chain_step(self, i: int, _event: Any = None) -> None:
+        """Worker ``i`` starts a step: pulls, or waits for the release (``_loop``, plain)."""
+        if self.step <= self.last_tag[i]:
+            self.release.callbacks.append(partial(self._chain_step, i))
+            return
+        tag = self.step
+        t0 = self.env.now
+        self.inflight[i] = self.net.pull(
+            i, self.parts, on_done=lambda: self._chain_pulled(i, tag, t0)
+        )
+
+    def _chain_pulled(self, i: int, tag: int, t0: float) -> None:
+        t1 = self.env.now
+        c = self._compute_s(i, tag)
+        g = _Grad(i, tag, tag)
+        g.phases = (t0, t1, t1 + c, math.nan)
+        self.inflight[i] = self.net.push(
+            i, self.parts, lambda grp, now: self._arrive(g, grp), c,
+            on_done=lambda: self._chain_pushed(i, g),
+        )  # fmt: skip
+
+    def _chain_pushed(self, i: int, g: _Grad) -> None:
+        self.inflight[i] = None
+        t0, t1, t2, _ = g.phases
+        g.phases = (t0, t1, t2, self.env.now)
+        self._pushed(g)
+        self.last_tag[i] = g.tag
+        self._chain_step(i)
 
     def _loop(self, i: int) -> Any:
         env, net, parts, learner = self.env, self.net, self.parts, self.learner

@@ -572,6 +572,33 @@ def test_a_push_issued_as_the_compute_starts_gives_the_same_run():
         assert len(a.completed) == 30 and a.events < b.events
 
 
+def test_workers_run_as_callbacks_give_the_same_run():
+    """Without failures (nor a learner, messages or a token queue) SyncPS runs each worker as a
+    chain of callbacks, with no process or transfer event of its own; with stragglers, backup
+    workers, two shard groups and a zero-latency network, the frames equal those of the
+    learner's path (a process a worker), whose pull, compute and push are an event each. An
+    update of no time releases the step at the instant of the last push's end, where the order
+    of a callback and a process differ: the processes run then (same frames)."""
+    two = ReplicaProfile(C, {"a": (300_000, 0), "b": (700_000, 1)}, apply_s=A)
+    for prof, nic, kw in (
+        (profile(), (W, L), {"n_backup": 0}),
+        (profile(), (W, L), {"n_backup": 2}),
+        (two, (W, 0.0), {"n_backup": 1, "n_ps": 2}),
+        (profile(apply=0.0), (W, L), {"n_backup": 1}),
+    ):
+        runs = []
+        chained = prof.apply_s > 0
+        for learner in (None, Learner()):
+            s = LogNormal(0.3, np.random.default_rng(7))
+            d = SyncPS(prof, 5, nic=nic, straggler=s, learner=learner, **kw)
+            runs.append(d.run(25))
+            assert (d.procs == []) == (learner is None and chained)
+        a, b = runs
+        pd.testing.assert_frame_equal(a.steps, b.steps)
+        pd.testing.assert_frame_equal(a.gradients, b.gradients)
+        assert len(a.completed) == 25 and a.events + (3 * 5 * 25 if chained else 1) <= b.events
+
+
 def test_ps_kernels_that_keep_one_core_busy_run_side_by_side_on_a_shared_machine():
     """Two PS tasks on one machine of 2 cores, one variable each: updates that keep all its
     cores busy take turns (a step of C + 2A), single-core ones run side by side (C + A), as the
