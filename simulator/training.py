@@ -447,6 +447,42 @@ class AsyncPS(_Driver):
         kw.pop("n_backup", None)
         super().__init__(profile, n_workers, 0, n_ps, nic=nic, **kw)
 
+    def _start_workers(self) -> None:
+        """Without a learner, message costs, a shared machine, overlap or failures, a worker's
+        step is a chain of callbacks (as SyncPS's): the pull's end issues the push, to leave
+        when the compute ends, and the gradient's apply (its event, kept so that the next step
+        starts where the process would resume) starts the next step. The same frames as the
+        processes (tested), two SimPy events a step fewer."""
+        if self.msg_on or self.machine is not None or self.learner is not None or self.overlap \
+                or self.failures:  # fmt: skip
+            super()._start_workers()
+            return
+        self.procs = []
+        self.env.timeout(0).callbacks.append(
+            lambda _e: [self._chain_step(i) for i in range(self.n_tasks)]
+        )
+
+    def _chain_step(self, i: int, _event: Any = None) -> None:
+        read = self.step
+        t0 = self.env.now
+        self.inflight[i] = self.net.pull(
+            i, self.parts, on_done=lambda: self._chain_pulled(i, read, t0)
+        )
+
+    def _chain_pulled(self, i: int, read: int, t0: float) -> None:
+        t1 = self.env.now
+        c = self._compute_s(i, read)
+        g = _Grad(i, read, read)
+        g.phases = (t0, t1, t1 + c, math.nan)
+        g.left = len(self.parts)
+        g.event = self.env.event()
+        g.event.callbacks.append(partial(self._chain_step, i))
+        g.copied = 0.0
+        self.inflight[i] = self.net.push(
+            i, self.parts, lambda grp, now: self._arrive(g, grp), c,
+            on_done=lambda: self._push_done(g),
+        )  # fmt: skip
+
     def _loop(self, i: int) -> Any:
         env, net, parts, learner = self.env, self.net, self.parts, self.learner
         msg = self.msg_on

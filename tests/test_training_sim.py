@@ -599,6 +599,28 @@ def test_workers_run_as_callbacks_give_the_same_run():
         assert len(a.completed) == 25 and a.events + (3 * 5 * 25 if chained else 1) <= b.events
 
 
+def test_async_workers_run_as_callbacks_give_the_same_run():
+    """AsyncPS likewise runs its workers as callbacks without failures (nor a learner, messages
+    or a shared machine): with stragglers, two shard groups, a zero-latency network and updates
+    of no time, the frames equal the learner's path (a process a worker), in fewer events."""
+    two = ReplicaProfile(C, {"a": (300_000, 0), "b": (700_000, 1)}, apply_s=A)
+    for prof, nic, kw in (
+        (profile(), (W, L), {}),
+        (two, (W, 0.0), {"n_ps": 2}),
+        (profile(apply=0.0), (W, L), {}),
+    ):
+        runs = []
+        for learner in (None, Learner()):
+            s = LogNormal(0.3, np.random.default_rng(11))
+            d = AsyncPS(prof, 4, nic=nic, straggler=s, learner=learner, **kw)
+            runs.append(d.run(60))
+            assert (d.procs == []) == (learner is None)
+        a, b = runs
+        pd.testing.assert_frame_equal(a.steps, b.steps)
+        pd.testing.assert_frame_equal(a.gradients, b.gradients)
+        assert a.events + 2 * 60 <= b.events
+
+
 def test_ps_kernels_that_keep_one_core_busy_run_side_by_side_on_a_shared_machine():
     """Two PS tasks on one machine of 2 cores, one variable each: updates that keep all its
     cores busy take turns (a step of C + 2A), single-core ones run side by side (C + A), as the
