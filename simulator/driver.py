@@ -456,19 +456,22 @@ class _Driver(WorkerFaults, OverlappedStep):
         self.w_free[i] = end
         return end
 
-    def _ps_msg(self, g: int, now: float, seconds: float) -> float:
-        """Each shard of group ``g`` handles ``seconds`` of messages from ``now``; returns when
-        the last is done. Shards on hosts of their own are alike, so one stands for all; on
-        one machine (``machine_cores``) every shard's work takes its cores."""
+    def _ps_msg(self, g: int, now: float, seconds: float, first: float = 0.0) -> float:
+        """Each shard of group ``g`` handles ``seconds`` of messages from ``now``, its first
+        shard ``first`` more (the global step's task: the token it serves); returns when the
+        last is done. Shards on hosts of their own are alike, so one stands for all (the first,
+        the longest); on one machine (``machine_cores``) every shard's handler takes its
+        cores, after its own earlier messages."""
         hc = self.ps_cpu[g]
         if self.machine is not None:  # each shard's handler on the machine's cores
             free = self.shard_free[g]
-            ends = [hc.reserve(max(now, f), seconds, 1) for f in free]
+            ends = [hc.reserve(max(now, f), seconds + (first if k == 0 else 0.0), 1)
+                    for k, f in enumerate(free)]  # fmt: skip
             free[:] = ends
             return max(ends)
         if self.ps_free[g] > now:
             now = self.ps_free[g]
-        end = self.ps_free[g] = hc.reserve(now, seconds, 1)
+        end = self.ps_free[g] = hc.reserve(now, seconds + first, 1)
         return end
 
     def _ps_kernel(self, g: int, now: float, seconds: float, serial: float = 0.0) -> float:

@@ -322,11 +322,12 @@ class SyncPS(_Driver):
 
     def _ps_replies(self, grp: int, at: float) -> None:
         """A shard's partition of the step is done at ``at``: it replies to every worker's
-        RunGraph call, one after another; each reply reaches its worker after the latency."""
-        t = at
-        each = self.msg_ps + (self.token_ps if grp == self.token_group else 0.0)
+        RunGraph call, one after another (on one machine each shard's handler in its own
+        sequence: a shard does not wait for another's reply); each reply reaches its worker
+        after the latency. Only the global step's task serves the tokens."""
+        token = self.token_ps if grp == self.token_group else 0.0
         for i in range(self.n_tasks):
-            t = self._ps_msg(grp, t, each)
+            t = self._ps_msg(grp, at, self.msg_ps, token)
             arrive = t + self._to_worker(i)
             if arrive > self.reply_at[i]:
                 self.reply_at[i] = arrive

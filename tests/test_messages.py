@@ -407,6 +407,24 @@ def test_step_level_ps_shards_of_one_machine_each_take_its_cores():
         assert two == pytest.approx(600e-6 * w, rel=0.01)
 
 
+def test_only_the_global_steps_ps_task_serves_the_tokens():
+    """With TF's SyncReplicasOptimizer each PS task of a worker step also receives the
+    worker's local step (2 ends of 100 us) and the queue runner's call (2 ends a global step),
+    and the global step's task alone serves each worker its token (2 ends). Two PS tasks alike
+    (one group) on one core take turns: W x 800 + 200 us for the second task, that plus W x 200
+    for the first; on machines of their own the first is the longest."""
+    prof = ReplicaProfile(
+        1e-6, dense={"a": (4, 0), "b": (4, 1)}, worker_message_s=0.0, ps_message_s=1e-4
+    )
+    for w in (1, 2):
+        kw = {"n_ps": 2, "nic": (1e12, 0.0), "sync_replicas": True}
+        one = SyncPS(prof, w, machine_cores=1, **kw).run(8).step_time()
+        apart = SyncPS(prof, w, **kw).run(8).step_time()
+        second = w * 800e-6 + 200e-6
+        assert one == pytest.approx(2 * second + w * 200e-6, rel=0.01)
+        assert apart == pytest.approx(second + w * 200e-6, rel=0.01)
+
+
 class _Cores(Roofline):
     """The roofline's times, and a fixed number of cores every kernel keeps busy (a measured
     profile's ``threads``)."""
