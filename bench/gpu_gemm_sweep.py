@@ -64,8 +64,9 @@ def operands(m: int, n: int, k: int, a_t: str, b_t: str, dtype) -> tuple:
     return x1, x2
 
 
-def graph_seconds(fn) -> float:
-    """Seconds a call: the best of REPLAYS replays of a CUDA graph of back-to-back calls."""
+def graph_seconds(fn, calls: int | None = None) -> float:
+    """Seconds a call: the best of REPLAYS replays of a CUDA graph of ``calls`` back-to-back
+    calls (default: enough for REPLAY_S a replay, at most MAX_CALLS)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -73,11 +74,13 @@ def graph_seconds(fn) -> float:
             fn()
     torch.cuda.current_stream().wait_stream(s)
     a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    a.record()
-    fn()
-    b.record()
-    b.synchronize()
-    calls = int(max(2, min(MAX_CALLS, REPLAY_S / max(a.elapsed_time(b) / 1e3, 1e-7))))
+    if calls is None:
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        calls = int(max(2, min(MAX_CALLS, REPLAY_S / max(a.elapsed_time(b) / 1e3, 1e-7))))
+    torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         for _ in range(calls):
@@ -89,6 +92,7 @@ def graph_seconds(fn) -> float:
         b.record()
         b.synchronize()
         best = min(best, a.elapsed_time(b) / 1e3 / calls)
+    del g
     return best
 
 

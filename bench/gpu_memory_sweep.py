@@ -24,39 +24,11 @@ import os
 import sys
 import time
 
-try:
-    import torch
-except ImportError:
-    torch = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_gemm_sweep import graph_seconds, torch  # noqa: E402 - the CUDA-graph timing, shared
 
 OUT = os.environ.get("OUT", ".")
 SIZES = [1 << k for k in range(20, 32)]  # bytes a buffer: 1 MiB .. 2 GiB
-REPLAYS = 5
-
-
-def graph_time(fn, calls: int) -> float:
-    """Seconds a call: the best of REPLAYS replays of a CUDA graph of ``calls`` calls."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    best = float("inf")
-    for _ in range(REPLAYS + 1):  # the first replay uploads the graph: not counted
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        best = min(best, a.elapsed_time(b) / 1e3 / calls)
-    del g
-    return best
 
 
 def eager_time(fn, calls: int) -> float:
@@ -88,7 +60,7 @@ def main() -> int:
             ("scale", lambda s=src, d=dst: torch.mul(s, 3.0, out=d), 2 * size),
             ("read", lambda s=src: torch.sum(s), size),
         ):
-            t = graph_time(fn, calls)
+            t = graph_seconds(fn, calls)
             rows.append({"kind": kind, "bytes": size, "moved": moved, "seconds": t,
                          "rate_gbs": moved / t / 1e9})  # fmt: skip
             print(f"{kind:6s} {size:>11d} B  {t * 1e6:10.2f} us  {moved / t / 1e9:8.1f} GB/s")
@@ -96,7 +68,7 @@ def main() -> int:
         torch.cuda.empty_cache()
     one = torch.zeros(1, device="cuda")
     for calls in (100, 1000):
-        t = graph_time(lambda: one.add_(1.0), calls)
+        t = graph_seconds(lambda: one.add_(1.0), calls)
         rows.append({"kind": f"tiny_graph_{calls}", "bytes": 4, "moved": 8, "seconds": t,
                      "rate_gbs": 0.0})  # fmt: skip
         print(f"tiny kernel in a graph of {calls}: {t * 1e6:.2f} us a kernel")

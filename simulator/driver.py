@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -303,6 +303,25 @@ class _Driver(WorkerFaults, OverlappedStep):
         as callbacks instead where nothing can interrupt them."""
         env = self.env
         self.procs = [env.process(self._worker(i)) for i in range(self.n_tasks)]
+
+    def _chain_pull(self, i: int, tag: int, computing: Callable[[_Grad], Callable]) -> None:
+        """Worker ``i`` as a chain of callbacks (drivers' ``_start_workers``): it pulls; at the
+        pull's end it computes for step ``tag`` (its straggler factor drawn then, as the
+        process draws it) and issues its gradient's push, to leave when the compute ends.
+        ``computing(g)`` readies the gradient and returns what the push's end calls."""
+        t0 = self.env.now
+
+        def pulled() -> None:
+            t1 = self.env.now
+            c = self._compute_s(i, tag)
+            g = _Grad(i, tag, tag)
+            g.phases = (t0, t1, t1 + c, math.nan)
+            done = computing(g)
+            self.inflight[i] = self.net.push(
+                i, self.parts, lambda grp, now: self._arrive(g, grp), c, on_done=done
+            )
+
+        self.inflight[i] = self.net.pull(i, self.parts, on_done=pulled)
 
     def _build(self) -> None:
         """Create the network (PS drivers) and per-run state; subclasses extend."""

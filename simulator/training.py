@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -182,21 +183,7 @@ class SyncPS(_Driver):
         if self.step <= self.last_tag[i]:
             self.release.callbacks.append(partial(self._chain_step, i))
             return
-        tag = self.step
-        t0 = self.env.now
-        self.inflight[i] = self.net.pull(
-            i, self.parts, on_done=lambda: self._chain_pulled(i, tag, t0)
-        )
-
-    def _chain_pulled(self, i: int, tag: int, t0: float) -> None:
-        t1 = self.env.now
-        c = self._compute_s(i, tag)
-        g = _Grad(i, tag, tag)
-        g.phases = (t0, t1, t1 + c, math.nan)
-        self.inflight[i] = self.net.push(
-            i, self.parts, lambda grp, now: self._arrive(g, grp), c,
-            on_done=lambda: self._chain_pushed(i, g),
-        )  # fmt: skip
+        self._chain_pull(i, self.step, lambda g: partial(self._chain_pushed, i, g))
 
     def _chain_pushed(self, i: int, g: _Grad) -> None:
         self.inflight[i] = None
@@ -464,25 +451,14 @@ class AsyncPS(_Driver):
         )
 
     def _chain_step(self, i: int, _event: Any = None) -> None:
-        read = self.step
-        t0 = self.env.now
-        self.inflight[i] = self.net.pull(
-            i, self.parts, on_done=lambda: self._chain_pulled(i, read, t0)
-        )
+        self._chain_pull(i, self.step, partial(self._chain_computing, i))
 
-    def _chain_pulled(self, i: int, read: int, t0: float) -> None:
-        t1 = self.env.now
-        c = self._compute_s(i, read)
-        g = _Grad(i, read, read)
-        g.phases = (t0, t1, t1 + c, math.nan)
+    def _chain_computing(self, i: int, g: _Grad) -> Callable[[], None]:
         g.left = len(self.parts)
-        g.event = self.env.event()
+        g.event = self.env.event()  # (applied: the next step starts where the process would)
         g.event.callbacks.append(partial(self._chain_step, i))
         g.copied = 0.0
-        self.inflight[i] = self.net.push(
-            i, self.parts, lambda grp, now: self._arrive(g, grp), c,
-            on_done=lambda: self._push_done(g),
-        )  # fmt: skip
+        return partial(self._push_done, g)
 
     def _loop(self, i: int) -> Any:
         env, net, parts, learner = self.env, self.net, self.parts, self.learner
