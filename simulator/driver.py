@@ -299,10 +299,31 @@ class _Driver(WorkerFaults, OverlappedStep):
         return self._result(wall)
 
     def _start_workers(self) -> None:
-        """One SimPy process a worker (``WorkerFaults._worker``); a driver may run its workers
-        as callbacks instead where nothing can interrupt them."""
+        """One SimPy process a worker (``WorkerFaults._worker``), or, where the driver says its
+        workers may run as chains of callbacks (``_chainable``), ``_chain_step`` for each, in
+        order, before anything else at time 0 (where the processes would start)."""
         env = self.env
-        self.procs = [env.process(self._worker(i)) for i in range(self.n_tasks)]
+        if self._chainable():
+            self.procs = []
+            env.timeout(0).callbacks.append(
+                lambda _e: [self._chain_step(i) for i in range(self.n_tasks)]
+            )
+        else:
+            self.procs = [env.process(self._worker(i)) for i in range(self.n_tasks)]
+
+    def _chainable(self) -> bool:
+        """Whether the workers may run as callbacks (a driver that has a ``_chain_step`` says
+        when; none by default)."""
+        return False
+
+    def _plain_steps(self) -> bool:
+        """Nothing can interrupt a worker (no failures) and its steps are plain: no learner,
+        message costs, shared machine or overlap (what chained workers need)."""
+        return not (self.msg_on or self.machine is not None or self.learner is not None
+                    or self.overlap or self.failures)  # fmt: skip
+
+    def _chain_step(self, i: int, _event: Any = None) -> None:
+        raise NotImplementedError
 
     def _chain_pull(self, i: int, tag: int, computing: Callable[[_Grad], Callable]) -> None:
         """Worker ``i`` as a chain of callbacks (drivers' ``_start_workers``): it pulls; at the

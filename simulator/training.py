@@ -157,7 +157,7 @@ class SyncPS(_Driver):
         self.contrib: list[set[int]] = [set() for _ in range(G)]
         self.n_applied = 0
 
-    def _start_workers(self) -> None:
+    def _chainable(self) -> bool:
         """Without a learner, message costs, a shared machine, overlap, failures or a token
         queue, a worker's step is a chain of callbacks (``_chain_*``: the pull's end issues the
         push, to leave when the compute ends; the push's end starts the next step or waits for
@@ -166,17 +166,9 @@ class SyncPS(_Driver):
         the events already due at its instant, a callback at once: the two orders agree unless
         a release can fall at the instant of a push's end, so every shard's take and update
         must take time (else the processes run)."""
-        if (self.msg_on or self.machine is not None or self.learner is not None or self.overlap
-                or self.failures or self.twice
-                or any(self.group_take_s[g] + self.group_apply_s[g] <= 0
-                       for g in self.active_groups)):  # fmt: skip
-            super()._start_workers()
-            return
-        self.procs = []
-        # (processes start at once, in order, before anything else at time 0: so do these)
-        self.env.timeout(0).callbacks.append(
-            lambda _e: [self._chain_step(i) for i in range(self.n_tasks)]
-        )
+        return (self._plain_steps() and not self.twice
+                and all(self.group_take_s[g] + self.group_apply_s[g] > 0
+                        for g in self.active_groups))  # fmt: skip
 
     def _chain_step(self, i: int, _event: Any = None) -> None:
         """Worker ``i`` starts a step: pulls, or waits for the release (``_loop``, plain)."""
@@ -435,20 +427,13 @@ class AsyncPS(_Driver):
         kw.pop("n_backup", None)
         super().__init__(profile, n_workers, 0, n_ps, nic=nic, **kw)
 
-    def _start_workers(self) -> None:
+    def _chainable(self) -> bool:
         """Without a learner, message costs, a shared machine, overlap or failures, a worker's
         step is a chain of callbacks (as SyncPS's): the pull's end issues the push, to leave
         when the compute ends, and the gradient's apply (its event, kept so that the next step
         starts where the process would resume) starts the next step. The same frames as the
         processes (tested), two SimPy events a step fewer."""
-        if self.msg_on or self.machine is not None or self.learner is not None or self.overlap \
-                or self.failures:  # fmt: skip
-            super()._start_workers()
-            return
-        self.procs = []
-        self.env.timeout(0).callbacks.append(
-            lambda _e: [self._chain_step(i) for i in range(self.n_tasks)]
-        )
+        return self._plain_steps()
 
     def _chain_step(self, i: int, _event: Any = None) -> None:
         self._chain_pull(i, self.step, partial(self._chain_computing, i))
