@@ -193,12 +193,17 @@ def step_level_step(
     machine_cores: int | None = None,
     bucket_bytes: float | None = None,
     cost_model: object = None,
+    first: bool = False,
 ) -> float:
     """Seconds per global step of the step-level driver on one replica's profile: SyncPS's
     median step ("sync"; "backup": ``workers`` gradients of ``workers`` + 1 tasks, TF's token
-    queue), or AsyncPS's simulated time over its global steps ("async"). ``machine_cores``: every
-    task on one machine of that many cores; ``cost_model`` prices the profile's ops (default:
-    the roofline)."""
+    queue), or AsyncPS's simulated time over its global steps ("async"). ``first`` (sync):
+    instead, the first step from idle as its clients see it, what ``op_level_step`` simulates:
+    from the start until the last worker's first call has returned (its replies and token
+    handled: when it starts its second step). ``machine_cores``: every task on one machine of
+    that many cores; ``cost_model`` prices the profile's ops (default: the roofline)."""
+    if first and mode != "sync":
+        raise ValueError(f"first: a synchronous run's first step only, not mode {mode!r}")
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, _input_shape(model))
         with hb.variable_scope("model"):
@@ -237,6 +242,9 @@ def step_level_step(
         machine_cores=machine_cores,
         bucket_bytes=bucket_bytes,
     )
+    if first:
+        grads = drv.run(2).gradients.sort_values(["worker", "pull_start_s"])
+        return float(grads.groupby("worker").pull_start_s.nth(1).max())
     return drv.run(steps).step_time()
 
 
