@@ -90,9 +90,10 @@ def _small_int(v: Any) -> Any:
 
 
 #: ops a shape-only simulation still runs for real: their kernels keep only synchronization
-#: state (how many gradients an accumulator holds, which step it is on) and accept placeholders,
-#: so that synchronous training (SyncReplicasOptimizer's accumulators) runs shape-only; their
-#: cost is still the cost model's
+#: state (how many gradients an accumulator holds, which step it is on; a queue's elements,
+#: placeholders or values) and accept placeholders, so that synchronous training
+#: (SyncReplicasOptimizer's accumulators and token queue) runs shape-only; their cost is still
+#: the cost model's
 _SYNC_STATE_OPS = frozenset(
     (
         "ConditionalAccumulator",
@@ -101,6 +102,10 @@ _SYNC_STATE_OPS = frozenset(
         "SparseAccumulatorApplyGradient",
         "AccumulatorSetGlobalStep",
         "AccumulatorNumAccumulated",
+        "FIFOQueue",
+        "PaddingFIFOQueue",
+        "RandomShuffleQueue",
+        "QueueSize",
     )
 )
 

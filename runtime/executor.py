@@ -214,7 +214,10 @@ def run_clocked(
     it without a clock event), else whatever the clock's next event brings (a SimPy event: a
     network flow, a Send/Recv delivery; or, on the wall clock, the next completion from another
     thread). The clock is advanced to the step's time only before something else may read or
-    schedule on it (an asynchronous node starts, the clock steps, the step ends).
+    schedule on it (an asynchronous node starts, the clock steps, the step ends). A clock with
+    ``bind(timers, completions)`` runs several steps at once (a simulated cluster's concurrent
+    clients, ``simulator/concurrent.py``): it is shown this step's heap of timed ends and its
+    completions, and is advanced at every timed end (another step may read it meanwhile).
 
     ``observer`` (see StepObserver) hears when nodes start and finish, which slots die with them
     (memory accounting, tracing) and when the step ends; an exception it raises fails the node
@@ -243,6 +246,12 @@ def run_clocked(
         put = completions.append
         now = tnow = clock.now  # the step's time; the clock catches up before others read it
     peek, advance = clock.peek, clock.advance
+    # a clock shared by several steps at once (a simulated cluster's concurrent clients) watches
+    # each step's timed ends and completions, and has the clock kept at the step's time
+    bind = getattr(clock, "bind", None)
+    eager = bind is not None
+    if eager:
+        bind(timers, completions)
     on_start = on_finish = None
     observed = observer is not None  # nodes on a stream then complete when their kernels have
     if observed:
@@ -361,6 +370,8 @@ def run_clocked(
                 outstanding -= 1
                 if not wall:
                     now = tnow = end
+                    if eager and clock.now != now:
+                        advance(now)
             elif wall or peek() != _INF:
                 node = None
                 if not wall and clock.now != now:

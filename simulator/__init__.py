@@ -1,6 +1,7 @@
 """hetbed.simulator: a SimPy cluster (hosts, links, flows) that runs hetbed graphs."""
 
 from hetbed.simulator.cluster import Cluster
+from hetbed.simulator.concurrent import run_clients
 from hetbed.simulator.failures import Failure
 from hetbed.simulator.hybrid import HybridLearner
 from hetbed.simulator.network import Link, Network
@@ -37,5 +38,6 @@ __all__ = [
     "SimSession",
     "SwitchFabric",
     "TwoLevelFabric",
+    "run_clients",
     "sim_value",
 ]

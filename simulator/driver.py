@@ -351,10 +351,17 @@ class _Driver(WorkerFaults, OverlappedStep):
         t = self.shards
         key_of: dict[tuple, int] = {}
         groups: list[list[int]] = []
+        # SyncReplicasOptimizer's global step task (SyncPS, with message costs) serves the
+        # tokens and hears from every other shard: a group of its own, however alike it is
+        p = self.profile
+        token = getattr(self, "sync_replicas", False) and (
+            p.ps_message_s > 0 or (p.ps_control_message_s or 0.0) > 0
+        )
         for k in range(self.n_ps):
             row = t.iloc[k]
             key = (row.variables > 0, row.step_bytes, row.apply_s, row.aggregate_s, row.take_s,
-                   row.apply_serial_s, row.aggregate_serial_s, row.take_serial_s)  # fmt: skip
+                   row.apply_serial_s, row.aggregate_serial_s, row.take_serial_s,
+                   token and k == 0)  # fmt: skip
             if key not in key_of:
                 key_of[key] = len(groups)
                 groups.append([])
@@ -453,6 +460,16 @@ class _Driver(WorkerFaults, OverlappedStep):
         self.token_ps = 2 * mp if tf_sync else 0.0
         self.token_w = 2 * mw if tf_sync else 0.0
         self.token_group = self.group_of[0]
+        # ... and what the real program's graph moves besides (scenarios/models/grid.py's
+        # op_level_clients shows each): the optimizer's ops are on the global step's task, so
+        # each other shard asks it for what else its update takes (a learning rate: a
+        # RecvTensor call each, every step); the token queue and the global step's increment
+        # wait for every other shard's accumulator and update (control edges: a RecvTensor
+        # call from each other shard to the global step's task, after each worker's gradient
+        # is in and after the update)
+        several = tf_sync and n_ps_active > 1
+        self.qr_inputs_ps = 2 * mp * p.update_inputs if several else 0.0
+        self.ctrl_ps = 2 * mp if several else 0.0
         self.step_bytes_all = sum(len(self.groups[g]) * nbytes[g] for g in active)
         # worker handler: its own task's reply (send + receive: its partition is done once the
         # gradients leave) and each PS task's reply (receive)

@@ -57,7 +57,7 @@ class SimRendezvous(LocalRendezvous):
     are in-process copies and cost no message time.
     """
 
-    __slots__ = ("network", "route", "parsed", "cpu_of", "called")
+    __slots__ = ("network", "route", "parsed", "cpu_of", "called", "ends")
 
     def __init__(
         self,
@@ -77,6 +77,15 @@ class SimRendezvous(LocalRendezvous):
         #: (task, client) -> when the task received the client's RunGraph request this step: a
         #: task sends a client's tensors only once that client's call has arrived
         self.called = called if called is not None else {}
+        #: cpu device -> when the last message this rendezvous's step handled there ends (a
+        #: concurrent client's RunGraph reply waits for its own messages only)
+        self.ends: dict[Any, float] = {}
+
+    def _occupy(self, cpu: Any, now: float, seconds: float, what: Any) -> float:
+        end = cpu.occupy(now, seconds, what)
+        if end > self.ends.get(cpu, 0.0):
+            self.ends[cpu] = end
+        return end
 
     def send(self, key: str, value: Any) -> None:
         p = self.parsed.get(key)
@@ -107,7 +116,9 @@ class SimRendezvous(LocalRendezvous):
         called = self.called.get(p[6])
         if called is not None and called > now:
             now = called
-        ready = src_cpu.occupy(now, _end_cost(src_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR))
+        ready = self._occupy(
+            src_cpu, now, _end_cost(src_cpu, nbytes), SoftwareWork(p[3], _RECV_TENSOR)
+        )
         if ready > env.now:
             env.timeout(ready - env.now).callbacks.append(
                 lambda _e: self._flow(p, key, value, nbytes)
@@ -138,7 +149,7 @@ class SimRendezvous(LocalRendezvous):
         now = max(env.now, copied) + dst_cpu.perf_spec.message_latency_s  # (handed over)
         # the receiver's end also faults in the new array the bytes land in
         cost = _end_cost(dst_cpu, nbytes) + dst_cpu.perf_spec.fresh_seconds(nbytes)
-        done = dst_cpu.occupy(now, cost, SoftwareWork(p[3], _RECV_TENSOR))
+        done = self._occupy(dst_cpu, now, cost, SoftwareWork(p[3], _RECV_TENSOR))
         if done > env.now:
             env.timeout(done - env.now).callbacks.append(lambda _e: self._deliver(key, value))
         else:
@@ -240,6 +251,11 @@ class RunRecord:
         self._frames: dict[str, pd.DataFrame] = {}
 
     @property
+    def start_s(self) -> float:
+        """When the step began, on the cluster's clock (simulated seconds since it started)."""
+        return self._raw[4]
+
+    @property
     def ops(self) -> pd.DataFrame:
         f = self._frames.get("ops")
         if f is None:
@@ -324,6 +340,13 @@ class SimSession(BaseSession):
     RunRecord as it is made (to stream them to disk or an aggregator). With a bound, the
     cluster network's own flow list (``network.records``, ``flow_frame()``) is trimmed to the
     current step's flows after each step; each kept RunRecord holds its own.
+
+    ``shared_resources``: the session's variables, queues and accumulators live in the
+    cluster's tasks, shared with every other such session of the cluster (as a real cluster's
+    servers keep them for every client), not in the session. Between-graph replication op by
+    op: one such session per client (each its own graph), run at once by
+    ``hetbed.simulator.run_clients`` (simulator/concurrent.py); a session run there keeps, in
+    its RunRecords, its own ops and no flows or device rows.
     """
 
     def __init__(
@@ -335,6 +358,7 @@ class SimSession(BaseSession):
         on_record: Callable[[RunRecord], Any] | None = None,
         precision: str | None = None,
         client: str | list[str] | None = None,
+        shared_resources: bool = False,
     ):
         if keep_records is not None and (
             isinstance(keep_records, bool) or not isinstance(keep_records, int) or keep_records < 1
@@ -354,6 +378,10 @@ class SimSession(BaseSession):
         #: the simulated time of every step run, in order
         self.step_times: list[float] = []
         self._charged_vars: set[str] = set()
+        if shared_resources:  # the tasks' resources: the cluster's, for every shared session
+            if not hasattr(cluster, "shared_resources"):
+                cluster.shared_resources = ({}, set())
+            self._resources, self._charged_vars = cluster.shared_resources
         self._parsed_keys: dict[str, tuple] = {}  # rendezvous key -> route and names
         self.clients = self._clients(client)
         self._called: dict[tuple[str, str], float] = {}  # see SimRendezvous.called
@@ -403,7 +431,7 @@ class SimSession(BaseSession):
 
     def _rendezvous(self) -> Any:
         cpu_of = getattr(self.cluster, "task_cpu", None)
-        return SimRendezvous(
+        self._rdv = SimRendezvous(
             self.cluster.network,
             self.cluster.route,
             self._parsed_keys,
@@ -411,6 +439,7 @@ class SimSession(BaseSession):
             self._called,
             getattr(self.cluster, "collective", "ring"),
         )
+        return self._rdv
 
     def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:
         """Every node runs on a simulated device's clock or is asynchronous (Send/Recv, queues):
@@ -419,20 +448,33 @@ class SimSession(BaseSession):
         (see ``run``)."""
         prep = plan.prepared
         observer = BufferAccounting(prep, prep.extensions["sim"])
-        calls = self._run_graph_requests(prep.extensions["tasks"])
-        run_step(prep, vals, step, self.cluster.env, observer)
+        conductor = self._conductor()
+        calls = self._run_graph_requests(prep.extensions["tasks"], gate=conductor is None)
+        clock = self.cluster.env
+        if conductor is not None:  # one of several clients: its step starts once its calls
+            clock = conductor.clock()  # have arrived (its own task's last), on its own clock
+            conductor.sleep_until(max(self._called.values(), default=clock.now))
+            self._own_ops = {n.op for n in prep.nodes}  # (what its records keep)
+        run_step(prep, vals, step, clock, observer)
         if calls:
-            self._run_graph_replies(calls)
+            self._run_graph_replies(calls, conductor)
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
-    def _run_graph_requests(self, tasks: list[str]) -> list[tuple]:
+    def _conductor(self) -> Any:
+        """The conductor running this thread as one of the cluster's clients (``run_clients``),
+        else None."""
+        c = getattr(self.cluster, "conductor", None)
+        return c if c is not None and c.client() is not None else None
+
+    def _run_graph_requests(self, tasks: list[str], gate: bool = True) -> list[tuple]:
         """The step's RunGraph calls, as in the real runtime: each client spends its host's
         ``step_s`` (the catalog's ``step_overhead_s``: Session.run's own work), then calls
         RunGraph on every task of the step that is not a client, then on its own task; a
         request is a message,
         sent by the client's CPU and received by the task's (``DevicePerf.control_s`` each,
         handled in time order on their hosts' cores) after the route's latency, and the task's
-        devices start the step only then. Returns the calls for ``_run_graph_replies``."""
+        devices start the step only then (``gate``; a concurrent client's step waits for its
+        calls instead, ``_execute``). Returns the calls for ``_run_graph_replies``."""
         clients = self.clients
         if not clients:
             return []
@@ -458,7 +500,7 @@ class SimSession(BaseSession):
                     work_c = SoftwareWork(c, "Session.run")
                     begin = master.occupy(now, master.perf_spec.step_s, work_c)
                     heapq.heappush(heap, (begin, len(heap), "send", master, targets))
-            self._calls(heap, work, calls, started)
+            self._calls(heap, work, calls, started if gate else None)
         return calls
 
     def _calls(self, heap: list[tuple], work: Any, calls: list[tuple], started: set) -> None:
@@ -482,24 +524,28 @@ class SimSession(BaseSession):
                 if got < self._called.get(key, math.inf):
                     self._called[key] = got
                 devices = self.cluster.task_devices(task)
-                if task not in started:
+                if started is not None and task not in started:
                     started.add(task)
                     for d in devices:
                         if d.busy_until < got:
                             d.busy_until = got
                 calls.append((master, cpu, lat, devices))
 
-    def _run_graph_replies(self, calls: list[tuple]) -> None:
+    def _run_graph_replies(self, calls: list[tuple], conductor: Any = None) -> None:
         """Each RunGraph's reply leaves its task when the task's last work of the step ends and
         reaches its client after the latency (handled in time order); the step ends with the
-        last reply received."""
+        last reply received. (A concurrent client's: its own work, its graph's ops since its
+        step began and its own messages; it then sleeps until its last reply is in.)"""
         env = self.cluster.env
         work = SoftwareWork("RunGraph reply", "RunGraph")
         heap, done_of = [], {}
         for k, (master, cpu, lat, devices) in enumerate(calls):
             done = done_of.get(cpu)  # (a task called by several clients: once)
             if done is None:
-                done = max(max((r[2] for r in d.records), default=0.0) for d in devices)
+                if conductor is None:
+                    done = max(max((r[2] for r in d.records), default=0.0) for d in devices)
+                else:
+                    done = self._own_done(devices)
                 done_of[cpu] = done
             heap.append((done, k, True, master, cpu, lat))
         heapq.heapify(heap)
@@ -514,8 +560,23 @@ class SimSession(BaseSession):
                 heapq.heappush(heap, (sent + lat, seq, False, master, cpu, lat))
             else:
                 end = max(end, master.occupy(t, master.perf_spec.control_s, work))
-        if end > env.now:
+        if conductor is not None:
+            conductor.sleep_until(end)
+        elif end > env.now:
             env.advance(end)
+
+    def _own_done(self, devices: list) -> float:
+        """When this session's step's last work on ``devices`` (one task's) ends: its step's
+        ops since it began and its rendezvous's messages there (concurrent clients)."""
+        own, marks = self._own_ops, self._marks
+        ends = self._rdv.ends if self._rdv is not None else {}
+        done = 0.0
+        for d in devices:
+            for r in d.records[marks.get(d, 0) :]:
+                if r[2] > done and r[0] in own:
+                    done = r[2]
+            done = max(done, ends.get(d, 0.0))
+        return done
 
     def _latency(self, master: Any, cpu: Any) -> float:
         """A request's delay from ``master``'s host to ``cpu``'s: the route's links and, in
@@ -547,6 +608,20 @@ class SimSession(BaseSession):
         plan.prepared.extensions["tasks"] = list(tasks)
         return plan
 
+    def _record_concurrent(self, devices: list, span: float, start: float) -> None:
+        """A concurrent client's RunRecord: its step's own ops since it began (the devices and
+        links are shared with the other clients: no rows for them)."""
+        marks, own = self._marks, self._own_ops
+        ops = [(d.name, [r for r in d.records[marks[d] :] if r[0] in own]) for d in devices]
+        self.last_record = RunRecord(span, ops, [], [], [], start)
+        self._keep(span)
+
+    def _keep(self, span: float) -> None:
+        self.records.append(self.last_record)
+        self.step_times.append(span)
+        if self.on_record is not None:
+            self.on_record(self.last_record)
+
     def _resolve_feeds(self, feed_dict: dict) -> dict:
         shaped = {k: v for k, v in feed_dict.items() if isinstance(v, SimValue)}
         rest = super()._resolve_feeds({k: v for k, v in feed_dict.items() if k not in shaped})
@@ -573,9 +648,13 @@ class SimSession(BaseSession):
     ) -> Any:
         env = self.cluster.env
         devices = [d for d in self._devices if isinstance(d, SimulatedDevice)]
+        concurrent = self._conductor() is not None
         for d in devices:
-            d.reset_stats()
+            if not concurrent:  # (a concurrent client leaves the others' records alone)
+                d.reset_stats()
             d.busy_until = max(d.busy_until, env.now)
+        self._marks = {d: len(d.records) for d in devices}
+        self._rdv = None  # (this step's, once made)
         network = self.cluster.network
         n_flows = len(network.records)
         start = env.now
@@ -584,6 +663,9 @@ class SimSession(BaseSession):
             out = super().run(fetches, feed_dict, options, run_metadata)
         end = env.now
         span = end - start
+        if concurrent:
+            self._record_concurrent(devices, span, start)
+            return out
         link_rows = []
         for name, carried in network.carried_bytes().items():
             moved = carried - before.get(name, 0.0)
@@ -609,12 +691,9 @@ class SimSession(BaseSession):
             link_rows,
             start,
         )
-        self.records.append(self.last_record)
-        self.step_times.append(span)
+        self._keep(span)
         if self.keep_records is not None and n_flows:
             del network.records[:n_flows]  # older steps' flows: their records hold their own
-        if self.on_record is not None:
-            self.on_record(self.last_record)
         if run_metadata is not None and getattr(options, "trace_level", 0) > 0:
             # A traced simulated step: its simulated ops and flows (not the host's wall clock).
             run_metadata.step_stats = self.last_record.ops

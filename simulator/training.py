@@ -147,6 +147,7 @@ class SyncPS(_Driver):
         self.qr_on = self.msg_on and self.sync_replicas
         self.qr_ready = [0.0] * len(self.groups)
         self.qr_back = 0.0
+        self.token_applied = 0.0
         self._reset_step()
 
     def _reset_step(self) -> None:
@@ -280,6 +281,8 @@ class SyncPS(_Driver):
             done = self._ps_kernel(
                 grp, now, self.group_aggregate_s[grp], self.group_aggregate_serial_s[grp]
             )
+            if self.ctrl_ps and grp != self.token_group:  # (the token queue's control edge)
+                self._to_token_ps(grp, done)
             if self.count[grp] == self.n_workers:
                 self.closed[grp] = True
                 epoch = self.epoch
@@ -288,16 +291,37 @@ class SyncPS(_Driver):
                 work = self.group_take_s[grp] + self.group_apply_s[grp]  # take, then apply
                 serial = self.group_take_serial_s[grp] + self.group_apply_serial_s[grp]
                 applied = self._ps_kernel(grp, done, work, serial)
-                if self.qr_on:  # the shard replies to the queue runner, then to the workers
-                    back = self._ps_msg(grp, applied, self.msg_ps) + self._to_worker(0)
-                    if back > self.qr_back:
-                        self.qr_back = back
-                if self.msg_on:
-                    self._ps_replies(grp, applied)
+                if self.ctrl_ps and grp != self.token_group:  # the global step's task hears
+                    known = self._to_token_ps(grp, applied)  # of the update: then it is done
+                    self._step_replies(grp, applied)
+                    applied = known
+                elif self.ctrl_ps:  # (the global step's task replies once every shard is done)
+                    self.token_applied = applied
+                else:
+                    self._step_replies(grp, applied)
                 wait = applied - self.env.now
                 self.env.timeout(wait).callbacks.append(lambda _e: self._applied(epoch))
         else:
             g.bad += 1
+
+    def _to_token_ps(self, grp: int, at: float) -> float:
+        """Each shard of group ``grp`` sends the global step's task a control message (a
+        RecvTensor call: the edge of a control dependency) from ``at``; returns when that task
+        has handled them all."""
+        sent = self._ps_msg(grp, at, self.ctrl_ps)
+        lat = self.ps_nic.latency_s + self.ps_lat
+        n = len(self.groups[grp])
+        return self._ps_msg(self.token_group, sent + lat, 0.0, self.ctrl_ps * n)
+
+    def _step_replies(self, grp: int, at: float) -> None:
+        """Group ``grp``'s part of the step is done at ``at``: its replies to the queue runner,
+        then to the workers."""
+        if self.qr_on:
+            back = self._ps_msg(grp, at, self.msg_ps) + self._to_worker(0)
+            if back > self.qr_back:
+                self.qr_back = back
+        if self.msg_on:
+            self._ps_replies(grp, at)
 
     def _ps_replies(self, grp: int, at: float) -> None:
         """A shard's partition of the step is done at ``at``: it replies to every worker's
@@ -336,6 +360,8 @@ class SyncPS(_Driver):
         if self.n_applied < self.n_active_groups:
             return
         now = self.env.now
+        if self.ctrl_ps:  # every shard is done: the global step's task's replies (the tokens)
+            self._step_replies(self.token_group, max(now, self.token_applied))
         rec = self.rec_of[self.step]
         rec[2] = now
         rec[3] = self.n_workers
@@ -365,7 +391,14 @@ class SyncPS(_Driver):
             return
         t = self._w_msg(0, max(now, self.qr_back), self.reply_w + self.req_ps_w)
         for g in self.active_groups:
-            self.qr_ready[g] = self._ps_msg(g, t + self._to_ps(0), self.msg_ps)
+            got = self._ps_msg(g, t + self._to_ps(0), self.msg_ps)
+            if self.qr_inputs_ps and g != self.token_group:  # the update's other inputs,
+                # asked of the global step's task (where the optimizer's ops are)
+                lat = self.ps_nic.latency_s + self.ps_lat
+                n = len(self.groups[g])
+                served = self._ps_msg(self.token_group, got + lat, 0.0, self.qr_inputs_ps * n)
+                got = self._ps_msg(g, served + lat, self.qr_inputs_ps)
+            self.qr_ready[g] = got
 
     def _open_step(self) -> None:
         now = self.env.now

@@ -1,25 +1,29 @@
 """The two simulators agree: for the models of the cluster-fidelity grid
-(``scenarios/models/grid.py``: one scalar per PS task, one dense variable of 1, 10 and 100 MB,
-32 rows of an embedding: only the rows travel, accumulated by a SparseConditionalAccumulator),
-1 to 8 workers and no stragglers, the step-level SyncPS driver (a profile of one replica) and an
-op-level simulation of the replicated synchronous graph give step times within 5% of each other
-where bandwidth matters, within 12% where every transfer is a small message (see TOLERANCE).
+(``scenarios/models/grid.py``: one scalar per PS task on 1, 2 or 4 PS tasks, one dense variable
+of 1, 10 and 100 MB, 32 rows of an embedding: only the rows travel, accumulated by a
+SparseConditionalAccumulator), 1 to 8 workers and no stragglers, the step-level SyncPS driver
+(a profile of one replica) and an op-level simulation of the real program give median step
+times within 5% of each other, except in the few cases TOLERANCE names.
+
+The op-level simulation is ``grid.op_level_clients``: the very program ``hetbed cluster`` runs
+(variables placed by ``replica_device_setter``, ``SyncReplicasOptimizer``), each worker a client
+of its own graph and the chief's queue runner one more, stepping at once on one simulated
+cluster (``run_clients``): its steady state, every message and op of the program included.
 
 The workers are CPU hosts, as in the grid (`hetbed cluster` on one machine): with a GPU behind
 the NIC the two differ by design, the op-level flow crossing NIC and PCIe at once where the
 step-level driver adds the profile's host-to-GPU copy after the network transfer (gRPC's store
 and forward).
 
-The op-level simulation is one step from idle, every client starting at once; the step-level
-driver's median is a steady state, where the workers' steps are staggered and one step's tail
-(replies, tokens) overlaps the next one's start. Compared like with like, the step-level
-driver's own first step from idle, as its clients see it (``grid.step_level_step(first=True)``:
-until the last worker's first call has returned), agrees with the op-level step within 5%
-(FIRST_TOLERANCE): the difference between the two simulations at small messages is the steady
-state's overlap, not their costs.
+``grid.op_level_step`` (one step from idle of a hand-written replicated graph, every client
+starting at once) is compared with the step-level driver's own first step from idle, as its
+clients see it (``grid.step_level_step(first=True)``: until the last worker's first call has
+returned), with one PS task (FIRST_TOLERANCE).
 """
 
 from __future__ import annotations
+
+import statistics
 
 import pytest
 
@@ -29,44 +33,54 @@ PS, WORKER = "xeon_e5_2630v3_ps", "xeon_e5_2680v3_2s"
 CASES = [
     ("scalar", 1),
     ("scalar", 2),
+    ("scalar", 4),
     ("dense_1mb", 1),
     ("dense_10mb", 1),
     ("dense_100mb", 1),
     ("sparse", 1),
 ]
 
-
-#: how far apart they may be: 5%, except where the step is bound by the messages' CPU time (the
-#: scalar models, whose every byte is a message: RunGraph and RecvTensor calls, the local step
-#: and the token of SyncReplicasOptimizer). There the op-level simulation, one step at a time,
-#: pays the first requests and the last replies of a step in full, where the step-level
-#: driver's steady state overlaps them with the neighbouring steps of other workers: the
-#: op-level step is up to ~1.5 messages' time per worker longer at 4-8 workers (measured 9-11%
-#: on these hosts), and the drivers' order of the messages within a step differs (up to 7%).
-#: 1 MB is in between (at 100 GbE, 80 us on the wire against some 20 messages of 20 us each).
-#: The sparse model moves 8 KB of rows a step: its messages dominate as the scalar's do.
-TOLERANCE = {"scalar": 0.12, "dense_1mb": 0.08, "sparse": 0.12}
-
-
-#: how far the step-level driver's first step may be from the op-level step: 5%, except with
-#: several PS tasks and four workers starting at once (+8%), where the step-level driver books
-#: each worker's request messages at a PS task as one unit (its RunGraph call, its local step
-#: and its reads) and the op-level simulation handles every worker's RunGraph call before the
-#: reads that follow them
-FIRST_TOLERANCE = {("scalar", 2, 4): 0.09}
+#: how far apart the medians may be: 5%, except where messages' CPU time bounds the step and
+#: the step-level driver books a PS task's messages as a unit the real program interleaves:
+#: with several PS tasks the other tasks' control messages and learning-rate requests to the
+#: global step's task (measured: 4 PS tasks and one worker +9.4%, 2 PS tasks and four workers
+#: -6.4%), and a worker's request messages at one PS task (four workers: 1 MB -5.6%, the
+#: embedding rows -5.2%; the program's own handle ops, global step increment and token fill
+#: are 1-4% of a message-bound step)
+TOLERANCE = {
+    ("scalar", 2): 0.07,
+    ("scalar", 4): 0.10,
+    ("dense_1mb", 1): 0.06,
+    ("sparse", 1): 0.06,
+}
+#: the step-level driver's first step against the hand-written graph's one step (one PS task)
+FIRST_TOLERANCE = 0.05
 
 
 @pytest.mark.parametrize("model, n_ps", CASES)
 @pytest.mark.parametrize("nic", ["eth_10g", "eth_100g"])
 def test_step_level_and_op_level_agree(model, n_ps, nic):
+    rel = TOLERANCE.get((model, n_ps), 0.05)
     for workers in (1, 2, 4, 8):
-        a = grid.op_level_step(model, workers, n_ps, nic, WORKER, PS)
+        steps = grid.op_level_clients(model, workers, n_ps, nic, WORKER, PS, steps=8)
+        a = statistics.median(steps[2:-1])  # (the first from idle; the last: the queue
+        # runner has stopped, so the chief's process has one session to serve)
         b = grid.step_level_step(model, workers, n_ps, nic, WORKER, PS)
-        rel = TOLERANCE.get(model, 0.05)
         assert b == pytest.approx(a, rel=rel), (model, n_ps, nic, workers, a, b)
-        first = grid.step_level_step(model, workers, n_ps, nic, WORKER, PS, first=True)
-        rel = FIRST_TOLERANCE.get((model, n_ps, workers), 0.05)
-        assert first == pytest.approx(a, rel=rel), ("first", model, n_ps, nic, workers, a, first)
+        if n_ps == 1:
+            one = grid.op_level_step(model, workers, n_ps, nic, WORKER, PS)
+            first = grid.step_level_step(model, workers, n_ps, nic, WORKER, PS, first=True)
+            assert first == pytest.approx(one, rel=FIRST_TOLERANCE), ("first", model, workers)
+
+
+def test_the_op_level_program_is_the_clusters():
+    """``op_level_clients`` runs the program ``hetbed cluster`` runs: every worker takes one
+    token a step: its steps settle into a steady state (lock-step, no init tokens), and the
+    last is shorter (the queue runner, in the chief's process, has stopped)."""
+    steps = grid.op_level_clients("scalar", 2, 1, "eth_10g", WORKER, PS, steps=6)
+    assert len(steps) == 6 and all(t > 0 for t in steps)
+    assert max(steps[2:-1]) == pytest.approx(min(steps[2:-1]), rel=1e-6)  # a steady state
+    assert steps[-1] < steps[-2]
 
 
 def test_first_step_is_the_first_calls_return():

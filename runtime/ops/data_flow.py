@@ -50,6 +50,26 @@ def _no_cost(op, ins, outs):
     return Cost()
 
 
+# Queue elements may be shape-only values (a simulation without values, SimValue): they are
+# kept, sliced and stacked by shape.
+def _shape(v: Any) -> tuple:
+    return v.shape if isinstance(v, SimValue) else tuple(np.shape(v))
+
+
+def _copy(v: Any) -> Any:
+    return v if isinstance(v, SimValue) else np.array(v, copy=True)
+
+
+def _row(v: Any, i: int) -> Any:
+    return SimValue(v.shape[1:], v.dtype) if isinstance(v, SimValue) else np.array(v[i], copy=True)
+
+
+def _stack(parts: list) -> Any:
+    if parts and isinstance(parts[0], SimValue):
+        return SimValue((len(parts), *parts[0].shape), parts[0].dtype)
+    return np.stack(parts)
+
+
 def _handle(ctx: Any, make: Callable) -> Any:
     """The resource behind a resource op: created on first run, then cached in ``ctx.state``."""
     r = ctx.state
@@ -133,9 +153,9 @@ class _Queue:
     def mismatch(self, element: tuple, op_name: str) -> InvalidArgumentError | None:
         """The error for an element whose components do not fit the queue's shapes, or None."""
         for i, (v, sh) in enumerate(zip(element, self.shapes)):
-            if sh is not None and not sh.is_compatible_with(tuple(np.shape(v))):
+            if sh is not None and not sh.is_compatible_with(_shape(v)):
                 return InvalidArgumentError(
-                    f"{op_name}: component {i} of shape {list(np.shape(v))} does not match "
+                    f"{op_name}: component {i} of shape {list(_shape(v))} does not match "
                     f"queue {self.name} element shape {sh}"
                 )
         return None
@@ -240,7 +260,7 @@ class _Queue:
                 comps = tuple(
                     _padded_stack([e[c] for e in taken])
                     if self.pad
-                    else np.stack([e[c] for e in taken])
+                    else _stack([e[c] for e in taken])
                     for c in range(len(self.dtypes))
                 )
             out.append((done, (comps[0] if len(comps) == 1 else comps,)))
@@ -368,7 +388,7 @@ QueueEnqueue.cost(_no_cost)
 @QueueEnqueue.kernel("cpu", is_async=True)
 def _enqueue(ctx, step, inputs, done):
     q, *comps = inputs
-    element = tuple(np.array(c, copy=True) for c in comps)
+    element = tuple(_copy(c) for c in comps)
     err = q.mismatch(element, f"QueueEnqueue {ctx.op.name!r}")
     if err is not None:
         done(None, err)
@@ -384,7 +404,16 @@ QueueEnqueueMany.cost(_no_cost)
 @QueueEnqueueMany.kernel("cpu", is_async=True)
 def _enqueue_many(ctx, step, inputs, done):
     q, *comps = inputs
-    comps = [np.asarray(c) for c in comps]
+    comps = [c if isinstance(c, SimValue) else np.asarray(c) for c in comps]
+    if any(not c.shape for c in comps):
+        done(
+            None,
+            InvalidArgumentError(
+                f"QueueEnqueueMany {ctx.op.name}: components must have a batch dimension, got "
+                f"shapes {[list(c.shape) for c in comps]}"
+            ),
+        )
+        return
     sizes = {c.shape[0] for c in comps}
     if len(sizes) != 1:
         done(
@@ -396,7 +425,7 @@ def _enqueue_many(ctx, step, inputs, done):
         )
         return
     (k,) = sizes
-    elements = [tuple(np.array(c[i], copy=True) for c in comps) for i in range(k)]
+    elements = [tuple(_row(c, i) for c in comps) for i in range(k)]
     # one element tells: they all share the shapes of the components past the first dimension
     err = q.mismatch(elements[0], f"QueueEnqueueMany {ctx.op.name!r}") if elements else None
     if err is not None:

@@ -181,6 +181,85 @@ def op_level_record(
         return sess.last_record
 
 
+def op_level_clients(
+    model: str,
+    workers: int,
+    n_ps: int,
+    nic: object,
+    worker: object,
+    ps: object,
+    machine: str | None = None,
+    cost_model: object = None,
+    steps: int = 10,
+    init_tokens: int = 0,
+    hybrid: bool = False,
+) -> list[float]:
+    """The chief's step times of the real program (``main``'s graph: variables placed by
+    ``replica_device_setter``, ``SyncReplicasOptimizer``), simulated op by op with every
+    client stepping on its own (``run_clients``): each worker a session of its own graph,
+    the chief's queue runner one more (on the chief's task, calling the PS tasks), all sharing
+    the tasks' variables, accumulators and token queue. Shape-only (``hybrid``: with real
+    values, the accumulators then drop stale gradients as TensorFlow's do). ``init_tokens`` the chief
+    queues before the first step (TensorFlow's hook queues ``workers``: every worker then
+    starts its second step before the first update; 0: each waits for it, as SyncPS without a
+    token queue does). The first of the ``steps`` starts from idle, the rest are the steady
+    state; ``machine`` puts every task on that one machine, sharing its cores."""
+    from hetbed.simulator import run_clients
+
+    c = Cluster(cost_model=cost_model, hybrid=hybrid)
+    for k in range(n_ps):
+        c.add_task("ps", k, cpu=ps, nic=nic, machine=machine)
+    for i in range(workers):
+        c.add_task("worker", i, cpu=worker, nic=nic, machine=machine)
+    spec = {"ps": [f"ps{k}:0" for k in range(n_ps)], "worker": [f"w{i}:0" for i in range(workers)]}
+    tasks = [t for t in c.tasks if t.startswith("/job:worker/")]
+    ps_tasks = [t for t in c.tasks if t.startswith("/job:ps/")]
+    clients, names, chief = [], [], {}
+    for i in range(workers):
+        g = hb.Graph()
+        with g.as_default():
+            setter = hb.train.replica_device_setter(
+                cluster=spec, worker_device=f"/job:worker/task:{i}"
+            )
+            with hb.device(setter):
+                step = hb.train.get_or_create_global_step()
+                x = hb.placeholder(hb.float32, _input_shape(model))
+                with hb.variable_scope("model"):
+                    replica_loss = loss(model, x, n_ps, ids_seed=i)
+                opt = hb.train.SyncReplicasOptimizer(
+                    hb.train.GradientDescentOptimizer(LEARNING_RATE),
+                    workers,
+                    total_num_replicas=workers,
+                )
+                train = opt.minimize(replica_loss, global_step=step)
+            shape = _input_shape(model)
+            feeds = {x: np.ones(shape, np.float32) if hybrid else sim_value(shape)}
+            sess = SimSession(c, graph=g, client=tasks[i], shared_resources=True)
+            if i == 0:  # the chief initializes the variables, the accumulators, the tokens
+                sess.run(hb.global_variables_initializer())
+                sess.run(opt.chief_init_op)
+                if init_tokens:
+                    sess.run(opt.get_init_tokens_op(init_tokens))
+                chief = {"sess": sess, "sync": opt.chief_sync_op, "graph": g}
+            else:
+                sess.run(opt.local_step_init_op)
+
+        def work(sess=sess, train=train, feeds=feeds) -> None:
+            for _ in range(steps):
+                sess.run(train, feeds)
+
+        clients.append(work)
+        names.append(f"worker {i}")
+    qr = SimSession(c, graph=chief["graph"], client=(tasks[0], ps_tasks), shared_resources=True)
+
+    def queue_runner() -> None:
+        for _ in range(steps):
+            qr.run(chief["sync"])
+
+    run_clients(c, [queue_runner, *clients], ["queue runner", *names])
+    return list(chief["sess"].step_times[-steps:])
+
+
 def step_level_step(
     model: str,
     workers: int,

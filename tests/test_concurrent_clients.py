@@ -1,0 +1,195 @@
+"""Several clients stepping at once on one simulated cluster (``hetbed.simulator.run_clients``):
+each is a SimSession of its own graph; they take turns in simulated-time order and meet only
+through the tasks' shared resources."""
+
+from __future__ import annotations
+
+import statistics
+
+import numpy as np
+import pytest
+
+import hetbed as hb
+from hetbed.runtime.errors import FailedPreconditionError
+from hetbed.simulator import Cluster, SimSession, run_clients
+
+PS, WORKER = "xeon_e5_2630v3_ps", "xeon_e5_2680v3_2s"
+
+
+def _cluster(n_ps: int = 1, workers: int = 2, hybrid: bool = False) -> Cluster:
+    c = Cluster(hybrid=hybrid)  # (hybrid: real values, which queues need)
+    for k in range(n_ps):
+        c.add_task("ps", k, cpu=PS, nic="eth_10g")
+    for i in range(workers):
+        c.add_task("worker", i, cpu=WORKER, nic="eth_10g")
+    return c
+
+
+def _task(job: str, k: int) -> str:
+    return f"/job:{job}/replica:0/task:{k}"
+
+
+def _reader(i: int, ps: int = 0, name: str = "v", n: int = 1 << 18):
+    """Worker ``i`` reads a float32 variable of ``n`` elements from PS task ``ps``."""
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device(_task("ps", ps)):
+            v = hb.get_variable(name, [n], initializer=hb.zeros_initializer())
+        with hb.device(_task("worker", i)):
+            y = hb.reduce_sum(v * 2.0)
+        init = hb.global_variables_initializer()
+    return g, y, init
+
+
+def test_one_client_steps_as_a_plain_session():
+    times = []
+    for concurrent in (False, True):
+        c = _cluster()
+        g, y, init = _reader(0)
+        s = SimSession(c, graph=g, client=_task("worker", 0), shared_resources=concurrent)
+        s.run(init)
+        if concurrent:
+            run_clients(c, [lambda s=s, y=y: [s.run(y) for _ in range(4)]])
+        else:
+            for _ in range(4):
+                s.run(y)
+        times.append(s.step_times[1:])
+    assert times[0] == times[1]  # exactly: the same schedule, the same order
+
+
+def test_clients_on_separate_tasks_do_not_slow_each_other():
+    """Two clients, each reading from a PS task of its own over NICs of their own: each steps
+    as it would alone; sharing one PS task's NIC, they take longer."""
+    alone = _cluster(1, 1)
+    g, y, init = _reader(0)
+    s = SimSession(alone, graph=g, client=_task("worker", 0))
+    s.run(init)
+    for _ in range(4):
+        s.run(y)
+    solo = s.step_times[-1]
+
+    for n_ps, slower in ((2, False), (1, True)):
+        c = _cluster(n_ps, 2)
+        sessions = []
+        for i in range(2):
+            g, y, init = _reader(i, ps=i % n_ps, name=f"v{i}")
+            sess = SimSession(c, graph=g, client=_task("worker", i), shared_resources=True)
+            sess.run(init)
+            sessions.append((sess, y))
+        run_clients(c, [lambda s=s, y=y: [s.run(y) for _ in range(6)] for s, y in sessions])
+        for sess, _ in sessions:
+            steady = statistics.median(sess.step_times[-4:])
+            if slower:
+                assert steady > 1.15 * solo
+            else:
+                assert steady == pytest.approx(solo, rel=1e-9)
+
+
+def test_a_consumer_steps_at_its_producers_pace():
+    """A client on worker 1 dequeues what a client on worker 0 enqueues into a queue on the PS
+    task, one element a step: the consumer's steady step time is the (slower) producer's, and
+    its k-th dequeue returns after the producer's k-th enqueue began."""
+    c = _cluster(1, 2, hybrid=True)
+    prod, cons = hb.Graph(), hb.Graph()
+    with prod.as_default():
+        with hb.device(_task("ps", 0)):
+            q = hb.FIFOQueue(-1, hb.float32, shapes=[[1 << 16]], shared_name="q")
+        with hb.device(_task("worker", 0)):
+            x = hb.constant(np.ones(1 << 16, np.float32))
+            for _ in range(6):  # work before each element: the producer is the slower
+                x = hb.tanh(x * 1.0001)
+        put = q.enqueue([x])
+    with cons.as_default():
+        with hb.device(_task("ps", 0)):
+            q2 = hb.FIFOQueue(-1, hb.float32, shapes=[[1 << 16]], shared_name="q")
+        with hb.device(_task("worker", 1)):
+            got = hb.reduce_sum(q2.dequeue())
+    sp = SimSession(c, graph=prod, client=_task("worker", 0), shared_resources=True)
+    sc = SimSession(c, graph=cons, client=_task("worker", 1), shared_resources=True)
+    n = 8
+    run_clients(
+        c, [lambda: [sc.run(got) for _ in range(n)], lambda: [sp.run(put) for _ in range(n)]]
+    )
+    assert len(sc.step_times) == len(sp.step_times) == n
+    assert statistics.median(sc.step_times[2:]) == pytest.approx(
+        statistics.median(sp.step_times[2:]), rel=0.02
+    )
+    ends_c = [r.start_s + r.step_time_s for r in sc.records]
+    assert all(e > r.start_s for e, r in zip(ends_c, sp.records))
+
+
+def test_stuck_clients_fail_with_a_clear_error():
+    c = _cluster(1, 1, hybrid=True)
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device(_task("ps", 0)):
+            q = hb.FIFOQueue(-1, hb.float32, shapes=[[]], shared_name="empty")
+        with hb.device(_task("worker", 0)):
+            y = q.dequeue() * 2.0
+    s = SimSession(c, graph=g, client=_task("worker", 0), shared_resources=True)
+    with pytest.raises(FailedPreconditionError, match="stuck"):
+        run_clients(c, [lambda: s.run(y)], ["the consumer"])
+    assert c.conductor is None  # the cluster may run clients again
+
+
+def test_a_failing_program_is_reported_and_the_others_finish():
+    c = _cluster(2, 2)
+    g, y, init = _reader(1, ps=1, name="w")
+    s = SimSession(c, graph=g, client=_task("worker", 1), shared_resources=True)
+    s.run(init)
+
+    def bad() -> None:
+        raise RuntimeError("the program's own bug")
+
+    with pytest.raises(RuntimeError, match="own bug"):
+        run_clients(c, [bad, lambda: [s.run(y) for _ in range(3)]])
+    assert len(s.step_times) == 4  # the other client ran its steps
+
+
+def test_run_clients_rejects_bad_calls():
+    c = _cluster()
+    with pytest.raises(ValueError, match="no programs"):
+        run_clients(c, [])
+    with pytest.raises(ValueError, match="names"):
+        run_clients(c, [lambda: None], ["a", "b"])
+
+
+def test_shared_resources_are_the_clusters():
+    """Sessions with shared_resources see one variable (a real cluster's servers keep it);
+    without, each session has its own."""
+    c = _cluster(1, 1, hybrid=True)
+    g, y, init = _reader(0, n=4)
+    with g.as_default():
+        v = [x for x in hb.global_variables() if x.op.name == "v"][0]
+        bump = hb.assign_add(v, np.ones(4, np.float32))
+    a = SimSession(c, graph=g, client=_task("worker", 0), shared_resources=True)
+    b = SimSession(c, graph=g, client=_task("worker", 0), shared_resources=True)
+    a.run(init)
+    a.run(bump)
+    assert b.run(y) == pytest.approx(8.0)  # 2 x sum(ones(4)): b reads a's variable
+    lone = SimSession(c, graph=g, client=_task("worker", 0))
+    with pytest.raises(Exception, match="uninitialized|not initialized|Uninitialized"):
+        lone.run(y)
+
+
+def test_queues_run_in_a_shape_only_simulation():
+    """A FIFO queue keeps placeholders when the simulation has no values: a batch enqueued
+    whole comes out row by row and stacks back, by shape."""
+    from hetbed.devices.simulated import SimValue
+    from hetbed.simulator import sim_value
+
+    c = _cluster(1, 1)
+    g = hb.Graph()
+    with g.as_default():
+        with hb.device(_task("ps", 0)):
+            q = hb.FIFOQueue(-1, hb.float32, shapes=[[3]], shared_name="rows")
+        with hb.device(_task("worker", 0)):
+            x = hb.placeholder(hb.float32, [4, 3])
+        put = q.enqueue_many([x])
+        one = q.dequeue()
+        two = q.dequeue_many(2)
+    s = SimSession(c, graph=g, client=_task("worker", 0))
+    s.run(put, {x: sim_value([4, 3])})
+    a, b = s.run(one), s.run(two)
+    assert isinstance(a, SimValue) and a.shape == (3,)
+    assert isinstance(b, SimValue) and b.shape == (2, 3)
