@@ -102,6 +102,7 @@ _SYNC_STATE_OPS = frozenset(
         "SparseAccumulatorApplyGradient",
         "AccumulatorSetGlobalStep",
         "AccumulatorNumAccumulated",
+        "AccumulatorCancelTakes",
         "FIFOQueue",
         "PaddingFIFOQueue",
         "RandomShuffleQueue",

@@ -193,6 +193,7 @@ def op_level_clients(
     steps: int = 10,
     init_tokens: int = 0,
     hybrid: bool = False,
+    aggregate: int | None = None,
 ) -> list[float]:
     """The chief's step times of the real program (``main``'s graph: variables placed by
     ``replica_device_setter``, ``SyncReplicasOptimizer``), simulated op by op with every
@@ -202,8 +203,11 @@ def op_level_clients(
     values, the accumulators then drop stale gradients as TensorFlow's do). ``init_tokens`` the chief
     queues before the first step (TensorFlow's hook queues ``workers``: every worker then
     starts its second step before the first update; 0: each waits for it, as SyncPS without a
-    token queue does). The first of the ``steps`` starts from idle, the rest are the steady
-    state; ``machine`` puts every task on that one machine, sharing its cores."""
+    token queue does). ``aggregate``: gradients a step takes (default ``workers``; one less:
+    a backup worker, as ``main``'s "backup" mode). The chief runs ``steps`` steps, the other
+    workers until it is done; then it releases tokens for them and cancels the queue runner's
+    takes, as TensorFlow's hook does. The first of the chief's steps starts from idle, the rest
+    are the steady state; ``machine`` puts every task on that one machine, sharing its cores."""
     from hetbed.simulator import run_clients
 
     c = Cluster(cost_model=cost_model, hybrid=hybrid)
@@ -228,7 +232,7 @@ def op_level_clients(
                     replica_loss = loss(model, x, n_ps, ids_seed=i)
                 opt = hb.train.SyncReplicasOptimizer(
                     hb.train.GradientDescentOptimizer(LEARNING_RATE),
-                    workers,
+                    workers if aggregate is None else aggregate,
                     total_num_replicas=workers,
                 )
                 train = opt.minimize(replica_loss, global_step=step)
@@ -240,24 +244,38 @@ def op_level_clients(
                 sess.run(opt.chief_init_op)
                 if init_tokens:
                     sess.run(opt.get_init_tokens_op(init_tokens))
+                # (what the chief's hook runs at the end: tokens for the workers still waiting,
+                # and the queue runner's takes cancelled)
+                end = [opt._release_tokens_op(), opt._cancel_sync_op]
                 chief = {"sess": sess, "sync": opt.chief_sync_op, "graph": g}
             else:
                 sess.run(opt.local_step_init_op)
 
-        def work(sess=sess, train=train, feeds=feeds) -> None:
+        def work(sess=sess, train=train, feeds=feeds, i=i, end=end if i == 0 else None) -> None:
+            if i:  # the other workers step until the chief is done
+                while not done:
+                    sess.run(train, feeds)
+                return
             for _ in range(steps):
                 sess.run(train, feeds)
+            done.append(True)
+            for op in end:
+                sess.run(op)
 
         clients.append(work)
         names.append(f"worker {i}")
+    done: list[bool] = []
     qr = SimSession(c, graph=chief["graph"], client=(tasks[0], ps_tasks), shared_resources=True)
 
     def queue_runner() -> None:
-        for _ in range(steps):
-            qr.run(chief["sync"])
+        while True:  # one update a global step, until the workers are done
+            try:
+                qr.run(chief["sync"])
+            except (hb.errors.AbortedError, hb.errors.CancelledError):
+                return
 
     run_clients(c, [queue_runner, *clients], ["queue runner", *names])
-    return list(chief["sess"].step_times[-steps:])
+    return list(chief["sess"].step_times[-steps - 2 : -2])
 
 
 def step_level_step(
