@@ -7,11 +7,11 @@ with one backup worker (W + 1 tasks, W gradients a step) and asynchronous. It ta
 global step of each repetition (synchronous: the chief's median step after the first 5;
 asynchronous: the chief's view of the global step's progress after its first 5 steps) and
 predicts the same run with the step-level driver (SyncPS or AsyncPS on one replica's profile)
-and, for synchronous runs (with and without the backup worker), the op-level simulator: the
-very program the real run runs, each worker a client of its own graph and the chief's queue
-runner one more, stepping at once (``grid.op_level_clients``: the chief's median step of 12,
-after the first two; with the backup worker, with real values so that late gradients are
-dropped as stale),
+and the op-level simulator: the very program the real run runs, each worker a client of its
+own graph and (synchronous) the chief's queue runner one more, stepping at once
+(``grid.op_level_clients``: the chief's median step of 12, after the first two; with the backup
+worker, with real values so that late gradients are dropped as stale; asynchronous: the time
+per global step over the chief's steps after its first two),
 on the catalog's ``this_machine`` CPU for every task and its ``loopback`` link. Nothing
 is fitted to these runs: the catalog entries hold defaults, or what `hetbed calibrate` measured
 (point ``HETBED_CATALOG_PATH`` at its output), and no step of the grid is among its
@@ -231,14 +231,14 @@ def main() -> None:
         step = grid.step_level_step(
             model, w, n_ps, LINK, HOST, HOST, mode=mode, machine_cores=CORES, cost_model=OP_COSTS
         )
-        op = None
-        if mode != "async":  # (backup: W of W + 1 workers, TF's init tokens, real values)
-            kw = {"aggregate": w, "init_tokens": w, "hybrid": True} if mode == "backup" else {}
-            tasks = w + (mode == "backup")
-            steps = grid.op_level_clients(
-                model, tasks, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, steps=12, **kw
-            )
-            op = statistics.median(steps[2:])
+        # (backup: W of W + 1 workers, TF's init tokens, real values; async: per global step)
+        kw = {"aggregate": w, "init_tokens": w, "hybrid": True} if mode == "backup" else {}
+        tasks = w + (mode == "backup")
+        steps = grid.op_level_clients(
+            model, tasks, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, steps=12,
+            mode="async" if mode == "async" else "sync", **kw,
+        )  # fmt: skip
+        op = steps[0] if mode == "async" else statistics.median(steps[2:])
         name = model if n_ps == 1 else f"{model} {n_ps}PS"
         rows.append((mode, name, w, real, step, op))
         print(

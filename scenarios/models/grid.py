@@ -194,6 +194,7 @@ def op_level_clients(
     init_tokens: int = 0,
     hybrid: bool = False,
     aggregate: int | None = None,
+    mode: str = "sync",
 ) -> list[float]:
     """The chief's step times of the real program (``main``'s graph: variables placed by
     ``replica_device_setter``, ``SyncReplicasOptimizer``), simulated op by op with every
@@ -207,8 +208,17 @@ def op_level_clients(
     a backup worker, as ``main``'s "backup" mode). The chief runs ``steps`` steps, the other
     workers until it is done; then it releases tokens for them and cancels the queue runner's
     takes, as TensorFlow's hook does. The first of the chief's steps starts from idle, the rest
-    are the steady state; ``machine`` puts every task on that one machine, sharing its cores."""
+    are the steady state; ``machine`` puts every task on that one machine, sharing its cores.
+
+    ``mode="async"``: plain SGD, each worker updating the variables on its own (no queue
+    runner); returns instead the seconds per global step over the chief's steps after its
+    first two (every worker's steps that ended meanwhile count), as the real run's chief sees
+    the global step advance."""
     from hetbed.simulator import run_clients
+
+    if mode not in ("sync", "async"):
+        raise ValueError(f"op_level_clients: mode must be 'sync' or 'async', got {mode!r}")
+    sync = mode == "sync"
 
     c = Cluster(cost_model=cost_model, hybrid=hybrid)
     for k in range(n_ps):
@@ -218,7 +228,7 @@ def op_level_clients(
     spec = {"ps": [f"ps{k}:0" for k in range(n_ps)], "worker": [f"w{i}:0" for i in range(workers)]}
     tasks = [t for t in c.tasks if t.startswith("/job:worker/")]
     ps_tasks = [t for t in c.tasks if t.startswith("/job:ps/")]
-    clients, names, chief = [], [], {}
+    clients, names, chief, sessions = [], [], {}, []
     for i in range(workers):
         g = hb.Graph()
         with g.as_default():
@@ -230,25 +240,29 @@ def op_level_clients(
                 x = hb.placeholder(hb.float32, _input_shape(model))
                 with hb.variable_scope("model"):
                     replica_loss = loss(model, x, n_ps, ids_seed=i)
-                opt = hb.train.SyncReplicasOptimizer(
-                    hb.train.GradientDescentOptimizer(LEARNING_RATE),
-                    workers if aggregate is None else aggregate,
-                    total_num_replicas=workers,
-                )
+                opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
+                if sync:
+                    opt = hb.train.SyncReplicasOptimizer(
+                        opt, workers if aggregate is None else aggregate, total_num_replicas=workers
+                    )
                 train = opt.minimize(replica_loss, global_step=step)
             shape = _input_shape(model)
             feeds = {x: np.ones(shape, np.float32) if hybrid else sim_value(shape)}
             sess = SimSession(c, graph=g, client=tasks[i], shared_resources=True)
+            sessions.append(sess)
             if i == 0:  # the chief initializes the variables, the accumulators, the tokens
                 sess.run(hb.global_variables_initializer())
-                sess.run(opt.chief_init_op)
-                if init_tokens:
-                    sess.run(opt.get_init_tokens_op(init_tokens))
-                # (what the chief's hook runs at the end: tokens for the workers still waiting,
-                # and the queue runner's takes cancelled)
-                end = [opt._release_tokens_op(), opt._cancel_sync_op]
-                chief = {"sess": sess, "sync": opt.chief_sync_op, "graph": g}
-            else:
+                end = []
+                if sync:
+                    sess.run(opt.chief_init_op)
+                    if init_tokens:
+                        sess.run(opt.get_init_tokens_op(init_tokens))
+                    # (what the chief's hook runs at the end: tokens for the workers still
+                    # waiting, and the queue runner's takes cancelled)
+                    end = [opt._release_tokens_op(), opt._cancel_sync_op]
+                chief = {"sess": sess, "graph": g, "end": len(end)}
+                chief["sync"] = opt.chief_sync_op if sync else None
+            elif sync:
                 sess.run(opt.local_step_init_op)
 
         def work(sess=sess, train=train, feeds=feeds, i=i, end=end if i == 0 else None) -> None:
@@ -265,6 +279,19 @@ def op_level_clients(
         clients.append(work)
         names.append(f"worker {i}")
     done: list[bool] = []
+    first = len(chief["sess"].step_times)  # (its runs so far: the initialization)
+    if not sync:
+        run_clients(c, clients, names)
+        recs = chief["sess"].records
+        t0 = recs[first + 2].start_s
+        t1 = recs[first + steps - 1].start_s + recs[first + steps - 1].step_time_s
+        n = sum(
+            1
+            for s_ in sessions
+            for r in list(s_.records)[first if s_ is chief["sess"] else 0 :]
+            if t0 < r.start_s + r.step_time_s <= t1
+        )
+        return [(t1 - t0) / n]
     qr = SimSession(c, graph=chief["graph"], client=(tasks[0], ps_tasks), shared_resources=True)
 
     def queue_runner() -> None:
@@ -275,7 +302,7 @@ def op_level_clients(
                 return
 
     run_clients(c, [queue_runner, *clients], ["queue runner", *names])
-    return list(chief["sess"].step_times[-steps - 2 : -2])
+    return list(chief["sess"].step_times[first : first + steps])
 
 
 def step_level_step(
