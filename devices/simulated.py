@@ -277,6 +277,13 @@ class HostCores:
             self.all_free = end
         return start
 
+    def first_free(self, now: float, seconds: float) -> float:
+        """The first time >= ``now`` one core is free for ``seconds`` (nothing is booked)."""
+        if now >= self.all_free:
+            return now
+        self._forget()
+        return min(self._gap(core, now, seconds) for core in self.busy)
+
     @staticmethod
     def _gap(core: list, now: float, seconds: float) -> float:
         """The first start >= ``now`` on ``core`` with ``seconds`` free after it."""

@@ -492,9 +492,11 @@ class _Driver(WorkerFaults, OverlappedStep):
         G = len(self.groups)
         shared = HostCores(self.machine_cores, self.env) if self.machine_cores else None
         self.machine = shared
-        self.w_free = [0.0] * self.n_tasks
-        self.ps_free = [0.0] * G
-        self.shard_free = [[0.0] * len(ks) for ks in self.groups]  # (one machine)
+        # each task's message handler: one message at a time, in the order they arrive (a
+        # message booked later for an earlier time goes in a gap before those booked ahead)
+        self.w_lane = [HostCores(1, self.env) for _ in range(self.n_tasks)]
+        self.ps_lane = [HostCores(1, self.env) for _ in range(G)]
+        self.shard_lane = [[HostCores(1, self.env) for _ in ks] for ks in self.groups]
         self.ps_cpu = [shared or HostCores(self.profile.ps_cores, self.env) for _ in range(G)]
 
     def _to_ps(self, i: int) -> float:
@@ -506,12 +508,7 @@ class _Driver(WorkerFaults, OverlappedStep):
 
     def _w_msg(self, i: int, now: float, seconds: float) -> float:
         """Worker ``i`` handles ``seconds`` of messages from ``now``; returns when done."""
-        if self.w_free[i] > now:
-            now = self.w_free[i]
-        hc = self.machine
-        end = hc.reserve(now, seconds, 1) if hc is not None else now + seconds
-        self.w_free[i] = end
-        return end
+        return _handle(self.w_lane[i], self.machine, now, seconds)
 
     def _ps_msg(self, g: int, now: float, seconds: float, first: float = 0.0) -> float:
         """Each shard of group ``g`` handles ``seconds`` of messages from ``now``, its first
@@ -521,15 +518,11 @@ class _Driver(WorkerFaults, OverlappedStep):
         cores, after its own earlier messages."""
         hc = self.ps_cpu[g]
         if self.machine is not None:  # each shard's handler on the machine's cores
-            free = self.shard_free[g]
-            ends = [hc.reserve(max(now, f), seconds + (first if k == 0 else 0.0), 1)
-                    for k, f in enumerate(free)]  # fmt: skip
-            free[:] = ends
+            ends = []
+            for k, lane in enumerate(self.shard_lane[g]):
+                ends.append(_handle(lane, hc, now, seconds + (first if k == 0 else 0.0)))
             return max(ends)
-        if self.ps_free[g] > now:
-            now = self.ps_free[g]
-        end = self.ps_free[g] = hc.reserve(now, seconds + first, 1)
-        return end
+        return _handle(self.ps_lane[g], hc, now, seconds + first)
 
     def _ps_kernel(self, g: int, now: float, seconds: float, serial: float = 0.0) -> float:
         """Each shard of group ``g`` runs ``seconds`` of kernels from ``now``: their ``serial``
@@ -701,3 +694,22 @@ class _Driver(WorkerFaults, OverlappedStep):
 
     def _config(self) -> dict[str, Any]:
         return {}
+
+
+def _handle(lane: HostCores, cores: HostCores | None, now: float, seconds: float) -> float:
+    """A task's handler (``lane``: one message at a time) handles ``seconds`` of messages from
+    ``now`` on one of its host's ``cores`` (None: its own): at the first time both are free,
+    which may be before messages booked earlier for later times; returns when it is done."""
+    if seconds <= 0.0:
+        return now
+    t = now
+    while True:
+        a = lane.first_free(t, seconds)
+        b = a if cores is None else cores.first_free(a, seconds)
+        if b == a:
+            break
+        t = b
+    lane.book(a, seconds)
+    if cores is not None:
+        cores.book(a, seconds, 1)
+    return a + seconds

@@ -562,3 +562,22 @@ def test_a_sparse_gradient_is_accumulated_as_the_op_level_prices_it():
     name = prof.variables[0]
     assert prof.aggregate_s_of(name) == pytest.approx(68e-6, rel=1e-9)
     assert prof.take_s_of(name) == pytest.approx(26e-6, rel=1e-9)
+
+
+def test_a_handler_serves_messages_in_time_order():
+    """The step-level drivers book a task's messages ahead of the clock: one booked later for
+    an earlier time goes in a free gap before the ones booked ahead (a handler serves messages
+    as they arrive), and on a shared machine it waits for a core as well."""
+    from hetbed.devices.simulated import HostCores
+    from hetbed.simulator.driver import _handle
+
+    lane = HostCores(1)
+    assert _handle(lane, None, 10.0, 1.0) == 11.0
+    assert _handle(lane, None, 0.0, 1.0) == 1.0  # (in the gap, not after 11)
+    assert _handle(lane, None, 0.5, 1.0) == 2.0  # (behind the one at 0, still before 10)
+    assert _handle(lane, None, 9.5, 1.0) == 12.0  # (no gap of 1 s before 10: after 11)
+    cores = HostCores(1)
+    cores.book(2.5, 1.0)  # another task's kernel on the machine's one core
+    lane = HostCores(1)
+    assert _handle(lane, cores, 2.0, 1.0) == 4.5  # both free from 3.5
+    assert cores.first_free(0.0, 2.0) == 0.0 and lane.first_free(3.0, 1.0) == 4.5
