@@ -198,6 +198,8 @@ class SyncPS(_Driver):
                     tag = self.step  # a (re)started worker computes for the current step
                 elif self.tokens:
                     tag = self.tokens.popleft()
+                    if msg:  # its partitions on the PS tasks end with the token it took
+                        self._spare_replies(i)
                 else:
                     ev = env.event()
                     self.waiters.append((i, ev))
@@ -327,11 +329,26 @@ class SyncPS(_Driver):
         """A shard's partition of the step is done at ``at``: it replies to every worker's
         RunGraph call, one after another (on one machine each shard's handler in its own
         sequence: a shard does not wait for another's reply); each reply reaches its worker
-        after the latency. Only the global step's task serves the tokens."""
+        after the latency. Only the global step's task serves the tokens. With a token queue,
+        to the workers waiting for a token only: one that took a spare token had its replies
+        then (``_spare_replies``)."""
         token = self.token_ps if grp == self.token_group else 0.0
-        for i in range(self.n_tasks):
+        workers = [w for w, _ in self.waiters] if self.twice else range(self.n_tasks)
+        for i in workers:
             t = self._ps_msg(grp, at, self.msg_ps, token)
             arrive = t + self._to_worker(i)
+            if arrive > self.reply_at[i]:
+                self.reply_at[i] = arrive
+
+    def _spare_replies(self, i: int) -> None:
+        """Worker ``i`` took a token already queued: its step's partitions on the PS tasks are
+        done now (the global step's task has served the token), and each replies, behind what
+        its handler is doing (another worker's gradient, the update)."""
+        now = self.env.now
+        self.reply_at[i] = now
+        for g in self.active_groups:
+            token = self.token_ps if g == self.token_group else 0.0
+            arrive = self._ps_msg(g, now, self.msg_ps, token) + self._to_worker(i)
             if arrive > self.reply_at[i]:
                 self.reply_at[i] = arrive
 
