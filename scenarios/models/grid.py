@@ -93,6 +93,18 @@ def loss(model: str, x: object, n_ps: int, device: object = None, ids_seed: int 
     return total
 
 
+def _cluster(workers: int, n_ps: int, nic: object, worker: object, ps: object,
+             machine: str | None, cost_model: object, hybrid: bool = False) -> Cluster:  # fmt: skip
+    """The grid's cluster: ``n_ps`` PS tasks and ``workers`` worker tasks of those cpus and
+    NICs (every one on ``machine``, sharing its cores, when given)."""
+    c = Cluster(cost_model=cost_model, hybrid=hybrid)
+    for k in range(n_ps):
+        c.add_task("ps", k, cpu=ps, nic=nic, machine=machine)
+    for i in range(workers):
+        c.add_task("worker", i, cpu=worker, nic=nic, machine=machine)
+    return c
+
+
 def op_level_step(
     model: str,
     workers: int,
@@ -123,11 +135,7 @@ def op_level_record(
     """``op_level_step``'s RunRecord: the step's time, and every op and message with its
     device and simulated duration (``ops``); ``cost_model`` prices the ops (default: the
     roofline)."""
-    c = Cluster(cost_model=cost_model)
-    for k in range(n_ps):
-        c.add_task("ps", k, cpu=ps, nic=nic, machine=machine)
-    for i in range(workers):
-        c.add_task("worker", i, cpu=worker, nic=nic, machine=machine)
+    c = _cluster(workers, n_ps, nic, worker, ps, machine, cost_model)
     nv = n_variables(model, n_ps)
 
     def on_ps(k: int) -> str:
@@ -219,12 +227,7 @@ def op_level_clients(
     if mode not in ("sync", "async"):
         raise ValueError(f"op_level_clients: mode must be 'sync' or 'async', got {mode!r}")
     sync = mode == "sync"
-
-    c = Cluster(cost_model=cost_model, hybrid=hybrid)
-    for k in range(n_ps):
-        c.add_task("ps", k, cpu=ps, nic=nic, machine=machine)
-    for i in range(workers):
-        c.add_task("worker", i, cpu=worker, nic=nic, machine=machine)
+    c = _cluster(workers, n_ps, nic, worker, ps, machine, cost_model, hybrid)
     spec = {"ps": [f"ps{k}:0" for k in range(n_ps)], "worker": [f"w{i}:0" for i in range(workers)]}
     tasks = [t for t in c.tasks if t.startswith("/job:worker/")]
     ps_tasks = [t for t in c.tasks if t.startswith("/job:ps/")]
