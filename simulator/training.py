@@ -148,6 +148,7 @@ class SyncPS(_Driver):
         self.qr_ready = [0.0] * len(self.groups)
         self.qr_back = 0.0
         self.token_applied = 0.0
+        self.replied: set[int] = set()  # waiters whose replies the update booked (token queue)
         self._reset_step()
 
     def _reset_step(self) -> None:
@@ -199,7 +200,7 @@ class SyncPS(_Driver):
                 elif self.tokens:
                     tag = self.tokens.popleft()
                     if msg:  # its partitions on the PS tasks end with the token it took
-                        self._spare_replies(i)
+                        self._token_replies(i)
                 else:
                     ev = env.event()
                     self.waiters.append((i, ev))
@@ -330,20 +331,24 @@ class SyncPS(_Driver):
         RunGraph call, one after another (on one machine each shard's handler in its own
         sequence: a shard does not wait for another's reply); each reply reaches its worker
         after the latency. Only the global step's task serves the tokens. With a token queue,
-        to the workers waiting for a token only: one that took a spare token had its replies
-        then (``_spare_replies``)."""
+        to the workers waiting for one now (the others have theirs when they take a token:
+        ``_token_replies``)."""
         token = self.token_ps if grp == self.token_group else 0.0
-        workers = [w for w, _ in self.waiters] if self.twice else range(self.n_tasks)
+        workers = range(self.n_tasks)
+        if self.twice:
+            workers = [w for w, _ in self.waiters if w not in self.replied]
+            self.replied.update(workers)
         for i in workers:
             t = self._ps_msg(grp, at, self.msg_ps, token)
             arrive = t + self._to_worker(i)
             if arrive > self.reply_at[i]:
                 self.reply_at[i] = arrive
 
-    def _spare_replies(self, i: int) -> None:
-        """Worker ``i`` took a token already queued: its step's partitions on the PS tasks are
-        done now (the global step's task has served the token), and each replies, behind what
-        its handler is doing (another worker's gradient, the update)."""
+    def _token_replies(self, i: int) -> None:
+        """Worker ``i`` takes a token (one already queued, or one the release hands it): its
+        step's partitions on the PS tasks are done now (the global step's task has served the
+        token), and each replies, behind what its handler is doing (another worker's gradient,
+        the update)."""
         now = self.env.now
         self.reply_at[i] = now
         for g in self.active_groups:
@@ -423,8 +428,11 @@ class SyncPS(_Driver):
         if self.twice:
             self.tokens.extend([self.step] * self.n_tasks)
             while self.waiters and self.tokens:
-                _, ev = self.waiters.popleft()
+                i, ev = self.waiters.popleft()
+                if self.msg_on and i not in self.replied:  # (it began waiting since)
+                    self._token_replies(i)
                 ev.succeed(self.tokens.popleft())
+            self.replied.clear()
         else:
             ev, self.release = self.release, self.env.event()
             ev.succeed()

@@ -581,3 +581,16 @@ def test_a_handler_serves_messages_in_time_order():
     lane = HostCores(1)
     assert _handle(lane, cores, 2.0, 1.0) == 4.5  # both free from 3.5
     assert cores.first_free(0.0, 2.0) == 0.0 and lane.first_free(3.0, 1.0) == 4.5
+
+
+def test_with_a_backup_worker_every_worker_step_costs_the_ps_its_messages():
+    """TF's token queue with one backup worker: each of the W + 1 workers' steps costs the PS
+    task its RunGraph call and reply (100 us each), its read, local step and gradient (2 ends
+    of 100 us each) and its token (2 ends), whether the worker took a token already queued or
+    waited for the update's; the queue runner's call and reply once a global step. Nothing
+    else costs time: the PS task is busy throughout, (W + 1) x 1,000 + 200 us a global step."""
+    prof = ReplicaProfile(1e-6, dense={"a": (4, 0)}, worker_message_s=0.0, ps_message_s=1e-4)
+    for w in (1, 2, 3):
+        drv = SyncPS(prof, w, 1, n_ps=1, nic=(1e12, 0.0), fast_worker_can_contribute_twice=True,
+                     sync_replicas=True)  # fmt: skip
+        assert drv.run(30).step_time() == pytest.approx((w + 1) * 1000e-6 + 200e-6, rel=1e-6)
