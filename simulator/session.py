@@ -653,7 +653,8 @@ class SimSession(BaseSession):
             if not concurrent:  # (a concurrent client leaves the others' records alone)
                 d.reset_stats()
             d.busy_until = max(d.busy_until, env.now)
-        self._marks = {d: len(d.records) for d in devices}
+        if concurrent:  # (where this step's records begin on the shared devices)
+            self._marks = {d: len(d.records) for d in devices}
         self._rdv = None  # (this step's, once made)
         network = self.cluster.network
         n_flows = len(network.records)

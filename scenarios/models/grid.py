@@ -263,7 +263,7 @@ def op_level_clients(
                     # (what the chief's hook runs at the end: tokens for the workers still
                     # waiting, and the queue runner's takes cancelled)
                     end = [opt._release_tokens_op(), opt._cancel_sync_op]
-                chief = {"sess": sess, "graph": g, "end": len(end)}
+                chief = {"sess": sess, "graph": g}
                 chief["sync"] = opt.chief_sync_op if sync else None
             elif sync:
                 sess.run(opt.local_step_init_op)
