@@ -458,7 +458,9 @@ class _Driver(WorkerFaults, OverlappedStep):
         self.local_step_w = n_ps_active * 2 * mw * sent_first
         self.local_step_ps = 2 * mp * sent_first
         self.token_ps = 2 * mp if tf_sync else 0.0
-        self.token_w = 2 * mw if tf_sync else 0.0
+        # (the worker receives the token; its own task's partition, which assigns the token to
+        # its local step, then replies to its RunGraph call: send + receive)
+        self.token_w = 2 * mw + 2 * cw if tf_sync else 0.0
         self.token_group = self.group_of[0]
         # ... and what the real program's graph moves besides (scenarios/models/grid.py's
         # op_level_clients shows each): the optimizer's ops are on the global step's task, so
@@ -472,9 +474,11 @@ class _Driver(WorkerFaults, OverlappedStep):
         self.ctrl_ps = 2 * mp if several else 0.0
         self.step_bytes_all = sum(len(self.groups[g]) * nbytes[g] for g in active)
         # worker handler: its own task's reply (send + receive: its partition is done once the
-        # gradients leave) and each PS task's reply (receive)
-        self.reply_own_w = 2 * cw
+        # gradients leave; with a token, once it has the token: token_w) and each PS task's
+        # reply (receive)
+        self.reply_own_w = 0.0 if tf_sync else 2 * cw
         self.reply_w = n_ps_active * cw
+        self.reply_w_of = [len(self.groups[g]) * cw for g in range(G)]  # (one group's)
         self._reset_cpus()
 
     def _fresh_s(self, fresh: tuple[float, float] | None, shard: int) -> float:
@@ -559,17 +563,26 @@ class _Driver(WorkerFaults, OverlappedStep):
         """Worker ``i`` starts a step: it sends its RunGraph requests to the PS tasks, then to
         its own task (which receives it at once); each PS shard receives its request and
         serializes the variables it reads for the worker; returns (as a SimPy process step)
-        once the reads can leave."""
+        once the reads can leave (the worker may still be sending: it receives them after)."""
         env = self.env
-        now = env.now
-        sent = self._w_msg(i, now, self.req_ps_w)
-        got = sent + self._to_ps(i)
-        ready = self._w_msg(i, sent, self.req_own_w + self.local_step_w)
+        sent = self._w_msg(i, env.now, self.req_ps_w)
+        own = self._w_msg(i, sent, self.req_own_w + self.local_step_w)
+        # each PS task handles the request when it arrives (in turn with what other workers'
+        # steps bring it meanwhile), and the local step, sent last, when that arrives
+        yield env.timeout(sent + self._to_ps(i) - env.now)
+        now = ready = env.now
         for g in self.active_groups:
-            ps = self.msg_ps + self.xfer_ps[g] + self.local_step_ps
-            ready = max(ready, self._ps_msg(g, got, ps))
+            ready = max(ready, self._ps_msg(g, now, self.msg_ps + self.xfer_ps[g]))
+        if self.local_step_ps:
+            self._at(own + self._to_ps(i), self._local_step)
         if ready > now:
             yield env.timeout(ready - now)
+
+    def _local_step(self) -> None:
+        """A worker's local step (or what else the update takes from it) reaches the PS
+        tasks: each handles it."""
+        for g in self.active_groups:
+            self._ps_msg(g, self.env.now, self.local_step_ps)
 
     def _handle(self, i: int, sending: bool = False) -> Any:
         """Worker ``i`` deserializes what it pulled (once its runtime has it), or serializes

@@ -9,6 +9,7 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -140,13 +141,22 @@ class SimRendezvous(LocalRendezvous):
             lambda _record: self._arrived(p, key, value, nbytes, copied),
         )
 
-    def _arrived(self, p: tuple, key: str, value: Any, nbytes: int, copied: float = 0.0) -> None:
+    def _arrived(
+        self, p: tuple, key: str, value: Any, nbytes: int, copied: float = 0.0, there: bool = False
+    ) -> None:
         dst_cpu = p[5]
         if dst_cpu is None:
             self._deliver(key, value)
             return
         env = self.network.env
-        now = max(env.now, copied) + dst_cpu.perf_spec.message_latency_s  # (handed over)
+        now = env.now
+        if not there:
+            now = max(now, copied) + dst_cpu.perf_spec.message_latency_s  # (handed over)
+            if now > env.now:  # its handler takes it once it is there, in turn with the others
+                env.timeout(now - env.now).callbacks.append(
+                    lambda _e: self._arrived(p, key, value, nbytes, there=True)
+                )
+                return
         # the receiver's end also faults in the new array the bytes land in
         cost = _end_cost(dst_cpu, nbytes) + dst_cpu.perf_spec.fresh_seconds(nbytes)
         done = self._occupy(dst_cpu, now, cost, SoftwareWork(p[3], _RECV_TENSOR))
@@ -385,6 +395,7 @@ class SimSession(BaseSession):
         self._parsed_keys: dict[str, tuple] = {}  # rendezvous key -> route and names
         self.clients = self._clients(client)
         self._called: dict[tuple[str, str], float] = {}  # see SimRendezvous.called
+        self._waits: dict[object, float] = {}  # messages ``_later`` holds: when each arrives
 
     def _clients(self, client: Any) -> list[tuple[str, tuple[str, ...] | None]]:
         """The sessions running this session's steps (see ``run``), each (its task, the tasks
@@ -453,11 +464,20 @@ class SimSession(BaseSession):
         clock = self.cluster.env
         if conductor is not None:  # one of several clients: its step starts once its calls
             clock = conductor.clock()  # have arrived (its own task's last), on its own clock
+            self._settle(conductor)
             conductor.sleep_until(max(self._called.values(), default=clock.now))
             self._own_ops = {n.op for n in prep.nodes}  # (what its records keep)
+        replies = None
+        if (
+            conductor is not None
+            and prep.frames is None
+            and len({c[1] for c in calls}) == len(calls)
+        ):
+            # each task replies as its part of the step ends, not once the whole step has
+            replies = observer = _Replying(observer, self, calls, prep.nodes)
         run_step(prep, vals, step, clock, observer)
         if calls:
-            self._run_graph_replies(calls, conductor)
+            self._run_graph_replies(calls, conductor, replies)
         return [vals[s] if s is not None else None for s in prep.fetch_slots]
 
     def _conductor(self) -> Any:
@@ -500,12 +520,16 @@ class SimSession(BaseSession):
                     work_c = SoftwareWork(c, "Session.run")
                     begin = master.occupy(now, master.perf_spec.step_s, work_c)
                     heapq.heappush(heap, (begin, len(heap), "send", master, targets))
-            self._calls(heap, work, calls, started if gate else None)
+            self._calls(heap, work, calls, started if gate else None, defer=not gate)
         return calls
 
-    def _calls(self, heap: list[tuple], work: Any, calls: list[tuple], started: set) -> None:
+    def _calls(
+        self, heap: list[tuple], work: Any, calls: list[tuple], started: set, defer: bool = False
+    ) -> None:
         """The RunGraph requests of ``heap``'s clients, in time order (``_run_graph_requests``);
-        appends each call to ``calls``, and each task whose devices it starts to ``started``."""
+        appends each call to ``calls``, and each task whose devices it starts to ``started``.
+        ``defer`` (a concurrent client): each task handles the request when it arrives
+        (``_later``), in turn with what the other clients' steps bring it meanwhile."""
         seq = len(heap)
         while heap:
             t, _, kind, master, x = heapq.heappop(heap)
@@ -519,27 +543,65 @@ class SimSession(BaseSession):
                     heapq.heappush(heap, (sent, seq + 0.5, "send", master, rest))
             else:  # the task receives it: its devices may start (on the first client's call)
                 task, cpu, lat = x
-                got = cpu.occupy(t, cpu.perf_spec.control_s, work)
-                key = (task, _task(master.name))  # (a process's first call counts)
-                if got < self._called.get(key, math.inf):
-                    self._called[key] = got
                 devices = self.cluster.task_devices(task)
+                calls.append((master, cpu, lat, devices))
+                if defer:
+                    self._later(t, partial(self._call_arrived, master, task, cpu, work))
+                    continue
+                got = self._call_arrived(master, task, cpu, work, t)
                 if started is not None and task not in started:
                     started.add(task)
                     for d in devices:
                         if d.busy_until < got:
                             d.busy_until = got
-                calls.append((master, cpu, lat, devices))
 
-    def _run_graph_replies(self, calls: list[tuple], conductor: Any = None) -> None:
+    def _call_arrived(self, master: Any, task: str, cpu: Any, work: Any, t: float = -1.0) -> float:
+        """Task ``task`` handles ``master``'s RunGraph request, arrived at ``t`` (default:
+        now); returns when it has."""
+        got = cpu.occupy(self.cluster.env.now if t < 0 else t, cpu.perf_spec.control_s, work)
+        key = (task, _task(master.name))  # (a process's first call counts)
+        if got < self._called.get(key, math.inf):
+            self._called[key] = got
+        return got
+
+    def _later(self, t: float, fn: Callable[[], Any]) -> None:
+        """Call ``fn()`` when the clock reads ``t`` (now if it has): a concurrent client's
+        message is handled when it arrives, so that a task's handler takes the messages of all
+        the clients' steps in the order they arrive (one booked ahead would hold back any that
+        arrived before it). ``_settle`` waits for them."""
+        env = self.cluster.env
+        if t <= env.now:
+            fn()
+            return
+        token = object()
+        self._waits[token] = t
+
+        def fire(_event: Any) -> None:
+            del self._waits[token]
+            fn()
+
+        env.timeout(t - env.now).callbacks.append(fire)
+
+    def _settle(self, conductor: Any) -> None:
+        """The calling client sleeps until every message ``_later`` holds has been handled."""
+        while self._waits:
+            conductor.sleep_until(min(self._waits.values()))
+
+    def _run_graph_replies(
+        self, calls: list[tuple], conductor: Any = None, replies: _Replying | None = None
+    ) -> None:
         """Each RunGraph's reply leaves its task when the task's last work of the step ends and
         reaches its client after the latency (handled in time order); the step ends with the
         last reply received. (A concurrent client's: its own work, its graph's ops since its
-        step began and its own messages; it then sleeps until its last reply is in.)"""
+        step began and its own messages, each sent as that task's part ends (``replies``,
+        booked then: a reply booked once the whole step is done would queue behind messages
+        its task handled meanwhile); it then sleeps until its last reply is in.)"""
         env = self.cluster.env
-        work = SoftwareWork("RunGraph reply", "RunGraph")
         heap, done_of = [], {}
+        end = env.now
         for k, (master, cpu, lat, devices) in enumerate(calls):
+            if replies is not None and cpu in replies.done:
+                continue
             done = done_of.get(cpu)  # (a task called by several clients: once)
             if done is None:
                 if conductor is None:
@@ -549,18 +611,20 @@ class SimSession(BaseSession):
                 done_of[cpu] = done
             heap.append((done, k, True, master, cpu, lat))
         heapq.heapify(heap)
-        end, seq = env.now, len(heap)
+        seq = len(heap)
         while heap:
             t, _, sending, master, cpu, lat = heapq.heappop(heap)
             seq += 1
             if sending:
-                sent = cpu.occupy(t, cpu.perf_spec.control_s, work)
-                if cpu is not master:
-                    lat += master.perf_spec.message_latency_s - cpu.perf_spec.message_latency_s
-                heapq.heappush(heap, (sent + lat, seq, False, master, cpu, lat))
+                sent = cpu.occupy(t, cpu.perf_spec.control_s, _REPLY)
+                heapq.heappush(heap, (sent + _reply_latency(master, cpu, lat), seq, False,
+                                      master, cpu, lat))  # fmt: skip
             else:
-                end = max(end, master.occupy(t, master.perf_spec.control_s, work))
+                end = max(end, master.occupy(t, master.perf_spec.control_s, _REPLY))
         if conductor is not None:
+            if replies is not None:
+                self._settle(conductor)
+                end = max(end, *replies.received)
             conductor.sleep_until(end)
         elif end > env.now:
             env.advance(end)
@@ -711,3 +775,67 @@ def sim_value(shape: Any, dtype: Any = np.float32) -> SimValue:
     if isinstance(dtype, (DType, str)):
         dtype = as_dtype(dtype).np
     return SimValue(tuple(shape), dtype)
+
+
+_REPLY = SoftwareWork("RunGraph reply", "RunGraph")
+
+
+def _reply_latency(master: Any, cpu: Any, lat: float) -> float:
+    """A reply's delay from task ``cpu`` to its client ``master`` (``lat``: the request's):
+    the route's links and, in another process, the client's runtime hand-over."""
+    if cpu is master:
+        return lat
+    return lat + master.perf_spec.message_latency_s - cpu.perf_spec.message_latency_s
+
+
+class _Replying:
+    """A concurrent client's step observer (``SimSession._execute``): the step's buffer
+    accounting (``inner``), and each called task's RunGraph reply, sent as the task's last
+    node of the step finishes (at the end of its own work there: ``_own_done``) and handled
+    by the client when it arrives (``SimSession._later``); ``done`` holds the replied tasks'
+    cpus, ``received`` when the client has handled each reply."""
+
+    def __init__(self, inner: Any, session: Any, calls: list[tuple], nodes: list):
+        self.inner = inner
+        self.session = session
+        self.done: set[Any] = set()
+        self.received: list[float] = []
+        of_device = {}
+        for call in calls:
+            for d in call[3]:
+                of_device[d] = call
+        self.call_of = {}  # node index -> its task's call
+        self.left: dict[Any, int] = {}  # cpu -> the task's nodes not finished yet
+        for n in nodes:
+            call = of_device.get(n.device)
+            if call is not None:
+                self.call_of[n.index] = call
+                self.left[call[1]] = self.left.get(call[1], 0) + 1
+
+    def node_started(self, node: Any) -> None:
+        self.inner.node_started(node)
+
+    def node_finished(self, node: Any, r: Any, released: Any = ()) -> None:
+        self.inner.node_finished(node, r, released)
+        call = self.call_of.get(node.index)
+        if call is None:
+            return
+        cpu = call[1]
+        left = self.left[cpu] - 1
+        self.left[cpu] = left
+        if not left:
+            self.done.add(cpu)
+            self.session._later(self.session._own_done(call[3]), partial(self._send, call))
+
+    def _send(self, call: tuple) -> None:
+        master, cpu, lat, _devices = call
+        session = self.session
+        sent = cpu.occupy(session.cluster.env.now, cpu.perf_spec.control_s, _REPLY)
+        session._later(sent + _reply_latency(master, cpu, lat), partial(self._receive, master))
+
+    def _receive(self, master: Any) -> None:
+        now = self.session.cluster.env.now
+        self.received.append(master.occupy(now, master.perf_spec.control_s, _REPLY))
+
+    def step_finished(self, plan: Any, failure: Any) -> None:
+        self.inner.step_finished(plan, failure)

@@ -141,7 +141,11 @@ class SyncPS(_Driver):
         self.tokens: deque[int] = deque([0] * self.init_tokens) if self.twice else deque()
         self.waiters: deque[tuple[int, simpy.Event]] = deque()
         self.last_tag = [-1] * self.n_tasks
-        self.reply_at = [0.0] * self.n_tasks  # when each worker's last PS replies arrive
+        self.reply_at = [0.0] * self.n_tasks  # when each worker's token and reply arrive
+        #: when each worker's last reply from another group arrives, and when its handler has
+        #: taken them (each as it arrives)
+        self.other_at = [0.0] * self.n_tasks
+        self.other_end = [0.0] * self.n_tasks
         #: the chief's queue runner (sync_replicas with message costs): when each group's PS
         #: has its next RunGraph call, and when the chief has the last replies of the step
         self.qr_on = self.msg_on and self.sync_replicas
@@ -321,7 +325,9 @@ class SyncPS(_Driver):
         then to the workers."""
         if self.qr_on:
             back = self._ps_msg(grp, at, self.msg_ps) + self._to_worker(0)
-            if back > self.qr_back:
+            if grp != self.token_group:  # (the token group's: with the queue runner's next call)
+                self._at(back, partial(self._reply_in, 0, self.reply_w_of[grp], None))
+            elif back > self.qr_back:
                 self.qr_back = back
         if self.msg_on:
             self._ps_replies(grp, at)
@@ -340,9 +346,23 @@ class SyncPS(_Driver):
             self.replied.update(workers)
         for i in workers:
             t = self._ps_msg(grp, at, self.msg_ps, token)
-            arrive = t + self._to_worker(i)
+            self._reply_to(i, grp, t + self._to_worker(i))
+
+    def _reply_to(self, i: int, grp: int, arrive: float) -> None:
+        """Group ``grp``'s reply reaches worker ``i`` at ``arrive``: the token's group's (with
+        the token) is taken by ``_replied``, another's by the worker's handler as it arrives."""
+        if grp == self.token_group:
             if arrive > self.reply_at[i]:
                 self.reply_at[i] = arrive
+            return
+        if arrive > self.other_at[i]:
+            self.other_at[i] = arrive
+        self._at(arrive, partial(self._reply_in, i, self.reply_w_of[grp], self.other_end))
+
+    def _reply_in(self, i: int, seconds: float, ends: list[float] | None) -> None:
+        end = self._w_msg(i, self.env.now, seconds)
+        if ends is not None and end > ends[i]:
+            ends[i] = end
 
     def _token_replies(self, i: int) -> None:
         """Worker ``i`` takes a token (one already queued, or one the release hands it): its
@@ -353,15 +373,17 @@ class SyncPS(_Driver):
         self.reply_at[i] = now
         for g in self.active_groups:
             token = self.token_ps if g == self.token_group else 0.0
-            arrive = self._ps_msg(g, now, self.msg_ps, token) + self._to_worker(i)
-            if arrive > self.reply_at[i]:
-                self.reply_at[i] = arrive
+            self._reply_to(i, g, self._ps_msg(g, now, self.msg_ps, token) + self._to_worker(i))
 
     def _replied(self, i: int) -> Any:
-        """Worker ``i`` receives the PS tasks' replies to its last step's calls."""
+        """Worker ``i`` receives the PS tasks' replies to its last step's calls: the other
+        groups' as they arrive (``_reply_to``), the token's group's, with the token, here."""
         env = self.env
+        if self.other_at[i] > env.now:  # (every reply has arrived)
+            yield env.timeout(self.other_at[i] - env.now)
         now = env.now
-        end = self._w_msg(i, max(now, self.reply_at[i]), self.reply_w + self.token_w)
+        cost = self.reply_w_of[self.token_group] + self.token_w
+        end = max(self._w_msg(i, max(now, self.reply_at[i]), cost), self.other_end[i])
         if end > now:
             yield env.timeout(end - now)
 
@@ -411,7 +433,8 @@ class SyncPS(_Driver):
         which receives it (see the class docstring)."""
         if self.down_until[0] > now:
             return
-        t = self._w_msg(0, max(now, self.qr_back), self.reply_w + self.req_ps_w)
+        cost = self.reply_w_of[self.token_group] + self.req_ps_w  # (the other replies: in)
+        t = self._w_msg(0, max(now, self.qr_back), cost)
         for g in self.active_groups:
             got = self._ps_msg(g, t + self._to_ps(0), self.msg_ps)
             if self.qr_inputs_ps and g != self.token_group:  # the update's other inputs,

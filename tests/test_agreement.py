@@ -40,18 +40,16 @@ CASES = [
     ("sparse", 1),
 ]
 
-#: how far apart the medians may be: 5%, except where messages' CPU time bounds the step and
-#: the step-level driver books a PS task's messages as a unit the real program interleaves:
-#: with several PS tasks the other tasks' control messages and learning-rate requests to the
-#: global step's task (measured: 4 PS tasks and one worker +9.4%, 2 PS tasks and four workers
-#: -6.4%), and a worker's request messages at one PS task (four workers: 1 MB -5.6%, the
-#: embedding rows -5.2%; the program's own handle ops, global step increment and token fill
-#: are 1-4% of a message-bound step)
+#: how far apart the medians may be: 5%, except with several PS tasks, where the step-level
+#: driver's shards of a group are alike and get their part of a step at once, and the program
+#: sends a worker's gradients to the tasks one after another (the global step's task, which
+#: waits for every other task's control messages, gets its gradient last and the others'
+#: messages early: 4 PS tasks, one worker +6.0%, two +8.4%), and where the global step's task
+#: is the bottleneck of eight workers (2 PS tasks: -7.5%; its handler idles 8% of the
+#: program's step waiting on the other task and 2% of the driver's)
 TOLERANCE = {
-    ("scalar", 2): 0.07,
-    ("scalar", 4): 0.10,
-    ("dense_1mb", 1): 0.06,
-    ("sparse", 1): 0.06,
+    ("scalar", 2): 0.08,
+    ("scalar", 4): 0.09,
 }
 #: the step-level driver's first step against the hand-written graph's one step (one PS task)
 FIRST_TOLERANCE = 0.05
@@ -97,11 +95,13 @@ def test_first_step_is_the_first_calls_return():
         grid.step_level_step("scalar", 4, 1, "eth_10g", WORKER, PS, mode="async", first=True)
 
 
-@pytest.mark.parametrize("model, rel", [("scalar", 0.10), ("dense_10mb", 0.05), ("sparse", 0.10)])
+@pytest.mark.parametrize("model, rel", [("scalar", 0.12), ("dense_10mb", 0.05), ("sparse", 0.12)])
 def test_async_step_level_and_op_level_agree(model, rel):
     """AsyncPS against the real program's asynchronous mode (plain SGD, each worker on its
-    own), time per global step: within 5% where bandwidth matters, 10% where messages bound
-    the step (measured: 1 worker +6%, 4 workers -9%)."""
+    own), time per global step: within 5% where bandwidth matters; where messages bound the
+    step, 12%: the workers settle at different offsets and the PS task's handler takes their
+    messages in another order (two workers: the program's 20 us apart, a gradient handled
+    before the other worker's reply, the driver's 61 us apart, after it: -11%; four: +10%)."""
     for workers in (1, 2, 4):
         a = grid.op_level_clients(model, workers, 1, "eth_10g", WORKER, PS, steps=12, mode="async")
         b = grid.step_level_step(model, workers, 1, "eth_10g", WORKER, PS, mode="async")
@@ -110,11 +110,11 @@ def test_async_step_level_and_op_level_agree(model, rel):
 
 #: one backup worker: (model, workers aggregated) -> how far apart. Both simulations book the
 #: same messages a global step (the scalar model's PS task: 0.44 ms); with three workers and a
-#: backup they agree, with one and a backup they settle into different equilibria: the
-#: program's two workers stay in step (10 MB: 39 ms, what a synchronous step of two costs),
-#: the driver's fall into staggering their transfers in each other's gaps (31 ms, -21%)
-BACKUP_TOLERANCE = {("dense_10mb", 3): 0.05, ("dense_10mb", 1): 0.25, ("scalar", 3): 0.20,
-                    ("scalar", 1): 0.20}  # fmt: skip
+#: backup they agree, with one and a backup of 10 MB they settle into different equilibria:
+#: the program's two workers stay in step (39 ms, what a synchronous step of two costs), the
+#: driver's fall into staggering their transfers in each other's gaps (31 ms, -21%)
+BACKUP_TOLERANCE = {("dense_10mb", 3): 0.05, ("dense_10mb", 1): 0.25, ("scalar", 3): 0.05,
+                    ("scalar", 1): 0.05}  # fmt: skip
 
 
 @pytest.mark.parametrize("model", ["dense_10mb", "scalar"])

@@ -202,3 +202,46 @@ def test_concurrent_runs_are_deterministic():
 
     runs = [grid.op_level_clients("sparse", 3, 2, "eth_10g", WORKER, PS, steps=5) for _ in range(2)]
     assert runs[0] == runs[1]
+
+
+def test_a_task_replies_as_soon_as_its_part_of_a_step_is_done():
+    """Client A reads a scalar from the PS task, then computes for a while on its own task;
+    client B, once a step of its own is done, reads 16 MB from the same PS task, whose handler
+    sends the bytes while A computes. A's RunGraph reply leaves the PS task as soon as A's
+    read is done there, before B's request arrives (the handler takes messages as they arrive),
+    so A steps exactly as it does alone; a reply booked once A's whole step was done would
+    have queued behind B's read."""
+
+    def a_graph():
+        g = hb.Graph()
+        with g.as_default():
+            with hb.device(_task("ps", 0)):
+                v = hb.get_variable("a", [], initializer=hb.zeros_initializer())
+            with hb.device(_task("worker", 0)):
+                x = hb.constant(np.ones((768, 768), np.float32))
+                y = hb.reduce_sum(hb.matmul(x * v, x))
+            init = hb.global_variables_initializer()
+        return g, y, init
+
+    def a_alone() -> float:
+        c = _cluster(1, 2)
+        g, y, init = a_graph()
+        s = SimSession(c, graph=g, client=_task("worker", 0), shared_resources=True)
+        s.run(init)
+        run_clients(c, [lambda: s.run(y)])
+        return s.step_times[-1]
+
+    c = _cluster(1, 2)
+    g, y, init = a_graph()
+    a = SimSession(c, graph=g, client=_task("worker", 0), shared_resources=True)
+    a.run(init)
+    gb, yb, initb = _reader(1, name="b", n=1 << 22)
+    with gb.as_default(), hb.device(_task("worker", 1)):
+        first = hb.constant(1.0) * 2.0  # (a step on B's own task only)
+    b = SimSession(c, graph=gb, client=_task("worker", 1), shared_resources=True)
+    b.run(initb)
+    run_clients(c, [lambda: a.run(y), lambda: [b.run(first), b.run(yb)]])
+    alone = a_alone()
+    assert alone > 5e-4  # (A computes long enough for B's read to start meanwhile)
+    assert b.records[-1].start_s < a.records[-1].start_s + alone  # (it does)
+    assert a.step_times[-1] == pytest.approx(alone, rel=1e-12)

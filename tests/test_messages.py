@@ -416,7 +416,10 @@ def test_only_the_global_steps_ps_task_serves_the_tokens():
     control message (a RecvTensor call, 2 ends at each) after each worker's gradient and after
     the update. Per step, the second task: W x 1000 + 400 us, the first: W x 1200 + 400; on one
     core they take turns (their sum); on machines of their own the first is the longest, and
-    with one worker it also waits while the second sends it the update's control message."""
+    with one worker it also waits for the second's first control message: the second's read
+    leaves after its RunGraph call (300 us), the local step and the gradient follow (200 each)
+    and its message takes 200 to send: 900 us into the step, where the first, which takes the
+    queue runner's call first (100), has its gradient in at 800."""
     prof = ReplicaProfile(
         1e-6, dense={"a": (4, 0), "b": (4, 1)}, worker_message_s=0.0, ps_message_s=1e-4
     )
@@ -426,7 +429,7 @@ def test_only_the_global_steps_ps_task_serves_the_tokens():
         apart = SyncPS(prof, w, **kw).run(8).step_time()
         second, first = w * 1000e-6 + 400e-6, w * 1200e-6 + 400e-6
         assert one == pytest.approx(first + second, rel=0.01)
-        assert apart == pytest.approx(first + (200e-6 if w == 1 else 0.0), rel=0.01)
+        assert apart == pytest.approx(first + (100e-6 if w == 1 else 0.0), rel=0.01)
 
 
 class _Cores(Roofline):

@@ -276,8 +276,10 @@ def op_level_clients(
             for _ in range(steps):
                 sess.run(train, feeds)
             done.append(True)
-            for op in end:
-                sess.run(op)
+            if end:  # tokens for the workers still waiting, then the queue runner stopped:
+                sess.run(end[0])  # its take cancelled, again until it has seen that the
+                while len(done) < 2:  # chief is done (a take it issued meanwhile waits on)
+                    sess.run(end[1])
 
         clients.append(work)
         names.append(f"worker {i}")
@@ -298,11 +300,12 @@ def op_level_clients(
     qr = SimSession(c, graph=chief["graph"], client=(tasks[0], ps_tasks), shared_resources=True)
 
     def queue_runner() -> None:
-        while True:  # one update a global step, until the workers are done
+        while not done:  # one update a global step, until the chief is done
             try:
                 qr.run(chief["sync"])
             except (hb.errors.AbortedError, hb.errors.CancelledError):
-                return
+                break
+        done.append(True)  # (the chief stops cancelling)
 
     run_clients(c, [queue_runner, *clients], ["queue runner", *names])
     return list(chief["sess"].step_times[first : first + steps])
