@@ -374,7 +374,13 @@ class SimulatedDevice(Device):
         if plan is None:
             plan = plans[key] = self._plan_node(node, inputs)
         dur, placeholders, compute, width = plan
-        result = node.fn(node.ctx, *inputs) if compute else placeholders
+        if not compute:
+            return self._book(node, dur, self.env.now if now is None else now, width), placeholders
+        ctx = node.ctx
+        result = node.fn(ctx, *inputs)
+        if ctx.idle:  # the kernel found nothing to do (a stale gradient dropped): its dispatch
+            ctx.idle = False
+            dur, width = min(dur, self.perf_spec.launch_overhead_s), None
         return self._book(node, dur, self.env.now if now is None else now, width), result
 
     def charge(self, node: Any, inputs: list, result: Any, now: float) -> float:

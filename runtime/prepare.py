@@ -33,6 +33,7 @@ class KernelContext:
     """
 
     __slots__ = ("op", "attrs", "device", "xp", "resources", "state", "session", "_rng")
+    __slots__ += ("idle",)
 
     def __init__(self, op: Operation, device: Any, resources: dict, session: Any):
         self.op = op
@@ -43,6 +44,9 @@ class KernelContext:
         self.state: Any = None
         self.session = session
         self._rng: np.random.Generator | None = None
+        #: set by a kernel that found nothing to do this time (an accumulator dropping a stale
+        #: gradient): a simulated device then books only the op's dispatch, not its bytes
+        self.idle = False
 
     @property
     def rng(self) -> np.random.Generator:

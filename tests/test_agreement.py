@@ -108,28 +108,30 @@ def test_async_step_level_and_op_level_agree(model, rel):
         assert b == pytest.approx(a[0], rel=rel), (model, workers, a[0], b)
 
 
-#: one backup worker: (model, workers aggregated) -> how far apart. Both simulations book the
-#: same messages a global step (the scalar model's PS task: 0.44 ms); with three workers and a
-#: backup they agree, with one and a backup of 10 MB they settle into different equilibria:
-#: the program's two workers stay in step (39 ms, what a synchronous step of two costs), the
-#: driver's fall into staggering their transfers in each other's gaps (31 ms, -21%)
-BACKUP_TOLERANCE = {("dense_10mb", 3): 0.05, ("dense_10mb", 1): 0.25, ("scalar", 3): 0.05,
-                    ("scalar", 1): 0.05}  # fmt: skip
+#: one backup worker: (model, workers whose gradients a step takes, how far apart): 5%,
+#: except the scalar model with one worker and a backup, whose program settles after a few
+#: steps into its two workers taking turns (655 us a global step) where the driver keeps one
+#: worker's pace (715 us, a synchronous step of one worker): +9%
+BACKUP_CASES = [("dense_10mb", 1, 0.05), ("dense_10mb", 3, 0.05), ("scalar", 1, 0.10),
+                ("scalar", 3, 0.05)]  # fmt: skip
 
 
-@pytest.mark.parametrize("model", ["dense_10mb", "scalar"])
-def test_backup_worker_step_level_and_op_level_agree(model):
+@pytest.mark.parametrize("model, workers, rel", BACKUP_CASES)
+def test_backup_worker_step_level_and_op_level_agree(model, workers, rel):
     """SyncPS with one backup worker (W of W + 1 gradients a step, TF's token queue) against
-    the program with real values (a late gradient dropped as stale): every worker pulls and
-    pushes every step and, once it has its token (one already queued or one the update
-    releases), waits for its RunGraph replies, the global step's task's among them, behind
-    what that task's handler is doing. BACKUP_TOLERANCE says how close they come."""
-    for workers in (1, 3):
-        steps = grid.op_level_clients(
-            model, workers + 1, 1, "eth_10g", WORKER, PS, steps=10, aggregate=workers,
-            init_tokens=workers, hybrid=True,
-        )  # fmt: skip
-        a = statistics.median(steps[2:])
-        b = grid.step_level_step(model, workers, 1, "eth_10g", WORKER, PS, mode="backup")
-        rel = BACKUP_TOLERANCE[(model, workers)]
-        assert b == pytest.approx(a, rel=rel), (model, workers, a, b)
+    the program with real values (a late gradient dropped as stale), time per global step over
+    24 steps after the first two (BACKUP_CASES says how close). Every worker pulls and pushes every step and, once
+    it has its token (one already queued or one the update releases), waits for its RunGraph
+    replies, the global step's task's among them, behind what that task's handler is doing. With
+    one worker and a backup of 10 MB the workers drift apart and back in step, a cycle of about
+    fifteen steps (one worker keeps taking the token left over from the last update and its
+    gradients are dropped), which both simulations run step for step."""
+    steps = grid.op_level_clients(
+        model, workers + 1, 1, "eth_10g", WORKER, PS, steps=24, aggregate=workers,
+        init_tokens=workers, hybrid=True,
+    )  # fmt: skip
+    b = grid.step_level_step(
+        model, workers, 1, "eth_10g", WORKER, PS, steps=24, mode="backup", every_step=True
+    )
+    a = statistics.fmean(steps[2:])
+    assert statistics.fmean(b[2:]) == pytest.approx(a, rel=rel), (model, workers, a, b)

@@ -463,3 +463,28 @@ def test_ops_are_priced_in_the_dtype_of_their_floating_operands():
     flops = 2 * 8 * 32 * 32 * 32 * 3 * 3 * 16
     assert t_fwd == pytest.approx(flops / 8e12, rel=1e-9)
     assert t_back == pytest.approx(flops / 8e12, rel=1e-9)  # was flops / 1e12 (float32 rate)
+
+
+def test_a_stale_gradient_costs_only_its_dispatch():
+    """A hybrid simulation knows when an accumulator drops a gradient as stale (its local step
+    behind the accumulator's global step): the apply adds nothing, and its device books only
+    the op's dispatch; a current gradient of the same 4 MB costs its roofline time."""
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0/device:cpu:0"):
+            acc = hb.ConditionalAccumulator(hb.float32, [1 << 20], shared_name="acc")
+            step = hb.placeholder(hb.int64, [])
+            apply = acc.apply_grad(hb.ones([1 << 20]), local_step=step)
+            take = acc.take_grad(1)
+        s = SimSession(cluster(hybrid=True))
+
+        def apply_s(local_step: int) -> float:
+            s.run(apply, {step: local_step})
+            ops = s.last_record.ops
+            return float(ops[ops.type == "AccumulatorApplyGradient"].duration_s.iloc[0])
+
+        current = apply_s(0)
+        s.run(take)  # (the accumulator's global step is 1 now)
+        stale = apply_s(0)
+        assert current == pytest.approx(roofline(1 << 20, 3 * 4 * (1 << 20)), rel=1e-9)
+        assert stale == pytest.approx(10e-6, rel=1e-9)  # (the toy device's launch cost)
+        assert apply_s(1) == pytest.approx(current, rel=1e-9)

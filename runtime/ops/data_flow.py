@@ -767,7 +767,9 @@ class _Accumulator:
     def describe(self) -> str:
         return f"dtype {self.dtype.name}, shape {self.shape}"
 
-    def apply(self, local_step: int, grad: Any, op_name: str) -> None:
+    def apply(self, local_step: int, grad: Any, op_name: str) -> bool:
+        """Add ``grad`` unless it is stale (``local_step`` behind the global step): whether it
+        was added."""
         if not self.shape.is_compatible_with(tuple(grad.shape)):
             raise InvalidArgumentError(
                 f"{op_name}: gradient of shape {tuple(grad.shape)} does not match accumulator "
@@ -776,7 +778,7 @@ class _Accumulator:
         with self.lock:
             if local_step < self.global_step:
                 self.dropped += 1  # stale: computed before the last take
-                return
+                return False
             if self.sum is None or isinstance(grad, SimValue) or isinstance(self.sum, SimValue):
                 # (a shape-only simulation's placeholder: only the count and shape matter)
                 self.sum = grad.astype(self.dtype.np, copy=True)  # never alias the input
@@ -791,6 +793,7 @@ class _Accumulator:
             served = self._serve()
         for done, avg in served:
             done(avg)
+        return True
 
     def take(self, num_required: int, done: Callable, step: Any = None) -> None:
         entry = (num_required, done)
@@ -868,7 +871,8 @@ def _apply_grad_shape(op):
 def _apply_grad(ctx, acc, local_step, grad):
     if isinstance(local_step, SimValue):  # shape-only: no step to compare, so it is current
         local_step = acc.global_step
-    acc.apply(int(local_step), grad, ctx.op.name)
+    if not acc.apply(int(local_step), grad, ctx.op.name):
+        ctx.idle = True  # (dropped as stale: no add)
 
 
 @AccumulatorApplyGradient.cost

@@ -48,19 +48,21 @@ class _SparseAccumulator(_Accumulator):
     def describe(self) -> str:
         return f"sparse, dtype {self.dtype.name}, shape {self.shape}"
 
-    def apply_rows(self, local_step: int, indices: Any, values: Any, op_name: str) -> None:
+    def apply_rows(self, local_step: int, indices: Any, values: Any, op_name: str) -> bool:
+        """Add the rows unless the gradient is stale (``local_step`` behind the global step):
+        whether they were added."""
         shape = self.shape
         if isinstance(indices, SimValue) or isinstance(values, SimValue):
             with self.lock:
                 if local_step < self.global_step:
                     self.dropped += 1
-                    return
+                    return False
                 self.sum = (indices, values)
                 self.count += 1
                 served = self._serve()
             for done, avg in served:
                 done(avg)
-            return
+            return True
         indices = np.asarray(indices).astype(np.int64, copy=False).reshape(-1)
         values = np.asarray(values)
         if values.ndim < 1 or values.shape[0] != indices.shape[0]:
@@ -89,7 +91,7 @@ class _SparseAccumulator(_Accumulator):
         with self.lock:
             if local_step < self.global_step:
                 self.dropped += 1  # stale: computed before the last take
-                return
+                return False
             if isinstance(self.sum, tuple):  # (a shape-only placeholder before: replaced)
                 self.sum, self.chunks = None, []
             if self.chunks and summed.shape[1:] != self.chunks[0][1].shape[1:]:
@@ -102,6 +104,7 @@ class _SparseAccumulator(_Accumulator):
             served = self._serve()
         for done, avg in served:
             done(avg)
+        return True
 
     def _serve(self) -> list:
         if not self.takers or self.count < self.takers[0][0] or self.count == 0:
@@ -196,7 +199,8 @@ def _apply_shape(op):
 def _apply(ctx, acc, local_step, indices, values):
     if isinstance(local_step, SimValue):  # shape-only: no step to compare, so it is current
         local_step = acc.global_step
-    acc.apply_rows(int(local_step), indices, values, ctx.op.name)
+    if not acc.apply_rows(int(local_step), indices, values, ctx.op.name):
+        ctx.idle = True  # (dropped as stale: no add)
 
 
 @ApplyOp.cost

@@ -324,14 +324,16 @@ def step_level_step(
     bucket_bytes: float | None = None,
     cost_model: object = None,
     first: bool = False,
-) -> float:
+    every_step: bool = False,
+) -> float | list[float]:
     """Seconds per global step of the step-level driver on one replica's profile: SyncPS's
     median step ("sync"; "backup": ``workers`` gradients of ``workers`` + 1 tasks, TF's token
     queue), or AsyncPS's simulated time over its global steps ("async"). ``first`` (sync):
     instead, the first step from idle as its clients see it, what ``op_level_step`` simulates:
     from the start until the last worker's first call has returned (its replies and token
     handled: when it starts its second step). ``machine_cores``: every task on one machine of
-    that many cores; ``cost_model`` prices the profile's ops (default: the roofline)."""
+    that many cores; ``cost_model`` prices the profile's ops (default: the roofline).
+    ``every_step`` (sync, backup): every step's time instead of their median."""
     if first and mode != "sync":
         raise ValueError(f"first: a synchronous run's first step only, not mode {mode!r}")
     with hb.Graph().as_default():
@@ -375,7 +377,8 @@ def step_level_step(
     if first:
         grads = drv.run(2).gradients.sort_values(["worker", "pull_start_s"])
         return float(grads.groupby("worker").pull_start_s.nth(1).max())
-    return drv.run(steps).step_time()
+    result = drv.run(steps)
+    return [float(t) for t in result.steps.step_time_s] if every_step else result.step_time()
 
 
 MODES = ("sync", "async", "backup")
