@@ -5,7 +5,9 @@ from hetbed.simulator.concurrent import run_clients
 from hetbed.simulator.failures import Failure
 from hetbed.simulator.hybrid import HybridLearner
 from hetbed.simulator.network import Link, Network
-from hetbed.simulator.session import RunRecord, SimRendezvous, SimSession, sim_value
+from hetbed.simulator.records import RunRecord
+from hetbed.simulator.rendezvous import SimRendezvous
+from hetbed.simulator.session import SimSession, sim_value
 from hetbed.simulator.topology import Fabric, Host, Nic, SwitchFabric, TwoLevelFabric
 from hetbed.simulator.training import (
     AllReduceRing,
