@@ -44,8 +44,8 @@ from .profile import (
     _nonneg,
     forward_buckets,
     gradient_buckets,
-    profile_from_graph,
 )
+from .profiling import profile_from_graph
 from .results import GRADIENT_COLUMNS, STEP_COLUMNS, TrainingResult, normalized_speedup
 
 __all__ = [

@@ -370,7 +370,7 @@ def test_the_switch_share_field_loads_and_is_bounded(tmp_path, monkeypatch):
 def test_the_step_level_profile_of_a_shared_machine_pays_the_same(tmp_path, monkeypatch):
     """profile_from_graph(cache_share=tasks) prices the replica's messages as the op-level
     Cluster machine does: the PS's and the worker's message costs times the same factor."""
-    from hetbed.simulator.profile import profile_from_graph
+    from hetbed.simulator.profiling import profile_from_graph
 
     _box(
         tmp_path,
@@ -481,7 +481,7 @@ def test_the_step_level_profile_measures_the_single_threaded_share(tmp_path, mon
     """profile_from_graph: ``compute_serial_s`` is the simulated worker's time in kernels on one
     of its host's cores: all of it when the profile measured every kernel single-threaded,
     none of the big kernels' time when it measured them on both cores."""
-    from hetbed.simulator.profile import profile_from_graph
+    from hetbed.simulator.profiling import profile_from_graph
 
     _box(tmp_path, monkeypatch, 'cores = { value = 2, source = "test" }')
     with hb.Graph().as_default():
@@ -504,7 +504,7 @@ def test_a_synchronous_step_takes_the_average_before_it_applies():
     accumulator (``take_s``) and then applies it: the step grows by the take; asynchronous
     training has no accumulator. profile_from_graph prices the accumulator's add and take as
     the op-level simulation prices those ops (here the roofline: the add is its closed form)."""
-    from hetbed.simulator.profile import accumulate_s, profile_from_graph
+    from hetbed.simulator.profiling import accumulate_s, profile_from_graph
     from hetbed.simulator.training import AsyncPS
 
     base = ReplicaProfile(0.01, dense={"w": (4, 0)}, apply_s=0.001)
@@ -534,7 +534,7 @@ def test_a_sparse_gradient_is_accumulated_as_the_op_level_prices_it():
     measured table: the add 68 us, the take 26 us), not as a dense add of the rows' bytes."""
     from hetbed.devices.costmodel import Profiled, profile_key
     from hetbed.scenarios.models import grid
-    from hetbed.simulator.profile import profile_from_graph
+    from hetbed.simulator.profiling import profile_from_graph
 
     rows, dim, look = grid.SPARSE["sparse"]
     priced = {"SparseAccumulatorApplyGradient": 68e-6, "SparseAccumulatorTakeGradient": 26e-6}

@@ -15,7 +15,7 @@ import pytest
 import hetbed as hb
 from hetbed.runtime.distributed import worker as worker_service
 from hetbed.runtime.distributed.cluster import ClusterSpec
-from hetbed.simulator.profile import profile_from_graph
+from hetbed.simulator.profiling import profile_from_graph
 from hetbed.simulator.training import ReplicaProfile, SyncPS
 
 PS, WORKER = "/job:ps/task:0", "/job:worker/task:0"

@@ -26,7 +26,7 @@ import numpy as np
 
 import hetbed as hb
 from hetbed.simulator import Cluster, SimSession, sim_value
-from hetbed.simulator.profile import profile_from_graph
+from hetbed.simulator.profiling import profile_from_graph
 from hetbed.simulator.training import AsyncPS, SyncPS
 
 MODELS = {
