@@ -85,7 +85,7 @@ class Link(_Books):
     """
 
     __slots__ = ("name", "bandwidth_bytes_per_s", "latency_s", "cap", "_index", "_group")
-    __slots__ += ("_books", "_cls", "_flights")
+    __slots__ += ("_books", "_cls", "_flights", "_sent")
 
     def __init__(self, name: str, bandwidth_bytes_per_s: float, latency_s: float = 0.0):
         bw, lat = float(bandwidth_bytes_per_s), float(latency_s)
@@ -102,7 +102,10 @@ class Link(_Books):
         self._group: LinkGroup | None = None
         self._books: _Books = self  # (its group's, in a group solved on classes)
         self._cls: _Class | None = None  # classes solver, as a sender: its current class
-        self._flights: dict[LinkGroup, _Flow] | None = None  # and its bundles transferring
+        self._flights: dict[LinkGroup, _Flow] = {}  # and its bundles transferring
+        #: the groups it has sent bundles to (validated), each True while one is in flight
+        #: (``Network.bundle``: leaving or transferring; flagged on a classes network only)
+        self._sent: dict[LinkGroup, bool] = {}
 
     @property
     def active_flows(self) -> int:
@@ -165,6 +168,23 @@ class _Lane:
             self.served += self.rate * (now - self.t)
             self.t = now
 
+    def set_rate(self, rate: float, now: float, finish: list) -> None:
+        self.advance(now)
+        self.rate = rate
+        if self.heap:
+            self.push_finish(finish)
+
+    def push_finish(self, finish: list) -> None:
+        """Its next finish (its first flow's) into the network's heap ``finish``."""
+        heap = self.heap
+        while heap and heap[0][2] != heap[0][3].version:
+            heapq.heappop(heap)
+        self.version += 1
+        self.armed = bool(heap)
+        if heap:
+            at = self.t + (heap[0][0] - self.served) / self.rate
+            heapq.heappush(finish, (at, self.seq, self.version, self))
+
 
 class _Flow:
     __slots__ = ("seq", "path", "size", "target", "lane", "version", "done", "record", "sender")
@@ -209,6 +229,21 @@ def _size(nbytes: Any, src: Any, dst: Any) -> float:
         dst = getattr(dst, "name", dst)
         raise ValueError(f"flow {src!r}->{dst!r}: bytes must be finite and >= 0, got {nbytes!r}")
     return size
+
+
+def _path_name(links: dict[str, Link], path: tuple, src: Any, dst: Any) -> str:
+    """The name of a path of ``links`` (a network's, by name); raises ValueError for a link of
+    another network or a path that crosses a link twice."""
+    for link in path:
+        if not isinstance(link, Link) or links.get(link.name) is not link:
+            raise ValueError(
+                f"flow {src!r}->{dst!r}: {link!r} is not a link of this network "
+                "(create links with Network.add_link)"
+            )
+    if len({id(link) for link in path}) != len(path):
+        names = [link.name for link in path]
+        raise ValueError(f"flow {src!r}->{dst!r}: path crosses a link twice: {names}")
+    return ">".join(link.name for link in path)
 
 
 def _component(seeds: list) -> tuple[list, list[_Lane]]:

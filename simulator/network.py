@@ -43,6 +43,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter
 from typing import Any
 
 import simpy
@@ -59,6 +60,7 @@ from .netparts import (
     _Lane,
     _leave_at,
     _max_min_rates,
+    _path_name,
     _size,
 )
 from .netresults import FLOW_COLUMNS, LINK_COLUMNS, NetworkResults
@@ -66,6 +68,9 @@ from .netresults import FLOW_COLUMNS, LINK_COLUMNS, NetworkResults
 __all__ = ["FLOW_COLUMNS", "LINK_COLUMNS", "Link", "LinkGroup", "Network"]
 
 SOLVERS = ("exact", "classes")
+
+_index_of = attrgetter("_index")
+_seq_of = attrgetter("seq")
 
 
 class Network(NetworkResults):
@@ -88,13 +93,14 @@ class Network(NetworkResults):
         self._dirty: dict[Any, None] = {}  # units whose flows changed since the last rates
         self._recompute_pending = False
         self._finish: list[tuple[float, int, int, _Lane]] = []  # (at, lane seq, version, lane)
-        self._pending: list[tuple[float, int, _Flow]] = []  # (arrival after latency, seq, flow)
+        # (arrival after latency, seq of the first, flows): flows queued one after another for
+        # the same instant (a step's pulls) share an entry, the last one queued (``_tail``)
+        self._pending: list[tuple[float, int, list[_Flow]]] = []
+        self._tail: tuple[float, int, list[_Flow]] | None = None
         self._done: list[_Flow] = []  # finished at this instant, to report
         self._timer_ev: simpy.Event | None = None  # the network's one live timer
         self._timer_at: float | None = None
         self._classes: dict[tuple, _Class] = {}
-        self._open: set[tuple[Link, LinkGroup]] = set()  # classes: bundles not finished
-        self._bundled: set[tuple[Link, LinkGroup]] = set()  # (sender, group) pairs validated
 
     # ---- building -------------------------------------------------------------------------
 
@@ -210,13 +216,14 @@ class Network(NetworkResults):
                     f"bundle {sender.name!r}->{group.name!r}: delay must be finite and >= 0 s, "
                     f"got {delay!r}"
                 )
-        key = (sender, group)
-        if key not in self._bundled:  # validated once
+        sent = sender._sent
+        in_flight = sent.get(group)
+        if in_flight is None:  # validated once
             if self.groups.get(group.name) is not group:
                 raise ValueError(f"{group.name!r} is not a link group of this network")
             if (sender,) not in self._checked_paths:
                 self._check_path((sender,), sender.name, group.name)
-            self._bundled.add(key)
+            in_flight = sent[group] = False
         b = Bundle(on_done)
         if self.solver == "exact":
             b.left = len(group.links)
@@ -228,11 +235,9 @@ class Network(NetworkResults):
                 b.flows.append(f)
                 self._launch(f, sender.latency_s + link.latency_s, delay)
             return b
-        if sender._flights is None:
-            sender._flights = {}
-        if key in self._open:
+        if in_flight:
             raise RuntimeError(f"{sender.name!r} already has a bundle to {group.name!r} in flight")
-        self._open.add(key)
+        sent[group] = True
         b.left = 1
         if self.keep_records:
             src, dst = (group.name, sender.name) if inbound else (sender.name, group.name)
@@ -245,9 +250,14 @@ class Network(NetworkResults):
         f.sender, f.group = sender, group
         b.flows.append(f)
         latency = sender.latency_s + group.latency_s
-        if latency > 0 or delay:  # (_launch, inlined)
+        if latency > 0 or delay:  # (_launch and _enqueue, inlined)
             at = (self.env.now + delay if delay else self.env.now) + latency
-            heapq.heappush(self._pending, (at, f.seq, f))
+            tail = self._tail
+            if tail is not None and tail[0] == at:
+                tail[2].append(f)
+            else:
+                self._tail = tail = (at, f.seq, [f])
+                heapq.heappush(self._pending, tail)
             if self._timer_at is None or at < self._timer_at:
                 self._set_timer(at)
         else:
@@ -266,7 +276,8 @@ class Network(NetworkResults):
                 continue
             if f.lane is not None:
                 self._leave(f, now)
-            self._open.discard((f.sender, f.group))
+            if f.sender is not None:
+                f.sender._sent[f.group] = False
             f.version = -1
         bundle.flows = []
         if self._dirty:
@@ -294,10 +305,7 @@ class Network(NetworkResults):
         """The flow leaves ``delay`` seconds from now; its first byte arrives ``latency`` later
         (at once when both are 0)."""
         if latency > 0 or delay:
-            at = (self.env.now + delay if delay else self.env.now) + latency
-            heapq.heappush(self._pending, (at, flow.seq, flow))
-            if self._timer_at is None or at < self._timer_at:
-                self._set_timer(at)
+            self._enqueue(flow, (self.env.now + delay if delay else self.env.now) + latency)
             return
         now = self.env.now
         if self._arrive(flow, now):
@@ -305,18 +313,22 @@ class Network(NetworkResults):
         elif self._dirty:
             self._request_recompute()
 
+    def _enqueue(self, flow: _Flow, at: float) -> None:
+        """The flow's first byte arrives at ``at``. A flow queued for the instant of the last
+        one queued joins its entry (the same order: flows of an entry arrive in it, entries by
+        (time, seq)), so that the pulls of a step cost the heap one entry."""
+        tail = self._tail
+        if tail is not None and tail[0] == at:
+            tail[2].append(flow)
+        else:
+            self._tail = tail = (at, flow.seq, [flow])
+            heapq.heappush(self._pending, tail)
+        if self._timer_at is None or at < self._timer_at:
+            self._set_timer(at)
+
     def _check_path(self, path: tuple, src: Any, dst: Any) -> str:
         """Validate a path once (links of this network, none twice); returns its name."""
-        for link in path:
-            if not isinstance(link, Link) or self.links.get(link.name) is not link:
-                raise ValueError(
-                    f"flow {src!r}->{dst!r}: {link!r} is not a link of this network "
-                    "(create links with Network.add_link)"
-                )
-        if len({id(link) for link in path}) != len(path):
-            names = [link.name for link in path]
-            raise ValueError(f"flow {src!r}->{dst!r}: path crosses a link twice: {names}")
-        joined = self._checked_paths[path] = ">".join(link.name for link in path)
+        joined = self._checked_paths[path] = _path_name(self.links, path, src, dst)
         return joined
 
     def _arrive(self, flow: _Flow, now: float) -> bool:
@@ -326,7 +338,8 @@ class Network(NetworkResults):
         if flow.size == 0 or not flow.path:
             flow.version = -1
             self._done.append(flow)
-            self._open.discard((flow.sender, flow.group))
+            if flow.sender is not None:
+                flow.sender._sent[flow.group] = False
             return True
         self._active += 1
         if flow.group is not None:
@@ -357,7 +370,7 @@ class Network(NetworkResults):
             for link in path:
                 if link.cap < rate:
                     rate = link.cap
-            self._set_rate(lane, rate, now)
+            lane.set_rate(rate, now, self._finish)
             self._arm()
         else:
             for link in path:
@@ -370,7 +383,7 @@ class Network(NetworkResults):
         lane = flow.lane
         flow.lane = None
         if flow.group is not None:
-            self._open.discard((flow.sender, flow.group))
+            flow.sender._sent[flow.group] = False
             del flow.sender._flights[flow.group]
             self._reclass(flow.sender, now)
             return
@@ -385,31 +398,30 @@ class Network(NetworkResults):
         """Move ``sender`` to the class of its current set of groups, carrying bytes left."""
         old = sender._cls
         flights = sender._flights
-        if len(flights) == 1:
-            for g in flights:
-                key = (sender.cap, (g._index,))
-        elif flights:
-            key = (sender.cap, tuple(sorted([g._index for g in flights])))
-        else:
-            key = None
-        if old is not None and old.key == key:
-            return
-        new = None
         s_lanes = sender._lanes
+        new = None
         if flights:
+            if len(flights) == 1:
+                for g in flights:
+                    key = (sender.cap, g._index)
+            else:
+                key = (sender.cap, tuple(sorted([g._index for g in flights])))
+            if old is not None and old.key == key:
+                return
             new = self._classes.get(key)
             if new is None:
                 new = self._classes[key] = _Class(key, sender.cap, self._units)
                 self._units += 1
-                for g in sorted(flights, key=lambda g: g._index):
+                for g in sorted(flights, key=_index_of):
                     lane = new.lanes[g] = _Lane(self._seq, now)
+                    lane.uses = [(new, g.m), (g, 0)]  # (the second weight: the class's senders)
                     self._seq += 1
                     new._lanes[lane] = None
             n = new.n = new.n + 1
             for g, f in flights.items():
                 lane = new.lanes[g]
                 m = g.m
-                lane.uses = [(new, m), (g, n)]
+                lane.uses[1] = (g, n)
                 if now != lane.t:  # (lane.advance, inlined; the joins below read its clock)
                     lane.served += lane.rate * (now - lane.t)
                     lane.t = now
@@ -440,11 +452,11 @@ class Network(NetworkResults):
                     left = f.size
                 else:
                     left = f.target - (cur.served + cur.rate * (now - cur.t))
-                f.version += 1
+                v = f.version = f.version + 1
                 f.lane = lane
-                f.target = served + left
+                target = f.target = served + left
                 heap = lane.heap
-                heapq.heappush(heap, (f.target, f.seq, f.version, f))
+                heapq.heappush(heap, (target, f.seq, v, f))
                 if heap[0][3] is f:  # it finishes first: its lane's finish entry is stale
                     lane.version += 1
                     lane.armed = False
@@ -452,6 +464,8 @@ class Network(NetworkResults):
                     heap[:] = [e for e in heap if e[2] == e[3].version]
                     heapq.heapify(heap)
             self._dirty[new] = None
+        elif old is None:
+            return
         if old is not None:
             n = old.n = old.n - 1
             for g, lane in old.lanes.items():
@@ -459,7 +473,7 @@ class Network(NetworkResults):
                 served = lane.served + lane.rate * (now - lane.t)  # (not advanced: as _join)
                 _leave_at(sender, s_lanes, lane, m, served, now)
                 _leave_at(g, g._lanes, lane, 1, served, now)
-                lane.uses = [(old, m), (g, n)]
+                lane.uses[1] = (g, n)
             if n == 0:
                 del self._classes[old.key]
                 self._dirty.pop(old, None)
@@ -498,15 +512,18 @@ class Network(NetworkResults):
                 self._finish_due(lane, now)
         pending = self._pending
         while pending and pending[0][0] <= limit:
-            f = heapq.heappop(pending)[2]
-            if f.version < 0:
-                continue  # cancelled
-            if f.group is None or f.record is not None or not f.size:
-                self._arrive(f, now)
-            else:  # (_arrive, inlined for a bundle's flow with bytes and no record)
-                self._active += 1
-                f.sender._flights[f.group] = f
-                self._reclass(f.sender, now)
+            entry = heapq.heappop(pending)
+            if entry is self._tail:
+                self._tail = None
+            for f in entry[2]:
+                if f.version < 0:
+                    continue  # cancelled
+                if f.group is None or f.record is not None or not f.size:
+                    self._arrive(f, now)
+                else:  # (_arrive, inlined for a bundle's flow with bytes and no record)
+                    self._active += 1
+                    f.sender._flights[f.group] = f
+                    self._reclass(f.sender, now)
         dirty = self._dirty  # (_settle_instant, inlined)
         while dirty:
             self._recompute(now)
@@ -518,21 +535,34 @@ class Network(NetworkResults):
         """Finish the flows of ``lane`` whose bytes are all sent at ``now``."""
         lane.advance(now)
         heap = lane.heap
+        served = lane.served
         tol = lane.rate * (4.0 * math.ulp(now if now > 1.0 else 1.0))  # (one instant)
+        # Many due at once (a step's pulls, which joined in order): the heap is sorted (the pop
+        # order) and walked, and what was walked is cut off at the end (a sorted list is a heap),
+        # instead of a pop per flow. Entries are unique: (target, flow seq, version).
+        walk = False
+        if len(heap) > 8:
+            target, _, v, f = heap[-1]
+            if v == f.version and target - served <= tol + f.size * _REL_EPS + 8 * math.ulp(target):
+                heap.sort()
+                walk = True
+        i = 0
         reclassed = False
-        while heap:
-            target, _, v, f = heap[0]
-            if v != f.version:
-                heapq.heappop(heap)
-                continue
-            if target - lane.served > tol + f.size * _REL_EPS + 8 * math.ulp(target):
+        while i < len(heap):
+            target, _, v, f = heap[i]
+            if v == f.version and target - served > tol + f.size * _REL_EPS + 8 * math.ulp(target):
                 break
-            heapq.heappop(heap)
+            if walk:
+                i += 1
+            else:
+                heapq.heappop(heap)
+            if v != f.version:
+                continue  # stale
             if f.group is not None:  # (_leave, inlined for a bundle)
                 self._active -= 1
                 f.lane = None
                 sender = f.sender
-                self._open.discard((sender, f.group))
+                sender._sent[f.group] = False
                 del sender._flights[f.group]
                 self._reclass(sender, now)
                 reclassed = True
@@ -540,6 +570,8 @@ class Network(NetworkResults):
                 self._leave(f, now)
             f.version = -1
             self._done.append(f)
+        if walk:
+            del heap[:i]
         if heap and lane.rate > 0:
             if reclassed:
                 # its class is dirty, and the recomputation that follows at this instant gives
@@ -547,7 +579,7 @@ class Network(NetworkResults):
                 lane.version += 1
                 lane.armed = False
             else:
-                self._push_finish(lane)
+                lane.push_finish(self._finish)
 
     def _settle_instant(self, now: float) -> None:
         """Recompute the rates of what changed at ``now``, arm the timer, report finished flows."""
@@ -562,7 +594,7 @@ class Network(NetworkResults):
             return
         self._done = []
         if len(done) > 1:
-            done.sort(key=lambda f: f.seq)
+            done.sort(key=_seq_of)
         for f in done:
             rec = f.record
             if rec is not None:
@@ -612,9 +644,9 @@ class Network(NetworkResults):
             if rate != lane.rate:
                 if not rate > 0:
                     raise RuntimeError(f"a flow got a rate of {rate!r} bytes/s")
-                lane.rate = rate  # (_set_rate: the lane is advanced above)
+                lane.rate = rate  # (set_rate: the lane is advanced above)
                 heap = lane.heap
-                if heap:  # (_push_finish, inlined)
+                if heap:  # (push_finish, inlined)
                     while heap and heap[0][2] != heap[0][3].version:
                         heapq.heappop(heap)
                     lane.version += 1
@@ -623,7 +655,7 @@ class Network(NetworkResults):
                         at = lane.t + (heap[0][0] - lane.served) / rate
                         heapq.heappush(self._finish, (at, lane.seq, lane.version, lane))
             elif not lane.armed and lane.rate > 0:  # same rate, new flows: a new finish entry
-                self._push_finish(lane)
+                lane.push_finish(self._finish)
         elif lanes:
             rates = _max_min_rates(units, lanes)
             for lane in lanes:
@@ -631,36 +663,24 @@ class Network(NetworkResults):
                 if rate is not None and rate != lane.rate:
                     if not rate > 0:
                         raise RuntimeError(f"a flow got a rate of {rate!r} bytes/s")
-                    self._set_rate(lane, rate, now)
+                    lane.set_rate(rate, now, self._finish)
                 elif not lane.armed and lane.rate > 0:  # same rate, new flows: a new entry
-                    self._push_finish(lane)
+                    lane.push_finish(self._finish)
         heap = self._finish
         if len(heap) > 2 * len(lanes) + 2 * self._active + 64:  # drop stale entries
             heap[:] = [e for e in heap if e[2] == e[3].version]
             heapq.heapify(heap)
 
-    def _set_rate(self, lane: _Lane, rate: float, now: float) -> None:
-        lane.advance(now)
-        lane.rate = rate
-        if lane.heap:
-            self._push_finish(lane)
-
-    def _push_finish(self, lane: _Lane) -> None:
-        heap = lane.heap
-        while heap and heap[0][2] != heap[0][3].version:
-            heapq.heappop(heap)
-        lane.version += 1
-        lane.armed = bool(heap)
-        if heap:
-            at = lane.t + (heap[0][0] - lane.served) / lane.rate
-            heapq.heappush(self._finish, (at, lane.seq, lane.version, lane))
-
     def _arm(self) -> None:
         heap, pending = self._finish, self._pending
         while heap and heap[0][2] != heap[0][3].version:
             heapq.heappop(heap)  # a rate changed since, or the lane emptied
-        while pending and pending[0][2].version < 0:
-            heapq.heappop(pending)  # cancelled
+        while pending:
+            flows = pending[0][2]
+            if flows[0].version >= 0 or any(f.version >= 0 for f in flows):
+                break
+            if heapq.heappop(pending) is self._tail:  # every flow of it cancelled
+                self._tail = None
         at = heap[0][0] if heap else _INF
         if pending and pending[0][0] < at:
             at = pending[0][0]
