@@ -246,6 +246,22 @@ def _path_name(links: dict[str, Link], path: tuple, src: Any, dst: Any) -> str:
     return ">".join(link.name for link in path)
 
 
+def _check_group(name: str, links: list[Link], classes: bool) -> None:
+    """Raises ValueError if ``links`` (of the network) cannot make a new link group ``name``:
+    a link in another group; for the classes solver, unequal links or one that carried flows."""
+    for link in links:
+        if link._group is not None:
+            raise ValueError(f"link {link.name!r} is already in group {link._group.name!r}")
+    if classes and len({(x.bandwidth_bytes_per_s, x.latency_s) for x in links}) != 1:
+        raise ValueError(
+            f"link group {name!r}: its links need equal bandwidth and latency for the "
+            "classes solver"
+        )
+    for link in links if classes else ():
+        if link._lanes or link._bytes:
+            raise ValueError(f"link {link.name!r} has carried flows: group it first")
+
+
 def _component(seeds: list) -> tuple[list, list[_Lane]]:
     """The units and lanes connected to ``seeds`` through shared units, in discovery order.
     (``Network._recompute`` handles the common case itself: one lane alone on its units.)"""

@@ -54,6 +54,7 @@ from .netparts import (
     Bundle,
     Link,
     LinkGroup,
+    _check_group,
     _Class,
     _component,
     _Flow,
@@ -93,13 +94,16 @@ class Network(NetworkResults):
         self._dirty: dict[Any, None] = {}  # units whose flows changed since the last rates
         self._recompute_pending = False
         self._finish: list[tuple[float, int, int, _Lane]] = []  # (at, lane seq, version, lane)
+        self._finish_max = 64  # its size that triggers dropping stale entries
         # (arrival after latency, seq of the first, flows): flows queued one after another for
-        # the same instant (a step's pulls) share an entry, the last one queued (``_tail``)
+        # the same instant (a step's pulls) share an entry, the last one queued (``_tail``), and
+        # arrive in order (entries by (time, seq), then in it), as with an entry each
         self._pending: list[tuple[float, int, list[_Flow]]] = []
         self._tail: tuple[float, int, list[_Flow]] | None = None
         self._done: list[_Flow] = []  # finished at this instant, to report
         self._timer_ev: simpy.Event | None = None  # the network's one live timer
         self._timer_at: float | None = None
+        self._timer_cb = self._on_timer  # (bound once)
         self._classes: dict[tuple, _Class] = {}
 
     # ---- building -------------------------------------------------------------------------
@@ -125,18 +129,7 @@ class Network(NetworkResults):
             raise ValueError(f"link group {name!r} has no links")
         for link in links:
             self._check_path((link,), name, name)
-            if link._group is not None:
-                raise ValueError(f"link {link.name!r} is already in group {link._group.name!r}")
-        equal = len({(x.bandwidth_bytes_per_s, x.latency_s) for x in links}) == 1
-        if self.solver == "classes" and not equal:
-            raise ValueError(
-                f"link group {name!r}: its links need equal bandwidth and latency for the "
-                "classes solver"
-            )
-        if self.solver == "classes":
-            for link in links:
-                if link._lanes or link._bytes:
-                    raise ValueError(f"link {link.name!r} has carried flows: group it first")
+        _check_group(name, links, self.solver == "classes")
         group = self.groups[name] = LinkGroup(name, links, self._units, self.env.now)
         self._units += 1
         for link in links:
@@ -314,9 +307,7 @@ class Network(NetworkResults):
             self._request_recompute()
 
     def _enqueue(self, flow: _Flow, at: float) -> None:
-        """The flow's first byte arrives at ``at``. A flow queued for the instant of the last
-        one queued joins its entry (the same order: flows of an entry arrive in it, entries by
-        (time, seq)), so that the pulls of a step cost the heap one entry."""
+        """The flow's first byte arrives at ``at`` (see ``_pending``: the same order)."""
         tail = self._tail
         if tail is not None and tail[0] == at:
             tail[2].append(flow)
@@ -606,27 +597,30 @@ class Network(NetworkResults):
         self.recomputations += 1
         dirty = self._dirty
         seeds = list(dirty)
-        units = None
-        if len(seeds) == 1 and len(seeds[0]._lanes) == 1:  # (_component's common case, inlined)
-            for lane in seeds[0]._lanes:
-                units = ()
+        lanes = None
+        if len(seeds) == 1:  # (_component's common case, inlined: one lane alone on its units)
+            seed_lanes = seeds[0]._lanes
+            if len(seed_lanes) == 1:
+                (lane,) = seed_lanes
                 for u, _w in lane.uses:
                     if len(u._lanes) != 1:
-                        units = None
                         break
-                lanes = [lane] if lane.heap else []
-        if units is None:
+                else:
+                    units = ()
+                    lanes = [lane] if lane.heap else []
+        if lanes is None:
             units, lanes = _component(seeds)
         dirty.clear()
         due = False
         tol = 4.0 * math.ulp(now if now > 1.0 else 1.0)  # (instants this close are one)
         for lane in lanes:  # flows due now (their timer has not fired yet) finish first
+            rate = lane.rate
             if now != lane.t:  # (lane.advance, inlined)
-                lane.served += lane.rate * (now - lane.t)
+                lane.served += rate * (now - lane.t)
                 lane.t = now
-            if lane.heap and lane.rate > 0:
+            if rate > 0:  # (the lanes have flows)
                 target, _, v, f = lane.heap[0]
-                if v != f.version or target - lane.served <= lane.rate * tol + (
+                if v != f.version or target - lane.served <= rate * tol + (
                     f.size * _REL_EPS + 8 * math.ulp(target)
                 ):
                     self._finish_due(lane, now)
@@ -639,8 +633,9 @@ class Network(NetworkResults):
             (lane,) = lanes
             rate = _INF
             for u, w in lane.uses:
-                if u.cap / w < rate:
-                    rate = u.cap / w
+                share = u.cap / w
+                if share < rate:
+                    rate = share
             if rate != lane.rate:
                 if not rate > 0:
                     raise RuntimeError(f"a flow got a rate of {rate!r} bytes/s")
@@ -667,9 +662,10 @@ class Network(NetworkResults):
                 elif not lane.armed and lane.rate > 0:  # same rate, new flows: a new entry
                     lane.push_finish(self._finish)
         heap = self._finish
-        if len(heap) > 2 * len(lanes) + 2 * self._active + 64:  # drop stale entries
+        if len(heap) > self._finish_max:  # drop stale entries (twice the live ones after that)
             heap[:] = [e for e in heap if e[2] == e[3].version]
             heapq.heapify(heap)
+            self._finish_max = 2 * len(heap) + 2 * self._active + 64
 
     def _arm(self) -> None:
         heap, pending = self._finish, self._pending
@@ -684,8 +680,15 @@ class Network(NetworkResults):
         at = heap[0][0] if heap else _INF
         if pending and pending[0][0] < at:
             at = pending[0][0]
-        if at != (self._timer_at if self._timer_at is not None else _INF):
-            self._set_timer(at)
+        if at != self._timer_at:
+            if at == _INF:
+                if self._timer_at is not None:
+                    self._timer_at = self._timer_ev = None
+            else:  # (_set_timer, inlined)
+                self._timer_at = at
+                now = self.env.now
+                ev = self._timer_ev = self.env.timeout(at - now if at > now else 0.0)
+                ev.callbacks.append(self._timer_cb)
 
     def _set_timer(self, at: float) -> None:
         if at == _INF:
@@ -695,4 +698,4 @@ class Network(NetworkResults):
         env = self.env
         now = env.now
         ev = self._timer_ev = env.timeout(at - now if at > now else 0.0)
-        ev.callbacks.append(self._on_timer)  # (a timer set after it makes it stale)
+        ev.callbacks.append(self._timer_cb)  # (a timer set after it makes it stale)
