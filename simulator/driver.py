@@ -334,12 +334,16 @@ class _Driver(WorkerFaults, OverlappedStep):
 
         def pulled() -> None:
             t1 = self.env.now
-            c = self._compute_s(i, tag)
+            c = self._compute_s(i, tag, t1)
             g = _Grad(i, tag, tag)
             g.phases = (t0, t1, t1 + c, math.nan)
             done = computing(g)
             self.inflight[i] = self.net.push(
-                i, self.parts, lambda grp, now: self._arrive(g, grp), c, on_done=done
+                i,
+                self.parts,
+                lambda grp, now: self._arrive(g, grp, 1.0, None, now),
+                c,
+                on_done=done,
             )
 
         self.inflight[i] = self.net.pull(i, self.parts, on_done=pulled)
@@ -654,8 +658,8 @@ class _Driver(WorkerFaults, OverlappedStep):
         self.records.append(rec)
         self.rec_of[step] = rec
 
-    def _compute_s(self, worker: int, step: int) -> float:
-        f = self.factor(worker, step, self.env.now)
+    def _compute_s(self, worker: int, step: int, now: float | None = None) -> float:
+        f = self.factor(worker, step, self.env.now if now is None else now)
         if not 0.0 < f < math.inf:
             raise ValueError(
                 f"{self.kind}: straggler factor for worker {worker} at step {step} is {f!r}; "

@@ -79,7 +79,10 @@ class Transfer:
             self.on_part(group, self.env.now)
         if self.left == 0:
             self.flows = []  # no reference cycles left for the garbage collector
-            self._finish()
+            if self.event is not None:  # (_finish, inlined)
+                self.event.succeed()
+            elif not self.cancelled:
+                self.on_done()
 
     def _finish(self) -> None:
         if self.event is not None:
@@ -142,6 +145,11 @@ class PSNetwork:
         ]
         self._worker_down = [fabric.downlink[f"w{i}"] for i in range(len(self.worker_nics))]
         self._worker_up = [fabric.uplink[f"w{i}"] for i in range(len(self.worker_nics))]
+        # per direction (pull?): the workers' links, the groups, the flows' tag
+        self._ways = {
+            True: (self._worker_down, self._pull_groups, "pull"),
+            False: (self._worker_up, self._push_groups, "push"),
+        }
 
     def pull(
         self,
@@ -185,7 +193,8 @@ class PSNetwork:
         delay: float = 0.0,
         on_done: Callable[[], None] | None = None,
     ) -> Transfer:
-        if not 0 <= worker < len(self.worker_nics):
+        links, groups, tag = self._ways[pull]
+        if not 0 <= worker < len(links):
             raise ValueError(f"unknown worker {worker}; this network has {len(self.worker_nics)}")
         tr = Transfer(self.env, worker, on_part, pull, on_done)
         if not parts:  # (nothing to send: done when it would have left)
@@ -195,9 +204,7 @@ class PSNetwork:
                 tr.event.succeed()
             return tr
         tr.left = len(parts)
-        link = self._worker_down[worker] if pull else self._worker_up[worker]
-        groups = self._pull_groups if pull else self._push_groups
-        tag = "pull" if pull else "push"
+        link = links[worker]
         bundle, flows, part_done = self.network.bundle, tr.flows, tr._part_done
         for g, size in parts:
             flows.append(bundle(link, groups[g], size, partial(part_done, g), pull, tag, delay))

@@ -129,7 +129,7 @@ class _GradLog:
         self.applied: list[int] = []  # -1: dropped
         self.time: list[float] = []
         self.accepted: list[bool] = []
-        self.phases: list[tuple[float, float, float, float]] = []
+        self.phases: list[float] = []  # four a row, flat (no tuple kept per row)
 
     def add(
         self,
@@ -141,7 +141,7 @@ class _GradLog:
         ok: bool,
         phases: tuple[float, float, float, float] = (math.nan,) * 4,
     ) -> None:
-        self.phases.append(phases)
+        self.phases += phases
         self.worker.append(worker)
         self.read.append(read)
         self.step.append(step)

@@ -186,8 +186,9 @@ class SyncPS(_Driver):
     def _chain_pushed(self, i: int, g: _Grad) -> None:
         self.inflight[i] = None
         t0, t1, t2, _ = g.phases
-        g.phases = (t0, t1, t2, self.env.now)
-        self._pushed(g)
+        now = self.env.now
+        g.phases = (t0, t1, t2, now)
+        self._pushed(g, now)
         self.last_tag[i] = g.tag
         self._chain_step(i)
 
@@ -262,10 +263,12 @@ class SyncPS(_Driver):
             self._pushed(g)
             self.last_tag[i] = tag
 
-    def _arrive(self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None) -> None:
+    def _arrive(
+        self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None, now: Any = None
+    ) -> None:
         """Gradient ``g``'s part for group ``grp`` arrives (``share`` of its bytes: a bucket of
-        an overlapped step, counted once its last bucket is in)."""
-        now = max(self.env.now, g.copied if copied is None else copied)
+        an overlapped step, counted once its last bucket is in) at ``now`` (the clock's)."""
+        now = max(self.env.now if now is None else now, g.copied if copied is None else copied)
         if self.msg_on:  # the shard receives the gradient (and the call for it) first
             cost = (self.xfer_ps[grp] + self.fresh_ps[grp]) * share
             now = self._ps_msg(grp, now + self.ps_lat, cost)
@@ -387,14 +390,16 @@ class SyncPS(_Driver):
         if end > now:
             yield env.timeout(end - now)
 
-    def _pushed(self, g: _Grad) -> None:
+    def _pushed(self, g: _Grad, now: float | None = None) -> None:
         accepted = g.bad == 0
         if not accepted:
             rec = self.rec_of.get(g.tag)
             if rec is not None:
                 rec[4] += 1
+        if now is None:
+            now = self.env.now
         self.grad_log.add(
-            g.worker, g.read, g.tag, g.tag if accepted else -1, self.env.now, accepted, g.phases
+            g.worker, g.read, g.tag, g.tag if accepted else -1, now, accepted, g.phases
         )
 
     def _applied(self, epoch: int) -> None:
@@ -576,10 +581,13 @@ class AsyncPS(_Driver):
             if msg:
                 yield from self._reply(i)
 
-    def _arrive(self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None) -> None:
+    def _arrive(
+        self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None, now: Any = None
+    ) -> None:
         """Gradient ``g``'s part for group ``grp`` arrives (``share`` of its bytes: a bucket of
-        an overlapped step, applied as it comes)."""
-        now = self.env.now
+        an overlapped step, applied as it comes) at ``now`` (the clock's)."""
+        if now is None:
+            now = self.env.now
         start = max(now, g.copied if copied is None else copied)
         if self.msg_on:
             cost = (self.xfer_ps[grp] + self.fresh_ps[grp]) * share
