@@ -9,15 +9,15 @@ links each flow crosses). Rates change only when flows start or end; at each suc
 rates of the flows connected to the change through shared links are recomputed, once per instant
 however many flows arrive or leave together. Flows elsewhere keep their rates.
 
-Bookkeeping, written once for both solvers (its pieces are in ``netparts.py``). Flows move in
-*lanes*: the flows of a lane share one rate per flow, and a lane keeps a virtual clock of the
-bytes each of its flows has sent (``served``, advanced lazily: ``served + rate x (now - t)``), so
-a flow is done when the clock
-reaches its ``target``, and a rate change costs O(lanes), not O(flows). Finishing times of lanes
-sit in one heap (stale entries are recognised by a version); arrivals after their latency sit in
-another; the network keeps a single timer on the clock for the earlier of the two. A link counts
-the bytes it carries from the virtual clocks of the lanes crossing it (``weight x (served -
-served when last settled)``), so rate changes never touch links.
+Bookkeeping, written once for both solvers (its pieces are in ``netparts.py``, the classes
+solver's moves of senders in ``netclasses.py``). Flows move in *lanes*: the flows of a lane
+share one rate per flow, and a lane keeps a virtual clock of the bytes each of its flows has
+sent (``served``, advanced lazily: ``served + rate x (now - t)``), so a flow is done when the
+clock reaches its ``target``, and a rate change costs O(lanes), not O(flows). Finishing times
+of lanes sit in one heap (stale entries are recognised by a version); arrivals after their
+latency sit in another; the network keeps a single timer on the clock for the earlier of the
+two. A link counts the bytes it carries from the virtual clocks of the lanes crossing it
+(``weight x (served - served when last settled)``), so rate changes never touch links.
 
 Solvers (``Network(env, solver=...)``), both progressive filling on *units* of capacity:
 
@@ -48,6 +48,7 @@ from typing import Any
 
 import simpy
 
+from .netclasses import _reclass
 from .netparts import (
     _INF,
     _REL_EPS,
@@ -70,7 +71,6 @@ __all__ = ["FLOW_COLUMNS", "LINK_COLUMNS", "Link", "LinkGroup", "Network"]
 
 SOLVERS = ("exact", "classes")
 
-_index_of = attrgetter("_index")
 _seq_of = attrgetter("seq")
 
 
@@ -335,7 +335,7 @@ class Network(NetworkResults):
         self._active += 1
         if flow.group is not None:
             flow.sender._flights[flow.group] = flow
-            self._reclass(flow.sender, now)
+            _reclass(self, (flow.sender,), now)
             return False
         lane = _Lane(flow.seq, now)
         flow.lane = lane
@@ -376,7 +376,7 @@ class Network(NetworkResults):
         if flow.group is not None:
             flow.sender._sent[flow.group] = False
             del flow.sender._flights[flow.group]
-            self._reclass(flow.sender, now)
+            _reclass(self, (flow.sender,), now)
             return
         lane.version += 1  # its finish entry is stale
         served = lane.served + lane.rate * (now - lane.t)  # (link._join(lane, -1, now), inlined)
@@ -384,97 +384,6 @@ class Network(NetworkResults):
         for link in flow.path:
             _leave_at(link, link._lanes, lane, 1, served, now)
             dirty[link] = None
-
-    def _reclass(self, sender: Link, now: float) -> None:
-        """Move ``sender`` to the class of its current set of groups, carrying bytes left."""
-        old = sender._cls
-        flights = sender._flights
-        s_lanes = sender._lanes
-        new = None
-        if flights:
-            if len(flights) == 1:
-                for g in flights:
-                    key = (sender.cap, g._index)
-            else:
-                key = (sender.cap, tuple(sorted([g._index for g in flights])))
-            if old is not None and old.key == key:
-                return
-            new = self._classes.get(key)
-            if new is None:
-                new = self._classes[key] = _Class(key, sender.cap, self._units)
-                self._units += 1
-                for g in sorted(flights, key=_index_of):
-                    lane = new.lanes[g] = _Lane(self._seq, now)
-                    lane.uses = [(new, g.m), (g, 0)]  # (the second weight: the class's senders)
-                    self._seq += 1
-                    new._lanes[lane] = None
-            n = new.n = new.n + 1
-            for g, f in flights.items():
-                lane = new.lanes[g]
-                m = g.m
-                lane.uses[1] = (g, n)
-                if now != lane.t:  # (lane.advance, inlined; the joins below read its clock)
-                    lane.served += lane.rate * (now - lane.t)
-                    lane.t = now
-                served = lane.served
-                # sender._join(lane, m, now) and g._join(lane, 1, now), inlined
-                e = s_lanes.get(lane)
-                if e is None:
-                    s_lanes[lane] = [m, served]
-                else:
-                    sender._bytes += e[0] * (served - e[1])
-                    e[1] = served
-                    e[0] += m
-                if not sender._n:
-                    sender._busy_from = now
-                sender._n += m
-                e = g._lanes.get(lane)
-                if e is None:
-                    g._lanes[lane] = [1, served]
-                else:
-                    g._bytes += e[0] * (served - e[1])
-                    e[1] = served
-                    e[0] += 1
-                if not g._n:
-                    g._busy_from = now
-                g._n += 1
-                cur = f.lane
-                if cur is None:
-                    left = f.size
-                else:
-                    left = f.target - (cur.served + cur.rate * (now - cur.t))
-                v = f.version = f.version + 1
-                f.lane = lane
-                target = f.target = served + left
-                heap = lane.heap
-                heapq.heappush(heap, (target, f.seq, v, f))
-                if heap[0][3] is f:  # it finishes first: its lane's finish entry is stale
-                    lane.version += 1
-                    lane.armed = False
-                if len(heap) > 2 * n + 64:  # drop stale entries
-                    heap[:] = [e for e in heap if e[2] == e[3].version]
-                    heapq.heapify(heap)
-            self._dirty[new] = None
-        elif old is None:
-            return
-        if old is not None:
-            n = old.n = old.n - 1
-            for g, lane in old.lanes.items():
-                m = g.m
-                served = lane.served + lane.rate * (now - lane.t)  # (not advanced: as _join)
-                _leave_at(sender, s_lanes, lane, m, served, now)
-                _leave_at(g, g._lanes, lane, 1, served, now)
-                lane.uses[1] = (g, n)
-            if n == 0:
-                del self._classes[old.key]
-                self._dirty.pop(old, None)
-                old._lanes.clear()
-                for g, lane in old.lanes.items():
-                    lane.version += 1  # (its last join took it off the group)
-                    self._dirty[g] = None
-            else:
-                self._dirty[old] = None
-        sender._cls = new
 
     def _request_recompute(self) -> None:
         # A zero delay timeout runs after every event already queued for this instant, so that
@@ -502,6 +411,7 @@ class Network(NetworkResults):
             if v == lane.version:
                 self._finish_due(lane, now)
         pending = self._pending
+        alone: list[Link] = []  # senders arriving with nothing else in flight, to one group
         while pending and pending[0][0] <= limit:
             entry = heapq.heappop(pending)
             if entry is self._tail:
@@ -509,12 +419,29 @@ class Network(NetworkResults):
             for f in entry[2]:
                 if f.version < 0:
                     continue  # cancelled
-                if f.group is None or f.record is not None or not f.size:
+                sender = f.sender
+                if sender is None or f.record is not None or not f.size:
+                    if alone:
+                        _reclass(self, alone, now)
+                        alone = []
                     self._arrive(f, now)
-                else:  # (_arrive, inlined for a bundle's flow with bytes and no record)
-                    self._active += 1
-                    f.sender._flights[f.group] = f
-                    self._reclass(f.sender, now)
+                    continue
+                self._active += 1  # (_arrive, inlined for a bundle's flow with bytes, no record)
+                flights = sender._flights
+                if flights or sender._cls is not None:
+                    if alone:
+                        _reclass(self, alone, now)
+                        alone = []
+                    flights[f.group] = f
+                    _reclass(self, (sender,), now)
+                    continue
+                flights[f.group] = f
+                if alone and (sender.cap != alone[0].cap or f.group not in alone[0]._flights):
+                    _reclass(self, alone, now)
+                    alone = []
+                alone.append(sender)  # (joins with the others: the same class, one after another)
+        if alone:
+            _reclass(self, alone, now)
         dirty = self._dirty  # (_settle_instant, inlined)
         while dirty:
             self._recompute(now)
@@ -539,6 +466,7 @@ class Network(NetworkResults):
                 walk = True
         i = 0
         reclassed = False
+        emptied: list[Link] = []  # senders with nothing left in flight
         while i < len(heap):
             target, _, v, f = heap[i]
             if v == f.version and target - served > tol + f.size * _REL_EPS + 8 * math.ulp(target):
@@ -554,13 +482,22 @@ class Network(NetworkResults):
                 f.lane = None
                 sender = f.sender
                 sender._sent[f.group] = False
-                del sender._flights[f.group]
-                self._reclass(sender, now)
+                flights = sender._flights
+                del flights[f.group]
+                if flights:
+                    if emptied:
+                        _reclass(self, emptied, now)
+                        emptied = []
+                    _reclass(self, (sender,), now)
+                else:  # (leaves the lane's class with the others: one after another)
+                    emptied.append(sender)
                 reclassed = True
             else:
                 self._leave(f, now)
             f.version = -1
             self._done.append(f)
+        if emptied:
+            _reclass(self, emptied, now)
         if walk:
             del heap[:i]
         if heap and lane.rate > 0:
