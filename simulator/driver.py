@@ -1,7 +1,8 @@
 """The machinery every step-level training driver shares (``_Driver``): validation, the
-cluster's NICs and memory checks, stragglers, messages and the shared machine's cores, step and
-gradient records, and ``run`` on a SimPy clock; failures with rollback to checkpoints are
-faults.py's ``WorkerFaults``. The drivers themselves are in training.py."""
+cluster's NICs and memory checks, stragglers, step and gradient records, and ``run`` on a
+SimPy clock; failures with rollback to checkpoints are faults.py's ``WorkerFaults``, the hosts'
+message handlers, PS kernels and the shared machine's cores hostcpu.py's ``HostCpus``. The
+drivers themselves are in training.py and allreduce.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import simpy
 from simpy.core import EmptySchedule
 
 from hetbed.devices.catalog import LinkSpec, load_device, load_link
-from hetbed.devices.simulated import HostCores, book_copy
 
 from .clock import run_until
 from .cluster import loop_copy_shares
@@ -23,6 +23,7 @@ from .failures import FAILURE_COLUMNS, Failure
 from .faults import WorkerFaults
 from .fluid import PSNetwork
 from .gcguard import relaxed_gc
+from .hostcpu import HostCpus
 from .learner import Learner
 from .overlap import OverlappedStep
 from .profile import (
@@ -107,7 +108,7 @@ class _Grad:
         self.pending: list[int] | None = None  # overlapped steps: buckets yet to reach each group
 
 
-class _Driver(WorkerFaults, OverlappedStep):
+class _Driver(WorkerFaults, OverlappedStep, HostCpus):
     """Shared machinery: validation, the cluster, failures, step records, ``run``.
 
     ``bucket_bytes`` (PS drivers): the granularity at which a worker's pulls and pushes overlap
@@ -405,230 +406,6 @@ class _Driver(WorkerFaults, OverlappedStep):
         ]
         self._plan_buckets(forward_buckets(self.profile, size), bwd)
 
-    # ---- host CPUs: messages and the PS's kernels ------------------------------------------------
-
-    def _build_messages(self, t: Any) -> None:
-        """What each end of the step's messages costs (see ``_request`` and the drivers' loops):
-        a worker step is TF's distributed step, its client being the worker's own process. It
-        calls RunGraph on its own task and on every PS task holding variables (a request and a
-        reply each, at the control-message cost); each variable is read from its shard (a RecvTensor call: request and reply
-        with the bytes) and its gradient sent there (the PS's RecvTensor call on the worker).
-        A task handles its messages one at a time (``message_s`` each, plus
-        ``message_s_per_byte`` per payload byte), the PS on its host's cores, where its
-        aggregations and applies also run. Shards of a group are alike, so one stands for all.
-        With ``machine_cores`` every task shares one machine of that many cores (its workers'
-        compute too)."""
-        p = self.profile
-        mw, bw_, mp, bp = (
-            p.worker_message_s,
-            p.worker_message_s_per_byte,
-            p.ps_message_s,
-            p.ps_message_s_per_byte,
-        )
-        cw = mw if p.worker_control_message_s is None else p.worker_control_message_s
-        cp = mp if p.ps_control_message_s is None else p.ps_control_message_s
-        active = self.active_groups
-        G = len(self.groups)
-        n_ps_active = sum(len(self.groups[g]) for g in active)
-        nvars = [int(t.iloc[ks[0]].variables) for ks in self.groups]
-        nbytes = [float(t.iloc[ks[0]].step_bytes) for ks in self.groups]
-        self.w_lat, self.ps_lat = p.worker_message_latency_s, p.ps_message_latency_s
-        self.msg_on = any(
-            x > 0 for x in (mw, bw_, mp, bp, cw, cp, p.worker_step_s, self.w_lat, self.ps_lat)
-        )
-        # worker handler: Session.run's own work, RunGraph requests (each PS task: send; own
-        # task: send + receive)
-        self.req_ps_w = p.worker_step_s + n_ps_active * cw
-        self.req_own_w = 2 * cw
-        # a worker's reads or gradients: per shard of each group, each variable's call and bytes
-        self.xfer_w = sum(
-            len(self.groups[g]) * (2 * mw * nvars[g] + bw_ * nbytes[g]) for g in active
-        )
-        # ... and a shard's end of them, per group
-        self.xfer_ps = [2 * mp * nvars[g] + bp * nbytes[g] for g in range(G)]
-        # the receiving end's new pages for a tensor over its allocator's threshold: a worker
-        # gets each variable (on top of xfer_w when it receives), a shard each gradient
-        fresh_w = [self._fresh_s(p.worker_fresh, ks[0]) for ks in self.groups]
-        self.fresh_w = sum(len(self.groups[g]) * fresh_w[g] for g in active)
-        self.fresh_ps = [self._fresh_s(p.ps_fresh, ks[0]) for ks in self.groups]
-        self.msg_ps = cp  # a PS receives a RunGraph request, or sends its reply
-        # TF's SyncReplicasOptimizer moves two more scalars per worker step (SyncPS): its local
-        # step to every PS task holding accumulators (read as the step starts), and a token
-        # from the global step's PS task once the update is done. Without it the worker's step
-        # runs the update ops, and what else they take from the worker (a learning rate:
-        # profile.update_inputs) goes to every PS task holding variables as the step starts.
-        tf_sync = getattr(self, "sync_replicas", False)
-        sent_first = 1 if tf_sync else p.update_inputs
-        self.local_step_w = n_ps_active * 2 * mw * sent_first
-        self.local_step_ps = 2 * mp * sent_first
-        self.token_ps = 2 * mp if tf_sync else 0.0
-        # (the worker receives the token; its own task's partition, which assigns the token to
-        # its local step, then replies to its RunGraph call: send + receive)
-        self.token_w = 2 * mw + 2 * cw if tf_sync else 0.0
-        self.token_group = self.group_of[0]
-        # ... and what the real program's graph moves besides (scenarios/models/grid.py's
-        # op_level_clients shows each): the optimizer's ops are on the global step's task, so
-        # each other shard asks it for what else its update takes (a learning rate: a
-        # RecvTensor call each, every step); the token queue and the global step's increment
-        # wait for every other shard's accumulator and update (control edges: a RecvTensor
-        # call from each other shard to the global step's task, after each worker's gradient
-        # is in and after the update)
-        several = tf_sync and n_ps_active > 1
-        self.qr_inputs_ps = 2 * mp * p.update_inputs if several else 0.0
-        self.ctrl_ps = 2 * mp if several else 0.0
-        self.step_bytes_all = sum(len(self.groups[g]) * nbytes[g] for g in active)
-        # worker handler: its own task's reply (send + receive: its partition is done once the
-        # gradients leave; with a token, once it has the token: token_w) and each PS task's
-        # reply (receive)
-        self.reply_own_w = 0.0 if tf_sync else 2 * cw
-        self.reply_w = n_ps_active * cw
-        self.reply_w_of = [len(self.groups[g]) * cw for g in range(G)]  # (one group's)
-        self._reset_cpus()
-
-    def _fresh_s(self, fresh: tuple[float, float] | None, shard: int) -> float:
-        """Seconds of new pages for the tensors of ``shard``'s variables over the threshold
-        of ``fresh`` (threshold bytes, seconds per byte)."""
-        if fresh is None:
-            return 0.0
-        p = self.profile
-        sizes = (p.step_bytes_of(v) for v in p.variables if p.ps_of(v) == shard)
-        return sum(b for b in sizes if b > fresh[0]) * fresh[1]
-
-    def _reset_cpus(self) -> None:
-        """Idle host CPUs: a handler per worker and per PS group, and the PS hosts' cores (one
-        machine for everything with ``machine_cores``)."""
-        G = len(self.groups)
-        shared = HostCores(self.machine_cores, self.env) if self.machine_cores else None
-        self.machine = shared
-        # each task's message handler: one message at a time, in the order they arrive (a
-        # message booked later for an earlier time goes in a gap before those booked ahead)
-        self.w_lane = [HostCores(1, self.env) for _ in range(self.n_tasks)]
-        self.ps_lane = [HostCores(1, self.env) for _ in range(G)]
-        self.shard_lane = [[HostCores(1, self.env) for _ in ks] for ks in self.groups]
-        self.ps_cpu = [shared or HostCores(self.profile.ps_cores, self.env) for _ in range(G)]
-
-    def _to_ps(self, i: int) -> float:
-        """Delay of a message from worker ``i`` to a PS task: the NICs' and the PS runtime's."""
-        return (self.worker_nics[i].latency_s + self.ps_nic.latency_s) / 2 + self.ps_lat
-
-    def _to_worker(self, i: int) -> float:
-        return (self.worker_nics[i].latency_s + self.ps_nic.latency_s) / 2 + self.w_lat
-
-    def _w_msg(self, i: int, now: float, seconds: float) -> float:
-        """Worker ``i`` handles ``seconds`` of messages from ``now``; returns when done."""
-        return _handle(self.w_lane[i], self.machine, now, seconds)
-
-    def _ps_msg(self, g: int, now: float, seconds: float, first: float = 0.0) -> float:
-        """Each shard of group ``g`` handles ``seconds`` of messages from ``now``, its first
-        shard ``first`` more (the global step's task: the token it serves); returns when the
-        last is done. Shards on hosts of their own are alike, so one stands for all (the first,
-        the longest); on one machine (``machine_cores``) every shard's handler takes its
-        cores, after its own earlier messages."""
-        hc = self.ps_cpu[g]
-        if self.machine is not None:  # each shard's handler on the machine's cores
-            ends = []
-            for k, lane in enumerate(self.shard_lane[g]):
-                ends.append(_handle(lane, hc, now, seconds + (first if k == 0 else 0.0)))
-            return max(ends)
-        return _handle(self.ps_lane[g], hc, now, seconds + first)
-
-    def _ps_kernel(self, g: int, now: float, seconds: float, serial: float = 0.0) -> float:
-        """Each shard of group ``g`` runs ``seconds`` of kernels from ``now``: their ``serial``
-        part on one of its host's cores (kernels that are mostly their dispatch, or measured to
-        keep one core busy: ``ReplicaProfile.apply_cores`` ...), then the rest on all of them;
-        on one machine the shards' kernels share its cores. Returns when the last is done."""
-        hc = self.ps_cpu[g]
-        serial = min(serial, seconds)
-
-        def one() -> float:
-            end = hc.reserve(now, serial, 1) if serial > 0 else now
-            return hc.reserve(end, seconds - serial, hc.cores) if seconds > serial else end
-
-        end = one()
-        if self.machine is not None:
-            for _ in range(len(self.groups[g]) - 1):
-                end = max(end, one())
-        return end
-
-    def _pull(self, i: int) -> Any:
-        """Worker ``i`` reads the parameters: its step's RunGraph requests and the shards'
-        serialization (with message costs), the transfer (and the machine's copy of it on one
-        machine), then its own deserialization."""
-        if self.msg_on:
-            yield from self._request(i)
-        tr = self.inflight[i] = self.net.pull(i, self.parts)
-        copied = self._copy(i)
-        yield tr.event
-        yield from self._copied(copied)
-        if self.msg_on:
-            yield from self._handle(i)
-
-    def _request(self, i: int) -> Any:
-        """Worker ``i`` starts a step: it sends its RunGraph requests to the PS tasks, then to
-        its own task (which receives it at once); each PS shard receives its request and
-        serializes the variables it reads for the worker; returns (as a SimPy process step)
-        once the reads can leave (the worker may still be sending: it receives them after)."""
-        env = self.env
-        sent = self._w_msg(i, env.now, self.req_ps_w)
-        own = self._w_msg(i, sent, self.req_own_w + self.local_step_w)
-        # each PS task handles the request when it arrives (in turn with what other workers'
-        # steps bring it meanwhile), and the local step, sent last, when that arrives
-        yield env.timeout(sent + self._to_ps(i) - env.now)
-        now = ready = env.now
-        for g in self.active_groups:
-            ready = max(ready, self._ps_msg(g, now, self.msg_ps + self.xfer_ps[g]))
-        if self.local_step_ps:
-            self._at(own + self._to_ps(i), self._local_step)
-        if ready > now:
-            yield env.timeout(ready - now)
-
-    def _local_step(self) -> None:
-        """A worker's local step (or what else the update takes from it) reaches the PS
-        tasks: each handles it."""
-        for g in self.active_groups:
-            self._ps_msg(g, self.env.now, self.local_step_ps)
-
-    def _handle(self, i: int, sending: bool = False) -> Any:
-        """Worker ``i`` deserializes what it pulled (once its runtime has it), or serializes
-        what it pushes (``sending``: then its own task's partition is done, and the reply to
-        that RunGraph call is sent and received while the gradients travel)."""
-        env = self.env
-        now = env.now
-        cost = self.xfer_w if sending else self.xfer_w + self.fresh_w
-        end = self._w_msg(i, now if sending else now + self.w_lat, cost)
-        if sending:
-            self._w_msg(i, end, self.reply_own_w)
-        if end > now:
-            yield env.timeout(end - now)
-
-    def _reply(self, i: int) -> Any:
-        """The replies to worker ``i``'s RunGraph calls on the PS tasks of its last step: each
-        shard sends one, the worker receives them."""
-        env = self.env
-        now = env.now
-        sent = now
-        for g in self.active_groups:
-            sent = max(sent, self._ps_msg(g, now, self.msg_ps))
-        end = self._w_msg(i, sent + self._to_worker(i), self.reply_w)
-        if end > now:
-            yield env.timeout(end - now)
-
-    def _copy(self, i: int, share: float = 1.0) -> float:
-        """With every task on one machine: the machine's kernel copies a pull's or a push's
-        bytes (``share`` of the step's) at both ends, taking the link's sender's and
-        receiver's CPU shares of a core each (``copy_shares``) for as long as the link carries
-        them; returns when that copy ends (0 on machines of their own)."""
-        hc = self.machine
-        if hc is None or not self.step_bytes_all:
-            return 0.0
-        bw = self.worker_nics[i].bandwidth_bytes_per_s
-        return book_copy(hc, self.env.now, self.step_bytes_all * share / bw, self.copy_shares)
-
-    def _copied(self, until: float) -> Any:
-        env = self.env
-        if until > env.now:
-            yield env.timeout(until - env.now)
-
     def _compute(self, i: int, step: int) -> Any:
         """Worker ``i`` computes its gradient (on the shared machine's cores with
         ``machine_cores``: its ``compute_serial_s`` share on one of them)."""
@@ -711,22 +488,3 @@ class _Driver(WorkerFaults, OverlappedStep):
 
     def _config(self) -> dict[str, Any]:
         return {}
-
-
-def _handle(lane: HostCores, cores: HostCores | None, now: float, seconds: float) -> float:
-    """A task's handler (``lane``: one message at a time) handles ``seconds`` of messages from
-    ``now`` on one of its host's ``cores`` (None: its own): at the first time both are free,
-    which may be before messages booked earlier for later times; returns when it is done."""
-    if seconds <= 0.0:
-        return now
-    t = now
-    while True:
-        a = lane.first_free(t, seconds)
-        b = a if cores is None else cores.first_free(a, seconds)
-        if b == a:
-            break
-        t = b
-    lane.book(a, seconds)
-    if cores is not None:
-        cores.book(a, seconds, 1)
-    return a + seconds

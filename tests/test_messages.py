@@ -572,7 +572,7 @@ def test_a_handler_serves_messages_in_time_order():
     an earlier time goes in a free gap before the ones booked ahead (a handler serves messages
     as they arrive), and on a shared machine it waits for a core as well."""
     from hetbed.devices.simulated import HostCores
-    from hetbed.simulator.driver import _handle
+    from hetbed.simulator.hostcpu import _handle
 
     lane = HostCores(1)
     assert _handle(lane, None, 10.0, 1.0) == 11.0
