@@ -31,7 +31,8 @@ class SimRendezvous(LocalRendezvous):
     ``message_s_per_byte`` per payload byte, from the catalog): the sender handles the request
     and serializes the reply before the bytes leave, the receiver sent the request and
     deserializes the reply after they arrive and its runtime has handed them over
-    (``message_latency_s``, no CPU time); both of its messages are charged then. Between tasks
+    (``message_latency_s``, no CPU time); both of its messages are charged then, its handler
+    taking them at that moment, after the messages that reached it before. Between tasks
     of one machine the bytes also take the machine's cores for as long as the link takes to
     carry them (loopback TCP is a copy by the machine's kernel at both ends): the link's
     sender's and receiver's CPU shares of a core (``copy_shares`` of each task's cpu device;

@@ -335,7 +335,7 @@ class SimSession(BaseSession):
         if conductor is not None:
             if replies is not None:
                 self._settle(conductor)
-                end = max(end, *replies.received)
+                end = max([end, *replies.received])
             conductor.sleep_until(end)
         elif end > env.now:
             env.advance(end)
