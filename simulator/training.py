@@ -263,7 +263,12 @@ class SyncPS(_Driver):
             self.last_tag[i] = tag
 
     def _arrive(
-        self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None, now: Any = None
+        self,
+        g: _Grad,
+        grp: int,
+        share: float = 1.0,
+        copied: float | None = None,
+        now: float | None = None,
     ) -> None:
         """Gradient ``g``'s part for group ``grp`` arrives (``share`` of its bytes: a bucket of
         an overlapped step, counted once its last bucket is in) at ``now`` (the clock's)."""
@@ -581,7 +586,12 @@ class AsyncPS(_Driver):
                 yield from self._reply(i)
 
     def _arrive(
-        self, g: _Grad, grp: int, share: float = 1.0, copied: float | None = None, now: Any = None
+        self,
+        g: _Grad,
+        grp: int,
+        share: float = 1.0,
+        copied: float | None = None,
+        now: float | None = None,
     ) -> None:
         """Gradient ``g``'s part for group ``grp`` arrives (``share`` of its bytes: a bucket of
         an overlapped step, applied as it comes) at ``now`` (the clock's)."""
