@@ -254,6 +254,12 @@ class CostModel:
         return None
 
 
+#: a measured profile's kernels shorter than this are not measured for their threads (the
+#: process clock's reads and the dispatch around the kernel would be most of it) and run on one
+#: core (``Profiled.cores_used``)
+MIN_THREADS_WALL_S = 200e-6
+
+
 ZERO_TIME_OPS = {
     "Const",
     "VariableV2",
@@ -512,13 +518,22 @@ class Profiled(CostModel):
         return max(t, roofline_seconds(flops, moved, perf, dtype, matrix))
 
     def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
-        """The cores the measured kernel kept busy (``threads``); None where nothing was
-        measured (the device's rule)."""
+        """The cores the measured kernel kept busy (``threads``), else its family's measured
+        threads; else one for a kernel measured shorter than ``MIN_THREADS_WALL_S`` (too short
+        for its threads to be measured, and run on the calling thread: a process's numpy
+        kernels are, unless a thread pool splits them, which a family measured longer shows);
+        None where nothing was measured (the device's rule)."""
         if not self.threads:
             return None
         key = profile_key(op, ins)
         v = self.threads.get(key)
-        return v if v is not None else self._family_threads.get(_family(key))
+        if v is None:
+            v = self._family_threads.get(_family(key))
+        if v is None:
+            t = self.table.get(key)
+            if t is not None and t < MIN_THREADS_WALL_S:
+                return 1.0
+        return v
 
     def _reach(self, fam: str, perf: DevicePerf, dtype: str, matrix: bool) -> tuple[float, float]:
         """(largest roofline seconds, largest bytes moved) among the family's measured entries:

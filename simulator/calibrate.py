@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, profile_key
+from hetbed.devices.costmodel import MIN_THREADS_WALL_S, DevicePerf, Profiled, Roofline, profile_key
 from hetbed.devices.fileio import atomic_write
 from hetbed.devices.simulated import value_shape
 from hetbed.runtime.config_protos import GraphOptions, RewriterConfig
@@ -115,11 +115,6 @@ class _ShapeTracer(TracingObserver):
                     "scaled to shapes the profile did not measure",
                     stacklevel=2,
                 )
-
-
-#: ops shorter than this are not measured for their threads (the process clock's reads and the
-#: dispatch around the kernel would be most of it): they keep the device's rule
-MIN_THREADS_WALL_S = 200e-6
 
 
 def profile_ops(

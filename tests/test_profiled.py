@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 
 import hetbed as hb
-from hetbed.devices.costmodel import DevicePerf, Profiled, Roofline, affine_fit, profile_key
+from hetbed.devices.costmodel import (
+    MIN_THREADS_WALL_S,
+    DevicePerf,
+    Profiled,
+    Roofline,
+    affine_fit,
+    profile_key,
+)
 from hetbed.simulator.calibrate import profile_ops
 
 PERF = DevicePerf("box", {"float32": 1e11}, memory_bandwidth=1e10, launch_overhead_s=0.0)
@@ -95,7 +102,6 @@ def test_profile_ops_measures_the_cores_a_kernel_keeps_busy():
     are left out."""
     import time
 
-    from hetbed.simulator.calibrate import MIN_THREADS_WALL_S
     from hetbed.simulator.machine import host_cores
 
     def nap(v):
@@ -123,8 +129,9 @@ def test_profile_ops_measures_the_cores_a_kernel_keeps_busy():
 
 
 def test_profiled_cores_used_by_key_then_family_and_saved(tmp_path, profiled):
-    """``cores_used``: the measured entry, else its family's median, else None (the device's
-    rule); the threads survive save and load; a value below 1 is refused naming the file."""
+    """``cores_used``: the measured entry, else its family's median, else one core for an entry
+    measured shorter than ``MIN_THREADS_WALL_S``, else None (the device's rule); the threads
+    survive save and load; a value below 1 is refused naming the file."""
     table, work, op = profiled
     keys = sorted(table)
     threads = {keys[0]: 2.0}
@@ -133,6 +140,16 @@ def test_profiled_cores_used_by_key_then_family_and_saved(tmp_path, profiled):
     assert prof.cores_used(op, [tuple(s) for s in measured]) == 2.0
     assert prof.cores_used(op, [(7, 256), (256, 128)]) == 2.0  # same family, unmeasured
     assert Profiled(table, work=work).cores_used(op, [(7, 256), (256, 128)]) is None
+    # an entry measured shorter than a thread pool splits, in a family whose threads nobody
+    # measured: one core (longer: the device's rule)
+    entry = next(k for k in keys[1:] if json.loads(k)[0] == "MatMul")  # (the other batch)
+    other = [tuple(s) for s in json.loads(entry)[2]]
+    elsewhere = {next(k for k in keys if json.loads(k)[0] != "MatMul"): 2.0}
+    for took, cores in ((MIN_THREADS_WALL_S / 2, 1.0), (2 * MIN_THREADS_WALL_S, None)):
+        timed = Profiled(dict(table, **{entry: took}), work=work, threads=elsewhere)
+        assert timed.cores_used(op, other) == cores
+        timed = Profiled(dict(table, **{entry: took}), work=work, threads=threads)
+        assert timed.cores_used(op, other) == 2.0  # (its family's measured threads)
     prof.save(tmp_path / "p.json")
     assert Profiled.load(tmp_path / "p.json").threads == threads
     doc = json.loads((tmp_path / "p.json").read_text())
