@@ -252,10 +252,11 @@ def run_clocked(
     eager = bind is not None
     if eager:
         bind(timers, completions)
-    on_start = on_finish = None
+    on_start = on_finish = on_done = None
     observed = observer is not None  # nodes on a stream then complete when their kernels have
     if observed:
         on_finish = observer.node_finished
+        on_done = getattr(observer, "node_done", None)  # (observers need not subclass it)
         if getattr(type(observer), "node_started", None) is not StepObserver.node_started:
             on_start = observer.node_started
     push, pop = heapq.heappush, heapq.heappop
@@ -323,7 +324,7 @@ def run_clocked(
                     outstanding += 1
                     if node.charge is not None:
                         charged[node.index] = inputs
-                    done = _completer(put, node)
+                    done = _completer(put, node) if on_done is None else _noted(put, node, on_done)
                     try:
                         if node.is_async:
                             if node.frame_keyed:
@@ -453,6 +454,11 @@ class StepObserver:
     def step_finished(self, prepared: PreparedGraph, error: BaseException | None) -> None:
         """The step is over: every node finished (``error`` None) or it failed with ``error``."""
 
+    #: an observer that defines ``node_done(node)`` hears, from whichever thread completes it,
+    #: when an asynchronous or handed-off node's kernel calls its ``done`` (``node_finished``
+    #: comes later, once the schedule takes the completion: after the nodes ready before it)
+    node_done: Callable[[Node], None] | None = None
+
 
 def _abort(step: Any, err: BaseException) -> None:
     """Fail the step's pending receives and waiters so that nothing waits for a peer that will
@@ -471,6 +477,16 @@ def _completer(put: Callable, node: Node) -> Callable:
     """The ``done`` callback of an asynchronous node: ``put((node, result, error))``."""
 
     def done(result: Any = None, error: BaseException | None = None) -> None:
+        put((node, result, error))
+
+    return done
+
+
+def _noted(put: Callable, node: Node, on_done: Callable[[Node], None]) -> Callable:
+    """``_completer``'s callback that first tells the observer (``StepObserver.node_done``)."""
+
+    def done(result: Any = None, error: BaseException | None = None) -> None:
+        on_done(node)
         put((node, result, error))
 
     return done

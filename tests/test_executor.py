@@ -207,3 +207,30 @@ def test_runtime_error_names_the_input_shapes(traced):
             with pytest.raises(hb.errors.InvalidArgumentError) as e:
                 s.run(y, feed, **kw)
     assert "MatMul" in str(e.value) and "runtime input shapes: [(2, 3), (4, 5)]" in str(e.value)
+
+
+def test_a_traced_async_node_ends_when_its_kernel_is_done():
+    """A dequeue that finds its element in place completes at once; the schedule takes its
+    completion only after the nodes that were ready (here 150 ms of py_funcs), but the trace
+    ends it when its kernel called ``done`` (TensorFlow's step stats do the same): a profile
+    built from traces would otherwise charge the other nodes' time to it."""
+
+    def slow(x):
+        time.sleep(0.05)
+        return x
+
+    with hb.Graph().as_default():
+        q = hb.FIFOQueue(4, [hb.float32], shapes=[[]])
+        put = q.enqueue([hb.constant(np.float32(1.0))])
+        got = q.dequeue()
+        later = [hb.py_func(slow, [hb.constant(np.float32(k))], hb.float32) for k in range(3)]
+        with hb.Session() as s:
+            s.run(put)
+            meta = hb.RunMetadata()
+            opts = hb.RunOptions(trace_level=hb.RunOptions.FULL_TRACE)
+            value, *_ = s.run([got, *later], options=opts, run_metadata=meta)
+    assert value == 1.0
+    ops = meta.step_stats.set_index("type")
+    deq, first = ops.loc["QueueDequeue"], ops.loc["PyFunc"].start_s.min()
+    assert deq.start_s < first  # it started before the py_funcs ran ...
+    assert deq.duration_s < 0.01 and deq.end_s < first  # ... and was done before they began
