@@ -50,6 +50,9 @@ class TracingObserver(StepObserver):
 
     def __init__(self) -> None:
         self.t0 = time.perf_counter()
+        #: the wall-clock time (time.time) of ``t0``: rows of tasks in other processes or on
+        #: other machines, each relative to its own tracer, are placed on this one's axis by it
+        self.t0_wall = time.time()
         self.starts: dict[int, float] = {}
         self.dones: dict[int, float] = {}
         self.rows: list[dict] = []
@@ -80,6 +83,35 @@ class TracingObserver(StepObserver):
         import pandas as pd
 
         return pd.DataFrame(self.rows, columns=OP_COLUMNS)
+
+    def wire_rows(self) -> dict:
+        """The rows as a remote task sends them to its master (``add_remote``): plain lists."""
+        cols = ("op", "type", "device", "start_s", "end_s")
+        return {"t0_wall": self.t0_wall, "rows": [[r[c] for c in cols] for r in self.rows]}
+
+    def add_remote(self, trace: Any, where: str) -> None:
+        """Add the rows a task traced for its part of a distributed step (``wire_rows``), moved
+        from its clock to this tracer's by the two clocks' wall-clock anchors (on one machine
+        they agree; across machines, to within their clocks' offset). Raises ValueError naming
+        ``where`` for a malformed trace."""
+        try:
+            shift = float(trace["t0_wall"]) - self.t0_wall
+            for op, kind, device, start, end in trace["rows"]:
+                if not (isinstance(op, str) and isinstance(kind, str) and isinstance(device, str)):
+                    raise TypeError("op, type and device must be strings")
+                start, end = float(start) + shift, float(end) + shift
+                self.rows.append(
+                    {
+                        "op": op,
+                        "type": kind,
+                        "device": device,
+                        "start_s": start,
+                        "end_s": end,
+                        "duration_s": end - start,
+                    }
+                )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"{where}: malformed trace ({type(e).__name__}: {e})") from None
 
 
 def chrome_trace(ops: Any, flows: Any = None) -> dict:

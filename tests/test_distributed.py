@@ -13,6 +13,7 @@ import pytest
 import hetbed as hb
 from hetbed.runtime.distributed import DistributedSession, UnauthenticatedError
 from hetbed.runtime.distributed.cluster import ClusterSpec
+from hetbed.runtime import executor as hb_executor
 from hetbed.runtime.errors import FailedPreconditionError, ResourceExhaustedError
 
 PS_CPU = "/job:ps/replica:0/task:0/device:cpu:0"
@@ -409,3 +410,49 @@ def test_a_cnn_trained_through_a_ps_matches_the_local_unfused_run(make_cluster):
     for a, c in zip(dv, lv):
         np.testing.assert_allclose(a, c, rtol=1e-4, atol=1e-5)
     assert fused == {"Conv2D", "BiasAdd", "Relu", "MaxPoolGrad", "ReluGrad"}
+
+
+@pytest.mark.parametrize("protocol", ["grpc+tcp", "grpc"])
+def test_a_remote_step_is_traced(make_cluster, protocol):
+    """RunOptions(trace_level=FULL_TRACE) on a distributed session fills RunMetadata.step_stats
+    with every task's nodes, each on its task's device and on the session's clock: the PS's Send
+    of the variable starts before the worker's Recv of it ends, and every row lies within the
+    step as the client timed it."""
+    spec, servers = make_cluster(ps=1, workers=1, protocol=protocol)
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0"):
+            v = hb.Variable(np.arange(1000, dtype=np.float32), name="v")
+        with hb.device("/job:worker/task:0"):
+            y = hb.reduce_sum(v * 2.0)
+        with hb.Session(servers[("worker", 0)].target) as s:
+            s.run(v.initializer)
+            meta = hb.RunMetadata()
+            opts = hb.RunOptions(trace_level=hb.RunOptions.FULL_TRACE)
+            t0 = time.time()
+            got = s.run(y, options=opts, run_metadata=meta)
+            wall = time.time() - t0
+            assert s.run(y) == got  # untraced steps of the same plan still run
+    assert got == 2 * np.arange(1000).sum()
+    ops = meta.step_stats
+    tasks = {d.split("/device")[0] for d in ops.device}
+    assert tasks == {"/job:ps/replica:0/task:0", "/job:worker/replica:0/task:0"}
+    send = ops[(ops.type == "_Send") & ops.device.str.startswith("/job:ps")]
+    recv = ops[(ops.type == "_Recv") & ops.device.str.startswith("/job:worker")]
+    assert len(send) == len(recv) == 1
+    assert send.start_s.iloc[0] < recv.end_s.iloc[0]
+    assert "Sum" in set(ops.type) and (ops.duration_s >= 0).all()
+    # (the session's clock starts before the request leaves; 50 ms of slack for the clocks'
+    # reads in two threads)
+    assert ops.start_s.min() >= -0.05 and ops.end_s.max() <= wall + 0.05
+    assert list(ops.start_s) == sorted(ops.start_s)
+
+
+def test_a_remote_step_takes_no_other_observer(make_cluster):
+    """Profiling observers run on local sessions; a remote one says so instead of ignoring it."""
+    spec, servers = make_cluster(ps=1, workers=1)
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0"):
+            y = hb.constant(1.0) + 1.0
+        with hb.Session(servers[("worker", 0)].target) as s:
+            with pytest.raises(hb.errors.InvalidArgumentError, match="no step observer"):
+                s.run_observed(y, None, lambda plan, feeds: hb_executor.StepObserver())

@@ -522,3 +522,31 @@ def test_gpt2_idioms_hparams_newaxis_and_static_shapes_in_loops():
         with tf.Session() as s:
             xv = np.arange(2 * 3 * 16, dtype=np.float32).reshape(2, 3, 2, 8)
             np.testing.assert_array_equal(s.run(y, {x: xv}), xv)
+
+
+def test_timeline_writes_a_traced_steps_chrome_trace():
+    """``from tensorflow.python.client import timeline``: a FULL_TRACE step's step_stats as a
+    Chrome trace, one process per device and one complete event per op."""
+    import json
+
+    import hetbed.compat.v1 as tf
+    from hetbed.compat.v1.python.client import timeline
+
+    with tf.Graph().as_default():
+        x = tf.constant(np.ones((64, 64), np.float32))
+        y = tf.reduce_sum(tf.matmul(x, x), name="total")
+        meta = tf.RunMetadata()
+        with tf.Session() as s:
+            got = s.run(
+                y, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=meta
+            )
+    assert got == 64 * 64 * 64
+    trace = json.loads(timeline.Timeline(meta.step_stats).generate_chrome_trace_format())
+    ops = {e["name"]: e for e in trace["traceEvents"] if e["ph"] == "X"}
+    assert {"MatMul", "total"} <= set(ops)
+    assert ops["total"]["ts"] >= ops["MatMul"]["ts"] + ops["MatMul"]["dur"] - 1e-3
+    procs = [e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"]
+    assert procs and all("cpu" in p.lower() for p in procs)
+    assert tf.python.client.timeline is timeline
+    with pytest.raises(TypeError, match="RunMetadata.step_stats"):
+        timeline.Timeline(None)

@@ -89,13 +89,22 @@ def run_graph_request(
                 step_id, "the master's RunGraph call ended before the step finished"
             )
 
+    tracer = None
+    if req.get("trace") is True:  # RunOptions.trace_level: the master asks for this task's rows
+        from ..timeline import TracingObserver
+
+        tracer = TracingObserver()
     watch(call_ended)
     try:
-        values = worker.run_graph(handle, step_id, feeds, float(timeout))
+        values = worker.run_graph(handle, step_id, feeds, float(timeout), tracer)
     finally:
         finished.set()
+    traced = {} if tracer is None else {"trace": tracer.wire_rows()}
     if streams is None or not req.get("stream_fetches"):
-        return {"fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)]}
+        return {
+            "fetches": [tensor_to_wire(v, f"fetch {i}") for i, v in enumerate(values)],
+            **traced,
+        }
     fetches = []
     for i, v in enumerate(values):
         if streamable(v):
@@ -105,7 +114,7 @@ def run_graph_request(
             fetches.append({"stream": out.header})
         else:
             fetches.append(tensor_to_wire(v, f"fetch {i}"))
-    return {"fetches": fetches}
+    return {"fetches": fetches, **traced}
 
 
 def service_handler(

@@ -178,8 +178,14 @@ class DistributedSession(Session):
 
     # ---- running -------------------------------------------------------------------------
     def _run_plan(self, plan: Any, feeds: dict, observer: Any = None, options: Any = None) -> list:
-        if observer is not None:
-            raise InvalidArgumentError("tracing (RunOptions.trace_level) is not supported remotely")
+        from ..timeline import TracingObserver
+
+        tracing = observer is not None and type(observer) is TracingObserver
+        if observer is not None and not tracing:
+            raise InvalidArgumentError(
+                "a remote step takes no step observer (profiling, calibration): run those on a "
+                "local session; RunOptions(trace_level=FULL_TRACE) does trace a remote step"
+            )
         self._last_plan = plan
         ms = getattr(options, "timeout_in_ms", 0) or self.config.operation_timeout_in_ms
         timeout_s = ms / 1000.0 if ms > 0 else 0.0
@@ -187,7 +193,7 @@ class DistributedSession(Session):
         timeout = timeout_s + 10.0 if ms > 0 else None
         results: list[Any] = [None] * len(plan.parts)
         errors: list[BaseException] = []
-        for k, reply, error in _run_parts(plan.parts, feeds, step_id, timeout_s, timeout):
+        for k, reply, error in _run_parts(plan.parts, feeds, step_id, timeout_s, timeout, tracing):
             if error is not None:
                 if not errors:
                     self._abort_step(plan, step_id, error)
@@ -197,6 +203,15 @@ class DistributedSession(Session):
         if errors:
             primary = next((e for e in errors if not isinstance(e, AbortedError)), errors[0])
             raise primary
+        if tracing:  # each task's rows, on this session's clock, in the order they started
+            for k, part in enumerate(plan.parts):
+                trace = results[k].get("trace")
+                if trace is not None:
+                    try:
+                        observer.add_remote(trace, f"RunGraph reply of {part.task}")
+                    except ValueError as e:
+                        raise InvalidArgumentError(str(e)) from None
+            observer.rows.sort(key=lambda r: r["start_s"])
         fetched = []
         for k, part in enumerate(plan.parts):
             got = results[k].get("fetches")
@@ -241,10 +256,16 @@ class DistributedSession(Session):
 
 
 def _run_parts(
-    parts: list, feeds: dict, step_id: int, timeout_s: float, timeout: float | None
+    parts: list,
+    feeds: dict,
+    step_id: int,
+    timeout_s: float,
+    timeout: float | None,
+    trace: bool = False,
 ) -> Any:
     """Call RunGraph on every task of ``parts``; yield (index, reply, None) or (index, None,
-    error) for each as it completes, in the order they do.
+    error) for each as it completes, in the order they do. ``trace``: each task traces its
+    nodes and sends the rows with its reply (``TracingObserver.wire_rows``).
 
     A task with a data channel is sent its request from this thread and its reply is read here
     too (a selector waits for the first of several): no thread hand-off each way, which costs
@@ -263,6 +284,8 @@ def _run_parts(
             "timeout_s": timeout_s,
             "feeds": {name: _feed(feeds[t], name) for t, name in part.feeds},
         }
+        if trace:
+            req["trace"] = True
         try:
             call = part.client.start_call("RunGraph", req, timeout)
         except OpError as e:

@@ -408,9 +408,15 @@ class Worker:
 
     # ---- steps -------------------------------------------------------------------------------
     def run_graph(
-        self, handle: str, step_id: int, feeds: dict[str, Any], timeout_s: float = 0.0
+        self,
+        handle: str,
+        step_id: int,
+        feeds: dict[str, Any],
+        timeout_s: float = 0.0,
+        observer: Any = None,
     ) -> list:
-        """Run one step of a registered graph; return its fetched values in order.
+        """Run one step of a registered graph; return its fetched values in order. ``observer``
+        (a StepObserver: a TracingObserver when the master traces the step) hears its nodes.
 
         Raises AbortedError (a handle of an earlier incarnation: this task restarted since the
         graph was registered), NotFoundError (another unknown handle), InvalidArgumentError
@@ -442,7 +448,7 @@ class Worker:
         with self._lock:
             self._live.setdefault(step_id, []).append(step)
         try:
-            ex.run_step(prep, vals, step, None, None, timeout_s if timeout_s > 0 else None)
+            ex.run_step(prep, vals, step, None, observer, timeout_s if timeout_s > 0 else None)
         except DeadlineExceededError as e:
             self.steps.abort(step_id, e)
             if self.task in str(e):

@@ -1,3 +1,3 @@
-"""``tensorflow.python.client``: ``device_lib``."""
+"""``tensorflow.python.client``: ``device_lib``, ``timeline``."""
 
-from . import device_lib  # noqa: F401
+from . import device_lib, timeline  # noqa: F401
