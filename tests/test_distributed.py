@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import hetbed as hb
+from hetbed.runtime import executor as hb_executor
 from hetbed.runtime.distributed import DistributedSession, UnauthenticatedError
 from hetbed.runtime.distributed.cluster import ClusterSpec
-from hetbed.runtime import executor as hb_executor
 from hetbed.runtime.errors import FailedPreconditionError, ResourceExhaustedError
 
 PS_CPU = "/job:ps/replica:0/task:0/device:cpu:0"
