@@ -4,8 +4,12 @@ For each model of the grid (``scenarios/models/grid.py``: one scalar per PS task
 variable of 1, 10 and 100 MB, a sparse embedding) and each worker count, it runs hetbed's real distributed runtime
 (one PS, W workers, processes on loopback): synchronous (SyncReplicasOptimizer), synchronous
 with one backup worker (W + 1 tasks, W gradients a step) and asynchronous. It takes the time per
-global step of each repetition (synchronous: the chief's median step after the first 5;
-asynchronous: the chief's view of the global step's progress after its first 5 steps) and
+global step of each repetition (synchronous: the chief's median step after the first fifth of
+its steps; asynchronous: the chief's view of the global step's progress after the first fifth)
+over a run long enough for its steady state (``MEASURE_STEPS``: 300 steps of the models whose
+step takes a few ms, 40 of the 100 MB one; the 40 steps every run took before left the
+asynchronous rows 10-60% above their steady state, the other workers' first steps (their numba
+compiles) falling among the chief's steps; ``--steps`` sets one count for all) and
 predicts the same run with the step-level driver (SyncPS or AsyncPS on one replica's profile)
 and the op-level simulator: the very program the real run runs, each worker a client of its
 own graph and (synchronous) the chief's queue runner one more, stepping at once
@@ -103,9 +107,22 @@ def _run(model: str, workers: int, steps: int, mode: str, n_ps: int = 1, out: An
     return rows
 
 
+#: steps of each real run by model: a few hundred of the small models (under 1-20 ms a step:
+#: a second or two), fewer of the larger ones, whose steps are long enough already
+MEASURE_STEPS = {
+    "scalar": 300,
+    "sparse": 300,
+    "dense_1mb": 200,
+    "dense_10mb": 60,
+    "dense_100mb": 40,
+}
+
+
 def measure(model: str, workers: int, steps: int, mode: str, n_ps: int = 1) -> float:
-    """Seconds per global step of one real run (see the module docstring)."""
-    rows = _run(model, workers, steps, mode, n_ps)[5:]
+    """Seconds per global step of one real run of ``steps`` steps, after the first fifth of
+    them (see the module docstring)."""
+    rows = _run(model, workers, steps, mode, n_ps)
+    rows = rows[max(5, len(rows) // 5) :]
     if mode == "async":
         (_, g0, t0), (_, g1, t1) = rows[0], rows[-1]
         return (t1 - t0) / max(g1 - g0, 1)
@@ -213,7 +230,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="W = 1, 2; two models; 1 repetition")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each real run")
-    ap.add_argument("--steps", type=int, default=40, help="steps of each real run")
+    ap.add_argument(
+        "--steps", type=int, default=None, help="steps of each real run (default: MEASURE_STEPS)"
+    )
     ap.add_argument(
         "--cpu",
         action="store_true",
@@ -227,7 +246,8 @@ def main() -> None:
     t0 = time.perf_counter()
     rows = []
     for mode, model, w, n_ps in _grid(args.quick):
-        real = [measure(model, w, args.steps, mode, n_ps) for _ in range(reps)]
+        n = args.steps or MEASURE_STEPS[model]
+        real = [measure(model, w, n, mode, n_ps) for _ in range(reps)]
         step = grid.step_level_step(
             model, w, n_ps, LINK, HOST, HOST, mode=mode, machine_cores=CORES, cost_model=OP_COSTS
         )
@@ -270,7 +290,8 @@ def main() -> None:
             f"{op_txt} {base_txt}"
         )
     print(
-        f"(medians over {reps} repetition(s) of {args.steps} steps; predictions on the catalog's "
+        f"(medians over {reps} repetition(s) of {args.steps or 'MEASURE_STEPS'} steps; "
+        f"predictions on the catalog's "
         f"{HOST} and {LINK}, {OP_COSTS_NOTE}; baseline: the issue's measured ms, 1 PS; "
         f"{time.perf_counter() - t0:.0f} s)"
     )
