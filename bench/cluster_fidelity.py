@@ -211,6 +211,60 @@ def cpu_table(short: int = 50, long: int = 300) -> None:
     )
 
 
+def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
+    """Where a step's time goes, op by op: the real run's chief traces its steps from the half
+    of the run on (``RunOptions(trace_level=FULL_TRACE)`` on its distributed session: every
+    op of its partitions on every task, ``grid.TRACE_ENV``) and each op's median duration is
+    printed beside the op-level simulator's median for the same op of the same task (the
+    simulated program's every client and step). A Send or Recv has no simulated twin (the
+    simulators book its work as the RecvTensor call's), and a real Recv's time is mostly its
+    wait. A diagnostic: no target."""
+    out = io.StringIO()
+    os.environ[grid.TRACE_ENV] = "1"
+    try:
+        _run(model, workers, args_steps(model), mode, n_ps, out=out)
+    finally:
+        del os.environ[grid.TRACE_ENV]
+    real = {}
+    for line in out.getvalue().splitlines():
+        parts = line.split(" ")
+        if len(parts) == 6 and parts[:2] == ["[worker:0]", "trace"]:
+            real[(parts[2], parts[3], parts[4])] = float(parts[5])
+    kw = {"aggregate": workers, "init_tokens": workers, "hybrid": True} if mode == "backup" else {}
+    made: list = []
+    grid.op_level_clients(
+        model, workers + (mode == "backup"), n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS,
+        steps=12, mode="async" if mode == "async" else "sync", cluster_out=made, **kw,
+    )  # fmt: skip
+    rows = [
+        (d.name, op.type, op.name, end - begin)
+        for d in made[0].devices()
+        for op, begin, end in d.records
+        if isinstance(getattr(op, "type", None), str) and isinstance(getattr(op, "name", None), str)
+    ]
+    sim = grid.op_medians(rows)
+    title = f"cluster_fidelity --trace: {mode} {model} W={workers} {n_ps} PS, median us per op"
+    print(f"\n{title}\n{'-' * len(title)}")
+    print(f"{'task':10s} {'op type':28s} {'real':>9s} {'op-level':>9s}   op")
+    total = {"real": 0.0, "sim": 0.0}
+    for key in sorted(real, key=lambda k: -real[k]):
+        task, kind, name = key
+        s_ = sim.get(key)
+        if s_ is not None and kind not in ("_Send", "_Recv"):
+            total["real"] += real[key]
+            total["sim"] += s_
+        s_txt = f"{s_ * 1e6:9.1f}" if s_ is not None else f"{'-':>9s}"
+        print(f"{task:10s} {kind:28s} {real[key] * 1e6:9.1f} {s_txt}   {name}")
+    print(
+        f"(the ops with both, less Send and Recv: real {total['real'] * 1e6:.0f} us, op-level "
+        f"{total['sim'] * 1e6:.0f} us a step; {OP_COSTS_NOTE})"
+    )
+
+
+def args_steps(model: str) -> int:
+    return MEASURE_STEPS[model]
+
+
 def _grid(quick: bool) -> list[tuple[str, str, int, int]]:
     """(mode, model, workers, PS tasks) of every run."""
     if quick:
@@ -238,7 +292,17 @@ def main() -> None:
         action="store_true",
         help="only the diagnostic: measured CPU per step against the op-level simulator's",
     )
+    ap.add_argument(
+        "--trace",
+        nargs=3,
+        metavar=("MODE", "MODEL", "W"),
+        help="only the diagnostic: one real run's ops traced, against the op-level simulator's",
+    )
     args = ap.parse_args()
+    if args.trace:
+        mode, model, w = args.trace
+        trace_table(mode, model, int(w))
+        return
     if args.cpu:
         cpu_table()
         return

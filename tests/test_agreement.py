@@ -85,6 +85,27 @@ def test_the_op_level_program_is_the_clusters():
     assert len(backup) == 6 and all(t > 0 for t in backup)
 
 
+def test_the_op_level_programs_ops_by_task():
+    """``cluster_out`` hands back the simulated cluster: its devices' records give each op's
+    median by task (``op_medians``), what ``cluster_fidelity --trace`` sets beside a real run's
+    traced ops; the worker computes the loss, the PS task applies the averaged gradient."""
+    made: list = []
+    grid.op_level_clients("scalar", 1, 1, "eth_10g", WORKER, PS, steps=4, cluster_out=made)
+    rows = [
+        (d.name, op.type, op.name, end - begin)
+        for d in made[0].devices()
+        for op, begin, end in d.records
+        if isinstance(getattr(op, "name", None), str) and isinstance(getattr(op, "type", None), str)
+    ]
+    med = grid.op_medians(rows)
+    assert med[("worker:0", "Square", "model/Square")] > 0
+    apply = "GradientDescent/update_model/v0/ApplyGradientDescent"
+    assert med[("ps:0", "ApplyGradientDescent", apply)] > 0
+    assert grid.op_medians([("/job:ps/replica:0/task:3/device:cpu:0", "Add", "a", 1.0),
+                            ("/job:ps/task:3", "Add", "a", 3.0),
+                            ("/job:ps/task:3", "Add", "a", 8.0)]) == {("ps:3", "Add", "a"): 3.0}  # fmt: skip
+
+
 def test_first_step_is_the_first_calls_return():
     """``first=True`` is when the last worker starts its second step: after its first step's
     replies, later than the first step's update and than any step's median."""

@@ -203,6 +203,7 @@ def op_level_clients(
     hybrid: bool = False,
     aggregate: int | None = None,
     mode: str = "sync",
+    cluster_out: list | None = None,
 ) -> list[float]:
     """The chief's step times of the real program (``main``'s graph: variables placed by
     ``replica_device_setter``, ``SyncReplicasOptimizer``), simulated op by op with every
@@ -221,13 +222,16 @@ def op_level_clients(
     ``mode="async"``: plain SGD, each worker updating the variables on its own (no queue
     runner); returns instead the seconds per global step over the chief's steps after its
     first two (every worker's steps that ended meanwhile count), as the real run's chief sees
-    the global step advance."""
+    the global step advance. ``cluster_out``: the simulated Cluster is appended to it (its
+    devices' ``records``: every op and message each task ran)."""
     from hetbed.simulator import run_clients
 
     if mode not in ("sync", "async"):
         raise ValueError(f"op_level_clients: mode must be 'sync' or 'async', got {mode!r}")
     sync = mode == "sync"
     c = _cluster(workers, n_ps, nic, worker, ps, machine, cost_model, hybrid)
+    if cluster_out is not None:
+        cluster_out.append(c)
     spec = {"ps": [f"ps{k}:0" for k in range(n_ps)], "worker": [f"w{i}:0" for i in range(workers)]}
     tasks = [t for t in c.tasks if t.startswith("/job:worker/")]
     ps_tasks = [t for t in c.tasks if t.startswith("/job:ps/")]
@@ -382,6 +386,26 @@ def step_level_step(
 
 
 MODES = ("sync", "async", "backup")
+#: the environment variable that has the chief trace its steps (``main``)
+TRACE_ENV = "HETBED_GRID_TRACE"
+
+
+def op_medians(rows: list[tuple[str, str, str, float]]) -> dict[tuple[str, str, str], float]:
+    """(task, op type, op name) -> median seconds over ``rows`` of (device or task, type, name,
+    seconds); the task is the device's ``/job:x/task:n`` (replica dropped)."""
+    import statistics
+    from collections import defaultdict
+
+    by: dict[tuple[str, str, str], list[float]] = defaultdict(list)
+    for device, kind, name, seconds in rows:
+        by[(short_task(device), kind, name)].append(seconds)
+    return {k: statistics.median(v) for k, v in by.items()}
+
+
+def short_task(device: str) -> str:
+    """``/job:ps/replica:0/task:0/device:cpu:0`` -> ``ps:0``."""
+    parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
+    return f"{parts.get('job', '?')}:{parts.get('task', '?')}"
 
 
 def main(argv: list[str]) -> int:
@@ -427,12 +451,26 @@ def main(argv: list[str]) -> int:
             open(os.path.join(barrier, f"worker{index}"), "w").close()
             while len(os.listdir(barrier)) < n_workers:
                 time.sleep(0.01)
+            # (with TRACE_ENV, the chief traces its steps from the half of the run on and prints
+            # each op's median duration at the end, as "trace TASK TYPE NAME SECONDS")
+            traced: list | None = [] if index == 0 and os.environ.get(TRACE_ENV) else None
+            k = 0
             while not sess.should_stop():
+                kw = {}
+                if traced is not None and k >= steps // 2:
+                    kw = {"options": hb.RunOptions(trace_level=hb.RunOptions.FULL_TRACE)}
+                    kw["run_metadata"] = hb.RunMetadata()
                 t = time.perf_counter()
-                _, now = sess.run([train, step])
+                _, now = sess.run([train, step], **kw)
+                k += 1
                 if index == 0:
                     end = time.perf_counter()
                     print(f"step {end - t:.6f} {int(now)} {end:.6f}", flush=True)
+                if kw:
+                    ops = kw["run_metadata"].step_stats
+                    traced.extend(zip(ops.device, ops.type, ops.op, ops.duration_s))
+            for (task, kind, name), sec in sorted((op_medians(traced or [])).items()):
+                print(f"trace {task} {kind} {name} {sec:.9f}", flush=True)
     server.stop()
     return 0
 
