@@ -379,6 +379,17 @@ def calibrate(
     for m in shared:
         progress(f"  {m.name}: {m.describe()}")
     perf = replace(perf, switch_share=statistics.median(fits))
+    # how well the model's shape (DevicePerf.shared_host: 1 + share x (1 - cores / tasks))
+    # follows the measurements: the CPU per step each client count adds over the fewest
+    base_n = min(per_n)
+    base = statistics.median(per_n[base_n])
+    for n, v in per_n.items():
+        if n != base_n and base > 0:
+            fit = perf.switch_share * max(0.0, 1.0 - host_cores() / (n + 1))
+            progress(
+                f"    check, {n} clients and the PS: CPU per step {statistics.median(v) / base - 1:+.0%} "
+                f"over {base_n}, the fit {fit:+.0%}"
+            )
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
     ms += [rate, lat, *costs, *shared]
     progress(f"profiling the ops of {', '.join(builders)} (twice, each op's faster pass) ...")

@@ -1,6 +1,7 @@
 """Calibration measurements: repeated, with min/median/max, the load other processes put on the
 machine meanwhile, and a noisy flag that says why."""
 
+import re
 import subprocess
 import sys
 
@@ -97,7 +98,12 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     out = tmp_path / "cal"
     spec = f"{tmp_path / 'mine.py'}:step"
     assert main(["calibrate", "--model", spec, "--repeats", "1", "--out", str(out), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
+    cap = capsys.readouterr()
+    doc = json.loads(cap.out)
+    # (the switch-cost fit's shape against what each client count added, printed)
+    assert re.search(
+        r"check, 8 clients and the PS: CPU per step [+-]\d+% over 1, the fit \+\d+%", cap.err
+    )
     names = [m["name"] for m in doc["measurements"]]
     assert names[-12:] == [
         "loopback TCP rate",
