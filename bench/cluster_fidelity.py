@@ -222,7 +222,7 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
     out = io.StringIO()
     os.environ[grid.TRACE_ENV] = "1"
     try:
-        _run(model, workers, args_steps(model), mode, n_ps, out=out)
+        _run(model, workers, MEASURE_STEPS[model], mode, n_ps, out=out)
     finally:
         del os.environ[grid.TRACE_ENV]
     real = {}
@@ -236,13 +236,7 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
         model, workers + (mode == "backup"), n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS,
         steps=12, mode="async" if mode == "async" else "sync", cluster_out=made, **kw,
     )  # fmt: skip
-    rows = [
-        (d.name, op.type, op.name, end - begin)
-        for d in made[0].devices()
-        for op, begin, end in d.records
-        if isinstance(getattr(op, "type", None), str) and isinstance(getattr(op, "name", None), str)
-    ]
-    sim = grid.op_medians(rows)
+    sim = grid.op_medians(grid.simulated_op_rows(made[0]))
     title = f"cluster_fidelity --trace: {mode} {model} W={workers} {n_ps} PS, median us per op"
     print(f"\n{title}\n{'-' * len(title)}")
     print(f"{'task':10s} {'op type':28s} {'real':>9s} {'op-level':>9s}   op")
@@ -259,10 +253,6 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
         f"(the ops with both, less Send and Recv: real {total['real'] * 1e6:.0f} us, op-level "
         f"{total['sim'] * 1e6:.0f} us a step; {OP_COSTS_NOTE})"
     )
-
-
-def args_steps(model: str) -> int:
-    return MEASURE_STEPS[model]
 
 
 def _grid(quick: bool) -> list[tuple[str, str, int, int]]:

@@ -83,13 +83,20 @@ class _ShapeTracer(TracingObserver):
         self.work: dict[str, tuple[float, float]] = {}
         self.cpu: list[tuple[str, float]] = []
         self._cpu_start: dict[int, float] = {}
+        self._cpu_done: dict[int, float] = {}
 
     def node_started(self, node: Any) -> None:
         self._cpu_start[node.index] = time.process_time()
         super().node_started(node)
 
+    def node_done(self, node: Any) -> None:
+        self._cpu_done[node.index] = time.process_time()  # (the node's end: TracingObserver)
+        super().node_done(node)
+
     def node_finished(self, node: Any, result: Any, released: Any = ()) -> None:
-        cpu_end = time.process_time()
+        cpu_end = self._cpu_done.pop(node.index, None)
+        if cpu_end is None:
+            cpu_end = time.process_time()
         super().node_finished(node, result)
         outs = result if node.n_out > 1 else (result,)
         for s, v in zip(node.outs, outs or ()):

@@ -91,13 +91,7 @@ def test_the_op_level_programs_ops_by_task():
     traced ops; the worker computes the loss, the PS task applies the averaged gradient."""
     made: list = []
     grid.op_level_clients("scalar", 1, 1, "eth_10g", WORKER, PS, steps=4, cluster_out=made)
-    rows = [
-        (d.name, op.type, op.name, end - begin)
-        for d in made[0].devices()
-        for op, begin, end in d.records
-        if isinstance(getattr(op, "name", None), str) and isinstance(getattr(op, "type", None), str)
-    ]
-    med = grid.op_medians(rows)
+    med = grid.op_medians(grid.simulated_op_rows(made[0]))
     assert med[("worker:0", "Square", "model/Square")] > 0
     apply = "GradientDescent/update_model/v0/ApplyGradientDescent"
     assert med[("ps:0", "ApplyGradientDescent", apply)] > 0

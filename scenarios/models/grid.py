@@ -402,6 +402,17 @@ def op_medians(rows: list[tuple[str, str, str, float]]) -> dict[tuple[str, str, 
     return {k: statistics.median(v) for k, v in by.items()}
 
 
+def simulated_op_rows(cluster: object) -> list[tuple[str, str, str, float]]:
+    """(device, op type, op name, seconds) of every op a simulated cluster's devices ran (their
+    ``records``; messages, which have no op, left out): ``op_medians``'s input."""
+    return [
+        (d.name, op.type, op.name, end - begin)
+        for d in cluster.devices()
+        for op, begin, end in d.records
+        if isinstance(getattr(op, "type", None), str) and isinstance(getattr(op, "name", None), str)
+    ]
+
+
 def short_task(device: str) -> str:
     """``/job:ps/replica:0/task:0/device:cpu:0`` -> ``ps:0``."""
     parts = dict(p.split(":", 1) for p in device.strip("/").split("/") if ":" in p)
