@@ -124,13 +124,15 @@ def loopback_copy_cpu(big: int = 32 << 20, rounds: int = 64) -> tuple[float, flo
     return (own1 - own0) / sent, (child1 - child0) / sent
 
 
-def loopback_aggregate(big: int = 32 << 20, streams: int = 2, rounds: int = 4) -> float:
+def loopback_aggregate(big: int = 32 << 20, streams: int = 2, rounds: int = 16) -> float:
     """Bytes/s that ``streams`` concurrent TCP streams over 127.0.0.1 reach together: this
     process sends a ``big``-byte message on each from a thread of its own to a child echoing one
     byte, all streams starting each of ``rounds`` rounds together; the best round counts, as
-    ``loopback_link`` keeps its best message (other work only ever slows a round; on a noisy
-    machine the best rounds still moved 2.3-4.3 GB/s between runs minutes apart, as the median
-    of whole runs did). The machine's cores copy the streams; one stream alone is
+    ``loopback_link`` keeps its best message (other work only ever slows a round). Four rounds
+    were too few on this 2-core VM: six calls in a row gave 2.3-6.7 GB/s (median 3.1), sixteen
+    rounds 3.4-5.1 (median 4.7), one stream 4.0-4.6; calibrate's medians of three calls read
+    3.1 and 5.3 GB/s twenty minutes apart, and the simulated 100 MB two-worker step moved by
+    30% with them. The machine's cores copy the streams; one stream alone is
     ``loopback_link``'s rate."""
     import socket
     import struct
