@@ -31,7 +31,11 @@ Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scalin
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
 The issue's baseline (measured before these mechanisms, 1 PS) is printed beside, and so is the
 measurements' own spread over their repetitions ((max - min) / median, median and worst over the
-rows): the floor under any error on this machine.
+rows): the floor under any error on this machine. So is how the machine runs against its
+calibration, before the grid and after it (``messages.message_drift``: calibrate's message
+micro-steps measured now over their time simulated with the catalog; about 1.0 right after
+``hetbed calibrate``): this VM's speed drifts by 20-40% within minutes, and the predictions'
+errors move with it.
 
 One PS task with 1, 2 and 4 workers (and 8 for the scalar and 1 MB models: nine processes on
 this machine's cores), a scalar on each of two PS tasks (1, 2, 4 workers) and of four (4
@@ -59,6 +63,7 @@ from hetbed.devices.costmodel import Profiled  # noqa: E402
 from hetbed.runtime.distributed.launcher import launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
 from hetbed.simulator.cluster import loop_copy_shares  # noqa: E402
+from hetbed.simulator.messages import message_drift  # noqa: E402
 
 HOST, LINK = "this_machine", "loopback"
 
@@ -211,6 +216,12 @@ def cpu_table(short: int = 50, long: int = 300) -> None:
     )
 
 
+def _drift() -> float:
+    """``messages.message_drift`` on the catalog's host and link (see ``main``)."""
+    link = load_link(LINK)
+    return message_drift(load_device(HOST), (link.bandwidth_bytes_per_s, link.latency_s))
+
+
 def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
     """Where a step's time goes, op by op: the real run's chief traces its steps from the half
     of the run on (``RunOptions(trace_level=FULL_TRACE)`` on its distributed session: every
@@ -298,6 +309,7 @@ def main() -> None:
         return
     reps = 1 if args.quick else args.reps
     t0 = time.perf_counter()
+    drift = [_drift()]  # the machine against its calibration, before the grid and after
     rows = []
     for mode, model, w, n_ps in _grid(args.quick):
         n = args.steps or MEASURE_STEPS[model]
@@ -321,6 +333,7 @@ def main() -> None:
             + (f", op-level {op * 1e3:8.3f}" if op is not None else ""),
             flush=True,
         )
+    drift.append(_drift())
     title = "cluster_fidelity: real hetbed cluster vs the simulators, ms per global step"
     print(f"\n{title}\n{'-' * len(title)}")
     print(
@@ -348,6 +361,12 @@ def main() -> None:
         f"predictions on the catalog's "
         f"{HOST} and {LINK}, {OP_COSTS_NOTE}; baseline: the issue's measured ms, 1 PS; "
         f"{time.perf_counter() - t0:.0f} s)"
+    )
+    print(
+        f"(the machine against its calibration: calibrate's message micro-steps now take "
+        f"{drift[0]:.2f}x before the grid and {drift[1]:.2f}x after it what the catalog "
+        "simulates for them; about 1.0 means the machine runs as when it was calibrated, and "
+        "the predictions' errors move with it)"
     )
     if reps > 1:  # what the measurements themselves move by: the floor under any error
         spread = sorted((max(r[3]) - min(r[3])) / statistics.median(r[3]) for r in rows)

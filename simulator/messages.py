@@ -309,6 +309,22 @@ def message_costs(
     return fitted, got, sim
 
 
+def message_drift(perf: DevicePerf, link: tuple, steps: int = 150) -> float:
+    """How this machine runs now against a calibration of it: the median over ``MESSAGE_STEPS``
+    of each micro-step's measured wall time now over its time simulated with ``perf`` and
+    ``link`` (bytes/s, latency s), the catalog entries ``message_costs`` was fitted into. About
+    1 right after ``hetbed calibrate`` (the fit's own residuals are those steps' errors); above
+    1 when the machine has slowed down since. Runs no training step."""
+    import hetbed as hb
+
+    got, _ = _measure_message_steps(hb, steps)
+    return float(
+        np.median(
+            [got[n] / _simulated_message_step(hb, perf, link, *MESSAGE_STEPS[n]) for n in got]
+        )
+    )
+
+
 def _nonneg_lstsq(a: np.ndarray, b: np.ndarray) -> list[float]:
     """The least-squares solution of ``a x = b`` with every ``x >= 0`` (few columns: the best
     of the unconstrained fits on each subset of them whose solution is non-negative)."""

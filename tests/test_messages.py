@@ -597,3 +597,21 @@ def test_with_a_backup_worker_every_worker_step_costs_the_ps_its_messages():
         drv = SyncPS(prof, w, 1, n_ps=1, nic=(1e12, 0.0), fast_worker_can_contribute_twice=True,
                      sync_replicas=True)  # fmt: skip
         assert drv.run(30).step_time() == pytest.approx((w + 1) * 1000e-6 + 200e-6, rel=1e-6)
+
+
+def test_message_drift_is_the_micro_steps_measured_over_simulated(monkeypatch):
+    """``message_drift``: the median over calibrate's message micro-steps of measured now over
+    simulated with the catalog's numbers (cluster_fidelity prints it before and after its grid):
+    1.5 when every step runs 1.5 times its simulated time, whatever the steps' own times."""
+    from hetbed.simulator import messages as M
+
+    perf = replace(HOST, message_s=40e-6, control_message_s=30e-6)
+    sim = {n: M._simulated_message_step(hb, perf, NIC, *s) for n, s in M.MESSAGE_STEPS.items()}
+    assert len(set(sim.values())) > 3 and all(v > 0 for v in sim.values())
+    monkeypatch.setattr(
+        M, "_measure_message_steps", lambda hb_, steps: ({n: 1.5 * v for n, v in sim.items()}, {})
+    )
+    assert M.message_drift(perf, NIC) == pytest.approx(1.5)
+    # a catalog whose messages cost twice as much simulates slower steps: the drift is lower
+    slower = replace(perf, message_s=80e-6, control_message_s=60e-6)
+    assert M.message_drift(slower, NIC) < 1.5
