@@ -6,8 +6,8 @@ variable of 1, 10 and 100 MB, a sparse embedding) and each worker count, it runs
 with one backup worker (W + 1 tasks, W gradients a step) and asynchronous. It takes the time per
 global step of each repetition (synchronous: the chief's median step after the first fifth of
 its steps; asynchronous: the chief's view of the global step's progress after the first fifth)
-over a run long enough for its steady state (``MEASURE_STEPS``: 300 steps of the models whose
-step takes a few ms, 40 of the 100 MB one; the 40 steps every run took before left the
+over a run long enough for its steady state (``MEASURE_STEPS``: 200 steps of the models whose
+step takes a few ms, 40 of the 100 MB one; the grid took 434-588 s with 300 on this VM; the 40 steps every run took before left the
 asynchronous rows 10-60% above their steady state, the other workers' first steps (their numba
 compiles) falling among the chief's steps; ``--steps`` sets one count for all) and
 predicts the same run with the step-level driver (SyncPS or AsyncPS on one replica's profile)
@@ -115,10 +115,10 @@ def _run(model: str, workers: int, steps: int, mode: str, n_ps: int = 1, out: An
 #: steps of each real run by model: a few hundred of the small models (under 1-20 ms a step:
 #: a second or two), fewer of the larger ones, whose steps are long enough already
 MEASURE_STEPS = {
-    "scalar": 300,
-    "sparse": 300,
-    "dense_1mb": 200,
-    "dense_10mb": 60,
+    "scalar": 200,
+    "sparse": 200,
+    "dense_1mb": 150,
+    "dense_10mb": 50,
     "dense_100mb": 40,
 }
 
