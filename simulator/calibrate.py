@@ -266,7 +266,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             "# This machine, as measured by `hetbed calibrate`.",
             'name = "this machine (measured)"',
             'kind = "cpu"',
-            f"memory_bandwidth_bytes_per_s = {num(perf.memory_bandwidth, 'out-of-place float32 add over 8 times the cache (at least 96 MiB), less its cache hits')}",
+            f"memory_bandwidth_bytes_per_s = {num(perf.memory_bandwidth, 'out-of-place float32 add over 8 times the cache (at least 96 MiB)')}",
             *(
                 [
                     f"cache_bytes = {num(int(perf.cache_bytes), 'the largest CPU cache (sysfs)')}",
@@ -280,7 +280,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
                     f"fresh_memory_threshold_bytes = {{ value = {int(perf.fresh_threshold_bytes)}, "
                     'source = "glibc mallopt(3): DEFAULT_MMAP_THRESHOLD_MAX on 64-bit", '
                     'note = "the largest threshold above which malloc maps new pages" }',
-                    f"fresh_memory_s_per_byte = {num(max(perf.fresh_s_per_byte, 1e-15), 'a copy into a new 128 MiB array less the same copy into a reused one, per byte')}",
+                    f"fresh_memory_s_per_byte = {num(max(perf.fresh_s_per_byte, 1e-15), 'an add into a new 128 MiB array less the same add into a reused one, per byte')}",
                 ]
                 if perf.fresh_threshold_bytes is not None
                 else []

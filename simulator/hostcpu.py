@@ -101,7 +101,7 @@ class HostCpus:
             return 0.0
         p = self.profile
         sizes = (p.step_bytes_of(v) for v in p.variables if p.ps_of(v) == shard)
-        return sum(b for b in sizes if b > fresh[0]) * fresh[1]
+        return sum(b for b in sizes if b >= fresh[0]) * fresh[1]
 
     def _reset_cpus(self) -> None:
         """Idle host CPUs: a handler per worker and per PS group, and the PS hosts' cores (one

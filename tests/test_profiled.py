@@ -13,6 +13,7 @@ from hetbed.devices.costmodel import (
     Profiled,
     Roofline,
     affine_fit,
+    cache_hit,
     profile_key,
 )
 from hetbed.simulator.calibrate import profile_ops
@@ -172,8 +173,10 @@ def test_a_measured_entry_slows_down_with_a_smaller_share_of_the_cache(tmp_path,
                        cache_bytes=32e6, cache_bandwidth=4e10)  # fmt: skip
     prof = Profiled({key: 1e-3}, work={key: (1.0, 30e6)}, cache_bytes=32e6)
     assert prof.duration(op, ins, outs, cache) == pytest.approx(1e-3)
-    half = cache.cache_share(2)  # 16 MB: 16/30 of the bytes hit it
-    shared_s = 30e6 * ((16 / 30) / 4e10 + (14 / 30) / 1e10)  # 1.8 ms
+    half = cache.cache_share(2)  # 16 MB: a 30 MB sweep overflows nearly all its sets
+    hit = cache_hit(30e6, 16e6)
+    assert hit < 0.01
+    shared_s = 30e6 * (hit / 4e10 + (1 - hit) / 1e10)  # 3.0 ms
     assert prof.duration(op, ins, outs, half) == pytest.approx(shared_s)
     slow = Profiled({key: 5e-3}, work={key: (1.0, 30e6)}, cache_bytes=32e6)
     assert slow.duration(op, ins, outs, half) == pytest.approx(5e-3)
@@ -203,12 +206,17 @@ def test_a_family_fit_relates_its_entries_to_the_cache_they_ran_with(profiled):
     a, b = affine_fit(
         [(whole.memory_seconds(10e6), 0.25e-3), (whole.memory_seconds(30e6), 0.75e-3)]
     )
-    want = a + b * half.memory_seconds(moved)
+    # every entry within the whole cache, the op over its share: the slope's own speed (its
+    # bytes hitting as the largest entry's did) or the memory's, whichever is slower
+    largest = cache_hit(30e6, 32e6)
+    own = b * half.sweep_seconds(moved, largest)
+    want = a + max(own, half.memory_seconds(moved))
     assert prof.duration(op, ins, outs, half) == pytest.approx(want, rel=1e-9)
     assert prof.duration(op, ins, outs, half) > prof.duration(op, ins, outs, whole)
-    # a kernel at a quarter of the cache's rate (b = 4): out of the cache it keeps its own speed
-    # (every byte at the cache's rate, times 4), slower than the memory's 1.9 ms for the bytes
-    slow = Profiled({k1: 1e-3, k2: 3e-3}, work=work, cache_bytes=32e6)
-    own = 4 * moved / 4e10
+    # a kernel four times slower than those entries' rooflines: out of the cache it keeps its
+    # own speed, slower than the memory's 3.1 ms for the bytes
+    slow = Profiled({k1: 4 * whole.memory_seconds(10e6), k2: 4 * whole.memory_seconds(30e6)},
+                    work=work, cache_bytes=32e6)  # fmt: skip
+    own = 4 * half.sweep_seconds(moved, largest)
     assert own > half.memory_seconds(moved)
-    assert slow.duration(op, ins, outs, half) == pytest.approx(own, rel=1e-9)
+    assert slow.duration(op, ins, outs, half) == pytest.approx(own, rel=1e-6)

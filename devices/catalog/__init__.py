@@ -26,9 +26,10 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     memory_bytes                       required (device memory; host DRAM for a cpu)
     cache_bytes                        optional (cpu): the last-level cache; with
     cache_bandwidth_bytes_per_s        (both or neither) the rate of a working set that fits it:
-                                       an op moving B bytes takes min(1, cache_bytes / B) of
-                                       them at this rate, the rest at memory_bandwidth
-    fresh_memory_threshold_bytes       optional (cpu): arrays over this size get new pages from
+                                       an op moving B bytes takes the share of them a sweep
+                                       finds in a 16-way cache (costmodel.cache_hit) at this
+                                       rate, the rest at memory_bandwidth
+    fresh_memory_threshold_bytes       optional (cpu): arrays this size or more get new pages from
     fresh_memory_s_per_byte            the allocator (both or neither), which the OS faults in and
                                        zeroes at this cost per byte (glibc: mmap past its
                                        threshold, at most 32 MiB on 64-bit)

@@ -465,10 +465,12 @@ def main(argv: list[str]) -> int:
             # (with TRACE_ENV, the chief traces its steps from the half of the run on and prints
             # each op's median duration at the end, as "trace TASK TYPE NAME SECONDS")
             traced: list | None = [] if index == 0 and os.environ.get(TRACE_ENV) else None
+            # (asynchronous, the chief takes about 1/W of the global steps)
+            trace_from = steps // (2 * n_workers if mode == "async" else 2)
             k = 0
             while not sess.should_stop():
                 kw = {}
-                if traced is not None and k >= steps // 2:
+                if traced is not None and k >= trace_from:
                     kw = {"options": hb.RunOptions(trace_level=hb.RunOptions.FULL_TRACE)}
                     kw["run_metadata"] = hb.RunMetadata()
                 t = time.perf_counter()
