@@ -55,11 +55,8 @@ class HostCpus:
         )
         # ... and a shard's end of them, per group
         self.xfer_ps = [2 * mp * nvars[g] + bp * nbytes[g] for g in range(G)]
-        # the receiving end's new pages for a tensor over its allocator's threshold: a worker
-        # gets each variable (on top of xfer_w when it receives), a shard each gradient
-        fresh_w = [self._fresh_s(p.worker_fresh, ks[0]) for ks in self.groups]
-        self.fresh_w = sum(len(self.groups[g]) * fresh_w[g] for g in active)
-        self.fresh_ps = [self._fresh_s(p.ps_fresh, ks[0]) for ks in self.groups]
+        # (no new pages at the receiving end: the runtime lands a tensor of 1 MiB or more in a
+        # pooled buffer that its previous step's tensor left, wire.RECEIVED)
         self.msg_ps = cp  # a PS receives a RunGraph request, or sends its reply
         # TF's SyncReplicasOptimizer moves two more scalars per worker step (SyncPS): its local
         # step to every PS task holding accumulators (read as the step starts), and a token
@@ -93,15 +90,6 @@ class HostCpus:
         self.reply_w = n_ps_active * cw
         self.reply_w_of = [len(self.groups[g]) * cw for g in range(G)]  # (one group's)
         self._reset_cpus()
-
-    def _fresh_s(self, fresh: tuple[float, float] | None, shard: int) -> float:
-        """Seconds of new pages for the tensors of ``shard``'s variables over the threshold
-        of ``fresh`` (threshold bytes, seconds per byte)."""
-        if fresh is None:
-            return 0.0
-        p = self.profile
-        sizes = (p.step_bytes_of(v) for v in p.variables if p.ps_of(v) == shard)
-        return sum(b for b in sizes if b >= fresh[0]) * fresh[1]
 
     def _reset_cpus(self) -> None:
         """Idle host CPUs: a handler per worker and per PS group, and the PS hosts' cores (one
@@ -203,7 +191,7 @@ class HostCpus:
         that RunGraph call is sent and received while the gradients travel)."""
         env = self.env
         now = env.now
-        cost = self.xfer_w if sending else self.xfer_w + self.fresh_w
+        cost = self.xfer_w
         end = self._w_msg(i, now if sending else now + self.w_lat, cost)
         if sending:
             self._w_msg(i, end, self.reply_own_w)

@@ -96,7 +96,7 @@ class OverlappedStep:
             done += f
             t = sent + (now - sent) * min(done, 1.0)
             if self.msg_on:
-                t = self._w_msg(i, t + self.w_lat, (self.xfer_w + self.fresh_w) * f)
+                t = self._w_msg(i, t + self.w_lat, self.xfer_w * f)
             usable.append(t)
         s = self._compute_s(i, g.tag)
         # the compute's timeline: it starts with the first bucket and waits for each next one

@@ -97,10 +97,6 @@ class ReplicaProfile:
     ps_message_latency_s: float = 0.0
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
-    #: (threshold bytes, seconds per byte) of the receiving host's new pages for a tensor over
-    #: the allocator's threshold (``DevicePerf.fresh_seconds``); None: not charged
-    worker_fresh: tuple[float, float] | None = None
-    ps_fresh: tuple[float, float] | None = None
     ps_cores: int = 1
     update_inputs: int = 0
     grad_ready: dict[str, float] = field(default_factory=dict)

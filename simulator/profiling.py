@@ -30,12 +30,6 @@ __all__ = ["accumulate_s", "profile_from_graph"]
 # ---- measuring a profile on a graph -----------------------------------------------------------
 
 
-def _fresh(perf: Any) -> tuple[float, float] | None:
-    if perf is None or perf.fresh_threshold_bytes is None or perf.fresh_s_per_byte <= 0:
-        return None
-    return (float(perf.fresh_threshold_bytes), float(perf.fresh_s_per_byte))
-
-
 def profile_from_graph(
     train_op: Any,
     feeds: Mapping[Any, Any],
@@ -234,8 +228,6 @@ def profile_from_graph(
         ps_message_latency_s=pperf.message_latency_s,
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
-        worker_fresh=_fresh(wperf),
-        ps_fresh=_fresh(pperf),
         ps_cores=int(pperf.cores or 1),
         update_inputs=_update_inputs(updates[v] for v in var_ops),
         grad_ready=ready,

@@ -139,8 +139,8 @@ class SimRendezvous(LocalRendezvous):
                     lambda _e: self._arrived(p, key, value, nbytes, there=True)
                 )
                 return
-        # the receiver's end also faults in the new array the bytes land in
-        cost = _end_cost(dst_cpu, nbytes) + dst_cpu.perf_spec.fresh_seconds(nbytes)
+        # (no new pages: the runtime lands a large tensor in a pooled buffer, wire.RECEIVED)
+        cost = _end_cost(dst_cpu, nbytes)
         done = self._occupy(dst_cpu, now, cost, SoftwareWork(p[3], _RECV_TENSOR))
         if done > env.now:
             env.timeout(done - env.now).callbacks.append(lambda _e: self._deliver(key, value))

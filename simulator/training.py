@@ -274,7 +274,7 @@ class SyncPS(_Driver):
         an overlapped step, counted once its last bucket is in) at ``now`` (the clock's)."""
         now = max(self.env.now if now is None else now, g.copied if copied is None else copied)
         if self.msg_on:  # the shard receives the gradient (and the call for it) first
-            cost = (self.xfer_ps[grp] + self.fresh_ps[grp]) * share
+            cost = self.xfer_ps[grp] * share
             now = self._ps_msg(grp, now + self.ps_lat, cost)
         if g.pending is not None:
             g.pending[grp] -= 1
@@ -599,7 +599,7 @@ class AsyncPS(_Driver):
             now = self.env.now
         start = max(now, g.copied if copied is None else copied)
         if self.msg_on:
-            cost = (self.xfer_ps[grp] + self.fresh_ps[grp]) * share
+            cost = self.xfer_ps[grp] * share
             start = self._ps_msg(grp, start + self.ps_lat, cost)
         end = self._ps_kernel(
             grp, start, self.group_apply_s[grp] * share, self.group_apply_serial_s[grp] * share
