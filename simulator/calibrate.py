@@ -291,7 +291,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"cores = {num(host_cores(), 'cores this process may run on')}",
             f"message_overhead_s = {num(max(perf.message_s, 1e-9), 'fitted to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"control_message_overhead_s = {num(max(perf.control_s, 1e-9), 'fitted with message_overhead_s: the RunGraph calls of those steps (message_costs)')}",
-            f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1 and 8 MiB across two processes, less the loopback rate (message_costs)')}",
+            f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1, 8 and 64 MiB across two processes, less the loopback rate (message_costs)')}",
             f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'fitted with message_overhead_s and message_latency_s to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
             f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention)')}",

@@ -615,3 +615,24 @@ def test_message_drift_is_the_micro_steps_measured_over_simulated(monkeypatch):
     # a catalog whose messages cost twice as much simulates slower steps: the drift is lower
     slower = replace(perf, message_s=80e-6, control_message_s=60e-6)
     assert M.message_drift(slower, NIC) < 1.5
+
+
+def test_message_costs_recover_the_costs_that_made_the_steps(monkeypatch):
+    """Closed loop: micro-steps measured as a catalog with known costs simulates them (wall
+    times; CPU as its message ends count) are fitted back to those costs, the per-byte cost
+    from the slope of the 1, 8 and 64 MiB reads less the link's time for a byte."""
+    from hetbed.simulator import messages as M
+
+    true = replace(HOST, message_s=40e-6, control_message_s=30e-6, step_s=5e-6,
+                   message_latency_s=20e-6, message_s_per_byte=1e-10)  # fmt: skip
+    got = {n: M._simulated_message_step(hb, true, NIC, *s) for n, s in M.MESSAGE_STEPS.items()}
+    cpu = {n: M._message_ends(hb, true, NIC, *s) + true.step_s
+           for n, s in M.MESSAGE_STEPS.items() if not s[1]}  # fmt: skip
+    monkeypatch.setattr(M, "_measure_message_steps", lambda hb_, steps: (got, cpu))
+    fitted, measured, sim = M.message_costs(*NIC, replace(HOST, message_s=1e-3))
+    assert measured is got
+    assert fitted.message_s == pytest.approx(40e-6, rel=1e-3)
+    assert fitted.control_message_s == pytest.approx(30e-6, rel=1e-3)
+    assert fitted.message_s_per_byte == pytest.approx(1e-10, rel=0.05)
+    for n in M.BYTE_STEPS:
+        assert sim[n] == pytest.approx(got[n], rel=0.05)
