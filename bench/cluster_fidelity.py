@@ -241,12 +241,10 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
         parts = line.split(" ")
         if len(parts) == 6 and parts[:2] == ["[worker:0]", "trace"]:
             real[(parts[2], parts[3], parts[4])] = float(parts[5])
-    kw = {"aggregate": workers, "init_tokens": workers, "hybrid": True} if mode == "backup" else {}
     made: list = []
-    grid.op_level_clients(
-        model, workers + (mode == "backup"), n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS,
-        steps=12, mode="async" if mode == "async" else "sync", cluster_out=made, **kw,
-    )  # fmt: skip
+    grid.op_level_prediction(
+        mode, model, workers, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, cluster_out=made
+    )
     sim = grid.op_medians(grid.simulated_op_rows(made[0]))
     title = f"cluster_fidelity --trace: {mode} {model} W={workers} {n_ps} PS, median us per op"
     print(f"\n{title}\n{'-' * len(title)}")
@@ -264,21 +262,6 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
         f"(the ops with both, less Send and Recv: real {total['real'] * 1e6:.0f} us, op-level "
         f"{total['sim'] * 1e6:.0f} us a step; {OP_COSTS_NOTE})"
     )
-
-
-def _grid(quick: bool) -> list[tuple[str, str, int, int]]:
-    """(mode, model, workers, PS tasks) of every run."""
-    if quick:
-        return [("sync", m, w, 1) for m in ("scalar", "dense_1mb") for w in (1, 2)]
-    out = [("sync", m, w, 1) for m in grid.MODELS for w in (1, 2, 4)]
-    out = [r for r in out if not (r[1] == "dense_100mb" and r[2] > 2)]
-    out += [("sync", m, 8, 1) for m in ("scalar", "dense_1mb")]  # 9 processes on the cores
-    out += [("sync", "scalar", w, 2) for w in (1, 2, 4)]  # a scalar on each of 2 PS tasks
-    out += [("sync", "scalar", 4, 4)]  # 4 PS tasks
-    out += [("backup", m, w, 1) for m in ("scalar", "dense_10mb") for w in (1, 3)]
-    out += [("async", m, w, 1) for m in ("scalar", "dense_10mb", "sparse") for w in (1, 2, 4)]
-    out += [("sync", "sparse", w, 1) for w in (1, 2, 4)]  # 32 rows of a 25.6 MB embedding
-    return out
 
 
 def main() -> None:
@@ -311,20 +294,13 @@ def main() -> None:
     t0 = time.perf_counter()
     drift = [_drift()]  # the machine against its calibration, before the grid and after
     rows = []
-    for mode, model, w, n_ps in _grid(args.quick):
+    for mode, model, w, n_ps in grid.runs(args.quick):
         n = args.steps or MEASURE_STEPS[model]
         real = [measure(model, w, n, mode, n_ps) for _ in range(reps)]
         step = grid.step_level_step(
             model, w, n_ps, LINK, HOST, HOST, mode=mode, machine_cores=CORES, cost_model=OP_COSTS
         )
-        # (backup: W of W + 1 workers, TF's init tokens, real values; async: per global step)
-        kw = {"aggregate": w, "init_tokens": w, "hybrid": True} if mode == "backup" else {}
-        tasks = w + (mode == "backup")
-        steps = grid.op_level_clients(
-            model, tasks, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, steps=12,
-            mode="async" if mode == "async" else "sync", **kw,
-        )  # fmt: skip
-        op = steps[0] if mode == "async" else statistics.median(steps[2:])
+        op = grid.op_level_prediction(mode, model, w, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS)
         name = model if n_ps == 1 else f"{model} {n_ps}PS"
         rows.append((mode, name, w, real, step, op))
         print(

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import sys
 import time
 
@@ -315,6 +316,50 @@ def op_level_clients(
     return list(chief["sess"].step_times[first : first + steps])
 
 
+def runs(quick: bool = False) -> list[tuple[str, str, int, int]]:
+    """(mode, model, workers, PS tasks) of every run of the cluster-fidelity grid
+    (``bench/cluster_fidelity.py``); ``quick``: four small synchronous ones. In "backup" mode
+    ``workers`` is how many gradients a step takes, of ``workers`` + 1 tasks."""
+    if quick:
+        return [("sync", m, w, 1) for m in ("scalar", "dense_1mb") for w in (1, 2)]
+    out = [("sync", m, w, 1) for m in MODELS for w in (1, 2, 4)]
+    out = [r for r in out if not (r[1] == "dense_100mb" and r[2] > 2)]
+    out += [("sync", m, 8, 1) for m in ("scalar", "dense_1mb")]  # 9 processes on the cores
+    out += [("sync", "scalar", w, 2) for w in (1, 2, 4)]  # a scalar on each of 2 PS tasks
+    out += [("sync", "scalar", 4, 4)]  # 4 PS tasks
+    out += [("backup", m, w, 1) for m in ("scalar", "dense_10mb") for w in (1, 3)]
+    out += [("async", m, w, 1) for m in ("scalar", "dense_10mb", "sparse") for w in (1, 2, 4)]
+    out += [("sync", "sparse", w, 1) for w in (1, 2, 4)]  # 32 rows of a 25.6 MB embedding
+    return out
+
+
+def op_level_prediction(
+    mode: str,
+    model: str,
+    workers: int,
+    n_ps: int,
+    nic: object,
+    worker: object,
+    ps: object,
+    machine: str | None = None,
+    cost_model: object = None,
+    cluster_out: list | None = None,
+) -> float:
+    """Seconds per global step of a grid run (``runs``' mode, model, workers, PS tasks) by the
+    op-level simulation (``op_level_clients``): the chief's median step of 12 after the first
+    two ("sync"; "backup": ``workers`` gradients of ``workers`` + 1 tasks, TensorFlow's init
+    tokens, real values so that late gradients are dropped as stale), or the time per global
+    step ("async")."""
+    if mode not in MODES:
+        raise ValueError(f"op_level_prediction: mode must be one of {MODES}, got {mode!r}")
+    kw = {"aggregate": workers, "init_tokens": workers, "hybrid": True} if mode == "backup" else {}
+    steps = op_level_clients(
+        model, workers + (mode == "backup"), n_ps, nic, worker, ps, machine, cost_model,
+        steps=12, mode="async" if mode == "async" else "sync", cluster_out=cluster_out, **kw,
+    )  # fmt: skip
+    return steps[0] if mode == "async" else statistics.median(steps[2:])
+
+
 def step_level_step(
     model: str,
     workers: int,
@@ -353,7 +398,8 @@ def step_level_step(
             ps=ps,
             ps_tasks=n_ps,
             cost_model=cost_model,
-            cache_share=workers + n_ps if machine_cores else 1,  # every task on one machine
+            # every task on one machine: the workers (and the backup worker), the PS tasks
+            cache_share=workers + (mode == "backup") + n_ps if machine_cores else 1,
         )
     if mode == "async":
         r = AsyncPS(
