@@ -31,7 +31,8 @@ Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scalin
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
 The issue's baseline (measured before these mechanisms, 1 PS) is printed beside, and so is the
 measurements' own spread over their repetitions ((max - min) / median, median and worst over the
-rows): the floor under any error on this machine. So is how the machine runs against its
+rows): the floor under any error on this machine. The repetitions are passes over the whole grid
+(each run's minutes apart), so that a slow minute falls on one repetition of a run. So is how the machine runs against its
 calibration, before the grid and after it (``messages.message_drift``: calibrate's message
 micro-steps measured now over their time simulated with the catalog; about 1.0 right after
 ``hetbed calibrate``): this VM's speed drifts by 20-40% within minutes, and the predictions'
@@ -295,20 +296,24 @@ def main() -> None:
     drift = [_drift()]  # the machine against its calibration, before the grid and after
     rows = []
     for mode, model, w, n_ps in grid.runs(args.quick):
-        n = args.steps or MEASURE_STEPS[model]
-        real = [measure(model, w, n, mode, n_ps) for _ in range(reps)]
         step = grid.step_level_step(
             model, w, n_ps, LINK, HOST, HOST, mode=mode, machine_cores=CORES, cost_model=OP_COSTS
         )
         op = grid.op_level_prediction(mode, model, w, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS)
         name = model if n_ps == 1 else f"{model} {n_ps}PS"
-        rows.append((mode, name, w, real, step, op))
-        print(
-            f"  {mode:6s} {name:12s} W={w}: measured {statistics.median(real) * 1e3:8.2f} ms, "
-            f"step-level {step * 1e3:8.3f}"
-            + (f", op-level {op * 1e3:8.3f}" if op is not None else ""),
-            flush=True,
-        )
+        rows.append((mode, name, w, [], step, op))
+    # the repetitions pass over the whole grid in turn, so that each run's are minutes apart and
+    # a slow minute of this VM falls on one of a run's repetitions, not on all of them
+    for rep in range(reps):
+        for (mode, model, w, n_ps), (_, name, _, real, step, op) in zip(
+            grid.runs(args.quick), rows
+        ):
+            real.append(measure(model, w, args.steps or MEASURE_STEPS[model], mode, n_ps))
+            print(
+                f"  pass {rep + 1}/{reps} {mode:6s} {name:12s} W={w}: measured "
+                f"{real[-1] * 1e3:8.2f} ms, step-level {step * 1e3:8.3f}, op-level {op * 1e3:8.3f}",
+                flush=True,
+            )
     drift.append(_drift())
     title = "cluster_fidelity: real hetbed cluster vs the simulators, ms per global step"
     print(f"\n{title}\n{'-' * len(title)}")
