@@ -58,6 +58,25 @@ def check(fig: Any) -> None:
         series += [c for c in ax.collections if _labelled(c)]
         if len(series) > 1 and ax.get_legend() is None and not _fig_legend(fig):
             raise ValueError(f"figure panel {title!r}: {len(series)} series and no legend")
+        _check_annotations(fig, ax, title)
+
+
+def _check_annotations(fig: Any, ax: Any, title: str) -> None:
+    """Raise ValueError when a point's label (an annotation) leaves its panel upwards or
+    downwards (into the title or the axis below) or leaves the figure."""
+    from matplotlib.text import Annotation
+
+    notes = [t for t in ax.texts if isinstance(t, Annotation) and t.get_text()]
+    if not notes:
+        return
+    renderer = fig.canvas.get_renderer()
+    box, page = ax.get_window_extent(renderer), fig.bbox
+    for t in notes:
+        b = t.get_window_extent(renderer)
+        if b.y1 > box.y1 + 0.5 or b.y0 < box.y0 - 0.5 or b.x0 < page.x0 or b.x1 > page.x1:
+            raise ValueError(
+                f"figure panel {title!r}: the label {t.get_text()!r} runs out of its panel"
+            )
 
 
 def _categorical(axis: Any) -> bool:
@@ -155,6 +174,7 @@ def grid(
         sharey=True,
     )
     uniq: dict[str, Any] = {}
+    labelled = False  # a published value drawn with its label
     for k, fv in enumerate(facets):
         ax = axes[k // cols][k % cols]
         part = data if facet is None else data[data[facet] == fv]
@@ -209,6 +229,7 @@ def grid(
                         textcoords="offset points",
                         fontsize=7,
                     )
+                labelled = labelled or len(ov) > 0
         if pd_integer(data[x]):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if logx:
@@ -238,6 +259,12 @@ def grid(
             )
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].set_visible(False)
+    top = axes[0][0]  # (the panels share y)
+    if labelled and top.get_yscale() == "linear":
+        # headroom for the labels of published values: one at the top of a panel would run
+        # into its title
+        lo, hi = top.get_ylim()
+        top.set_ylim(lo, hi + 0.1 * (hi - lo))
     if facet is not None:
         fig.suptitle(title)
         fig.tight_layout()

@@ -194,6 +194,29 @@ def test_figures_need_axis_labels_with_units_and_a_legend(rep):
         Report("r").figure(fig, "f")
 
 
+def test_a_published_values_label_stays_in_its_panel():
+    """A published value at the top of a panel gets headroom for its label (``grid``), and
+    ``check`` refuses a label that runs out of its panel into the title."""
+    import matplotlib.pyplot as plt
+
+    data = pd.DataFrame({"x": [1, 2, 3], "y": [1.0, 1.05, 1.08]})
+    over = pd.DataFrame({"x": [3], "value": [1.095], "label": ["published 1.095, error -1.4%"],
+                         "kind": ["fitted"], "series": [None], "facet": [None]})  # fmt: skip
+    fig = figures.grid(data, "x", "y", None, None, "workers (count)", "speedup (x)", "t",
+                       overlays=over)  # fmt: skip
+    figures.check(fig)  # (headroom: it fits)
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1], label="a")
+    ax.set_xlabel("x (s)")
+    ax.set_ylabel("y (s)")
+    ax.set_title("t")
+    ax.annotate("too high", (1, 1), xytext=(0, 30), textcoords="offset points")
+    with pytest.raises(ValueError, match="panel 't': the label 'too high' runs out of its panel"):
+        figures.check(fig)
+    plt.close(fig)
+
+
 def test_many_series_keep_distinct_styles():
     """Up to 48 series, no two share colour, marker and line style."""
     for n in (3, 10, 12, 48):
