@@ -9,6 +9,7 @@ dtype. The device takes a SimPy environment as its clock and knows nothing of cl
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -211,12 +212,15 @@ class HostCores:
     ``reserve(now, seconds, width)`` books ``width`` cores (1 for single-threaded work such as
     handling a message; all of them for a CPU kernel, which the roofline prices at the whole
     host's peak) for ``seconds`` at the earliest time at or after ``now`` when that many are
-    free for that long, and returns the end. Work may be booked ahead of the clock (a message
-    that will arrive later), so a booking fills the first gap long enough, before or between
-    bookings made earlier. Tasks of one host therefore share its cores: their kernels do not
-    overlap each other's or any message handling, and messages go to whichever core is free.
-    ``clock`` (with ``now``) lets it forget bookings that ended in the past. Raises ValueError
-    for fewer than one core.
+    free for that long, and returns the end. The cores are alike and a process may run on
+    any of them from one moment to the next (the OS migrates it), so a booking needs only that
+    no more than ``cores - width`` are busy at any time it covers, not one core free
+    throughout. Work may be booked ahead of the clock (a message that will arrive later), so
+    a booking fills the first gap long enough, before or between bookings made earlier. Tasks
+    of one host therefore share its cores: their kernels do not overlap each other's or any
+    message handling, and work that is ready runs while a core is free. ``clock`` (with
+    ``now``) lets it forget bookings that ended in the past. Raises ValueError for fewer than
+    one core.
     """
 
     __slots__ = ("cores", "busy", "all_free", "clock")
@@ -225,8 +229,8 @@ class HostCores:
         if isinstance(cores, bool) or int(cores) != cores or cores < 1:
             raise ValueError(f"a host needs an integer number of cores >= 1, got {cores!r}")
         self.cores = int(cores)
-        self.busy: list[list[list[float]]] = [[] for _ in range(self.cores)]  # [start, end]s
-        self.all_free = 0.0  # the end of the last booking on any core
+        self.busy: list[list[float]] = []  # [start, end, cores] of each booking, by start
+        self.all_free = 0.0  # the end of the last booking
         self.clock = clock
 
     def reserve(self, now: float, seconds: float, width: int = 1) -> float:
@@ -238,43 +242,27 @@ class HostCores:
         """``reserve``, returning the start."""
         if seconds <= 0.0:
             return now
+        width = min(width, self.cores)
         busy = self.busy
         if now >= self.all_free:  # nothing booked from now on: the common case
-            chosen = range(self.cores) if width >= self.cores else range(width)
             start = now
+            if busy and busy[-1][1] == now and busy[-1][2] == width:  # back to back
+                busy[-1][1] = now + seconds
+            else:
+                busy.append([now, now + seconds, width])
         else:
             self._forget()
-            if width >= self.cores:
-                chosen = range(self.cores)
-                start = now
-                moved = True
-                while moved:
-                    moved = False
-                    for core in busy:
-                        for b, e in core:
-                            if b < start + seconds and e > start:
-                                start = e
-                                moved = True
+            start = self._first(now, seconds, self.cores - width)
+            entry = [start, start + seconds, width]
+            if not busy or start >= busy[-1][0]:
+                busy.append(entry)
             else:
-                gaps = sorted((self._gap(core, now, seconds), k) for k, core in enumerate(busy))[
-                    :width
-                ]
-                start = max(g for g, _ in gaps)
-                chosen = [k for _, k in gaps]
+                bisect.insort(busy, entry)
         end = start + seconds
-        for k in chosen:
-            core = busy[k]
-            if core and core[-1][1] == start:  # back to back with the core's last booking
-                core[-1][1] = end
-            elif not core or core[-1][0] <= start:
-                core.append([start, end])
-            else:
-                core.append([start, end])
-                core.sort()
-            if len(core) > 16:
-                self._forget()
         if end > self.all_free:
             self.all_free = end
+        if len(busy) > 32:
+            self._forget()
         return start
 
     def first_free(self, now: float, seconds: float) -> float:
@@ -282,29 +270,37 @@ class HostCores:
         if now >= self.all_free:
             return now
         self._forget()
-        return min(self._gap(core, now, seconds) for core in self.busy)
+        return self._first(now, seconds, self.cores - 1)
 
-    @staticmethod
-    def _gap(core: list, now: float, seconds: float) -> float:
-        """The first start >= ``now`` on ``core`` with ``seconds`` free after it."""
+    def _first(self, now: float, seconds: float, most: int) -> float:
+        """The first start >= ``now`` with at most ``most`` cores busy for ``seconds`` after it:
+        ``now`` or the end of a booking (where the count can fall)."""
         t = now
-        for b, e in core:
-            if b >= t + seconds:
-                break
-            if e > t:
-                t = e
-        return t
+        while True:
+            end = t + seconds
+            # the busy count over [t, end): bookings that overlap it, counted at each start
+            over = [(b, e, w) for b, e, w in self.busy if b < end and e > t]
+            if sum(w for _, _, w in over) <= most:
+                return t
+            bad = None  # the first instant in [t, end) where the count exceeds ``most``
+            for x in sorted({t, *(b for b, _, _ in over if b > t)}):
+                if sum(w for b, e, w in over if b <= x < e) > most:
+                    bad = x
+                    break
+            if bad is None:
+                return t
+            # a start before the count falls after ``bad`` would cover it: go to the first
+            # end after ``bad`` of a booking that covers it
+            t = min(e for b, e, _ in over if b <= bad < e)
 
     def _forget(self) -> None:
         if self.clock is None:
             return
         past = self.clock.now
-        for core in self.busy:
-            k = 0
-            while k < len(core) and core[k][1] <= past:
-                k += 1
-            if k:
-                del core[:k]
+        busy = self.busy
+        keep = [x for x in busy if x[1] > past]
+        if len(keep) != len(busy):
+            busy[:] = keep
 
 
 class SimulatedDevice(Device):

@@ -419,7 +419,7 @@ def test_a_loopback_stream_books_each_ends_cpu_share(tmp_path, monkeypatch):
 
     cores = HostCores(2)
     assert book_copy(cores, 0.0, 1.0, (0.8, 0.5)) == pytest.approx(0.8)
-    assert sorted(b[0][1] for b in cores.busy) == pytest.approx([0.5, 0.8])
+    assert sorted(e for _, e, _ in cores.busy) == pytest.approx([0.5, 0.8])
     assert book_copy(HostCores(1), 0.0, 1.0, (0.8, 0.5)) == pytest.approx(1.3)  # one core
     (tmp_path / "links").mkdir()
     write_link_toml(4e9, 1e-5, str(tmp_path / "links" / "lo_cal.toml"), 6e9, (0.8, 0.5))
@@ -435,7 +435,7 @@ def test_a_loopback_stream_books_each_ends_cpu_share(tmp_path, monkeypatch):
 
     def busy_core_seconds(cluster):
         hc = cluster.task_cpu(cluster.tasks[0]).host_cores
-        return sum(e - b for core in hc.busy for b, e in core)
+        return sum((e - b) * w for b, e, w in hc.busy)
 
     n = 10_000_000  # 40 MB: 10 ms on the 4 GB/s link
     for shares, want in (("lo_cal", 1.3), ("lo_test", 1.0)):

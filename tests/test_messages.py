@@ -28,23 +28,43 @@ class _Clock:
 
 
 def test_cores_are_booked_in_the_first_gap_that_fits():
-    """Single-core work fills the earliest gap of any core; work on every core waits until all
-    are free for its whole length; bookings that ended before the clock are forgotten."""
+    """Single-core work fills the earliest gap where a core is free; work on every core waits
+    until all are free for its whole length; bookings that ended before the clock are
+    forgotten."""
     clock = _Clock()
     h = HostCores(2, clock)
-    assert h.reserve(0.0, 10.0) == 10.0  # core 0: [0, 10]
-    assert h.reserve(20.0, 5.0) == 25.0  # core 1: [20, 25] (booked ahead)
-    assert h.reserve(0.0, 3.0) == 3.0  # core 1 before its booking: [0, 3]
-    assert h.reserve(0.0, 4.0) == 7.0  # core 1 again: [3, 7]
-    assert h.reserve(0.0, 8.0, 2) == 18.0  # both free from 10 (core 0) for 8: [10, 18]
+    assert h.reserve(0.0, 10.0) == 10.0  # [0, 10]
+    assert h.reserve(20.0, 5.0) == 25.0  # [20, 25] (booked ahead)
+    assert h.reserve(0.0, 3.0) == 3.0  # the other core, before the booking ahead: [0, 3]
+    assert h.reserve(0.0, 4.0) == 7.0  # again: [3, 7]
+    assert h.reserve(0.0, 8.0, 2) == 18.0  # both free from 10 for 8: [10, 18]
     assert h.reserve(0.0, 3.0, 2) == 28.0  # [18, 20] is too short before [20, 25]
     clock.now = 30.0
     h.reserve(30.0, 1.0, 2)
-    for _ in range(20):  # past bookings are dropped once a core holds many
-        h.reserve(100.0 + len(h.busy[0]), 0.5)
-    assert all(b >= 30.0 for core in h.busy for b, _ in core)
+    for k in range(40):  # bookings ahead are kept, those before the clock dropped ...
+        h.reserve(100.0 + k, 0.5)
+    assert len(h.busy) == 41 and all(b >= 30.0 for b, _, _ in h.busy)
+    clock.now = 200.0
+    h.reserve(200.0, 1.0)  # ... until the clock passes them (dropped once there are many)
+    assert h.busy == [[200.0, 201.0, 1]]
     with pytest.raises(ValueError, match="cores >= 1"):
         HostCores(0)
+
+
+def test_work_that_is_ready_runs_while_a_core_is_free():
+    """The cores are alike and a process migrates between them: a booking needs at most
+    ``cores - width`` of them busy at every instant it covers, not one core free throughout.
+    Two cores, one booked ahead over [3, 10), the other busy over [0, 2): 6 s asked at 0 start
+    at 0 (one core is free at every instant of [0, 6); a core of its own would have waited
+    until 2); 1 s more waits until 2 (both busy over [0, 2)); work on both cores until 10; a
+    core is next free at 6."""
+    h = HostCores(2)
+    assert h.book(3.0, 7.0) == 3.0
+    assert h.book(0.0, 2.0) == 0.0
+    assert h.book(0.0, 6.0) == 0.0
+    assert h.book(0.0, 1.0) == 2.0
+    assert h.book(0.0, 1.0, 2) == 10.0
+    assert h.first_free(0.0, 0.5) == 6.0  # (two busy over [0, 2), [2, 3) and [3, 6))
 
 
 def _read_step(perf, nbytes, machine=None):
