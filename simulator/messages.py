@@ -195,6 +195,7 @@ hb.train.Server(hb.train.ClusterSpec({spec!r}), "ps", 0).join()
 #: (0, 0) reads nothing remote (the client's own task only)
 MESSAGE_STEPS = {
     "own task only": (0, 0, False),
+    "both tasks, nothing between them": (0, 0, "apart"),
     "1 scalar read": (1, 0, False),
     "4 scalars read": (4, 0, False),
     "1 scalar sent": (1, 0, True),
@@ -215,9 +216,20 @@ def _message_graph(
     """A graph whose worker task reads ``scalars`` float32 scalars, or one tensor of ``nbytes``,
     from the PS task (``send``: computes them and the PS adds them into its variables; "both":
     computes them from what it read, the pattern of a training step), or (neither) adds one to
-    a variable of its own: (graph, fetch, init)."""
+    a variable of its own; "apart": each task adds one to a variable of its own, both fetched
+    as targets, so that the step calls both tasks and no tensor crosses between them:
+    (graph, fetch, init)."""
     g = Graph()
     tag = f"{scalars}_{nbytes}_{send}"
+    if send == "apart":
+        with g.as_default():
+            ops = []
+            for job in ("ps", "worker"):
+                with hb.device(f"/job:{job}/task:0"):
+                    v = hb.Variable(np.zeros(1, np.float32), name=f"calibrate_{tag}_{job}")
+                    ops.append(hb.assign_add(v, np.ones(1, np.float32)).op)
+            init = global_variables_initializer()
+        return g, ops, init
     with g.as_default():
         with hb.device("/job:ps/task:0"):  # (names of their own: the PS keeps variables)
             if scalars:
@@ -263,7 +275,9 @@ def message_costs(
     calls' requests and replies) and of the others (RecvTensor calls) that each step moving no
     bulk bytes handles (both tasks), and ``control_message_s``, ``message_s`` and ``step_s``
     (the client's, once a step) are the non-negative least-squares fit of the CPU time both
-    processes spent per step (user and system, measured) to those counts. Then ``message_latency_s`` (no CPU) minimizes the RMS
+    processes spent per step (user and system, measured to the nanosecond: ``_cpu_pair``) to
+    those counts (two counts of control ends with no other: the own task alone, and both tasks
+    with nothing between them). Then ``message_latency_s`` (no CPU) minimizes the RMS
     relative error of the simulated against the measured wall time of those steps (a
     golden-section search). Each end's ``message_s_per_byte`` is half of the per-byte slope of
     the 1, 8 and 64 MiB read steps' times (least squares), less the link's time for a byte (at
@@ -417,10 +431,22 @@ def _cpu_s(child: int) -> float:
 
 
 def _cpu_pair(child: int) -> tuple[float, float]:
-    """(this process's, process ``child``'s) CPU seconds (user and system) so far; the child's
-    is 0 where /proc cannot say."""
-    t = os.times()
-    own = t.user + t.system
+    """(this process's, process ``child``'s) CPU seconds (user and system) so far, to the
+    nanosecond where the kernel tells (this process: ``time.process_time``; the child: the sum
+    of its threads' run time, /proc/PID/task/*/schedstat), else in clock ticks (/proc/PID/stat:
+    10 ms, a sixth of what 150 steps of 1 ms cost); the child's is 0 where /proc cannot say."""
+    own = time.process_time()
+    try:
+        total = 0
+        for tid in os.listdir(f"/proc/{child}/task"):
+            try:
+                with open(f"/proc/{child}/task/{tid}/schedstat") as f:
+                    total += int(f.read().split()[0])
+            except FileNotFoundError:  # (a thread that ended meanwhile)
+                continue
+        return own, total * 1e-9
+    except (OSError, ValueError, IndexError):  # no schedstat: clock ticks
+        pass
     try:
         with open(f"/proc/{child}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()

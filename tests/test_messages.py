@@ -656,3 +656,64 @@ def test_message_costs_recover_the_costs_that_made_the_steps(monkeypatch):
     assert fitted.message_s_per_byte == pytest.approx(1e-10, rel=0.05)
     for n in M.BYTE_STEPS:
         assert sim[n] == pytest.approx(got[n], rel=0.05)
+
+
+def test_the_micro_steps_separate_control_messages_from_the_clients_step():
+    """Calibrate's micro-steps count the ends of control messages (RunGraph) and of the others
+    (RecvTensor) in the simulator's own model of each step: the own task alone 4 and 0; both
+    tasks with nothing between them 8 and 0 (a second count of control ends with no tensor
+    crossing: what tells ``control_message_s`` from ``step_s``); one scalar read 8 and 4."""
+    from hetbed.simulator import messages as M
+
+    free = replace(perf_from_spec(load_device("this_machine")), message_latency_s=0.0,
+                   step_s=0.0, message_s_per_byte=0.0)  # fmt: skip
+    link = (3e9, 2e-5)
+
+    def ends(name):
+        out = []
+        for control, other in ((1e-6, 0.0), (0.0, 1e-6)):
+            p = replace(free, message_s=other, control_message_s=control)
+            out.append(round(M._message_ends(hb, p, link, *M.MESSAGE_STEPS[name]) / 1e-6, 6))
+        return out
+
+    assert ends("own task only") == [4.0, 0.0]
+    assert ends("both tasks, nothing between them") == [8.0, 0.0]
+    assert ends("1 scalar read") == [8.0, 4.0]
+
+
+def test_a_childs_cpu_time_is_read_finer_than_a_clock_tick():
+    """The CPU the message micro-steps cost is read to the nanosecond (the child's threads'
+    run time from /proc/PID/task/*/schedstat), not in 10 ms clock ticks, which over 150 steps
+    of a fraction of a millisecond are a sizeable part of what is measured: a child that burns
+    15 ms of CPU reads 15 ms (ticks would read 10 or 20)."""
+    import os
+    import subprocess
+    import sys
+
+    from hetbed.simulator.messages import _cpu_pair
+
+    if not os.path.exists(f"/proc/{os.getpid()}/task/{os.getpid()}/schedstat"):
+        pytest.skip("no /proc/PID/task/*/schedstat here")
+    burn = (
+        "import sys, time\n"
+        "for line in sys.stdin:\n"
+        "    t = time.process_time()\n"
+        "    while time.process_time() - t < 0.015:\n"
+        "        pass\n"
+        "    print('done', flush=True)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", burn], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"  # (warm: the interpreter started)
+        before = _cpu_pair(child.pid)[1]
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"
+        used = _cpu_pair(child.pid)[1] - before
+        assert 0.0148 <= used <= 0.0185, used
+    finally:
+        child.kill()
+        child.wait(timeout=30)
