@@ -23,7 +23,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from hetbed.devices.costmodel import MIN_THREADS_WALL_S, DevicePerf, Profiled, Roofline, profile_key
+from hetbed.devices.costmodel import (
+    MIN_THREADS_WALL_S,
+    DevicePerf,
+    Profiled,
+    Roofline,
+    oversubscription,
+    profile_key,
+)
 from hetbed.devices.fileio import atomic_write
 from hetbed.devices.simulated import value_shape
 from hetbed.runtime.config_protos import GraphOptions, RewriterConfig
@@ -386,13 +393,15 @@ def calibrate(
     for m in shared:
         progress(f"  {m.name}: {m.describe()}")
     perf = replace(perf, switch_share=statistics.median(fits))
-    # how well the model's shape (DevicePerf.shared_host: 1 + share x (1 - cores / tasks))
+    # how well the model's shape (DevicePerf.shared_host: 1 + share x oversubscription)
     # follows the measurements: the CPU per step each client count adds over the fewest
     base_n = min(per_n)
     base = statistics.median(per_n[base_n])
+    xb = oversubscription(base_n + 1, host_cores())
     for n, v in per_n.items():
         if n != base_n and base > 0:
-            fit = perf.switch_share * max(0.0, 1.0 - host_cores() / (n + 1))
+            x = oversubscription(n + 1, host_cores())
+            fit = (1.0 + perf.switch_share * x) / (1.0 + perf.switch_share * xb) - 1.0
             progress(
                 f"    check, {n} clients and the PS: CPU per step {statistics.median(v) / base - 1:+.0%} "
                 f"over {base_n}, the fit {fit:+.0%}"

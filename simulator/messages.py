@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from hetbed.devices.costmodel import DevicePerf
+from hetbed.devices.costmodel import DevicePerf, oversubscription
 from hetbed.devices.errors import UnavailableError
 from hetbed.runtime.graph import Graph
 from hetbed.runtime.variables import global_variables_initializer
@@ -605,15 +605,22 @@ def message_contention(
 
 def switch_share_fit(cpu_per_step: dict[int, float], cores: int) -> float:
     """``DevicePerf.switch_share`` from ``message_contention``'s medians: the least-squares
-    ``a`` (at least 0) of cpu(n) / cpu(fewest) - 1 = a x (1 - cores / (n + 1)) over the
-    measurements with more processes (the clients and the PS) than cores; 0 without them."""
+    ``a`` (at least 0) of cpu(n) / cpu(fewest) = (1 + a x(n)) / (1 + a x(fewest)), with x(n)
+    = ``oversubscription(n + 1, cores)`` (n clients and the PS), over the other client counts;
+    linear in ``a`` as r(n) - 1 = a (x(n) - r(n) x(fewest)), which is exact also where the
+    fewest clients already outnumber the cores. 0 without a count that oversubscribes more
+    than the fewest."""
     base_n = min(cpu_per_step)
     base = cpu_per_step[base_n]
+    xb = oversubscription(base_n + 1, cores)
     num = den = 0.0
     for n, cpu in cpu_per_step.items():
-        x = max(0.0, 1.0 - cores / (n + 1))
-        if n == base_n or x <= 0 or base <= 0:
+        if n == base_n or base <= 0:
             continue
-        num += x * (cpu / base - 1.0)
+        r = cpu / base
+        x = oversubscription(n + 1, cores) - r * xb
+        if oversubscription(n + 1, cores) <= xb:
+            continue
+        num += x * (r - 1.0)
         den += x * x
     return max(0.0, num / den) if den else 0.0

@@ -74,7 +74,7 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     switch_cpu_share                   optional (cpu, at most 4): extra share of those
                                        per-event costs (and the per-op dispatch) a task pays
                                        when its host runs more processes than ``cores``: times
-                                       1 + switch_cpu_share x (1 - cores / processes)
+                                       1 + switch_cpu_share x (processes - cores) / cores
     description                        optional words
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
