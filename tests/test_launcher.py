@@ -180,7 +180,9 @@ def test_two_ps_four_workers_train_digits(tmp_path, aggregate):
     accuracy, variables spread round-robin over both PS tasks, every worker contributing; sync
     uses at least 3 local steps per global step."""
     ckpt = tmp_path / "ckpt"
-    last, batch = (200, "64") if aggregate else (300, "128")
+    # (async: 400 global steps; with 300, eight runs here reached 0.973-0.980 and one under
+    # load 0.969, two test images short of the bar)
+    last, batch = (200, "64") if aggregate else (400, "128")
     r = _cluster(tmp_path, TRAIN, str(ckpt), str(last), str(aggregate), batch, ps=2, workers=4)
     got = _trained(r, ckpt, last, workers=4)
     assert got["accuracy"] >= 0.97
