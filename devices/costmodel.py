@@ -579,6 +579,15 @@ class Profiled(CostModel):
         dtype, matrix = pricing_dtype(op), op.type in MATRIX_OPS
         return max(t, roofline_seconds(flops, moved, perf, dtype, matrix))
 
+    @property
+    def short_kernel_s(self) -> float | None:
+        """Kernels predicted shorter than this run on one core where nothing was measured of
+        their shape or family (``devices.simulated.measured_cores``): as the measured ones that
+        short did (``cores_used``), a process's numpy kernels run on the calling thread unless a
+        thread pool splits them, and the pools split only work that takes longer
+        (runtime/ops/intraop.py). None for a profile without threads measured (older ones)."""
+        return MIN_THREADS_WALL_S if self.threads else None
+
     def cores_used(self, op: Any, ins: Sequence[tuple]) -> float | None:
         """The cores the measured kernel kept busy (``threads``), else its family's measured
         threads; else one for a kernel measured shorter than ``MIN_THREADS_WALL_S`` (too short

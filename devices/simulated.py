@@ -168,12 +168,21 @@ def value_nbytes(v: Any) -> int:
 ONE_CORE_DISPATCHES = 2.0
 
 
-def measured_cores(cost_model: Any, op: Any, in_shapes: Sequence[tuple], cores: int) -> int | None:
+def measured_cores(
+    cost_model: Any, op: Any, in_shapes: Sequence[tuple], cores: int, seconds: float | None = None
+) -> int | None:
     """The cores of a host of ``cores`` a kernel of ``op`` keeps busy as ``cost_model`` measured
-    it (its ``cores_used``, rounded, within 1 .. ``cores``); None where it measured nothing."""
+    it (its ``cores_used``, rounded, within 1 .. ``cores``); else, for a kernel of ``seconds``
+    shorter than the model's ``short_kernel_s`` (a measured profile: the kernels it saw that
+    short ran on the calling thread), one; None where it says nothing."""
     measured = getattr(cost_model, "cores_used", None)  # (a duck-typed model may lack it)
     used = measured(op, in_shapes) if measured is not None else None
-    return None if used is None else max(1, min(int(cores), round(used)))
+    if used is None:
+        short = getattr(cost_model, "short_kernel_s", None)
+        if short is not None and seconds is not None and seconds < short:
+            return 1
+        return None
+    return max(1, min(int(cores), round(used)))
 
 
 def default_cores(seconds: float, one_core_s: float, cores: int) -> int:
@@ -397,16 +406,16 @@ class SimulatedDevice(Device):
             in_shapes = [value_shape(v) for v in inputs]
             out_shapes = [value_shape(v) for v in outs]
             dur = self.cost_model.duration(node.op, in_shapes, out_shapes, self.perf_spec)
-            width = self._width(node.op, in_shapes)
+            width = self._width(node.op, in_shapes, dur)
             plan = plans[key] = (dur, None, False, width)
         return self._book(node, plan[0], now, plan[3])
 
-    def _width(self, op: Any, in_shapes: Sequence[tuple]) -> int | None:
-        """The host cores a kernel keeps busy, where the cost model measured it (None: the
-        rule in ``_book``)."""
+    def _width(self, op: Any, in_shapes: Sequence[tuple], seconds: float) -> int | None:
+        """The host cores a kernel of ``seconds`` keeps busy, where the cost model says
+        (``measured_cores``; None: the rule in ``_book``)."""
         if self.host_cores is None:
             return None
-        return measured_cores(self._cost_model, op, in_shapes, self.host_cores.cores)
+        return measured_cores(self._cost_model, op, in_shapes, self.host_cores.cores, seconds)
 
     def _book(self, node: Any, dur: float, now: float, width: int | None = None) -> float:
         """Queue ``dur`` seconds of ``node`` on this device's stream from ``now``: its end.
@@ -505,7 +514,7 @@ class SimulatedDevice(Device):
         dur = self.cost_model.duration(node.op, list(in_shapes), out_shapes, self.perf_spec)
         compute = self.hybrid or kind in _SYNC_STATE_OPS or _metadata_op(node, inputs)
         placeholders = None if compute else self._placeholders(node, out_shapes)
-        return dur, placeholders, compute, self._width(node.op, in_shapes)
+        return dur, placeholders, compute, self._width(node.op, in_shapes, dur)
 
     def _placeholders(self, node: Any, out_shapes: list[tuple]) -> Any:
         outs = [SimValue(s, t.dtype.np) for s, t in zip(out_shapes, node.op.outputs)]

@@ -296,7 +296,7 @@ def _cores(model: CostModel, op: Any, ins: list, seconds: float, perf: DevicePer
     op-level simulator's rule: as ``model`` measured it, else one for a kernel that is mostly
     its dispatch (at the clocked dispatch cost of a distributed step's task), else all."""
     cores = int(perf.cores or 1)
-    measured = measured_cores(model, op, ins, cores)
+    measured = measured_cores(model, op, ins, cores, seconds)
     if measured is not None:
         return measured
     return default_cores(seconds, ONE_CORE_DISPATCHES * perf.clocked().launch_overhead_s, cores)

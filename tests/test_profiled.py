@@ -129,6 +129,28 @@ def test_profile_ops_measures_the_cores_a_kernel_keeps_busy():
     assert table[keys["Mul"]] >= MIN_THREADS_WALL_S
 
 
+def test_an_unmeasured_short_kernel_of_a_measured_profile_takes_one_core(profiled):
+    """``measured_cores``: where a profile with threads measured says nothing of a kernel's
+    shape or family, a kernel predicted shorter than ``MIN_THREADS_WALL_S`` takes one core (as
+    the measured ones that short did: numpy runs it on the calling thread), a longer one the
+    device's rule (None); a profile without threads, or a model without the notion, keeps the
+    device's rule for both. (A PS's 23 us gather of an embedding's rows had taken both cores of
+    a shared machine and waited for the worker's message on the other one: 158 us a step.)"""
+    from hetbed.devices.simulated import measured_cores
+
+    table, work, op = profiled
+    other = {k: 2.0 for k in table if json.loads(k)[0] != "MatMul"} or {"x": 2.0}
+    prof = Profiled({}, work={}, threads=other)  # (nothing of MatMul's family measured)
+    shapes = [(7, 256), (256, 128)]
+    assert prof.cores_used(op, shapes) is None
+    assert measured_cores(prof, op, shapes, 2, MIN_THREADS_WALL_S / 8) == 1
+    assert measured_cores(prof, op, shapes, 2, 2 * MIN_THREADS_WALL_S) is None
+    assert measured_cores(prof, op, shapes, 2) is None  # (no duration given)
+    bare = Profiled(table, work=work)  # (an older profile: no threads)
+    assert measured_cores(bare, op, shapes, 2, MIN_THREADS_WALL_S / 8) is None
+    assert measured_cores(Roofline(), op, shapes, 2, MIN_THREADS_WALL_S / 8) is None
+
+
 def test_profiled_cores_used_by_key_then_family_and_saved(tmp_path, profiled):
     """``cores_used``: the measured entry, else its family's median, else one core for an entry
     measured shorter than ``MIN_THREADS_WALL_S``, else None (the device's rule); the threads
