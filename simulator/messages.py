@@ -370,10 +370,17 @@ def _message_ends(hb: Any, perf: DevicePerf, link: tuple, *step: Any) -> float:
     return float(rec.ops[rec.ops.type.isin(["RunGraph", "RecvTensor"])].duration_s.sum())
 
 
+#: rounds ``_measure_message_steps`` spreads each micro-step's steps over, in turn
+MEASURE_ROUNDS = 5
+
+
 def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[str, float]]:
     """Median seconds of each of ``MESSAGE_STEPS`` run by a client here on a worker task here
     and a PS task in a child process, and the CPU seconds (user and system) both processes
-    spent per step."""
+    spent per step. The micro-steps take turns: each runs a fifth of its steps in each of
+    ``MEASURE_ROUNDS`` rounds over all of them (every session open from the start), so that a
+    drift of the machine's speed over the measurement falls on every micro-step alike instead
+    of on the ones measured last; the fit uses their differences."""
     import socket
     import subprocess
     import sys
@@ -386,8 +393,7 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
     spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
     peer = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
     server = None
-    got: dict[str, float] = {}
-    cpu: dict[str, float] = {}
+    sessions: dict[str, tuple[Any, Any]] = {}
     try:
         server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
         deadline = time.monotonic() + 60
@@ -403,26 +409,41 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
                             "the PS task process of the message calibration did not start"
                         ) from None
                     time.sleep(0.2)
-            try:
-                sess.run(init)
-                for _ in range(10):
-                    sess.run(fetch)
-                ts = []
-                used = _cpu_s(peer.pid)
-                for _ in range(steps):
-                    t = time.perf_counter()
-                    sess.run(fetch)
-                    ts.append(time.perf_counter() - t)
-                got[name] = statistics.median(ts)
-                cpu[name] = (_cpu_s(peer.pid) - used) / steps
-            finally:
-                sess.close()
+            sessions[name] = (sess, fetch)
+            sess.run(init)
+            for _ in range(10):
+                sess.run(fetch)
+        ts: dict[str, list[float]] = {name: [] for name in sessions}
+        used = dict.fromkeys(sessions, 0.0)
+        for name, count in _turns(list(sessions), steps, MEASURE_ROUNDS):
+            sess, fetch = sessions[name]
+            before = _cpu_s(peer.pid)
+            for _ in range(count):
+                t = time.perf_counter()
+                sess.run(fetch)
+                ts[name].append(time.perf_counter() - t)
+            used[name] += _cpu_s(peer.pid) - before
+        got = {name: statistics.median(v) for name, v in ts.items()}
+        cpu = {name: used[name] / len(ts[name]) for name in ts}
     finally:
+        for sess, _ in sessions.values():
+            sess.close()
         peer.kill()
         peer.wait(timeout=30)
         if server is not None:
             server.stop()
     return got, cpu
+
+
+def _turns(names: list[str], steps: int, rounds: int) -> list[tuple[str, int]]:
+    """(name, steps) in the order ``_measure_message_steps`` runs them: ``rounds`` rounds (at
+    most ``steps``), each giving every name in turn its share of ``steps``."""
+    rounds = max(1, min(rounds, steps))
+    return [
+        (name, steps * (r + 1) // rounds - steps * r // rounds)
+        for r in range(rounds)
+        for name in names
+    ]
 
 
 def _cpu_s(child: int) -> float:
