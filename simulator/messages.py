@@ -638,10 +638,11 @@ def switch_share_fit(cpu_per_step: dict[int, float], cores: int) -> float:
     for n, cpu in cpu_per_step.items():
         if n == base_n or base <= 0:
             continue
-        r = cpu / base
-        x = oversubscription(n + 1, cores) - r * xb
-        if oversubscription(n + 1, cores) <= xb:
+        xn = oversubscription(n + 1, cores)
+        if xn <= xb:
             continue
+        r = cpu / base
+        x = xn - r * xb
         num += x * (r - 1.0)
         den += x * x
     return max(0.0, num / den) if den else 0.0
