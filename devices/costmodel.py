@@ -136,6 +136,10 @@ class DevicePerf:
     #: extra share of the per-event software CPU costs (messages, a step's own, per-op dispatch)
     #: a task pays when its host runs more processes than ``cores`` (``shared_host``)
     switch_share: float = 0.0
+    #: CPU time of handing a blocked op to its own thread again: a queue dequeue or an
+    #: accumulator take that waited is woken by the thread of the step that fed it, and its
+    #: step's thread runs again only after this (a hand-off between two threads of a process)
+    wake_s: float = 0.0
 
     def memory_seconds(self, moved: float) -> float:
         """Seconds to move ``moved`` bytes, taken as the op's working set, swept once. With a
@@ -164,7 +168,8 @@ class DevicePerf:
     def shared_host(self, tasks: int) -> DevicePerf:
         """This perf as one of ``tasks`` processes of one host: an equal share of its cache
         (``cache_share``) and, where the processes outnumber its ``cores``, each per-event
-        software cost (``message_s``, ``control_message_s``, ``step_s`` and the per-op dispatch)
+        software cost (``message_s``, ``control_message_s``, ``step_s``, ``wake_s`` and the
+        per-op dispatch)
         times 1 + switch_share x ``oversubscription(tasks, cores)``: between two turns of a task
         on a core, the other processes queued for it run there and each evicts a share of the
         task's caches and TLB, so a wake-up pays in proportion to how many ran in between
@@ -183,6 +188,7 @@ class DevicePerf:
             message_s=self.message_s * k,
             control_message_s=None if control is None else control * k,
             step_s=self.step_s * k,
+            wake_s=self.wake_s * k,
             launch_overhead_s=self.launch_overhead_s * k,
             clocked_launch_overhead_s=None if clocked is None else clocked * k,
         )
@@ -250,6 +256,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         clocked_launch_overhead_s=getattr(spec, "kernel_launch_overhead_clocked_s", None),
         control_message_s=getattr(spec, "control_message_overhead_s", None),
         switch_share=getattr(spec, "switch_cpu_share", None) or 0.0,
+        wake_s=getattr(spec, "wake_overhead_s", None) or 0.0,
     )
 
 

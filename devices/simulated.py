@@ -113,6 +113,18 @@ _SYNC_STATE_OPS = frozenset(
 
 #: asynchronous kernels with work of their own once unblocked, which ``charge`` books
 WORK_AFTER_WAIT = frozenset(("AccumulatorTakeGradient", "SparseAccumulatorTakeGradient"))
+#: asynchronous kernels that wait on state another step changes (a queue's elements, an
+#: accumulator's gradients): one that blocked is woken by that step's thread, and its own thread
+#: pays the hand-off (``DevicePerf.wake_s``) before its successors run (``charge``)
+WAKE_AFTER_WAIT = frozenset(
+    (
+        "AccumulatorTakeGradient",
+        "SparseAccumulatorTakeGradient",
+        "QueueDequeue",
+        "QueueDequeueMany",
+        "QueueDequeueUpTo",
+    )
+)
 
 #: ops that route values (conditionals, loops, a loop gradient's stacks): they take no time and
 #: always run for real, passing shape-only placeholders through as they are
@@ -213,6 +225,10 @@ class SoftwareWork:
     def __init__(self, name: str, type: str):
         self.name = name
         self.type = type
+
+
+#: what a device's record names for a blocked kernel's thread being woken (``charge``)
+_WAKE_WORK = SoftwareWork("thread wake-up", "Wake")
 
 
 class HostCores:
@@ -360,7 +376,7 @@ class SimulatedDevice(Device):
 
     # ---- the Device interface ----------------------------------------------------------
     #: the asynchronous op types whose nodes the executor hands to ``charge`` once unblocked
-    work_after_wait = WORK_AFTER_WAIT
+    work_after_wait = WORK_AFTER_WAIT | WAKE_AFTER_WAIT
 
     def start(self, node: Any, inputs: list, now: float | None = None) -> tuple[float, Any]:
         """Queue ``node`` on this device's stream at time ``now`` (the clock's time when not
@@ -388,13 +404,22 @@ class SimulatedDevice(Device):
             dur, width = min(dur, self.perf_spec.launch_overhead_s), None
         return self._book(node, dur, self.env.now if now is None else now, width), result
 
-    def charge(self, node: Any, inputs: list, result: Any, now: float) -> float:
+    def charge(
+        self, node: Any, inputs: list, result: Any, now: float, waited: bool = False
+    ) -> float:
         """Book the work an asynchronous kernel of ``work_after_wait`` does once it is unblocked
-        (an accumulator's take averaging the gradients it summed), priced by the cost model like
-        any op (its outputs' shapes are those of ``result``, what it hands out), from ``now``;
-        returns when it ends. The other asynchronous kernels cost nothing here: Send and Recv,
-        whose costs are the messages', and queue dequeues, which hand out an element without
-        touching its bytes."""
+        from ``now``; returns when it ends. A kernel of ``WAKE_AFTER_WAIT`` that ``waited`` (it
+        blocked: another step's thread woke it) first pays the hand-off of one thread to
+        another, ``wake_s`` of one core; then an accumulator's take (``WORK_AFTER_WAIT``)
+        averages the gradients it summed, priced by the cost model like any op (its outputs'
+        shapes are those of ``result``, what it hands out). A dequeue hands out an element
+        without touching its bytes; Send and Recv cost nothing here (their costs are the
+        messages')."""
+        wake = self.perf_spec.wake_s
+        if waited and wake > 0.0 and node.op.type in WAKE_AFTER_WAIT:
+            now = self.occupy(now, wake, _WAKE_WORK)
+        if node.op.type not in WORK_AFTER_WAIT:
+            return now
         plans = node.memo
         if plans is None:
             plans = node.memo = {}
@@ -417,10 +442,12 @@ class SimulatedDevice(Device):
             return None
         return measured_cores(self._cost_model, op, in_shapes, self.host_cores.cores, seconds)
 
-    def _book(self, node: Any, dur: float, now: float, width: int | None = None) -> float:
+    def _book(
+        self, node: Any, dur: float, now: float, width: int | None = None, what: Any = None
+    ) -> float:
         """Queue ``dur`` seconds of ``node`` on this device's stream from ``now``: its end.
         On a host's cores it takes ``width`` of them (None: one for a kernel that is mostly
-        its dispatch, all for any other)."""
+        its dispatch, all for any other). The record names ``what`` (default: the op)."""
         begin = now if now > self.busy_until else self.busy_until
         hc = self.host_cores
         if hc is None or dur <= 0.0:
@@ -434,7 +461,7 @@ class SimulatedDevice(Device):
             end = begin + dur
         self.busy_until = end
         self.busy_s += dur
-        self.records.append((node.op, begin, end))
+        self.records.append((node.op if what is None else what, begin, end))
         return end
 
     def occupy(self, now: float, seconds: float, what: SoftwareWork) -> float:

@@ -234,7 +234,8 @@ def run_clocked(
     timers: list = []  # (end time, seq, node, result, slots whose last consumer is the node)
     completions: deque = deque()  # (node, result, error) of asynchronous nodes, in order
     waiting: dict[int, tuple] = {}  # asynchronous or handed-off node -> its released slots
-    charged: dict[int, list] = {}  # asynchronous node with work after its wait -> its inputs
+    # asynchronous node with work after its wait -> (its inputs, the step's time it started)
+    charged: dict[int, tuple] = {}
     wall = clock is None
     if wall:
         clock = WallClock(
@@ -323,7 +324,7 @@ def run_clocked(
                     waiting[node.index] = dead
                     outstanding += 1
                     if node.charge is not None:
-                        charged[node.index] = inputs
+                        charged[node.index] = (inputs, now)
                     done = _completer(put, node) if on_done is None else _noted(put, node, on_done)
                     try:
                         if node.is_async:
@@ -360,7 +361,7 @@ def run_clocked(
                 if err is not None:
                     raise err
                 if ins is not None:  # its work once unblocked, on its device's clock
-                    end = node.charge(node, ins, r, now)
+                    end = node.charge(node, ins[0], r, now, now > ins[1])
                     if end > now:
                         push(timers, (end, seq, node, r, dead))
                         seq += 1

@@ -115,9 +115,11 @@ class Node:
         # node, inputs) -> (end_time, result)``; the executor keeps the pending ends in a heap.
         self.timed = bool(getattr(device, "timed", False)) and not kernel.is_async
         # An asynchronous kernel on a timed device may still have work to do once it is
-        # unblocked (an accumulator's take averages the gradients; the device names such op
-        # types in ``work_after_wait``): ``device.charge(node, inputs, result, now) -> end``
-        # books it, and the node completes at that end.
+        # unblocked (an accumulator's take averages the gradients; a dequeue that waited has
+        # its thread woken; the device names such op types in ``work_after_wait``):
+        # ``device.charge(node, inputs, result, now, waited) -> end`` books it (``waited``: the
+        # step's time moved on between the node's start and its completion: it blocked), and
+        # the node completes at that end.
         self.charge = (
             device.charge
             if kernel.is_async and op.type in getattr(device, "work_after_wait", ())

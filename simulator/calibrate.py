@@ -58,6 +58,7 @@ from .messages import (  # noqa: F401
     message_contention,
     message_costs,
     switch_share_fit,
+    wake_cost,
 )
 
 _COST_FIELDS = (
@@ -302,6 +303,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'fitted with message_overhead_s and message_latency_s to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
             f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention)')}",
+            f"wake_overhead_s = {num(max(perf.wake_s, 1e-9), 'two threads of one session ping-ponging an element through two queues, less one thread enqueueing and dequeueing alone, per blocked dequeue (wake_cost)')}",
             "",
             "[peak_flops]",
             f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",
@@ -406,8 +408,18 @@ def calibrate(
                 f"    check, {n} clients and the PS: CPU per step {statistics.median(v) / base - 1:+.0%} "
                 f"over {base_n}, the fit {fit:+.0%}"
             )
+    progress("measuring a blocked op's thread hand-off (two threads of one process) ...")
+    woken = Measurement(
+        "thread hand-off of a blocked op",
+        "s",
+        [wake_cost() for _ in range(max(min(repeats, 5), 1))],
+        None,
+        (1e6, "us"),
+    )
+    progress(f"  {woken.name}: {woken.describe()}")
+    perf = replace(perf, wake_s=woken.median)
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
-    ms += [rate, lat, *costs, *shared]
+    ms += [rate, lat, *costs, *shared, woken]
     progress(f"profiling the ops of {', '.join(builders)} (twice, each op's faster pass) ...")
     work: dict[str, tuple[float, float]] = {}
     apart: list[float] = []

@@ -500,6 +500,71 @@ def _simulated_message_step(
         return sess.last_record if record else sess.last_record.step_time_s
 
 
+# ---- a blocked op woken by another thread ---------------------------------------------------
+
+#: rounds of each turn of ``wake_cost`` and its turns of each kind
+WAKE_ROUNDS, WAKE_TURNS = 300, 5
+
+
+def wake_cost(rounds: int = WAKE_ROUNDS, turns: int = WAKE_TURNS) -> float:
+    """Seconds one thread hand-off of a blocked op takes in this runtime, measured in this
+    process (``DevicePerf.wake_s``, which the simulators book as one core's CPU time: the
+    interpreter runs one of the two threads at a time): two client threads of one local session ping-pong
+    an element through two queues (each round, A enqueues into ``q1`` and dequeues from ``q2``,
+    B dequeues from ``q1`` and enqueues into ``q2``: the same four steps as two rounds of one
+    thread alone, but each dequeue waits until the other thread's enqueue wakes it, and its
+    thread runs again only once handed back the interpreter), against one thread enqueueing
+    into and dequeueing from a queue of its own (nothing blocks), in ``turns`` alternating
+    turns of ``rounds`` rounds: (ping-pong round - 2 x lone round) / 2, from the medians (at
+    least 0). Runs no training step."""
+    import threading
+
+    import hetbed as hb
+
+    g = Graph()
+    with g.as_default():
+        qs = {n: hb.FIFOQueue(4, [hb.float32], shapes=[[1]], name=n) for n in ("q1", "q2", "q")}
+        one = hb.constant(np.ones(1, np.float32))
+        enq = {n: q.enqueue([one]) for n, q in qs.items()}
+        deq = {n: q.dequeue() for n, q in qs.items()}
+    sess = hb.Session(graph=g)
+    run = sess.run
+
+    def alone(n: int) -> None:
+        for _ in range(n):
+            run(enq["q"])
+            run(deq["q"])
+
+    def ping(n: int) -> None:
+        for _ in range(n):
+            run(enq["q1"])
+            run(deq["q2"])
+
+    def pong(n: int) -> None:
+        for _ in range(n):
+            run(deq["q1"])
+            run(enq["q2"])
+
+    def both(n: int) -> None:
+        other = threading.Thread(target=pong, args=(n,), daemon=True)
+        other.start()
+        ping(n)
+        other.join()
+
+    lone, paired = [], []
+    try:
+        alone(20)
+        both(20)  # (warm: every op planned once)
+        for _ in range(turns):
+            for f, out in ((alone, lone), (both, paired)):
+                t = time.perf_counter()
+                f(rounds)
+                out.append((time.perf_counter() - t) / rounds)
+    finally:
+        sess.close()
+    return max(0.0, (statistics.median(paired) - 2.0 * statistics.median(lone)) / 2.0)
+
+
 # ---- processes sharing the cores: the software cost of oversubscription -----------------------
 
 #: a client of ``message_contention``, run as its own process: a worker task whose step reads a

@@ -63,6 +63,11 @@ class ReplicaProfile:
       ``worker_step_s``: the worker's Session.run work per step besides its messages (the
       catalog's ``step_overhead_s``); ``worker_message_latency_s``, ``ps_message_latency_s``:
       the delay each host's runtime adds to a message it receives (``message_latency_s``);
+      ``ps_wake_s``: CPU seconds a PS task spends handing a blocked op back to its step's
+      thread (the catalog's ``wake_overhead_s``): TF's SyncReplicasOptimizer's queue runner
+      takes each variable's gradient once the last one is in, and a worker waiting for its
+      token is woken by the update's enqueue (each a thread hand-off on the PS, as the
+      op-level simulator books a blocked take or dequeue);
       ``ps_cores``: cores of a PS host (its message handling and its kernels share them);
       ``update_inputs``: tensors besides the gradients that the update ops on a PS task take
       from the worker every step (a learning rate, an optimizer's constants: the step's graph
@@ -95,6 +100,7 @@ class ReplicaProfile:
     worker_step_s: float = 0.0
     worker_message_latency_s: float = 0.0
     ps_message_latency_s: float = 0.0
+    ps_wake_s: float = 0.0
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
     ps_cores: int = 1
@@ -126,6 +132,7 @@ class ReplicaProfile:
             "worker_step_s",
             "worker_message_latency_s",
             "ps_message_latency_s",
+            "ps_wake_s",
         ):
             _nonneg(what, getattr(self, what))
         for what in ("ps_message_s", "ps_message_s_per_byte"):

@@ -226,6 +226,7 @@ def profile_from_graph(
         worker_step_s=wperf.step_s if wperf is not None else 0.0,
         worker_message_latency_s=wperf.message_latency_s if wperf is not None else 0.0,
         ps_message_latency_s=pperf.message_latency_s,
+        ps_wake_s=pperf.wake_s,
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
         ps_cores=int(pperf.cores or 1),

@@ -148,6 +148,12 @@ class SyncPS(_Driver):
         #: the chief's queue runner (sync_replicas with message costs): when each group's PS
         #: has its next RunGraph call, and when the chief has the last replies of the step
         self.qr_on = self.msg_on and self.sync_replicas
+        # the queue runner's take of each variable waits for the step's last gradient, and a
+        # worker waiting for its token for the update's enqueue: each blocked op is woken by
+        # another step's thread, a hand-off its own thread pays on the PS (ps_wake_s)
+        wake = self.profile.ps_wake_s if self.qr_on else 0.0
+        self.take_wake = [wake * int(self.shards.iloc[ks[0]].variables) for ks in self.groups]
+        self.token_wake = wake
         self.qr_ready = [0.0] * len(self.groups)
         self.qr_back = 0.0
         self.token_applied = 0.0
@@ -302,6 +308,8 @@ class SyncPS(_Driver):
                 epoch = self.epoch
                 if self.qr_on and self.qr_ready[grp] > done:  # (the queue runner's call)
                     done = self.qr_ready[grp]
+                if self.take_wake[grp]:  # (the takes woken, on the PS's runtime thread)
+                    done = self._ps_msg(grp, done, self.take_wake[grp])
                 work = self.group_take_s[grp] + self.group_apply_s[grp]  # take, then apply
                 serial = self.group_take_serial_s[grp] + self.group_apply_serial_s[grp]
                 applied = self._ps_kernel(grp, done, work, serial)
@@ -351,6 +359,8 @@ class SyncPS(_Driver):
         if self.twice:
             workers = [w for w, _ in self.waiters if w not in self.replied]
             self.replied.update(workers)
+        if token and self.token_wake:  # the update's enqueue wakes each waiting dequeue first
+            at = self._ps_msg(grp, at, 0.0, self.token_wake * len(workers))
         for i in workers:
             t = self._ps_msg(grp, at, self.msg_ps, token)
             self._reply_to(i, grp, t + self._to_worker(i))

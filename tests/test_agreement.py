@@ -164,17 +164,22 @@ def test_backup_worker_step_level_and_op_level_agree(model, workers, rel):
 #:   per-op work fills the cores (0.4% idle), the driver's whole-message steps leave 4.5%
 #:   (+6.7%);
 #: - four workers of 10 MB: the program 10%, the driver 15% (+5.2%).
-#: Two runs of three processes on the two cores have two ways of packing a step, and each
-#: simulator takes one or the other by the per-event software cost (``switch_cpu_share``):
-#: across 0.06-0.2, one scalar worker and its backup take 1.38-1.42 ms op by op up to 0.12 and
-#: 1.57-1.60 from 0.15, the driver 1.53-1.55 up to 0.1 and 1.47-1.52 from 0.12; two
-#: asynchronous scalar workers 0.56-0.57 ms up to 0.1 and 0.59-0.61 from 0.12 op by op, the
-#: driver 0.60-0.64 throughout. At the shipped 0.1 (the median of five calibrations here) they
-#: sit on opposite sides: +10.5% and +8.1%.
+#: Two asynchronous scalar workers (three processes on the two cores) have two ways of packing
+#: a step, and each simulator takes one or the other by the per-event software cost
+#: (``switch_cpu_share``): across 0.06-0.2, 0.56-0.57 ms up to 0.1 and 0.59-0.61 from 0.12 op
+#: by op, the driver 0.60-0.64 throughout; at the shipped 0.1 (the median of five calibrations
+#: here) +8.1%. (One scalar worker and its backup did the same, +10.5%, until the PS's thread
+#: wake-ups, ``wake_overhead_s``: now +2.1%.)
+#: The blocked takes and token dequeues each simulator wakes on the PS (``wake_overhead_s``,
+#: 40 us shipped): two 1 MB workers take 5.50, 5.89, 5.75 and 6.00 ms op by op at 0, 40, 80 and
+#: 160 us of it (a flip of its packing at 40; the driver 5.37, 5.49, 5.62, 5.87: -6.7% at 40,
+#: -2.3% at 80); three scalar workers and a backup gain 5.5 wake-ups a step op by op, 3.5 in
+#: the driver (-2.5% without them, -6.5% at 40 us).
 ONE_MACHINE_TOLERANCE = {
     ("sync", "scalar", 1, 2): 0.12,
+    ("sync", "dense_1mb", 2, 1): 0.07,
     ("backup", "dense_10mb", 1, 1): 0.13,
-    ("backup", "scalar", 1, 1): 0.12,
+    ("backup", "scalar", 3, 1): 0.07,
     ("async", "scalar", 2, 1): 0.09,
     ("async", "sparse", 4, 1): 0.08,
     ("sync", "dense_10mb", 4, 1): 0.06,

@@ -105,7 +105,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         r"check, 8 clients and the PS: CPU per step [+-]\d+% over 1, the fit \+\d+%", cap.err
     )
     names = [m["name"] for m in doc["measurements"]]
-    assert names[-12:] == [
+    assert names[-13:] == [
         "loopback TCP rate",
         "loopback TCP latency",
         "message CPU time per end",
@@ -115,6 +115,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         "message CPU time per byte per end",
         *(f"CPU per small remote step, {n} client(s) at once" for n in (1, 2, 4, 8)),
         "switch_cpu_share, one fit per repetition",
+        "thread hand-off of a blocked op",
     ]
     assert all(
         m["repeats"] == 1 and m["min"] <= m["median"] <= m["max"] for m in doc["measurements"]
@@ -136,6 +137,9 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     )
     assert machine.kernel_launch_overhead_clocked_s == pytest.approx(clocked["median"])
     assert 0 < machine.switch_cpu_share <= 4  # fitted to those steps (1e-9 when none)
+    woken = next(m for m in doc["measurements"] if m["name"] == "thread hand-off of a blocked op")
+    assert machine.wake_overhead_s == pytest.approx(max(woken["median"], 1e-9))
+    assert machine.wake_overhead_s < 5e-3  # two threads of a Python process trading the lock
     one = next(m for m in doc["measurements"] if m["name"].endswith("1 client(s) at once"))
     assert 1e-5 < one["median"] < 2e-2  # CPU of both processes per small remote step
     assert load_file(str(out / "loopback.toml")).kind == "loopback"

@@ -245,3 +245,51 @@ def test_a_task_replies_as_soon_as_its_part_of_a_step_is_done():
     assert alone > 5e-4  # (A computes long enough for B's read to start meanwhile)
     assert b.records[-1].start_s < a.records[-1].start_s + alone  # (it does)
     assert a.step_times[-1] == pytest.approx(alone, rel=1e-12)
+
+
+def _wake_run(wake_s: float, wait: bool) -> dict[str, float]:
+    """A taker client dequeues from a queue a feeder client fills: when each client's step
+    ends. ``wait``: the dequeue starts at once and waits for the element the feeder enqueues
+    after a matmul; else the feeder enqueues at once and the taker, after a matmul of its own,
+    finds the element there."""
+    from hetbed.devices.costmodel import DevicePerf
+
+    perf = DevicePerf("host", {"float32": 1e12}, memory_bandwidth=100e9, memory_bytes=1e9,
+                      launch_overhead_s=1e-6, cores=1, wake_s=wake_s)  # fmt: skip
+    c = Cluster(hybrid=True)
+    c.add_task("worker", 0, cpu=perf, nic="eth_10g")
+    g = hb.Graph()
+    with g.as_default(), hb.device(_task("worker", 0)):
+        q = hb.FIFOQueue(2, [hb.float32], shapes=[[1]], shared_name="q")
+        x = hb.constant(np.ones((256, 256), np.float32))
+        with hb.control_dependencies([hb.matmul(x, x)] if wait else []):
+            enq = q.enqueue([hb.constant(np.ones(1, np.float32))])
+        with hb.control_dependencies([] if wait else [hb.matmul(x, x)]):
+            deq = q.dequeue()
+    taker, feeder = (SimSession(c, graph=g, client=_task("worker", 0), shared_resources=True)
+                     for _ in range(2))  # fmt: skip
+    ends: dict[str, float] = {}
+
+    def take() -> None:
+        taker.run(deq)
+        ends["taker"] = c.env.now
+
+    def feed() -> None:
+        feeder.run(enq)
+        ends["feeder"] = c.env.now
+
+    run_clients(c, [take, feed])
+    return ends
+
+
+def test_a_blocked_dequeue_pays_its_threads_wake_up():
+    """A dequeue that waited for another client's enqueue is woken by that step's thread: its
+    own step goes on ``wake_s`` later (its task's CPU, DevicePerf.wake_s); the feeder's step
+    is not delayed; a dequeue that finds its element waits for no one and pays nothing."""
+    base, woken = _wake_run(0.0, True), _wake_run(40e-6, True)
+    assert base["taker"] == pytest.approx(base["feeder"], abs=1e-9)  # (woken at the enqueue)
+    assert woken["taker"] - base["taker"] == pytest.approx(40e-6, rel=1e-9)
+    assert woken["feeder"] == base["feeder"]
+    found, found_woken = _wake_run(0.0, False), _wake_run(40e-6, False)
+    assert found["taker"] > found["feeder"]  # (the element was there before the dequeue)
+    assert found_woken == found

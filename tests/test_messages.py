@@ -325,14 +325,15 @@ def test_an_oversubscribed_host_pays_more_per_message():
         message_s_per_byte=1e-9,
         clocked_launch_overhead_s=3e-6,
         switch_share=0.3,
+        wake_s=20e-6,
     )
     five = perf.shared_host(5)
     k = 1 + 0.3 * (5 - 2) / 2
     nine = perf.shared_host(9).message_s / perf.message_s - 1
     assert nine == pytest.approx(0.3 * 3.5)  # seven others between two turns on two cores
     assert oversubscription(9, 2) == 3.5 and oversubscription(2, 2) == oversubscription(1, 4) == 0
-    assert (five.message_s, five.control_message_s, five.step_s) == pytest.approx(
-        (10e-6 * k, 4e-6 * k, 50e-6 * k)
+    assert (five.message_s, five.control_message_s, five.step_s, five.wake_s) == pytest.approx(
+        (10e-6 * k, 4e-6 * k, 50e-6 * k, 20e-6 * k)
     )
     assert (five.launch_overhead_s, five.clocked_launch_overhead_s) == pytest.approx(
         (1e-6 * k, 3e-6 * k)
@@ -748,3 +749,27 @@ def test_the_micro_steps_take_turns_in_rounds():
         assert sum(counts) == 11 and max(counts) - min(counts) <= 1
     assert _turns(["a", "b"], 2, 5) == [("a", 1), ("b", 1), ("a", 1), ("b", 1)]
     assert _turns(["a"], 7, 1) == [("a", 7)]
+
+
+def test_the_step_level_sync_step_pays_the_ps_thread_wake_ups():
+    """SyncPS with TF's SyncReplicasOptimizer (message costs on): the queue runner's take of
+    each variable waits for the last gradient and the worker's token dequeue for the update's
+    enqueue, each woken on the PS at ``ps_wake_s`` (as the op-level simulator books a blocked
+    take or dequeue): one worker's step is (variables + 1) x ps_wake_s longer; without the
+    token queue nothing is woken."""
+
+    def step(variables: int, wake: float, sync_replicas: bool) -> float:
+        prof = ReplicaProfile(1e-3, dense={f"w{k}": (4, 0) for k in range(variables)},
+                              ps_message_s=20e-6, worker_message_s=20e-6,
+                              ps_control_message_s=10e-6, take_s=5e-6, apply_s=5e-6,
+                              ps_wake_s=wake)  # fmt: skip
+        return (
+            SyncPS(prof, 1, n_ps=1, nic="eth_10g", sync_replicas=sync_replicas).run(10).step_time()
+        )
+
+    for variables in (1, 3):
+        gained = step(variables, 50e-6, True) - step(variables, 0.0, True)
+        assert gained == pytest.approx((variables + 1) * 50e-6, rel=1e-6)
+        assert step(variables, 50e-6, False) == step(variables, 0.0, False)
+    with pytest.raises(ValueError, match="ps_wake_s"):
+        ReplicaProfile(1.0, ps_wake_s=-1.0)

@@ -75,6 +75,10 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
                                        per-event costs (and the per-op dispatch) a task pays
                                        when its host runs more processes than ``cores``: times
                                        1 + switch_cpu_share x (processes - cores) / cores
+    wake_overhead_s                    optional (cpu): CPU time of handing a blocked op (a queue
+                                       dequeue, an accumulator take) back to its step's thread
+                                       once another step's thread feeds it (a thread hand-off
+                                       within a process)
     description                        optional words
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
@@ -178,6 +182,7 @@ class HardwareSpec:
     kernel_launch_overhead_clocked_s: float | None = None
     control_message_overhead_s: float | None = None
     switch_cpu_share: float | None = None
+    wake_overhead_s: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
     notes: dict[str, str] = field(default_factory=dict, hash=False)
@@ -510,7 +515,7 @@ _DEVICE_FIELDS = set(
     " stream_bandwidth_bytes_per_s"
     " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
     " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads conv_algorithms clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
-    " switch_cpu_share".split()
+    " switch_cpu_share wake_overhead_s".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s"
@@ -558,6 +563,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         ),
         control_message_overhead_s=r.number("control_message_overhead_s", required=False),
         switch_cpu_share=r.number("switch_cpu_share", required=False),
+        wake_overhead_s=r.number("wake_overhead_s", required=False),
         sources=r.sources,
         notes=r.notes,
         path=str(r.path),
