@@ -442,12 +442,10 @@ class SimulatedDevice(Device):
             return None
         return measured_cores(self._cost_model, op, in_shapes, self.host_cores.cores, seconds)
 
-    def _book(
-        self, node: Any, dur: float, now: float, width: int | None = None, what: Any = None
-    ) -> float:
+    def _book(self, node: Any, dur: float, now: float, width: int | None = None) -> float:
         """Queue ``dur`` seconds of ``node`` on this device's stream from ``now``: its end.
         On a host's cores it takes ``width`` of them (None: one for a kernel that is mostly
-        its dispatch, all for any other). The record names ``what`` (default: the op)."""
+        its dispatch, all for any other)."""
         begin = now if now > self.busy_until else self.busy_until
         hc = self.host_cores
         if hc is None or dur <= 0.0:
@@ -461,7 +459,7 @@ class SimulatedDevice(Device):
             end = begin + dur
         self.busy_until = end
         self.busy_s += dur
-        self.records.append((node.op if what is None else what, begin, end))
+        self.records.append((node.op, begin, end))
         return end
 
     def occupy(self, now: float, seconds: float, what: SoftwareWork) -> float:

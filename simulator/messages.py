@@ -509,14 +509,14 @@ WAKE_ROUNDS, WAKE_TURNS = 300, 5
 def wake_cost(rounds: int = WAKE_ROUNDS, turns: int = WAKE_TURNS) -> float:
     """Seconds one thread hand-off of a blocked op takes in this runtime, measured in this
     process (``DevicePerf.wake_s``, which the simulators book as one core's CPU time: the
-    interpreter runs one of the two threads at a time): two client threads of one local session ping-pong
-    an element through two queues (each round, A enqueues into ``q1`` and dequeues from ``q2``,
-    B dequeues from ``q1`` and enqueues into ``q2``: the same four steps as two rounds of one
-    thread alone, but each dequeue waits until the other thread's enqueue wakes it, and its
-    thread runs again only once handed back the interpreter), against one thread enqueueing
-    into and dequeueing from a queue of its own (nothing blocks), in ``turns`` alternating
-    turns of ``rounds`` rounds: (ping-pong round - 2 x lone round) / 2, from the medians (at
-    least 0). Runs no training step."""
+    interpreter runs one of the two threads at a time). Two client threads of one local
+    session ping-pong an element through two queues (each round, A enqueues into ``q1`` and
+    dequeues from ``q2``, B dequeues from ``q1`` and enqueues into ``q2``: the same four steps
+    as two rounds of one thread alone, but each dequeue waits until the other thread's enqueue
+    wakes it, and its thread runs again only once handed back the interpreter), against one
+    thread enqueueing into and dequeueing from a queue of its own (nothing blocks), in
+    ``turns`` alternating turns of ``rounds`` rounds: (ping-pong round - 2 x lone round) / 2,
+    from the medians (at least 0). Runs no training step."""
     import threading
 
     import hetbed as hb
