@@ -724,15 +724,18 @@ def roofline_seconds(
 def affine_fit(
     points: Sequence[tuple[float, float]], call_s: float = 0.0
 ) -> tuple[float, float] | None:
-    """(a, b) >= 0 with t ~ a + b w by least squares over (w, t) points; None without a point
-    of positive work. One distinct w: a = the fixed cost of a call ``call_s`` (at most t) and
+    """(a, b) >= 0 with t ~ a + b w by least squares over (w, t) points; None without a point.
+    No point of positive work (a view, whose cost moves no bytes: a broadcast measured at 11-44
+    us a call here, which the roofline priced at nothing): the median t is the fixed cost, b = 1
+    (the work, if any, on top). One distinct w: a = the fixed cost of a call ``call_s`` (at most t) and
     b = (t - a) / w; but where that w is below ``call_s`` (work too small to read a slope from)
     what the point took beyond its w is the op's own fixed cost: a = t - w, b = 1 (a sparse
     accumulator's apply took 68 us with 0.5 us of work, which ``call_s`` of 4 us and the work
     scaled priced at 4.6 us for half the rows)."""
     pts = [(w, t) for w, t in points if w > 0]
     if not pts:
-        return None
+        ts = sorted(t for _, t in points)
+        return (ts[len(ts) // 2], 1.0) if ts else None
     ws = [w for w, _ in pts]
     ts = [t for _, t in pts]
     if max(ws) - min(ws) <= 1e-12 * max(ws):

@@ -229,6 +229,8 @@ class SoftwareWork:
 
 #: what a device's record names for a blocked kernel's thread being woken (``charge``)
 _WAKE_WORK = SoftwareWork("thread wake-up", "Wake")
+#: ... and for a runtime thread handed the interpreter after waiting for another (``occupy``)
+_HANDOFF_WORK = SoftwareWork("interpreter hand-off", "Handoff")
 
 
 class HostCores:
@@ -366,6 +368,7 @@ class SimulatedDevice(Device):
         #: gives the tasks of one host the same object, so that they share the cores
         self.host_cores: HostCores | None = None
         self.handler_free = 0.0  # when this task's message handler is next free (``occupy``)
+        self.handler_owner: Any = None  # whose step's work it took last (``occupy``)
         #: (as a sender, as a receiver) CPU seconds per second of a loopback stream between
         #: tasks of one machine (``book_copy``); a Cluster sets them from the task's link
         self.copy_shares = (1.0, 0.0)
@@ -462,12 +465,18 @@ class SimulatedDevice(Device):
         self.records.append((node.op, begin, end))
         return end
 
-    def occupy(self, now: float, seconds: float, what: SoftwareWork) -> float:
+    def occupy(self, now: float, seconds: float, what: SoftwareWork, owner: Any = None) -> float:
         """Spend ``seconds`` of single-threaded CPU time (``what``: handling a message) on this
         device's host from ``now`` on; returns when it ends. A task handles its messages one at
         a time (one runtime thread, as a Python process under its interpreter lock), each on
-        whichever of its host's cores frees first, behind the work already queued there. On a
-        device without host cores (an accelerator) it queues on the device's own stream."""
+        whichever of its host's cores frees first, behind the work already queued there. Work
+        of one client's steps (``owner``: its session) that finds another client's running
+        waits for the interpreter, and its thread is then handed it: the hand-off of one thread
+        to another (``wake_s`` of one core, as a blocked kernel's wake-up; recorded as
+        "Handoff") comes first. A step's own messages follow each other without one (measured:
+        steps of one client fit without it, and a second client thread of the worker's
+        process adds no throughput; ``simulator/handoffs.py``). On a device without host cores
+        (an accelerator) it queues on the device's own stream."""
         hc = self.host_cores
         if hc is None:
             begin = now if now > self.busy_until else self.busy_until
@@ -475,8 +484,16 @@ class SimulatedDevice(Device):
         else:
             if self.handler_free > now:
                 now = self.handler_free
+                wake = self.perf_spec.wake_s
+                if wake > 0.0 and owner is not None and owner is not self.handler_owner:
+                    begin = hc.book(now, wake, 1)
+                    now = begin + wake
+                    self.busy_s += wake
+                    self.records.append((_HANDOFF_WORK, begin, now))
             begin = hc.book(now, seconds, 1)
             end = self.handler_free = begin + seconds
+            if owner is not None:
+                self.handler_owner = owner
         self.busy_s += seconds
         self.records.append((what, begin, end))
         return end

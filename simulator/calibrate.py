@@ -39,6 +39,8 @@ from hetbed.runtime.session import ConfigProto, Session
 from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
+from .handoffs import CLIENTS, measure_clients, simulate_clients
+from .handoffs import STEP as HANDOFF_STEP
 from .machine import (  # noqa: F401  (re-exported: callers import them from here)
     NOISY_LOAD_CORES,
     NOISY_SPREAD,
@@ -303,7 +305,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'fitted with message_overhead_s and message_latency_s to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
             f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
             f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention)')}",
-            f"wake_overhead_s = {num(max(perf.wake_s, 1e-9), 'two threads of one session ping-ponging an element through two queues, less one thread enqueueing and dequeueing alone, per blocked dequeue (wake_cost)')}",
+            f"wake_overhead_s = {num(max(perf.wake_s, 1e-9), 'two threads of one session ping-ponging an element through two queues, less one thread enqueueing and dequeueing alone, per blocked dequeue (wake_cost); also each interpreter hand-off of a message that finds its task busy with another client (check: simulator/handoffs.py)')}",
             "",
             "[peak_flops]",
             f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",
@@ -418,6 +420,17 @@ def calibrate(
     )
     progress(f"  {woken.name}: {woken.describe()}")
     perf = replace(perf, wake_s=woken.median)
+    # a check no fit sees: client threads of one process at once, each message on a thread of
+    # its own, handed the interpreter when it finds its task busy with another client's
+    progress(f"checking {', '.join(map(str, CLIENTS))} client threads of one process at once ...")
+    got = measure_clients()
+    sim = simulate_clients(perf, (rate.median, lat.median))
+    for k in got:
+        progress(
+            f"    check, {k} client thread(s) at once, {HANDOFF_STEP} step: measured "
+            f"{got[k] * 1e6:.0f} us a step, simulated {sim[k] * 1e6:.0f} us "
+            f"({sim[k] / got[k] - 1:+.0%})"
+        )
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
     ms += [rate, lat, *costs, *shared, woken]
     progress(f"profiling the ops of {', '.join(builders)} (twice, each op's faster pass) ...")

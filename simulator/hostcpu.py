@@ -5,6 +5,7 @@ PS's kernels on its host's cores, and the shared machine's copies when every tas
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from hetbed.devices.simulated import HostCores, book_copy
@@ -45,6 +46,12 @@ class HostCpus:
         self.msg_on = any(
             x > 0 for x in (mw, bw_, mp, bp, cw, cp, p.worker_step_s, self.w_lat, self.ps_lat)
         )
+        # a message of one client's step that finds its task's handler busy with another's
+        # waits, then its thread is handed the interpreter (``_handle``; the op-level
+        # ``SimulatedDevice.occupy``)
+        self.w_handoff = p.worker_wake_s if self.msg_on else 0.0
+        self.ps_handoff = p.ps_wake_s if self.msg_on else 0.0
+        self.nvars = nvars
         # worker handler: Session.run's own work, RunGraph requests (each PS task: send; own
         # task: send + receive)
         self.req_ps_w = p.worker_step_s + n_ps_active * cw
@@ -102,6 +109,7 @@ class HostCpus:
         self.w_lane = [HostCores(1, self.env) for _ in range(self.n_tasks)]
         self.ps_lane = [HostCores(1, self.env) for _ in range(G)]
         self.shard_lane = [[HostCores(1, self.env) for _ in ks] for ks in self.groups]
+        self.lane_owner: dict[HostCores, Any] = {}  # whose step each handler served last
         self.ps_cpu = [shared or HostCores(self.profile.ps_cores, self.env) for _ in range(G)]
 
     def _to_ps(self, i: int) -> float:
@@ -111,23 +119,40 @@ class HostCpus:
     def _to_worker(self, i: int) -> float:
         return (self.worker_nics[i].latency_s + self.ps_nic.latency_s) / 2 + self.w_lat
 
-    def _w_msg(self, i: int, now: float, seconds: float) -> float:
-        """Worker ``i`` handles ``seconds`` of messages from ``now``; returns when done."""
-        return _handle(self.w_lane[i], self.machine, now, seconds)
+    def _w_msg(self, i: int, now: float, seconds: float, owner: Any = None) -> float:
+        """Worker ``i`` handles ``seconds`` of messages of ``owner``'s steps (default: its
+        own) from ``now``; returns when done."""
+        lane = self.w_lane[i]
+        h = _handoff(self.lane_owner, lane, i if owner is None else owner, self.w_handoff)
+        return _handle(lane, self.machine, now, seconds, h)
 
-    def _ps_msg(self, g: int, now: float, seconds: float, first: float = 0.0) -> float:
-        """Each shard of group ``g`` handles ``seconds`` of messages from ``now``, its first
-        shard ``first`` more (the global step's task: the token it serves); returns when the
-        last is done. Shards on hosts of their own are alike, so one stands for all (the first,
-        the longest); on one machine (``machine_cores``) every shard's handler takes its
-        cores, after its own earlier messages."""
+    def _ps_msg(
+        self,
+        g: int,
+        now: float,
+        seconds: float,
+        first: float = 0.0,
+        owner: Any = None,
+        k: int = 1,
+    ) -> float:
+        """Each shard of group ``g`` handles ``seconds`` of messages of ``owner``'s steps (a
+        worker's index, "qr" the queue runner's; None: no client's, as a wake-up, itself a
+        hand-off) from ``now``, its first shard ``first`` more (the global step's task: the
+        token it serves); returns when the last is done. Shards on hosts of their own are
+        alike, so one stands for all (the first, the longest); on one machine
+        (``machine_cores``) every shard's handler takes its cores, after its own earlier
+        messages."""
         hc = self.ps_cpu[g]
+        owners, handoff = self.lane_owner, self.ps_handoff
         if self.machine is not None:  # each shard's handler on the machine's cores
             ends = []
-            for k, lane in enumerate(self.shard_lane[g]):
-                ends.append(_handle(lane, hc, now, seconds + (first if k == 0 else 0.0)))
+            for j, lane in enumerate(self.shard_lane[g]):
+                h = _handoff(owners, lane, owner, handoff * k)
+                ends.append(_handle(lane, hc, now, seconds + (first if j == 0 else 0.0), h))
             return max(ends)
-        return _handle(self.ps_lane[g], hc, now, seconds + first)
+        lane = self.ps_lane[g]
+        h = _handoff(owners, lane, owner, handoff * k)
+        return _handle(lane, hc, now, seconds + first, h)
 
     def _ps_kernel(self, g: int, now: float, seconds: float, serial: float = 0.0) -> float:
         """Each shard of group ``g`` runs ``seconds`` of kernels from ``now``: their ``serial``
@@ -173,17 +198,18 @@ class HostCpus:
         yield env.timeout(sent + self._to_ps(i) - env.now)
         now = ready = env.now
         for g in self.active_groups:
-            ready = max(ready, self._ps_msg(g, now, self.msg_ps + self.xfer_ps[g]))
+            k = 1 + self.nvars[g]  # (its request, then each variable's tensor)
+            ready = max(ready, self._ps_msg(g, now, self.msg_ps + self.xfer_ps[g], owner=i, k=k))
         if self.local_step_ps:
-            self._at(own + self._to_ps(i), self._local_step)
+            self._at(own + self._to_ps(i), partial(self._local_step, i))
         if ready > now:
             yield env.timeout(ready - now)
 
-    def _local_step(self) -> None:
-        """A worker's local step (or what else the update takes from it) reaches the PS
+    def _local_step(self, i: int) -> None:
+        """Worker ``i``'s local step (or what else the update takes from it) reaches the PS
         tasks: each handles it."""
         for g in self.active_groups:
-            self._ps_msg(g, self.env.now, self.local_step_ps)
+            self._ps_msg(g, self.env.now, self.local_step_ps, owner=i)
 
     def _handle(self, i: int, sending: bool = False) -> Any:
         """Worker ``i`` deserializes what it pulled (once its runtime has it), or serializes
@@ -205,7 +231,7 @@ class HostCpus:
         now = env.now
         sent = now
         for g in self.active_groups:
-            sent = max(sent, self._ps_msg(g, now, self.msg_ps))
+            sent = max(sent, self._ps_msg(g, now, self.msg_ps, owner=i))
         end = self._w_msg(i, sent + self._to_worker(i), self.reply_w)
         if end > now:
             yield env.timeout(end - now)
@@ -227,12 +253,30 @@ class HostCpus:
             yield env.timeout(until - env.now)
 
 
-def _handle(lane: HostCores, cores: HostCores | None, now: float, seconds: float) -> float:
+def _handoff(owners: dict, lane: HostCores, owner: Any, seconds: float) -> float:
+    """The interpreter hand-off that messages of ``owner``'s steps pay on ``lane`` if they
+    find its handler busy (``_handle``): ``seconds`` when it served another client's step
+    last, else 0 (``owner`` None: nothing, and nothing recorded); records ``owner``."""
+    if owner is None:
+        return 0.0
+    last = owners.get(lane)
+    owners[lane] = owner
+    return seconds if last is not None and last != owner else 0.0
+
+
+def _handle(
+    lane: HostCores, cores: HostCores | None, now: float, seconds: float, handoff: float = 0.0
+) -> float:
     """A task's handler (``lane``: one message at a time) handles ``seconds`` of messages from
     ``now`` on one of its host's ``cores`` (None: its own): at the first time both are free,
-    which may be before messages booked earlier for later times; returns when it is done."""
+    which may be before messages booked earlier for later times; returns when it is done.
+    Messages that find it busy (work booked past ``now``) with another client's step first
+    wait for the interpreter and are handed it, ``handoff`` seconds of one core (``_handoff``;
+    the op-level ``SimulatedDevice.occupy``)."""
     if seconds <= 0.0:
         return now
+    if handoff > 0.0 and lane.all_free > now:
+        seconds += handoff
     t = now
     while True:
         a = lane.first_free(t, seconds)

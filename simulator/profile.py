@@ -67,7 +67,9 @@ class ReplicaProfile:
       thread (the catalog's ``wake_overhead_s``): TF's SyncReplicasOptimizer's queue runner
       takes each variable's gradient once the last one is in, and a worker waiting for its
       token is woken by the update's enqueue (each a thread hand-off on the PS, as the
-      op-level simulator books a blocked take or dequeue);
+      op-level simulator books a blocked take or dequeue); ``worker_wake_s``: the same on a
+      worker's host. Each is also what a message that finds its task's handler busy with
+      another thread's pays once that thread is done (an interpreter hand-off);
       ``ps_cores``: cores of a PS host (its message handling and its kernels share them);
       ``update_inputs``: tensors besides the gradients that the update ops on a PS task take
       from the worker every step (a learning rate, an optimizer's constants: the step's graph
@@ -101,6 +103,7 @@ class ReplicaProfile:
     worker_message_latency_s: float = 0.0
     ps_message_latency_s: float = 0.0
     ps_wake_s: float = 0.0
+    worker_wake_s: float = 0.0
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
     ps_cores: int = 1
@@ -133,6 +136,7 @@ class ReplicaProfile:
             "worker_message_latency_s",
             "ps_message_latency_s",
             "ps_wake_s",
+            "worker_wake_s",
         ):
             _nonneg(what, getattr(self, what))
         for what in ("ps_message_s", "ps_message_s_per_byte"):

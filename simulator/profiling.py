@@ -227,6 +227,7 @@ def profile_from_graph(
         worker_message_latency_s=wperf.message_latency_s if wperf is not None else 0.0,
         ps_message_latency_s=pperf.message_latency_s,
         ps_wake_s=pperf.wake_s,
+        worker_wake_s=wperf.wake_s if wperf is not None else 0.0,
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
         ps_cores=int(pperf.cores or 1),

@@ -40,7 +40,7 @@ class SimRendezvous(LocalRendezvous):
     are in-process copies and cost no message time.
     """
 
-    __slots__ = ("network", "route", "parsed", "cpu_of", "called", "ends")
+    __slots__ = ("network", "route", "parsed", "cpu_of", "called", "ends", "owner")
 
     def __init__(
         self,
@@ -63,9 +63,11 @@ class SimRendezvous(LocalRendezvous):
         #: cpu device -> when the last message this rendezvous's step handled there ends (a
         #: concurrent client's RunGraph reply waits for its own messages only)
         self.ends: dict[Any, float] = {}
+        #: whose steps this rendezvous carries (their session): its messages' ``occupy`` owner
+        self.owner: Any = None
 
     def _occupy(self, cpu: Any, now: float, seconds: float, what: Any) -> float:
-        end = cpu.occupy(now, seconds, what)
+        end = cpu.occupy(now, seconds, what, self.owner)
         if end > self.ends.get(cpu, 0.0):
             self.ends[cpu] = end
         return end

@@ -157,6 +157,7 @@ class SimSession(BaseSession):
             self._called,
             getattr(self.cluster, "collective", "ring"),
         )
+        self._rdv.owner = self
         return self._rdv
 
     def _execute(self, plan: Any, vals: list, step: Any, observer: Any, options: Any) -> list:
@@ -225,7 +226,7 @@ class SimSession(BaseSession):
                 targets = [(t, cpu) for t, cpu in targets if cpu is not None]
                 if master is not None and targets:  # (after the client's own work for a step)
                     work_c = SoftwareWork(c, "Session.run")
-                    begin = master.occupy(now, master.perf_spec.step_s, work_c)
+                    begin = master.occupy(now, master.perf_spec.step_s, work_c, self)
                     heapq.heappush(heap, (begin, len(heap), "send", master, targets))
             self._calls(heap, work, calls, started if gate else None, defer=not gate)
         return calls
@@ -243,7 +244,7 @@ class SimSession(BaseSession):
             seq += 1
             if kind == "send":  # the client sends its next request
                 (task, cpu), rest = x[0], x[1:]
-                sent = master.occupy(t, master.perf_spec.control_s, work)
+                sent = master.occupy(t, master.perf_spec.control_s, work, self)
                 lat = self._latency(master, cpu)
                 heapq.heappush(heap, (sent + lat, seq, "recv", master, (task, cpu, lat)))
                 if rest:
@@ -265,7 +266,7 @@ class SimSession(BaseSession):
     def _call_arrived(self, master: Any, task: str, cpu: Any, work: Any, t: float = -1.0) -> float:
         """Task ``task`` handles ``master``'s RunGraph request, arrived at ``t`` (default:
         now); returns when it has."""
-        got = cpu.occupy(self.cluster.env.now if t < 0 else t, cpu.perf_spec.control_s, work)
+        got = cpu.occupy(self.cluster.env.now if t < 0 else t, cpu.perf_spec.control_s, work, self)
         key = (task, _task(master.name))  # (a process's first call counts)
         if got < self._called.get(key, math.inf):
             self._called[key] = got
@@ -327,11 +328,11 @@ class SimSession(BaseSession):
             t, _, sending, master, cpu, lat = heapq.heappop(heap)
             seq += 1
             if sending:
-                sent = cpu.occupy(t, cpu.perf_spec.control_s, _REPLY)
+                sent = cpu.occupy(t, cpu.perf_spec.control_s, _REPLY, self)
                 heapq.heappush(heap, (sent + _reply_latency(master, cpu, lat), seq, False,
                                       master, cpu, lat))  # fmt: skip
             else:
-                end = max(end, master.occupy(t, master.perf_spec.control_s, _REPLY))
+                end = max(end, master.occupy(t, master.perf_spec.control_s, _REPLY, self))
         if conductor is not None:
             if replies is not None:
                 self._settle(conductor)
@@ -541,12 +542,12 @@ class _Replying:
     def _send(self, call: tuple) -> None:
         master, cpu, lat, _devices = call
         session = self.session
-        sent = cpu.occupy(session.cluster.env.now, cpu.perf_spec.control_s, _REPLY)
+        sent = cpu.occupy(session.cluster.env.now, cpu.perf_spec.control_s, _REPLY, session)
         session._later(sent + _reply_latency(master, cpu, lat), partial(self._receive, master))
 
     def _receive(self, master: Any) -> None:
         now = self.session.cluster.env.now
-        self.received.append(master.occupy(now, master.perf_spec.control_s, _REPLY))
+        self.received.append(master.occupy(now, master.perf_spec.control_s, _REPLY, self.session))
 
     def step_finished(self, plan: Any, failure: Any) -> None:
         self.inner.step_finished(plan, failure)

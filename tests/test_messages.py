@@ -13,7 +13,7 @@ from hetbed.devices.catalog import load_device
 from hetbed.devices.costmodel import DevicePerf, Roofline, oversubscription, perf_from_spec
 from hetbed.devices.simulated import HostCores
 from hetbed.simulator import Cluster, SimSession, sim_value
-from hetbed.simulator.training import ReplicaProfile, SyncPS
+from hetbed.simulator.training import AsyncPS, ReplicaProfile, SyncPS
 
 # round numbers: 1 TFLOP/s, 100 GB/s, 1 us per kernel, one core; messages free unless set
 HOST = DevicePerf(
@@ -773,3 +773,47 @@ def test_the_step_level_sync_step_pays_the_ps_thread_wake_ups():
         assert step(variables, 50e-6, False) == step(variables, 0.0, False)
     with pytest.raises(ValueError, match="ps_wake_s"):
         ReplicaProfile(1.0, ps_wake_s=-1.0)
+
+
+def test_the_step_level_handler_hands_the_interpreter_between_clients():
+    """``hostcpu._handle`` with ``_handoff``: a message of one client's step (its owner) that
+    finds the handler busy with another client's starts ``handoff`` after it frees; one of
+    the same client, one finding it free, and one with no owner (a wake-up, itself a
+    hand-off, recorded nowhere) pay nothing; k messages of one booking pay k."""
+    from hetbed.simulator.hostcpu import _handle, _handoff
+
+    lane, owners, h = HostCores(1), {}, 30e-6
+    assert _handle(lane, None, 0.0, 1e-4, _handoff(owners, lane, "a", h)) == pytest.approx(1e-4)
+    assert _handle(lane, None, 0.5e-4, 1e-4, _handoff(owners, lane, "b", h)) == pytest.approx(
+        2e-4 + h
+    )
+    assert _handle(lane, None, 1e-4, 1e-4, _handoff(owners, lane, "b", h)) == pytest.approx(
+        3e-4 + h
+    )
+    assert _handoff(owners, lane, None, h) == 0.0 and owners[lane] == "b"
+    assert _handle(lane, None, 1e-3, 1e-4, _handoff(owners, lane, "a", h)) == pytest.approx(1.1e-3)
+    assert _handle(lane, None, 1e-3, 1e-4, _handoff(owners, lane, 0, 2 * h)) == pytest.approx(
+        1.2e-3 + 2 * h
+    )
+
+
+def test_step_level_workers_stepping_at_once_pay_hand_offs_on_the_ps():
+    """AsyncPS with message costs on one machine: one worker's messages never find the PS
+    busy with another client's, so its steps are what they were without hand-offs; two
+    workers' interleave on the PS's handler, and their steps take longer, by less than every
+    PS message of a step paying one."""
+
+    def step(workers: int, wake: float) -> float:
+        prof = ReplicaProfile(2e-4, dense={"w": (4, 0)}, ps_message_s=40e-6,
+                              worker_message_s=40e-6, ps_control_message_s=30e-6,
+                              worker_control_message_s=30e-6, apply_s=5e-6, ps_wake_s=wake,
+                              worker_wake_s=wake)  # fmt: skip
+        r = AsyncPS(prof, workers, n_ps=1, nic="eth_10g", machine_cores=2).run(200)
+        return r.sim_time_s / 200  # (per global step)
+
+    assert step(1, 40e-6) == step(1, 0.0)
+    for workers in (2, 3):
+        base, handed = step(workers, 0.0), step(workers, 40e-6)
+        assert base * 1.05 < handed < base + 5 * 40e-6, workers
+    with pytest.raises(ValueError, match="worker_wake_s"):
+        ReplicaProfile(1.0, worker_wake_s=-1.0)

@@ -16,6 +16,7 @@ from hetbed.devices.costmodel import (
     cache_hit,
     profile_key,
 )
+from hetbed.runtime.ops.math import broadcast_like
 from hetbed.simulator.calibrate import profile_ops
 
 PERF = DevicePerf("box", {"float32": 1e11}, memory_bandwidth=1e10, launch_overhead_s=0.0)
@@ -54,7 +55,29 @@ def test_affine_fit_recovers_a_line_and_clamps_to_nonnegative():
     assert affine_fit([(2.0, 0.5)], call_s=1.0) == (0.5, 0.0)  # (at most what it took)
     # one point whose work is below a call's fixed cost: what it took is the op's own fixed cost
     assert affine_fit([(0.5, 68.0)], call_s=4.0) == (67.5, 1.0)
-    assert affine_fit([(0.0, 1.0)]) is None
+    # no point of positive work (a view): the median time is the fixed cost
+    assert affine_fit([(0.0, 1.0), (0.0, 3.0), (0.0, 2.0)]) == (2.0, 1.0)
+    assert affine_fit([]) is None
+
+
+def test_a_family_measured_with_no_work_is_priced_at_its_measured_calls():
+    """A broadcast is a view (its cost moves nothing) yet its call was measured: a shape it
+    never measured takes the family's median call, not the roofline's nothing."""
+    g = hb.Graph()
+    with g.as_default():
+        x = hb.placeholder(hb.float32, [1])
+        outs = {n: broadcast_like(x, hb.zeros([n])) for n in (32, 1024, 4096, 1 << 18)}
+    op = outs[32].op
+    work, table = {}, {}
+    for n, t in ((32, 25e-6), (1024, 11e-6), (4096, 16e-6)):
+        key = profile_key(outs[n].op, [(1,), (n,)])
+        table[key], work[key] = t, (0.0, 0.0)
+    prof = Profiled(table, Roofline(), overhead_s=1e-6, work=work)
+    big = outs[1 << 18].op
+    assert big.type == op.type == "BroadcastLike"
+    got = prof.duration(big, [(1,), (1 << 18,)], [(1 << 18,)], PERF)
+    assert got == pytest.approx(16e-6 + 1e-6)
+    assert (prof.misses, prof.scaled) == (1, 1)
 
 
 def test_unmeasured_shapes_take_the_affine_fit_of_their_family(profiled):

@@ -78,7 +78,9 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     wake_overhead_s                    optional (cpu): CPU time of handing a blocked op (a queue
                                        dequeue, an accumulator take) back to its step's thread
                                        once another step's thread feeds it (a thread hand-off
-                                       within a process)
+                                       within a process); also what a message of one client's
+                                       step pays when it finds its task busy with another's
+                                       (handed the interpreter)
     description                        optional words
 
 dtypes: float64, float32, tensorfloat32, float16, bfloat16, float8, int8.
