@@ -372,6 +372,7 @@ class SimulatedDevice(Device):
         #: (as a sender, as a receiver) CPU seconds per second of a loopback stream between
         #: tasks of one machine (``book_copy``); a Cluster sets them from the task's link
         self.copy_shares = (1.0, 0.0)
+        self.loop_rate = 0.0  # bytes/s its runtime sends itself (SimSession's fed values)
         if kind == "cpu":
             self.host_cores = HostCores(perf.cores or 1, env)
         #: kernels up to this long run on one of the host's cores (``default_cores``)

@@ -64,6 +64,18 @@ def loop_copy_shares(value: Any) -> tuple[float, float]:
     return 1.0, 0.0
 
 
+def loop_rate(value: Any, machine: str | None) -> float:
+    """Bytes/s a task's runtime moves to itself over TCP (a RunGraph request's fed values to
+    its own task: ``SimSession``, the step-level drivers): its NIC's rate when that is a loopback link (a bare
+    (bytes/s, latency) pair: on a machine shared with other tasks), else 0 (unknown)."""
+    if isinstance(value, tuple):
+        return float(value[0]) if machine is not None else 0.0
+    spec = load_link(value) if isinstance(value, str) else value
+    if isinstance(spec, LinkSpec) and spec.kind == "loopback":
+        return float(spec.bandwidth_bytes_per_s)
+    return 0.0
+
+
 def _topology(value: str | HostSpec | None) -> HostSpec | None:
     return load_host(value) if isinstance(value, str) else value
 
@@ -253,6 +265,7 @@ class Cluster:
                     if kind == "cpu":
                         self._task_cpu.setdefault(t.host, dev)
                         dev.copy_shares = loop_copy_shares(t.nic)
+                        dev.loop_rate = loop_rate(t.nic, t.machine)
                         if t.machine is not None and dev.host_cores is not None:
                             dev.host_cores = machines.setdefault(t.machine, dev.host_cores)
                         h.add_memory_device(name)

@@ -18,7 +18,7 @@ from simpy.core import EmptySchedule
 from hetbed.devices.catalog import LinkSpec, load_device, load_link
 
 from .clock import run_until
-from .cluster import loop_copy_shares
+from .cluster import loop_copy_shares, loop_rate
 from .failures import FAILURE_COLUMNS, Failure
 from .faults import WorkerFaults
 from .fluid import PSNetwork
@@ -197,6 +197,7 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
         self.ps_nic = _as_nic(nics[0] if ps_nic is None else ps_nic, f"{self.kind}: ps_nic")
         self.loop_aggregate = _loop_aggregate(nics[0] if ps_nic is None else ps_nic)
         self.copy_shares = loop_copy_shares(nics[0] if ps_nic is None else ps_nic)
+        self.loop_rate = loop_rate(nics[0], "machine" if machine_cores else None)
         self.straggler = combine(
             *(straggler if isinstance(straggler, (list, tuple)) else [straggler])
         )

@@ -56,6 +56,9 @@ class HostCpus:
         # task: send + receive)
         self.req_ps_w = p.worker_step_s + n_ps_active * cw
         self.req_own_w = 2 * cw
+        # ... with the values fed to the step (``_request``): each end's bytes
+        self.feed_bytes = p.feed_bytes
+        self.feed_end_w = cw + bw_ * p.feed_bytes
         # a worker's reads or gradients: per shard of each group, each variable's call and bytes
         self.xfer_w = sum(
             len(self.groups[g]) * (2 * mw * nvars[g] + bw_ * nbytes[g]) for g in active
@@ -192,7 +195,15 @@ class HostCpus:
         once the reads can leave (the worker may still be sending: it receives them after)."""
         env = self.env
         sent = self._w_msg(i, env.now, self.req_ps_w)
-        own = self._w_msg(i, sent, self.req_own_w + self.local_step_w)
+        if self.feed_bytes and self.loop_rate:  # the fed values follow its own task's
+            # request: sent, carried by the loopback (the machine's cores copying them), received
+            out = self._w_msg(i, sent, self.feed_end_w)
+            carried = out + self.feed_bytes / self.loop_rate
+            if self.machine is not None:
+                book_copy(self.machine, out, carried - out, self.copy_shares)
+            own = self._w_msg(i, carried, self.feed_end_w + self.local_step_w)
+        else:
+            own = self._w_msg(i, sent, self.req_own_w + self.local_step_w)
         # each PS task handles the request when it arrives (in turn with what other workers'
         # steps bring it meanwhile), and the local step, sent last, when that arrives
         yield env.timeout(sent + self._to_ps(i) - env.now)

@@ -68,8 +68,12 @@ class ReplicaProfile:
       takes each variable's gradient once the last one is in, and a worker waiting for its
       token is woken by the update's enqueue (each a thread hand-off on the PS, as the
       op-level simulator books a blocked take or dequeue); ``worker_wake_s``: the same on a
-      worker's host. Each is also what a message that finds its task's handler busy with
-      another thread's pays once that thread is done (an interpreter hand-off);
+      worker's host. Each is also what a message of one client's step pays when it finds its
+      task's handler busy with another client's (handed the interpreter once it is free);
+      ``feed_bytes``: the values a worker step is fed (its Session.run's feeds), which its
+      RunGraph request to its own task carries over a loopback NIC (each end's
+      ``worker_message_s_per_byte``, and the loopback carrying them, as the op-level
+      ``SimSession`` books them; another NIC: handed over in the process, free);
       ``ps_cores``: cores of a PS host (its message handling and its kernels share them);
       ``update_inputs``: tensors besides the gradients that the update ops on a PS task take
       from the worker every step (a learning rate, an optimizer's constants: the step's graph
@@ -104,6 +108,7 @@ class ReplicaProfile:
     ps_message_latency_s: float = 0.0
     ps_wake_s: float = 0.0
     worker_wake_s: float = 0.0
+    feed_bytes: float = 0.0
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
     ps_cores: int = 1
@@ -137,6 +142,7 @@ class ReplicaProfile:
             "ps_message_latency_s",
             "ps_wake_s",
             "worker_wake_s",
+            "feed_bytes",
         ):
             _nonneg(what, getattr(self, what))
         for what in ("ps_message_s", "ps_message_s_per_byte"):

@@ -18,7 +18,12 @@ from hetbed.devices.costmodel import (
     perf_from_spec,
     roofline_seconds,
 )
-from hetbed.devices.simulated import ONE_CORE_DISPATCHES, default_cores, measured_cores
+from hetbed.devices.simulated import (
+    ONE_CORE_DISPATCHES,
+    default_cores,
+    measured_cores,
+    value_nbytes,
+)
 
 from .cluster import Cluster
 from .profile import ReplicaProfile
@@ -228,6 +233,7 @@ def profile_from_graph(
         ps_message_latency_s=pperf.message_latency_s,
         ps_wake_s=pperf.wake_s,
         worker_wake_s=wperf.wake_s if wperf is not None else 0.0,
+        feed_bytes=float(sum(value_nbytes(v) for v in feed_values.values())),
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
         ps_cores=int(pperf.cores or 1),

@@ -19,6 +19,8 @@ from hetbed.devices.simulated import (
     SimulatedDevice,
     SimValue,
     SoftwareWork,
+    book_copy,
+    value_nbytes,
 )
 from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.executor import run_step
@@ -168,7 +170,11 @@ class SimSession(BaseSession):
         prep = plan.prepared
         observer = BufferAccounting(prep, prep.extensions["sim"])
         conductor = self._conductor()
-        calls = self._run_graph_requests(prep.extensions["tasks"], gate=conductor is None)
+        fed = {
+            t: sum(value_nbytes(vals[s]) for s in slots)
+            for t, slots in prep.extensions["fed_to"].items()
+        }
+        calls = self._run_graph_requests(prep.extensions["tasks"], gate=conductor is None, fed=fed)
         clock = self.cluster.env
         if conductor is not None:  # one of several clients: its step starts once its calls
             clock = conductor.clock()  # have arrived (its own task's last), on its own clock
@@ -194,7 +200,9 @@ class SimSession(BaseSession):
         c = getattr(self.cluster, "conductor", None)
         return c if c is not None and c.client() is not None else None
 
-    def _run_graph_requests(self, tasks: list[str], gate: bool = True) -> list[tuple]:
+    def _run_graph_requests(
+        self, tasks: list[str], gate: bool = True, fed: dict[str, int] | None = None
+    ) -> list[tuple]:
         """The step's RunGraph calls, as in the real runtime: each client spends its host's
         ``step_s`` (the catalog's ``step_overhead_s``: Session.run's own work), then calls
         RunGraph on every task of the step that is not a client, then on its own task; a
@@ -202,7 +210,9 @@ class SimSession(BaseSession):
         sent by the client's CPU and received by the task's (``DevicePerf.control_s`` each,
         handled in time order on their hosts' cores) after the route's latency, and the task's
         devices start the step only then (``gate``; a concurrent client's step waits for its
-        calls instead, ``_execute``). Returns the calls for ``_run_graph_replies``."""
+        calls instead, ``_execute``). A request carries the values fed to its task (``fed``:
+        task -> bytes), as the runtime streams them after it (``_feed_cost``). Returns the
+        calls for ``_run_graph_replies``."""
         clients = self.clients
         if not clients:
             return []
@@ -228,11 +238,17 @@ class SimSession(BaseSession):
                     work_c = SoftwareWork(c, "Session.run")
                     begin = master.occupy(now, master.perf_spec.step_s, work_c, self)
                     heapq.heappush(heap, (begin, len(heap), "send", master, targets))
-            self._calls(heap, work, calls, started if gate else None, defer=not gate)
+            self._calls(heap, work, calls, started if gate else None, not gate, fed or {})
         return calls
 
     def _calls(
-        self, heap: list[tuple], work: Any, calls: list[tuple], started: set, defer: bool = False
+        self,
+        heap: list[tuple],
+        work: Any,
+        calls: list[tuple],
+        started: set,
+        defer: bool = False,
+        fed: dict[str, int] | None = None,
     ) -> None:
         """The RunGraph requests of ``heap``'s clients, in time order (``_run_graph_requests``);
         appends each call to ``calls``, and each task whose devices it starts to ``started``.
@@ -244,29 +260,40 @@ class SimSession(BaseSession):
             seq += 1
             if kind == "send":  # the client sends its next request
                 (task, cpu), rest = x[0], x[1:]
-                sent = master.occupy(t, master.perf_spec.control_s, work, self)
+                nbytes = fed.get(task, 0) if fed else 0
+                if master is cpu and not getattr(cpu, "loop_rate", 0.0):
+                    nbytes = 0  # (its own runtime's stream to itself unknown: handed over)
+                end_s = master.perf_spec.control_s + nbytes * master.perf_spec.message_s_per_byte
+                sent = master.occupy(t, end_s, work, self)
                 lat = self._latency(master, cpu)
-                heapq.heappush(heap, (sent + lat, seq, "recv", master, (task, cpu, lat)))
+                if nbytes:
+                    sent = self._feed_cost(master, cpu, sent, nbytes)
+                heapq.heappush(heap, (sent + lat, seq, "recv", master, (task, cpu, lat, nbytes)))
                 if rest:
                     heapq.heappush(heap, (sent, seq + 0.5, "send", master, rest))
             else:  # the task receives it: its devices may start (on the first client's call)
-                task, cpu, lat = x
+                task, cpu, lat, nbytes = x
                 devices = self.cluster.task_devices(task)
                 calls.append((master, cpu, lat, devices))
                 if defer:
-                    self._later(t, partial(self._call_arrived, master, task, cpu, work))
+                    arrived = partial(self._call_arrived, master, task, cpu, work, -1.0, nbytes)
+                    self._later(t, arrived)
                     continue
-                got = self._call_arrived(master, task, cpu, work, t)
+                got = self._call_arrived(master, task, cpu, work, t, nbytes)
                 if started is not None and task not in started:
                     started.add(task)
                     for d in devices:
                         if d.busy_until < got:
                             d.busy_until = got
 
-    def _call_arrived(self, master: Any, task: str, cpu: Any, work: Any, t: float = -1.0) -> float:
+    def _call_arrived(
+        self, master: Any, task: str, cpu: Any, work: Any, t: float = -1.0, nbytes: int = 0
+    ) -> float:
         """Task ``task`` handles ``master``'s RunGraph request, arrived at ``t`` (default:
-        now); returns when it has."""
-        got = cpu.occupy(self.cluster.env.now if t < 0 else t, cpu.perf_spec.control_s, work, self)
+        now), and the ``nbytes`` fed to it; returns when it has."""
+        perf = cpu.perf_spec
+        at = self.cluster.env.now if t < 0 else t
+        got = cpu.occupy(at, perf.control_s + nbytes * perf.message_s_per_byte, work, self)
         key = (task, _task(master.name))  # (a process's first call counts)
         if got < self._called.get(key, math.inf):
             self._called[key] = got
@@ -354,6 +381,26 @@ class SimSession(BaseSession):
             done = max(done, ends.get(d, 0.0))
         return done
 
+    def _feed_cost(self, master: Any, cpu: Any, sent: float, nbytes: int) -> float:
+        """When the last of ``nbytes`` fed values that ``master`` streams after a RunGraph
+        request sent at ``sent`` have left for ``cpu``'s task: the route's slowest link carries
+        them (to its own task too, where its NIC is a loopback link, ``loop_rate``: hetbed's
+        runtime streams them to itself over TCP; without one they are handed over in the
+        process, free, as TensorFlow's local worker takes them), and between tasks of one
+        machine its cores copy them at both ends meanwhile (``copy_shares``, as a RecvTensor's
+        bytes)."""
+        route = self.cluster.route(master.name, cpu.name)
+        rate = min((link.bandwidth_bytes_per_s for link in route), default=0.0)
+        if not rate and master is cpu:
+            rate = getattr(cpu, "loop_rate", 0.0)
+        if not rate:
+            return sent
+        seconds = nbytes / rate
+        hc = master.host_cores
+        if hc is not None and hc is cpu.host_cores:
+            book_copy(hc, sent, seconds, (master.copy_shares[0], cpu.copy_shares[1]))
+        return sent + seconds
+
     def _latency(self, master: Any, cpu: Any) -> float:
         """A request's delay from ``master``'s host to ``cpu``'s: the route's links and, in
         another process, the receiving runtime's hand-over."""
@@ -378,10 +425,17 @@ class SimSession(BaseSession):
                     n.device.persistent_bytes += shape.num_elements() * n.op.outputs[0].dtype.size
         plan.prepared.extensions["sim"] = charges  # (read by ``_execute``)
         tasks: dict[str, None] = {}
+        fed_to: dict[str, set[int]] = {}  # task -> the feed slots its part of the step takes
+        slots = plan.prepared.feed_slots
         for n in plan.prepared.nodes:
             if n.device is not None:
-                tasks.setdefault(_task(n.device.name))
+                task = _task(n.device.name)
+                tasks.setdefault(task)
+                for t in n.op.inputs:
+                    if t in slots:
+                        fed_to.setdefault(task, set()).add(slots[t])
         plan.prepared.extensions["tasks"] = list(tasks)
+        plan.prepared.extensions["fed_to"] = {t: sorted(v) for t, v in fed_to.items()}
         return plan
 
     def _record_concurrent(self, devices: list, span: float, start: float) -> None:

@@ -3,8 +3,10 @@ task."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import hetbed as hb
-from hetbed.simulator import Cluster, SimSession, sim_value
+from hetbed.simulator import Cluster, SimSession
 
 
 def read_step(perf, nbytes, nic, machine=None, steps=1):
@@ -15,12 +17,11 @@ def read_step(perf, nbytes, nic, machine=None, steps=1):
     c.add_task("worker", 0, cpu=perf, nic=nic, machine=machine)
     n = nbytes // 4
     with hb.Graph().as_default():
-        with hb.device("/job:ps/task:0/device:cpu:0"):
-            x = hb.placeholder(hb.float32, [n])
-            a = hb.identity(x)
+        with hb.device("/job:ps/task:0/device:cpu:0"):  # (a constant: a value fed to the PS
+            a = hb.identity(hb.constant(np.zeros(n, np.float32)))  # would travel there first)
         with hb.device("/job:worker/task:0/device:cpu:0"):
             b = hb.identity(a)
         s = SimSession(c)
         for _ in range(steps):
-            s.run(b, {x: sim_value([n])})
+            s.run(b)
     return c, s.last_record

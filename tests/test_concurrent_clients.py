@@ -339,3 +339,34 @@ def test_concurrent_clients_of_one_process_pay_hand_offs_a_lone_client_does_not(
     assert with_h[1] == pytest.approx(without[1], rel=1e-12)
     assert without[2] < 0.7 * without[1]
     assert 0.8 * with_h[1] < with_h[2] < with_h[1]
+
+
+def test_a_value_fed_to_a_task_travels_with_its_run_graph_request():
+    """A RunGraph request carries the values fed to its task, streamed after it as the runtime
+    does (its own task's too, over TCP): each end pays ``message_s_per_byte`` for them and the
+    link carries them, so a step fed n bytes more takes n x (2 x per byte + 1 / rate) more
+    (the own task over its loopback link; a remote task over the route's slowest link)."""
+    from hetbed.devices.costmodel import DevicePerf
+
+    perf = DevicePerf("host", {"float32": 1e12}, memory_bandwidth=100e9, memory_bytes=1e10,
+                      launch_overhead_s=1e-6, cores=4, message_s=20e-6,
+                      control_message_s=10e-6, message_s_per_byte=1e-10)  # fmt: skip
+    rate = 2e9
+
+    def step(n: int, where: str) -> float:
+        c = Cluster()
+        for job in ("ps", "worker"):
+            c.add_task(job, 0, cpu=perf, nic=(rate, 5e-6), machine="m")
+        g = hb.Graph()
+        with g.as_default(), hb.device(_task(where, 0)):
+            x = hb.placeholder(hb.float32, [None])
+            y = hb.shape(x)
+        with SimSession(c, graph=g, client=_task("worker", 0)) as s:
+            for _ in range(2):  # (the first step also plans)
+                s.run(y, {x: np.ones(n // 4, np.float32)})
+            return s.last_record.step_time_s
+
+    n = 8 << 20
+    for where in ("worker", "ps"):
+        grown = step(n + 4, where) - step(4, where)
+        assert grown == pytest.approx(n * (2 * 1e-10 + 1 / rate), rel=1e-6), where

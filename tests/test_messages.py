@@ -208,12 +208,12 @@ def _read_step_with_queue_runner(perf):
     w, ps = "/job:worker/replica:0/task:0", "/job:ps/replica:0/task:0"
     with hb.Graph().as_default():
         with hb.device("/job:ps/task:0/device:cpu:0"):
-            a = hb.identity(hb.placeholder(hb.float32, [1000]))
+            a = hb.identity(hb.constant(np.zeros(1000, np.float32)))  # (nothing fed)
         with hb.device("/job:worker/task:0/device:cpu:0"):
             b = hb.identity(a)
         s = SimSession(c, client=[w, (w, [ps])])
         for _ in range(2):
-            s.run(b, {a.op.inputs[0]: sim_value([1000])})
+            s.run(b)
     return s.last_record
 
 
@@ -817,3 +817,38 @@ def test_step_level_workers_stepping_at_once_pay_hand_offs_on_the_ps():
         assert base * 1.05 < handed < base + 5 * 40e-6, workers
     with pytest.raises(ValueError, match="worker_wake_s"):
         ReplicaProfile(1.0, worker_wake_s=-1.0)
+
+
+def test_step_level_fed_values_travel_with_the_workers_own_request():
+    """``ReplicaProfile.feed_bytes`` (``profile_from_graph``: what the step is fed): the
+    worker's RunGraph request to its own task carries them, each end paying
+    ``worker_message_s_per_byte`` and the loopback carrying them, as the op-level SimSession
+    books them: n bytes more make a step about n x (2 x per byte + 1 / rate) longer (here
+    within 3%: the request's two ends no longer booked at once let the pull's reply in
+    between), with SyncPS and AsyncPS alike; without message costs nothing changes."""
+    n, rate, per_byte = 8 << 20, 2e9, 1e-10
+
+    def step(fed: float, driver: type, msg: bool = True) -> float:
+        costs = dict(ps_message_s=40e-6, worker_message_s=40e-6, ps_control_message_s=30e-6,
+                     worker_control_message_s=30e-6, worker_message_s_per_byte=per_byte,
+                     ps_message_s_per_byte=per_byte) if msg else {}  # fmt: skip
+        prof = ReplicaProfile(2e-4, dense={"w": (4, 0)}, apply_s=5e-6, feed_bytes=fed, **costs)
+        r = driver(prof, 1, n_ps=1, nic=(rate, 5e-6), machine_cores=4).run(20)
+        return r.sim_time_s / 20
+
+    for driver in (SyncPS, AsyncPS):
+        grown = step(n, driver) - step(0, driver)
+        assert grown == pytest.approx(n * (2 * per_byte + 1 / rate), rel=0.03), driver
+        assert step(n, driver, False) == step(0, driver, False)
+    from hetbed.simulator.profiling import profile_from_graph
+
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None, 256])
+        w = hb.Variable(np.ones((256, 4), np.float32))
+        train = hb.train.GradientDescentOptimizer(0.1).minimize(hb.reduce_sum(hb.matmul(x, w)))
+        prof = profile_from_graph(
+            train, {x: sim_value([64, 256])}, worker="xeon_e5_2680v3_2s", ps="xeon_e5_2630v3_ps"
+        )
+    assert prof.feed_bytes == 64 * 256 * 4
+    with pytest.raises(ValueError, match="feed_bytes"):
+        ReplicaProfile(1.0, feed_bytes=-1.0)

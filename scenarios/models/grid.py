@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 import hetbed as hb
-from hetbed.simulator import Cluster, SimSession, sim_value
+from hetbed.simulator import Cluster, SimSession
 from hetbed.simulator.profiling import profile_from_graph
 from hetbed.simulator.training import AsyncPS, SyncPS
 
@@ -64,6 +64,12 @@ def _input_shape(model: str) -> list[int]:
         return [SPARSE[model][2], SPARSE[model][1]]
     elements = MODELS[model][0]
     return [1024] if elements == 0 else [elements]
+
+
+def _input(model: str) -> object:
+    """One replica's input, a constant as the real program's (``main``): no value is fed, so
+    no step carries one to its task."""
+    return hb.constant(np.ones(_input_shape(model), np.float32))
 
 
 def loss(model: str, x: object, n_ps: int, device: object = None, ids_seed: int = 0) -> object:
@@ -143,17 +149,16 @@ def op_level_record(
         return f"/job:ps/task:{k % n_ps}/device:cpu:0"
 
     with hb.Graph().as_default():
-        feeds, grads, local = {}, [], []
+        grads, local = [], []
         with hb.device(on_ps(0)):
             global_step = hb.Variable(np.int64(0), name="global_step", trainable=False)
         for t in range(workers):
             with hb.device(f"/job:worker/task:{t}/device:cpu:0"):
-                x = hb.placeholder(hb.float32, _input_shape(model))
+                x = _input(model)
                 with hb.variable_scope("model", reuse=t > 0):
                     replica_loss = loss(model, x, n_ps, on_ps, ids_seed=t)
                 variables = hb.trainable_variables()
                 grads.append(hb.gradients(replica_loss, variables))
-                feeds[x] = sim_value(_input_shape(model))
                 local.append(hb.Variable(np.int64(0), name=f"local_step{t}", trainable=False))
         targets, pushes, on_first = [], [[] for _ in range(workers)], []
         for k in range(nv):
@@ -186,7 +191,7 @@ def op_level_record(
         # and the chief's queue runner, a session of its own calling the PS tasks every step
         sess = SimSession(c, client=[*workers_, (workers_[0], ps_tasks)])
         sess.run(hb.global_variables_initializer())
-        sess.run(targets, feeds)  # targets: no op gathers them on one task
+        sess.run(targets)  # targets: no op gathers them on one task
         return sess.last_record
 
 
@@ -245,7 +250,7 @@ def op_level_clients(
             )
             with hb.device(setter):
                 step = hb.train.get_or_create_global_step()
-                x = hb.placeholder(hb.float32, _input_shape(model))
+                x = _input(model)
                 with hb.variable_scope("model"):
                     replica_loss = loss(model, x, n_ps, ids_seed=i)
                 opt = hb.train.GradientDescentOptimizer(LEARNING_RATE)
@@ -254,8 +259,6 @@ def op_level_clients(
                         opt, workers if aggregate is None else aggregate, total_num_replicas=workers
                     )
                 train = opt.minimize(replica_loss, global_step=step)
-            shape = _input_shape(model)
-            feeds = {x: np.ones(shape, np.float32) if hybrid else sim_value(shape)}
             sess = SimSession(c, graph=g, client=tasks[i], shared_resources=True)
             sessions.append(sess)
             if i == 0:  # the chief initializes the variables, the accumulators, the tokens
@@ -273,13 +276,13 @@ def op_level_clients(
             elif sync:
                 sess.run(opt.local_step_init_op)
 
-        def work(sess=sess, train=train, feeds=feeds, i=i, end=end if i == 0 else None) -> None:
+        def work(sess=sess, train=train, i=i, end=end if i == 0 else None) -> None:
             if i:  # the other workers step until the chief is done
                 while not done:
-                    sess.run(train, feeds)
+                    sess.run(train)
                 return
             for _ in range(steps):
-                sess.run(train, feeds)
+                sess.run(train)
             done.append(True)
             if end:  # tokens for the workers still waiting, then the queue runner stopped:
                 sess.run(end[0])  # its take cancelled, again until it has seen that the
@@ -386,14 +389,13 @@ def step_level_step(
     if first and mode != "sync":
         raise ValueError(f"first: a synchronous run's first step only, not mode {mode!r}")
     with hb.Graph().as_default():
-        x = hb.placeholder(hb.float32, _input_shape(model))
+        x = _input(model)
         with hb.variable_scope("model"):
             replica_loss = loss(model, x, n_ps)
         train = hb.train.GradientDescentOptimizer(LEARNING_RATE).minimize(replica_loss)
-        feeds = {x: sim_value(_input_shape(model))}
         prof = profile_from_graph(
             train,
-            feeds,
+            {},
             worker=worker,
             ps=ps,
             ps_tasks=n_ps,
