@@ -39,7 +39,7 @@ from hetbed.runtime.session import ConfigProto, Session
 from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
-from .handoffs import CLIENTS, measure_clients, simulate_clients
+from .handoffs import CLIENTS, measure_clients, measure_fed, simulate_clients, simulate_fed
 from .handoffs import STEP as HANDOFF_STEP
 from .machine import (  # noqa: F401  (re-exported: callers import them from here)
     NOISY_LOAD_CORES,
@@ -431,6 +431,15 @@ def calibrate(
             f"{got[k] * 1e6:.0f} us a step, simulated {sim[k] * 1e6:.0f} us "
             f"({sim[k] / got[k] - 1:+.0%})"
         )
+    progress("checking a step fed values against one fed almost nothing ...")
+    got = measure_fed()
+    sim = simulate_fed(perf, (rate.median, lat.median))
+    small, big = min(got), max(got)
+    progress(
+        f"    check, a step fed {big / 2**20:.0f} MiB against one fed {small / 2**10:.0f} KiB "
+        f"(its own task): measured {(got[big] - got[small]) * 1e6:+.0f} us, simulated "
+        f"{(sim[big] - sim[small]) * 1e6:+.0f} us"
+    )
     write_machine_toml(perf, os.path.join(out_dir, "this_machine.toml"))
     ms += [rate, lat, *costs, *shared, woken]
     progress(f"profiling the ops of {', '.join(builders)} (twice, each op's faster pass) ...")

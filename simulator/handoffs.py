@@ -1,5 +1,6 @@
-"""Clients of one process stepping at once, measured and simulated: ``hetbed calibrate``'s check
-of the interpreter hand-off (``SimulatedDevice.occupy``), which no fit of its sees.
+"""Two of ``hetbed calibrate``'s checks, measured and simulated, which no fit of its sees:
+clients of one process stepping at once (the interpreter hand-off, ``SimulatedDevice.occupy``),
+and values fed to a step (they travel with its RunGraph request, ``SimSession``).
 
 The runtime handles each message on a thread of its own, and a process runs one thread at a
 time (its interpreter lock): a second client thread in the worker's process adds no throughput
@@ -116,4 +117,78 @@ def simulate_clients(
         t0 = c.env.now
         run_clients(c, programs)
         out[k] = (c.env.now - t0) / (k * steps)
+    return out
+
+
+# ---- values fed to a step: they travel with its RunGraph request -------------------------------
+
+#: bytes fed to the steps of ``measure_fed``: a small feed, and a large one
+FED = (4 << 10, 8 << 20)
+
+
+def measure_fed(sizes: tuple[int, ...] = FED, steps: int = 40) -> dict[int, float]:
+    """Seconds per step of a worker task's client stepping on its own task (a server here, the
+    default protocol) with n bytes fed each step to a ``shape`` op: n -> the median over
+    ``ROUNDS`` rounds (each over every size in turn) of the steps' median. The fed values
+    travel over the runtime's data channel to the task, a TCP connection even to itself."""
+    import socket
+
+    import numpy as np
+
+    import hetbed as hb
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        port = sk.getsockname()[1]
+    server = hb.train.Server(hb.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]}), "worker", 0)
+    runs = []
+    try:
+        for n in sizes:
+            g = hb.Graph()
+            with g.as_default(), hb.device("/job:worker/task:0"):
+                x = hb.placeholder(hb.float32, [None])
+                y = hb.shape(x)
+            sess = hb.Session(server.target, graph=g)
+            feed = {x: np.ones(n // 4, np.float32)}
+            for _ in range(5):
+                sess.run(y, feed)
+            runs.append((n, sess, y, feed))
+        per: dict[int, list[float]] = {n: [] for n in sizes}
+        for _ in range(ROUNDS):
+            for n, sess, y, feed in runs:
+                ts = []
+                for _ in range(steps):
+                    t = time.perf_counter()
+                    sess.run(y, feed)
+                    ts.append(time.perf_counter() - t)
+                per[n].append(statistics.median(ts))
+    finally:
+        for _, sess, _, _ in runs:
+            sess.close()
+        server.stop()
+    return {n: statistics.median(v) for n, v in per.items()}
+
+
+def simulate_fed(perf: Any, link: tuple, sizes: tuple[int, ...] = FED) -> dict[int, float]:
+    """``measure_fed`` simulated: the worker task on one machine of ``perf`` with a PS task
+    (idle: two tasks, so that the client calls its task as the runtime does), joined by
+    ``link`` (bytes/s, latency s): n -> the simulated step."""
+    import numpy as np
+
+    import hetbed as hb
+    from hetbed.simulator import Cluster, SimSession
+
+    out = {}
+    for n in sizes:
+        c = Cluster()
+        for job in ("ps", "worker"):
+            c.add_task(job, 0, cpu=perf, nic=link, machine="this machine")
+        g = hb.Graph()
+        with g.as_default(), hb.device("/job:worker/task:0"):
+            x = hb.placeholder(hb.float32, [None])
+            y = hb.shape(x)
+        with SimSession(c, graph=g, client="/job:worker/replica:0/task:0") as sess:
+            for _ in range(2):  # (the first step also plans)
+                sess.run(y, {x: np.ones(n // 4, np.float32)})
+            out[n] = sess.last_record.step_time_s
     return out

@@ -104,6 +104,18 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     assert re.search(
         r"check, 8 clients and the PS: CPU per step [+-]\d+% over 1, the fit \+\d+%", cap.err
     )
+    # (the checks no fit sees: client threads of one process at once, a step's fed values)
+    for k in (1, 2, 3):
+        assert re.search(
+            rf"check, {k} client thread\(s\) at once, 1 scalar read and sent back step: "
+            r"measured \d+ us a step, simulated \d+ us \([+-]\d+%\)",
+            cap.err,
+        )
+    assert re.search(
+        r"check, a step fed 8 MiB against one fed 4 KiB \(its own task\): measured [+-]\d+ us, "
+        r"simulated \+\d+ us",
+        cap.err,
+    )
     names = [m["name"] for m in doc["measurements"]]
     assert names[-13:] == [
         "loopback TCP rate",
