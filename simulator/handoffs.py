@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from .messages import _PS_TASK, MESSAGE_STEPS, _message_graph
+from .messages import MESSAGE_STEPS, _message_graph, free_port, peer_session, start_ps_peer
 
 #: the micro-step the clients run (a training step's pattern: read, compute, send back)
 STEP = "1 scalar read and sent back"
@@ -28,20 +28,9 @@ def measure_clients(clients: tuple[int, ...] = CLIENTS, steps: int = 150) -> dic
     """Seconds per step of ``STEP`` with k client threads of this process at once (each its
     own session, ``steps`` steps each), a worker task here and a PS task in a child process:
     k -> the median over ``ROUNDS`` rounds (each over every k in turn) of wall / (k x steps)."""
-    import socket
-    import subprocess
-    import sys
-
     import hetbed as hb
-    from hetbed.devices.errors import UnavailableError
 
-    def free_port() -> int:
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            return sk.getsockname()[1]
-
-    spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
-    peer = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
+    spec, peer = start_ps_peer()
     server = None
     sessions: list[tuple[Any, Any]] = []
     try:
@@ -49,16 +38,7 @@ def measure_clients(clients: tuple[int, ...] = CLIENTS, steps: int = 150) -> dic
         deadline = time.monotonic() + 60
         for _ in range(max(clients)):
             g, fetch, init = _message_graph(hb, *MESSAGE_STEPS[STEP])
-            while True:  # the PS process needs a moment to start serving
-                try:
-                    sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
-                    break
-                except UnavailableError:
-                    if time.monotonic() > deadline or peer.poll() is not None:
-                        raise RuntimeError(
-                            "the PS task process of the hand-off check did not start"
-                        ) from None
-                    time.sleep(0.2)
+            sess = peer_session(hb, server, g, peer, deadline, "the hand-off check")
             sessions.append((sess, fetch))
             sess.run(init)
             for _ in range(10):
@@ -131,16 +111,12 @@ def measure_fed(sizes: tuple[int, ...] = FED, steps: int = 40) -> dict[int, floa
     default protocol) with n bytes fed each step to a ``shape`` op: n -> the median over
     ``ROUNDS`` rounds (each over every size in turn) of the steps' median. The fed values
     travel over the runtime's data channel to the task, a TCP connection even to itself."""
-    import socket
-
     import numpy as np
 
     import hetbed as hb
 
-    with socket.socket() as sk:
-        sk.bind(("127.0.0.1", 0))
-        port = sk.getsockname()[1]
-    server = hb.train.Server(hb.train.ClusterSpec({"worker": [f"127.0.0.1:{port}"]}), "worker", 0)
+    spec = {"worker": [f"127.0.0.1:{free_port()}"]}
+    server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
     runs = []
     try:
         for n in sizes:

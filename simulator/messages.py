@@ -381,17 +381,7 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
     ``MEASURE_ROUNDS`` rounds over all of them (every session open from the start), so that a
     drift of the machine's speed over the measurement falls on every micro-step alike instead
     of on the ones measured last; the fit uses their differences."""
-    import socket
-    import subprocess
-    import sys
-
-    def free_port() -> int:
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            return sk.getsockname()[1]
-
-    spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
-    peer = subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
+    spec, peer = start_ps_peer()
     server = None
     sessions: dict[str, tuple[Any, Any]] = {}
     try:
@@ -399,16 +389,7 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
         deadline = time.monotonic() + 60
         for name, (k, n, send) in MESSAGE_STEPS.items():
             g, fetch, init = _message_graph(hb, k, n, send)
-            while True:  # the PS process needs a moment to start serving
-                try:
-                    sess = hb.Session(server.target, graph=g, connect_timeout_s=1.0)
-                    break
-                except UnavailableError:  # not up yet
-                    if time.monotonic() > deadline or peer.poll() is not None:
-                        raise RuntimeError(
-                            "the PS task process of the message calibration did not start"
-                        ) from None
-                    time.sleep(0.2)
+            sess = peer_session(hb, server, g, peer, deadline, "the message calibration")
             sessions[name] = (sess, fetch)
             sess.run(init)
             for _ in range(10):
@@ -433,6 +414,38 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
         if server is not None:
             server.stop()
     return got, cpu
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free now."""
+    import socket
+
+    with socket.socket() as sk:
+        sk.bind(("127.0.0.1", 0))
+        return sk.getsockname()[1]
+
+
+def start_ps_peer() -> tuple[dict, Any]:
+    """A cluster spec of a PS task and a worker task on free local ports, and the PS task's
+    server started in a child process (``_PS_TASK``; the caller kills it)."""
+    import subprocess
+    import sys
+
+    spec = {"ps": [f"127.0.0.1:{free_port()}"], "worker": [f"127.0.0.1:{free_port()}"]}
+    return spec, subprocess.Popen([sys.executable, "-c", _PS_TASK.format(spec=spec)])
+
+
+def peer_session(hb: Any, server: Any, graph: Any, peer: Any, deadline: float, what: str) -> Any:
+    """A session of ``graph`` on ``server`` once the PS task process ``peer`` serves (it needs a
+    moment to start); RuntimeError naming ``what`` if it has not by ``deadline`` (monotonic)
+    or has exited."""
+    while True:
+        try:
+            return hb.Session(server.target, graph=graph, connect_timeout_s=1.0)
+        except UnavailableError:  # not up yet
+            if time.monotonic() > deadline or peer.poll() is not None:
+                raise RuntimeError(f"the PS task process of {what} did not start") from None
+            time.sleep(0.2)
 
 
 def _turns(names: list[str], steps: int, rounds: int) -> list[tuple[str, int]]:
@@ -625,14 +638,8 @@ def message_contention(
     per repetition}. Each step reads a scalar from the PS and adds it back there (two RPCs and a
     RunGraph call per side); the processes are started once, and each measurement runs the
     first ``n`` of them for ``seconds``. Runs no training step."""
-    import socket
     import subprocess
     import sys
-
-    def free_port() -> int:
-        with socket.socket() as sk:
-            sk.bind(("127.0.0.1", 0))
-            return sk.getsockname()[1]
 
     most = max(clients)
     spec = {
