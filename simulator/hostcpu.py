@@ -144,7 +144,9 @@ class HostCpus:
         token it serves); returns when the last is done. Shards on hosts of their own are
         alike, so one stands for all (the first, the longest); on one machine
         (``machine_cores``) every shard's handler takes its cores, after its own earlier
-        messages."""
+        messages. Of ``k`` messages booked at once (a request and the reads it serves), each
+        pays the interpreter hand-off when they find the handler busy with another step's
+        (``_handoff``)."""
         hc = self.ps_cpu[g]
         owners, handoff = self.lane_owner, self.ps_handoff
         if self.machine is not None:  # each shard's handler on the machine's cores
