@@ -226,11 +226,14 @@ def _drift() -> float:
 def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
     """Where a step's time goes, op by op: the real run's chief traces its steps from the half
     of the run on (``RunOptions(trace_level=FULL_TRACE)`` on its distributed session: every
-    op of its partitions on every task, ``grid.TRACE_ENV``) and each op's median duration is
-    printed beside the op-level simulator's median for the same op of the same task (the
-    simulated program's every client and step). A Send or Recv has no simulated twin (the
-    simulators book its work as the RecvTensor call's), and a real Recv's time is mostly its
-    wait. A diagnostic: no target."""
+    op of its partitions on every task, ``grid.TRACE_ENV``); each op's median duration, start
+    and end (from its step's first op: ``grid.step_timings``) is printed beside the op-level
+    simulator's for the same op of the same task in the chief's steps (after its first two),
+    in the order the real step starts them. The gaps between an op's start in one column and
+    the other show which edge of the step (a read, a gradient, the token) takes longer where.
+    A Send or Recv has no simulated twin (the simulators book its work as the RecvTensor
+    call's), and a real Recv's time is mostly its wait; the tracer's own cost (a few us an op)
+    is in the real columns. A diagnostic: no target."""
     out = io.StringIO()
     os.environ[grid.TRACE_ENV] = "1"
     try:
@@ -240,28 +243,39 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
     real = {}
     for line in out.getvalue().splitlines():
         parts = line.split(" ")
-        if len(parts) == 6 and parts[:2] == ["[worker:0]", "trace"]:
-            real[(parts[2], parts[3], parts[4])] = float(parts[5])
-    made: list = []
+        if len(parts) == 8 and parts[:2] == ["[worker:0]", "trace"]:
+            real[(parts[2], parts[3], parts[4])] = tuple(float(x) for x in parts[5:])
+    chief: list = []
     grid.op_level_prediction(
-        mode, model, workers, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, cluster_out=made
+        mode, model, workers, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, sessions_out=chief
     )
-    sim = grid.op_medians(grid.simulated_op_rows(made[0]))
+    steps = grid.training_steps(chief[0])[2:]  # (after its first two)
+    sim = grid.step_timings(steps)
     title = f"cluster_fidelity --trace: {mode} {model} W={workers} {n_ps} PS, median us per op"
     print(f"\n{title}\n{'-' * len(title)}")
-    print(f"{'task':10s} {'op type':28s} {'real':>9s} {'op-level':>9s}   op")
+    print(
+        f"{'task':10s} {'op type':26s} {'real':>7s} {'op-level':>8s} {'real start-end':>15s} "
+        f"{'op-level start-end':>19s}   op"
+    )
     total = {"real": 0.0, "sim": 0.0}
-    for key in sorted(real, key=lambda k: -real[k]):
+    for key in sorted(real, key=lambda k: real[k][1]):
         task, kind, name = key
-        s_ = sim.get(key)
+        r, s_ = real[key], sim.get(key)
         if s_ is not None and kind not in ("_Send", "_Recv"):
-            total["real"] += real[key]
-            total["sim"] += s_
-        s_txt = f"{s_ * 1e6:9.1f}" if s_ is not None else f"{'-':>9s}"
-        print(f"{task:10s} {kind:28s} {real[key] * 1e6:9.1f} {s_txt}   {name}")
+            total["real"] += r[0]
+            total["sim"] += s_[0]
+        span = f"{r[1] * 1e6:7.0f}-{r[2] * 1e6:<7.0f}"
+        if s_ is None:
+            s_txt = f"{'-':>8s} {'-':>19s}"
+        else:
+            s_txt = f"{s_[0] * 1e6:8.1f} {s_[1] * 1e6:11.0f}-{s_[2] * 1e6:<7.0f}"
+        print(
+            f"{task:10s} {kind:26s} {r[0] * 1e6:7.1f} {s_txt[:8]} {span:>15s} {s_txt[9:]}   {name}"
+        )
     print(
         f"(the ops with both, less Send and Recv: real {total['real'] * 1e6:.0f} us, op-level "
-        f"{total['sim'] * 1e6:.0f} us a step; {OP_COSTS_NOTE})"
+        f"{total['sim'] * 1e6:.0f} us a step; starts and ends in us from the step's first op; "
+        f"{OP_COSTS_NOTE})"
     )
 
 

@@ -86,18 +86,29 @@ def test_the_op_level_program_is_the_clusters():
 
 
 def test_the_op_level_programs_ops_by_task():
-    """``cluster_out`` hands back the simulated cluster: its devices' records give each op's
-    median by task (``op_medians``), what ``cluster_fidelity --trace`` sets beside a real run's
-    traced ops; the worker computes the loss, the PS task applies the averaged gradient."""
-    made: list = []
-    grid.op_level_clients("scalar", 1, 1, "eth_10g", WORKER, PS, steps=4, cluster_out=made)
-    med = grid.op_medians(grid.simulated_op_rows(made[0]))
-    assert med[("worker:0", "Square", "model/Square")] > 0
-    apply = "GradientDescent/update_model/v0/ApplyGradientDescent"
-    assert med[("ps:0", "ApplyGradientDescent", apply)] > 0
-    assert grid.op_medians([("/job:ps/replica:0/task:3/device:cpu:0", "Add", "a", 1.0),
-                            ("/job:ps/task:3", "Add", "a", 3.0),
-                            ("/job:ps/task:3", "Add", "a", 8.0)]) == {("ps:3", "Add", "a"): 3.0}  # fmt: skip
+    """``sessions_out`` hands back the chief's simulated session: its steps' records give each
+    op's median duration, start and end by task (``step_timings``), what ``cluster_fidelity
+    --trace`` sets beside a real run's traced ops; the worker computes the loss, then the PS
+    task applies its gradient."""
+    chief: list = []
+    grid.op_level_clients("scalar", 1, 1, "eth_10g", WORKER, PS, steps=4, sessions_out=chief)
+    steps = grid.training_steps(chief[0])
+    assert len(steps) == 4
+    t = grid.step_timings(steps[1:])
+    square = t[("worker:0", "Square", "model/Square")]
+    apply = t[("ps:0", "AccumulatorApplyGradient", "sync_replicas/AccumulatorApplyGradient")]
+    assert square[0] > 0 and square[2] == pytest.approx(square[1] + square[0])
+    assert apply[1] > square[2]  # (the gradient goes to the PS once computed)
+    # the medians of each op's first run in each step, from that step's first op (a
+    # message is not an op: the first step starts at its Add, its message before), on task 3
+    # of job ps
+    rows = [[("/job:ps/replica:0/task:3/device:cpu:0", "RunGraph", "RunGraph", 0.0, 1.0),
+             ("/job:ps/task:3", "Add", "a", 2.0, 3.0), ("/job:ps/task:3", "Add", "a", 5.0, 9.0)],
+            [("/job:ps/task:3", "Add", "a", 10.0, 14.0)],
+            [("/job:ps/task:3", "Mul", "m", 20.0, 21.0), ("/job:ps/task:3", "Add", "a", 23.0, 31.0)]]  # fmt: skip
+    assert grid.step_timings(rows) == {("ps:3", "Add", "a"): (4.0, 0.0, 4.0),
+                                       ("ps:3", "Mul", "m"): (1.0, 0.0, 1.0),
+                                       ("ps:3", "RunGraph", "RunGraph"): (1.0, -2.0, -1.0)}  # fmt: skip
 
 
 def test_first_step_is_the_first_calls_return():

@@ -210,6 +210,7 @@ def op_level_clients(
     aggregate: int | None = None,
     mode: str = "sync",
     cluster_out: list | None = None,
+    sessions_out: list | None = None,
 ) -> list[float]:
     """The chief's step times of the real program (``main``'s graph: variables placed by
     ``replica_device_setter``, ``SyncReplicasOptimizer``), simulated op by op with every
@@ -229,7 +230,8 @@ def op_level_clients(
     runner); returns instead the seconds per global step over the chief's steps after its
     first two (every worker's steps that ended meanwhile count), as the real run's chief sees
     the global step advance. ``cluster_out``: the simulated Cluster is appended to it (its
-    devices' ``records``: every op and message each task ran)."""
+    devices' ``records``: every op and message each task ran); ``sessions_out``: the chief's
+    SimSession (its ``records``: each of its steps' own ops and messages, every task's)."""
     from hetbed.simulator import run_clients
 
     if mode not in ("sync", "async"):
@@ -272,6 +274,8 @@ def op_level_clients(
                     # waiting, and the queue runner's takes cancelled)
                     end = [opt._release_tokens_op(), opt._cancel_sync_op]
                 chief = {"sess": sess, "graph": g}
+                if sessions_out is not None:
+                    sessions_out.append(sess)
                 chief["sync"] = opt.chief_sync_op if sync else None
             elif sync:
                 sess.run(opt.local_step_init_op)
@@ -347,6 +351,7 @@ def op_level_prediction(
     machine: str | None = None,
     cost_model: object = None,
     cluster_out: list | None = None,
+    sessions_out: list | None = None,
 ) -> float:
     """Seconds per global step of a grid run (``runs``' mode, model, workers, PS tasks) by the
     op-level simulation (``op_level_clients``): the chief's median step of 12 after the first
@@ -358,7 +363,8 @@ def op_level_prediction(
     kw = {"aggregate": workers, "init_tokens": workers, "hybrid": True} if mode == "backup" else {}
     steps = op_level_clients(
         model, workers + (mode == "backup"), n_ps, nic, worker, ps, machine, cost_model,
-        steps=12, mode="async" if mode == "async" else "sync", cluster_out=cluster_out, **kw,
+        steps=12, mode="async" if mode == "async" else "sync", cluster_out=cluster_out,
+        sessions_out=sessions_out, **kw,
     )  # fmt: skip
     return steps[0] if mode == "async" else statistics.median(steps[2:])
 
@@ -438,27 +444,48 @@ MODES = ("sync", "async", "backup")
 TRACE_ENV = "HETBED_GRID_TRACE"
 
 
-def op_medians(rows: list[tuple[str, str, str, float]]) -> dict[tuple[str, str, str], float]:
-    """(task, op type, op name) -> median seconds over ``rows`` of (device or task, type, name,
-    seconds); the task is the device's ``/job:x/task:n`` (replica dropped)."""
+#: what a step's timeline is measured from (``step_timings``): its first op that is neither a
+#: transfer's end (a real step's Send and Recv nodes) nor a message (a simulated step's records)
+NOT_OPS = frozenset({"_Send", "_Recv", "RecvTensor", "RunGraph", "Session.run", "Handoff", "Wake"})
+
+
+def step_timings(
+    steps: list[list[tuple[str, str, str, float, float]]],
+) -> dict[tuple[str, str, str], tuple[float, float, float]]:
+    """(task, op type, op name) -> medians over ``steps`` of (seconds, start, end), its start and
+    end counted from its step's first op (``NOT_OPS`` aside); each step a list of rows (device
+    or task, type, name, start s, end s), an op that ran twice in a step counted once (its
+    first run). A real traced step and a simulated one line up this way: their clocks differ."""
     import statistics
     from collections import defaultdict
 
-    by: dict[tuple[str, str, str], list[float]] = defaultdict(list)
-    for device, kind, name, seconds in rows:
-        by[(short_task(device), kind, name)].append(seconds)
-    return {k: statistics.median(v) for k, v in by.items()}
+    by: dict[tuple[str, str, str], list[tuple[float, float, float]]] = defaultdict(list)
+    for rows in steps:
+        starts = [r[3] for r in rows if r[1] not in NOT_OPS]
+        if not starts:
+            continue
+        t0, seen = min(starts), set()
+        for device, kind, name, start, end in sorted(rows, key=lambda r: r[3]):
+            key = (short_task(device), kind, name)
+            if key not in seen:
+                seen.add(key)
+                by[key].append((end - start, start - t0, end - t0))
+    return {k: tuple(statistics.median(x) for x in zip(*v)) for k, v in by.items()}
 
 
-def simulated_op_rows(cluster: object) -> list[tuple[str, str, str, float]]:
-    """(device, op type, op name, seconds) of every op a simulated cluster's devices ran (their
-    ``records``; messages, which have no op, left out): ``op_medians``'s input."""
-    return [
-        (d.name, op.type, op.name, end - begin)
-        for d in cluster.devices()
-        for op, begin, end in d.records
-        if isinstance(getattr(op, "type", None), str) and isinstance(getattr(op, "name", None), str)
+def training_steps(session: object) -> list[list[tuple[str, str, str, float, float]]]:
+    """The rows (device, type, name, start s, end s) of each training step a simulated session
+    (``sessions_out``) ran: its runs of the most common kind (a chief's initialization, and its
+    end, tokens released and takes cancelled, run other ops), ``step_timings``' input."""
+    import statistics
+
+    runs = [
+        list(zip(r.ops.device, r.ops.type, r.ops.op, r.ops.start_s, r.ops.end_s))
+        for r in session.records
     ]
+    kinds = [frozenset((row[1], row[2]) for row in rows) for rows in runs]
+    train = statistics.mode(kinds)
+    return [rows for rows, k in zip(runs, kinds) if k == train]
 
 
 def short_task(device: str) -> str:
@@ -511,7 +538,8 @@ def main(argv: list[str]) -> int:
             while len(os.listdir(barrier)) < n_workers:
                 time.sleep(0.01)
             # (with TRACE_ENV, the chief traces its steps from the half of the run on and prints
-            # each op's median duration at the end, as "trace TASK TYPE NAME SECONDS")
+            # each op's medians at the end, as "trace TASK TYPE NAME SECONDS START END", its
+            # start and end from the step's first op: step_timings)
             traced: list | None = [] if index == 0 and os.environ.get(TRACE_ENV) else None
             # (asynchronous, the chief takes about 1/W of the global steps)
             trace_from = steps // (2 * n_workers if mode == "async" else 2)
@@ -529,9 +557,9 @@ def main(argv: list[str]) -> int:
                     print(f"step {end - t:.6f} {int(now)} {end:.6f}", flush=True)
                 if kw:
                     ops = kw["run_metadata"].step_stats
-                    traced.extend(zip(ops.device, ops.type, ops.op, ops.duration_s))
-            for (task, kind, name), sec in sorted((op_medians(traced or [])).items()):
-                print(f"trace {task} {kind} {name} {sec:.9f}", flush=True)
+                    traced.append(list(zip(ops.device, ops.type, ops.op, ops.start_s, ops.end_s)))
+            for (task, kind, name), (sec, start, end) in sorted(step_timings(traced or []).items()):
+                print(f"trace {task} {kind} {name} {sec:.9f} {start:.9f} {end:.9f}", flush=True)
     server.stop()
     return 0
 
