@@ -133,6 +133,9 @@ class DevicePerf:
     #: CPU time at one end of a control message (a RunGraph call's request or reply); None:
     #: ``message_s`` (``control_s`` gives the one in force)
     control_message_s: float | None = None
+    #: CPU time at one end of a RunGraph call from a client to a task of its own process (both
+    #: ends in one process: no wake-up of another); None: ``control_s`` (``own_control_s``)
+    own_control_message_s: float | None = None
     #: extra share of the per-event software CPU costs (messages, a step's own, per-op dispatch)
     #: a task pays when its host runs more processes than ``cores`` (``shared_host``)
     switch_share: float = 0.0
@@ -168,7 +171,7 @@ class DevicePerf:
     def shared_host(self, tasks: int) -> DevicePerf:
         """This perf as one of ``tasks`` processes of one host: an equal share of its cache
         (``cache_share``) and, where the processes outnumber its ``cores``, each per-event
-        software cost (``message_s``, ``control_message_s``, ``step_s``, ``wake_s`` and the
+        software cost (``message_s``, both control message costs, ``step_s``, ``wake_s`` and the
         per-op dispatch)
         times 1 + switch_share x ``oversubscription(tasks, cores)``: between two turns of a task
         on a core, the other processes queued for it run there and each evicts a share of the
@@ -182,11 +185,12 @@ class DevicePerf:
             return out
         k = 1.0 + self.switch_share * oversubscription(tasks, cores)
         clocked = self.clocked_launch_overhead_s
-        control = self.control_message_s
+        control, own = self.control_message_s, self.own_control_message_s
         return replace(
             out,
             message_s=self.message_s * k,
             control_message_s=None if control is None else control * k,
+            own_control_message_s=None if own is None else own * k,
             step_s=self.step_s * k,
             wake_s=self.wake_s * k,
             launch_overhead_s=self.launch_overhead_s * k,
@@ -204,6 +208,11 @@ class DevicePerf:
     def control_s(self) -> float:
         c = self.control_message_s
         return self.message_s if c is None else c
+
+    @property
+    def own_control_s(self) -> float:
+        c = self.own_control_message_s
+        return self.control_s if c is None else c
 
     def clocked(self) -> DevicePerf:
         """This perf as a task of a distributed step runs: ops at the clocked dispatch cost."""
@@ -255,6 +264,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         message_latency_s=getattr(spec, "message_latency_s", None) or 0.0,
         clocked_launch_overhead_s=getattr(spec, "kernel_launch_overhead_clocked_s", None),
         control_message_s=getattr(spec, "control_message_overhead_s", None),
+        own_control_message_s=getattr(spec, "own_control_message_overhead_s", None),
         switch_share=getattr(spec, "switch_cpu_share", None) or 0.0,
         wake_s=getattr(spec, "wake_overhead_s", None) or 0.0,
     )

@@ -36,6 +36,8 @@ class HostCpus:
             p.ps_message_s_per_byte,
         )
         cw = mw if p.worker_control_message_s is None else p.worker_control_message_s
+        # (a call of the worker's own task: both ends in its process)
+        cwo = cw if p.worker_own_control_message_s is None else p.worker_own_control_message_s
         cp = mp if p.ps_control_message_s is None else p.ps_control_message_s
         active = self.active_groups
         G = len(self.groups)
@@ -44,7 +46,7 @@ class HostCpus:
         nbytes = [float(t.iloc[ks[0]].step_bytes) for ks in self.groups]
         self.w_lat, self.ps_lat = p.worker_message_latency_s, p.ps_message_latency_s
         self.msg_on = any(
-            x > 0 for x in (mw, bw_, mp, bp, cw, cp, p.worker_step_s, self.w_lat, self.ps_lat)
+            x > 0 for x in (mw, bw_, mp, bp, cw, cwo, cp, p.worker_step_s, self.w_lat, self.ps_lat)
         )
         # a message of one client's step that finds its task's handler busy with another's
         # waits, then its thread is handed the interpreter (``_handle``; the op-level
@@ -55,10 +57,10 @@ class HostCpus:
         # worker handler: Session.run's own work, RunGraph requests (each PS task: send; own
         # task: send + receive)
         self.req_ps_w = p.worker_step_s + n_ps_active * cw
-        self.req_own_w = 2 * cw
+        self.req_own_w = 2 * cwo
         # ... with the values fed to the step (``_request``): each end's bytes
         self.feed_bytes = p.feed_bytes
-        self.feed_end_w = cw + bw_ * p.feed_bytes
+        self.feed_end_w = cwo + bw_ * p.feed_bytes
         # a worker's reads or gradients: per shard of each group, each variable's call and bytes
         self.xfer_w = sum(
             len(self.groups[g]) * (2 * mw * nvars[g] + bw_ * nbytes[g]) for g in active
@@ -80,7 +82,7 @@ class HostCpus:
         self.token_ps = 2 * mp if tf_sync else 0.0
         # (the worker receives the token; its own task's partition, which assigns the token to
         # its local step, then replies to its RunGraph call: send + receive)
-        self.token_w = 2 * mw + 2 * cw if tf_sync else 0.0
+        self.token_w = 2 * mw + 2 * cwo if tf_sync else 0.0
         self.token_group = self.group_of[0]
         # ... and what the real program's graph moves besides (scenarios/models/grid.py's
         # op_level_clients shows each): the optimizer's ops are on the global step's task, so
@@ -96,7 +98,7 @@ class HostCpus:
         # worker handler: its own task's reply (send + receive: its partition is done once the
         # gradients leave; with a token, once it has the token: token_w) and each PS task's
         # reply (receive)
-        self.reply_own_w = 0.0 if tf_sync else 2 * cw
+        self.reply_own_w = 0.0 if tf_sync else 2 * cwo
         self.reply_w = n_ps_active * cw
         self.reply_w_of = [len(self.groups[g]) * cw for g in range(G)]  # (one group's)
         self._reset_cpus()

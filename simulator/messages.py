@@ -265,19 +265,24 @@ def message_costs(
 ) -> tuple[DevicePerf, dict[str, float], dict[str, float]]:
     """The distributed runtime's costs on this machine, fitted to steps between two processes
     (a PS task in a child process, the worker task and its client here; the default protocol):
-    ``perf`` with ``message_s``, ``control_message_s``, ``step_s``, ``message_latency_s`` and
-    ``message_s_per_byte`` set, the steps measured (median seconds) and the same steps simulated
-    with the fit.
+    ``perf`` with ``message_s``, ``control_message_s``, ``own_control_message_s``,
+    ``message_latency_s`` and ``message_s_per_byte`` set (``step_s`` 0), the steps measured
+    (median seconds) and the same steps simulated with the fit.
 
     The fit uses the simulator's own model of a distributed step (``SimSession``: RunGraph and
     RecvTensor calls, both tasks on one machine of this host's cores, joined by the measured
     loopback link). CPU time first: the simulator counts the ends of control messages (RunGraph
-    calls' requests and replies) and of the others (RecvTensor calls) that each step moving no
-    bulk bytes handles (both tasks), and ``control_message_s``, ``message_s`` and ``step_s``
-    (the client's, once a step) are the non-negative least-squares fit of the CPU time both
-    processes spent per step (user and system, measured to the nanosecond: ``_cpu_pair``) to
-    those counts (two counts of control ends with no other: the own task alone, and both tasks
-    with nothing between them). Then ``message_latency_s`` (no CPU) minimizes the RMS
+    calls' requests and replies) of the client's call to its own task (both ends in its
+    process), those of its calls to the other task, and the ends of the others (RecvTensor
+    calls) that each step moving no bulk bytes handles (both tasks), and
+    ``own_control_message_s``, ``control_message_s`` and ``message_s`` are the non-negative
+    least-squares fit of the CPU time both processes spent per step (user and system, measured
+    to the nanosecond: ``_cpu_pair``) to those counts (the own task alone has only the first,
+    both tasks with nothing between them the first two). Every step makes one call to the
+    client's own task, so a client's own work per step (``step_s``) is not told apart from that
+    call's ends: it is counted in them (``step_s`` 0; measured by itself it came out 0-10 us).
+    (One control cost for both kinds of call fitted the own task's step 25% too high in CPU and
+    60% in wall time; a call to another process wakes a thread there, on the other core.) Then ``message_latency_s`` (no CPU) minimizes the RMS
     relative error of the simulated against the measured wall time of those steps (a
     golden-section search). Each end's ``message_s_per_byte`` is half of the per-byte slope of
     the 1, 8 and 64 MiB read steps' times (least squares), less the link's time for a byte (at
@@ -295,13 +300,16 @@ def message_costs(
     unit = 1e-6
     free = replace(perf, message_latency_s=0.0, step_s=0.0, message_s_per_byte=0.0)
     cols = []
-    for control, other in ((unit, 0.0), (0.0, unit)):  # control ends, then the others
-        counted = replace(free, message_s=other, control_message_s=control)
+    # the own task's control ends, the other task's, then the others
+    for own, control, other in ((unit, 0.0, 0.0), (0.0, unit, 0.0), (0.0, 0.0, unit)):
+        counted = replace(
+            free, message_s=other, control_message_s=control, own_control_message_s=own
+        )
         cols.append([_message_ends(hb, counted, link, *MESSAGE_STEPS[n]) / unit for n in small])
-    a = np.stack([*cols, np.ones(len(small))], axis=1)
-    mc, m, st = _nonneg_lstsq(a, np.array([cpu[n] for n in small]))
+    a = np.stack(cols, axis=1)
+    mo, mc, m = _nonneg_lstsq(a, np.array([cpu[n] for n in small]))
     want = np.array([got[n] for n in small])
-    costs = dict(message_s=m, control_message_s=mc, step_s=st)
+    costs = dict(message_s=m, control_message_s=mc, own_control_message_s=mo, step_s=0.0)
 
     def wall_error(lat: float) -> float:
         p = replace(perf, **costs, message_latency_s=lat, message_s_per_byte=0.0)

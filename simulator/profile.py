@@ -60,6 +60,8 @@ class ReplicaProfile:
       ``message_overhead_s`` and ``message_overhead_s_per_byte`` of their CPUs; 0: free);
       ``worker_control_message_s``, ``ps_control_message_s``: the same for a RunGraph call's
       request or reply (the catalog's ``control_message_overhead_s``; None: as any message);
+      ``worker_own_control_message_s``: the worker's for a call of its own task (its client in
+      its process: ``own_control_message_overhead_s``; None: as its other RunGraph calls);
       ``worker_step_s``: the worker's Session.run work per step besides its messages (the
       catalog's ``step_overhead_s``); ``worker_message_latency_s``, ``ps_message_latency_s``:
       the delay each host's runtime adds to a message it receives (``message_latency_s``);
@@ -103,6 +105,7 @@ class ReplicaProfile:
     worker_message_s_per_byte: float = 0.0
     worker_control_message_s: float | None = None
     ps_control_message_s: float | None = None
+    worker_own_control_message_s: float | None = None
     worker_step_s: float = 0.0
     worker_message_latency_s: float = 0.0
     ps_message_latency_s: float = 0.0
@@ -147,7 +150,11 @@ class ReplicaProfile:
             _nonneg(what, getattr(self, what))
         for what in ("ps_message_s", "ps_message_s_per_byte"):
             _nonneg(what, getattr(self, what))
-        for what in ("worker_control_message_s", "ps_control_message_s"):
+        for what in (
+            "worker_control_message_s",
+            "ps_control_message_s",
+            "worker_own_control_message_s",
+        ):
             if getattr(self, what) is not None:
                 _nonneg(what, getattr(self, what))
         if (

@@ -226,6 +226,7 @@ def profile_from_graph(
         ps_capacity_bytes=float(pperf.memory_bytes),
         worker_message_s=wperf.message_s if wperf is not None else 0.0,
         worker_control_message_s=wperf.control_s if wperf is not None else None,
+        worker_own_control_message_s=wperf.own_control_s if wperf is not None else None,
         ps_control_message_s=pperf.control_s,
         worker_message_s_per_byte=wperf.message_s_per_byte if wperf is not None else 0.0,
         worker_step_s=wperf.step_s if wperf is not None else 0.0,

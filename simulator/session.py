@@ -207,8 +207,9 @@ class SimSession(BaseSession):
         ``step_s`` (the catalog's ``step_overhead_s``: Session.run's own work), then calls
         RunGraph on every task of the step that is not a client, then on its own task; a
         request is a message,
-        sent by the client's CPU and received by the task's (``DevicePerf.control_s`` each,
-        handled in time order on their hosts' cores) after the route's latency, and the task's
+        sent by the client's CPU and received by the task's (``DevicePerf.control_s`` each, or
+        ``own_control_s`` for a call to the client's own task, both ends in its process: the
+        ``_control`` of the call; handled in time order on their hosts' cores) after the route's latency, and the task's
         devices start the step only then (``gate``; a concurrent client's step waits for its
         calls instead, ``_execute``). A request carries the values fed to its task (``fed``:
         task -> bytes), as the runtime streams them after it (``_feed_cost``). Returns the
@@ -263,7 +264,7 @@ class SimSession(BaseSession):
                 nbytes = fed.get(task, 0) if fed else 0
                 if master is cpu and not getattr(cpu, "loop_rate", 0.0):
                     nbytes = 0  # (its own runtime's stream to itself unknown: handed over)
-                end_s = master.perf_spec.control_s + nbytes * master.perf_spec.message_s_per_byte
+                end_s = _control(master, cpu, master) + nbytes * master.perf_spec.message_s_per_byte
                 sent = master.occupy(t, end_s, work, self)
                 lat = self._latency(master, cpu)
                 if nbytes:
@@ -293,7 +294,8 @@ class SimSession(BaseSession):
         now), and the ``nbytes`` fed to it; returns when it has."""
         perf = cpu.perf_spec
         at = self.cluster.env.now if t < 0 else t
-        got = cpu.occupy(at, perf.control_s + nbytes * perf.message_s_per_byte, work, self)
+        end_s = _control(master, cpu, cpu) + nbytes * perf.message_s_per_byte
+        got = cpu.occupy(at, end_s, work, self)
         key = (task, _task(master.name))  # (a process's first call counts)
         if got < self._called.get(key, math.inf):
             self._called[key] = got
@@ -355,11 +357,11 @@ class SimSession(BaseSession):
             t, _, sending, master, cpu, lat = heapq.heappop(heap)
             seq += 1
             if sending:
-                sent = cpu.occupy(t, cpu.perf_spec.control_s, _REPLY, self)
+                sent = cpu.occupy(t, _control(master, cpu, cpu), _REPLY, self)
                 heapq.heappush(heap, (sent + _reply_latency(master, cpu, lat), seq, False,
                                       master, cpu, lat))  # fmt: skip
             else:
-                end = max(end, master.occupy(t, master.perf_spec.control_s, _REPLY, self))
+                end = max(end, master.occupy(t, _control(master, cpu, master), _REPLY, self))
         if conductor is not None:
             if replies is not None:
                 self._settle(conductor)
@@ -546,6 +548,15 @@ def sim_value(shape: Any, dtype: Any = np.float32) -> SimValue:
 _REPLY = SoftwareWork("RunGraph reply", "RunGraph")
 
 
+def _control(master: Any, cpu: Any, end: Any) -> float:
+    """CPU seconds at ``end`` (one of the two) of a RunGraph request or reply between
+    ``master`` (the client's cpu device) and ``cpu`` (the task's), priced by its perf:
+    ``own_control_s`` when they are one task (the call stays in the client's process), else
+    ``control_s``."""
+    perf = end.perf_spec
+    return perf.own_control_s if master is cpu else perf.control_s
+
+
 def _reply_latency(master: Any, cpu: Any, lat: float) -> float:
     """A reply's delay from task ``cpu`` to its client ``master`` (``lat``: the request's):
     the route's links and, in another process, the client's runtime hand-over."""
@@ -596,12 +607,13 @@ class _Replying:
     def _send(self, call: tuple) -> None:
         master, cpu, lat, _devices = call
         session = self.session
-        sent = cpu.occupy(session.cluster.env.now, cpu.perf_spec.control_s, _REPLY, session)
-        session._later(sent + _reply_latency(master, cpu, lat), partial(self._receive, master))
+        sent = cpu.occupy(session.cluster.env.now, _control(master, cpu, cpu), _REPLY, session)
+        session._later(sent + _reply_latency(master, cpu, lat), partial(self._receive, master, cpu))
 
-    def _receive(self, master: Any) -> None:
+    def _receive(self, master: Any, cpu: Any) -> None:
         now = self.session.cluster.env.now
-        self.received.append(master.occupy(now, master.perf_spec.control_s, _REPLY, self.session))
+        end = master.occupy(now, _control(master, cpu, master), _REPLY, self.session)
+        self.received.append(end)
 
     def step_finished(self, plan: Any, failure: Any) -> None:
         self.inner.step_finished(plan, failure)

@@ -117,11 +117,12 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         cap.err,
     )
     names = [m["name"] for m in doc["measurements"]]
-    assert names[-13:] == [
+    assert names[-14:] == [
         "loopback TCP rate",
         "loopback TCP latency",
         "message CPU time per end",
         "control message CPU time per end",
+        "own-task control message CPU time per end",
         "message latency of the runtime",
         "distributed Session.run CPU time per step",
         "message CPU time per byte per end",
@@ -144,6 +145,11 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     per_msg = next(m for m in doc["measurements"] if m["name"] == "message CPU time per end")
     assert machine.message_overhead_s == pytest.approx(per_msg["median"])
     assert 1e-6 < machine.message_overhead_s < 5e-3  # a message of a Python runtime, per end
+    own = next(
+        m for m in doc["measurements"] if m["name"] == "own-task control message CPU time per end"
+    )
+    assert machine.own_control_message_overhead_s == pytest.approx(max(own["median"], 1e-9))
+    assert machine.step_overhead_s == 1e-9  # (counted in the own-task call's ends)
     clocked = next(
         m for m in doc["measurements"] if m["name"] == "executor dispatch per op, clocked schedule"
     )

@@ -309,6 +309,37 @@ def test_control_messages_have_a_cost_of_their_own():
         ReplicaProfile(1.0, ps_control_message_s=-1.0)
 
 
+def test_a_call_to_the_clients_own_task_has_a_control_cost_of_its_own():
+    """A RunGraph call from a client to its own task (both ends in one process) costs
+    ``own_control_message_s`` per end; one to another task ``control_message_s``: in
+    ``test_control_messages_have_a_cost_of_their_own``'s chain the worker's own call's reply
+    (2 ends on the path) moves with the first only, the PS's call with the second. Unset, the
+    own call costs what the others do. The step-level driver books the worker's own call at it
+    too: a synchronous step (its request's two ends, then its reply's) grows by 4 x the
+    difference."""
+    m, c, o, nbytes = 100e-6, 30e-6, 10e-6, 4000
+    rec = _read_step(
+        replace(HOST, message_s=m, control_message_s=c, own_control_message_s=o), nbytes
+    )
+    lat, wire = NIC[1], nbytes / NIC[0]
+    ps_sent = c + lat + c + 2 * m
+    assert rec.step_time_s == pytest.approx(ps_sent + lat + wire + 2 * m + 2 * o + c, rel=1e-9)
+    plain = _read_step(replace(HOST, message_s=m, control_message_s=c), nbytes)
+    assert plain.step_time_s == pytest.approx(ps_sent + lat + wire + 2 * m + 3 * c, rel=1e-9)
+    assert replace(HOST, control_message_s=c).own_control_s == c
+    assert replace(HOST, message_s=m).own_control_s == m
+
+    def step(own: float | None) -> float:
+        prof = ReplicaProfile(2e-4, dense={"w": (4, 0)}, worker_message_s=40e-6,
+                              worker_control_message_s=c, worker_own_control_message_s=own)  # fmt: skip
+        return SyncPS(prof, 1, nic=(1e12, 0.0)).run(6).step_time()
+
+    assert step(c) == step(None)
+    assert step(c) - step(o) == pytest.approx(4 * (c - o), rel=1e-6)
+    with pytest.raises(ValueError, match="worker_own_control_message_s"):
+        ReplicaProfile(1.0, worker_own_control_message_s=-1.0)
+
+
 def test_an_oversubscribed_host_pays_more_per_message():
     """DevicePerf.shared_host: with more processes than cores each per-event software cost
     (messages, a step's own, dispatch) is multiplied by 1 + share x (tasks - cores) / cores (the
@@ -655,12 +686,13 @@ def test_message_drift_is_the_micro_steps_measured_over_simulated(monkeypatch):
 
 def test_message_costs_recover_the_costs_that_made_the_steps(monkeypatch):
     """Closed loop: micro-steps measured as a catalog with known costs simulates them (wall
-    times; CPU as its message ends count) are fitted back to those costs, the per-byte cost
-    from the slope of the 1, 8 and 64 MiB reads less the link's time for a byte."""
+    times; CPU as its message ends count) are fitted back to those costs (a client's own work
+    per step folded into its call to its own task), the per-byte cost from the slope of the 1,
+    8 and 64 MiB reads less the link's time for a byte."""
     from hetbed.simulator import messages as M
 
-    true = replace(HOST, message_s=40e-6, control_message_s=30e-6, step_s=5e-6,
-                   message_latency_s=20e-6, message_s_per_byte=1e-10)  # fmt: skip
+    true = replace(HOST, message_s=40e-6, control_message_s=30e-6, own_control_message_s=12e-6,
+                   step_s=5e-6, message_latency_s=20e-6, message_s_per_byte=1e-10)  # fmt: skip
     got = {n: M._simulated_message_step(hb, true, NIC, *s) for n, s in M.MESSAGE_STEPS.items()}
     cpu = {n: M._message_ends(hb, true, NIC, *s) + true.step_s
            for n, s in M.MESSAGE_STEPS.items() if not s[1]}  # fmt: skip
@@ -669,16 +701,21 @@ def test_message_costs_recover_the_costs_that_made_the_steps(monkeypatch):
     assert measured is got
     assert fitted.message_s == pytest.approx(40e-6, rel=1e-3)
     assert fitted.control_message_s == pytest.approx(30e-6, rel=1e-3)
+    # every micro-step makes one call to its own task: the client's own work per step is counted
+    # in that call's four ends
+    assert fitted.step_s == 0.0
+    assert fitted.own_control_message_s == pytest.approx(12e-6 + 5e-6 / 4, rel=1e-3)
     assert fitted.message_s_per_byte == pytest.approx(1e-10, rel=0.05)
     for n in M.BYTE_STEPS:
         assert sim[n] == pytest.approx(got[n], rel=0.05)
 
 
-def test_the_micro_steps_separate_control_messages_from_the_clients_step():
-    """Calibrate's micro-steps count the ends of control messages (RunGraph) and of the others
-    (RecvTensor) in the simulator's own model of each step: the own task alone 4 and 0; both
-    tasks with nothing between them 8 and 0 (a second count of control ends with no tensor
-    crossing: what tells ``control_message_s`` from ``step_s``); one scalar read 8 and 4."""
+def test_the_micro_steps_separate_control_messages_of_the_own_task_from_the_others():
+    """Calibrate's micro-steps count the ends of the control messages (RunGraph) of the
+    client's call to its own task, of its calls to the other task, and of the other messages
+    (RecvTensor) in the simulator's own model of each step: the own task alone 4, 0 and 0;
+    both tasks with nothing between them 4, 4 and 0 (what tells the two control costs apart);
+    one scalar read 4, 4 and 4."""
     from hetbed.simulator import messages as M
 
     free = replace(perf_from_spec(load_device("this_machine")), message_latency_s=0.0,
@@ -687,14 +724,15 @@ def test_the_micro_steps_separate_control_messages_from_the_clients_step():
 
     def ends(name):
         out = []
-        for control, other in ((1e-6, 0.0), (0.0, 1e-6)):
-            p = replace(free, message_s=other, control_message_s=control)
+        for own, control, other in ((1e-6, 0.0, 0.0), (0.0, 1e-6, 0.0), (0.0, 0.0, 1e-6)):
+            p = replace(free, message_s=other, control_message_s=control,
+                        own_control_message_s=own)  # fmt: skip
             out.append(round(M._message_ends(hb, p, link, *M.MESSAGE_STEPS[name]) / 1e-6, 6))
         return out
 
-    assert ends("own task only") == [4.0, 0.0]
-    assert ends("both tasks, nothing between them") == [8.0, 0.0]
-    assert ends("1 scalar read") == [8.0, 4.0]
+    assert ends("own task only") == [4.0, 0.0, 0.0]
+    assert ends("both tasks, nothing between them") == [4.0, 4.0, 0.0]
+    assert ends("1 scalar read") == [4.0, 4.0, 4.0]
 
 
 def test_a_childs_cpu_time_is_read_finer_than_a_clock_tick():

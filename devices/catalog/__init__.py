@@ -64,6 +64,10 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
                                        (a RunGraph call's request or reply; hetbed's data
                                        channel makes them cheaper than a RecvTensor call's);
                                        default: message_overhead_s
+    own_control_message_overhead_s     optional (cpu): the same for a RunGraph call from a client
+                                       to a task of its own process (both ends in one process:
+                                       no other process to wake); default:
+                                       control_message_overhead_s
     message_overhead_s_per_byte        optional (cpu): CPU time per payload byte at each end
                                        (serialization and copies)
     message_latency_s                  optional (cpu): delay the runtime adds to a message it
@@ -183,6 +187,7 @@ class HardwareSpec:
     message_latency_s: float | None = None
     kernel_launch_overhead_clocked_s: float | None = None
     control_message_overhead_s: float | None = None
+    own_control_message_overhead_s: float | None = None
     switch_cpu_share: float | None = None
     wake_overhead_s: float | None = None
     description: str = ""
@@ -517,6 +522,7 @@ _DEVICE_FIELDS = set(
     " stream_bandwidth_bytes_per_s"
     " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
     " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads conv_algorithms clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
+    " own_control_message_overhead_s"
     " switch_cpu_share wake_overhead_s".split()
 )
 _LINK_FIELDS = set(
@@ -564,6 +570,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
             "kernel_launch_overhead_clocked_s", required=False
         ),
         control_message_overhead_s=r.number("control_message_overhead_s", required=False),
+        own_control_message_overhead_s=r.number("own_control_message_overhead_s", required=False),
         switch_cpu_share=r.number("switch_cpu_share", required=False),
         wake_overhead_s=r.number("wake_overhead_s", required=False),
         sources=r.sources,
