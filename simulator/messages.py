@@ -281,12 +281,12 @@ def message_costs(
     both tasks with nothing between them the first two). Every step makes one call to the
     client's own task, so a client's own work per step (``step_s``) is not told apart from that
     call's ends: it is counted in them (``step_s`` 0; measured by itself it came out 0-10 us).
-    (One control cost for both kinds of call fitted the own task's step 25% too high in CPU and
-    60% in wall time; a call to another process wakes a thread there, on the other core.) Then ``message_latency_s`` (no CPU) minimizes the RMS
-    relative error of the simulated against the measured wall time of those steps (a
-    golden-section search). Each end's ``message_s_per_byte`` is half of the per-byte slope of
-    the 1, 8 and 64 MiB read steps' times (least squares), less the link's time for a byte (at
-    least 0): the 64 MiB step gives the slope a lever eight times longer than the 8 MiB one
+    (One control cost for both kinds of call fitted the own task's step 25% too high in CPU
+    and 47-69% in wall time: a call to another process wakes a thread there.) Then
+    ``message_latency_s`` (no CPU) minimizes the RMS relative error of the simulated against
+    the measured wall time of those steps (a golden-section search). Each end's
+    ``message_s_per_byte`` is half of the per-byte slope of the 1, 8 and 64 MiB read steps'
+    times (least squares), less the link's time for a byte (at least 0): the 64 MiB step gives the slope a lever eight times longer than the 8 MiB one
     alone, whose difference from the 1 MiB step gave 0.037 and 0.087 ns a byte per end in two
     calibrations an hour apart (and the 64 MiB step is the size whose price it sets; the
     runtime lands it in a pooled buffer, no new pages).

@@ -208,9 +208,9 @@ class SimSession(BaseSession):
         RunGraph on every task of the step that is not a client, then on its own task; a
         request is a message,
         sent by the client's CPU and received by the task's (``DevicePerf.control_s`` each, or
-        ``own_control_s`` for a call to the client's own task, both ends in its process: the
-        ``_control`` of the call; handled in time order on their hosts' cores) after the route's latency, and the task's
-        devices start the step only then (``gate``; a concurrent client's step waits for its
+        ``own_control_s`` for a call to the client's own task, both ends in its process:
+        ``_control``; handled in time order on their hosts' cores) after the route's latency,
+        and the task's devices start the step only then (``gate``; a concurrent client's step waits for its
         calls instead, ``_execute``). A request carries the values fed to its task (``fed``:
         task -> bytes), as the runtime streams them after it (``_feed_cost``). Returns the
         calls for ``_run_graph_replies``."""
