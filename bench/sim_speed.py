@@ -4,10 +4,12 @@ compilation included), in simulated events per wall second, against the bare Sim
 one process doing as many timeouts (the floor), measured in the same run.
 
 Events are counted honestly: an op completion that takes simulated time (zero-time ops such as
-Const, Identity and shape metadata do not count) and a flow's first and last byte. Each rate is
-measured with a warm on-disk compile cache and with a cold one (a fresh ``NUMBA_CACHE_DIR``: the
-simulator compiles nothing since the step replay was removed, so the two differ only by noise;
-the column stays to show it), and for the first, never-seen step alone.
+Const, Identity and shape metadata do not count) and a flow's first and last byte, for every
+step, replayed or not (a steady-state step, the same as the last two, is replayed from the last
+one's outcome: simulator/steady.py; the table says how many were). Each rate is measured with a
+warm on-disk compile cache and with a cold one (a fresh ``NUMBA_CACHE_DIR``: the simulator
+compiles nothing, so the two differ only by noise; the column stays to show it), and for the
+first, never-seen step alone. ``--no-replay`` simulates every step in full.
 
 Targets (issue 12): end to end >= 1.0x the bare one-process SimPy rate with a warm cache and
 >= 0.3x with a cold one; a first, never-seen step >= 0.3x.
@@ -41,7 +43,7 @@ def bare_simpy(n: int) -> float:
     return n / (time.perf_counter() - t)
 
 
-def child(n_devices: int, n_ops: int, steps: int) -> dict:
+def child(n_devices: int, n_ops: int, steps: int, replay: bool = True) -> dict:
     """Runs in the fresh process: build, simulate ``steps`` steps, count events."""
     t0 = time.perf_counter()
     import hetbed as hb
@@ -70,7 +72,7 @@ def child(n_devices: int, n_ops: int, steps: int) -> dict:
                     new.append(heads[d] * 2.0 + heads[d - 1] if n_devices > 1 else heads[d] * 2.0)
             heads = new
         out = hb.add_n(heads) if n_devices > 1 else heads[0]
-        sess = SimSession(c, graph=g)
+        sess = SimSession(c, graph=g, replay_steps=replay)
     feed = {x: sim_value([64])}
     build_s = time.perf_counter() - t0
     first_wall = None
@@ -91,15 +93,16 @@ def child(n_devices: int, n_ops: int, steps: int) -> dict:
         "import_s": t_import,
         "build_s": build_s,
         "ops": len(sess.records[-1].ops),
+        "replayed": sess.steady.replayed if sess.steady is not None else 0,
     }
 
 
-def run_child(n_devices: int, cache_dir: str | None) -> dict:
+def run_child(n_devices: int, cache_dir: str | None, replay: bool = True) -> dict:
     env = dict(os.environ)
     if cache_dir is not None:
         env["NUMBA_CACHE_DIR"] = cache_dir
     out = subprocess.run(
-        [sys.executable, __file__, "--child", str(n_devices)],
+        [sys.executable, __file__, "--child", str(n_devices)] + ([] if replay else ["--no-replay"]),
         env=env,
         capture_output=True,
         text=True,
@@ -108,20 +111,21 @@ def run_child(n_devices: int, cache_dir: str | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main(replay: bool = True) -> None:
     rows = []
     for n_dev in (1, 64):
-        run_child(n_dev, None)  # make sure the default (warm) cache holds the kernel
-        warm = min((run_child(n_dev, None) for _ in range(2)), key=lambda r: r["wall"])
+        run_child(n_dev, None, replay)  # make sure the default (warm) cache holds the kernel
+        warm = min((run_child(n_dev, None, replay) for _ in range(2)), key=lambda r: r["wall"])
         with tempfile.TemporaryDirectory() as cold_dir:
-            cold = run_child(n_dev, cold_dir)
+            cold = run_child(n_dev, cold_dir, replay)
         floor = max(bare_simpy(warm["events"]) for _ in range(3))
         rows.append((n_dev, warm, cold, floor))
     print(f"\nsim_speed: {STEPS} steps of a 1,000-op graph, end to end in a fresh process")
     print(
         f"{'devices':>8s} {'events':>8s} {'ops/step':>9s} {'SimPy 1 proc ev/s':>18s} "
         f"{'warm ev/s':>10s} {'x floor':>8s} {'cold ev/s':>10s} {'x floor':>8s} "
-        f"{'1st step ev/s':>14s} {'x floor':>8s} {'warm wall s':>12s} {'cold wall s':>12s}"
+        f"{'1st step ev/s':>14s} {'x floor':>8s} {'warm wall s':>12s} {'cold wall s':>12s} "
+        f"{'replayed':>9s}"
     )
     worst = {"warm": 9e9, "cold": 9e9, "first": 9e9}
     for n_dev, warm, cold, floor in rows:
@@ -134,11 +138,12 @@ def main() -> None:
         print(
             f"{n_dev:8d} {warm['events']:8d} {warm['ops']:9d} {floor:18.0f} {w:10.0f} "
             f"{w / floor:8.2f} {c:10.0f} {c / floor:8.2f} {f:14.0f} {f / floor:8.2f} "
-            f"{warm['wall']:12.2f} {cold['wall']:12.2f}"
+            f"{warm['wall']:12.2f} {cold['wall']:12.2f} {warm['replayed']:5d}/{STEPS}"
         )
     print(
         "(events: op completions that take simulated time + 2 per flow; walls from graph building "
-        "to the last step, import excluded)"
+        "to the last step, import excluded; replayed: steady-state steps replayed from the last "
+        "one's outcome, not simulated again)"
     )
     for key, what, goal in (
         ("warm", "end to end, warm compile cache", 1.0),
@@ -153,7 +158,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    replay = "--no-replay" not in sys.argv
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
-        print(json.dumps(child(int(sys.argv[2]), 1000, STEPS)))
+        print(json.dumps(child(int(sys.argv[2]), 1000, STEPS, replay)))
     else:
-        main()
+        main(replay)

@@ -364,6 +364,7 @@ class SimulatedDevice(Device):
         self.persistent_bytes = 0
         self.infer_shapes = infer_shapes or _static_shapes
         self._planned: list = []  # nodes holding plans of this device (see ``start``)
+        self.plan_generation = 0  # how many times its plans were forgotten (a new cost model)
         #: the cores of the host a cpu device computes on (None: its own stream only); a cluster
         #: gives the tasks of one host the same object, so that they share the cores
         self.host_cores: HostCores | None = None
@@ -530,6 +531,7 @@ class SimulatedDevice(Device):
         for node in self._planned:
             node.memo = None
         self._planned = []
+        self.plan_generation += 1
 
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
         """The generic Device interface: ``start`` plus a SimPy timeout that calls ``done``."""

@@ -143,6 +143,26 @@ class Network(NetworkResults):
         """Flows transferring now (past their latency, not yet finished)."""
         return self._active
 
+    def books(self) -> dict[Any, tuple[float, float]]:
+        """What each link has carried so far, by its books (a link's own, or its group's when
+        solved on classes): books -> (bytes, busy seconds). ``add_to_books`` adds to them."""
+        now = self.env.now
+        out: dict[Any, tuple[float, float]] = {}
+        for link in self.links.values():
+            b = link._books
+            if b not in out:
+                out[b] = (b._carried(now), b._busy(now))
+        return out
+
+    def add_to_books(self, deltas: dict[Any, tuple[float, float]]) -> None:
+        """Add (bytes, busy seconds) to books of ``books()`` while no flow crosses them: what
+        a replayed step carried (simulator/steady.py)."""
+        for b, (nbytes, busy) in deltas.items():
+            if b._n:
+                raise RuntimeError("add_to_books: flows are crossing the link")
+            b._bytes += nbytes
+            b._busy_s += busy
+
     # ---- flows ----------------------------------------------------------------------------
 
     def transfer(
