@@ -24,7 +24,8 @@ Guards, each of which sends a step through the full simulation:
 * a step that does not start idle (a device, host or link still busy, or anything scheduled on
   the clock: other processes, failures), or whose template did not end idle (work booked past
   its end, memory not given back);
-* a key that differs: another plan, other feed shapes or dtypes (or values, for small arrays),
+* a key that differs: another plan, other feed shapes or dtypes (or values, for small integer
+  arrays: the devices' plan signature),
   a device with another perf object, whose plans were forgotten since (a new cost model or
   precision, hybrid switched) or with other memory (capacity, variables, tensors held), a link
   whose rate or latency changed. A perf changed in place is not seen (a device's kernel plans
@@ -53,6 +54,7 @@ from hetbed.devices.simulated import (
     WORK_AFTER_WAIT,
     SimulatedDevice,
     SimValue,
+    _signature,
 )
 
 #: op types whose outcome depends on state kept from one step to the next
@@ -85,11 +87,17 @@ def replayable_plan(prep: Any) -> bool:
 
 
 def _feed_key(v: Any) -> Any:
-    if v.__class__ is SimValue:
+    """What of a fed value a step's outcome depends on in shape-only mode: its shape and dtype,
+    and its values when it is a small integer array (the devices' plan signature: shape
+    arithmetic); None for a value of another kind (no replay)."""
+    cls = v.__class__
+    if cls is SimValue:
         return v.sig
-    if isinstance(v, np.ndarray) and v.size <= 64:  # (small values may set shapes: by value)
-        return (v.dtype.str, v.shape, v.tobytes())
-    return None  # a large real array: its shape is what matters, but keep it simple: no key
+    if cls is np.ndarray:
+        return _signature(v)
+    if isinstance(v, np.generic):
+        return (v.dtype.str, v.item())
+    return None
 
 
 class _Template:

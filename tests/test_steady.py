@@ -217,3 +217,33 @@ def test_a_smaller_memory_is_seen_by_the_next_step():
     np.testing.assert_allclose(s1.step_times, s0.step_times, rtol=1e-12)
     assert c1.env.now == pytest.approx(c0.env.now, rel=1e-12)
     _same_frames(s1.last_record, s0.last_record)
+
+
+def test_real_feeds_are_keyed_as_the_devices_key_their_plans():
+    """Real float batches (their values do not matter without hybrid mode) replay like
+    ``sim_value``s; a small integer feed (shape arithmetic) is keyed by its values: a new value
+    gives a new shape, simulated in full, with the full simulation's times."""
+
+    def floats():
+        c, g, train, _ = _training()
+        x = g.get_tensor_by_name("Placeholder:0")
+        rng = np.random.default_rng(0)
+        return c, g, train, lambda k: {x: rng.random((32, 64), dtype=np.float32)}
+
+    assert _both(floats, steps=5).steady.replayed == 3
+
+    def reshaped():
+        c = Cluster()
+        c.add_task("worker", 0, cpu=HOST, nic=NIC)
+        g = hb.Graph()
+        with g.as_default(), hb.device("/job:worker/task:0/device:cpu:0"):
+            x = hb.placeholder(hb.float32, [65536])
+            shape = hb.placeholder(hb.int32, [2])
+            m = hb.reshape(x, shape)
+            y = hb.matmul(m, m, transpose_b=True)  # 2 x 256^3 FLOPs, then 2 x 16 x 16 x 4096
+        rows = lambda k: np.array([256, 256] if k < 4 else [16, 4096], np.int32)  # noqa: E731
+        return c, g, y, lambda k: {x: sim_value([65536]), shape: rows(k)}
+
+    s = _both(reshaped, steps=7)
+    assert s.steady.replayed == 2 + 1  # steps 2-3, then 6
+    assert s.step_times[6] < 0.5 * s.step_times[3]
