@@ -58,14 +58,14 @@ def _same_frames(a, b):
                 assert list(x) == list(y), col
 
 
-def _both(make, steps=8, between=None):
+def _both(make, steps=8, between=None, **session_kw):
     """Runs ``steps`` steps of ``make()`` (cluster, graph, fetch, feeds) with and without step
     replay; checks that every result agrees; returns the replaying session."""
     out = []
     for replay in (True, False):
         c, g, fetch, feeds = make()
         with g.as_default():
-            s = SimSession(c, graph=g, replay_steps=replay)
+            s = SimSession(c, graph=g, replay_steps=replay, **session_kw)
         for k in range(steps):
             if between is not None:
                 between(k, c, s)
@@ -98,6 +98,33 @@ def test_a_training_step_between_two_tasks_is_replayed_as_simulated():
         rec = s.last_record
         assert (rec.ops.type == "RunGraph").any()  # messages replayed with the kernels
         assert len(rec.flows) >= 4 and rec.flows.bytes.sum() > 2 * 64 * 128 * 4
+
+
+def test_two_clients_of_one_graph_sharing_a_machine_replay_as_simulated():
+    """Between-graph replication written as one graph: two worker clients train on one PS's
+    variable, all three tasks on one machine's two cores (their RunGraph calls and RecvTensor
+    messages queue on its cores)."""
+
+    def make():
+        c = Cluster()
+        c.add_task("ps", 0, cpu=HOST, nic=NIC, machine="m")
+        for i in range(2):
+            c.add_task("worker", i, cpu=HOST, nic=NIC, machine="m")
+        g, fetch, feeds = hb.Graph(), [], {}
+        with g.as_default():
+            with hb.device("/job:ps/task:0/device:cpu:0"):
+                w = hb.Variable(hb.zeros([64, 64]), name="w")
+            for i in range(2):
+                with hb.device(f"/job:worker/task:{i}/device:cpu:0"):
+                    x = hb.placeholder(hb.float32, [32, 64])
+                    loss = hb.reduce_mean(hb.square(hb.matmul(x, w)))
+                    fetch.append(hb.train.GradientDescentOptimizer(0.1).minimize(loss))
+                    feeds[x] = sim_value([32, 64])
+        return c, g, fetch, feeds
+
+    clients = ["/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"]
+    s = _both(make, steps=6, client=clients)
+    assert s.steady.replayed == 4
 
 
 def test_replayed_records_are_the_steps_own():
