@@ -88,9 +88,19 @@ def colocation_groups(
     return groups
 
 
+_FIELDS = ("job", "replica", "task", "device_type", "device_index")
+_ANY = DeviceSpec()  # no request
+
+
 def _merge_requests(members: list[Any], soft: bool) -> tuple[DeviceSpec, Any]:
     """Merge members' requests; the variable's (ref op's) request comes first and, with soft
     placement, wins a conflict; without soft placement a conflict is an error."""
+    if len(members) == 1:  # (most groups: one op, its own request)
+        op = members[0]
+        if not op.device:
+            return _ANY, {}
+        req = DeviceSpec.from_string(op.device)
+        return req, {f: op for f in _FIELDS if getattr(req, f) is not None}
     fields: dict[str, Any] = {}  # the merged request, built once at the end
     first_for: dict[str, Any] = {}
     ranked = sorted(members, key=lambda o: (not (o.op_def is not None and o.op_def.is_ref), o._id))
@@ -98,7 +108,7 @@ def _merge_requests(members: list[Any], soft: bool) -> tuple[DeviceSpec, Any]:
         if not op.device:
             continue
         req = DeviceSpec.from_string(op.device)
-        for f in ("job", "replica", "task", "device_type", "device_index"):
+        for f in _FIELDS:
             v = getattr(req, f)
             if v is None:
                 continue
@@ -157,7 +167,7 @@ def place(
 
         if pin is not None and pin.name in by_name:
             chosen = pin
-        elif spec == DeviceSpec():
+        elif spec == _ANY:
             if has_kernels(default):
                 free_groups.append((root, members))
                 chosen = default

@@ -300,8 +300,9 @@ def build_prepared(
         if t not in feed_slots:
             feed_slots[t] = slot_of[t] = len(slot_of)
     needed_tensors: set[Tensor] = set()
-    for op in order:
-        needed_tensors.update(inputs_of(op))
+    ins_of = {op: inputs_of(op) for op in order}
+    for ins in ins_of.values():
+        needed_tensors.update(ins)
     for f in fetches:
         if isinstance(f, Tensor):
             needed_tensors.add(f)
@@ -312,7 +313,7 @@ def build_prepared(
         op_def = op.op_def
         kernel = op_def.find_kernel(dev.kernel_type, kernel_dtype(op), op.name)
         node = Node(len(nodes), op, dev, kernel, context_of(op, dev))
-        node.input_tensors = inputs_of(op)
+        node.input_tensors = ins_of[op]
         chain = chains.get(op)
         if chain is not None:
             node.fn = (
@@ -331,7 +332,7 @@ def build_prepared(
     # Inputs, predecessor counts and consumer lists.
     for node in nodes:
         preds: set[int] = set()
-        for t in inputs_of(node.op):
+        for t in node.input_tensors:
             node.ins.append(slot_of[t])
             if t not in feed_slots:
                 preds.add(node_of[t.op].index)

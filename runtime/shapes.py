@@ -44,6 +44,10 @@ def output_shapes(
     """Concrete output shapes of ``op`` for ``in_shapes``; ``inputs`` are the tensors feeding it
     (defaults to ``op.inputs``; partitions may rewire inputs to Recv outputs); ``values`` may give
     the run-time value of small integer inputs (shape vectors), None elsewhere."""
+    if values is None or not any(v is not None for v in values):
+        static = _static_when_same(op, in_shapes, inputs)
+        if static is not None:
+            return static
     per_op = _cache.get(op)
     if per_op is None:
         per_op = _cache[op] = {}
@@ -86,3 +90,23 @@ def output_shapes(
         per_op.clear()
     per_op[key] = out
     return out
+
+
+def _static_when_same(op: Any, in_shapes: list[tuple], inputs: list | None) -> list[tuple] | None:
+    """The graph's static output shapes of ``op`` when they are fully defined and its inputs
+    have exactly their static shapes: its shape rule, given the same input shapes and no
+    input values, gives them again (the graph ran it at build time). None otherwise."""
+    outs = []
+    for t in op.outputs:
+        dims = t.shape.dims
+        if dims is None or None in dims:
+            return None
+        outs.append(tuple(dims))
+    ins = inputs if inputs is not None else op.inputs
+    if len(ins) != len(in_shapes):
+        return None
+    for t, s in zip(ins, in_shapes):
+        dims = t.shape.dims
+        if dims is None or tuple(dims) != tuple(s):
+            return None
+    return outs
