@@ -307,6 +307,8 @@ class StepReplay:
             for k in _FLOW_TIMES:
                 r[k] -= start
             flows.append(r)
+        outputs = [v.copy() if isinstance(v, np.ndarray) else v for v in outputs]  # (the
+        # caller's may be changed in place)
         new = _Template(key, end - start, outputs, rows, list(hosts.values()), links,
                         flows)  # fmt: skip
         old = self.template

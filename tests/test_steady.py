@@ -274,3 +274,20 @@ def test_real_feeds_are_keyed_as_the_devices_key_their_plans():
     s = _both(reshaped, steps=7)
     assert s.steady.replayed == 2 + 1  # steps 2-3, then 6
     assert s.step_times[6] < 0.5 * s.step_times[3]
+
+
+def test_a_fetched_array_changed_in_place_does_not_change_later_steps():
+    """Fetched real values (a shape computed for real) are the caller's: changing one in place
+    changes neither the template nor what later replayed steps return."""
+    c = Cluster()
+    c.add_task("worker", 0, cpu=HOST, nic=NIC)
+    g = hb.Graph()
+    with g.as_default(), hb.device("/job:worker/task:0/device:cpu:0"):
+        x = hb.placeholder(hb.float32, [8, 16])
+        shape = hb.shape(hb.matmul(x, x, transpose_b=True))
+        s = SimSession(c, graph=g)
+    got = [s.run(shape, {x: sim_value([8, 16])}) for _ in range(5)]
+    assert s.steady.replayed == 3
+    for v in got:
+        v[0] = -1
+    assert list(s.run(shape, {x: sim_value([8, 16])})) == [8, 8]
