@@ -61,6 +61,11 @@ class SimSession(BaseSession):
     cluster network's own flow list (``network.records``, ``flow_frame()``) is trimmed to the
     current step's flows after each step; each kept RunRecord holds its own.
 
+    ``replay_steps`` (default True): a shape-only step the same as the last two, starting with
+    the cluster idle, is replayed from the last one's outcome instead of simulated again
+    (simulator/steady.py: every record, device clock and link total as the simulation leaves
+    them, to within rounding; ``steady.replayed`` counts them); False simulates every step.
+
     ``shared_resources``: the session's variables, queues and accumulators live in the
     cluster's tasks, shared with every other such session of the cluster (as a real cluster's
     servers keep them for every client), not in the session. Between-graph replication op by
