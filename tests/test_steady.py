@@ -291,3 +291,30 @@ def test_a_fetched_array_changed_in_place_does_not_change_later_steps():
     for v in got:
         v[0] = -1
     assert list(s.run(shape, {x: sim_value([8, 16])})) == [8, 8]
+
+
+@pytest.mark.parametrize("name", ["cnn", "lstm_lm"])
+def test_a_zoo_model_on_a_ps_and_a_gpu_worker_replays_as_simulated(name):
+    """A zoo model placed by ``replica_device_setter`` (variables on two PS tasks, the model on
+    a catalog GPU worker, catalog CPUs and NICs): every record equals a full simulation's. The
+    LSTM is unrolled (no control flow) and replays; so does the CNN."""
+    from hetbed.scenarios.models.zoo import build
+
+    def make():
+        c = Cluster()
+        for t in range(2):
+            c.add_task("ps", t, cpu="xeon_e5_2630v3_ps", nic="eth_10g")
+        c.add_task("worker", 0, gpu=("v100_sxm2", 1), cpu="xeon_e5_2680v3_2s", nic="eth_10g")
+        g = hb.Graph()
+        with g.as_default():
+            setter = hb.train.replica_device_setter(
+                ps_tasks=2, worker_device="/job:worker/task:0/device:gpu:0"
+            )
+            with hb.device(setter):
+                m = build(name, 8)
+        feeds = {t: sim_value(m.input_shapes[k], t.dtype.np) for k, t in m.inputs.items()}
+        return c, g, m.train_op, feeds
+
+    s = _both(make, steps=4)
+    assert s.steady.replayed == 2
+    assert len(s.last_record.flows) > 4
