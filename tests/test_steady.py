@@ -43,6 +43,16 @@ def _training(machines=("a", "b"), gpu=True):
     return c, g, train, {x: sim_value([32, 64])}
 
 
+CPU0 = "/job:worker/task:0/device:cpu:0"
+
+
+def _local():
+    """(cluster, graph): one worker task with a CPU, and a graph to build its step in."""
+    c = Cluster()
+    c.add_task("worker", 0, cpu=HOST, nic=NIC)
+    return c, hb.Graph()
+
+
 def _frames(rec):
     return [rec.ops, rec.flows, rec.devices, rec.links]
 
@@ -174,10 +184,8 @@ def test_steps_with_state_or_other_events_are_simulated_in_full():
     can make a step differ from the last: such steps are never replayed."""
 
     def queue():
-        c = Cluster()
-        c.add_task("worker", 0, cpu=HOST, nic=NIC)
-        g = hb.Graph()
-        with g.as_default(), hb.device("/job:worker/task:0/device:cpu:0"):
+        c, g = _local()
+        with g.as_default(), hb.device(CPU0):
             q = hb.FIFOQueue(100, [hb.float32], shapes=[[256]])
             x = hb.placeholder(hb.float32, [256])
             enq = q.enqueue([x * 2.0])
@@ -188,10 +196,8 @@ def test_steps_with_state_or_other_events_are_simulated_in_full():
     assert _both(queue, steps=5).steady.replayed == 0
 
     def loop():
-        c = Cluster()
-        c.add_task("worker", 0, cpu=HOST, nic=NIC)
-        g = hb.Graph()
-        with g.as_default(), hb.device("/job:worker/task:0/device:cpu:0"):
+        c, g = _local()
+        with g.as_default(), hb.device(CPU0):
             n = hb.placeholder(hb.int32, [])
             out = hb.while_loop(lambda i: i < n, lambda i: i + 1, [hb.constant(0)])
         return c, g, out, {n: np.int32(3)}
@@ -260,10 +266,8 @@ def test_real_feeds_are_keyed_as_the_devices_key_their_plans():
     assert _both(floats, steps=5).steady.replayed == 3
 
     def reshaped():
-        c = Cluster()
-        c.add_task("worker", 0, cpu=HOST, nic=NIC)
-        g = hb.Graph()
-        with g.as_default(), hb.device("/job:worker/task:0/device:cpu:0"):
+        c, g = _local()
+        with g.as_default(), hb.device(CPU0):
             x = hb.placeholder(hb.float32, [65536])
             shape = hb.placeholder(hb.int32, [2])
             m = hb.reshape(x, shape)
@@ -279,10 +283,8 @@ def test_real_feeds_are_keyed_as_the_devices_key_their_plans():
 def test_a_fetched_array_changed_in_place_does_not_change_later_steps():
     """Fetched real values (a shape computed for real) are the caller's: changing one in place
     changes neither the template nor what later replayed steps return."""
-    c = Cluster()
-    c.add_task("worker", 0, cpu=HOST, nic=NIC)
-    g = hb.Graph()
-    with g.as_default(), hb.device("/job:worker/task:0/device:cpu:0"):
+    c, g = _local()
+    with g.as_default(), hb.device(CPU0):
         x = hb.placeholder(hb.float32, [8, 16])
         shape = hb.shape(hb.matmul(x, x, transpose_b=True))
         s = SimSession(c, graph=g)
