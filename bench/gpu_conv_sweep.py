@@ -10,7 +10,14 @@ devices/catalog/kernels/h200_conv_passes.csv, which bench/gpu_kernels.py predict
 and uses to check the convolution model's choice of algorithm. Without PyTorch and a CUDA device
 it says so and measures nothing.
 
-``--budget S`` stops starting new shapes after S seconds (default 240)."""
+``--budget S`` stops starting new shapes after S seconds (default 240).
+
+``--kernels`` times nothing as a whole: each pass of each shape is run ``KERNEL_CALLS`` times
+under the profiler and every kernel it launched is written to ``$OUT/conv_kernels.csv``, one
+row per (shape, precision, pass, kernel name): how many times a call launches it and its mean
+duration (the profiler's GPU-side span of each launch). A pass's main kernel and the ones around
+it (layout conversions, padding, Memsets, split-K reductions) are then counted and timed apart,
+which the whole-pass timings cannot do."""
 
 from __future__ import annotations
 
@@ -20,10 +27,8 @@ import statistics
 import sys
 import time
 
-try:
-    import torch
-except ImportError:
-    torch = None
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_gemm_sweep import kernel_rows, torch  # noqa: E402 - the profiler's kernel list, shared
 
 # DeepBench's training convolution shapes (N, H, W, C, K, R, S, pad_h, pad_w, stride_h, stride_w)
 # are read from the catalog; these come first (the shapes of h200_conv.csv, whose backward passes
@@ -47,6 +52,7 @@ SWEEP_SHAPES = [
 ]
 FIELDS = "n h w c k r s pad_h pad_w stride_h stride_w".split()
 PASSES = ("fwd", "bwd_input", "bwd_filter")
+KERNEL_CALLS = 5
 
 
 def deepbench_shapes() -> list[tuple]:
@@ -150,11 +156,17 @@ def main() -> int:
             return ["?"]
 
     name = torch.cuda.get_device_name(0).replace("NVIDIA ", "").split()[0]
-    path = os.path.join(out_dir, "conv_passes.csv")
-    header = ["device", "precision", *FIELDS]
-    header += [f"{p}_ms" for p in PASSES] + [f"{p}_eager_ms" for p in PASSES]
-    header += [f"{p}_algo" for p in PASSES]
-    header += [f"{p}_kernels" for p in PASSES]
+    if "--kernels" in sys.argv:
+        kernels_only = True
+        path = os.path.join(out_dir, "conv_kernels.csv")
+        header = ["device", "precision", *FIELDS, "pass", "algo", "kernel", "per_call", "us"]
+    else:
+        kernels_only = False
+        path = os.path.join(out_dir, "conv_passes.csv")
+        header = ["device", "precision", *FIELDS]
+        header += [f"{p}_ms" for p in PASSES] + [f"{p}_eager_ms" for p in PASSES]
+        header += [f"{p}_algo" for p in PASSES]
+        header += [f"{p}_kernels" for p in PASSES]
     t0 = time.time()
     done = 0
     with open(path, "w", newline="") as f:
@@ -192,6 +204,19 @@ def main() -> int:
                     }
                     ms, eager, algo, names = {}, {}, {}, {}
                     sizes = {"fwd": y, "bwd_input": x, "bwd_filter": wt}
+                    if kernels_only:
+                        for p, fn in fns.items():  # cuDNN autotunes in the unprofiled calls
+                            rows = kernel_rows(fn, KERNEL_CALLS)
+                            algo[p] = algorithm([r[0] for r in rows[:3]])
+                            for kname, per_call, us in rows:
+                                w.writerow(
+                                    [name, prec, *shape, p, algo[p], kname[:160]]
+                                    + [f"{per_call:.3g}", f"{us:.4g}"]
+                                )
+                        f.flush()
+                        done += 1
+                        print(f"{prec} {shape}: " + " ".join(f"{p} {algo[p]}" for p in PASSES))
+                        continue
                     for p, fn in fns.items():
                         nb = sizes[p].numel() * sizes[p].element_size()
                         ms[p], eager[p] = timeit(fn, nb)

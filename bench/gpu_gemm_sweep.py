@@ -13,7 +13,13 @@ transpose flags, nothing is copied). Writes ``$OUT/gemm_graph.csv`` (``$OUT`` de
 current folder) row by row, so a run cut short keeps what it measured. Without PyTorch and a
 CUDA device it says so and measures nothing.
 
-``--budget S`` stops starting new shapes after S seconds (default 240)."""
+``--budget S`` stops starting new shapes after S seconds (default 240).
+
+``--kernels`` times no graphs: each (shape, precision) is called ``KERNEL_CALLS`` times under
+the profiler and every kernel it launched goes to ``$OUT/gemm_kernels.csv``, one row per
+(shape, precision, kernel name): launches per call and mean duration. It shows which products
+cuBLAS splits over the reduction with a reduction kernel of its own (``splitKreduce``) and what
+that kernel costs."""
 
 from __future__ import annotations
 
@@ -96,6 +102,29 @@ def graph_seconds(fn, calls: int | None = None) -> float:
     return best
 
 
+KERNEL_CALLS = 5
+
+
+def kernel_rows(fn, calls: int) -> list[tuple[str, float, float]]:
+    """(name, launches per call, mean us per launch) of every kernel that ``calls`` calls of
+    ``fn`` launched (after three unprofiled calls), the longest in total first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    seen: dict[str, list[float]] = {}
+    for ev in prof.events():
+        if str(ev.device_type).endswith("CUDA"):
+            seen.setdefault(ev.name, []).append(ev.time_range.elapsed_us())
+    rows = [(k, len(v) / calls, sum(v) / len(v)) for k, v in seen.items()]
+    return sorted(rows, key=lambda r: -r[1] * r[2])
+
+
 def main(argv: list[str]) -> int:
     if torch is None or not torch.cuda.is_available():
         print("gpu_gemm_sweep: needs PyTorch and a CUDA device (none here); measured nothing")
@@ -103,12 +132,16 @@ def main(argv: list[str]) -> int:
     budget = float(argv[argv.index("--budget") + 1]) if "--budget" in argv else 240.0
     name = torch.cuda.get_device_name(0)
     label = next((g for g in ("H200", "H100", "A100", "V100") if g in name), name)
-    out = os.path.join(os.environ.get("OUT", "."), "gemm_graph.csv")
+    kernels = "--kernels" in argv
+    out = os.path.join(
+        os.environ.get("OUT", "."), "gemm_kernels.csv" if kernels else "gemm_graph.csv"
+    )
     t0 = time.perf_counter()
     done = 0
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["device", "precision", "m", "n", "k", "a_t", "b_t", "ms"])
+        head = ["device", "precision", "m", "n", "k", "a_t", "b_t"]
+        w.writerow(head + (["kernel", "per_call", "us"] if kernels else ["ms"]))
         for m, n, k, a_t, b_t in shapes():
             if time.perf_counter() - t0 > budget:
                 print(f"budget of {budget:.0f} s spent: stopped after {done} shapes")
@@ -118,6 +151,13 @@ def main(argv: list[str]) -> int:
                 dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
                          "bf16": torch.bfloat16}[p]  # fmt: skip
                 x1, x2 = operands(m, n, k, a_t, b_t, dtype)
+                if kernels:
+                    for kname, per_call, us in kernel_rows(
+                        lambda x1=x1, x2=x2: torch.mm(x1, x2), KERNEL_CALLS
+                    ):
+                        w.writerow([label, p, m, n, k, a_t, b_t, kname[:160]]
+                                   + [f"{per_call:.3g}", f"{us:.4g}"])  # fmt: skip
+                    continue
                 sec = graph_seconds(lambda x1=x1, x2=x2: torch.mm(x1, x2))
                 w.writerow([label, p, m, n, k, a_t, b_t, f"{sec * 1e3:.6g}"])
                 f.flush()
