@@ -10,7 +10,8 @@ devices/catalog/kernels/h200_conv_passes.csv, which bench/gpu_kernels.py predict
 and uses to check the convolution model's choice of algorithm. Without PyTorch and a CUDA device
 it says so and measures nothing.
 
-``--budget S`` stops starting new shapes after S seconds (default 240).
+``--budget S`` stops starting new shapes after S seconds (default 240); ``--from K`` starts at
+the K-th shape (0-based), to go on where a run cut short stopped.
 
 ``--kernels`` times nothing as a whole: each pass of each shape is run ``KERNEL_CALLS`` times
 under the profiler and every kernel it launched is written to ``$OUT/conv_kernels.csv``, one
@@ -172,7 +173,8 @@ def main() -> int:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(header)
-        for shape in SWEEP_SHAPES + deepbench_shapes():
+        first = int(sys.argv[sys.argv.index("--from") + 1]) if "--from" in sys.argv else 0
+        for shape in (SWEEP_SHAPES + deepbench_shapes())[first:]:
             if time.time() - t0 > budget:
                 break
             n, h, wd, c, k, r, s, ph, pw, sh, sw = shape
