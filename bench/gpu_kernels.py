@@ -90,7 +90,7 @@ def devices() -> dict:
         peak = {d: spec.peak(d, matrix=True) for d, _ in PRECISION.values() if _has(spec, d)}
         out[label] = {"peak": peak, "bandwidth": spec.memory_rate,
                       "sms": spec.multiprocessors, "fp32_lanes": spec.fp32_lanes,
-                      "issue": spec.warp_issue_per_clock,
+                      "issue": spec.warp_issue_per_clock, "tile_loads": spec.tile_loads,
                       "conv_algorithms": spec.conv_algorithms}  # fmt: skip
     return out
 
@@ -220,7 +220,7 @@ def errors(rows: list[tuple], fits: dict, devs: dict) -> list[float]:
 
 
 def conv_errors(rows: list[tuple], fits: dict, cfits: dict | None, devs: dict) -> list[float]:
-    """Relative errors of convolution rows: by the convolution model (``gc.conv_seconds``) with
+    """Relative errors of convolution rows: by the convolution model (``gc.pass_seconds``) with
     the GEMM fits ``fits`` and the convolution fits ``cfits``; with ``cfits`` None, as the plain
     implicit GEMM priced by the GEMM parameters alone (no convolution mechanism or parameter)."""
     out = []
@@ -229,36 +229,36 @@ def conv_errors(rows: list[tuple], fits: dict, cfits: dict | None, devs: dict) -
         unit = gk.unit_class(dtype)
         p, floors = fits[unit]
         dev = devs[d]
-        share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
         if cfits is None:
+            share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
             m, n, k = gc.conv_gemm(what, sh)
             moved = el * (sh.n * sh.h * sh.w * sh.c + sh.r * sh.s * sh.c * sh.k
                           + sh.n * sh.p * sh.q * sh.k)  # fmt: skip
             t = gk.gemm_seconds(m, n, k, moved, dev["peak"][dtype],
                                 dev["bandwidth"], dev["sms"], p, gk.TILES[unit], share, lay)  # fmt: skip
         else:
-            t = gc.conv_seconds(what, sh, el, dev["peak"][dtype], dev["bandwidth"], dev["sms"], p,
-                                cfits[unit], unit, share, lay, menu(dev, dtype))[0]  # fmt: skip
+            t = gc.predict(r, devs, {u: f[0] for u, f in fits.items()}, cfits, {})
         out.append(gk.observed_seconds(t, floor_of(floors, h)) / s - 1.0)
     return out
 
 
 def algorithms(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> list[str]:
-    """The algorithm the convolution model picks for each row."""
+    """The algorithm the convolution model picks for each row (``algo:float32`` where a TF32
+    pass runs float32 kernels)."""
     out = []
-    for d, dtype, what, sh, el, _, _, lay, _ in rows:
-        unit, dev = gk.unit_class(dtype), devs[d]
-        share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
-        out.append(gc.conv_seconds(what, sh, el, dev["peak"][dtype], dev["bandwidth"], dev["sms"],
-                                   fits[unit][0], cfits[unit], unit, share, lay,
-                                   menu(dev, dtype))[1])  # fmt: skip
+    for d, dtype, what, sh, *_ in rows:
+        dev = devs[d]
+        shares = {u: gk.issue_share(u, dev["fp32_lanes"], dev["sms"], dev["issue"]) for u in fits}
+        out.append(gc.pass_seconds(what, sh, dtype, dev["peak"], dev["bandwidth"], dev["sms"],
+                                   {u: f[0] for u, f in fits.items()}, cfits, shares,
+                                   dev["tile_loads"], menus(dev))[1])  # fmt: skip
     return out
 
 
-def menu(dev: dict, dtype: str) -> tuple | None:
-    """The convolution algorithms a benchmark GPU's library runs in ``dtype`` (its catalog's
-    ``conv_algorithms``; None: gpuconv's default menu)."""
-    return dict(dev.get("conv_algorithms") or ()).get(dtype)
+def menus(dev: dict) -> dict:
+    """dtype -> the convolution algorithms a benchmark GPU's library runs in it (its catalog's
+    ``conv_algorithms``; a dtype absent: gpuconv's default menu)."""
+    return dict(dev.get("conv_algorithms") or ())
 
 
 def cudnn_family(row: dict, what: str) -> str:
@@ -282,10 +282,34 @@ def passes_families() -> list[str]:
     return out
 
 
+#: pieces of the names of tensor-core kernels (cuDNN's and cuBLASLt's: tf32 / f16 types, mma
+#: shapes, tensorop, nvjet); a pass whose longest kernel has none ran on the CUDA cores
+TENSOR_CORE_NAMES = ("tf32", "f16", "s1688", "h1688", "16816", "tensorop", "nvjet", "hmma")
+
+
+def tf32_units(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> str:
+    """Of the TF32 passes of ``rows`` (``conv_rows(PASSES_FILES)``): how many cuDNN ran with a
+    CUDA-core kernel as the longest (no ``TENSOR_CORE_NAMES`` in its name), how many of those
+    the model runs on CUDA cores too (``gc.ALSO_RUNS_AS``), and how many it runs there where
+    cuDNN used tensor cores."""
+    simt = []
+    for name in PASSES_FILES:
+        for r in csv.DictReader(open(DATA / name)):
+            for what in gc.PASSES:
+                if r.get(f"{what}_ms"):
+                    main = r[f"{what}_kernels"].split("|")[0].lower()
+                    simt.append(not any(x in main for x in TENSOR_CORE_NAMES))
+    picked = [a.endswith(":float32") for a in algorithms(rows, fits, cfits, devs)]
+    both = [(c, m) for r, c, m in zip(rows, simt, picked) if r[1] == "tensorfloat32"]
+    return (f"{sum(c for c, _ in both)} of {len(both)} ran CUDA-core kernels; the model runs "
+            f"{sum(c and m for c, m in both)} of those on CUDA cores, and "
+            f"{sum(m and not c for c, m in both)} where cuDNN used tensor cores")  # fmt: skip
+
+
 def agreement(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> str:
     """Per pass and dtype: how often the model's algorithm is the family cuDNN ran."""
-    picked = [a.split("_")[0] if a.startswith("winograd") else a
-              for a in algorithms(rows, fits, cfits, devs)]  # fmt: skip
+    picked = [a.split(":")[0] for a in algorithms(rows, fits, cfits, devs)]
+    picked = [a.split("_")[0] if a.startswith("winograd") else a for a in picked]
     picked = ["implicit_gemm" if a == "gemm_col2im" else a for a in picked]
     groups: dict = {}
     for r, a, c in zip(rows, picked, passes_families()):
@@ -296,12 +320,13 @@ def agreement(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> str:
 def fit_conv(rows: list[tuple], devs: dict, fits: dict) -> dict:
     """unit class -> ``gc.ConvParams`` fitted to convolution ``rows``, the GEMM parameters and
     the harnesses' floors of ``fits`` (fitted to GEMMs) held fixed."""
-    out = {}
-    for unit in ("cuda_cores", "tensor_cores"):
-        p, floors = fits[unit]
+    out: dict = {}
+    gemm = {u: f[0] for u, f in fits.items()}
+    for unit in ("cuda_cores", "tensor_cores"):  # (a TF32 pass may run the CUDA cores' kernels)
+        floors = fits[unit][1]
         mine = [r for r in rows if gk.unit_class(r[1]) == unit]
         fl = {h: floor_of(floors, h) for h in {r[6] for r in mine}}
-        out[unit] = gc.fit_params(mine, devs, p, fl, unit)
+        out[unit] = gc.fit_params(mine, devs, gemm, fl, unit, dict(out))
     return out
 
 
@@ -469,6 +494,8 @@ def main(argv: list[str]) -> int:
     print(breakdown(every, every_plain, every_errs, algorithms(every, params, cparams, devs)))
     print("the model's algorithm vs cuDNN's (kernel names) on the H200's and H100's passes "
           "(fitted parameters): " + agreement(passes, params, cparams, devs))  # fmt: skip
+    print("TF32 passes of the H200 and H100 (fitted parameters): "
+          + tf32_units(passes, params, cparams, devs))  # fmt: skip
     cw = sorted(zip(every_errs, every), key=lambda x: -abs(x[0]))[:8]
     print("worst predicted convolutions: " + "; ".join(
         f"{r[0]} {r[1]} {r[2]} {conv_shape(r[3])} {e:+.0%}" for e, r in cw))  # fmt: skip

@@ -434,10 +434,19 @@ class Roofline(CostModel):
             if self._conv_params is None:
                 self._conv_params = gc.load_params()
             sh = gc.op_shape(op.type, op.attrs, ins, outs)
-            menu = dict(perf.conv_algorithms or ()).get(dtype)
-            t, _ = gc.conv_seconds(gc.PASS_OF_OP[op.type], sh, gk.ELEM_BYTES.get(dtype, 4), peak,
-                                   perf.memory_bandwidth, perf.multiprocessors, p,
-                                   self._conv_params[unit], unit, share, layout, menu)  # fmt: skip
+            # (TF32 passes may run float32 kernels on the CUDA cores: gc.ALSO_RUNS_AS)
+            dts = [d for d in (dtype, gc.ALSO_RUNS_AS.get(dtype)) if d is not None]
+            peaks = {d: perf.peak(d, True) for d in dts}
+            shares = {
+                u: gk.issue_share(u, perf.fp32_lanes, perf.multiprocessors,
+                                  perf.warp_issue_per_clock)
+                for u in self._gemm_params
+            }  # fmt: skip
+            peaks[dtype] = peak
+            t, _ = gc.pass_seconds(gc.PASS_OF_OP[op.type], sh, dtype, peaks,
+                                   perf.memory_bandwidth, perf.multiprocessors, self._gemm_params,
+                                   self._conv_params, shares, perf.tile_loads,
+                                   dict(perf.conv_algorithms or ()), unit)  # fmt: skip
             return t
         return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
                                gk.TILES[unit], share, layout)  # fmt: skip

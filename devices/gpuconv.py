@@ -1,5 +1,6 @@
 """How long a convolution pass takes on a GPU: cuDNN's choice among algorithms, each priced by the
-tiled GEMM model (devices/gpukernels.py), with five fitted numbers per unit class.
+tiled GEMM model (devices/gpukernels.py), with five fitted numbers per unit class; a TF32 pass
+takes the faster of its tensor-core and float32 CUDA-core prices (``pass_seconds``).
 
 A 2-D convolution of an NHWC input (n x h x w x c) with an (r x s x c x k) filter at stride
 ``stride``, giving an (n x p x q x k) output, runs one of three passes: ``fwd`` (the output),
@@ -13,9 +14,10 @@ TensorFlow's autotuning); the model does the same among:
   GEMM model's split-K and its partial sums price it). On tensor cores the channel counts are
   padded to multiples of ``TC_CHANNEL_ALIGN`` (8): cuDNN's tensor-core kernels need them so and
   pad a first layer's 1 or 3 channels (cuDNN Developer Guide, "Tensor Core Operations"). Besides
-  the GEMM library's tiles, convolution kernels have narrow ones (``NARROW_TILES``: 8 or 16
-  output channels wide) for the few-channel passes (a first layer's 1 or 3 input channels:
-  CUTLASS's ``kFewChannels`` / ``kFixedChannels`` iterators, the mma instruction's n = 8).
+  the GEMM library's tiles, forward kernels have narrow ones (``NARROW_TILES``: 8 or 16 output
+  channels wide, the mma instruction's n = 8) for passes with few output channels; the
+  gradient kernels have none (``pass_tiles``: a first layer's 1 or 3 input channels ran 256 x 32
+  and 256 x 64 data-gradient tiles on an H200).
 * Winograd ``F(m x m, r x r)`` (``WINOGRAD_TILES``; stride 1, square 3x3 or 5x5 filters, no
   dilation; every pass): the input is cut into tiles of ``a = m + r - 1`` squared pixels, each
   transformed, multiplied elementwise and transformed back (Lavin & Gray, "Fast Algorithms for
@@ -30,8 +32,8 @@ TensorFlow's autotuning); the model does the same among:
   column element added into the input pixel its tap reaches (cuDNN's BWD_DATA_ALGO_0 adds them
   in place with atomics): the GEMM at the pass's efficiency plus the columns read back and the
   input gradient written at the memory rate. Its tile runs along r s c, so it wins where the
-  implicit GEMM's output is a few input channels wide (a first layer's 1 or 3, where a narrow
-  tile of 8 holds 1/8 work) and loses elsewhere (r s times the columns' traffic).
+  implicit GEMM's output is a few input channels wide (a first layer's 1 or 3, where a tile of
+  32 columns holds 1/32 or 3/32 work) and loses elsewhere (r s times the columns' traffic).
 
 * a 1x1 stride-1 pass as a plain GEMM (``gemm_1x1``; unpadded, undilated): the convolution is
   then exactly a matrix product (fwd x (n h w x c) @ w (c x k), bwd_input dy @ w^T, bwd_filter
@@ -98,8 +100,11 @@ FIELDS = (
 #: channel counts of tensor-core convolutions are padded to multiples of this (cuDNN Developer
 #: Guide, "Tensor Core Operations": channels a multiple of 8 for FP16 / TF32 NHWC kernels)
 TC_CHANNEL_ALIGN = 8
-#: output tiles convolution kernels have besides the GEMM library's: narrow ones for a pass with
-#: few output columns (CUTLASS's few-channel conv iterators; an mma instruction is 8 wide)
+#: output tiles forward convolution kernels have besides the GEMM library's: narrow ones for a
+#: pass with few output channels (an mma instruction is 8 wide; cuDNN ran a 128 x 16 tile for a
+#: 16-channel float16 forward pass on an H200). The data-gradient kernels have none: for a first
+#: layer's 1 or 3 input channels cuDNN ran 256 x 32 and 256 x 64 tiles there (kernel names,
+#: catalog/kernels/h200_conv_kernels.csv), so ``pass_tiles`` offers them to ``fwd`` only
 NARROW_TILES = ((256, 8), (128, 16))
 #: the most parts bwd_filter's reduction over the batch (n p q) is split into: as many as fill the
 #: GPU (the split search stops at four blocks an SM; CUTLASS's conv2d wgrad takes any
@@ -107,6 +112,12 @@ NARROW_TILES = ((256, 8), (128, 16))
 WGRAD_MAX_SPLIT = 4096
 #: Winograd output tiles m (F(m x m, r x r)) cuDNN runs, per filter size r (stride 1)
 WINOGRAD_TILES = {3: (2, 4), 5: (2,)}
+#: dtypes whose convolutions the library may run with another dtype's kernels, the faster one
+#: kept: TF32 only allows tensor cores for float32 data, and cuDNN's autotuner keeps a float32
+#: CUDA-core kernel (SIMT GEMMs, direct engines) where it is faster: on an H200 the longest
+#: kernel of 36 of the 315 TF32 passes timed was one of those (kernel names in
+#: catalog/kernels/h200_conv_passes.csv)
+ALSO_RUNS_AS = {"tensorfloat32": "float32"}
 #: the algorithm families, by the names of a device's ``conv_algorithms`` (catalog)
 ALGORITHMS = ("implicit_gemm", "winograd", "gemm_col2im", "gemm_1x1")
 #: what a device without ``conv_algorithms`` offers
@@ -181,6 +192,12 @@ def aligned(channels: int, unit: str) -> int:
     if unit == "tensor_cores":
         return -(-int(channels) // TC_CHANNEL_ALIGN) * TC_CHANNEL_ALIGN
     return int(channels)
+
+
+def pass_tiles(pass_: str, unit: str) -> tuple[tuple[int, int], ...]:
+    """The output tiles a pass's implicit GEMM chooses among on ``unit``: the GEMM library's, and
+    for ``fwd`` the ``NARROW_TILES``."""
+    return tuple(gk.TILES[unit]) + (NARROW_TILES if pass_ == "fwd" else ())
 
 
 def conv_gemm(pass_: str, sh: ConvShape, unit: str = "cuda_cores") -> tuple[int, int, float]:
@@ -262,7 +279,7 @@ def conv_seconds(
     # an implicit GEMM's main loop issues more instructions per FMA than a GEMM's (the im2col
     # addresses of its taps): they share the SM's issue slots where the FMAs alone fill them
     qi = dataclasses.replace(q, issue_overhead=p.issue_overhead + c.issue_overhead)
-    tiles = tuple(gk.TILES[unit]) + NARROW_TILES
+    tiles = pass_tiles(pass_, unit)
     m, n, k = conv_gemm(pass_, sh, unit)
     eff = c.efficiency(pass_)
     if pass_ == "bwd_input" and dgrad_as_fwd(sh):
@@ -301,6 +318,44 @@ def conv_seconds(
                             gk.TILES[unit], issue_share, lay)  # fmt: skip
         if t < best:
             best, algo = t, "gemm_1x1"
+    return best, algo
+
+
+def pass_seconds(
+    pass_: str,
+    sh: ConvShape,
+    dtype: str,
+    peaks: dict[str, float],
+    bandwidth: float,
+    sms: int,
+    gemm: dict[str, gk.GemmParams],
+    conv: dict[str, ConvParams],
+    shares: dict[str, float] | None = None,
+    tile_loads: str | None = None,
+    menus: dict[str, Sequence[str]] | None = None,
+    unit: str | None = None,
+) -> tuple[float, str]:
+    """(seconds, algorithm) of one pass in ``dtype``: ``conv_seconds`` on the dtype's unit class
+    and, for a dtype in ``ALSO_RUNS_AS``, on the other dtype's too (its algorithm then named
+    ``algo:dtype``), the faster kept. ``peaks`` maps dtypes to the device's matrix peak, ``gemm``
+    and ``conv`` unit classes to their parameters (a unit class absent: not priced), ``shares``
+    unit classes to ``gk.issue_share``, ``menus`` dtypes to ``conv_algorithms``; the operands lie
+    as NHWC lays them out (``gk.layout_of``) on a device whose catalog says ``tile_loads``.
+    ``unit``: the unit class ``dtype`` runs on (default ``gk.unit_class``; "cuda_cores" on a
+    device without tensor cores for it)."""
+    best, algo = math.inf, ""
+    for i, dt in enumerate((dtype, ALSO_RUNS_AS.get(dtype))):
+        if dt is None:
+            continue
+        u = (unit or gk.unit_class(dt)) if i == 0 else gk.unit_class(dt)
+        if dt not in peaks or u not in gemm or u not in conv:
+            continue
+        el = gk.ELEM_BYTES.get(dt, 4)
+        t, a = conv_seconds(pass_, sh, el, peaks[dt], bandwidth, sms, gemm[u], conv[u], u,
+                            (shares or {}).get(u, 0.0), gk.layout_of(u, el, tile_loads=tile_loads),
+                            (menus or {}).get(dt))  # fmt: skip
+        if t < best:
+            best, algo = t, a if i == 0 else f"{a}:{dt}"
     return best, algo
 
 
@@ -359,13 +414,16 @@ LOWER, UPPER = (0.05, 0.05, 0.05, 1.0, 0.0), (1.5, 1.5, 1.5, 1e5, 4.0)
 START = ConvParams(0.7, 0.7, 0.7, 64.0, 0.0)
 
 
-def fit_params(rows: Sequence[tuple], devices: dict[str, dict[str, Any]], gemm: gk.GemmParams,
-               floors: dict[str, float], unit: str) -> ConvParams:  # fmt: skip
+def fit_params(rows: Sequence[tuple], devices: dict[str, dict[str, Any]],
+               gemm: dict[str, gk.GemmParams], floors: dict[str, float], unit: str,
+               fixed: dict[str, ConvParams] | None = None) -> ConvParams:  # fmt: skip
     """Least-squares fit (of log time; soft-L1 loss, as the GEMM fit) of one unit class's
     ``ConvParams`` to ``rows`` of (device, dtype, pass, ConvShape, elem bytes, seconds,
-    harness, layout), the GEMM parameters ``gemm`` and the harnesses' per-call ``floors`` held
-    fixed (fitted to GEMMs). ``devices[name]``: ``peak`` (per dtype), ``bandwidth``, ``sms``,
-    ``fp32_lanes``, ``issue``. Needs scipy."""
+    harness), the GEMM parameters ``gemm`` (per unit class), the other unit classes' ``fixed``
+    convolution parameters (a TF32 pass may run on CUDA cores: ``ALSO_RUNS_AS``) and the
+    harnesses' per-call ``floors`` held fixed (fitted to GEMMs). ``devices[name]``: ``peak``
+    (per dtype), ``bandwidth``, ``sms``, ``fp32_lanes``, ``issue``, ``tile_loads``,
+    ``conv_algorithms``. Needs scipy."""
     from scipy.optimize import least_squares
 
     fit_issue = unit == "cuda_cores"  # (tensor-core convolutions have no issue limit: 0)
@@ -374,8 +432,8 @@ def fit_params(rows: Sequence[tuple], devices: dict[str, dict[str, Any]], gemm: 
         return ConvParams(x[0], x[1], x[2], math.exp(x[3]), x[4] if fit_issue else 0.0)
 
     def resid(x: Sequence[float]) -> list[float]:
-        cp = from_x(x)
-        return [math.log(predict(r, devices, gemm, cp, floors, unit) / r[5]) for r in rows]
+        cps = {**(fixed or {}), unit: from_x(x)}
+        return [math.log(predict(r, devices, gemm, cps, floors) / r[5]) for r in rows]
 
     lb = [*LOWER[:3], math.log(LOWER[3])] + ([LOWER[4]] if fit_issue else [])
     ub = [*UPPER[:3], math.log(UPPER[3])] + ([UPPER[4]] if fit_issue else [])
@@ -386,13 +444,15 @@ def fit_params(rows: Sequence[tuple], devices: dict[str, dict[str, Any]], gemm: 
     return from_x(res.x)
 
 
-def predict(row: tuple, devices: dict, gemm: gk.GemmParams, cp: ConvParams,
-            floors: dict[str, float], unit: str) -> float:  # fmt: skip
-    """What a timing loop measures for one fit row (``fit_params``): the pass's time, or the
-    harness's per-call floor (``gk.observed_seconds``; a harness with no floor: none)."""
-    d, dtype, pass_, sh, el, _, h, lay = row[:8]
+def predict(row: tuple, devices: dict, gemm: dict[str, gk.GemmParams],
+            cps: dict[str, ConvParams], floors: dict[str, float]) -> float:  # fmt: skip
+    """What a timing loop measures for one fit row (``fit_params``): the pass's time
+    (``pass_seconds``), or the harness's per-call floor (``gk.observed_seconds``; a harness with
+    no floor: none)."""
+    d, dtype, pass_, sh, _, _, h = row[:7]
     dv = devices[d]
-    share = gk.issue_share(unit, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
-    t, _ = conv_seconds(pass_, sh, el, dv["peak"][dtype], dv["bandwidth"], dv["sms"], gemm, cp,
-                        unit, share, lay, dict(dv.get("conv_algorithms") or ()).get(dtype))  # fmt: skip
+    shares = {u: gk.issue_share(u, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
+              for u in gemm}  # fmt: skip
+    t, _ = pass_seconds(pass_, sh, dtype, dv["peak"], dv["bandwidth"], dv["sms"], gemm, cps,
+                        shares, dv.get("tile_loads"), dict(dv.get("conv_algorithms") or ()))  # fmt: skip
     return gk.observed_seconds(t, floors.get(h, 0.0)) if h is not None else t

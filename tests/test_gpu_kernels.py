@@ -413,7 +413,7 @@ def test_a_conv_pass_takes_the_fastest_algorithm_at_its_efficiency():
     Winograd F(4x4,3x3) at nearly 4x fewer FLOPs."""
     sh = gc.shape_of(32, 56, 56, 256, 256, 3, 3, (1, 1), (1, 1))
     peak, bw, sms = 15e12, 9e11, 80
-    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    tiles = gc.pass_tiles("fwd", "cuda_cores")
     m, n, k = gc.conv_gemm("fwd", sh)
     direct = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 4), peak, bw, sms, IDEAL, tiles)
     rows, cols, red, moved, tr = gc.winograd_gemm("fwd", sh, 4)
@@ -436,7 +436,7 @@ def test_bwd_filter_splits_its_batch_reduction_to_fill_the_gpu():
     sh = gc.shape_of(16, 112, 112, 16, 16, 1, 1, (1, 1), (0, 0))
     peak, bw, sms = 100e12, 1e15, 132
     p = IDEAL
-    tiles = gk.TILES["tensor_cores"] + gc.NARROW_TILES
+    tiles = gc.pass_tiles("bwd_filter", "tensor_cores")
     m, n, k = gc.conv_gemm("bwd_filter", sh)
     few = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 2), peak, bw, sms, p, tiles)
     many = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 2), peak, bw, sms, p, tiles,
@@ -454,7 +454,7 @@ def test_a_stride_1_data_gradient_is_priced_as_the_forward_convolution_it_is():
     p = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.0, 2e10, 0.0)
     cp = gc.ConvParams(0.8, 0.5, 0.6, 60.0)
     q = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.0, 2e10, 0.0)
-    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    tiles = gc.pass_tiles("bwd_input", "cuda_cores")
     sh = gc.shape_of(16, 56, 56, 256, 64, 1, 1, (1, 1), (0, 0))
     gemm = gk.gemm_seconds(16 * 56 * 56, 256, 64, gc.conv_bytes(sh, 4), peak, bw, sms, q, tiles)
     t, algo = gc.conv_seconds("bwd_input", sh, 4, peak, bw, sms, p, cp)
@@ -487,7 +487,7 @@ def test_a_few_channel_data_gradient_runs_as_a_gemm_over_the_output_gradient_and
     assert (rows, cols, red) == (npq, 100, 32)
     assert moved == npq * 32 + 100 * 32 + npq * 100 and folded == npq * 100 + 16 * 161 * 700
     lay = gk.layout_of("cuda_cores", 4)
-    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    tiles = gc.pass_tiles("bwd_input", "cuda_cores")
     gemm = gk.gemm_seconds(rows, cols, red, 4 * moved, peak, bw, sms, q, tiles,
                            layout=lay._replace(transpose_b=True))  # fmt: skip
     want = gemm / 0.6 + 4 * folded / (bw * 0.9) + 5e-6
@@ -511,7 +511,7 @@ def test_an_implicit_gemms_extra_instructions_cost_only_where_the_fmas_fill_the_
     peak, bw, sms = 60e12, 3e12, 132
     p = gk.GemmParams(0.9, 60.0, 400.0, 0.9, 5e-6, 3.0, 0.25, 2e10, 0.0)
     sh = gc.shape_of(32, 28, 28, 128, 128, 3, 3, (2, 2), (1, 1))  # (strided: no Winograd)
-    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    tiles = gc.pass_tiles("fwd", "cuda_cores")
     m, n, k = gc.conv_gemm("fwd", sh)
     for share, extra in ((1.0, 0.75), (1.0, 0.0), (0.5, 0.5)):
         cp = gc.ConvParams(0.8, 0.7, 0.6, 60.0, extra)
@@ -549,16 +549,17 @@ def test_the_shipped_conv_parameters_are_what_the_bench_fits():
         assert shipped[unit].vector() == pytest.approx(cp.vector(), rel=1e-2), unit
 
 
-def _simulated_conv_ops(device: str, x_shape: list, f_shape: tuple, gradients: bool):
-    """The op records of one step of a SAME stride-1 Conv2D (and its two gradients) on a
-    simulated ``device`` priced by the tiled models."""
-    c = Cluster(cost_model=Roofline(gpu_kernels="tiled"))
+def _simulated_conv_ops(device: str, x_shape: list, f_shape: tuple, gradients: bool,
+                        stride: int = 1, padding: str = "SAME", precision: str = "float32"):  # fmt: skip
+    """The op records of one step of a Conv2D (SAME, stride 1 unless told; and its two
+    gradients) on a simulated ``device`` priced by the tiled models in ``precision``."""
+    c = Cluster(cost_model=Roofline(precision=precision, gpu_kernels="tiled"))
     c.add_task("worker", 0, cpu=None, gpu=(device, 1))
     g = hb.Graph()
     with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
         x = hb.placeholder(hb.float32, x_shape)
         f = hb.Variable(np.zeros(f_shape, np.float32))
-        y = hb.nn.conv2d(x, f, [1, 1, 1, 1], "SAME")
+        y = hb.nn.conv2d(x, f, [1, stride, stride, 1], padding)
         fetch = hb.gradients(hb.reduce_sum(y), [x, f]) if gradients else y
         init = hb.global_variables_initializer()
         s = SimSession(c, graph=g)
@@ -583,6 +584,92 @@ def test_simulated_convolutions_are_priced_by_the_conv_model():
         assert got == pytest.approx(want + perf.launch_overhead_s, rel=1e-9), op_type
 
 
+def test_only_forward_passes_have_narrow_tiles():
+    """The forward pass chooses among the GEMM tiles and ``NARROW_TILES``; the gradients among
+    the GEMM tiles alone, so a first layer's 3-channel data gradient on tensor cores pays a
+    32-column tile (its implicit GEMM's closed form) where a narrow one would be cheaper."""
+    for unit in ("cuda_cores", "tensor_cores"):
+        assert gc.pass_tiles("fwd", unit) == tuple(gk.TILES[unit]) + gc.NARROW_TILES
+        assert gc.pass_tiles("bwd_input", unit) == gc.pass_tiles("bwd_filter", unit)
+        assert gc.pass_tiles("bwd_input", unit) == tuple(gk.TILES[unit])
+    sh = gc.shape_of(16, 108, 108, 3, 64, 3, 3, (2, 2), (1, 1))  # strided: no dgrad_as_fwd
+    peak, bw, sms = 400e12, 4e12, 132
+    menu = ("implicit_gemm",)
+    t, algo = gc.conv_seconds("bwd_input", sh, 2, peak, bw, sms, IDEAL, CONV_UNIT,
+                              "tensor_cores", menu=menu)  # fmt: skip
+    m, n, k = gc.conv_gemm("bwd_input", sh, "tensor_cores")
+    assert (m, n) == (16 * 108 * 108, 8)  # (3 channels padded to 8)
+    want = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 2), peak, bw, sms, IDEAL,
+                           gk.TILES["tensor_cores"])  # fmt: skip
+    narrow = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 2), peak, bw, sms, IDEAL,
+                             gk.TILES["tensor_cores"] + gc.NARROW_TILES)  # fmt: skip
+    assert algo == "implicit_gemm" and t == pytest.approx(want, rel=1e-12) and narrow < want
+
+
+def test_a_tf32_pass_takes_the_faster_of_tensor_cores_and_float32_cuda_cores():
+    """``pass_seconds`` in TF32: the tensor-core price, or the float32 CUDA-core one (named
+    ``algo:float32``) where that is faster, each ``conv_seconds`` with its unit's parameters,
+    peak and layout; float16 and float32 have no alternative; a unit class without parameters
+    is not priced."""
+    peaks = {"tensorfloat32": 400e12, "float32": 60e12, "float16": 800e12}
+    gemm = {"cuda_cores": IDEAL, "tensor_cores": IDEAL}
+    conv = {"cuda_cores": CONV_UNIT, "tensor_cores": gc.ConvParams(0.5, 0.5, 0.5, 0.0)}
+    bw, sms = 4e12, 132
+
+    def by_unit(pass_, sh, dt, unit):
+        el = gk.ELEM_BYTES[dt]
+        return gc.conv_seconds(pass_, sh, el, peaks[dt], bw, sms, gemm[unit], conv[unit], unit,
+                               layout=gk.layout_of(unit, el, tile_loads="tma"))  # fmt: skip
+
+    first = gc.shape_of(8, 161, 700, 1, 32, 5, 20, (2, 2), (0, 0))  # 1 channel: padded to 8
+    wide = gc.shape_of(32, 28, 28, 256, 256, 3, 3, (1, 1), (1, 1))
+    picked = set()
+    for sh in (first, wide):
+        for pass_ in gc.PASSES:
+            tc = by_unit(pass_, sh, "tensorfloat32", "tensor_cores")
+            cc = by_unit(pass_, sh, "float32", "cuda_cores")
+            t, algo = gc.pass_seconds(pass_, sh, "tensorfloat32", peaks, bw, sms, gemm, conv,
+                                      tile_loads="tma")  # fmt: skip
+            assert t == min(tc[0], cc[0])
+            assert algo == (tc[1] if tc[0] <= cc[0] else f"{cc[1]}:float32")
+            picked.add(algo.endswith(":float32"))
+            for dt in ("float16", "float32"):
+                unit = gk.unit_class(dt)
+                assert gc.pass_seconds(pass_, sh, dt, peaks, bw, sms, gemm, conv,
+                                       tile_loads="tma") == by_unit(pass_, sh, dt, unit)  # fmt: skip
+            alone = gc.pass_seconds(pass_, sh, "tensorfloat32", peaks, bw, sms,
+                                    {"tensor_cores": IDEAL}, conv, tile_loads="tma")  # fmt: skip
+            assert alone == tc
+    assert picked == {True, False}  # (both sides of the choice were taken)
+
+
+def test_a_simulated_tf32_convolution_may_run_float32_kernels():
+    """In the "tf32" precision mode a simulated H200's Conv2D and its gradients take the faster
+    of the TF32 tensor-core price and the float32 CUDA-core price (shipped parameters) plus the
+    launch cost; a 1-channel first layer's forward pass (channels padded to 8 on tensor cores)
+    runs the float32 kernels."""
+    spec = catalog.load_device("h200_sxm")
+    perf = perf_from_spec(spec)
+    ops = _simulated_conv_ops("h200_sxm", [8, 161, 700, 1], (5, 20, 1, 32), True, 2, "VALID",
+                              "tf32")  # fmt: skip
+    gp, cp = gk.load_params(), gc.load_params()
+    sh = gc.shape_of(8, 161, 700, 1, 32, 5, 20, (2, 2), (0, 0))
+    algos = dict(spec.conv_algorithms or ())
+    for op_type, pass_ in gc.PASS_OF_OP.items():
+        got = float(ops[ops.type == op_type].duration_s.iloc[0])
+        prices = []
+        for dt, unit in (("tensorfloat32", "tensor_cores"), ("float32", "cuda_cores")):
+            share = gk.issue_share(unit, spec.fp32_lanes, spec.multiprocessors,
+                                   spec.warp_issue_per_clock)  # fmt: skip
+            prices.append(gc.conv_seconds(pass_, sh, 4, perf.peak(dt, True), perf.memory_bandwidth,
+                                          spec.multiprocessors, gp[unit], cp[unit], unit, share,
+                                          gk.layout_of(unit, 4, tile_loads=spec.tile_loads),
+                                          algos.get(dt))[0])  # fmt: skip
+        assert got == pytest.approx(min(prices) + perf.launch_overhead_s, rel=1e-9), op_type
+        if pass_ == "fwd":
+            assert prices[1] < prices[0]
+
+
 def test_a_devices_menu_limits_the_algorithms_cudnn_is_priced_with():
     """The menu (a device's ``conv_algorithms``) offers Winograd per pass: a large 3x3 float32
     convolution whose fwd pass runs Winograd by the default menu runs the implicit GEMM by a
@@ -596,7 +683,7 @@ def test_a_devices_menu_limits_the_algorithms_cudnn_is_priced_with():
     t, algo = gc.conv_seconds("fwd", sh, 4, peak, bw, sms, IDEAL, cp, menu=menu)
     assert algo == "implicit_gemm"
     m, n, k = gc.conv_gemm("fwd", sh)
-    tiles = gk.TILES["cuda_cores"] + gc.NARROW_TILES
+    tiles = gc.pass_tiles("fwd", "cuda_cores")
     direct = gk.gemm_seconds(m, n, k, gc.conv_bytes(sh, 4), peak, bw, sms, IDEAL, tiles)
     assert t == pytest.approx(direct / 0.5, rel=1e-12)
     assert gc.conv_seconds("bwd_filter", sh, 4, peak, bw, sms, IDEAL, cp, menu=menu)[1].startswith(
