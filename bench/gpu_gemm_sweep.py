@@ -19,7 +19,13 @@ CUDA device it says so and measures nothing.
 the profiler and every kernel it launched goes to ``$OUT/gemm_kernels.csv``, one row per
 (shape, precision, kernel name): launches per call and mean duration. It shows which products
 cuBLAS splits over the reduction with a reduction kernel of its own (``splitKreduce``) and what
-that kernel costs."""
+that kernel costs.
+
+``--unaligned`` measures what a product whose stored rows are not a multiple of 16 bytes runs
+at, for the catalog: Hopper's tensor-core kernels load their tiles with the TMA, which needs
+such rows, and cuBLAS runs other kernels where they are not. Large products (``UNALIGNED``:
+4096 and 8192 cubed, and the same with m, n or k two less) in each precision, timed as graph
+replays, with the longest kernel's name, go to ``$OUT/gemm_unaligned.csv``."""
 
 from __future__ import annotations
 
@@ -103,6 +109,34 @@ def graph_seconds(fn, calls: int | None = None) -> float:
 
 
 KERNEL_CALLS = 5
+#: (m, n, k) of torch.mm: aligned cubes, then each with one dimension two shorter (float16 rows
+#: of 8190 elements are 16380 bytes; float32 ones 32760: neither a multiple of 16)
+UNALIGNED = [(s, s, s) for s in (4096, 8192)]
+UNALIGNED += [(s - (i == 0) * 2, s - (i == 1) * 2, s - (i == 2) * 2) for s in (4096, 8192)
+              for i in range(3)]  # fmt: skip
+
+
+def unaligned(label: str, out_dir: str) -> int:
+    """The ``--unaligned`` measurement (module docstring)."""
+    out = os.path.join(out_dir, "gemm_unaligned.csv")
+    with open(out, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["device", "precision", "m", "n", "k", "ms", "tflops", "kernel"])
+        for p in PRECISIONS:
+            torch.backends.cuda.matmul.allow_tf32 = p == "tf32"
+            dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16,
+                     "bf16": torch.bfloat16}[p]  # fmt: skip
+            for m, n, k in UNALIGNED:
+                x1 = torch.randn(m, k, device="cuda", dtype=dtype)
+                x2 = torch.randn(k, n, device="cuda", dtype=dtype)
+                sec = graph_seconds(lambda x1=x1, x2=x2: torch.mm(x1, x2))
+                name = kernel_rows(lambda x1=x1, x2=x2: torch.mm(x1, x2), 2)[0][0]
+                tf = 2.0 * m * n * k / sec / 1e12
+                w.writerow([label, p, m, n, k, f"{sec * 1e3:.6g}", f"{tf:.1f}", name[:160]])
+                f.flush()
+                print(f"{p} {m}x{n}x{k}: {sec * 1e3:.3f} ms {tf:.0f} TFLOP/s {name[:60]}")
+    print(f"gpu_gemm_sweep --unaligned -> {out}")
+    return 0
 
 
 def kernel_rows(fn, calls: int) -> list[tuple[str, float, float]]:
@@ -132,6 +166,8 @@ def main(argv: list[str]) -> int:
     budget = float(argv[argv.index("--budget") + 1]) if "--budget" in argv else 240.0
     name = torch.cuda.get_device_name(0)
     label = next((g for g in ("H200", "H100", "A100", "V100") if g in name), name)
+    if "--unaligned" in argv:
+        return unaligned(label, os.environ.get("OUT", "."))
     kernels = "--kernels" in argv
     out = os.path.join(
         os.environ.get("OUT", "."), "gemm_kernels.csv" if kernels else "gemm_graph.csv"
