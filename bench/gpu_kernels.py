@@ -91,6 +91,7 @@ def devices() -> dict:
         out[label] = {"peak": peak, "bandwidth": spec.memory_rate,
                       "sms": spec.multiprocessors, "fp32_lanes": spec.fp32_lanes,
                       "issue": spec.warp_issue_per_clock, "tile_loads": spec.tile_loads,
+                      "unaligned": dict(spec.unaligned_matrix_peak_flops),
                       "conv_algorithms": spec.conv_algorithms}  # fmt: skip
     return out
 
@@ -214,7 +215,8 @@ def errors(rows: list[tuple], fits: dict, devs: dict) -> list[float]:
         p, floors = fits[unit]
         share = gk.issue_share(unit, dev["fp32_lanes"], dev["sms"], dev["issue"])
         t = gk.gemm_seconds(m, n, k, moved, dev["peak"][dtype], dev["bandwidth"], dev["sms"], p,
-                            gk.TILES[unit], share, lay)  # fmt: skip
+                            gk.TILES[unit], share, lay,
+                            unaligned_peak=dev["unaligned"].get(dtype))  # fmt: skip
         out.append(gk.observed_seconds(t, floor_of(floors, h)) / s - 1.0)
     return out
 

@@ -104,6 +104,8 @@ class DevicePerf:
     name: str
     peak_flops: dict[str, float]  # dtype name -> FLOP/s of the vector/scalar units
     matrix_flops: dict[str, float] = field(default_factory=dict)  # dtype -> FLOP/s of matrix units
+    #: dtype -> FLOP/s of matrix products whose rows the GPU's bulk tile copies cannot load
+    unaligned_matrix_flops: dict[str, float] = field(default_factory=dict)
     memory_bandwidth: float = 10e9  # bytes/s
     memory_bytes: float = 16e9
     #: the last-level cache an op's data streams from when it fits (cpu hosts; None: one level)
@@ -243,6 +245,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         name=spec.key,
         peak_flops=dict(spec.peak_flops),
         matrix_flops=dict(spec.matrix_peak_flops),
+        unaligned_matrix_flops=dict(getattr(spec, "unaligned_matrix_peak_flops", None) or {}),
         memory_bandwidth=getattr(spec, "stream_bandwidth_bytes_per_s", None)
         or spec.memory_bandwidth_bytes_per_s,
         memory_bytes=spec.memory_bytes,
@@ -449,7 +452,8 @@ class Roofline(CostModel):
                                    dict(perf.conv_algorithms or ()), unit)  # fmt: skip
             return t
         return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
-                               gk.TILES[unit], share, layout)  # fmt: skip
+                               gk.TILES[unit], share, layout,
+                               unaligned_peak=perf.unaligned_matrix_flops.get(dtype))  # fmt: skip
 
 
 def _numel(shape: Any) -> float:

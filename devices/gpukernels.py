@@ -138,18 +138,25 @@ def gemm_seconds(
     issue_share: float = 0.0,
     layout: Layout | None = None,
     max_split: int = MAX_SPLIT_K,
+    unaligned_peak: float | None = None,
 ) -> float:
     """Seconds of an (m x k) @ (k x n) product on a GPU of ``sms`` SMs, from the kernel's start
     to its end on the GPU (see the module docstring); ``moved_bytes`` is what it reads and writes
     in device memory, ``tiles`` the library's tile menu (``TILES[unit_class(dtype)]``),
     ``layout`` how the operands lie in memory (None: every byte read at the full rate),
-    ``max_split`` the most parts the library splits the reduction into."""
+    ``max_split`` the most parts the library splits the reduction into; ``unaligned_peak``
+    (the catalog's ``unaligned_matrix_peak_flops``) replaces ``peak`` where the layout's bulk
+    tile copies cannot load the operands (``bulk_aligned`` false): the library then runs other
+    kernels, which reach less."""
     m, n, k = (
         max(int(m), 1),
         max(int(n), 1),
         max(float(k), 1.0),
     )  # (k: an average, may be fractional)
     flops = 2.0 * m * n * k
+    if unaligned_peak is not None and layout is not None and layout.bulk:
+        if not bulk_aligned(m, n, k, layout):
+            peak = min(peak, unaligned_peak)
     if issue_share > 0.0:  # the FMAs and the rest of the loop share the SM's issue slots
         peak *= min(1.0, 1.0 / (issue_share * (1.0 + p.issue_overhead)))
     best = math.inf
@@ -228,6 +235,16 @@ def run_bytes(extent: float, edge: float, other_extent: float, other_edge: float
     return elem * extent * min(other_edge, other_extent)
 
 
+def bulk_aligned(m: int, n: int, k: float, lay: Layout) -> bool:
+    """Whether every stored row of the product's operands and output is a multiple of
+    ``BULK_ALIGN`` bytes, as bulk tile copies (the TMA) need: A's rows are k long (m when
+    transposed), B's n (k when transposed), C's n. (On an H200, float16, bfloat16 and TF32
+    products with n or k two short of such rows ran the previous generation's kernels at about
+    a third of the rate, with m two short at the full rate: catalog/kernels/h200_gemm_unaligned.csv.)"""
+    rows = (m if lay.transpose_a else k, k if lay.transpose_b else n, n)
+    return all((r * lay.elem_bytes) % BULK_ALIGN == 0 for r in rows)
+
+
 def read_factor(m: int, n: int, k: float, tm: int, tn: int, lay: Layout, run_half: float) -> float:
     """How much longer the operands' bytes take than at the full rate: each of A (m x k), B
     (k x n) and the output C (m x n) is read (written) in contiguous runs of ``run_bytes`` along
@@ -237,10 +254,8 @@ def read_factor(m: int, n: int, k: float, tm: int, tn: int, lay: Layout, run_hal
     Memory Accelerator) reads at the full rate (1), where every stored row is a multiple of
     ``BULK_ALIGN`` bytes, as the TMA needs (else the library falls back to thread loads)."""
     el, kt = lay.elem_bytes, max(lay.k_tile_bytes / lay.elem_bytes, 1.0)
-    if lay.bulk:
-        rows = (m if lay.transpose_a else k, k if lay.transpose_b else n, n)
-        if all((r * el) % BULK_ALIGN == 0 for r in rows):
-            return 1.0
+    if lay.bulk and bulk_aligned(m, n, k, lay):
+        return 1.0
     if lay.transpose_a:  # stored (k x m): runs along m
         ra = run_bytes(m, tm, k, kt, el)
     else:  # stored (m x k): runs along the reduction
@@ -366,7 +381,8 @@ def fit_params(
     """Least-squares fit (of log time) of one unit class's parameters to ``rows`` of
     (device, dtype, m, n, k, moved_bytes, seconds, harness[, layout]) (``layout``: a ``Layout``,
     or None); ``devices[name]`` gives ``peak``
-    (per dtype), ``bandwidth`` and ``sms``. ``harness`` names the timing loop a row was measured
+    (per dtype), ``bandwidth`` and ``sms`` (and may give ``unaligned``: per dtype, the
+    ``unaligned_peak`` of ``gemm_seconds``). ``harness`` names the timing loop a row was measured
     with (None: the kernel's own time); each harness's per-call floor (``observed_seconds``) is
     fitted with the parameters. Each of ``starts`` (default ``STARTS``) seeds a fit; the one of
     least squared error wins. Returns the parameters and the floors. Needs scipy."""
@@ -402,9 +418,8 @@ def fit_params(
             dv = devices[d]
             share = issue_share(unit, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
             lay = r[8] if len(r) > 8 else None
-            t = gemm_seconds(
-                m, n, k, b, dv["peak"][dt], dv["bandwidth"], dv["sms"], p, tiles, share, lay
-            )
+            t = gemm_seconds(m, n, k, b, dv["peak"][dt], dv["bandwidth"], dv["sms"], p, tiles,
+                             share, lay, unaligned_peak=dv.get("unaligned", {}).get(dt))  # fmt: skip
             if len(r) > 7 and r[7] is not None:
                 t = observed_seconds(t, floors[r[7]])
             out.append(math.log(t / s))

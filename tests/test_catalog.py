@@ -298,6 +298,23 @@ BAD_DEVICES = [
         'host_link = "pcie3_x16"\nstream_bandwidth_bytes_per_s = { value = 2e12, source = "t" }\n',
         r"stream_bandwidth_bytes_per_s: 2e\+12 B/s is above memory_bandwidth_bytes_per_s",
     ),
+    (
+        "[peak_flops]\n",
+        '[unaligned_matrix_peak_flops]\nfloat16 = { value = 1e13, source = "t" }\n[peak_flops]\n',
+        r"unaligned_matrix_peak_flops\.float16: only a GPU whose tile_loads is \"tma\"",
+    ),
+    (
+        "[peak_flops]\n",
+        'tile_loads = "tma"\n[unaligned_matrix_peak_flops]\n'
+        'float16 = { value = 1e13, source = "t" }\n[peak_flops]\n',
+        r"unaligned_matrix_peak_flops\.float16: no matrix_peak_flops for this dtype",
+    ),
+    (
+        "[peak_flops]\n",
+        'tile_loads = "tma"\n[matrix_peak_flops]\nfloat16 = { value = 1e14, source = "t" }\n'
+        '[unaligned_matrix_peak_flops]\nfloat16 = { value = 2e14, source = "t" }\n[peak_flops]\n',
+        r"unaligned_matrix_peak_flops\.float16: 2e\+14 FLOP/s is above matrix_peak_flops\.float16",
+    ),
 ]
 
 

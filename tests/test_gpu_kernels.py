@@ -311,6 +311,67 @@ def test_bulk_tile_copies_read_at_the_full_rate_where_rows_are_aligned():
                         spec.tile_loads) == gk.Layout(2.0, False, True, 64, True)  # fmt: skip
 
 
+def test_a_product_the_tma_cannot_load_runs_at_the_unaligned_peak():
+    """Where bulk copies cannot load the rows (n or k short of 16-byte rows; m alone does not
+    matter: A's rows are k long), ``gemm_seconds`` prices the product at ``unaligned_peak``,
+    exactly as at that peak; aligned products, thread-loading layouts and products without the
+    argument keep the peak. The H200's catalog rate is its measured share of the matrix peak."""
+    p = gk.GemmParams(0.9, 20.0, 500.0, 1.0, 3e-6, 4.0, 0.0, 3e10, 50.0)
+    peak, low, bw, sms = 989.4e12, 359.3e12, 4.24e12, 132
+    bulk = gk.layout_of("tensor_cores", 2, tile_loads="tma")
+    threads = gk.layout_of("tensor_cores", 2)
+    tiles = gk.TILES["tensor_cores"]
+
+    def t(m, n, k, lay, pk=peak, **kw):
+        return gk.gemm_seconds(m, n, k, 2.0 * (m * k + k * n + m * n), pk, bw, sms, p, tiles,
+                               layout=lay, **kw)  # fmt: skip
+
+    for m, n, k in ((4096, 4094, 4096), (4096, 4096, 4094), (8192, 8192, 8190)):
+        assert not gk.bulk_aligned(m, n, k, bulk)
+        assert t(m, n, k, bulk, unaligned_peak=low) == t(m, n, k, bulk, low) > t(m, n, k, bulk)
+        assert t(m, n, k, threads, unaligned_peak=low) == t(m, n, k, threads)
+    for m, n, k in ((4096, 4096, 4096), (4094, 4096, 4096)):
+        assert gk.bulk_aligned(m, n, k, bulk)
+        assert t(m, n, k, bulk, unaligned_peak=low) == t(m, n, k, bulk)
+    # transposed operands: B stored (n x k) has rows of k; A stored (k x m) rows of m
+    assert not gk.bulk_aligned(4096, 4096, 4094, bulk._replace(transpose_b=True))
+    assert not gk.bulk_aligned(4094, 4096, 4096, bulk._replace(transpose_a=True))
+    spec = catalog.load_device("h200_sxm")
+    for dt in ("float16", "bfloat16", "tensorfloat32"):
+        share = spec.unaligned_matrix_peak_flops[dt] / spec.matrix_peak_flops[dt]
+        assert 0.3 < share < 0.4, dt
+        assert "h200_gemm_unaligned.csv" in spec.sources[f"unaligned_matrix_peak_flops.{dt}"]
+
+
+def test_a_simulated_unaligned_matmul_is_priced_at_the_unaligned_peak():
+    """On a simulated H200 in mixed float16, a MatMul whose k is 4094 takes gemm_seconds at the
+    catalog's unaligned peak (plus the launch cost), about 2.5x the time of k = 4096."""
+    spec = catalog.load_device("h200_sxm")
+    perf = perf_from_spec(spec)
+    p = gk.load_params()["tensor_cores"]
+    times = {}
+    for k in (4096, 4094):
+        c = Cluster(cost_model=Roofline(precision="mixed_float16", gpu_kernels="tiled"))
+        c.add_task("worker", 0, cpu=None, gpu=("h200_sxm", 1))
+        g = hb.Graph()
+        with g.as_default(), hb.device("/job:worker/task:0/device:gpu:0"):
+            x = hb.placeholder(hb.float32, [4096, k])
+            w = hb.placeholder(hb.float32, [k, 4096])
+            y = hb.matmul(x, w)
+            s = SimSession(c, graph=g)
+        s.run(y, {x: sim_value([4096, k]), w: sim_value([k, 4096])})
+        ops = s.last_record.ops
+        times[k] = float(ops[ops.type == "MatMul"].duration_s.iloc[0])
+        peak = (spec.matrix_peak_flops if k == 4096 else spec.unaligned_matrix_peak_flops)[
+            "float16"
+        ]
+        lay = gk.layout_of("tensor_cores", 2, tile_loads="tma")
+        want = gk.gemm_seconds(4096, 4096, k, 2.0 * (2 * 4096 * k + 4096 * 4096), peak,
+                               perf.memory_bandwidth, 132, p, gk.TILES["tensor_cores"], 0.0, lay)  # fmt: skip
+        assert times[k] == pytest.approx(want + perf.launch_overhead_s, rel=1e-9), k
+    assert 2.0 < times[4094] / times[4096] < 3.0
+
+
 def test_a_memory_bound_product_takes_its_bytes_at_the_runs_rate():
     """A skinny float32 product too short to split, on one 128 x 128 tile menu, at an unbounded
     peak: its time is moved bytes x read_factor / bandwidth (closed form), and storing B

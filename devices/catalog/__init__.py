@@ -50,6 +50,12 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
                                        bulk 2-D copies (Hopper), else "threads" (the default:
                                        each thread loads its share; the tiled GEMM model's
                                        short-run reads, gpukernels.py)
+    unaligned_matrix_peak_flops.<dtype>
+                                       optional (gpu, with tile_loads "tma"): the matrix peak
+                                       a product runs at whose stored rows are not multiples of
+                                       16 bytes (the TMA cannot load them: the library runs
+                                       the previous generation's kernels), at most the matrix
+                                       peak, for dtypes the matrix peak lists (gpukernels.py)
     [conv_algorithms]                  optional (gpu): per dtype, { value = [names], source }:
                                        the convolution algorithms the GPU's library runs
                                        (gpuconv.py: implicit_gemm, which must be listed,
@@ -168,6 +174,7 @@ class HardwareSpec:
     fresh_memory_threshold_bytes: int | None = None
     fresh_memory_s_per_byte: float | None = None
     matrix_peak_flops: dict[str, float] = field(default_factory=dict, hash=False)
+    unaligned_matrix_peak_flops: dict[str, float] = field(default_factory=dict, hash=False)
     host_link: str | None = None
     peer_link: str | None = None
     network_link: str | None = None
@@ -519,7 +526,7 @@ class _Reader:
 
 _DEVICE_FIELDS = set(
     "name kind description peak_flops matrix_peak_flops memory_bandwidth_bytes_per_s memory_bytes"
-    " stream_bandwidth_bytes_per_s"
+    " stream_bandwidth_bytes_per_s unaligned_matrix_peak_flops"
     " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
     " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads conv_algorithms clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
     " own_control_message_overhead_s"
@@ -540,6 +547,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         description=r.word("description", required=False) or "",
         peak_flops=r.per_dtype("peak_flops", required=True),
         matrix_peak_flops=r.per_dtype("matrix_peak_flops", required=tpu),
+        unaligned_matrix_peak_flops=r.per_dtype("unaligned_matrix_peak_flops", required=False),
         memory_bandwidth_bytes_per_s=r.number("memory_bandwidth_bytes_per_s"),
         stream_bandwidth_bytes_per_s=r.number("stream_bandwidth_bytes_per_s", required=False),
         memory_bytes=r.number("memory_bytes", integer=True),
@@ -599,6 +607,18 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         raise r.error(name, "fresh_memory_threshold_bytes and fresh_memory_s_per_byte go together")
     if spec.tile_loads not in (None, "tma", "threads"):
         raise r.error("tile_loads", f'expected "tma" or "threads", got {spec.tile_loads!r}')
+    for dtype, rate in spec.unaligned_matrix_peak_flops.items():
+        where = f"unaligned_matrix_peak_flops.{dtype}"
+        if spec.tile_loads != "tma":
+            raise r.error(where, 'only a GPU whose tile_loads is "tma" runs other kernels there')
+        if dtype not in spec.matrix_peak_flops:
+            raise r.error(where, "no matrix_peak_flops for this dtype")
+        if rate > spec.matrix_peak_flops[dtype]:
+            raise r.error(
+                where,
+                f"{rate:g} FLOP/s is above matrix_peak_flops.{dtype} "
+                f"({spec.matrix_peak_flops[dtype]:g})",
+            )
     r.finish(_DEVICE_FIELDS)
     return spec
 
