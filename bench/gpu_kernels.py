@@ -29,7 +29,10 @@ All three passes of DeepBench's convolution shapes timed on an H200 (105 shapes)
 as CUDA graph replays (bench/gpu_conv_sweep.py; no per-call floor: their calls are not issued one
 by one) are never fitted: predicted by the full fit, and the H200's by the fit without H200. The
 kernels cuDNN ran there give the algorithm it chose; the bench prints how often the model picks
-the same family. Which algorithms a GPU offers is its catalog ``conv_algorithms``.
+the same family. Which algorithms a GPU offers is its catalog ``conv_algorithms``. The kernels each H200 pass
+launched (bench/gpu_conv_sweep.py --kernels) give two more predicted rows, not targets: the
+H200's passes against their longest kernel alone, and against all their kernels but the layout
+conversions and channel padding.
 
 Each data file's timing loop (DeepBench's C++ benchmark, hetbed's PyTorch sweep) has a per-call
 floor, the host's time to issue one call, that a short kernel cannot go below
@@ -77,6 +80,11 @@ PASSES_FILES = ("h200_conv_passes.csv", "h100_conv_passes.csv")
 #: fixed cost shows): never fitted to
 GEMM_GRAPH_FILES = ("h200_gemm_graph.csv", "h100_gemm_graph.csv")
 GRAPH_FILES, GRAPH_HARNESS = PASSES_FILES + GEMM_GRAPH_FILES, "cuda_graph"
+#: every kernel each H200 pass of ``PASSES_FILES`` launched, with its time (bench/gpu_conv_sweep.py
+#: --kernels): the pass's longest kernel apart from the rest; never fitted to
+KERNEL_LIST_FILE = "h200_conv_kernels.csv"
+#: names of kernels that only change a tensor's layout (NHWC <-> NCHW) or pad its channels
+LAYOUT_KERNELS = ("nhwcToNchw", "nchwToNhwc", "convertTensor", "tensorTransform", "AddPadding")
 #: the precision labels of the data files -> (dtype priced, element bytes)
 PRECISION = {"fp32": ("float32", 4), "tf32": ("tensorfloat32", 4), "fp16": ("float16", 2),
              "bf16": ("bfloat16", 2)}  # fmt: skip
@@ -162,6 +170,24 @@ def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
                     rows.append((r["device"], dtype, what, sh, el, float(ms) * 1e-3,
                                  harness(name), lay, i))  # fmt: skip
     return rows
+
+
+def pass_kernels() -> dict:
+    """(dtype, pass, ``gc.ConvShape``) -> seconds a call of its longest kernel, of its layout
+    kernels (``LAYOUT_KERNELS``) and of the rest, from ``KERNEL_LIST_FILE``."""
+    out: dict = {}
+    for r in csv.DictReader(open(DATA / KERNEL_LIST_FILE)):
+        sh = gc.shape_of(*(int(r[x]) for x in ("n", "h", "w", "c", "k", "r", "s")),
+                         (int(r["stride_h"]), int(r["stride_w"])),
+                         (int(r["pad_h"]), int(r["pad_w"])))  # fmt: skip
+        key = (PRECISION[r["precision"]][0], r["pass"], sh)
+        out.setdefault(key, []).append((r["kernel"], float(r["per_call"]) * float(r["us"]) * 1e-6))
+    split = {}
+    for key, ks in out.items():
+        ks.sort(key=lambda k: -k[1])
+        lay = sum(t for name, t in ks[1:] if any(x in name for x in LAYOUT_KERNELS))
+        split[key] = (ks[0][1], lay, sum(t for _, t in ks[1:]) - lay)
+    return split
 
 
 def harness(file_name: str) -> str:
@@ -465,6 +491,13 @@ def main(argv: list[str]) -> int:
     for what in gc.PASSES:
         row(f"  of which {what}", "predicted", [r for r in passes if r[2] == what], params, False,
             cparams, True)  # fmt: skip
+    listed = pass_kernels()
+    h200 = [r for r in passes if r[0] == "H200" and r[1:4] in listed]
+    row("  H200 passes against their longest kernel alone", "predicted",
+        [(*r[:5], listed[r[1:4]][0], *r[6:]) for r in h200], params, False, cparams, True)  # fmt: skip
+    row("  H200 passes against all their kernels but layout ones", "predicted",
+        [(*r[:5], listed[r[1:4]][0] + listed[r[1:4]][2], *r[6:]) for r in h200], params, False,
+        cparams, True)  # fmt: skip
     worst, gen_errs, gen_plain, gen_rows = [], [], [], []
     for gen in FITTED_GPUS:
         ps = fit([r for r in train if r[0] != gen], devs)
