@@ -438,14 +438,15 @@ class Roofline(CostModel):
                 self._conv_params = gc.load_params()
             sh = gc.op_shape(op.type, op.attrs, ins, outs)
             # (TF32 passes may run float32 kernels on the CUDA cores: gc.ALSO_RUNS_AS)
-            dts = [d for d in (dtype, gc.ALSO_RUNS_AS.get(dtype)) if d is not None]
-            peaks = {d: perf.peak(d, True) for d in dts}
+            peaks = {dtype: peak}
+            other = gc.ALSO_RUNS_AS.get(dtype)
+            if other is not None:
+                peaks[other] = perf.peak(other, True)
             shares = {
                 u: gk.issue_share(u, perf.fp32_lanes, perf.multiprocessors,
                                   perf.warp_issue_per_clock)
                 for u in self._gemm_params
             }  # fmt: skip
-            peaks[dtype] = peak
             t, _ = gc.pass_seconds(gc.PASS_OF_OP[op.type], sh, dtype, peaks,
                                    perf.memory_bandwidth, perf.multiprocessors, self._gemm_params,
                                    self._conv_params, shares, perf.tile_loads,
