@@ -23,7 +23,8 @@ TensorFlow's autotuning); the model does the same among:
   transformed, multiplied elementwise and transformed back (Lavin & Gray, "Fast Algorithms for
   Convolutional Neural Networks", CVPR 2016): ``a^2`` GEMMs (cuDNN's ``WINOGRAD_NONFUSED``), so
   a^2 / m^2 multiplies per output pixel and channel pair instead of r^2 (F(2x2,3x3): 16/4 = 4
-  for 9, 2.25x fewer; F(4x4,3x3): 36/16, 4x fewer; F(2x2,5x5): 36/4 = 9 for 25). Priced as one
+  for 9, 2.25x fewer; F(4x4,3x3): 36/16, 4x fewer; F(2x2,5x5): 36/4 = 9 for 25; F(5x5,5x5), the
+  9x9 tiles cuDNN's kernels are named for on an H200: 81/25 for 25). Priced as one
   GEMM of the a^2 products stacked ((a^2 t) x k over c, t = n ceil(p/m) ceil(q/m) tiles; the
   passes as for implicit GEMM) moving the transformed tensors, plus the transforms' own passes
   over memory (input -> transformed input, transformed output -> output) at the memory rate.
@@ -110,8 +111,9 @@ NARROW_TILES = ((256, 8), (128, 16))
 #: GPU (the split search stops at four blocks an SM; CUTLASS's conv2d wgrad takes any
 #: ``split_k_slices``, cuDNN's wgrad kernels spread the batch over the grid)
 WGRAD_MAX_SPLIT = 4096
-#: Winograd output tiles m (F(m x m, r x r)) cuDNN runs, per filter size r (stride 1)
-WINOGRAD_TILES = {3: (2, 4), 5: (2,)}
+#: Winograd output tiles m (F(m x m, r x r)) cuDNN runs, per filter size r (stride 1; for 5x5
+#: filters its kernels are named ``...9x9_5x5``, tiles of 9 = m + 4: m = 5, on an H200 and H100)
+WINOGRAD_TILES = {3: (2, 4), 5: (2, 5)}
 #: dtypes whose convolutions the library may run with another dtype's kernels, the faster one
 #: kept: TF32 only allows tensor cores for float32 data, and cuDNN's autotuner keeps a float32
 #: CUDA-core kernel (SIMT GEMMs, direct engines) where it is faster: on an H200 the longest

@@ -435,16 +435,17 @@ CONV_UNIT = gc.ConvParams(1.0, 1.0, 1.0, 0.0)
 def test_winograd_multiplies_fewer_by_its_closed_form():
     """F(m x m, r x r) does (m + r - 1)^2 / m^2 multiplies per output and channel pair (Lavin &
     Gray 2016): F(2x2,3x3) 16/4 = 4 for the direct 9 (2.25x fewer), F(4x4,3x3) 36/16 (4x),
-    F(2x2,5x5) 36/4 = 9 for 25."""
+    F(2x2,5x5) 36/4 = 9 for 25, F(5x5,5x5) (9x9 tiles, as cuDNN's kernels on an H200 name them)
+    81/25."""
     assert gc.winograd_multiplies(2, 3) == 4.0 and 9 / gc.winograd_multiplies(2, 3) == 2.25
     assert 9 / gc.winograd_multiplies(4, 3) == 4.0
-    assert gc.winograd_multiplies(2, 5) == 9.0
+    assert gc.winograd_multiplies(2, 5) == 9.0 and gc.winograd_multiplies(5, 5) == 81 / 25
     sh = gc.shape_of(8, 28, 28, 64, 128, 3, 3, (1, 1), (1, 1))
     assert (sh.p, sh.q) == (28, 28) and gc.winograd_applies(sh) == (2, 4)
     assert gc.winograd_applies(sh._replace(stride=(2, 2))) == ()
     assert gc.winograd_applies(sh._replace(dilated=True)) == ()
     assert gc.winograd_applies(sh._replace(r=1, s=1)) == ()
-    assert gc.winograd_applies(sh._replace(r=5, s=5)) == (2,)
+    assert gc.winograd_applies(sh._replace(r=5, s=5)) == (2, 5)
     # the a^2 stacked products: (36 t) x k over c, t = n (28/4)^2 tiles; their multiplies are
     # the direct convolution's over the closed form's ratio
     rows, cols, red, _, _ = gc.winograd_gemm("fwd", sh, 4)
