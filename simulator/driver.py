@@ -9,9 +9,8 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import simpy
 from simpy.core import EmptySchedule
 
@@ -35,6 +34,9 @@ from .profile import (
 from .results import STEP_COLUMNS, TrainingResult, _GradLog
 from .stragglers import StragglerModel, combine
 from .topology import Nic
+
+if TYPE_CHECKING:
+    pass
 
 # ---- the drivers --------------------------------------------------------------------------------
 
@@ -451,6 +453,8 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
     # ---- results --------------------------------------------------------------------------------
 
     def _result(self, wall: float) -> TrainingResult:
+        import pandas as pd
+
         rows = [r for r in self.records if not math.isnan(r[2])]
         steps = pd.DataFrame(
             {

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from .training import Learner
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["CURVE_COLUMNS", "HybridLearner", "time_to_accuracy"]
 
@@ -134,6 +136,8 @@ class HybridLearner(Learner):
     def result(self) -> pd.DataFrame:
         """One row per record: simulated time, steps applied, mean training loss of the
         gradients applied since the previous record, and ``eval_fn``'s accuracy."""
+        import pandas as pd
+
         return pd.DataFrame(self.rows, columns=list(CURVE_COLUMNS))
 
     curve = result

@@ -4,9 +4,11 @@ time (hybrid, convergence-aware runs; see hybrid.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 __all__ = ["Learner"]
 

@@ -4,8 +4,11 @@ utilization, as pandas DataFrames (``network.py`` holds the model itself)."""
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 FLOW_COLUMNS = ("src", "dst", "tag", "bytes", "start_s", "first_byte_s", "end_s", "path")
 LINK_COLUMNS = ("link", "bandwidth_bytes_per_s", "latency_s", "bytes", "busy_s", "utilization")
@@ -19,6 +22,8 @@ class NetworkResults:
     def flow_frame(self) -> pd.DataFrame:
         """One row per finished flow: src, dst, tag, bytes, start_s (request), first_byte_s
         (after the path latency), end_s (last byte), path (link names joined by '>')."""
+        import pandas as pd
+
         return pd.DataFrame(self.records, columns=list(FLOW_COLUMNS))
 
     def carried_bytes(self) -> dict[str, float]:
@@ -33,6 +38,8 @@ class NetworkResults:
         ``utilization`` is bytes / (bandwidth x horizon), the horizon defaulting to the current
         simulated time (NaN while it is 0).
         """
+        import pandas as pd
+
         now = self.env.now
         horizon = now if horizon_s is None else float(horizon_s)
         rows = []

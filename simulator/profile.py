@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "DEFAULT_BUCKET_BYTES",
@@ -279,6 +281,8 @@ class ReplicaProfile:
         """One row per PS shard: variables, step_bytes, apply_s, aggregate_s, take_s,
         resident_bytes, and of apply_s, aggregate_s and take_s the seconds of kernels that keep
         one core busy (``apply_serial_s`` ...; the rest keep all of the host's)."""
+        import pandas as pd
+
         rows = [
             {
                 "ps": k,

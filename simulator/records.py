@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-import pandas as pd
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
 
 LINK_STEP_COLUMNS = ["link", "bandwidth_bytes_per_s", "bytes", "utilization"]
 
@@ -48,6 +52,8 @@ class RunRecord:
 
     @property
     def ops(self) -> pd.DataFrame:
+        import pandas as pd
+
         f = self._frames.get("ops")
         if f is None:
             start = self._raw[4]
@@ -63,6 +69,8 @@ class RunRecord:
 
     @property
     def flows(self) -> pd.DataFrame:
+        import pandas as pd
+
         f = self._frames.get("flows")
         if f is None:
             start = self._raw[4]
@@ -78,6 +86,8 @@ class RunRecord:
 
     @property
     def devices(self) -> pd.DataFrame:
+        import pandas as pd
+
         f = self._frames.get("devices")
         if f is None:
             f = self._frames["devices"] = pd.DataFrame(self._raw[2], columns=DEVICE_COLUMNS)
@@ -86,6 +96,8 @@ class RunRecord:
     @property
     def links(self) -> pd.DataFrame:
         """One row per link that carried bytes in the step: bytes, utilization over the step."""
+        import pandas as pd
+
         f = self._frames.get("links")
         if f is None:
             f = self._frames["links"] = pd.DataFrame(self._raw[3], columns=LINK_STEP_COLUMNS)

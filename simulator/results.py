@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["GRADIENT_COLUMNS", "STEP_COLUMNS", "TrainingResult", "normalized_speedup"]
 
@@ -150,6 +152,8 @@ class _GradLog:
         self.accepted.append(ok)
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         applied = np.array(self.applied, dtype=float)
         applied[applied < 0] = np.nan
         read = np.array(self.read, dtype=np.int64)
