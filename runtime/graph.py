@@ -173,8 +173,7 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<hb.Tensor '{self.name}' shape={self._shape} dtype={self.dtype.name}>"
 
-    def __hash__(self) -> int:
-        return id(self)
+    __hash__ = object.__hash__  # identity (a C slot: tensors key the planners' dicts)
 
     def __eq__(self, other: object) -> bool:  # identity, like TF1 graph tensors
         return self is other

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -55,6 +57,27 @@ def test_runtime_never_imports_the_simulator_and_session_not_distributed():
     assert not bad, bad
     session = [m for _l, m in _imports(ROOT / "runtime" / "session.py")]
     assert not [m for m in session if "distributed" in m], session
+
+
+def test_the_simulator_imports_pandas_only_to_build_a_frame():
+    """pandas (with pyarrow, ~40,000 objects every full garbage collection walks and a third of
+    a second of start-up) comes in when a record or result is turned into a DataFrame."""
+    code = (
+        "import sys, hetbed as hb, hetbed.simulator as sim\n"
+        "assert 'pandas' not in sys.modules, 'imported with the package'\n"
+        "c = sim.Cluster(); c.add_task('worker', 0, cpu=None, gpu=('v100_sxm2', 1))\n"
+        "g = hb.Graph()\n"
+        "with g.as_default():\n"
+        "    x = hb.placeholder(hb.float32, [8])\n"
+        "    y = hb.identity(x * 2.0)\n"
+        "    s = sim.SimSession(c, graph=g)\n"
+        "s.run(y, {x: sim.sim_value([8])})\n"
+        "assert 'pandas' not in sys.modules, 'imported by a step'\n"
+        "f = s.last_record.ops\n"
+        "assert 'pandas' in sys.modules and len(f) >= 2, f\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
 
 
 def test_errors_are_one_set_of_classes():
