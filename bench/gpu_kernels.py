@@ -99,15 +99,18 @@ def devices() -> dict:
         out[label] = {"peak": peak, "bandwidth": spec.memory_rate,
                       "sms": spec.multiprocessors, "fp32_lanes": spec.fp32_lanes,
                       "issue": spec.warp_issue_per_clock, "tile_loads": spec.tile_loads,
+                      "clock_hz": spec.clock_hz,
                       "unaligned": dict(spec.unaligned_matrix_peak_flops),
                       "conv_algorithms": spec.conv_algorithms}  # fmt: skip
     return out
 
 
 @functools.cache
-def tile_loads(label: str) -> str | None:
-    """How a benchmark GPU's tensor-core kernels load their tiles (its catalog's ``tile_loads``)."""
-    return catalog.load_device(GPUS[label]).tile_loads
+def tile_loads(label: str) -> tuple[str | None, float | None]:
+    """How a benchmark GPU's tensor-core kernels load their tiles and its clock (its catalog's
+    ``tile_loads`` and ``clock_hz``), as ``gk.layout_of`` takes them."""
+    spec = catalog.load_device(GPUS[label])
+    return spec.tile_loads, spec.clock_hz
 
 
 def _has(spec, dtype: str) -> bool:
@@ -131,7 +134,7 @@ def gemm_rows(files: tuple = FIT_FILES[0]) -> list[tuple]:
                 m, n, k, ta, tb = deepbench_as_matmul(m, n, k, r["a_t"], r["b_t"])
             i = seen[(r["device"], dtype)] = seen.get((r["device"], dtype), -1) + 1
             moved = el * (m * k + k * n + m * n)
-            lay = gk.layout_of(gk.unit_class(dtype), el, ta, tb, tile_loads(r["device"]))
+            lay = gk.layout_of(gk.unit_class(dtype), el, ta, tb, *tile_loads(r["device"]))
             rows.append((r["device"], dtype, m, n, k, moved, float(r["ms"]) * 1e-3, harness(name),
                          lay, i))  # fmt: skip
     return rows
@@ -162,7 +165,7 @@ def conv_rows(files: tuple = FIT_FILES[1]) -> list[tuple]:
                              (int(r["pad_h"]), int(r["pad_w"])))  # fmt: skip
             # (the implicit GEMM's operands as NHWC lays them: rows of im2col contiguous along
             # the reduction (its channels), the filter (RSC x K) along the output channels)
-            lay = gk.layout_of(gk.unit_class(dtype), el, tile_loads=tile_loads(r["device"]))
+            lay = gk.layout_of(gk.unit_class(dtype), el, False, False, *tile_loads(r["device"]))
             i = seen[(r["device"], dtype)] = seen.get((r["device"], dtype), -1) + 1
             for what in gc.PASSES:
                 ms = r.get(f"{what}_ms")
@@ -279,7 +282,8 @@ def algorithms(rows: list[tuple], fits: dict, cfits: dict, devs: dict) -> list[s
         shares = {u: gk.issue_share(u, dev["fp32_lanes"], dev["sms"], dev["issue"]) for u in fits}
         out.append(gc.pass_seconds(what, sh, dtype, dev["peak"], dev["bandwidth"], dev["sms"],
                                    {u: f[0] for u, f in fits.items()}, cfits, shares,
-                                   dev["tile_loads"], menus(dev))[1])  # fmt: skip
+                                   dev["tile_loads"], menus(dev),
+                                   clock_hz=dev["clock_hz"])[1])  # fmt: skip
     return out
 
 
@@ -542,6 +546,16 @@ def main(argv: list[str]) -> int:
           "fixed cost hides): " + "; ".join(
               f"{name} {statistics.median(e for e, r in zip(ge, graph_gemms) if lo <= r[6] < hi):+.0%}"
               f" (n={sum(lo <= r[6] < hi for r in graph_gemms)})" for lo, hi, name in bands))  # fmt: skip
+    by_b = []  # TF32 wgmma reads B (k x n) MN-major only after a transposition (gk docstring)
+    for dt in ("tensorfloat32", "float16"):
+        for tb, what in ((False, "B (k x n), MN-major"), (True, "B^T (n x k), K-major")):
+            es = [e for e, r in zip(ge, graph_gemms) if r[1] == dt and r[6] >= 20e-6
+                  and not r[8].transpose_a and r[8].transpose_b == tb]  # fmt: skip
+            by_b.append(f"{dt} {what} {statistics.median(es):+.0%} (n={len(es)})")
+    print(
+        "graph-timed GEMMs of 20 us or more (fitted parameters), signed median error by B's "
+        "layout: " + "; ".join(by_b)
+    )
     gw = sorted(zip(ge, graph_gemms), key=lambda x: -abs(x[0]))[:5]
     print("worst graph-timed GEMMs: " + "; ".join(
         f"{r[0]} {r[1]} {shape(r)} {e:+.0%}" for e, r in gw))  # fmt: skip

@@ -121,6 +121,7 @@ class DevicePerf:
     fp32_lanes: int | None = None  # FP32 lanes of a GPU (its issue limit, gpukernels.py)
     warp_issue_per_clock: int | None = None  # warp instructions an SM of a GPU issues a clock
     tile_loads: str | None = None  # "tma": tensor-core GEMM tiles loaded by bulk copies (Hopper)
+    clock_hz: float | None = None  # a GPU's clock (its shared memory's rate, gpukernels.py)
     #: (dtype, names) pairs: the convolution algorithms a GPU's library runs (gpuconv.py)
     conv_algorithms: tuple[tuple[str, tuple[str, ...]], ...] | None = None
     cores: int | None = None  # CPU cores of a host (a cpu device's kernels use them all)
@@ -259,6 +260,7 @@ def perf_from_spec(spec: Any) -> DevicePerf:
         fp32_lanes=getattr(spec, "fp32_lanes", None),
         warp_issue_per_clock=getattr(spec, "warp_issue_per_clock", None),
         tile_loads=getattr(spec, "tile_loads", None),
+        clock_hz=getattr(spec, "clock_hz", None),
         conv_algorithms=getattr(spec, "conv_algorithms", None),
         cores=getattr(spec, "cores", None),
         message_s=getattr(spec, "message_overhead_s", None) or 0.0,
@@ -431,7 +433,7 @@ class Roofline(CostModel):
             unit, perf.fp32_lanes, perf.multiprocessors, perf.warp_issue_per_clock
         )
         layout = gk.op_layout(
-            op.type, op.attrs, unit, dtype, perf.tile_loads
+            op.type, op.attrs, unit, dtype, perf.tile_loads, perf.clock_hz
         )  # (transposed operands read slower)
         if op.type in gc.PASS_OF_OP:  # cuDNN's algorithms, the pass's fitted efficiency
             if self._conv_params is None:
@@ -450,7 +452,8 @@ class Roofline(CostModel):
             t, _ = gc.pass_seconds(gc.PASS_OF_OP[op.type], sh, dtype, peaks,
                                    perf.memory_bandwidth, perf.multiprocessors, self._gemm_params,
                                    self._conv_params, shares, perf.tile_loads,
-                                   dict(perf.conv_algorithms or ()), unit)  # fmt: skip
+                                   dict(perf.conv_algorithms or ()), unit,
+                                   perf.clock_hz)  # fmt: skip
             return t
         return gk.gemm_seconds(*dims, moved, peak, perf.memory_bandwidth, perf.multiprocessors, p,
                                gk.TILES[unit], share, layout,

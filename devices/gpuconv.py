@@ -120,6 +120,13 @@ WINOGRAD_TILES = {3: (2, 4), 5: (2, 5)}
 #: kernel of 36 of the 315 TF32 passes timed was one of those (kernel names in
 #: catalog/kernels/h200_conv_passes.csv)
 ALSO_RUNS_AS = {"tensorfloat32": "float32"}
+#: whether each pass's implicit GEMM reads A and B "MN-major" (an output dimension contiguous;
+#: ``gk.transposition_seconds``) from NHWC data and a KRSC filter, the layouts cuDNN's kernels
+#: name (``nhwckrsc``): fwd im2col(x) (n p q x r s c) and the filter, both contiguous along the
+#: reduction over r s c; bwd_input dy along its reduction over k, the filter along c, an output
+#: dimension; bwd_filter reduces over the batch's pixels, along which neither dy nor x is
+#: contiguous
+CONV_MN_MAJOR = {"fwd": (False, False), "bwd_input": (False, True), "bwd_filter": (True, True)}
 #: the algorithm families, by the names of a device's ``conv_algorithms`` (catalog)
 ALGORITHMS = ("implicit_gemm", "winograd", "gemm_col2im", "gemm_1x1")
 #: what a device without ``conv_algorithms`` offers
@@ -283,6 +290,10 @@ def conv_seconds(
     qi = dataclasses.replace(q, issue_overhead=p.issue_overhead + c.issue_overhead)
     tiles = pass_tiles(pass_, unit)
     m, n, k = conv_gemm(pass_, sh, unit)
+    lay_w = layout  # the Winograd transforms write their operands as the products read them
+    if layout is not None:
+        lay_w = layout._replace(mn_major=(False, False))
+        layout = layout._replace(mn_major=CONV_MN_MAJOR[pass_])
     eff = c.efficiency(pass_)
     if pass_ == "bwd_input" and dgrad_as_fwd(sh):
         # a forward convolution of the output gradient (k channels) with the filter turned half
@@ -298,20 +309,20 @@ def conv_seconds(
     for wm in winograd_applies(sh) if offered(menu, "winograd", pass_) else ():
         rows, cols, red, moved, transformed = winograd_gemm(pass_, sh, wm)
         t = gk.gemm_seconds(rows, cols, red, elem * moved, peak, bandwidth, sms, q, tiles,
-                            issue_share, layout, most)  # fmt: skip
+                            issue_share, lay_w, most)  # fmt: skip
         t += elem * transformed / (bandwidth * p.memory_efficiency) + 2.0 * p.fixed_s
         if t < best:
             best, algo = t, f"winograd_{wm}x{wm}"
     if pass_ == "bwd_input" and offered(menu, "gemm_col2im", pass_):
         rows, cols, red, moved, folded = col2im_gemm(sh, unit)
-        lay = layout._replace(transpose_b=True) if layout is not None else None
+        lay = layout._replace(transpose_b=True, mn_major=None) if layout is not None else None
         t = gk.gemm_seconds(rows, cols, red, elem * moved, peak, bandwidth, sms, q, tiles,
                             issue_share, lay) / c.bwd_input_efficiency  # fmt: skip
         t += elem * folded / (bandwidth * p.memory_efficiency) + p.fixed_s
         if t < best:
             best, algo = t, "gemm_col2im"
     if offered(menu, "gemm_1x1", pass_) and pointwise(sh):
-        (rows, cols, red), lay = plain_gemm(pass_, sh), layout
+        (rows, cols, red), lay = plain_gemm(pass_, sh), lay_w and lay_w._replace(mn_major=None)
         if pass_ == "bwd_filter" and layout is not None:
             lay = layout._replace(transpose_a=True)  # x^T: x is (n h w) x c, rows along c
         elif pass_ == "bwd_input" and layout is not None:
@@ -336,6 +347,7 @@ def pass_seconds(
     tile_loads: str | None = None,
     menus: dict[str, Sequence[str]] | None = None,
     unit: str | None = None,
+    clock_hz: float | None = None,
 ) -> tuple[float, str]:
     """(seconds, algorithm) of one pass in ``dtype``: ``conv_seconds`` on the dtype's unit class
     and, for a dtype in ``ALSO_RUNS_AS``, on the other dtype's too (its algorithm then named
@@ -344,7 +356,8 @@ def pass_seconds(
     unit classes to ``gk.issue_share``, ``menus`` dtypes to ``conv_algorithms``; the operands lie
     as NHWC lays them out (``gk.layout_of``) on a device whose catalog says ``tile_loads``.
     ``unit``: the unit class ``dtype`` runs on (default ``gk.unit_class``; "cuda_cores" on a
-    device without tensor cores for it)."""
+    device without tensor cores for it); ``clock_hz`` prices the kernels' shared memory
+    (``gk.transposition_seconds``)."""
     best, algo = math.inf, ""
     for i, dt in enumerate((dtype, ALSO_RUNS_AS.get(dtype))):
         if dt is None:
@@ -354,7 +367,7 @@ def pass_seconds(
             continue
         el = gk.ELEM_BYTES.get(dt, 4)
         t, a = conv_seconds(pass_, sh, el, peaks[dt], bandwidth, sms, gemm[u], conv[u], u,
-                            (shares or {}).get(u, 0.0), gk.layout_of(u, el, tile_loads=tile_loads),
+                            (shares or {}).get(u, 0.0), gk.layout_of(u, el, tile_loads=tile_loads, clock_hz=clock_hz),
                             (menus or {}).get(dt))  # fmt: skip
         if t < best:
             best, algo = t, a if i == 0 else f"{a}:{dt}"
@@ -456,5 +469,6 @@ def predict(row: tuple, devices: dict, gemm: dict[str, gk.GemmParams],
     shares = {u: gk.issue_share(u, dv.get("fp32_lanes"), dv["sms"], dv.get("issue"))
               for u in gemm}  # fmt: skip
     t, _ = pass_seconds(pass_, sh, dtype, dv["peak"], dv["bandwidth"], dv["sms"], gemm, cps,
-                        shares, dv.get("tile_loads"), dict(dv.get("conv_algorithms") or ()))  # fmt: skip
+                        shares, dv.get("tile_loads"), dict(dv.get("conv_algorithms") or ()),
+                        clock_hz=dv.get("clock_hz"))  # fmt: skip
     return gk.observed_seconds(t, floors.get(h, 0.0)) if h is not None else t

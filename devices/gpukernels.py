@@ -16,6 +16,9 @@ split that finish first, so the model does. For one choice:
   (``issue_share``: FP32 lanes per SM / (32 x the warp instructions it issues a clock, the
   catalog's ``warp_issue_per_clock``): 1 on Hopper, 1/2 on P100 and V100), and each FMA brings ``issue_overhead`` other instructions (loads, addresses), so
   ``peak' = peak x min(1, 1 / (share x (1 + issue_overhead)))``.
+  On Hopper (``Layout.smem_rate``), a TF32 block whose operand is stored with an output
+  dimension contiguous first transposes its tiles in shared memory
+  (``transposition_seconds``), added to each wave.
 * memory: ``bytes / min(bandwidth x memory_efficiency, min(blocks, sms) x block_bandwidth)``,
   the bytes being what the caller counts moved plus, when split, the float32 partial sums each
   part writes and the reduction pass reads back (``2 x split x m x n x 4``); the second term is
@@ -99,6 +102,9 @@ K_TILE_BYTES = {"cuda_cores": 32, "tensor_cores": 64}
 #: bytes a stored row must be a multiple of for the TMA's bulk tile copies: a tensor map's global
 #: strides are multiples of 16 bytes (CUDA driver API, cuTensorMapEncodeTiled)
 BULK_ALIGN = 16
+#: bytes an SM's shared memory moves a clock: 32 banks of 32 bits each (NVIDIA CUDA C++
+#: Programming Guide, shared memory of compute capabilities 5.x to 9.0)
+SMEM_BYTES_PER_CLOCK = 128
 #: dtypes whose products run on tensor cores where the device has them
 TENSOR_CORE_DTYPES = {"float16", "bfloat16", "tensorfloat32", "float8"}
 
@@ -157,6 +163,8 @@ def gemm_seconds(
     if unaligned_peak is not None and layout is not None and layout.bulk:
         if not bulk_aligned(m, n, k, layout):
             peak = min(peak, unaligned_peak)
+            # (the previous generation's kernels: no wgmma, no transposition in shared memory)
+            layout = layout._replace(smem_rate=0.0)
     if issue_share > 0.0:  # the FMAs and the rest of the loop share the SM's issue slots
         peak *= min(1.0, 1.0 / (issue_share * (1.0 + p.issue_overhead)))
     best = math.inf
@@ -183,7 +191,7 @@ def tile_seconds(
         fill = blocks / (waves * sms) * (m * n) / (tiles * tm * tn)
         kk = k / split
         rate = p.efficiency * fill * (tm * tn) / (tm * tn + p.tile_half) * kk / (kk + p.k_half)
-        compute = flops / (peak * rate)
+        compute = flops / (peak * rate) + waves * transposition_seconds(kk, tm, tn, layout)
         traffic = moved
         if layout is not None and p.run_half > 0.0:  # short contiguous runs read slower
             traffic *= read_factor(m, n, k, tm, tn, layout, p.run_half)
@@ -206,22 +214,51 @@ class Layout(NamedTuple):
     (m x k), or (k x m) read transposed (``transpose_a``), ``b`` (k x n), or (n x k)
     (``transpose_b``); ``elem_bytes`` of each element; a block reads its tile of an operand
     stored with the reduction contiguous in runs of ``k_tile_bytes`` (``K_TILE_BYTES``);
-    ``bulk``: the kernel loads whole tiles by bulk copies (Hopper's TMA; ``read_factor``)."""
+    ``bulk``: the kernel loads whole tiles by bulk copies (Hopper's TMA; ``read_factor``);
+    ``smem_rate``: bytes a second one SM's shared memory moves (0: not priced); ``mn_major``:
+    whether A and B lie with an output dimension contiguous rather than the reduction (None:
+    as ``transpose_a`` / ``transpose_b`` say; a convolution's implicit GEMM sets its own:
+    ``transposition_seconds``)."""
 
     elem_bytes: float
     transpose_a: bool = False
     transpose_b: bool = False
     k_tile_bytes: float = K_TILE_BYTES["cuda_cores"]
     bulk: bool = False
+    smem_rate: float = 0.0
+    mn_major: tuple[bool, bool] | None = None
 
 
 def layout_of(unit: str, elem_bytes: float, transpose_a: bool = False,
-              transpose_b: bool = False, tile_loads: str | None = None) -> Layout:  # fmt: skip
+              transpose_b: bool = False, tile_loads: str | None = None,
+              clock_hz: float | None = None) -> Layout:  # fmt: skip
     """The ``Layout`` of a product on ``unit`` ("cuda_cores" or "tensor_cores") of a device
-    whose catalog entry says ``tile_loads`` ("tma": its tensor-core kernels copy whole tiles)."""
+    whose catalog entry says ``tile_loads`` ("tma": its tensor-core kernels copy whole tiles)
+    and ``clock_hz`` (its shared memory's rate, ``SMEM_BYTES_PER_CLOCK`` a clock, is priced
+    where the kernels transpose operands in it: ``transposition_seconds``)."""
     bulk = unit == "tensor_cores" and tile_loads == "tma"
+    smem = SMEM_BYTES_PER_CLOCK * float(clock_hz) if bulk and clock_hz else 0.0
     return Layout(float(elem_bytes), bool(transpose_a), bool(transpose_b), K_TILE_BYTES[unit],
-                  bulk)  # fmt: skip
+                  bulk, smem)  # fmt: skip
+
+
+def transposition_seconds(kk: float, tm: int, tn: int, lay: Layout | None) -> float:
+    """Seconds one block spends transposing its operand tiles in shared memory over a
+    reduction of ``kk``: Hopper's tensor-core instruction (wgmma) reads an operand stored with an
+    output dimension contiguous ("MN-major": A transposed, B not, in TensorFlow's row-major
+    terms) from shared memory only for 16-bit types (PTX ISA, wgmma: the transpose of A and B
+    is supported for .f16 / .bf16 alone); a TF32 (or 8-bit) kernel first rewrites such a tile
+    K-major, reading and writing each of its elements once in shared memory at ``smem_rate``:
+    ``2 x elem x kk x (tm [A MN-major] + tn [B MN-major]) / smem_rate``, in the block's
+    critical path. 0 where the layout prices no shared memory, or for 16-bit elements."""
+    if lay is None or lay.smem_rate <= 0.0 or lay.elem_bytes == 2:
+        return 0.0
+    a_mn, b_mn = (
+        lay.mn_major if lay.mn_major is not None else (lay.transpose_a, not lay.transpose_b)
+    )
+    if not (a_mn or b_mn):
+        return 0.0
+    return 2.0 * lay.elem_bytes * kk * (tm * a_mn + tn * b_mn) / lay.smem_rate
 
 
 def run_bytes(extent: float, edge: float, other_extent: float, other_edge: float,
@@ -334,7 +371,7 @@ ELEM_BYTES = {"float64": 8, "float32": 4, "tensorfloat32": 4, "float16": 2, "bfl
 
 
 def op_layout(op_type: str, attrs: dict, unit: str, dtype: str,
-              tile_loads: str | None = None) -> Layout:  # fmt: skip
+              tile_loads: str | None = None, clock_hz: float | None = None) -> Layout:  # fmt: skip
     """The ``Layout`` of the GEMM an op runs: a MatMul's ``transpose_a`` / ``transpose_b``, a
     BatchMatMul's ``adj_x`` / ``adj_y``; a convolution's implicit GEMM as NHWC lays it out (rows
     of im2col contiguous along the reduction, the filter along the output channels), on a
@@ -344,7 +381,7 @@ def op_layout(op_type: str, attrs: dict, unit: str, dtype: str,
         ta, tb = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
     elif op_type == "BatchMatMul":
         ta, tb = bool(attrs.get("adj_x")), bool(attrs.get("adj_y"))
-    return layout_of(unit, ELEM_BYTES.get(dtype, 4), ta, tb, tile_loads)
+    return layout_of(unit, ELEM_BYTES.get(dtype, 4), ta, tb, tile_loads, clock_hz)
 
 
 def load_params(path: str | Path = PARAMS_FILE) -> dict[str, GemmParams]:

@@ -372,6 +372,78 @@ def test_a_simulated_unaligned_matmul_is_priced_at_the_unaligned_peak():
     assert 2.0 < times[4094] / times[4096] < 3.0
 
 
+def test_tf32_operands_stored_mn_major_are_transposed_in_shared_memory():
+    """Hopper's wgmma reads an operand whose output dimension is contiguous (MN-major) from
+    shared memory for 16-bit types only: a TF32 block first rewrites each such tile K-major,
+    reading and writing its elements once at the SM's 128 bytes a clock. Closed form; nothing
+    for 16-bit elements, K-major operands, thread-loading devices, an unknown clock, or where
+    the previous generation's kernels run (rows the TMA cannot load)."""
+    clock = 1.98e9
+    smem = gk.SMEM_BYTES_PER_CLOCK * clock
+    nn = gk.layout_of("tensor_cores", 4, False, False, "tma", clock)  # B (k x n): MN-major
+    assert nn.smem_rate == smem == 128 * clock
+    kk, tm, tn = 512.0, 128, 64
+    assert gk.transposition_seconds(kk, tm, tn, nn) == pytest.approx(2 * 4 * kk * tn / smem)
+    both = nn._replace(transpose_a=True)  # A stored (k x m) as well
+    assert gk.transposition_seconds(kk, tm, tn, both) == pytest.approx(
+        2 * 4 * kk * (tm + tn) / smem
+    )
+    assert gk.transposition_seconds(kk, tm, tn, nn._replace(mn_major=(True, True))) == (
+        gk.transposition_seconds(kk, tm, tn, both)
+    )
+    assert gk.transposition_seconds(kk, tm, tn, nn._replace(transpose_b=True)) == 0.0
+    assert gk.transposition_seconds(kk, tm, tn, nn._replace(elem_bytes=2.0)) == 0.0
+    assert gk.layout_of("tensor_cores", 4, False, False, None, clock).smem_rate == 0.0
+    assert gk.layout_of("tensor_cores", 4, False, False, "tma", None).smem_rate == 0.0
+    assert gk.layout_of("cuda_cores", 4, False, False, "tma", clock).smem_rate == 0.0
+    # in gemm_seconds: one wave of 128 x 128 tiles, no split: the block's transposition is added
+    peak, sms, m, n, k = 494.7e12, 8, 128 * 8, 128, gk.MIN_SPLIT_K
+    tiles = ((128, 128),)
+    k_major = nn._replace(transpose_b=True)
+    t_nn = gk.gemm_seconds(m, n, k, 0.0, peak, 1e30, sms, IDEAL, tiles, layout=nn)
+    t_tn = gk.gemm_seconds(m, n, k, 0.0, peak, 1e30, sms, IDEAL, tiles, layout=k_major)
+    assert t_tn == pytest.approx(2.0 * m * n * k / peak, rel=1e-12)
+    assert t_nn - t_tn == pytest.approx(2 * 4 * k * 128 / smem, rel=1e-9)
+    # rows the TMA cannot load (k * 4 bytes not a multiple of 16): sm80 kernels, no wgmma
+    k = 4094
+    low = 0.34 * peak
+    args = (m, n, k, 0.0, peak, 1e30, sms, IDEAL, tiles)
+    assert gk.gemm_seconds(*args, layout=nn, unaligned_peak=low) == pytest.approx(
+        gk.gemm_seconds(*args, layout=k_major, unaligned_peak=low), rel=1e-12
+    )
+
+
+def test_tf32_data_and_filter_gradients_pay_their_transpositions():
+    """A convolution's implicit GEMM reads NHWC data and a KRSC filter: the forward pass reads
+    both operands along its reduction, bwd_input the filter along c, bwd_filter both along the
+    batch's pixels (``gc.CONV_MN_MAJOR``). On an H200 in TF32 the forward pass is priced as
+    without a clock, bwd_input and bwd_filter higher, each by no more than its transposition of
+    one and of both operands at the shortest tile; float16 passes are unaffected."""
+    spec = catalog.load_device("h200_sxm")
+    perf = perf_from_spec(spec)
+    assert perf.clock_hz == spec.clock_hz == 1.98e9
+    gp, cp = gk.load_params(), gc.load_params()
+    sh = gc.shape_of(32, 28, 28, 128, 128, 3, 3, (1, 1), (1, 1))
+    peaks = {dt: perf.peak(dt, True) for dt in ("tensorfloat32", "float16")}
+    for dt in peaks:
+
+        def price(pass_, clock, dt=dt):
+            return gc.pass_seconds(pass_, sh, dt, {dt: peaks[dt]}, perf.memory_bandwidth, 132,
+                                   gp, cp, None, "tma", None, None, clock)[0]  # fmt: skip
+
+        for p in gc.PASSES:
+            with_clock, without = price(p, spec.clock_hz), price(p, None)
+            if dt == "float16" or p == "fwd":
+                assert with_clock == without, (dt, p)
+            else:
+                assert with_clock > without * 1.02, (dt, p)
+    assert gc.CONV_MN_MAJOR == {
+        "fwd": (False, False),
+        "bwd_input": (False, True),
+        "bwd_filter": (True, True),
+    }
+
+
 def test_a_memory_bound_product_takes_its_bytes_at_the_runs_rate():
     """A skinny float32 product too short to split, on one 128 x 128 tile menu, at an unbounded
     peak: its time is moved bytes x read_factor / bandwidth (closed form), and storing B
@@ -725,7 +797,8 @@ def test_a_simulated_tf32_convolution_may_run_float32_kernels():
                                    spec.warp_issue_per_clock)  # fmt: skip
             prices.append(gc.conv_seconds(pass_, sh, 4, perf.peak(dt, True), perf.memory_bandwidth,
                                           spec.multiprocessors, gp[unit], cp[unit], unit, share,
-                                          gk.layout_of(unit, 4, tile_loads=spec.tile_loads),
+                                          gk.layout_of(unit, 4, tile_loads=spec.tile_loads,
+                                                       clock_hz=spec.clock_hz),
                                           algos.get(dt))[0])  # fmt: skip
         assert got == pytest.approx(min(prices) + perf.launch_overhead_s, rel=1e-9), op_type
         if pass_ == "fwd":
