@@ -405,12 +405,28 @@ def floor_of(floors: dict, h: str) -> float:
     return math.exp(sum(math.log(v) for v in vals) / len(vals)) if vals else 0.0
 
 
+#: the fewest rows read by threads (not by bulk tile copies) a unit class's fit needs to fit
+#: ``run_half`` itself; with fewer (tensor cores with the V100 held out: two H200 rows the TMA
+#: cannot load) it is held at the CUDA-core fit's, the same memory system's answer to short runs
+MIN_THREAD_READ_ROWS = 20
+
+
+def thread_read(r: tuple) -> bool:
+    """Whether a GEMM row's operands are read by threads, in runs whose length shows."""
+    lay = r[8]
+    return lay is not None and not (lay.bulk and gk.bulk_aligned(r[2], r[3], r[4], lay))
+
+
 def fit(rows: list[tuple], devs: dict) -> dict:
-    """unit class -> (parameters, {harness: floor}), fitted to ``rows``."""
+    """unit class -> (parameters, {harness: floor}), fitted to ``rows`` (the CUDA-core fit
+    first: its ``run_half`` may be held for the tensor cores, ``MIN_THREAD_READ_ROWS``)."""
     out = {}
     for unit in ("cuda_cores", "tensor_cores"):
         mine = [r[:9] for r in rows if gk.unit_class(r[1]) == unit]
-        out[unit] = gk.fit_params(mine, devs, unit=unit)
+        held = None
+        if out and sum(map(thread_read, mine)) < MIN_THREAD_READ_ROWS:
+            held = out["cuda_cores"][0].run_half
+        out[unit] = gk.fit_params(mine, devs, unit=unit, run_half=held)
     return out
 
 

@@ -414,6 +414,7 @@ def fit_params(
     devices: dict[str, dict[str, Any]],
     starts: Sequence[GemmParams] | None = None,
     unit: str = "cuda_cores",
+    run_half: float | None = None,
 ) -> tuple[GemmParams, dict[str, float]]:
     """Least-squares fit (of log time) of one unit class's parameters to ``rows`` of
     (device, dtype, m, n, k, moved_bytes, seconds, harness[, layout]) (``layout``: a ``Layout``,
@@ -422,29 +423,34 @@ def fit_params(
     ``unaligned_peak`` of ``gemm_seconds``). ``harness`` names the timing loop a row was measured
     with (None: the kernel's own time); each harness's per-call floor (``observed_seconds``) is
     fitted with the parameters. Each of ``starts`` (default ``STARTS``) seeds a fit; the one of
-    least squared error wins. Returns the parameters and the floors. Needs scipy."""
+    least squared error wins. ``run_half``, where given, is held at that value (how the memory
+    system answers short runs is not the unit class's: the bench fits it to the CUDA-core rows,
+    whose layouts vary on every GPU, and holds it for the tensor cores, whose Hopper rows read by
+    bulk copies do not show it). Returns the parameters and the floors. Needs scipy."""
     from scipy.optimize import least_squares
 
     harnesses = sorted({r[7] for r in rows if len(r) > 7 and r[7] is not None})
     tiles = TILES[unit]
 
     fit_issue = unit == "cuda_cores"  # (tensor-core products have no issue limit)
-    npar = 8 if fit_issue else 7
+    hold_rh = run_half is not None
+    npar = (8 if fit_issue else 7) - hold_rh
 
     # memory_efficiency is held at 1: each device's memory rate is its measured streaming rate
     # (the catalog's stream_bandwidth_bytes_per_s), so the fit cannot trade it against the
     # blocks' rate (block_bandwidth x SMs), which it could not tell apart on one GPU
     def to_x(p: GemmParams) -> list[float]:
         e, kh, th, _me, fx, q, r, bb, rh = p.vector()
-        x = [e, math.log(kh), math.log(th), math.log(fx), math.log(q), math.log(bb),
-             math.log(rh)]  # fmt: skip
+        x = [e, math.log(kh), math.log(th), math.log(fx), math.log(q), math.log(bb)]
+        x += [] if hold_rh else [math.log(rh)]
         return x + [r] if fit_issue else x
 
     def from_x(x: Sequence[float]) -> GemmParams:
-        e, kh, th, fx, q, bb, rh = x[:7]
-        r = x[7] if fit_issue else 0.0
+        e, kh, th, fx, q, bb = x[:6]
+        rh = run_half if hold_rh else math.exp(x[6])
+        r = x[npar - 1] if fit_issue else 0.0
         return GemmParams(e, math.exp(kh), math.exp(th), 1.0, math.exp(fx), math.exp(q), r,
-                          math.exp(bb), math.exp(rh))  # fmt: skip
+                          math.exp(bb), rh)  # fmt: skip
 
     def resid(x: Sequence[float]) -> list[float]:
         p = from_x(x)

@@ -152,6 +152,11 @@ def test_the_fit_recovers_known_parameters():
         assert gk.observed_seconds(t, floors["loop"]) == pytest.approx(s, rel=0.02)
     assert got.efficiency == pytest.approx(0.8, rel=0.05)
     assert floors["loop"] == pytest.approx(floor, rel=0.05)
+    # run_half held (rows without layouts do not show it): kept as given, the rest recovered
+    held, floors = gk.fit_params(rows, devs, unit="tensor_cores", run_half=77.0)
+    assert held.run_half == 77.0
+    assert held.efficiency == pytest.approx(0.8, rel=0.05)
+    assert floors["loop"] == pytest.approx(floor, rel=0.05)
 
 
 def test_convolutions_as_implicit_gemms_have_their_cost_rules_flops():
