@@ -40,7 +40,10 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
     host_link                          link key to the host (required for gpu and tpu)
     peer_link, network_link            optional link keys: device-to-device, the host's NIC
     systolic_array_shape = [rows, cols], matrix_units   (required for tpu; per chip)
-    cores, fp32_lanes, clock_hz        optional: how the peaks are derived
+    cores, fp32_lanes, clock_hz        optional: how the peaks are derived (a GPU's clock_hz
+                                       with tile_loads "tma" also sets its shared memory's
+                                       rate, 128 B a clock: the TF32 transpositions of
+                                       gpukernels.transposition_seconds)
     multiprocessors                    optional (gpu): SMs, for the tiled GEMM model (gpukernels.py)
     warp_issue_per_clock               optional (gpu): warp instructions one SM issues per clock
                                        (schedulers x dispatch units; the tiled GEMM model's issue
