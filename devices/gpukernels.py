@@ -424,9 +424,10 @@ def fit_params(
     with (None: the kernel's own time); each harness's per-call floor (``observed_seconds``) is
     fitted with the parameters. Each of ``starts`` (default ``STARTS``) seeds a fit; the one of
     least squared error wins. ``run_half``, where given, is held at that value (how the memory
-    system answers short runs is not the unit class's: the bench fits it to the CUDA-core rows,
-    whose layouts vary on every GPU, and holds it for the tensor cores, whose Hopper rows read by
-    bulk copies do not show it). Returns the parameters and the floors. Needs scipy."""
+    system answers short runs is not the unit class's: the bench holds a unit class's at the
+    CUDA-core fit's where too few of its rows are read by threads to show it, e.g. tensor-core
+    rows of Hopper alone, which bulk copies read; ``bench/gpu_kernels.MIN_THREAD_READ_ROWS``).
+    Returns the parameters and the floors. Needs scipy."""
     from scipy.optimize import least_squares
 
     harnesses = sorted({r[7] for r in rows if len(r) > 7 and r[7] is not None})
