@@ -46,7 +46,7 @@ class Transfer:
     called then, at once; ``on_part(group, now)`` is called as each part arrives."""
 
     __slots__ = ("event", "left", "on_part", "on_done", "env", "worker", "flows", "cancelled",
-                 "direction")  # fmt: skip
+                 "direction", "group")  # fmt: skip
 
     def __init__(
         self,
@@ -83,6 +83,19 @@ class Transfer:
                 self.event.succeed()
             elif not self.cancelled:
                 self.on_done()
+
+    def _only_done(self) -> None:
+        """The one part of a one-part transfer has arrived (``_part_done``, for ``group``)."""
+        if self.cancelled:
+            return
+        self.left = 0
+        if self.on_part is not None:
+            self.on_part(self.group, self.env.now)
+        self.flows = []
+        if self.event is not None:
+            self.event.succeed()
+        elif not self.cancelled:
+            self.on_done()
 
     def _finish(self) -> None:
         if self.event is not None:
@@ -205,7 +218,13 @@ class PSNetwork:
             return tr
         tr.left = len(parts)
         link = links[worker]
-        bundle, flows, part_done = self.network.bundle, tr.flows, tr._part_done
+        bundle, flows = self.network.bundle, tr.flows
+        if len(parts) == 1:  # (one group: its bundle ends the transfer, no partial)
+            ((g, size),) = parts
+            tr.group = g
+            flows.append(bundle(link, groups[g], size, tr._only_done, pull, tag, delay))
+            return tr
+        part_done = tr._part_done
         for g, size in parts:
             flows.append(bundle(link, groups[g], size, partial(part_done, g), pull, tag, delay))
         return tr
