@@ -244,10 +244,13 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
     finally:
         del os.environ[grid.TRACE_ENV]
     real = {}
+    stepped: list[float] = []
     for line in out.getvalue().splitlines():
         parts = line.split(" ")
         if len(parts) == 8 and parts[:2] == ["[worker:0]", "trace"]:
             real[(parts[2], parts[3], parts[4])] = tuple(float(x) for x in parts[5:])
+        elif len(parts) == 5 and parts[:2] == ["[worker:0]", "step"]:
+            stepped.append(float(parts[2]))
     chief: list = []
     grid.op_level_prediction(
         mode, model, workers, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, sessions_out=chief
@@ -280,6 +283,22 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
         f"{total['sim'] * 1e6:.0f} us a step; starts and ends in us from the step's first op; "
         f"{OP_COSTS_NOTE})"
     )
+    # the step as its client times it, against its ops' span: what lies outside the ops (the
+    # client's call and its RunGraph calls before the first op, the replies after the last)
+    half = len(stepped) // 2
+    if half and real and sim:
+        untraced, traced = statistics.median(stepped[:half]), statistics.median(stepped[half:])
+        recs = list(chief[0].records)
+        kinds = [frozenset(zip(r.ops.type, r.ops.op)) for r in recs]
+        train = statistics.mode(kinds)
+        sim_step = statistics.median([r.step_time_s for r, k in zip(recs, kinds) if k == train][2:])
+        span_r = max(v[2] for v in real.values())
+        span_s = max(v[2] for v in sim.values())
+        print(
+            f"(a step as the chief's client times it: real {untraced * 1e6:.0f} us untraced, "
+            f"{traced * 1e6:.0f} traced, its ops spanning {span_r * 1e6:.0f}; op-level "
+            f"{sim_step * 1e6:.0f} us, its ops spanning {span_s * 1e6:.0f})"
+        )
 
 
 def main() -> None:
