@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import statistics
 import sys
@@ -64,7 +65,7 @@ from common import verdict  # noqa: E402
 
 from hetbed.devices.catalog import load_device, load_link  # noqa: E402
 from hetbed.devices.costmodel import Profiled  # noqa: E402
-from hetbed.runtime.distributed.launcher import launch  # noqa: E402
+from hetbed.runtime.distributed.launcher import CONFIG_ENV, launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
 from hetbed.simulator.cluster import loop_copy_shares  # noqa: E402
 from hetbed.simulator.messages import message_drift  # noqa: E402
@@ -138,6 +139,20 @@ def measure(model: str, workers: int, steps: int, mode: str, n_ps: int = 1) -> f
     return statistics.median(r[0] for r in rows)
 
 
+def _task_role(pid: int) -> str:
+    """A task process's "job:index" from its ``HETBED_CONFIG`` (the launcher's; "?" if gone)."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return "?"
+    for kv in env:
+        if kv.startswith(CONFIG_ENV.encode() + b"="):
+            task = json.loads(kv.split(b"=", 1)[1])["task"]
+            return f"{task['type']}:{task['index']}"
+    return "?"
+
+
 def _task_cpu(barrier: str) -> dict[int, float]:
     """CPU seconds (user and system) so far of each live process of the run whose command line
     names ``barrier`` (its tasks), by process id, from /proc."""
@@ -162,25 +177,42 @@ class _CpuTap(io.StringIO):
     def __init__(self, a: int, b: int):
         super().__init__()
         self.a, self.b, self.seen, self.marks, self.barrier = a, b, 0, {}, ""
+        self.roles: dict[int, str] = {}  # each process's task, read at step ``a``
 
     def write(self, text: str) -> int:
         if text.startswith("[worker:0] step "):
             self.seen += 1
             if self.barrier and self.seen in (self.a, self.b):  # ("" would name every process)
                 self.marks[self.seen] = _task_cpu(self.barrier)
+                if self.seen == self.a:
+                    self.roles = {p: _task_role(p) for p in self.marks[self.a]}
         return super().write(text)
 
 
-def cpu_per_step(model: str, workers: int, mode: str, short: int, long: int) -> float:
-    """CPU seconds (user and system, every task of the job) per chief step in the steady state:
-    each task's CPU time read from /proc when the chief reports its step ``short`` and its step
-    ``long``, the difference over the steps between. (Counting the job's processes once they
-    have exited, by getrusage, missed the PS tasks, which the launcher stops: a dense 100 MB
-    step read 111 ms that way against 180 ms from /proc.)"""
+def cpu_per_step(model: str, workers: int, mode: str, short: int, long: int) -> dict[str, float]:
+    """CPU seconds (user and system) per chief step in the steady state, by task ("ps:0",
+    "worker:1", ...): each task's CPU time read from /proc when the chief reports its step
+    ``short`` and its step ``long``, the difference over the steps between. (Counting the job's
+    processes once they have exited, by getrusage, missed the PS tasks, which the launcher
+    stops: a dense 100 MB step read 111 ms that way against 180 ms from /proc.)"""
     tap = _CpuTap(short, long)
     _run(model, workers, long + 3, mode, out=tap)
     before, after = tap.marks[short], tap.marks[long]
-    return sum(after[p] - before[p] for p in after if p in before) / (long - short)
+    out: dict[str, float] = {}
+    for p in after:
+        if p in before:
+            role = tap.roles.get(p, "?")
+            out[role] = out.get(role, 0.0) + (after[p] - before[p]) / (long - short)
+    return out
+
+
+def _by_job(per_task: dict[str, float]) -> dict[str, float]:
+    """Seconds by job ("ps", "worker"), summed over its tasks."""
+    out: dict[str, float] = {}
+    for task, v in per_task.items():
+        job = task.split(":")[0]
+        out[job] = out.get(job, 0.0) + v
+    return out
 
 
 def cpu_table(short: int = 50, long: int = 300) -> None:
@@ -192,12 +224,14 @@ def cpu_table(short: int = 50, long: int = 300) -> None:
     print(f"\n{title}\n{'-' * len(title)}")
     print(
         f"{'model':12s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} {'err':>6s} "
-        f"{'measured step':>14s} {'op-level step':>14s}   op-level CPU by kind"
+        f"{'measured step':>14s} {'op-level step':>14s}   op-level CPU by kind; "
+        "measured / op-level CPU by job"
     )
     shares, bw = loop_copy_shares(LINK), load_link(LINK).bandwidth_bytes_per_s
     for model in ("scalar", "sparse", "dense_1mb", "dense_10mb"):
         for w in (1, 2):
-            cpu = cpu_per_step(model, w, "sync", short, long)
+            per_task = cpu_per_step(model, w, "sync", short, long)
+            cpu = sum(per_task.values())
             wall = measure(model, w, 60, "sync")
             rec = grid.op_level_record(model, w, 1, LINK, HOST, HOST, MACHINE, OP_COSTS)
             kind = rec.ops.type.where(
@@ -208,10 +242,19 @@ def cpu_table(short: int = 50, long: int = 300) -> None:
             by["copies"] = float(rec.flows.bytes.sum()) * sum(shares) / bw
             booked = float(by.sum())
             parts = ", ".join(f"{k} {v * 1e3:.3f}" for k, v in by.items())
+            # each job's: its tasks' processes against what their devices book (the copies,
+            # which the shared machine's cores book for both ends, apart)
+            sim_job = _by_job(
+                rec.ops.duration_s.groupby(rec.ops.device.map(grid.short_task)).sum().to_dict()
+            )
+            jobs = ", ".join(
+                f"{j} {v * 1e3:.3f} / {sim_job.get(j, 0.0) * 1e3:.3f}"
+                for j, v in sorted(_by_job(per_task).items())
+            )
             print(
                 f"{model:12s} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
                 f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {rec.step_time_s * 1e3:14.3f}"
-                f"   {parts}",
+                f"   {parts}; {jobs}",
                 flush=True,
             )
     print(
