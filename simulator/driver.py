@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import simpy
@@ -309,6 +310,13 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
         env = self.env
         if self._chainable():
             self.procs = []
+            # each worker's step in flight (start, tag, computing, gradient) and its callbacks
+            n = self.n_tasks
+            self._chain_state = [[0.0, 0, None, None] for _ in range(n)]
+            self._chain_cbs = [
+                (partial(self._chain_pulled, i), partial(self._chain_arrived, i),
+                 partial(self._chain_done, i)) for i in range(n)
+            ]  # fmt: skip
             env.timeout(0).callbacks.append(
                 lambda _e: [self._chain_step(i) for i in range(self.n_tasks)]
             )
@@ -334,23 +342,31 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
         pull's end it computes for step ``tag`` (its straggler factor drawn then, as the
         process draws it) and issues its gradient's push, to leave when the compute ends.
         ``computing(g)`` readies the gradient and returns what the push's end calls."""
-        t0 = self.env.now
+        st = self._chain_state[i]  # (one step in flight a worker: its state, no closures)
+        st[0], st[1], st[2] = self.env.now, tag, computing
+        self.inflight[i] = self.net.pull(i, self.parts, on_done=self._chain_cbs[i][0])
 
-        def pulled() -> None:
-            t1 = self.env.now
-            c = self._compute_s(i, tag, t1)
-            g = _Grad(i, tag, tag)
-            g.phases = (t0, t1, t1 + c, math.nan)
-            done = computing(g)
-            self.inflight[i] = self.net.push(
-                i,
-                self.parts,
-                lambda grp, now: self._arrive(g, grp, 1.0, None, now),
-                c,
-                on_done=done,
-            )
+    def _chain_pulled(self, i: int) -> None:
+        """Worker ``i``'s pull has ended (``_chain_pull``): it computes and issues the push."""
+        st = self._chain_state[i]
+        t1 = self.env.now
+        tag = st[1]
+        c = self._compute_s(i, tag, t1)
+        g = st[3] = _Grad(i, tag, tag)
+        g.phases = (st[0], t1, t1 + c, math.nan)
+        done = st[2](g)
+        self.inflight[i] = self.net.push(i, self.parts, self._chain_cbs[i][1], c, on_done=done)
 
-        self.inflight[i] = self.net.pull(i, self.parts, on_done=pulled)
+    def _chain_done(self, i: int) -> None:
+        """Worker ``i``'s push has ended: a driver's own step end (``_chain_pushed``)."""
+        self._chain_pushed(i, self._chain_state[i][3])
+
+    def _chain_pushed(self, i: int, g: _Grad) -> None:
+        raise NotImplementedError
+
+    def _chain_arrived(self, i: int, grp: int, now: float) -> None:
+        """A part of worker ``i``'s gradient (``_chain_pulled``'s) reaches group ``grp``."""
+        self._arrive(self._chain_state[i][3], grp, 1.0, None, now)
 
     def _build(self) -> None:
         """Create the network (PS drivers) and per-run state; subclasses extend."""

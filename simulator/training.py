@@ -186,7 +186,11 @@ class SyncPS(_Driver):
         if self.step <= self.last_tag[i]:
             self.release.callbacks.append(partial(self._chain_step, i))
             return
-        self._chain_pull(i, self.step, lambda g: partial(self._chain_pushed, i, g))
+        self._chain_pull(i, self.step, self._chain_ending)
+
+    def _chain_ending(self, g: _Grad) -> Callable[[], None]:
+        """What the end of worker ``g.worker``'s push calls: its step's end (``_chain_done``)."""
+        return self._chain_cbs[g.worker][2]
 
     def _chain_pushed(self, i: int, g: _Grad) -> None:
         self.inflight[i] = None
