@@ -84,8 +84,9 @@ class Transfer:
             elif not self.cancelled:
                 self.on_done()
 
-    def _only_done(self) -> None:
-        """The one part of a one-part transfer has arrived (``_part_done``, for ``group``)."""
+    def _only_done(self, _record: Any = None) -> None:
+        """The one part of a one-part transfer has arrived (``_part_done``, for ``group``; the
+        bundle's flow calls it with its record, None: ``Network.bundle``'s ``ended``)."""
         if self.cancelled:
             return
         self.left = 0
@@ -222,7 +223,8 @@ class PSNetwork:
         if len(parts) == 1:  # (one group: its bundle ends the transfer, no partial)
             ((g, size),) = parts
             tr.group = g
-            flows.append(bundle(link, groups[g], size, tr._only_done, pull, tag, delay))
+            done = tr._only_done
+            flows.append(bundle(link, groups[g], size, done, pull, tag, delay, done))
             return tr
         part_done = tr._part_done
         for g, size in parts:

@@ -209,13 +209,16 @@ class Network(NetworkResults):
         inbound: bool = False,
         tag: Any = None,
         delay: float = 0.0,
+        ended: Callable[[Any], None] | None = None,
     ) -> Bundle:
         """Send ``nbytes`` between ``sender`` and every link of ``group``: out over ``sender``
         and in over each group link, or, with ``inbound``, out over each group link and in over
         ``sender`` (a worker's pull from the shards of a PS group). ``on_done()`` is called when
         every part has arrived. The bundle leaves ``delay`` seconds from now (a worker's push
         issued as its compute starts, to leave when the compute ends; ``cancel`` withdraws it
-        meanwhile); its first bytes arrive the path's latency after that. Returns a Bundle (for
+        meanwhile); its first bytes arrive the path's latency after that. ``ended`` (the
+        ``classes`` solver, no records kept): called with None in place of ``on_done()``, by the
+        bundle's one flow itself (a call fewer). Returns a Bundle (for
         ``cancel``). Raises ValueError for a negative or non-finite delay, a link or group of
         another network, RuntimeError for a second bundle of ``sender`` to ``group`` in flight
         on a ``classes`` network."""
@@ -258,9 +261,10 @@ class Network(NetworkResults):
                 (sender,), size, b._one_done, src, dst, tag, nbytes * len(group.links)
             )
         else:
-            f = _Flow(self._seq, (sender,), size, b._one_done, None)
+            f = _Flow(self._seq, (sender,), size, b._one_done if ended is None else ended, None)
             self._seq += 1
-        f.sender, f.group = sender, group
+        f.sender = sender
+        f.group = group
         b.flows.append(f)
         latency = sender.latency_s + group.latency_s
         if latency > 0 or delay:  # (_launch and _enqueue, inlined)

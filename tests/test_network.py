@@ -541,3 +541,26 @@ def test_a_delayed_bundle_leaves_after_its_delay_and_can_be_withdrawn(solver):
     assert len(ends) == 2
     with pytest.raises(ValueError, match="delay must be finite and >= 0 s, got -1.0"):
         net.bundle(a, group, 1.0, delay=-1.0)
+
+
+@pytest.mark.parametrize("keep_records", [False, True])
+def test_a_bundle_ended_by_its_flow_ends_once_at_its_time(keep_records):
+    """``ended`` (classes solver): the bundle's flow calls it with None where ``on_done()`` would
+    be called, once, at the same time (with records kept, ``on_done`` as before); a cancelled
+    one calls neither."""
+    env = simpy.Environment()
+    net = Network(env, solver="classes", keep_records=keep_records)
+    a, b, c = (net.add_link(n, 1e9, 1e-4) for n in "abc")
+    group = net.link_group("g", [b, c])
+    ends, got = [], []
+    net.bundle(
+        a, group, 1e6, lambda: ends.append(env.now), ended=lambda r: got.append((r, env.now))
+    )
+    gone = net.bundle(c, net.link_group("h", [net.add_link("d", 1e9)]), 1e6, ended=got.append)
+    net.cancel(gone)
+    env.run()
+    when = pytest.approx(2e-4 + 2e6 / 1e9, rel=1e-12)
+    if keep_records:
+        assert ends == [when] and got == []
+    else:
+        assert ends == [] and got == [(None, when)]
