@@ -337,11 +337,12 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
     def _chain_step(self, i: int, _event: Any = None) -> None:
         raise NotImplementedError
 
-    def _chain_pull(self, i: int, tag: int, computing: Callable[[_Grad], Callable]) -> None:
+    def _chain_pull(self, i: int, tag: int, computing: Callable[[_Grad], Callable] | None) -> None:
         """Worker ``i`` as a chain of callbacks (drivers' ``_start_workers``): it pulls; at the
         pull's end it computes for step ``tag`` (its straggler factor drawn then, as the
         process draws it) and issues its gradient's push, to leave when the compute ends.
-        ``computing(g)`` readies the gradient and returns what the push's end calls."""
+        ``computing(g)`` readies the gradient and returns what the push's end calls; None: the
+        push's end calls ``_chain_done(i)``."""
         st = self._chain_state[i]  # (one step in flight a worker: its state, no closures)
         st[0], st[1], st[2] = self.env.now, tag, computing
         self.inflight[i] = self.net.pull(i, self.parts, on_done=self._chain_cbs[i][0])
@@ -354,14 +355,14 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
         c = self._compute_s(i, tag, t1)
         g = st[3] = _Grad(i, tag, tag)
         g.phases = (st[0], t1, t1 + c, math.nan)
-        done = st[2](g)
-        self.inflight[i] = self.net.push(i, self.parts, self._chain_cbs[i][1], c, on_done=done)
+        cbs = self._chain_cbs[i]
+        computing = st[2]
+        done = cbs[2] if computing is None else computing(g)
+        self.inflight[i] = self.net.push(i, self.parts, cbs[1], c, on_done=done)
 
     def _chain_done(self, i: int) -> None:
-        """Worker ``i``'s push has ended: a driver's own step end (``_chain_pushed``)."""
-        self._chain_pushed(i, self._chain_state[i][3])
-
-    def _chain_pushed(self, i: int, g: _Grad) -> None:
+        """Worker ``i``'s push has ended, where its ``computing`` was None (``_chain_pull``):
+        the driver's own step end."""
         raise NotImplementedError
 
     def _chain_arrived(self, i: int, grp: int, now: float) -> None:

@@ -186,13 +186,11 @@ class SyncPS(_Driver):
         if self.step <= self.last_tag[i]:
             self.release.callbacks.append(partial(self._chain_step, i))
             return
-        self._chain_pull(i, self.step, self._chain_ending)
+        self._chain_pull(i, self.step, None)
 
-    def _chain_ending(self, g: _Grad) -> Callable[[], None]:
-        """What the end of worker ``g.worker``'s push calls: its step's end (``_chain_done``)."""
-        return self._chain_cbs[g.worker][2]
-
-    def _chain_pushed(self, i: int, g: _Grad) -> None:
+    def _chain_done(self, i: int) -> None:
+        """Worker ``i``'s push has ended: its step's end (``_chain_pull``)."""
+        g = self._chain_state[i][3]
         self.inflight[i] = None
         t0, t1, t2, _ = g.phases
         now = self.env.now
