@@ -95,7 +95,7 @@ class Transfer:
         self.flows = []
         if self.event is not None:
             self.event.succeed()
-        elif not self.cancelled:
+        else:
             self.on_done()
 
     def _finish(self) -> None:
