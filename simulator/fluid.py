@@ -95,7 +95,7 @@ class Transfer:
         self.flows = []
         if self.event is not None:
             self.event.succeed()
-        else:
+        elif not self.cancelled:  # (on_part may have cancelled it: as ``_part_done``)
             self.on_done()
 
     def _finish(self) -> None:
