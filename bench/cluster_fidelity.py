@@ -331,10 +331,8 @@ def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
     half = len(stepped) // 2
     if half and real and sim:
         untraced, traced = statistics.median(stepped[:half]), statistics.median(stepped[half:])
-        recs = list(chief[0].records)
-        kinds = [frozenset(zip(r.ops.type, r.ops.op)) for r in recs]
-        train = statistics.mode(kinds)
-        sim_step = statistics.median([r.step_time_s for r, k in zip(recs, kinds) if k == train][2:])
+        recs = grid.training_records(chief[0])[2:]  # (after its first two, as ``steps``)
+        sim_step = statistics.median(r.step_time_s for r in recs)
         span_r = max(v[2] for v in real.values())
         span_s = max(v[2] for v in sim.values())
         print(

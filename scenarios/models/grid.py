@@ -473,19 +473,25 @@ def step_timings(
     return {k: tuple(statistics.median(x) for x in zip(*v)) for k, v in by.items()}
 
 
-def training_steps(session: object) -> list[list[tuple[str, str, str, float, float]]]:
-    """The rows (device, type, name, start s, end s) of each training step a simulated session
-    (``sessions_out``) ran: its runs of the most common kind (a chief's initialization, and its
-    end, tokens released and takes cancelled, run other ops), ``step_timings``' input."""
+def training_records(session: object) -> list:
+    """The RunRecords of the training steps a simulated session (``sessions_out``) ran: its runs
+    of the most common kind, by the ops they ran (a chief's initialization, and its end, tokens
+    released and takes cancelled, run other ops)."""
     import statistics
 
-    runs = [
-        list(zip(r.ops.device, r.ops.type, r.ops.op, r.ops.start_s, r.ops.end_s))
-        for r in session.records
-    ]
-    kinds = [frozenset((row[1], row[2]) for row in rows) for rows in runs]
+    recs = list(session.records)
+    kinds = [frozenset(zip(r.ops.type, r.ops.op)) for r in recs]
     train = statistics.mode(kinds)
-    return [rows for rows, k in zip(runs, kinds) if k == train]
+    return [r for r, k in zip(recs, kinds) if k == train]
+
+
+def training_steps(session: object) -> list[list[tuple[str, str, str, float, float]]]:
+    """The rows (device, type, name, start s, end s) of each training step a simulated session
+    (``sessions_out``) ran (``training_records``), ``step_timings``' input."""
+    return [
+        list(zip(r.ops.device, r.ops.type, r.ops.op, r.ops.start_s, r.ops.end_s))
+        for r in training_records(session)
+    ]
 
 
 def short_task(device: str) -> str:
