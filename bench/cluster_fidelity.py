@@ -35,11 +35,21 @@ predicted W=max / W=1 step-time ratio within 25% of the measured one), judged fo
 The issue's baseline (measured before these mechanisms, 1 PS) is printed beside, and so is the
 measurements' own spread over their repetitions ((max - min) / median, median and worst over the
 rows): the floor under any error on this machine. The repetitions are passes over the whole grid
-(each run's minutes apart), so that a slow minute falls on one repetition of a run. So is how the machine runs against its
-calibration, before the grid and after it (``messages.message_drift``: calibrate's message
-micro-steps measured now over their time simulated with the catalog; about 1.0 right after
-``hetbed calibrate``): this VM's speed drifts by 20-40% within minutes, and the predictions'
-errors move with it.
+(each run's minutes apart), so that a slow minute falls on one repetition of a run.
+
+This VM's speed drifts by 20-40% within minutes, and the predictions' errors move with it. So
+between every two runs (and before the first) a ``messages.MessageProbe`` measures how the machine
+runs against its calibration: calibrate's message micro-steps of a millisecond or less (100 steps
+each, about a second; the probe's PS task process and sessions stay open, idle while the runs
+run), measured then over their time simulated with the catalog (about 1.0 right after ``hetbed
+calibrate``, above 1 when the machine has slowed since). Each run's factor is the mean of the
+probes either side of it. The table prints each row's factor (the median over its repetitions)
+and its measurements normalized by it (the median over its repetitions of each measured time
+over its factor: the run as the machine would have run it at its calibration), with both
+simulators' errors against those, and the target lines are printed twice: against the
+measurements as taken and against the normalized ones. The probe runs no training step and
+nothing of the grid: it is calibrate's own micro-benchmark, run again, as a performance engineer
+runs a reference benchmark beside the runs on a machine whose speed moves.
 
 One PS task with 1, 2 and 4 workers (and 8 for the scalar and 1 MB models: nine processes on
 this machine's cores), a scalar on each of two PS tasks (1, 2, 4 workers) and of four (4
@@ -68,7 +78,7 @@ from hetbed.devices.costmodel import Profiled  # noqa: E402
 from hetbed.runtime.distributed.launcher import CONFIG_ENV, launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
 from hetbed.simulator.cluster import loop_copy_shares  # noqa: E402
-from hetbed.simulator.messages import message_drift  # noqa: E402
+from hetbed.simulator.messages import MessageProbe  # noqa: E402
 
 HOST, LINK = "this_machine", "loopback"
 
@@ -263,12 +273,6 @@ def cpu_table(short: int = 50, long: int = 300) -> None:
     )
 
 
-def _drift() -> float:
-    """``messages.message_drift`` on the catalog's host and link (see ``main``)."""
-    link = load_link(LINK)
-    return message_drift(load_device(HOST), (link.bandwidth_bytes_per_s, link.latency_s))
-
-
 def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
     """Where a step's time goes, op by op: the real run's chief traces its steps from the half
     of the run on (``RunOptions(trace_level=FULL_TRACE)`` on its distributed session: every
@@ -370,7 +374,8 @@ def main() -> None:
         return
     reps = 1 if args.quick else args.reps
     t0 = time.perf_counter()
-    drift = [_drift()]  # the machine against its calibration, before the grid and after
+    link = load_link(LINK)
+    perf, nic = load_device(HOST), (link.bandwidth_bytes_per_s, link.latency_s)
     rows = []
     for mode, model, w, n_ps in grid.runs(args.quick):
         step = grid.step_level_step(
@@ -378,41 +383,48 @@ def main() -> None:
         )
         op = grid.op_level_prediction(mode, model, w, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS)
         name = model if n_ps == 1 else f"{model} {n_ps}PS"
-        rows.append((mode, name, w, [], step, op))
+        rows.append((mode, name, w, [], step, op, []))
     # the repetitions pass over the whole grid in turn, so that each run's are minutes apart and
-    # a slow minute of this VM falls on one of a run's repetitions, not on all of them
-    for rep in range(reps):
-        for (mode, model, w, n_ps), (_, name, _, real, step, op) in zip(
-            grid.runs(args.quick), rows
-        ):
-            real.append(measure(model, w, args.steps or MEASURE_STEPS[model], mode, n_ps))
-            print(
-                f"  pass {rep + 1}/{reps} {mode:6s} {name:12s} W={w}: measured "
-                f"{real[-1] * 1e3:8.2f} ms, step-level {step * 1e3:8.3f}, op-level {op * 1e3:8.3f}",
-                flush=True,
-            )
-    drift.append(_drift())
+    # a slow minute of this VM falls on one of a run's repetitions, not on all of them; the
+    # probe measures the machine against its calibration between every two runs
+    with MessageProbe() as probe:
+        probe.drift(perf, nic, PROBE_STEPS // 3)  # (a first probe runs slower: not kept)
+        probes = [probe.drift(perf, nic, PROBE_STEPS)]
+        for rep in range(reps):
+            for (mode, model, w, n_ps), (_, name, _, real, step, op, drifts) in zip(
+                grid.runs(args.quick), rows
+            ):
+                real.append(measure(model, w, args.steps or MEASURE_STEPS[model], mode, n_ps))
+                probes.append(probe.drift(perf, nic, PROBE_STEPS))
+                drifts.append((probes[-2] + probes[-1]) / 2)  # (the probes either side of it)
+                print(
+                    f"  pass {rep + 1}/{reps} {mode:6s} {name:12s} W={w}: measured "
+                    f"{real[-1] * 1e3:8.2f} ms (machine at {drifts[-1]:.2f}x), step-level "
+                    f"{step * 1e3:8.3f}, op-level {op * 1e3:8.3f}",
+                    flush=True,
+                )
     title = "cluster_fidelity: real hetbed cluster vs the simulators, ms per global step"
     print(f"\n{title}\n{'-' * len(title)}")
     print(
         f"{'mode':6s} {'model':12s} {'W':>2s} {'measured [min, max]':>24s} {'step-level':>11s} "
-        f"{'err':>7s} {'op-level':>10s} {'err':>7s} {'baseline':>9s}"
+        f"{'err':>7s} {'op-level':>10s} {'err':>7s} {'baseline':>9s} {'machine':>8s} "
+        f"{'normalized':>11s} {'err':>5s} {'err':>5s}"
     )
-    errs: dict[str, list[float]] = {"step-level": [], "op-level": []}
-    for mode, model, w, real, step, op in rows:
+    for mode, model, w, real, step, op, drifts in rows:
         m = statistics.median(real)
-        e_step = (step - m) / m
-        errs["step-level"].append(abs(e_step))
+        n = statistics.median([r / d for r, d in zip(real, drifts)])
         op_txt = f"{'-':>10s} {'-':>7s}"
+        op_norm = f"{'-':>5s}"
         if op is not None:
-            errs["op-level"].append(abs((op - m) / m))
             op_txt = f"{op * 1e3:10.3f} {(op - m) / m:+7.0%}"
+            op_norm = f"{(op - n) / n:+5.0%}"
         base = BASELINE.get((mode, model), {}).get(w)
         base_txt = f"{base:9.1f}" if base else f"{'-':>9s}"
         spread = f"{m * 1e3:.2f} [{min(real) * 1e3:.2f}, {max(real) * 1e3:.2f}]"
         print(
-            f"{mode:6s} {model:12s} {w:2d} {spread:>24s} {step * 1e3:11.3f} {e_step:+7.0%} "
-            f"{op_txt} {base_txt}"
+            f"{mode:6s} {model:12s} {w:2d} {spread:>24s} {step * 1e3:11.3f} {(step - m) / m:+7.0%} "
+            f"{op_txt} {base_txt} {statistics.median(drifts):7.2f}x {n * 1e3:11.2f} "
+            f"{(step - n) / n:+5.0%} {op_norm}"
         )
     print(
         f"(medians over {reps} repetition(s) of {args.steps or 'MEASURE_STEPS'} steps; "
@@ -421,41 +433,62 @@ def main() -> None:
         f"{time.perf_counter() - t0:.0f} s)"
     )
     print(
-        f"(the machine against its calibration: calibrate's message micro-steps now take "
-        f"{drift[0]:.2f}x before the grid and {drift[1]:.2f}x after it what the catalog "
-        "simulates for them; about 1.0 means the machine runs as when it was calibrated, and "
-        "the predictions' errors move with it)"
+        f"(machine: the machine against its calibration while the row ran, the median over its "
+        f"repetitions of the probes either side of each: calibrate's message micro-steps "
+        f"measured then over their time simulated with the catalog (about 1.0 right after "
+        f"hetbed calibrate; {probes[0]:.2f}x before the grid, {probes[-1]:.2f}x after it, "
+        f"{min(probes):.2f}-{max(probes):.2f}x between); normalized: the median over the "
+        f"repetitions of each measured time over its machine factor, the run as the machine "
+        f"would have run it at its calibration, and the two simulators' errors against it)"
     )
     if reps > 1:  # what the measurements themselves move by: the floor under any error
-        spread = sorted((max(r[3]) - min(r[3])) / statistics.median(r[3]) for r in rows)
-        print(
-            f"(the measurements' own spread over their {reps} repetitions, (max - min) / median: "
-            f"median {statistics.median(spread):.0%}, worst {spread[-1]:.0%} of the rows)"
-        )
-    for sim in ("step-level", "op-level"):
-        e = errs[sim]
-        med, worst = statistics.median(e), max(e)
+        for what, of in (("", lambda r: r[3]), (" normalized", _normalized)):
+            spread = sorted((max(of(r)) - min(of(r))) / statistics.median(of(r)) for r in rows)
+            print(
+                f"(the{what} measurements' own spread over their {reps} repetitions, "
+                f"(max - min) / median: median {statistics.median(spread):.0%}, worst "
+                f"{spread[-1]:.0%} of the rows)"
+            )
+    _targets(rows, lambda r: r[3], "")
+    _targets(rows, _normalized, ", against the normalized measurements")
+
+
+#: steps of each micro-step a probe of the machine's speed runs (about a second here)
+PROBE_STEPS = 100
+
+
+def _normalized(row: tuple) -> list[float]:
+    """A grid row's measured times, each over the machine's speed factor while it ran."""
+    return [r / d for r, d in zip(row[3], row[6])]
+
+
+def _targets(rows: list, measured: Any, what: str) -> None:
+    """The target lines of both simulators against ``measured(row)`` (each row's measured
+    times, one per repetition: their median is judged)."""
+    for sim, k in (("step-level", 4), ("op-level", 5)):
+        errs = []
+        for r in rows:
+            if r[k] is not None:
+                m = statistics.median(measured(r))
+                errs.append(abs((r[k] - m) / m))
+        med, worst = statistics.median(errs), max(errs)
         ok = verdict([med], lambda v: v <= 0.10)
-        print(f"target: {sim} median |error| <= 10%: {med:.0%}, {ok}")
-        print(
-            f"target: {sim} worst |error| <= 25%: {worst:.0%}, {verdict([worst], lambda v: v <= 0.25)}"
-        )
+        print(f"target: {sim} median |error| <= 10%{what}: {med:.0%}, {ok}")
+        ok = verdict([worst], lambda v: v <= 0.25)
+        print(f"target: {sim} worst |error| <= 25%{what}: {worst:.0%}, {ok}")
         shapes = []
         for key in {(r[0], r[1]) for r in rows}:
-            mine = [r for r in rows if (r[0], r[1]) == key and (sim == "step-level" or r[5])]
+            mine = [r for r in rows if (r[0], r[1]) == key and r[k] is not None]
             if len(mine) < 2:
                 continue
             lo, hi = mine[0], mine[-1]
-            measured = statistics.median(hi[3]) / statistics.median(lo[3])
-            k = 4 if sim == "step-level" else 5
-            shapes.append(abs(hi[k] / lo[k] / measured - 1))
+            ratio = statistics.median(measured(hi)) / statistics.median(measured(lo))
+            shapes.append(abs(hi[k] / lo[k] / ratio - 1))
+        line = f"target: {sim} scaling (W=max / W=1) within 25% for every model{what}: "
         if not shapes:  # (a grid without a model at two worker counts)
-            print(f"target: {sim} scaling (W=max / W=1) within 25% for every model: NOT measured")
+            print(line + "NOT measured")
             continue
-        print(
-            f"target: {sim} scaling (W=max / W=1) within 25% for every model: worst "
-            f"{max(shapes):.0%}, {verdict([max(shapes)], lambda v: v <= 0.25)}"
-        )
+        print(line + f"worst {max(shapes):.0%}, {verdict([max(shapes)], lambda v: v <= 0.25)}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -343,15 +344,111 @@ def message_drift(perf: DevicePerf, link: tuple, steps: int = 150) -> float:
     of each micro-step's measured wall time now over its time simulated with ``perf`` and
     ``link`` (bytes/s, latency s), the catalog entries ``message_costs`` was fitted into. About
     1 right after ``hetbed calibrate`` (the fit's own residuals are those steps' errors); above
-    1 when the machine has slowed down since. Runs no training step."""
+    1 when the machine has slowed down since. Runs no training step. (``MessageProbe`` keeps
+    its processes and sessions open to measure it again and again.)"""
     import hetbed as hb
 
     got, _ = _measure_message_steps(hb, steps)
-    return float(
-        np.median(
-            [got[n] / _simulated_message_step(hb, perf, link, *MESSAGE_STEPS[n]) for n in got]
-        )
-    )
+    return _drift_of(hb, got, perf, link)
+
+
+def _drift_of(
+    hb: Any, got: dict[str, float], perf: DevicePerf, link: tuple, sim: Any = None
+) -> float:
+    """The median over the micro-steps ``got`` of measured over simulated (``sim``: their
+    simulated times where already known)."""
+    if sim is None:
+        sim = {n: _simulated_message_step(hb, perf, link, *MESSAGE_STEPS[n]) for n in got}
+    return float(np.median([got[n] / sim[n] for n in got]))
+
+
+#: the micro-steps ``MessageProbe`` measures by default: every one of a few milliseconds or less
+#: (the 8 and 64 MiB reads, 3-20 ms a step here, would make each probe take seconds)
+PROBE_STEPS = tuple(n for n, (_, nbytes, _) in MESSAGE_STEPS.items() if nbytes <= 1 << 20)
+
+
+class MessageProbe:
+    """Calibrate's message micro-steps kept ready to measure this machine's speed again and
+    again (a benchmark's measurements taken minutes apart on a machine whose speed drifts):
+    the PS task's process, the worker task's server and one session per micro-step are opened
+    once (``with MessageProbe() as probe``; ``close`` ends them), and ``drift`` measures the
+    micro-steps now and returns their median of measured over simulated time (as
+    ``message_drift``; the simulated times are computed once per catalog entry). ``names``:
+    the micro-steps measured (default ``PROBE_STEPS``). Runs no training step. Raises
+    RuntimeError if the PS task's process does not start."""
+
+    def __init__(self, names: Sequence[str] = PROBE_STEPS):
+        import hetbed as hb
+
+        unknown = [n for n in names if n not in MESSAGE_STEPS]
+        if unknown or not names:
+            raise ValueError(
+                f"MessageProbe: unknown micro-steps {unknown}; known: {list(MESSAGE_STEPS)}"
+            )
+        self._hb = hb
+        self._sim: tuple | None = None  # (perf, link, simulated seconds by micro-step)
+        self.sessions: dict[str, tuple[Any, Any]] = {}
+        self._server = None
+        spec, self.peer = start_ps_peer()
+        try:
+            self._server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
+            deadline = time.monotonic() + 60
+            for name in names:
+                g, fetch, init = _message_graph(hb, *MESSAGE_STEPS[name])
+                sess = peer_session(hb, self._server, g, self.peer, deadline, "the message probe")
+                self.sessions[name] = (sess, fetch)
+                sess.run(init)
+                for _ in range(10):
+                    sess.run(fetch)
+        except BaseException:
+            self.close()
+            raise
+
+    def measure(self, steps: int) -> tuple[dict[str, float], dict[str, float]]:
+        """Median seconds of each micro-step over ``steps`` steps, and the CPU seconds (user and
+        system) both processes spent per step, the micro-steps taking turns in
+        ``MEASURE_ROUNDS`` rounds (see ``_measure_message_steps``)."""
+        ts: dict[str, list[float]] = {name: [] for name in self.sessions}
+        used = dict.fromkeys(self.sessions, 0.0)
+        for name, count in _turns(list(self.sessions), steps, MEASURE_ROUNDS):
+            sess, fetch = self.sessions[name]
+            before = _cpu_s(self.peer.pid)
+            for _ in range(count):
+                t = time.perf_counter()
+                sess.run(fetch)
+                ts[name].append(time.perf_counter() - t)
+            used[name] += _cpu_s(self.peer.pid) - before
+        got = {name: statistics.median(v) for name, v in ts.items()}
+        return got, {name: used[name] / len(ts[name]) for name in ts}
+
+    def drift(self, perf: DevicePerf, link: tuple, steps: int = 100) -> float:
+        """``message_drift`` measured now with these open sessions, over ``steps`` steps of each
+        micro-step."""
+        if self._sim is None or self._sim[0] is not perf or self._sim[1] != tuple(link):
+            sim = {
+                n: _simulated_message_step(self._hb, perf, link, *MESSAGE_STEPS[n])
+                for n in self.sessions
+            }
+            self._sim = (perf, tuple(link), sim)
+        got, _ = self.measure(steps)
+        return _drift_of(self._hb, got, perf, link, self._sim[2])
+
+    def close(self) -> None:
+        for sess, _ in self.sessions.values():
+            sess.close()
+        self.sessions = {}
+        if self.peer.poll() is None:
+            self.peer.kill()
+        self.peer.wait(timeout=30)
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> MessageProbe:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
 
 def _nonneg_lstsq(a: np.ndarray, b: np.ndarray) -> list[float]:
@@ -389,39 +486,8 @@ def _measure_message_steps(hb: Any, steps: int) -> tuple[dict[str, float], dict[
     ``MEASURE_ROUNDS`` rounds over all of them (every session open from the start), so that a
     drift of the machine's speed over the measurement falls on every micro-step alike instead
     of on the ones measured last; the fit uses their differences."""
-    spec, peer = start_ps_peer()
-    server = None
-    sessions: dict[str, tuple[Any, Any]] = {}
-    try:
-        server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", 0)
-        deadline = time.monotonic() + 60
-        for name, (k, n, send) in MESSAGE_STEPS.items():
-            g, fetch, init = _message_graph(hb, k, n, send)
-            sess = peer_session(hb, server, g, peer, deadline, "the message calibration")
-            sessions[name] = (sess, fetch)
-            sess.run(init)
-            for _ in range(10):
-                sess.run(fetch)
-        ts: dict[str, list[float]] = {name: [] for name in sessions}
-        used = dict.fromkeys(sessions, 0.0)
-        for name, count in _turns(list(sessions), steps, MEASURE_ROUNDS):
-            sess, fetch = sessions[name]
-            before = _cpu_s(peer.pid)
-            for _ in range(count):
-                t = time.perf_counter()
-                sess.run(fetch)
-                ts[name].append(time.perf_counter() - t)
-            used[name] += _cpu_s(peer.pid) - before
-        got = {name: statistics.median(v) for name, v in ts.items()}
-        cpu = {name: used[name] / len(ts[name]) for name in ts}
-    finally:
-        for sess, _ in sessions.values():
-            sess.close()
-        peer.kill()
-        peer.wait(timeout=30)
-        if server is not None:
-            server.stop()
-    return got, cpu
+    with MessageProbe(list(MESSAGE_STEPS)) as probe:
+        return probe.measure(steps)
 
 
 def free_port() -> int:

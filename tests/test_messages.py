@@ -668,7 +668,7 @@ def test_with_a_backup_worker_every_worker_step_costs_the_ps_its_messages():
 
 def test_message_drift_is_the_micro_steps_measured_over_simulated(monkeypatch):
     """``message_drift``: the median over calibrate's message micro-steps of measured now over
-    simulated with the catalog's numbers (cluster_fidelity prints it before and after its grid):
+    simulated with the catalog's numbers (cluster_fidelity probes it between its runs):
     1.5 when every step runs 1.5 times its simulated time, whatever the steps' own times."""
     from hetbed.simulator import messages as M
 
@@ -682,6 +682,40 @@ def test_message_drift_is_the_micro_steps_measured_over_simulated(monkeypatch):
     # a catalog whose messages cost twice as much simulates slower steps: the drift is lower
     slower = replace(perf, message_s=80e-6, control_message_s=60e-6)
     assert M.message_drift(slower, NIC) < 1.5
+
+
+def test_a_message_probe_measures_again_and_again_with_its_sessions_open(monkeypatch):
+    """``MessageProbe`` (cluster_fidelity probes the machine between every two runs): its PS
+    task's process and its sessions stay open across measurements, each measurement times every
+    micro-step it was given (real steps of a client here and a PS task in a child process), and
+    its drift is the median of measured over simulated, the simulated times computed once for a
+    catalog entry; closing it ends the PS task's process."""
+    from hetbed.simulator import messages as M
+
+    names = ["own task only", "1 scalar read"]
+    with pytest.raises(ValueError, match="unknown micro-steps"):
+        M.MessageProbe(["1 scalar read", "no such step"])
+    with M.MessageProbe(names) as probe:
+        peer = probe.peer
+        sessions = dict(probe.sessions)
+        got, cpu = probe.measure(6)
+        assert set(got) == set(names) and all(0 < v < 1.0 for v in got.values())
+        assert cpu["1 scalar read"] > 0  # (both processes' CPU time)
+        assert probe.sessions == sessions and peer.poll() is None  # still open
+        perf = replace(HOST, message_s=40e-6, control_message_s=30e-6)
+        sim = {n: M._simulated_message_step(hb, perf, NIC, *M.MESSAGE_STEPS[n]) for n in names}
+        timed = [{names[0]: 2.0 * sim[names[0]], names[1]: 3.0 * sim[names[1]]}]
+        monkeypatch.setattr(probe, "measure", lambda steps: (timed[0], {}))
+        assert probe.drift(perf, NIC) == pytest.approx(2.5)
+        calls = []
+        real = M._simulated_message_step
+        monkeypatch.setattr(M, "_simulated_message_step", lambda *a: calls.append(a) or real(*a))
+        timed[0] = {n: 4.0 * v for n, v in sim.items()}
+        assert probe.drift(perf, NIC) == pytest.approx(4.0)
+        assert calls == []  # the same catalog entry: simulated once
+        slower = replace(perf, message_s=80e-6)
+        assert probe.drift(slower, NIC) < 4.0 and len(calls) == len(names)
+    assert peer.poll() is not None and probe.sessions == {}
 
 
 def test_message_costs_recover_the_costs_that_made_the_steps(monkeypatch):
