@@ -39,8 +39,8 @@ rows): the floor under any error on this machine. The repetitions are passes ove
 
 This VM's speed drifts by 20-40% within minutes, and the predictions' errors move with it. So
 between every two runs (and before the first) a ``messages.MessageProbe`` measures how the machine
-runs against its calibration: calibrate's message micro-steps of a millisecond or less (100 steps
-each, about a second; the probe's PS task process and sessions stay open, idle while the runs
+runs against its calibration: calibrate's message micro-steps of about a millisecond or less (100 steps
+each, half a second; the probe's PS task process and sessions stay open, idle while the runs
 run), measured then over their time simulated with the catalog (about 1.0 right after ``hetbed
 calibrate``, above 1 when the machine has slowed since). Each run's factor is the mean of the
 probes either side of it. The table prints each row's factor (the median over its repetitions)
@@ -453,7 +453,7 @@ def main() -> None:
     _targets(rows, _normalized, ", against the normalized measurements")
 
 
-#: steps of each micro-step a probe of the machine's speed runs (about a second here)
+#: steps of each micro-step a probe of the machine's speed runs (half a second here)
 PROBE_STEPS = 100
 
 
