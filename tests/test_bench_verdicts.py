@@ -3,6 +3,7 @@
 import importlib.util
 import os
 
+import numpy as np
 import pytest
 
 _PATH = os.path.join(os.path.dirname(__file__), "..", "bench", "common.py")
@@ -35,37 +36,46 @@ def test_every_repetition_must_pass(verdict):
     assert verdict([0.4, 0.7], lambda r: r >= 0.5) == "NOT met"
 
 
-def test_cluster_fidelity_judges_the_measurements_as_taken_and_normalized(capsys):
-    """cluster_fidelity's target lines, against each row's measurements as taken and normalized
-    by the machine's speed factor while each ran (the probes either side of it): a model that
-    predicts the normalized times exactly meets every normalized target and misses the others
-    by the factor (here 1.25, 20% under), and the scaling compares W = max with W = 1."""
+def test_cluster_fidelity_judges_the_measurements_and_steadies_them_by_the_probes(capsys):
+    """cluster_fidelity's target lines judge each row's measurements as taken (the median of its
+    repetitions); steadied, each repetition is taken to the machine's mean speed over the grid
+    (its time times the geometric mean of every run's factor over its own factor), and the
+    probes' tracking is the within-row correlation of log times with log factors. The scaling
+    compares W = max with W = 1; a simulator without a W = max prediction has no scaling."""
+    import math
+
     path = os.path.join(os.path.dirname(__file__), "..", "bench", "cluster_fidelity.py")
     spec = importlib.util.spec_from_file_location("bench_cluster_fidelity", path)
     cf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cf)
     # (mode, model, W, measured per repetition, step-level, op-level, factor per repetition)
     rows = [
-        ("sync", "scalar", 1, [2.5e-3, 2.5e-3, 2.5e-3], 2e-3, 2e-3, [1.25, 1.25, 1.25]),
-        ("sync", "scalar", 4, [10e-3, 5e-3, 7.5e-3], 8e-3, None, [2.5, 1.25, 1.25]),
-        ("async", "scalar", 1, [1.25e-3] * 3, 1e-3, 1e-3, [1.25] * 3),
+        ("sync", "scalar", 1, [2.5e-3, 2.5e-3, 2.5e-3], 2e-3, 2e-3, [1.0, 1.0, 1.0]),
+        ("sync", "scalar", 4, [10e-3, 5e-3, 7.5e-3], 8e-3, None, [2.0, 1.0, 1.0]),
+        ("async", "scalar", 1, [1.25e-3] * 3, 1e-3, 1e-3, [1.0] * 3),
     ]
-    assert cf._normalized(rows[1]) == pytest.approx([4e-3, 4e-3, 6e-3])
-    cf._targets(rows, lambda r: r[3], "")
-    cf._targets(rows, cf._normalized, ", normalized")
+    steadied = cf._steadier(rows)
+    mean = math.exp(math.log(2.0) / 9)  # (the factors' geometric mean: one 2 among nine)
+    assert steadied(rows[1]) == pytest.approx([5e-3 * mean, 5e-3 * mean, 7.5e-3 * mean])
+    assert steadied(rows[0]) == pytest.approx([2.5e-3 * mean] * 3)
+    # only the W = 4 row varies: its repetitions' correlation alone
+    lt = [math.log(t) for t in rows[1][3]]
+    lf = [math.log(f) for f in rows[1][6]]
+    assert cf._tracking(rows) == pytest.approx(float(np.corrcoef(lt, lf)[0, 1]))
+    assert 0.5 < cf._tracking(rows) < 1.0  # the slowest run is the one the probe saw slow
+    cf._targets(rows, lambda r: r[3])
     out = capsys.readouterr().out.splitlines()
-    assert "target: step-level median |error| <= 10%: 20%, NOT met" in out
-    assert "target: step-level worst |error| <= 25%: 20%, met" in out
-    # normalized: W = 4 reads 4 ms (median of 4, 4, 6), predicted 8 ms: +100%, and its scaling
-    # 4x against 2x measured; W = 1 exact; the op-level has no W = 4 prediction
-    assert "target: step-level median |error| <= 10%, normalized: 0%, met" in out
-    assert "target: step-level worst |error| <= 25%, normalized: 100%, NOT met" in out
-    assert (
-        "target: step-level scaling (W=max / W=1) within 25% for every model, normalized: "
-        "worst 100%, NOT met" in out
-    )
-    assert "target: op-level worst |error| <= 25%, normalized: 0%, met" in out
-    assert (
-        "target: op-level scaling (W=max / W=1) within 25% for every model, normalized: "
-        "NOT measured" in out
-    )
+    # as taken: W = 1 is 20% under (2 ms for 2.5), W = 4 reads 7.5 ms against 8 predicted
+    # (+6.7%) and scales 3x measured against 4x predicted (+33%); async 20% under
+    assert out == [
+        "target: step-level median |error| <= 10%: 20%, NOT met",
+        "target: step-level worst |error| <= 25%: 20%, met",
+        "target: step-level scaling (W=max / W=1) within 25% for every model: worst 33%, NOT met",
+        "target: op-level median |error| <= 10%: 20%, NOT met",
+        "target: op-level worst |error| <= 25%: 20%, met",
+        "target: op-level scaling (W=max / W=1) within 25% for every model: NOT measured",
+    ]
+    errs = cf._errors(rows, steadied)
+    w1 = abs(2e-3 / (2.5e-3 * mean) - 1)
+    assert errs["step-level"][0] == pytest.approx(w1)
+    assert errs["step-level"][1] == pytest.approx(8e-3 / (5e-3 * mean) - 1)  # W = 4, steadied
