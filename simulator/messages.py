@@ -383,16 +383,16 @@ class MessageProbe:
     micro-steps now and returns their median of measured over simulated time (as
     ``message_drift``; the simulated times are computed once per catalog entry). ``names``:
     the micro-steps measured (default ``PROBE_STEPS``). Runs no training step. Raises
-    RuntimeError if the PS task's process does not start."""
+    ValueError for an unknown micro-step name or none, RuntimeError if the PS task's process
+    does not start."""
 
     def __init__(self, names: Sequence[str] = PROBE_STEPS):
         import hetbed as hb
 
         unknown = [n for n in names if n not in MESSAGE_STEPS]
         if unknown or not names:
-            raise ValueError(
-                f"MessageProbe: unknown micro-steps {unknown}; known: {list(MESSAGE_STEPS)}"
-            )
+            what = f"unknown micro-steps {unknown}" if unknown else "no micro-step named"
+            raise ValueError(f"MessageProbe: {what}; known: {list(MESSAGE_STEPS)}")
         self._hb = hb
         self._sim: tuple | None = None  # (perf, link, simulated seconds by micro-step)
         self.sessions: dict[str, tuple[Any, Any]] = {}

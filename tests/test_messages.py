@@ -695,6 +695,8 @@ def test_a_message_probe_measures_again_and_again_with_its_sessions_open(monkeyp
     names = ["own task only", "1 scalar read"]
     with pytest.raises(ValueError, match="unknown micro-steps"):
         M.MessageProbe(["1 scalar read", "no such step"])
+    with pytest.raises(ValueError, match="no micro-step named"):
+        M.MessageProbe([])
     with M.MessageProbe(names) as probe:
         peer = probe.peer
         sessions = dict(probe.sessions)
