@@ -251,6 +251,41 @@ def test_interrupt_stops_every_task(tmp_path):
     assert not any(_alive(pid) for pid in pids)
 
 
+def test_a_signal_only_flags_the_launcher_which_stops_its_tasks_and_restores_the_handlers(
+    tmp_path,
+):
+    """In the launching process, Ctrl-C (SIGINT) only sets a flag that the launcher's loop reads
+    (an exception raised from the handler could land inside Popen's own bookkeeping and leave a
+    lock held that stopping the children then waits on): launch() stops every task, raises
+    KeyboardInterrupt and puts back the handlers it found."""
+    import io
+    import threading
+    import time
+
+    from hetbed.runtime.distributed.launcher import launch
+
+    script = tmp_path / "task.py"
+    script.write_text(SLEEP)
+    out = io.StringIO()
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 60
+        while out.getvalue().count("pid ") < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=interrupt, daemon=True)
+    t.start()
+    with pytest.raises(KeyboardInterrupt):
+        launch([sys.executable, str(script)], 1, 2, stdout=out, stderr=out, grace_s=2)
+    t.join(timeout=60)
+    pids = [int(m) for m in re.findall(r"pid (\d+)", out.getvalue())]
+    assert len(pids) == 3
+    assert not any(_alive(pid) for pid in pids)
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
 def test_cli_without_command_is_bad_input():
     """`hetbed cluster` with no command after -- exits 2 with a message."""
     from hetbed.cli import main

@@ -231,19 +231,28 @@ def launch(
             t.start()
             pumps.append(t)
 
-    def on_sigterm(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+    # Ctrl-C and SIGTERM only set a flag that the loop below reads (within 50 ms): an exception
+    # raised from a signal handler could land anywhere, inside Popen's bookkeeping as well, and
+    # leave a lock held there that stopping the children then waits on for ever
+    signalled: list[int] = []
+
+    def on_signal(signum: int, frame: Any) -> None:
+        signalled.append(signum)
 
     in_main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, on_sigterm) if in_main else None
+    old = (
+        {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)} if in_main else {}
+    )
     failure = None
     try:
         for job, i in tasks:
+            if signalled:
+                break
             start(job, i)
         left = dict.fromkeys(tasks, restarts)
         finished: set[tuple[str, int]] = set()
         end = time.monotonic() + deadline_s if deadline_s else None
-        while failure is None and len(finished) < num_workers:
+        while failure is None and len(finished) < num_workers and not signalled:
             for (job, i), p in list(procs.items()):
                 rc = p.poll()
                 if rc is None or (job, i) in finished:
@@ -278,10 +287,12 @@ def launch(
         _stop(list(procs.values()), grace_s)
         raise
     finally:
-        if in_main:
-            signal.signal(signal.SIGTERM, old)
+        for s, handler in old.items():
+            signal.signal(s, handler)
         for t in pumps:
             t.join(timeout=grace_s)
+    if signalled:
+        raise KeyboardInterrupt
     return 1 if failure is not None else 0
 
 
