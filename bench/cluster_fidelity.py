@@ -49,7 +49,7 @@ the correlation, within rows, of the repetitions' times with their factors (how 
 follow the runs: 0.67 and 0.37 in the first two grids). The targets judge the measurements as
 taken; the steadied errors are printed beside them as a diagnostic. Only the probes' moves
 within the grid are used: their level against the calibration did not follow the grid's (two
-calibrations an hour apart put the probes at 1.14x and 0.87x on average over grids whose
+calibrations half an hour apart put the probes at 1.14x and 0.87x on average over grids whose
 measurements and predictions differed by under 5%: the calibrations split their costs
 differently, message ends 84 against 99 us, wake-ups 60 against 26 us). The probe runs no
 training step and nothing of the grid: it is calibrate's own micro-benchmark, run again, as a
@@ -475,7 +475,7 @@ def _steadier(rows: list) -> Any:
     """The function giving a grid row's measured times at the machine's mean speed over the
     grid: each time over its run's factor (``row[6]``), times the geometric mean of every run's
     factor. A probe's level against the calibration moves with the calibration's own split of
-    its costs (two calibrations an hour apart put the same grid at 1.14x and 0.87x on average,
+    its costs (two calibrations half an hour apart put the same grid at 1.14x and 0.87x on average,
     their message costs 84 and 99 us, their wake-ups 60 and 26 us), so only its moves within
     the grid are taken."""
     logs = [math.log(d) for r in rows for d in r[6]]
