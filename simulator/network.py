@@ -65,7 +65,7 @@ from .netparts import (
     _path_name,
     _size,
 )
-from .netresults import FLOW_COLUMNS, LINK_COLUMNS, NetworkResults
+from .netresults import FLOW_COLUMNS, LINK_COLUMNS, FlowLog, NetworkResults
 
 __all__ = ["FLOW_COLUMNS", "LINK_COLUMNS", "Link", "LinkGroup", "Network"]
 
@@ -85,7 +85,7 @@ class Network(NetworkResults):
         self.keep_records = bool(keep_records)
         self.links: dict[str, Link] = {}
         self.groups: dict[str, LinkGroup] = {}
-        self.records: list[dict[str, Any]] = []
+        self.records = FlowLog()  # finished flows' records (a list, replayed steps' kept whole)
         self._checked_paths: dict[tuple, str] = {}  # validated paths -> their names
         self.recomputations = 0  # rate recomputations so far (for benchmarks)
         self._seq = 0

@@ -335,13 +335,7 @@ class StepReplay:
             hc.all_free = now + free
         network.add_to_books(t.links)
         if network.keep_records:
-            add = network.records.append
-            for f in t.flows:
-                r = f.copy()
-                r["start_s"] = now + f["start_s"]
-                r["first_byte_s"] = now + f["first_byte_s"]
-                r["end_s"] = now + f["end_s"]
-                add(r)
+            network.records.add_shifted(t.flows, now)
         env.advance(now + t.span)
         self.replayed += 1
         return [v.copy() if isinstance(v, np.ndarray) else v for v in t.outputs]

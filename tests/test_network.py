@@ -564,3 +564,45 @@ def test_a_bundle_ended_by_its_flow_ends_once_at_its_time(keep_records):
         assert ends == [when] and got == []
     else:
         assert ends == [] and got == [(None, when)]
+
+
+def test_flow_log_is_the_list_it_stands_for():
+    """``Network.records`` (a FlowLog) against a plain list under random appends, replayed
+    steps' rows added whole (times shifted), reads from a step's start and drops of the oldest:
+    the same records in the same order every time; a replayed step's own rows come back
+    unread (``ShiftedFlows``) and are copies (the template is left alone)."""
+    from hetbed.simulator.netresults import FlowLog, ShiftedFlows
+
+    rng = np.random.default_rng(7)
+    log, ref = FlowLog(), []
+    template = [{"tag": f"t{i}", "start_s": 0.1 * i, "first_byte_s": 0.2 * i, "end_s": 0.3 * i}
+                for i in range(3)]  # fmt: skip
+    kept = [dict(r) for r in template]
+    seq = 0
+    for _ in range(400):
+        what = rng.integers(4)
+        if what == 0:
+            r = {"tag": f"a{seq}", "start_s": seq, "first_byte_s": seq, "end_s": seq}
+            seq += 1
+            log.append(r)
+            ref.append(r)
+        elif what == 1:
+            n, at = len(log), float(rng.integers(100))
+            log.add_shifted(template, at)
+            ref += [{**r, **{k: r[k] + at for k in _FLOW_TIMES_NAMES}} for r in template]
+            step = log[n:]
+            assert isinstance(step, ShiftedFlows) and len(step) == 3
+        elif what == 2:
+            n = int(rng.integers(len(ref) + 1))
+            assert list(log[n:]) == ref[n:]
+        else:
+            n = int(rng.integers(len(ref) + 1))
+            del log[:n]
+            del ref[:n]
+        assert len(log) == len(ref) and list(log) == ref
+    assert template == kept
+    with pytest.raises(TypeError, match="oldest"):
+        del log[2:]
+
+
+_FLOW_TIMES_NAMES = ("start_s", "first_byte_s", "end_s")

@@ -10,6 +10,7 @@ import pytest
 import hetbed as hb
 from hetbed.devices.costmodel import DevicePerf
 from hetbed.simulator import Cluster, SimSession, sim_value
+from hetbed.simulator.netresults import _FLOW_TIMES
 from hetbed.simulator.steady import ShiftedRecords
 
 # round numbers: 1 TFLOP/s, 100 GB/s, 1 us per kernel, 20 us per message end, two cores
@@ -88,6 +89,10 @@ def _both(make, steps=8, between=None, **session_kw):
     for r1, r0 in zip(s1.records, s0.records):
         assert r1.start_s == pytest.approx(r0.start_s, rel=1e-12)
         _same_frames(r1, r0)
+    f1, f0 = c1.network.flow_frame(), c0.network.flow_frame()  # (replayed flows kept whole)
+    assert len(f1) == len(f0) and list(f1.tag) == list(f0.tag)
+    cols = list(_FLOW_TIMES)
+    np.testing.assert_allclose(f1[cols].to_numpy(float), f0[cols].to_numpy(float), rtol=1e-12)
     l1, l0 = c1.network.link_frame(), c0.network.link_frame()
     np.testing.assert_allclose(l1[["bytes", "busy_s"]], l0[["bytes", "busy_s"]], rtol=1e-9)
     for d1, d0 in zip(c1.devices(), c0.devices()):
