@@ -79,7 +79,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from common import verdict  # noqa: E402
 
 from hetbed.devices.catalog import load_device, load_link  # noqa: E402
-from hetbed.devices.costmodel import Profiled  # noqa: E402
+from hetbed.devices.profiled import Profiled  # noqa: E402
 from hetbed.runtime.distributed.launcher import CONFIG_ENV, launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
 from hetbed.simulator.cluster import loop_copy_shares  # noqa: E402

@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 import statistics
 
-from hetbed.devices.costmodel import Profiled, Roofline
+from hetbed.devices.costmodel import Roofline
+from hetbed.devices.profiled import Profiled
 from hetbed.scenarios.models.small import BUILDERS
 from hetbed.simulator.calibrate import (
     measure_machine,

@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 import hetbed as hb
-from hetbed.devices.costmodel import Profiled, Roofline
+from hetbed.devices.costmodel import Roofline
+from hetbed.devices.profiled import Profiled
 from hetbed.reports import Report, figures
 from hetbed.scenarios import datasets, runner, schema
 from hetbed.scenarios.models import digits, small

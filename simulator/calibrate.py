@@ -5,11 +5,11 @@ Two products, both written by ``hetbed calibrate``:
 * a catalog device file ``this_machine.toml``: float32 GEMM FLOP/s, streaming memory bandwidth
   and the executor's per-op dispatch cost, measured here (the roofline's three numbers);
 * a profile table (``profile.json``): the measured time of every op of the given graphs, keyed by
-  op type, dtype, input shapes and attrs, for ``devices.costmodel.Profiled``.
+  op type, dtype, input shapes and attrs, for ``devices.profiled.Profiled``.
 
-The measurements themselves live in machine.py (roofline numbers, ``Measurement``) and
-messages.py (loopback link, message costs); this module profiles ops, writes the files and
-re-exports those names.
+The measurements themselves live in machine.py (roofline numbers, ``Measurement``),
+messages.py (loopback link, message costs) and contention.py (thread hand-offs, processes
+sharing the cores); this module profiles ops, writes the files and re-exports those names.
 """
 
 from __future__ import annotations
@@ -23,15 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from hetbed.devices.costmodel import (
-    MIN_THREADS_WALL_S,
-    DevicePerf,
-    Profiled,
-    Roofline,
-    oversubscription,
-    profile_key,
-)
+from hetbed.devices.costmodel import MIN_THREADS_WALL_S, DevicePerf, Roofline, oversubscription
 from hetbed.devices.fileio import atomic_write
+from hetbed.devices.profiled import Profiled, profile_key
 from hetbed.devices.simulated import value_shape
 from hetbed.runtime.config_protos import GraphOptions, RewriterConfig
 from hetbed.runtime.graph import Graph
@@ -39,6 +33,7 @@ from hetbed.runtime.session import ConfigProto, Session
 from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
+from .contention import message_contention, switch_share_fit, wake_cost  # noqa: F401
 from .handoffs import CLIENTS, measure_clients, measure_fed, simulate_clients, simulate_fed
 from .handoffs import STEP as HANDOFF_STEP
 from .machine import (  # noqa: F401  (re-exported: callers import them from here)
@@ -57,10 +52,7 @@ from .messages import (  # noqa: F401
     loopback_aggregate,
     loopback_copy_cpu,
     loopback_link,
-    message_contention,
     message_costs,
-    switch_share_fit,
-    wake_cost,
 )
 
 _COST_FIELDS = (

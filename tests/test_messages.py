@@ -388,7 +388,7 @@ def test_the_switch_share_is_fitted_to_the_clients_cpu_per_step():
     no more processes than cores, and never goes negative; on the shape calibrate measured
     here (+2%, +12%, +39% with 2, 4, 8 clients on two cores) it leaves residuals of a few
     percent, where 1 - cores / processes left -7..+17."""
-    from hetbed.simulator.messages import switch_share_fit
+    from hetbed.simulator.contention import switch_share_fit
 
     def cpu(n, a, cores=2):
         return 700e-6 * (1 + a * oversubscription(n + 1, cores))
@@ -599,7 +599,7 @@ def test_a_sparse_gradient_is_accumulated_as_the_op_level_prices_it():
     SparseConditionalAccumulator's add and take (SyncReplicasOptimizer's ops for it) as the
     op-level simulation of the grid's sparse model prices the same ops at the same shapes (a
     measured table: the add 68 us, the take 26 us), not as a dense add of the rows' bytes."""
-    from hetbed.devices.costmodel import Profiled, profile_key
+    from hetbed.devices.profiled import Profiled, profile_key
     from hetbed.scenarios.models import grid
     from hetbed.simulator.profiling import profile_from_graph
 

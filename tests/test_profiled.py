@@ -7,13 +7,10 @@ import numpy as np
 import pytest
 
 import hetbed as hb
-from hetbed.devices.costmodel import (
-    MIN_THREADS_WALL_S,
-    DevicePerf,
+from hetbed.devices.costmodel import MIN_THREADS_WALL_S, DevicePerf, Roofline, cache_hit
+from hetbed.devices.profiled import (
     Profiled,
-    Roofline,
     affine_fit,
-    cache_hit,
     profile_key,
 )
 from hetbed.runtime.ops.math import broadcast_like
