@@ -150,7 +150,20 @@ def place(
     cands_of: dict[DeviceSpec, list] = {}  # a request -> the devices it matches
     in_step = {id(op) for op in ops}
     universe = ops[0].graph.get_operations() if ops else None
+    # a lone op's device depends only on its request, its kernels and its dtype: ops alike
+    # (most of a graph) take the first one's choice (device, whether it was free to spread)
+    alike: dict[tuple, tuple[Any, bool]] = {}
     for root, group in colocation_groups(ops, universe).items():
+        key = None
+        if len(group) == 1 and group[0].name not in pinned:
+            op = group[0]
+            key = (op.device, op.op_def, kernel_dtype(op))
+            hit = alike.get(key)
+            if hit is not None:
+                if hit[1]:
+                    free_groups.append((root, group))
+                out[op] = hit[0]
+                continue
         members = [m for m in group if id(m) in in_step]
         spec, _ = _merge_requests(members, soft)
         pin = next((pinned[m.name] for m in group if m.name in pinned), None)
@@ -165,12 +178,13 @@ def place(
         def has_kernels(d: Any, need=need) -> bool:
             return all(m.op_def.has_kernel(d.kernel_type, dt) for m, dt in need)
 
+        free = False
         if pin is not None and pin.name in by_name:
             chosen = pin
         elif spec == _ANY:
             if has_kernels(default):
                 free_groups.append((root, members))
-                chosen = default
+                chosen, free = default, True
             else:
                 chosen = _with_kernels(devices, has_kernels, members, "", soft, default)
         else:
@@ -194,6 +208,8 @@ def place(
                 chosen = _with_kernels(devices, has_kernels, members, spec, soft, default)
         for m in members:
             out[m] = chosen
+        if key is not None:
+            alike[key] = (chosen, free)
     if spread is not None and free_groups and len(devices) > 1:
         choice = spread(free_groups)
         for root, members in free_groups:

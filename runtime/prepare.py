@@ -241,8 +241,12 @@ def prune(fetch_ops: Sequence[Operation], fed: set[Tensor]) -> list[Operation]:
 def kernel_dtype(op: Operation) -> Any:
     """The dtype a kernel is chosen by: the first input's, else the first output's; ``string``
     when any input or output is a string (string tensors stay on the CPU)."""
-    if any(t.dtype.is_string for t in op.inputs) or any(t.dtype.is_string for t in op.outputs):
-        return _dt.string
+    for t in op.inputs:
+        if t.dtype.is_string:
+            return _dt.string
+    for t in op.outputs:
+        if t.dtype.is_string:
+            return _dt.string
     if op.inputs:
         return op.inputs[0].dtype
     if op.outputs:

@@ -204,3 +204,46 @@ def test_replica_device_setter_strategy_shorthand():
     assert [v.device for v in vs] == [v.device for v in g1]
     with pytest.raises(ValueError, match="not both"):
         replica_device_setter(ps_tasks=2, strategy="greedy", ps_strategy="greedy")
+
+
+def test_ops_alike_take_the_first_ones_choice_as_if_placed_alone():
+    """``place`` decides a lone op once per (request, kernels, dtype) and hands the choice to
+    the ops alike: every op lands where placing it alone puts it (float adds on the GPU asked
+    for, string joins of the same request on the CPU: no GPU kernel), a pinned op stays where
+    it was pinned though ops alike go elsewhere, and every unconstrained op reaches the
+    spreader as a group of its own (with the choice it makes)."""
+    from types import SimpleNamespace
+
+    from hetbed.runtime.placement import place
+
+    names = ["/job:w/replica:0/task:0/device:cpu:0", "/job:w/replica:0/task:0/device:gpu:0"]
+    cpu, gpu = (SimpleNamespace(name=n, kernel_type=n.rsplit(":", 2)[1]) for n in names)
+    g = hb.Graph()
+    with g.as_default():
+        x = hb.constant(np.ones(3, np.float32))
+        with hb.device("/device:gpu:0"):
+            adds = [x + float(i) for i in range(4)]
+            joins = [hb.string_join([hb.constant("a"), hb.constant("b")]) for _ in range(2)]
+            same = [hb.identity(x), hb.identity(hb.constant("s")), hb.identity(x)]  # (one op
+            # type, two dtypes: no GPU kernel for a string)
+        free = [x * float(i) for i in range(3)]
+    ops = g.get_operations()
+    pinned = {adds[2].op.name: cpu}
+    seen = []
+
+    def spread(groups):
+        seen.extend(root for root, _ in groups)
+        return {root: gpu for root, _ in groups}
+
+    out = place(ops, [cpu, gpu], cpu, soft=True, pinned=pinned, spread=spread)
+    assert out[adds[0].op] is gpu and out[adds[3].op] is gpu
+    assert out[adds[2].op] is cpu  # (pinned)
+    assert all(out[j.op] is cpu for j in joins)
+    assert [out[t.op] for t in same] == [gpu, cpu, gpu]
+    assert all(out[f.op] is gpu for f in free)  # (the spreader's choice)
+    assert {f.op for f in free} <= set(seen) and len(seen) == len(set(seen))
+    assert len(seen) == sum(1 for op in ops if not op.device)  # (every op with no request)
+    for op in ops:  # the same as each op placed by itself (the spread ones aside)
+        alone = place([op], [cpu, gpu], cpu, soft=True, pinned=pinned)
+        if op not in seen:
+            assert alone[op] is out[op], op.name
