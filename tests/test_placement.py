@@ -209,9 +209,9 @@ def test_replica_device_setter_strategy_shorthand():
 def test_ops_alike_take_the_first_ones_choice_as_if_placed_alone():
     """``place`` decides a lone op once per (request, kernels, dtype) and hands the choice to
     the ops alike: every op lands where placing it alone puts it (float adds on the GPU asked
-    for, string joins of the same request on the CPU: no GPU kernel), a pinned op stays where
-    it was pinned though ops alike go elsewhere, and every unconstrained op reaches the
-    spreader as a group of its own (with the choice it makes)."""
+    for, string joins and a string identity of the same request on the CPU: no GPU kernel for
+    a string), a pinned op stays where it was pinned though ops alike go elsewhere, and every
+    unconstrained op reaches the spreader as a group of its own (with the choice it makes)."""
     from types import SimpleNamespace
 
     from hetbed.runtime.placement import place
