@@ -145,6 +145,34 @@ _CONTROL_OPS = frozenset(
 )
 
 
+def _alike_key(node: Any) -> tuple | None:
+    """What a node's plan depends on besides its inputs' signature, as a key: its op's
+    definition, type and attrs and the static shapes and dtypes of its input and output
+    tensors; None where a plan must be its own: control-flow ops, an op with an attr that is
+    no key (an array), or with an output of a shape the graph does not know in full (shape
+    inference may then read the graph around it)."""
+    op = node.op
+    if op.type in _CONTROL_OPS:
+        return None
+    outs = []
+    for t in op.outputs:
+        dims = t.shape.dims
+        if dims is None or None in dims:
+            return None
+        outs.append((t.dtype, dims))
+    attrs = op.attrs
+    if attrs:
+        a = tuple(sorted(attrs.items()))
+        try:
+            hash(a)
+        except TypeError:
+            return None
+    else:
+        a = ()
+    ins = tuple([(t.dtype, t.shape.dims) for t in node.input_tensors])
+    return (op.op_def, op.type, a, ins, tuple(outs))
+
+
 def _metadata_op(node: Any, inputs: list) -> bool:
     """Ops a shape-only simulation still computes: shapes of values, and arithmetic on small
     real integer tensors (so that shapes computed in the graph stay exact)."""
@@ -364,6 +392,7 @@ class SimulatedDevice(Device):
         self.persistent_bytes = 0
         self.infer_shapes = infer_shapes or _static_shapes
         self._planned: list = []  # nodes holding plans of this device (see ``start``)
+        self._alike: dict = {}  # plans by (``_alike_key``, input signature): ``_plan_alike``
         self.plan_generation = 0  # how many times its plans were forgotten (a new cost model)
         #: the cores of the host a cpu device computes on (None: its own stream only); a cluster
         #: gives the tasks of one host the same object, so that they share the cores
@@ -398,7 +427,7 @@ class SimulatedDevice(Device):
             self._planned.append(node)
         plan = plans.get(key)
         if plan is None:
-            plan = plans[key] = self._plan_node(node, inputs)
+            plan = plans[key] = self._plan_alike(node, inputs, key)
         dur, placeholders, compute, width = plan
         if not compute:
             return self._book(node, dur, self.env.now if now is None else now, width), placeholders
@@ -531,6 +560,7 @@ class SimulatedDevice(Device):
         for node in self._planned:
             node.memo = None
         self._planned = []
+        self._alike = {}
         self.plan_generation += 1
 
     def run(self, node: Any, inputs: list, done: Callable, step: Any = None) -> None:
@@ -541,6 +571,19 @@ class SimulatedDevice(Device):
             done(None, e)
             return
         self.env.timeout(end - self.env.now).callbacks.append(lambda _e: done(result))
+
+    def _plan_alike(self, node: Any, inputs: list, key: Any) -> tuple:
+        """``_plan_node``'s plan, shared by the nodes alike (``_alike_key``) with the same
+        input signature ``key``: a graph repeats a few kinds of op many times, and planning is
+        most of the first step of a new graph."""
+        kind = _alike_key(node)
+        if kind is None:
+            return self._plan_node(node, inputs)
+        k = (kind, key)
+        plan = self._alike.get(k)
+        if plan is None:
+            plan = self._alike[k] = self._plan_node(node, inputs)
+        return plan
 
     def _plan_node(self, node: Any, inputs: list) -> tuple:
         """(duration, placeholder result, whether to run the real kernel) for these inputs."""
