@@ -150,7 +150,8 @@ def _alike_key(node: Any) -> tuple | None:
     definition, type and attrs and the static shapes and dtypes of its input and output
     tensors; None where a plan must be its own: control-flow ops, an op with an attr that is
     no key (an array), or with an output of a shape the graph does not know in full (shape
-    inference may then read the graph around it)."""
+    inference may then read the graph around it). A Const's value is no part of it: the node
+    computes its value for real, and its plan holds only its time."""
     op = node.op
     if op.type in _CONTROL_OPS:
         return None
@@ -161,6 +162,8 @@ def _alike_key(node: Any) -> tuple | None:
             return None
         outs.append((t.dtype, dims))
     attrs = op.attrs
+    if op.type == "Const":  # (computed for real: its plan does not depend on its value)
+        attrs = {k: v for k, v in attrs.items() if k != "value"}
     if attrs:
         a = tuple(sorted(attrs.items()))
         try:

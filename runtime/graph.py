@@ -308,7 +308,7 @@ class Graph:
         self._consumers: dict[Tensor, list[Operation]] = {}
         self._collections: dict[str, list] = {}
         self._lock = threading.RLock()
-        self._local = threading.local()
+        self._local = _BuilderState()
         self.seed: int | None = None
         self._last_id = 0
         self._finalized = False
@@ -316,13 +316,7 @@ class Graph:
 
     # ---- thread-local builder state -------------------------------------------------
     def _state(self) -> threading.local:
-        s = self._local
-        if not hasattr(s, "scope"):
-            s.scope = ""
-            s.control = []
-            s.device = []
-            s.colocate = []
-        return s
+        return self._local
 
     # ---- ops -----------------------------------------------------------------------
     def get_operations(self) -> list[Operation]:
@@ -533,8 +527,7 @@ class Graph:
 
 def _merged_device(stack: list, op: Operation) -> str:
     """Combine the device scopes in force, inner scopes winning field by field."""
-    from ..devices.naming import merge_device
-
+    merge_device = _merge_device or _load_merge_device()
     dev = ""
     for spec in stack:
         if callable(spec):
@@ -547,6 +540,31 @@ def _merged_device(stack: list, op: Operation) -> str:
         else:
             dev = merge_device(dev, spec)
     return dev
+
+
+class _BuilderState(threading.local):
+    """A graph's builder state, each thread its own: the name scope, control dependencies,
+    device and colocation scopes in force, and the ``hb.cond`` branch being built
+    (control_flow.py; None outside one)."""
+
+    def __init__(self) -> None:
+        self.scope = ""
+        self.control: list = []
+        self.device: list = []
+        self.colocate: list = []
+        self.cond: Any = None
+
+
+_merge_device = None  # devices.naming.merge_device, once first needed (an import per op cost
+# a microsecond or two: a third of placing an op under a device scope)
+
+
+def _load_merge_device() -> Any:
+    global _merge_device
+    from ..devices.naming import merge_device
+
+    _merge_device = merge_device
+    return merge_device
 
 
 class _DefaultGraphStack(threading.local):

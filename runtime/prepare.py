@@ -277,6 +277,8 @@ def build_prepared(
     control_map = control_map or {}
 
     def plain_inputs(op: Operation) -> list[Tensor]:
+        if not input_map:
+            return list(op.inputs)
         return [input_map.get((op, i), t) for i, t in enumerate(op.inputs)]
 
     chains = (
@@ -296,6 +298,8 @@ def build_prepared(
         return ins
 
     def controls_of(op: Operation) -> list[Operation]:
+        if not control_map:
+            return op.control_inputs
         return [control_map.get((op, c), c) for c in op.control_inputs]
 
     slot_of: dict[Tensor, int] = {}

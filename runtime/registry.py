@@ -295,6 +295,18 @@ def _graph_of(inputs: Sequence[Any]) -> Any:
     return get_default_graph()
 
 
+_constant = None  # ops.array.constant, once first needed (it imports this module; an import
+# statement per constant cost a microsecond or two of every op built with a Python number)
+
+
+def _load_constant() -> Callable:
+    global _constant
+    from .ops.array import constant
+
+    _constant = constant
+    return constant
+
+
 def convert_to_tensor(
     value: Any, dtype: Any = None, name: str | None = None, graph: Any = None
 ) -> Tensor:
@@ -323,8 +335,7 @@ def convert_to_tensor(
             [convert_to_tensor(v, dtype=dtype, graph=graph) for v in value], name=name or "packed"
         )
     else:
-        from .ops.array import constant
-
+        constant = _constant or _load_constant()
         with (graph or get_default_graph()).as_default():
             return constant(value, dtype=dtype, name=name or "Const")
     if dtype is not None and t.dtype != _dt.as_dtype(dtype):
