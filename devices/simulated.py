@@ -160,7 +160,7 @@ def _alike_key(node: Any) -> tuple | None:
         dims = t.shape.dims
         if dims is None or None in dims:
             return None
-        outs.append((t.dtype, dims))
+        outs.append((t.dtype.name, dims))  # (names: a DType hashes and compares in Python)
     attrs = op.attrs
     if op.type == "Const":  # (computed for real: its plan does not depend on its value)
         attrs = {k: v for k, v in attrs.items() if k != "value"}
@@ -172,7 +172,7 @@ def _alike_key(node: Any) -> tuple | None:
             return None
     else:
         a = ()
-    ins = tuple([(t.dtype, t.shape.dims) for t in node.input_tensors])
+    ins = tuple([(t.dtype.name, t.shape.dims) for t in node.input_tensors])
     return (op.op_def, op.type, a, ins, tuple(outs))
 
 

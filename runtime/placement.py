@@ -61,6 +61,12 @@ def colocation_groups(
         out = {}
         covered: set[int] = set()
         for r, m in groups.items():
+            if len(m) == 1:  # (most groups)
+                i = id(m[0])
+                if i in wanted:
+                    out[r] = m
+                    covered.add(i)
+                continue
             ids = [id(x) for x in m]
             if not wanted.isdisjoint(ids):
                 out[r] = m
@@ -70,8 +76,10 @@ def colocation_groups(
                 out[op] = [op]
         return out
     uf = _Groups()
+    parent = uf.parent
     for op in ops:
-        uf.find(op)
+        if op not in parent:
+            parent[op] = op
         for name in op.colocation_groups:
             try:
                 other = op.graph.get_operation_by_name(name)
@@ -79,12 +87,16 @@ def colocation_groups(
                 continue
             uf.union(op, other)
         for t in op.inputs:
-            d = t.op.op_def
+            p = t.op
+            d = p.op_def
             if d is not None and d.is_ref:
-                uf.union(op, t.op)
+                uf.union(op, p)
     groups: dict[Any, list[Any]] = {}
-    for op in list(uf.parent):
-        groups.setdefault(uf.find(op), []).append(op)
+    for op, p in parent.items():  # (finds below change values only: no key is added)
+        if p is op and op not in groups:
+            groups[op] = [op]
+        else:
+            groups.setdefault(uf.find(op), []).append(op)
     return groups
 
 
