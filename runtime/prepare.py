@@ -189,6 +189,10 @@ class PreparedGraph:
         self.initial_refs = refs
 
 
+def _op_id(op: Operation) -> int:
+    return op._id
+
+
 def prune(fetch_ops: Sequence[Operation], fed: set[Tensor]) -> list[Operation]:
     """The ops needed to compute ``fetch_ops``, in a deterministic topological order.
 
@@ -212,7 +216,21 @@ def prune(fetch_ops: Sequence[Operation], fed: set[Tensor]) -> list[Operation]:
             if t not in fed:
                 stack.append(t.op)
         stack.extend(op.control_inputs)
-    # Kahn's algorithm; ties broken by creation order so runs are reproducible.
+    # Kahn's algorithm; ties broken by creation order so runs are reproducible. An op is
+    # created after its inputs, so where every needed op depends only on older ones (no back
+    # edge of a loop, no control input added later) that order is creation order itself.
+    by_id = sorted(needed, key=_op_id)
+    for op in by_id:
+        i = op._id
+        for t in op.inputs:
+            if t.op._id >= i and t not in fed:
+                break
+        else:
+            if all(c._id < i for c in op.control_inputs):
+                continue
+        break
+    else:
+        return by_id
     preds: dict[Operation, int] = {}
     succs: dict[Operation, list[Operation]] = {op: [] for op in needed}
     for op in needed:
