@@ -191,3 +191,58 @@ def test_step_waiting_on_a_missing_peer_times_out():
             with pytest.raises(hb.errors.DeadlineExceededError, match="AllReduce"):
                 s.run(outs[0])
             np.testing.assert_array_equal(s.run(outs), [[3.0], [3.0]])
+
+
+def test_prune_order_is_kahns_with_creation_order_ties():
+    """``prune``'s order on random graphs, some with control inputs added after the fact from
+    newer ops (so creation order is not topological), equals Kahn's algorithm with ties broken
+    by creation order, computed here by brute force; a fed tensor cuts its producer away."""
+    rng = np.random.default_rng(3)
+    reordered = 0
+    for trial in range(30):
+        g = hb.Graph()
+        with g.as_default():
+            x = hb.placeholder(hb.float32, [2], name="x")
+            ts = [x]
+            for _ in range(25):
+                a, b = rng.integers(len(ts), size=2)
+                ts.append(hb.add(ts[a], ts[b]))
+            if trial % 2:  # control inputs from newer ops to older ones (no cycle)
+                for _ in range(4):
+                    i, j = sorted(rng.choice(np.arange(1, len(ts)), size=2, replace=False))
+                    if not any(t.op is ts[i].op for t in _upstream(ts[j].op)):
+                        ts[i].op._add_control_input(ts[j].op)
+        fed = {ts[5]} if trial % 3 == 0 else {x}
+        fetch = [ts[-1].op, ts[-2].op]
+        order = prune(fetch, fed)
+        needed, stack = set(), list(fetch)
+        while stack:
+            op = stack.pop()
+            if op not in needed:
+                needed.add(op)
+                stack += [t.op for t in op.inputs if t not in fed] + list(op.control_inputs)
+        want, done = [], set()
+        while len(want) < len(needed):
+            ready = [op for op in needed - done
+                     if all(t.op in done or t in fed for t in op.inputs)
+                     and all(c in done for c in op.control_inputs)]  # fmt: skip
+            nxt = min(ready, key=lambda op: op._id)
+            want.append(nxt)
+            done.add(nxt)
+        assert [op.name for op in order] == [op.name for op in want]
+        reordered += [op._id for op in order] != sorted(op._id for op in order)
+    assert reordered >= 3  # (graphs where creation order was not the answer)
+
+
+def _upstream(op):
+    seen, ops, stack = [], set(), [op]
+    while stack:
+        o = stack.pop()
+        if o in ops:
+            continue
+        ops.add(o)
+        for t in o.inputs:
+            seen.append(t)
+            stack.append(t.op)
+        stack.extend(o.control_inputs)
+    return seen
