@@ -296,6 +296,7 @@ class GraphKeys:
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
+_VALID_NAMES: set[str] = set()  # names _NAME_RE accepted (ops repeat a few: "Const", "add")
 
 
 class Graph:
@@ -392,8 +393,11 @@ class Graph:
                 self._names_in_use[full.lower()] = max(self._names_in_use.get(full.lower(), 0), 1)
             else:
                 raw = name or op_type
-                if not _NAME_RE.match(raw):
-                    raise ValueError(f"{raw!r} is not a valid op name")
+                if raw not in _VALID_NAMES:
+                    if not _NAME_RE.match(raw):
+                        raise ValueError(f"{raw!r} is not a valid op name")
+                    if len(_VALID_NAMES) < 4096:
+                        _VALID_NAMES.add(raw)
                 full = self.unique_name(raw)
             op = Operation(self, full, op_type, inputs, attrs)
             op.op_def = op_def
