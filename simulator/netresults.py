@@ -80,6 +80,13 @@ class FlowLog(Sequence):
     def __len__(self) -> int:
         return self._closed + len(self._tail)
 
+    def extend(self, rows: Any) -> None:
+        self._tail.extend(rows)
+
+    def clear(self) -> None:
+        self._parts, self._closed = [], 0
+        self._open_tail()
+
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for p in self._parts:
             yield from p

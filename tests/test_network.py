@@ -603,6 +603,13 @@ def test_flow_log_is_the_list_it_stands_for():
     assert template == kept
     with pytest.raises(TypeError, match="oldest"):
         del log[2:]
+    log.extend([{"tag": "e"}])
+    assert list(log)[-1] == {"tag": "e"} and len(log) == len(ref) + 1
+    log.clear()
+    assert len(log) == 0 and list(log) == []
+    log.add_shifted(template, 1.0)
+    log.append({"tag": "z"})
+    assert [r["tag"] for r in log] == ["t0", "t1", "t2", "z"]
 
 
 _FLOW_TIMES_NAMES = ("start_s", "first_byte_s", "end_s")
