@@ -96,7 +96,15 @@ class Node:
         "charge",
     )
 
-    def __init__(self, index: int, op: Operation, device: Any, kernel: Kernel, ctx: KernelContext):
+    def __init__(
+        self,
+        index: int,
+        op: Operation,
+        device: Any,
+        kernel: Kernel,
+        ctx: KernelContext,
+        input_tensors: list[Tensor] | None = None,
+    ):
         self.index = index
         self.op = op
         self.device = device
@@ -130,7 +138,9 @@ class Node:
         self.on_stream = bool(getattr(device, "kernels_on_stream", False)) and not kernel.is_async
         if self.on_stream:
             self.fn = device.bind_kernel(kernel.fn)
-        self.input_tensors: list[Tensor] = list(op.inputs)
+        self.input_tensors: list[Tensor] = (
+            list(op.inputs) if input_tensors is None else input_tensors
+        )
         self.memo: Any = None  # free for the device's per-node cache (simulated devices' plans)
         #: in a graph with conditionals: 1 dead when any input is, 2 (Merge) when all are, 0
         #: never (Send/Recv carry deadness); ``ctrl_preds``: its control predecessors' indices
@@ -338,8 +348,7 @@ def build_prepared(
         dev = device_of(op)
         op_def = op.op_def
         kernel = op_def.find_kernel(dev.kernel_type, kernel_dtype(op), op.name)
-        node = Node(len(nodes), op, dev, kernel, context_of(op, dev))
-        node.input_tensors = ins_of[op]
+        node = Node(len(nodes), op, dev, kernel, context_of(op, dev), ins_of[op])
         chain = chains.get(op)
         if chain is not None:
             node.fn = (
