@@ -304,8 +304,11 @@ def build_prepared(
     input_map = input_map or {}
     control_map = control_map or {}
 
+    rewired = {op for op, _ in input_map}  # (ops with an input a partition replaced)
+    rewired_controls = {op for op, _ in control_map}
+
     def plain_inputs(op: Operation) -> list[Tensor]:
-        if not input_map:
+        if op not in rewired:
             return list(op.inputs)
         return [input_map.get((op, i), t) for i, t in enumerate(op.inputs)]
 
@@ -326,7 +329,7 @@ def build_prepared(
         return ins
 
     def controls_of(op: Operation) -> list[Operation]:
-        if not control_map:
+        if op not in rewired_controls:
             return op.control_inputs
         return [control_map.get((op, c), c) for c in op.control_inputs]
 
