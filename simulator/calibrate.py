@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
-from hetbed.devices.costmodel import MIN_THREADS_WALL_S, DevicePerf, Roofline, oversubscription
+from hetbed.devices.costmodel import MIN_THREADS_WALL_S, DevicePerf, Roofline
 from hetbed.devices.fileio import atomic_write
 from hetbed.devices.profiled import Profiled, profile_key
 from hetbed.devices.simulated import value_shape
@@ -33,7 +33,13 @@ from hetbed.runtime.session import ConfigProto, Session
 from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
-from .contention import message_contention, switch_share_fit, wake_cost  # noqa: F401
+from .contention import (  # noqa: F401
+    contention_table,
+    message_contention,
+    simulate_contention,
+    switch_share_fit,
+    wake_cost,
+)
 from .handoffs import CLIENTS, measure_clients, measure_fed, simulate_clients, simulate_fed
 from .handoffs import STEP as HANDOFF_STEP
 from .machine import (  # noqa: F401  (re-exported: callers import them from here)
@@ -298,7 +304,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1, 8 and 64 MiB across two processes, less the loopback rate (message_costs)')}",
             f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'counted in own_control_message_overhead_s: each of those steps makes one call to its own task, and the work of a client per step is not told apart from the ends of that call (message_costs)')}",
             f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
-            f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention)')}",
+            f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention), through the simulation of the same runs with the hand-offs it books (contention_table, switch_share_fit)')}",
             f"wake_overhead_s = {num(max(perf.wake_s, 1e-9), 'two threads of one session ping-ponging an element through two queues, less one thread enqueueing and dequeueing alone, per blocked dequeue (wake_cost); also each interpreter hand-off of a message that finds its task busy with another client (check: simulator/handoffs.py)')}",
             "",
             "[peak_flops]",
@@ -374,37 +380,8 @@ def calibrate(
             f"fit {simulated[name] * 1e6:.0f} us ({simulated[name] / measured[name] - 1:+.0%})"
         )
     perf = replace(perf, **{a: c.median for a, c in zip(_COST_FIELDS, costs)})
-    progress(
-        "measuring the CPU per step of 1, 2, 4 and 8 processes stepping against one PS process ..."
-    )
-    per_n = message_contention(repeats=max(min(repeats, 5), 1))
-    shared = [
-        Measurement(f"CPU per small remote step, {n} client(s) at once", "s", v, None, (1e6, "us"))
-        for n, v in per_n.items()
-    ]
-    # one fit per repetition (its runs close in time: a drift of the machine's speed between
-    # repetitions cancels out in each one's ratios), then their median
-    fits = [
-        switch_share_fit({n: v[r] for n, v in per_n.items()}, host_cores())
-        for r in range(len(next(iter(per_n.values()))))
-    ]
-    shared.append(Measurement("switch_cpu_share, one fit per repetition", "", fits, None))
-    for m in shared:
-        progress(f"  {m.name}: {m.describe()}")
-    perf = replace(perf, switch_share=statistics.median(fits))
-    # how well the model's shape (DevicePerf.shared_host: 1 + share x oversubscription)
-    # follows the measurements: the CPU per step each client count adds over the fewest
-    base_n = min(per_n)
-    base = statistics.median(per_n[base_n])
-    xb = oversubscription(base_n + 1, host_cores())
-    for n, v in per_n.items():
-        if n != base_n and base > 0:
-            x = oversubscription(n + 1, host_cores())
-            fit = (1.0 + perf.switch_share * x) / (1.0 + perf.switch_share * xb) - 1.0
-            progress(
-                f"    check, {n} clients and the PS: CPU per step {statistics.median(v) / base - 1:+.0%} "
-                f"over {base_n}, the fit {fit:+.0%}"
-            )
+    # the hand-off first: the switch share is fitted through the simulation of the contention
+    # runs, which books a hand-off where a message finds its task busy with another client's
     progress("measuring a blocked op's thread hand-off (two threads of one process) ...")
     woken = Measurement(
         "thread hand-off of a blocked op",
@@ -415,6 +392,37 @@ def calibrate(
     )
     progress(f"  {woken.name}: {woken.describe()}")
     perf = replace(perf, wake_s=woken.median)
+    progress(
+        "measuring the CPU per step of 1, 2, 4 and 8 processes stepping against one PS process ..."
+    )
+    per_n = message_contention(repeats=max(min(repeats, 5), 1))
+    shared = [
+        Measurement(f"CPU per small remote step, {n} client(s) at once", "s", v, None, (1e6, "us"))
+        for n, v in per_n.items()
+    ]
+    link = (rate.median, lat.median)
+    table = contention_table(perf, link, clients=tuple(per_n))
+    # one fit per repetition (its runs close in time: a drift of the machine's speed between
+    # repetitions cancels out in each one's ratios), then their median
+    fits = [
+        switch_share_fit({n: v[r] for n, v in per_n.items()}, table)
+        for r in range(len(next(iter(per_n.values()))))
+    ]
+    shared.append(Measurement("switch_cpu_share, one fit per repetition", "", fits, None))
+    for m in shared:
+        progress(f"  {m.name}: {m.describe()}")
+    perf = replace(perf, switch_share=statistics.median(fits))
+    # how well the simulators then follow the measurements: the CPU per step of each client
+    # count over the fewest's, measured and simulated with the fitted share
+    sim = simulate_contention(perf, link, tuple(per_n))
+    base_n = min(per_n)
+    base = statistics.median(per_n[base_n])
+    for n, v in per_n.items():
+        if n != base_n and base > 0:
+            progress(
+                f"    check, {n} clients and the PS: CPU per step {statistics.median(v) / base - 1:+.0%} "
+                f"over {base_n}, simulated {sim[n] / sim[base_n] - 1:+.0%}"
+            )
     # a check no fit sees: client threads of one process at once, each message on a thread of
     # its own, handed the interpreter when it finds its task busy with another client's
     progress(f"checking {', '.join(map(str, CLIENTS))} client threads of one process at once ...")

@@ -102,7 +102,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     doc = json.loads(cap.out)
     # (the switch-cost fit's shape against what each client count added, printed)
     assert re.search(
-        r"check, 8 clients and the PS: CPU per step [+-]\d+% over 1, the fit \+\d+%", cap.err
+        r"check, 8 clients and the PS: CPU per step [+-]\d+% over 1, simulated \+\d+%", cap.err
     )
     # (the checks no fit sees: client threads of one process at once, a step's fed values)
     for k in (1, 2, 3):
