@@ -25,8 +25,9 @@ the ops (the ops it did not see scale from their family's or fall back to the ro
 small op's time on this machine is its Python call, which the roofline does not see; without it
 the roofline does. ``--cpu`` prints the measured CPU of every process per global step against
 the CPU one op-level step of the hand-written replicated graph books (``grid.op_level_record``),
-by kind (a diagnostic without a target). That graph has no queue runner and one client, so no
-interpreter hand-offs or wake-ups: the op-level prediction of the real program books more (sync
+by kind and by job, with each job's context switches per step (a diagnostic without a target;
+``--rows scalar:1x8,scalar:4x4`` picks its rows: model, PS tasks x workers). That graph has no
+queue runner and one client, so no interpreter hand-offs or wake-ups: the op-level prediction of the real program books more (sync
 scalar, one worker: 2.21 ms a global step over both tasks against this table's 2.00, the real
 processes 2.29-2.36).
 
@@ -185,6 +186,28 @@ def _task_cpu(barrier: str) -> dict[int, float]:
     return out
 
 
+def _switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches so far of every thread of process ``pid``
+    (/proc; (0, 0) where it cannot say): a voluntary one is a thread that blocked (waiting for
+    a message, a lock), an involuntary one a thread the scheduler took its core from."""
+    vol = inv = 0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0, 0
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                for line in f:
+                    if line.startswith("voluntary_ctxt_switches"):
+                        vol += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches"):
+                        inv += int(line.split()[1])
+        except (OSError, ValueError):  # (a thread that ended meanwhile)
+            continue
+    return vol, inv
+
+
 class _CpuTap(io.StringIO):
     """Output of a run that reads its tasks' CPU from /proc when the chief reports step ``a``
     and step ``b``."""
@@ -193,32 +216,48 @@ class _CpuTap(io.StringIO):
         super().__init__()
         self.a, self.b, self.seen, self.marks, self.barrier = a, b, 0, {}, ""
         self.roles: dict[int, str] = {}  # each process's task, read at step ``a``
+        self.switches: dict[int, dict[int, tuple[int, int]]] = {}  # ``_switches`` at a and b
 
     def write(self, text: str) -> int:
         if text.startswith("[worker:0] step "):
             self.seen += 1
             if self.barrier and self.seen in (self.a, self.b):  # ("" would name every process)
                 self.marks[self.seen] = _task_cpu(self.barrier)
+                self.switches[self.seen] = {p: _switches(p) for p in self.marks[self.seen]}
                 if self.seen == self.a:
                     self.roles = {p: _task_role(p) for p in self.marks[self.a]}
         return super().write(text)
 
 
-def cpu_per_step(model: str, workers: int, mode: str, short: int, long: int) -> dict[str, float]:
+def cpu_per_step(
+    model: str, workers: int, mode: str, short: int, long: int, n_ps: int = 1
+) -> tuple[dict[str, float], dict[str, tuple[float, float]], float]:
     """CPU seconds (user and system) per chief step in the steady state, by task ("ps:0",
     "worker:1", ...): each task's CPU time read from /proc when the chief reports its step
-    ``short`` and its step ``long``, the difference over the steps between. (Counting the job's
-    processes once they have exited, by getrusage, missed the PS tasks, which the launcher
-    stops: a dense 100 MB step read 111 ms that way against 180 ms from /proc.)"""
+    ``short`` and its step ``long``, the difference over the steps between; with each task's
+    (voluntary, involuntary) context switches per step the same way (``_switches``) and the
+    chief's median step over those steps (seconds). (Counting the job's processes once they
+    have exited, by getrusage, missed the PS tasks, which the launcher stops: a dense 100 MB
+    step read 111 ms that way against 180 ms from /proc.)"""
     tap = _CpuTap(short, long)
-    _run(model, workers, long + 3, mode, out=tap)
+    _run(model, workers, long + 3, mode, n_ps, out=tap)
     before, after = tap.marks[short], tap.marks[long]
     out: dict[str, float] = {}
+    switches: dict[str, tuple[float, float]] = {}
+    n = long - short
     for p in after:
         if p in before:
             role = tap.roles.get(p, "?")
-            out[role] = out.get(role, 0.0) + (after[p] - before[p]) / (long - short)
-    return out
+            out[role] = out.get(role, 0.0) + (after[p] - before[p]) / n
+            (v0, i0), (v1, i1) = tap.switches[short][p], tap.switches[long][p]
+            v, i = switches.get(role, (0.0, 0.0))
+            switches[role] = (v + (v1 - v0) / n, i + (i1 - i0) / n)
+    steps = [
+        float(line.split()[2])
+        for line in tap.getvalue().splitlines()
+        if line.startswith("[worker:0] step ")
+    ][short:long]
+    return out, switches, statistics.median(steps)
 
 
 def _by_job(per_task: dict[str, float]) -> dict[str, float]:
@@ -230,52 +269,78 @@ def _by_job(per_task: dict[str, float]) -> dict[str, float]:
     return out
 
 
-def cpu_table(short: int = 50, long: int = 300) -> None:
+#: the rows of ``--cpu`` by default: (model, PS tasks, workers), synchronous
+CPU_ROWS = tuple((m, 1, w) for m in ("scalar", "sparse", "dense_1mb", "dense_10mb") for w in (1, 2))
+
+
+def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
     """Where the error is: measured CPU per global step against what the op-level simulator
-    books (every op, message and Session.run of the step, all tasks), beside the step times.
-    A diagnostic (no target): when the CPU agrees and the step time does not, the error is in
-    what overlaps, not in what is charged."""
+    books (every op, message and Session.run of the step, all tasks), beside the step times,
+    for each (model, PS tasks, workers) of ``rows`` (synchronous), and each job's context
+    switches per step. A diagnostic (no target): when the CPU agrees and the step time does
+    not, the error is in what overlaps, not in what is charged."""
     title = "cluster_fidelity --cpu: CPU per global step, all processes (ms)"
     print(f"\n{title}\n{'-' * len(title)}")
     print(
-        f"{'model':12s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} {'err':>6s} "
-        f"{'measured step':>14s} {'op-level step':>14s}   op-level CPU by kind; "
-        "measured / op-level CPU by job"
+        f"{'model':12s} {'PS':>2s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} "
+        f"{'err':>6s} {'measured step':>14s} {'op-level step':>14s}   op-level CPU by kind; "
+        "measured / op-level CPU by job; context switches a step by job (voluntary / "
+        "involuntary)"
     )
     shares, bw = loop_copy_shares(LINK), load_link(LINK).bandwidth_bytes_per_s
-    for model in ("scalar", "sparse", "dense_1mb", "dense_10mb"):
-        for w in (1, 2):
-            per_task = cpu_per_step(model, w, "sync", short, long)
-            cpu = sum(per_task.values())
-            wall = measure(model, w, 60, "sync")
-            rec = grid.op_level_record(model, w, 1, LINK, HOST, HOST, MACHINE, OP_COSTS)
-            kind = rec.ops.type.where(
-                rec.ops.type.isin(["RecvTensor", "RunGraph", "Session.run"]), "kernels"
-            )
-            by = rec.ops.duration_s.groupby(kind).sum()
-            # the loopback copies: the cores the link's stream shares book while it carries them
-            by["copies"] = float(rec.flows.bytes.sum()) * sum(shares) / bw
-            booked = float(by.sum())
-            parts = ", ".join(f"{k} {v * 1e3:.3f}" for k, v in by.items())
-            # each job's: its tasks' processes against what their devices book (the copies,
-            # which the shared machine's cores book for both ends, apart)
-            sim_job = _by_job(
-                rec.ops.duration_s.groupby(rec.ops.device.map(grid.short_task)).sum().to_dict()
-            )
-            jobs = ", ".join(
-                f"{j} {v * 1e3:.3f} / {sim_job.get(j, 0.0) * 1e3:.3f}"
-                for j, v in sorted(_by_job(per_task).items())
-            )
-            print(
-                f"{model:12s} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
-                f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {rec.step_time_s * 1e3:14.3f}"
-                f"   {parts}; {jobs}",
-                flush=True,
-            )
+    for model, n_ps, w in rows:
+        per_task, switches, wall = cpu_per_step(model, w, "sync", short, long, n_ps)
+        cpu = sum(per_task.values())
+        rec = grid.op_level_record(model, w, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS)
+        kind = rec.ops.type.where(
+            rec.ops.type.isin(["RecvTensor", "RunGraph", "Session.run"]), "kernels"
+        )
+        by = rec.ops.duration_s.groupby(kind).sum()
+        # the loopback copies: the cores the link's stream shares book while it carries them
+        by["copies"] = float(rec.flows.bytes.sum()) * sum(shares) / bw
+        booked = float(by.sum())
+        parts = ", ".join(f"{k} {v * 1e3:.3f}" for k, v in by.items())
+        # each job's: its tasks' processes against what their devices book (the copies,
+        # which the shared machine's cores book for both ends, apart)
+        sim_job = _by_job(
+            rec.ops.duration_s.groupby(rec.ops.device.map(grid.short_task)).sum().to_dict()
+        )
+        jobs = ", ".join(
+            f"{j} {v * 1e3:.3f} / {sim_job.get(j, 0.0) * 1e3:.3f}"
+            for j, v in sorted(_by_job(per_task).items())
+        )
+        vol = _by_job({t: v for t, (v, _) in switches.items()})
+        inv = _by_job({t: i for t, (_, i) in switches.items()})
+        sw = ", ".join(f"{j} {vol[j]:.1f} / {inv[j]:.1f}" for j in sorted(vol))
+        print(
+            f"{model:12s} {n_ps:2d} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
+            f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {rec.step_time_s * 1e3:14.3f}"
+            f"   {parts}; {jobs}; {sw}",
+            flush=True,
+        )
     print(
-        f"(measured CPU: each task's, from /proc at the chief's step {short} and {long}; "
+        f"(measured CPU and context switches: each task's, from /proc at the chief's step "
+        f"{short} and {long}; measured step: the chief's median over those steps; "
         f"{OP_COSTS_NOTE})"
     )
+
+
+def _cpu_rows(text: str) -> tuple:
+    """``--cpu``'s rows from "MODEL:PSxW,..." (e.g. "scalar:1x8,scalar:4x4")."""
+    rows = []
+    for item in filter(None, text.split(",")):
+        try:
+            model, size = item.split(":")
+            n_ps, w = (int(v) for v in size.lower().split("x"))
+        except ValueError:
+            raise SystemExit(f"--rows: {item!r} is not MODEL:PSxW (e.g. scalar:4x4)") from None
+        if model not in grid.MODELS or n_ps < 1 or w < 1:
+            raise SystemExit(
+                f"--rows: {item!r}: the model must be one of {sorted(grid.MODELS)}, the PS tasks "
+                "and workers at least 1"
+            )
+        rows.append((model, n_ps, w))
+    return tuple(rows)
 
 
 def trace_table(mode: str, model: str, workers: int, n_ps: int = 1) -> None:
@@ -364,6 +429,11 @@ def main() -> None:
         help="only the diagnostic: measured CPU per step against the op-level simulator's",
     )
     ap.add_argument(
+        "--rows",
+        default="",
+        help="with --cpu: its rows, MODEL:PSxW,... (e.g. scalar:1x8,scalar:4x4; synchronous)",
+    )
+    ap.add_argument(
         "--trace",
         nargs=3,
         metavar=("MODE", "MODEL", "W"),
@@ -375,7 +445,7 @@ def main() -> None:
         trace_table(mode, model, int(w))
         return
     if args.cpu:
-        cpu_table()
+        cpu_table(_cpu_rows(args.rows) if args.rows else CPU_ROWS)
         return
     reps = 1 if args.quick else args.reps
     t0 = time.perf_counter()
