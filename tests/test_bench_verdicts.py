@@ -79,3 +79,27 @@ def test_cluster_fidelity_judges_the_measurements_and_steadies_them_by_the_probe
     w1 = abs(2e-3 / (2.5e-3 * mean) - 1)
     assert errs["step-level"][0] == pytest.approx(w1)
     assert errs["step-level"][1] == pytest.approx(8e-3 / (5e-3 * mean) - 1)  # W = 4, steadied
+
+
+def test_cluster_fidelity_cpu_rows_and_context_switches():
+    """``--cpu --rows`` reads MODEL:PSxW items and refuses others by name; a process's context
+    switches are read from /proc as counts that only grow (here: this process, across a sleep,
+    which blocks its thread once at least)."""
+    import sys
+    import time
+
+    path = os.path.join(os.path.dirname(__file__), "..", "bench", "cluster_fidelity.py")
+    spec = importlib.util.spec_from_file_location("bench_cluster_fidelity_rows", path)
+    cf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cf)
+    assert cf._cpu_rows("scalar:1x8,dense_1mb:2X4,") == (("scalar", 1, 8), ("dense_1mb", 2, 4))
+    for bad in ("scalar:8", "scalar:0x2", "nosuch:1x1", "scalar1x1"):
+        with pytest.raises(SystemExit, match="--rows"):
+            cf._cpu_rows(bad)
+    if not sys.platform.startswith("linux"):
+        pytest.skip("context switches are read from /proc")
+    v0, i0 = cf._switches(os.getpid())
+    time.sleep(0.01)
+    v1, i1 = cf._switches(os.getpid())
+    assert v1 >= v0 + 1 and i1 >= i0 >= 0
+    assert cf._switches(2**22 + 12345) == (0, 0)  # (no such process)
