@@ -209,6 +209,39 @@ def test_between_graph_workers_share_ps_variables(make_cluster):
             sess.close()
 
 
+def test_a_request_the_task_hangs_up_on_loses_no_later_call(make_cluster, monkeypatch):
+    """A request over a limit is answered and the connection closed (its bytes still coming are
+    not read); the reply says so, and the client closes that connection instead of pooling it.
+    Here the task's hang-up is held back (as when its thread waits for the interpreter): the
+    next steps, sent at once, go on new connections and succeed, and so does the refused feed's
+    retry within the limit."""
+    import threading
+
+    from hetbed.runtime.distributed import datachannel
+
+    hang_up = datachannel._hang_up
+    held = threading.Event()
+
+    def slow_hang_up(conn, last):
+        conn.sendall(last)  # (the reply first, the close a moment later)
+        held.wait(0.5)
+        hang_up(conn, b"")
+
+    monkeypatch.setattr(datachannel, "_hang_up", slow_hang_up)
+    # (a refused feed small enough for the socket's buffers: the client has sent all of it and
+    # read the reply before the task hangs up)
+    _, s = make_cluster(1, 1, max_tensor_bytes=256 << 10)
+    g, init, (h, y, *_) = _model(dist=True)
+    with hb.Session(s[("worker", 0)].target, graph=g) as sess:
+        sess.run(init)
+        for _ in range(3):
+            with pytest.raises(ResourceExhaustedError, match="over the 262144-byte limit"):
+                sess.run(y, {"x:0": np.ones((25_000, 3), np.float32)})  # 300 kB
+            assert sess.run(y, {"x:0": np.ones((4, 3), np.float32)}).shape == (4,)
+            assert sess.run(y, {"x:0": np.ones((20_000, 3), np.float32)}).shape == (20_000,)
+    held.set()
+
+
 def test_token_is_required_and_checked(make_cluster):
     """With a cluster token, a missing or wrong token is UNAUTHENTICATED, the right one works."""
     _, s = make_cluster(1, 1, token="s3cret")

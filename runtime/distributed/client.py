@@ -67,6 +67,13 @@ class PendingCall:
         self.xfer.attach(None)
         self.client._pool(self.sock)
 
+    def drop(self) -> None:
+        """The reply was read and the task hangs up after it (``datachannel._error_frame``'s
+        ``closing``): the connection is closed, not pooled."""
+        self.released = True
+        self.xfer.attach(None)
+        self.sock.close()
+
     def cancel(self) -> None:
         """Drop the call if it is still in flight: its connection is closed (the task aborts the
         step it runs). A no-op once its reply was read."""
@@ -268,7 +275,10 @@ class WorkerClient(DataConnections):
             if not isinstance(code, str) or code not in grpc.StatusCode.__members__:
                 sock.close()
                 raise E.DataLossError(f"{name} reply of {self.task}: malformed {reply!r:.200}")
-            call.release()
+            if reply.get("closing") is True:  # the task hangs up after saying why
+                call.drop()
+            else:
+                call.release()
             details = str(reply.get("message", ""))[:4000]
             raise self._coded_error(name, grpc.StatusCode[code], details, self.address)
         try:
@@ -560,7 +570,10 @@ class WorkerClient(DataConnections):
         if not isinstance(code, str) or code not in grpc.StatusCode.__members__:
             sock.close()
             return E.DataLossError(f"{self._where(key)}: malformed reply {header!r:.200}")
-        self._pool(sock)  # the connection is still in step
+        if header.get("closing") is True:  # the task hangs up after saying why
+            sock.close()
+        else:
+            self._pool(sock)  # the connection is still in step
         details = str(header.get("message", ""))[:4000]
         code_ = grpc.StatusCode[code]
         return self._coded_error(f"RecvTensor {key!r}", code_, details, self._data_where())

@@ -389,7 +389,7 @@ class DataServer:
         except (OSError, EOFError):
             raise
         except BaseException as e:  # noqa: BLE001 - malformed: say why, then hang up
-            _hang_up(conn, _error_frame(e))
+            _hang_up(conn, _error_frame(e, closing=True))
             return False
         try:
             out: OutTensor = self._worker.recv_tensor(step_id, key, min(float(timeout), 3600.0))
@@ -471,8 +471,15 @@ class DataServer:
         return True
 
 
-def _error_frame(e: BaseException) -> bytes:
-    return _frame({"ok": False, "code": status_code(e).name, "message": f"{type(e).__name__}: {e}"})
+def _error_frame(e: BaseException, closing: bool = False) -> bytes:
+    """The reply saying why a request failed; ``closing``: the task hangs up after it (the
+    request was malformed or over a limit, and its bytes still coming are not read), so that
+    the client closes the connection instead of pooling it: a later call sent on it before the
+    hang-up arrives would be lost with it."""
+    reply = {"ok": False, "code": status_code(e).name, "message": f"{type(e).__name__}: {e}"}
+    if closing:
+        reply["closing"] = True
+    return _frame(reply)
 
 
 def _hang_up(conn: socket.socket, last: bytes) -> None:
