@@ -16,6 +16,7 @@ import numpy as np
 from hetbed.devices.costmodel import DevicePerf
 from hetbed.runtime.graph import Graph
 
+from .handoffs import _steps
 from .messages import _PS_TASK, _cpu_pair, free_port
 
 # ---- a blocked op woken by another thread ---------------------------------------------------
@@ -85,25 +86,36 @@ def wake_cost(rounds: int = WAKE_ROUNDS, turns: int = WAKE_TURNS) -> float:
 
 # ---- processes sharing the cores: the software cost of oversubscription -----------------------
 
-#: a client of ``message_contention``, run as its own process: a worker task whose step reads a
-#: scalar of its own from the PS task and adds it back there; it reports "ready" once warm, then
-#: per "run SECONDS" line on stdin runs steps for that long and prints [steps, wall s, CPU s]
+
+def contention_graph(i: int) -> tuple[Graph, Any, Any]:
+    """(graph, step, initializer) of contention client ``i``: worker task ``i``'s step reads a
+    scalar of its own from the PS task and adds it back there (``message_contention``'s client
+    processes and ``simulate_contention``'s clients alike)."""
+    import hetbed as hb
+
+    g = Graph()
+    with g.as_default():
+        with hb.device("/job:ps/task:0"):
+            v = hb.Variable(np.zeros(1, np.float32), name=f"contention_{i}")
+        with hb.device(f"/job:worker/task:{i}"):
+            sent = v * 2.0
+        with hb.device("/job:ps/task:0"):
+            step = hb.assign_add(v, sent)
+        init = hb.variables_initializer([v])
+    return g, step, init
+
+
+#: a client of ``message_contention``, run as its own process: a worker task running
+#: ``contention_graph``'s step; it reports "ready" once warm, then per "run SECONDS" line on
+#: stdin runs steps for that long and prints [steps, wall s, CPU s]
 _CONTENTION_CLIENT = """
 import json, os, sys, time
-import numpy as np
 import hetbed as hb
 from hetbed.devices.errors import UnavailableError
+from hetbed.simulator.contention import contention_graph
 spec, i = {spec!r}, {i}
 server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", i)
-g = hb.Graph()
-with g.as_default():
-    with hb.device("/job:ps/task:0"):
-        v = hb.Variable(np.zeros(1, np.float32), name="contention_%d" % i)
-    with hb.device("/job:worker/task:%d" % i):
-        sent = v * 2.0
-    with hb.device("/job:ps/task:0"):
-        step = hb.assign_add(v, sent)
-    init = hb.variables_initializer([v])
+g, step, init = contention_graph(i)
 deadline = time.monotonic() + 120
 while True:
     try:
@@ -206,11 +218,6 @@ def message_contention(
 SHARE_GRID = tuple(round(0.02 * i, 2) for i in range(26))
 
 
-def _steps(sess: Any, fetch: Any, n: int) -> None:
-    for _ in range(n):
-        sess.run(fetch)
-
-
 def simulate_contention(
     perf: DevicePerf,
     link: tuple[float, float],
@@ -226,7 +233,6 @@ def simulate_contention(
     per step, over ``steps`` steps of each client after ``warm`` of their own. Simulated with
     ``perf.switch_share`` and the hand-offs of messages that find their task busy with another
     client's (``SimulatedDevice.occupy``): what the simulators book for such a machine."""
-    import hetbed as hb
     from hetbed.simulator import Cluster, SimSession, run_clients
 
     out = {}
@@ -237,15 +243,7 @@ def simulate_contention(
             c.add_task("worker", i, cpu=perf, nic=link, machine="this machine")
         runs = []
         for i in range(n):
-            g = Graph()
-            with g.as_default():
-                with hb.device("/job:ps/task:0"):
-                    v = hb.Variable(np.zeros(1, np.float32), name=f"contention_{i}")
-                with hb.device(f"/job:worker/task:{i}"):
-                    sent = v * 2.0
-                with hb.device("/job:ps/task:0"):
-                    step = hb.assign_add(v, sent)
-                init = hb.variables_initializer([v])
+            g, step, init = contention_graph(i)
             sess = SimSession(
                 c, graph=g, client=f"/job:worker/replica:0/task:{i}", shared_resources=True
             )

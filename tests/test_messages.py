@@ -417,7 +417,7 @@ def test_the_contention_runs_are_simulated_with_the_share_and_the_hand_offs():
     what one step of it books alone; four clients (five processes on two cores) cost more with
     a share, by about its factor 1 + share x 1.5 on every software cost, and more than one
     client even without one (their messages' hand-offs at the PS)."""
-    from hetbed.simulator.contention import simulate_contention
+    from hetbed.simulator.contention import contention_graph, simulate_contention
 
     perf = replace(
         HOST, cores=2, message_s=20e-6, control_message_s=15e-6, own_control_message_s=10e-6,
@@ -432,15 +432,7 @@ def test_the_contention_runs_are_simulated_with_the_share_and_the_hand_offs():
     c = Cluster()
     c.add_task("ps", 0, cpu=perf, nic=NIC, machine="m")
     c.add_task("worker", 0, cpu=perf, nic=NIC, machine="m")
-    g = hb.Graph()
-    with g.as_default():
-        with hb.device("/job:ps/task:0"):
-            v = hb.Variable(np.zeros(1, np.float32))
-        with hb.device("/job:worker/task:0"):
-            sent = v * 2.0
-        with hb.device("/job:ps/task:0"):
-            step = hb.assign_add(v, sent)
-        init = hb.global_variables_initializer()
+    g, step, init = contention_graph(0)
     sess = SimSession(c, graph=g, client="/job:worker/replica:0/task:0")
     sess.run(init)
     for _ in range(3):
