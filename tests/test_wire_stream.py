@@ -309,33 +309,48 @@ def _read_frame(s: socket.socket) -> dict:
 
 
 def test_data_server_rejects_malformed_requests_and_keeps_serving(pair):
-    """Bad greetings and frames get a status frame and a hang-up; real transfers go on."""
+    """Bad greetings and frames get a status frame that says the server hangs up, then the
+    hang-up (a well-formed request for a bad key gets its status and the connection stays);
+    real transfers go on."""
     ps, wk = pair("grpc+tcp")
     port = ps._data.port
     s = _data_conn(port, greet=False)
     s.sendall(b"GET / HTTP/1.1\r\n" + bytes(20))
     assert s.recv(100) == b""  # a bad greeting is hung up on without a word
     s.close()
-    for payload, code in [
-        (struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1", "INVALID_ARGUMENT"),
-        (_tcp_frame({"step_id": "x", "key": "k", "timeout_s": 1}), "INVALID_ARGUMENT"),
-        (_tcp_frame({"step_id": 1, "key": "a;b", "timeout_s": 1}), "INVALID_ARGUMENT"),
+    # (payload, status, whether the server hangs up after saying it)
+    for payload, code, hangs_up in [
+        (struct.pack(">I", 5) + b"\xc1\xc1\xc1\xc1\xc1", "INVALID_ARGUMENT", True),
+        (_tcp_frame({"step_id": "x", "key": "k", "timeout_s": 1}), "INVALID_ARGUMENT", True),
+        # a well-formed request for a bad key: answered, and the connection stays usable
+        (_tcp_frame({"step_id": 1, "key": "a;b", "timeout_s": 1}), "INVALID_ARGUMENT", False),
         # an authenticated request may be as large as one message (RunGraph feeds), no larger
-        (struct.pack(">I", 0xFFFFFFFF), "RESOURCE_EXHAUSTED"),
+        (struct.pack(">I", 0xFFFFFFFF), "RESOURCE_EXHAUSTED", True),
         # a streamed feed with a bad header, or over max_tensor_bytes: refused before its bytes
         (
             _tcp_frame({"method": "RunGraph", "feeds": {"x": {"stream": _header(4, shape=[-1])}}}),
             "INVALID_ARGUMENT",
+            True,
         ),
         (
             _tcp_frame({"method": "RunGraph", "feeds": {"x": {"stream": _header(1 << 40)}}}),
             "RESOURCE_EXHAUSTED",
+            True,
         ),
     ]:
         s = _data_conn(port)
         s.sendall(payload)
         reply = _read_frame(s)
         assert reply["ok"] is False and reply["code"] == code, reply
+        # a reply after which the server hangs up says so (the client then drops the
+        # connection instead of pooling it), and it does
+        assert reply.get("closing", False) is hangs_up, reply
+        s.settimeout(5 if hangs_up else 0.3)
+        if hangs_up:
+            assert s.recv(1) == b""
+        else:
+            with pytest.raises(TimeoutError):
+                s.recv(1)
         s.close()
     v = np.arange(1000, dtype=np.float64)
     _same(_transfer(ps, wk._peer(PS), v, "after"), v)
