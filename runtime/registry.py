@@ -359,15 +359,31 @@ def convert_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
     if isinstance(x, Tensor) or hasattr(x, "_as_graph_element"):
         x = convert_to_tensor(x)
         if not isinstance(y, Tensor) and not hasattr(y, "_as_graph_element"):
-            y = convert_to_tensor(_as_array(y, x.dtype), graph=x.graph)
+            y = _operand_constant(y, x)
         else:
             y = convert_to_tensor(y)
     elif isinstance(y, Tensor) or hasattr(y, "_as_graph_element"):
         y = convert_to_tensor(y)
-        x = convert_to_tensor(_as_array(x, y.dtype), graph=y.graph)
+        x = _operand_constant(x, y)
     else:
         x, y = convert_to_tensor(x), convert_to_tensor(y)
     return x, y
+
+
+#: the Python scalars an operand may be, made a constant of its partner's dtype directly
+_PY_NUMBERS = (float, int, bool)
+
+
+def _operand_constant(v: Any, partner: Tensor) -> Tensor:
+    """``v`` (not a tensor) as a constant of ``partner``'s dtype, in its graph. A Python number
+    beside a numeric tensor (``h * 2.0``: the commonest constant of a TF1 program) becomes its
+    Const op directly: the value cast as ``constant`` would cast it, without its checks for
+    text, shapes and dtypes that such a value cannot need, or the default-graph switch."""
+    dt = partner.dtype
+    if v.__class__ not in _PY_NUMBERS or dt.is_string:
+        return convert_to_tensor(_as_array(v, dt), graph=partner.graph)
+    arr = _as_array(v, dt)
+    return apply_op("Const", (), {"value": arr, "dtype": dt}, "Const", partner.graph).outputs[0]
 
 
 def _as_array(v: Any, dtype: _dt.DType) -> np.ndarray:
@@ -412,9 +428,14 @@ def elementwise_cost(flops_per_element: float) -> Callable:
 
 def broadcast_shapes(op_name: str, a: TensorShape, b: TensorShape) -> TensorShape:
     """numpy broadcasting on static shapes; raises InvalidArgumentError on a mismatch."""
-    if a.dims is None or b.dims is None:
+    da, db = a.dims, b.dims
+    if da is None or db is None:
         return TensorShape(None)
-    ra, rb = list(a.dims), list(b.dims)
+    if da == db or not db:  # (shapes are immutable: the result may be an operand's)
+        return a
+    if not da:
+        return b
+    ra, rb = list(da), list(db)
     n = max(len(ra), len(rb))
     ra = [1] * (n - len(ra)) + ra
     rb = [1] * (n - len(rb)) + rb
