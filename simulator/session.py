@@ -195,6 +195,12 @@ class SimSession(BaseSession):
             self._settle(conductor)
             conductor.sleep_until(max(self._called.values(), default=clock.now))
             self._own_ops = {n.op for n in prep.nodes}  # (what its records keep)
+        fetched_from = prep.extensions["fetched_from"]
+
+        def fetched(cpu: Any) -> int:  # (read once the step has ended)
+            slots = fetched_from.get(_task(cpu.name), ())
+            return sum(value_nbytes(vals[s]) for s in slots)
+
         replies = None
         if (
             conductor is not None
@@ -202,10 +208,12 @@ class SimSession(BaseSession):
             and len({c[1] for c in calls}) == len(calls)
         ):
             # each task replies as its part of the step ends, not once the whole step has
-            replies = observer = _Replying(observer, self, calls, prep.nodes)
+            replies = observer = _Replying(
+                observer, self, calls, prep.nodes, prep.extensions["fetched_outs"]
+            )
         run_step(prep, vals, step, clock, observer)
         if calls:
-            self._run_graph_replies(calls, conductor, replies)
+            self._run_graph_replies(calls, conductor, replies, fetched)
         out = [vals[s] if s is not None else None for s in prep.fetch_slots]
         if replay is not None:
             replay.end(out)
@@ -229,7 +237,7 @@ class SimSession(BaseSession):
         ``_control``; handled in time order on their hosts' cores) after the route's latency,
         and the task's devices start the step only then (``gate``; a concurrent client's step waits for its
         calls instead, ``_execute``). A request carries the values fed to its task (``fed``:
-        task -> bytes), as the runtime streams them after it (``_feed_cost``). Returns the
+        task -> bytes), as the runtime streams them after it (``_stream``). Returns the
         calls for ``_run_graph_replies``."""
         clients = self.clients
         if not clients:
@@ -285,7 +293,7 @@ class SimSession(BaseSession):
                 sent = master.occupy(t, end_s, work, self)
                 lat = self._latency(master, cpu)
                 if nbytes:
-                    sent = self._feed_cost(master, cpu, sent, nbytes)
+                    sent = self._stream(master, cpu, sent, nbytes)
                 heapq.heappush(heap, (sent + lat, seq, "recv", master, (task, cpu, lat, nbytes)))
                 if rest:
                     heapq.heappush(heap, (sent, seq + 0.5, "send", master, rest))
@@ -346,14 +354,21 @@ class SimSession(BaseSession):
             conductor.sleep_until(t)
 
     def _run_graph_replies(
-        self, calls: list[tuple], conductor: Any = None, replies: _Replying | None = None
+        self,
+        calls: list[tuple],
+        conductor: Any = None,
+        replies: _Replying | None = None,
+        fetched: Callable[[Any], int] | None = None,
     ) -> None:
         """Each RunGraph's reply leaves its task when the task's last work of the step ends and
         reaches its client after the latency (handled in time order); the step ends with the
-        last reply received. (A concurrent client's: its own work, its graph's ops since its
-        step began and its own messages, each sent as that task's part ends (``replies``,
-        booked then: a reply booked once the whole step is done would queue behind messages
-        its task handled meanwhile); it then sleeps until its last reply is in.)"""
+        last reply received. A reply carries the values the client fetches from that task
+        (``fetched``: the task's cpu -> bytes), as the runtime streams them after it: priced
+        as a request's fed values are, the other way (``_reply_out``, ``_reply_in``). (A
+        concurrent client's: its own work, its graph's ops since its step began and its own
+        messages, each sent as that task's part ends (``replies``, booked then: a reply booked
+        once the whole step is done would queue behind messages its task handled meanwhile);
+        it then sleeps until its last reply is in.)"""
         env = self.cluster.env
         heap, done_of = [], {}
         end = env.now
@@ -367,18 +382,19 @@ class SimSession(BaseSession):
                 else:
                     done = self._own_done(devices)
                 done_of[cpu] = done
-            heap.append((done, k, True, master, cpu, lat))
+            nbytes = fetched(cpu) if fetched is not None else 0
+            heap.append((done, k, True, master, cpu, lat, nbytes))
         heapq.heapify(heap)
         seq = len(heap)
         while heap:
-            t, _, sending, master, cpu, lat = heapq.heappop(heap)
+            t, _, sending, master, cpu, lat, nbytes = heapq.heappop(heap)
             seq += 1
             if sending:
-                sent = cpu.occupy(t, _control(master, cpu, cpu), _REPLY, self)
+                sent, nbytes = self._reply_out(master, cpu, t, nbytes)
                 heapq.heappush(heap, (sent + _reply_latency(master, cpu, lat), seq, False,
-                                      master, cpu, lat))  # fmt: skip
+                                      master, cpu, lat, nbytes))  # fmt: skip
             else:
-                end = max(end, master.occupy(t, _control(master, cpu, master), _REPLY, self))
+                end = max(end, self._reply_in(master, cpu, t, nbytes))
         if conductor is not None:
             if replies is not None:
                 self._settle(conductor)
@@ -400,25 +416,44 @@ class SimSession(BaseSession):
             done = max(done, ends.get(d, 0.0))
         return done
 
-    def _feed_cost(self, master: Any, cpu: Any, sent: float, nbytes: int) -> float:
-        """When the last of ``nbytes`` fed values that ``master`` streams after a RunGraph
-        request sent at ``sent`` have left for ``cpu``'s task: the route's slowest link carries
-        them (to its own task too, where its NIC is a loopback link, ``loop_rate``: hetbed's
-        runtime streams them to itself over TCP; without one they are handed over in the
-        process, free, as TensorFlow's local worker takes them), and between tasks of one
-        machine its cores copy them at both ends meanwhile (``copy_shares``, as a RecvTensor's
-        bytes)."""
-        route = self.cluster.route(master.name, cpu.name)
+    def _stream(self, sender: Any, receiver: Any, sent: float, nbytes: int) -> float:
+        """When the last of ``nbytes`` that ``sender`` streams after a RunGraph message sent
+        at ``sent`` (a request's fed values, a reply's fetched ones) have left for
+        ``receiver``'s task: the route's slowest link carries them (to its own task too, where
+        its NIC is a loopback link, ``loop_rate``: hetbed's runtime streams them to itself over
+        TCP; without one they are handed over in the process, free, as TensorFlow's local
+        worker takes them), and between tasks of one machine its cores copy them at both ends
+        meanwhile (``copy_shares``, as a RecvTensor's bytes)."""
+        route = self.cluster.route(sender.name, receiver.name)
         rate = min((link.bandwidth_bytes_per_s for link in route), default=0.0)
-        if not rate and master is cpu:
-            rate = getattr(cpu, "loop_rate", 0.0)
+        if not rate and sender is receiver:
+            rate = getattr(sender, "loop_rate", 0.0)
         if not rate:
             return sent
         seconds = nbytes / rate
-        hc = master.host_cores
-        if hc is not None and hc is cpu.host_cores:
-            book_copy(hc, sent, seconds, (master.copy_shares[0], cpu.copy_shares[1]))
+        hc = sender.host_cores
+        if hc is not None and hc is receiver.host_cores:
+            book_copy(hc, sent, seconds, (sender.copy_shares[0], receiver.copy_shares[1]))
         return sent + seconds
+
+    def _reply_out(self, master: Any, cpu: Any, t: float, nbytes: int) -> tuple[float, int]:
+        """Task ``cpu`` sends its RunGraph reply to ``master`` from ``t`` on, with ``nbytes``
+        of fetched values (each byte ``message_s_per_byte`` at this end, then ``_stream``; none
+        to its own client's task without a loopback link, as for fed values): (when the reply
+        and its bytes have left, the bytes priced)."""
+        if master is cpu and not getattr(cpu, "loop_rate", 0.0):
+            nbytes = 0
+        end_s = _control(master, cpu, cpu) + nbytes * cpu.perf_spec.message_s_per_byte
+        sent = cpu.occupy(t, end_s, _REPLY, self)
+        if nbytes:
+            sent = self._stream(cpu, master, sent, nbytes)
+        return sent, nbytes
+
+    def _reply_in(self, master: Any, cpu: Any, t: float, nbytes: int) -> float:
+        """``master`` handles task ``cpu``'s reply, arrived at ``t`` with ``nbytes`` of fetched
+        values (``_reply_out``'s count); returns when it has."""
+        end_s = _control(master, cpu, master) + nbytes * master.perf_spec.message_s_per_byte
+        return master.occupy(t, end_s, _REPLY, self)
 
     def _latency(self, master: Any, cpu: Any) -> float:
         """A request's delay from ``master``'s host to ``cpu``'s: the route's links and, in
@@ -453,8 +488,23 @@ class SimSession(BaseSession):
                 for t in n.op.inputs:
                     if t in slots:
                         fed_to.setdefault(task, set()).add(slots[t])
+        produced = {}  # slot -> (its node, output position)
+        for n in plan.prepared.nodes:
+            if n.device is not None:
+                for i, s in enumerate(n.outs):
+                    if s is not None:
+                        produced[s] = (n, i)
+        fetched_from: dict[str, list[int]] = {}  # task -> the fetched slots its reply carries
+        fetched_outs: dict[int, list[int]] = {}  # node index -> its fetched output positions
+        for s in plan.prepared.fetch_slots:
+            if s is not None and s in produced:
+                n, i = produced[s]
+                fetched_from.setdefault(_task(n.device.name), []).append(s)
+                fetched_outs.setdefault(n.index, []).append(i)
         plan.prepared.extensions["tasks"] = list(tasks)
         plan.prepared.extensions["fed_to"] = {t: sorted(v) for t, v in fed_to.items()}
+        plan.prepared.extensions["fetched_from"] = fetched_from
+        plan.prepared.extensions["fetched_outs"] = fetched_outs
         return plan
 
     def _record_concurrent(self, devices: list, span: float, start: float) -> None:
@@ -589,9 +639,20 @@ class _Replying:
     by the client when it arrives (``SimSession._later``); ``done`` holds the replied tasks'
     cpus, ``received`` when the client has handled each reply."""
 
-    def __init__(self, inner: Any, session: Any, calls: list[tuple], nodes: list):
+    def __init__(
+        self,
+        inner: Any,
+        session: Any,
+        calls: list[tuple],
+        nodes: list,
+        fetched_outs: dict[int, list[int]] | None = None,
+    ):
         self.inner = inner
         self.session = session
+        #: node index -> its outputs the client fetches; cpu -> their bytes so far (a task's
+        #: reply leaves as its last node finishes, before the executor stores its outputs)
+        self.fetched_outs = fetched_outs or {}
+        self.fetched: dict[Any, int] = {}
         self.done: set[Any] = set()
         self.received: list[float] = []
         of_device = {}
@@ -615,6 +676,9 @@ class _Replying:
         if call is None:
             return
         cpu = call[1]
+        for i in self.fetched_outs.get(node.index, ()):
+            v = r if node.n_out == 1 else r[i]
+            self.fetched[cpu] = self.fetched.get(cpu, 0) + value_nbytes(v)
         left = self.left[cpu] - 1
         self.left[cpu] = left
         if not left:
@@ -624,13 +688,14 @@ class _Replying:
     def _send(self, call: tuple) -> None:
         master, cpu, lat, _devices = call
         session = self.session
-        sent = cpu.occupy(session.cluster.env.now, _control(master, cpu, cpu), _REPLY, session)
-        session._later(sent + _reply_latency(master, cpu, lat), partial(self._receive, master, cpu))
+        nbytes = self.fetched.get(cpu, 0)
+        sent, nbytes = session._reply_out(master, cpu, session.cluster.env.now, nbytes)
+        arrive = partial(self._receive, master, cpu, nbytes)
+        session._later(sent + _reply_latency(master, cpu, lat), arrive)
 
-    def _receive(self, master: Any, cpu: Any) -> None:
+    def _receive(self, master: Any, cpu: Any, nbytes: int = 0) -> None:
         now = self.session.cluster.env.now
-        end = master.occupy(now, _control(master, cpu, master), _REPLY, self.session)
-        self.received.append(end)
+        self.received.append(self.session._reply_in(master, cpu, now, nbytes))
 
     def step_finished(self, plan: Any, failure: Any) -> None:
         self.inner.step_finished(plan, failure)

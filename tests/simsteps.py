@@ -23,5 +23,5 @@ def read_step(perf, nbytes, nic, machine=None, steps=1):
             b = hb.identity(a)
         s = SimSession(c)
         for _ in range(steps):
-            s.run(b)
+            s.run(b.op)  # (run, not fetched: a fetched value would travel back to the client)
     return c, s.last_record

@@ -960,3 +960,74 @@ def test_step_level_fed_values_travel_with_the_workers_own_request():
     assert prof.feed_bytes == 64 * 256 * 4
     with pytest.raises(ValueError, match="feed_bytes"):
         ReplicaProfile(1.0, feed_bytes=-1.0)
+
+
+def _fetch_step(perf, n, value, machines=("a", "b"), concurrent=False, own=False):
+    """Step time of a client on the worker task fetching (``value``) or only running (not)
+    an identity of ``n`` float32 computed on the PS task (``own``: on the worker's own task),
+    the second step of its session; ``concurrent``: through ``run_clients``."""
+    from hetbed.simulator import run_clients
+
+    c = Cluster()
+    c.add_task("ps", 0, cpu=perf, nic=NIC, machine=machines[0])
+    c.add_task("worker", 0, cpu=perf, nic=NIC, machine=machines[1])
+    where = "/job:worker/task:0/device:cpu:0" if own else "/job:ps/task:0/device:cpu:0"
+    with hb.Graph().as_default():
+        with hb.device(where):
+            out = hb.identity(hb.constant(np.zeros(n, np.float32)))
+        with hb.device("/job:worker/task:0/device:cpu:0"):
+            other = hb.identity(hb.constant(np.zeros(1, np.float32)))
+        fetch = [out if value else out.op, other]
+        s = SimSession(c, client="/job:worker/replica:0/task:0")
+    if concurrent:
+        run_clients(c, [lambda: [s.run(fetch) for _ in range(2)]])
+    else:
+        for _ in range(2):
+            s.run(fetch)
+    return s.last_record.step_time_s
+
+
+@pytest.mark.parametrize("concurrent", [False, True])
+def test_a_fetched_tensor_travels_back_with_its_tasks_reply(concurrent):
+    """The values a client fetches from another task come back with that task's RunGraph reply,
+    as the runtime streams them after it: the task spends their bytes' CPU before they leave,
+    they cross the link, and the client spends it again once they are in; the reply ends the
+    step, so fetching N bytes instead of running the same op takes N x (per-byte x 2 +
+    1 / bandwidth) longer (alone, and as one of run_clients' clients)."""
+    n, per_byte = 250_000, 2e-9
+    nbytes = 4 * n
+    perf = replace(HOST, message_s_per_byte=per_byte)
+    ran = _fetch_step(perf, n, False, concurrent=concurrent)
+    fetched = _fetch_step(perf, n, True, concurrent=concurrent)
+    assert fetched - ran == pytest.approx(nbytes * (2 * per_byte + 1 / NIC[0]), rel=1e-9)
+    free = replace(HOST, message_s_per_byte=0.0)
+    gap = _fetch_step(free, n, True, concurrent=concurrent) - _fetch_step(
+        free, n, False, concurrent=concurrent
+    )
+    assert gap == pytest.approx(nbytes / NIC[0], rel=1e-9)
+
+
+def test_a_value_fetched_from_the_clients_own_task_streams_only_over_a_loopback_link():
+    """The client's own task streams its fetched values to itself over TCP where its NIC is a
+    loopback link (a bare link on a machine named: its rate), as fed values; without one they
+    are handed over in the process: no per-byte cost, no stream."""
+    perf, n = replace(HOST, message_s_per_byte=2e-9), 250_000
+    alone = (None, None)
+    assert _fetch_step(perf, n, True, alone, own=True) == pytest.approx(
+        _fetch_step(perf, n, False, alone, own=True), rel=1e-12
+    )
+    gap = _fetch_step(perf, n, True, own=True) - _fetch_step(perf, n, False, own=True)
+    assert gap == pytest.approx(4 * n * (2 * 2e-9 + 1 / NIC[0]), rel=1e-9)
+
+
+def test_a_fetched_tensor_between_tasks_of_one_machine_takes_its_cores():
+    """Between tasks of one machine the fetched bytes are copied at both ends while they cross
+    (``copy_shares``; a bare link: one core for the sender): on one core, the copy holds it for
+    N / bandwidth, so a kernel the client's task runs meanwhile starts only after it."""
+    n = 250_000
+    perf = replace(HOST, message_s_per_byte=0.0)
+    shared_core = replace(perf, cores=1)
+    gap = _fetch_step(shared_core, n, True, machines=("m", "m")) - _fetch_step(
+        shared_core, n, False, machines=("m", "m")
+    )
+    assert gap == pytest.approx(4 * n / NIC[0], rel=1e-9)
