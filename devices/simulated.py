@@ -241,6 +241,7 @@ def book_copy(cores: Any, now: float, seconds: float, shares: tuple[float, float
     booked on one of the machine's ``cores`` (HostCores) from ``now``; returns when the
     later ends."""
     send, recv = shares
+    cores.copied_s += seconds * (send + recv)
     end = cores.reserve(now, seconds * send, 1)
     if recv > 0.0:
         end = max(end, cores.reserve(now, seconds * recv, 1))
@@ -281,7 +282,7 @@ class HostCores:
     one core.
     """
 
-    __slots__ = ("cores", "busy", "all_free", "clock")
+    __slots__ = ("cores", "busy", "all_free", "clock", "copied_s")
 
     def __init__(self, cores: int, clock: Any = None):
         if isinstance(cores, bool) or int(cores) != cores or cores < 1:
@@ -290,6 +291,7 @@ class HostCores:
         self.busy: list[list[float]] = []  # [start, end, cores] of each booking, by start
         self.all_free = 0.0  # the end of the last booking
         self.clock = clock
+        self.copied_s = 0.0  # CPU seconds of the streams' copies booked (``book_copy``)
 
     def reserve(self, now: float, seconds: float, width: int = 1) -> float:
         """Book ``seconds`` on ``width`` cores from the first time >= ``now`` they are all free

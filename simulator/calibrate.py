@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
+from hetbed.devices.catalog import LinkSpec
 from hetbed.devices.costmodel import MIN_THREADS_WALL_S, DevicePerf, Roofline
 from hetbed.devices.fileio import atomic_write
 from hetbed.devices.profiled import Profiled, profile_key
@@ -34,6 +35,7 @@ from hetbed.runtime.timeline import TracingObserver
 from hetbed.runtime.variables import global_variables_initializer
 
 from .contention import (  # noqa: F401
+    BYTE_ELEMENTS,
     contention_table,
     message_contention,
     simulate_contention,
@@ -305,6 +307,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'counted in own_control_message_overhead_s: each of those steps makes one call to its own task, and the work of a client per step is not told apart from the ends of that call (message_costs)')}",
             f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
             f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention), through the simulation of the same runs with the hand-offs it books (contention_table, switch_share_fit)')}",
+            f"switch_byte_cpu_share = {num(max(perf.switch_byte_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once, each step moving 1 MiB each way (message_contention), through the simulation of the same runs with the switch share fitted before (contention_table, switch_share_fit)')}",
             f"wake_overhead_s = {num(max(perf.wake_s, 1e-9), 'two threads of one session ping-ponging an element through two queues, less one thread enqueueing and dequeueing alone, per blocked dequeue (wake_cost); also each interpreter hand-off of a message that finds its task busy with another client (check: simulator/handoffs.py)')}",
             "",
             "[peak_flops]",
@@ -392,37 +395,53 @@ def calibrate(
     )
     progress(f"  {woken.name}: {woken.describe()}")
     perf = replace(perf, wake_s=woken.median)
-    progress(
-        "measuring the CPU per step of 1, 2, 4 and 8 processes stepping against one PS process ..."
-    )
-    per_n = message_contention(repeats=max(min(repeats, 5), 1))
-    shared = [
-        Measurement(f"CPU per small remote step, {n} client(s) at once", "s", v, None, (1e6, "us"))
-        for n, v in per_n.items()
-    ]
-    link = (rate.median, lat.median)
-    table = contention_table(perf, link, clients=tuple(per_n))
-    # one fit per repetition (its runs close in time: a drift of the machine's speed between
-    # repetitions cancels out in each one's ratios), then their median
-    fits = [
-        switch_share_fit({n: v[r] for n, v in per_n.items()}, table)
-        for r in range(len(next(iter(per_n.values()))))
-    ]
-    shared.append(Measurement("switch_cpu_share, one fit per repetition", "", fits, None))
-    for m in shared:
-        progress(f"  {m.name}: {m.describe()}")
-    perf = replace(perf, switch_share=statistics.median(fits))
-    # how well the simulators then follow the measurements: the CPU per step of each client
-    # count over the fewest's, measured and simulated with the fitted share
-    sim = simulate_contention(perf, link, tuple(per_n))
-    base_n = min(per_n)
-    base = statistics.median(per_n[base_n])
-    for n, v in per_n.items():
-        if n != base_n and base > 0:
-            progress(
-                f"    check, {n} clients and the PS: CPU per step {statistics.median(v) / base - 1:+.0%} "
-                f"over {base_n}, simulated {sim[n] / sim[base_n] - 1:+.0%}"
-            )
+    # the contention runs are simulated on the loopback just measured, its copies' CPU shares
+    # with it (they take the machine's cores as the bytes cross)
+    link = LinkSpec(
+        "loopback", "Loopback TCP (measured)", "loopback", rate.median, lat.median,
+        aggregate_bandwidth_bytes_per_s=agg.median,
+        sender_cpu_share=min(send.median * rate.median, 1.0),
+        receiver_cpu_share=min(recv.median * rate.median, 1.0),
+    )  # fmt: skip
+    shared: list[Measurement] = []
+    for field, elements, what in (
+        ("switch_share", 1, "small remote step"),
+        ("switch_byte_share", BYTE_ELEMENTS, "remote step moving 1 MiB each way"),
+    ):
+        progress(
+            f"measuring the CPU per {what} of 1, 2, 4 and 8 processes stepping against one PS "
+            "process ..."
+        )
+        per_n = message_contention(repeats=max(min(repeats, 5), 1), elements=elements)
+        shared += [
+            Measurement(f"CPU per {what}, {n} client(s) at once", "s", v, None, (1e6, "us"))
+            for n, v in per_n.items()
+        ]
+        # the byte share is fitted with the switch share in place: what it leaves to the bytes
+        table = contention_table(perf, link, clients=tuple(per_n), elements=elements, field=field)
+        # one fit per repetition (its runs close in time: a drift of the machine's speed
+        # between repetitions cancels out in each one's ratios), then their median
+        fits = [
+            switch_share_fit({n: v[r] for n, v in per_n.items()}, table)
+            for r in range(len(next(iter(per_n.values()))))
+        ]
+        name = "switch_cpu_share" if field == "switch_share" else "switch_byte_cpu_share"
+        shared.append(Measurement(f"{name}, one fit per repetition", "", fits, None))
+        for m in shared[-len(per_n) - 1 :]:
+            progress(f"  {m.name}: {m.describe()}")
+        perf = replace(perf, **{field: statistics.median(fits)})
+        # how well the simulators then follow the measurements: the CPU per step of each
+        # client count over the fewest's, measured and simulated with the fitted share
+        sim = simulate_contention(perf, link, tuple(per_n), elements=elements)
+        base_n = min(per_n)
+        base = statistics.median(per_n[base_n])
+        for n, v in per_n.items():
+            if n != base_n and base > 0:
+                progress(
+                    f"    check, {n} clients and the PS, {what}: CPU per step "
+                    f"{statistics.median(v) / base - 1:+.0%} over {base_n}, simulated "
+                    f"{sim[n] / sim[base_n] - 1:+.0%}"
+                )
     # a check no fit sees: client threads of one process at once, each message on a thread of
     # its own, handed the interpreter when it finds its task busy with another client's
     progress(f"checking {', '.join(map(str, CLIENTS))} client threads of one process at once ...")

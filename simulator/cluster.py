@@ -42,7 +42,7 @@ class _TaskSpec:
 def _link_numbers(link: Any) -> tuple[float, float]:
     if isinstance(link, tuple):
         return float(link[0]), float(link[1])
-    spec = load_link(link)
+    spec = link if isinstance(link, LinkSpec) else load_link(link)
     return spec.bandwidth_bytes_per_s, spec.latency_s
 
 
@@ -50,7 +50,7 @@ def _aggregate(link: Any) -> float | None:
     """A loopback link's ``aggregate_bandwidth_bytes_per_s`` (None for a tuple or without it)."""
     if isinstance(link, tuple):
         return None
-    spec = load_link(link)
+    spec = link if isinstance(link, LinkSpec) else load_link(link)
     return getattr(spec, "aggregate_bandwidth_bytes_per_s", None)
 
 
@@ -153,7 +153,7 @@ class Cluster:
         cpu: str | None = "xeon_e5_2680v3_2s",
         gpu: tuple[str, int] | str | None = None,
         tpu: tuple[str, int] | str | None = None,
-        nic: str | tuple[float, float] = "eth_10g",
+        nic: str | LinkSpec | tuple[float, float] = "eth_10g",
         peer_link: str | None = None,
         replica: int = 0,
         machine: str | None = None,
@@ -163,7 +163,7 @@ class Cluster:
 
         ``gpu``/``tpu`` name a catalog device (or give a HardwareSpec or DevicePerf) and a count
         (``("v100_sxm2", 8)``); ``cpu`` likewise, one per task; ``nic`` a
-        catalog link or (bytes/s, latency s); ``peer_link`` joins the accelerators pairwise (e.g.
+        catalog link (its name, or a LinkSpec) or (bytes/s, latency s); ``peer_link`` joins the accelerators pairwise (e.g.
         "nvlink2"); without it they talk through host memory over their host link.
         ``machine`` names the physical host the task runs on: tasks given the same machine share
         its CPU cores (their kernels queue on them one after another and their messages are
@@ -265,6 +265,9 @@ class Cluster:
                     if kind == "cpu":
                         self._task_cpu.setdefault(t.host, dev)
                         dev.copy_shares = loop_copy_shares(t.nic)
+                        if t.machine is not None:  # (colder buffers among more processes)
+                            k = perf.byte_factor(sharing.get(t.machine, 1))
+                            dev.copy_shares = (dev.copy_shares[0] * k, dev.copy_shares[1] * k)
                         dev.loop_rate = loop_rate(t.nic, t.machine)
                         if t.machine is not None and dev.host_cores is not None:
                             dev.host_cores = machines.setdefault(t.machine, dev.host_cores)

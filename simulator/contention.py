@@ -87,16 +87,21 @@ def wake_cost(rounds: int = WAKE_ROUNDS, turns: int = WAKE_TURNS) -> float:
 # ---- processes sharing the cores: the software cost of oversubscription -----------------------
 
 
-def contention_graph(i: int) -> tuple[Graph, Any, Any]:
+#: float32 elements of the contention steps that move bytes (1 MiB: ``BYTE_ELEMENTS``)
+BYTE_ELEMENTS = 1 << 18
+
+
+def contention_graph(i: int, elements: int = 1) -> tuple[Graph, Any, Any]:
     """(graph, step, initializer) of contention client ``i``: worker task ``i``'s step reads a
-    scalar of its own from the PS task and adds it back there (``message_contention``'s client
-    processes and ``simulate_contention``'s clients alike)."""
+    variable of its own of ``elements`` float32 (a scalar by default) from the PS task and adds
+    it back there, fetching the sum (``message_contention``'s client processes and
+    ``simulate_contention``'s clients alike)."""
     import hetbed as hb
 
     g = Graph()
     with g.as_default():
         with hb.device("/job:ps/task:0"):
-            v = hb.Variable(np.zeros(1, np.float32), name=f"contention_{i}")
+            v = hb.Variable(np.zeros(elements, np.float32), name=f"contention_{i}")
         with hb.device(f"/job:worker/task:{i}"):
             sent = v * 2.0
         with hb.device("/job:ps/task:0"):
@@ -113,9 +118,9 @@ import json, os, sys, time
 import hetbed as hb
 from hetbed.devices.errors import UnavailableError
 from hetbed.simulator.contention import contention_graph
-spec, i = {spec!r}, {i}
+spec, i, elements = {spec!r}, {i}, {elements}
 server = hb.train.Server(hb.train.ClusterSpec(spec), "worker", i)
-g, step, init = contention_graph(i)
+g, step, init = contention_graph(i, elements)
 deadline = time.monotonic() + 120
 while True:
     try:
@@ -148,13 +153,17 @@ CONTENTION_CLIENTS = (1, 2, 4, 8)
 
 
 def message_contention(
-    clients: tuple[int, ...] = CONTENTION_CLIENTS, seconds: float = 1.5, repeats: int = 3
+    clients: tuple[int, ...] = CONTENTION_CLIENTS,
+    seconds: float = 1.5,
+    repeats: int = 3,
+    elements: int = 1,
 ) -> dict[int, list[float]]:
     """CPU seconds (all processes, user and system) per step when ``n`` worker processes at once
     run small remote steps against one PS process, for each ``n`` in ``clients``: {n: one value
-    per repetition}. Each step reads a scalar from the PS and adds it back there (two RPCs and a
-    RunGraph call per side); the processes are started once, and each measurement runs the
-    first ``n`` of them for ``seconds``. Runs no training step."""
+    per repetition}. Each step reads a variable of ``elements`` float32 (a scalar by default)
+    from the PS and adds it back there (two RPCs and a RunGraph call per side,
+    ``contention_graph``); the processes are started once, and each measurement runs the first
+    ``n`` of them for ``seconds``. Runs no training step."""
     import subprocess
     import sys
 
@@ -170,7 +179,11 @@ def message_contention(
         for i in range(most):
             procs.append(
                 subprocess.Popen(
-                    [sys.executable, "-c", _CONTENTION_CLIENT.format(spec=spec, i=i)],
+                    [
+                        sys.executable,
+                        "-c",
+                        _CONTENTION_CLIENT.format(spec=spec, i=i, elements=int(elements)),
+                    ],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,
@@ -224,15 +237,18 @@ def simulate_contention(
     clients: tuple[int, ...] = CONTENTION_CLIENTS,
     steps: int = 20,
     warm: int = 3,
+    elements: int = 1,
 ) -> dict[int, float]:
     """``message_contention`` simulated op by op: for each ``n`` in ``clients``, one PS task and
     ``n`` worker tasks on one machine of ``perf`` (its ``cores``, every task sharing them),
-    joined by ``link`` (bytes/s, latency s), each worker a client running the same step as
-    ``_CONTENTION_CLIENT`` (read a scalar of its own from the PS, add it back there) at once
-    (``run_clients``): n -> simulated CPU seconds of all tasks (messages, hand-offs and kernels)
+    joined by ``link`` (bytes/s, latency s, or a catalog link: its copy shares), each worker a
+    client running the same step as ``_CONTENTION_CLIENT`` (read a variable of ``elements`` of
+    its own from the PS, add it back there) at once (``run_clients``): n -> simulated CPU
+    seconds of all tasks (messages, hand-offs, kernels and the loopback copies of the bytes)
     per step, over ``steps`` steps of each client after ``warm`` of their own. Simulated with
-    ``perf.switch_share`` and the hand-offs of messages that find their task busy with another
-    client's (``SimulatedDevice.occupy``): what the simulators book for such a machine."""
+    ``perf.switch_share``, ``perf.switch_byte_share`` and the hand-offs of messages that find
+    their task busy with another client's (``SimulatedDevice.occupy``): what the simulators
+    book for such a machine."""
     from hetbed.simulator import Cluster, SimSession, run_clients
 
     out = {}
@@ -243,7 +259,7 @@ def simulate_contention(
             c.add_task("worker", i, cpu=perf, nic=link, machine="this machine")
         runs = []
         for i in range(n):
-            g, step, init = contention_graph(i)
+            g, step, init = contention_graph(i, elements)
             sess = SimSession(
                 c, graph=g, client=f"/job:worker/replica:0/task:{i}", shared_resources=True
             )
@@ -253,23 +269,30 @@ def simulate_contention(
         run_clients(c, [partial(_steps, s, f, warm) for s, f in runs])
         devices = c.devices()
         before = [len(d.records) for d in devices]
+        cores = c.task_cpu(c.tasks[0]).host_cores
+        copied = cores.copied_s
         run_clients(c, [partial(_steps, s, f, steps) for s, f in runs])
         cpu = sum(r[2] - r[1] for d, b in zip(devices, before) for r in d.records[b:])
-        out[n] = cpu / (n * steps)
+        out[n] = (cpu + cores.copied_s - copied) / (n * steps)
     return out
 
 
 def contention_table(
     perf: DevicePerf,
-    link: tuple[float, float],
+    link: Any,
     shares: tuple[float, ...] = SHARE_GRID,
     clients: tuple[int, ...] = CONTENTION_CLIENTS,
     steps: int = 20,
+    elements: int = 1,
+    field: str = "switch_share",
 ) -> dict[float, dict[int, float]]:
-    """``simulate_contention`` at each switch share of ``shares``: share -> (n -> simulated CPU
-    seconds per step), what ``switch_share_fit`` fits the measurements to."""
+    """``simulate_contention`` (of steps of ``elements``) at each value of ``shares`` of the
+    perf's ``field`` (``switch_share``, or ``switch_byte_share`` for the steps that move
+    bytes): share -> (n -> simulated CPU seconds per step), what ``switch_share_fit`` fits the
+    measurements to."""
     return {
-        a: simulate_contention(replace(perf, switch_share=a), link, clients, steps) for a in shares
+        a: simulate_contention(replace(perf, **{field: a}), link, clients, steps, elements=elements)
+        for a in shares
     }
 
 

@@ -199,7 +199,9 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
         self.worker_nics = [_as_nic(x, f"{self.kind}: nic") for x in nics]
         self.ps_nic = _as_nic(nics[0] if ps_nic is None else ps_nic, f"{self.kind}: ps_nic")
         self.loop_aggregate = _loop_aggregate(nics[0] if ps_nic is None else ps_nic)
-        self.copy_shares = loop_copy_shares(nics[0] if ps_nic is None else ps_nic)
+        copy = loop_copy_shares(nics[0] if ps_nic is None else ps_nic)
+        k = profile.copy_cpu_factor if machine_cores else 1.0  # (one machine's processes)
+        self.copy_shares = (copy[0] * k, copy[1] * k)
         self.loop_rate = loop_rate(nics[0], "machine" if machine_cores else None)
         self.straggler = combine(
             *(straggler if isinstance(straggler, (list, tuple)) else [straggler])

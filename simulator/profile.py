@@ -74,6 +74,9 @@ class ReplicaProfile:
       op-level simulator books a blocked take or dequeue); ``worker_wake_s``: the same on a
       worker's host. Each is also what a message of one client's step pays when it finds its
       task's handler busy with another client's (handed the interpreter once it is free);
+      ``copy_cpu_factor``: what the loopback copies of the machine's tasks take of its cores
+      is multiplied by (the catalog's ``switch_byte_cpu_share`` on a host of more processes
+      than cores: ``DevicePerf.byte_factor``; 1 on machines of their own);
       ``feed_bytes``: the values a worker step is fed (its Session.run's feeds), which its
       RunGraph request to its own task carries over a loopback NIC (each end's
       ``worker_message_s_per_byte``, and the loopback carrying them, as the op-level
@@ -114,6 +117,7 @@ class ReplicaProfile:
     ps_wake_s: float = 0.0
     worker_wake_s: float = 0.0
     feed_bytes: float = 0.0
+    copy_cpu_factor: float = 1.0
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
     ps_cores: int = 1
@@ -148,6 +152,7 @@ class ReplicaProfile:
             "ps_wake_s",
             "worker_wake_s",
             "feed_bytes",
+            "copy_cpu_factor",
         ):
             _nonneg(what, getattr(self, what))
         for what in ("ps_message_s", "ps_message_s_per_byte"):

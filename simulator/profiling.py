@@ -235,6 +235,7 @@ def profile_from_graph(
         ps_wake_s=pperf.wake_s,
         worker_wake_s=wperf.wake_s if wperf is not None else 0.0,
         feed_bytes=float(sum(value_nbytes(v) for v in feed_values.values())),
+        copy_cpu_factor=wperf.byte_factor(cache_share) if wperf is not None else 1.0,
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
         ps_cores=int(pperf.cores or 1),

@@ -101,9 +101,12 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     cap = capsys.readouterr()
     doc = json.loads(cap.out)
     # (the switch-cost fit's shape against what each client count added, printed)
-    assert re.search(
-        r"check, 8 clients and the PS: CPU per step [+-]\d+% over 1, simulated \+\d+%", cap.err
-    )
+    for what in ("small remote step", "remote step moving 1 MiB each way"):
+        assert re.search(
+            rf"check, 8 clients and the PS, {what}: CPU per step [+-]\d+% over 1, "
+            r"simulated \+\d+%",
+            cap.err,
+        )
     # (the checks no fit sees: client threads of one process at once, a step's fed values)
     for k in (1, 2, 3):
         assert re.search(
@@ -117,7 +120,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         cap.err,
     )
     names = [m["name"] for m in doc["measurements"]]
-    assert names[-14:] == [
+    assert names[-19:] == [
         "loopback TCP rate",
         "loopback TCP latency",
         "message CPU time per end",
@@ -128,6 +131,11 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
         "message CPU time per byte per end",
         *(f"CPU per small remote step, {n} client(s) at once" for n in (1, 2, 4, 8)),
         "switch_cpu_share, one fit per repetition",
+        *(
+            f"CPU per remote step moving 1 MiB each way, {n} client(s) at once"
+            for n in (1, 2, 4, 8)
+        ),
+        "switch_byte_cpu_share, one fit per repetition",
         "thread hand-off of a blocked op",
     ]
     assert all(
@@ -155,6 +163,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     )
     assert machine.kernel_launch_overhead_clocked_s == pytest.approx(clocked["median"])
     assert 0 < machine.switch_cpu_share <= 4  # fitted to those steps (1e-9 when none)
+    assert 0 < machine.switch_byte_cpu_share <= 4  # (the steps moving 1 MiB)
     woken = next(m for m in doc["measurements"] if m["name"] == "thread hand-off of a blocked op")
     assert machine.wake_overhead_s == pytest.approx(max(woken["median"], 1e-9))
     assert machine.wake_overhead_s < 5e-3  # two threads of a Python process trading the lock

@@ -433,11 +433,16 @@ def test_the_contention_runs_are_simulated_with_the_share_and_the_hand_offs():
     c.add_task("ps", 0, cpu=perf, nic=NIC, machine="m")
     c.add_task("worker", 0, cpu=perf, nic=NIC, machine="m")
     g, step, init = contention_graph(0)
-    sess = SimSession(c, graph=g, client="/job:worker/replica:0/task:0")
+    sess = SimSession(c, graph=g, client="/job:worker/replica:0/task:0", replay_steps=False)
     sess.run(init)
-    for _ in range(3):
+    for _ in range(2):
         sess.run(step)
-    assert float(sess.records[-1].ops.duration_s.sum()) == pytest.approx(flat[1], rel=1e-9)
+    cores = c.task_cpu(c.tasks[0]).host_cores
+    copied = cores.copied_s
+    sess.run(step)  # (its ops and messages, and the loopback copies of its bytes)
+    booked = float(sess.records[-1].ops.duration_s.sum()) + cores.copied_s - copied
+    assert cores.copied_s > copied
+    assert booked == pytest.approx(flat[1], rel=1e-9)
 
 
 def _box(tmp_path, monkeypatch, *fields):
@@ -465,6 +470,11 @@ def test_the_switch_share_field_loads_and_is_bounded(tmp_path, monkeypatch):
     assert perf_from_spec(load_device("box")).switch_share == 0.35
     write(5)
     with pytest.raises(CatalogError, match="switch_cpu_share"):
+        load_device("box")
+    _box(tmp_path, monkeypatch, 'switch_byte_cpu_share = { value = 0.15, source = "test" }')
+    assert perf_from_spec(load_device("box")).switch_byte_share == 0.15
+    _box(tmp_path, monkeypatch, 'switch_byte_cpu_share = { value = 4.5, source = "test" }')
+    with pytest.raises(CatalogError, match="switch_byte_cpu_share"):
         load_device("box")
 
 
@@ -1031,3 +1041,80 @@ def test_a_fetched_tensor_between_tasks_of_one_machine_takes_its_cores():
         shared_core, n, False, machines=("m", "m")
     )
     assert gap == pytest.approx(4 * n / NIC[0], rel=1e-9)
+
+
+def test_an_oversubscribed_host_pays_more_for_a_messages_bytes():
+    """DevicePerf.shared_host: with more processes than cores, the CPU of a message's bytes is
+    multiplied by ``byte_factor`` = 1 + byte share x (tasks - cores) / cores, apart from the
+    per-event share: the per-byte cost, and on a Cluster machine the loopback copies of its
+    tasks (their ``copy_shares``); a core each or no share changes nothing."""
+    perf = replace(HOST, cores=2, message_s=10e-6, message_s_per_byte=1e-9, switch_byte_share=0.2)
+    kb = 1 + 0.2 * 1.5
+    five = perf.shared_host(5)
+    assert perf.byte_factor(5) == pytest.approx(kb) and perf.byte_factor(2) == 1.0
+    assert five.message_s_per_byte == pytest.approx(1e-9 * kb)
+    assert five.message_s == 10e-6  # (no per-event share)
+    assert perf.shared_host(2) == perf
+    assert replace(perf, switch_byte_share=0.0).byte_factor(9) == 1.0
+    c = Cluster()
+    for i in range(4):
+        c.add_task("worker", i, cpu=perf, nic=NIC, machine="m")
+    c.add_task("ps", 0, cpu=perf, nic=NIC, machine="m")
+    c.add_task("ps", 1, cpu=perf, nic=NIC)  # a machine of its own
+    shares = sorted(c.task_cpu(t).copy_shares for t in c.tasks)  # (a bare link: 1 core, 0)
+    assert [a for a, _ in shares] == pytest.approx([1.0] + [kb] * 5)
+    assert [b for _, b in shares] == [0.0] * 6
+
+
+def test_the_contention_runs_that_move_bytes_pay_the_byte_share():
+    """simulate_contention of steps moving 1 MiB each way: the byte share leaves one client on
+    two cores as it was; with four clients (five processes on two cores) it multiplies the CPU
+    of the bytes, the per-byte cost and the copies, by 1 + share x 1.5 (the per-event costs
+    stay: the rest of the step's CPU is the same)."""
+    from hetbed.simulator.contention import BYTE_ELEMENTS, simulate_contention
+
+    perf = replace(HOST, cores=2, message_s=20e-6, message_s_per_byte=0.5e-9, wake_s=8e-6)
+    run = {
+        a: simulate_contention(
+            replace(perf, switch_byte_share=a), NIC, (1, 4), steps=6, warm=2,
+            elements=BYTE_ELEMENTS,
+        )
+        for a in (0.0, 0.4)
+    }  # fmt: skip
+    assert run[0.4][1] == pytest.approx(run[0.0][1], rel=1e-12)
+    # the bytes' CPU per step: three 1 MiB transfers (read, sent back, the sum fetched), each
+    # costing each end its per-byte CPU and the sender a core for the stream (a bare link)
+    nbytes = 4 * BYTE_ELEMENTS
+    byte_cpu = 3 * nbytes * (2 * 0.5e-9 + 1 / NIC[0])
+    extra = run[0.4][4] - run[0.0][4]
+    assert extra == pytest.approx(0.4 * 1.5 * byte_cpu, rel=0.02)
+
+
+def test_the_step_level_profile_of_a_shared_machine_pays_the_byte_share(tmp_path, monkeypatch):
+    """profile_from_graph(cache_share=tasks) scales the per-byte message costs and records the
+    factor of the loopback copies (``copy_cpu_factor``), which a step-level driver of one
+    machine applies to its link's copy shares, as the op-level Cluster machine does."""
+    from hetbed.devices.catalog import LinkSpec
+    from hetbed.simulator.profiling import profile_from_graph
+
+    _box(
+        tmp_path,
+        monkeypatch,
+        'cores = { value = 2, source = "test" }',
+        'message_overhead_s_per_byte = { value = 1e-9, source = "test" }',
+        'switch_byte_cpu_share = { value = 0.2, source = "test" }',
+    )
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [8, 4])
+        w = hb.Variable(np.ones((4, 2), np.float32))
+        train = hb.train.GradientDescentOptimizer(0.1).minimize(hb.reduce_sum(hb.matmul(x, w)))
+        alone = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box")
+        shared = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box", cache_share=5)
+    kb = 1 + 0.2 * 1.5
+    assert alone.copy_cpu_factor == 1.0 and shared.copy_cpu_factor == pytest.approx(kb)
+    assert shared.worker_message_s_per_byte == pytest.approx(1e-9 * kb)
+    assert shared.ps_message_s_per_byte == pytest.approx(1e-9 * kb)
+    lo = LinkSpec("lo", "lo", "loopback", 4e9, 1e-5, sender_cpu_share=0.8, receiver_cpu_share=0.5)
+    one_machine = SyncPS(shared, 4, nic=lo, machine_cores=2)
+    assert one_machine.copy_shares == pytest.approx((0.8 * kb, 0.5 * kb))
+    assert SyncPS(shared, 4, nic=lo).copy_shares == (0.8, 0.5)  # (machines of their own)

@@ -88,6 +88,11 @@ Device fields (``kind`` is ``"cpu"``, ``"gpu"`` or ``"tpu"``)::
                                        per-event costs (and the per-op dispatch) a task pays
                                        when its host runs more processes than ``cores``: times
                                        1 + switch_cpu_share x (processes - cores) / cores
+    switch_byte_cpu_share              optional (cpu, at most 4): the same for the CPU a
+                                       message's bytes take (``message_overhead_s_per_byte`` and
+                                       the loopback copies at both ends, the link's
+                                       ``sender_cpu_share`` and ``receiver_cpu_share``): times
+                                       1 + switch_byte_cpu_share x (processes - cores) / cores
     wake_overhead_s                    optional (cpu): CPU time of handing a blocked op (a queue
                                        dequeue, an accumulator take) back to its step's thread
                                        once another step's thread feeds it (a thread hand-off
@@ -199,6 +204,7 @@ class HardwareSpec:
     control_message_overhead_s: float | None = None
     own_control_message_overhead_s: float | None = None
     switch_cpu_share: float | None = None
+    switch_byte_cpu_share: float | None = None
     wake_overhead_s: float | None = None
     description: str = ""
     sources: dict[str, str] = field(default_factory=dict, hash=False)
@@ -533,7 +539,7 @@ _DEVICE_FIELDS = set(
     " kernel_launch_overhead_s cache_bytes cache_bandwidth_bytes_per_s fresh_memory_threshold_bytes fresh_memory_s_per_byte host_link peer_link network_link systolic_array_shape matrix_units"
     " cores fp32_lanes multiprocessors warp_issue_per_clock tile_loads conv_algorithms clock_hz message_overhead_s message_overhead_s_per_byte step_overhead_s message_latency_s kernel_launch_overhead_clocked_s control_message_overhead_s"
     " own_control_message_overhead_s"
-    " switch_cpu_share wake_overhead_s".split()
+    " switch_cpu_share switch_byte_cpu_share wake_overhead_s".split()
 )
 _LINK_FIELDS = set(
     "name kind description bandwidth_bytes_per_s latency_s links per_link_bandwidth_bytes_per_s"
@@ -583,6 +589,7 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
         control_message_overhead_s=r.number("control_message_overhead_s", required=False),
         own_control_message_overhead_s=r.number("own_control_message_overhead_s", required=False),
         switch_cpu_share=r.number("switch_cpu_share", required=False),
+        switch_byte_cpu_share=r.number("switch_byte_cpu_share", required=False),
         wake_overhead_s=r.number("wake_overhead_s", required=False),
         sources=r.sources,
         notes=r.notes,
@@ -595,9 +602,10 @@ def _device(r: _Reader, kind: str) -> HardwareSpec:
             f"{stream:g} B/s is above memory_bandwidth_bytes_per_s "
             f"({spec.memory_bandwidth_bytes_per_s:g}): a streaming kernel cannot beat the peak",
         )
-    share = spec.switch_cpu_share
-    if share is not None and share > 4.0:
-        raise r.error("switch_cpu_share", f"must be at most 4, got {share:g}")
+    for name in ("switch_cpu_share", "switch_byte_cpu_share"):
+        share = getattr(spec, name)
+        if share is not None and share > 4.0:
+            raise r.error(name, f"must be at most 4, got {share:g}")
     if (spec.cache_bytes is None) != (spec.cache_bandwidth_bytes_per_s is None):
         name = "cache_bytes" if spec.cache_bytes is None else "cache_bandwidth_bytes_per_s"
         raise r.error(name, "cache_bytes and cache_bandwidth_bytes_per_s go together")
