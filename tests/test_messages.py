@@ -478,24 +478,31 @@ def test_the_switch_share_field_loads_and_is_bounded(tmp_path, monkeypatch):
         load_device("box")
 
 
-def test_the_step_level_profile_of_a_shared_machine_pays_the_same(tmp_path, monkeypatch):
-    """profile_from_graph(cache_share=tasks) prices the replica's messages as the op-level
-    Cluster machine does: the PS's and the worker's message costs times the same factor."""
+def _box_profiles(tmp_path, monkeypatch, tasks, *fields):
+    """The step-level profiles of a one-matmul replica on a 2-core "box" (``_box`` with
+    ``fields``): (alone on its machine, one of ``tasks`` sharing it)."""
     from hetbed.simulator.profiling import profile_from_graph
 
-    _box(
-        tmp_path,
-        monkeypatch,
-        'cores = { value = 2, source = "test" }',
-        'message_overhead_s = { value = 2e-5, source = "test" }',
-        'switch_cpu_share = { value = 0.5, source = "test" }',
-    )
+    _box(tmp_path, monkeypatch, 'cores = { value = 2, source = "test" }', *fields)
     with hb.Graph().as_default():
         x = hb.placeholder(hb.float32, [8, 4])
         w = hb.Variable(np.ones((4, 2), np.float32))
         train = hb.train.GradientDescentOptimizer(0.1).minimize(hb.reduce_sum(hb.matmul(x, w)))
         alone = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box")
-        shared = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box", cache_share=6)
+        shared = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box", cache_share=tasks)
+    return alone, shared
+
+
+def test_the_step_level_profile_of_a_shared_machine_pays_the_same(tmp_path, monkeypatch):
+    """profile_from_graph(cache_share=tasks) prices the replica's messages as the op-level
+    Cluster machine does: the PS's and the worker's message costs times the same factor."""
+    alone, shared = _box_profiles(
+        tmp_path,
+        monkeypatch,
+        6,
+        'message_overhead_s = { value = 2e-5, source = "test" }',
+        'switch_cpu_share = { value = 0.5, source = "test" }',
+    )
     k = 1 + 0.5 * (6 - 2) / 2
     assert (alone.worker_message_s, alone.ps_message_s) == pytest.approx((2e-5, 2e-5))
     assert (shared.worker_message_s, shared.ps_message_s) == pytest.approx((2e-5 * k, 2e-5 * k))
@@ -1095,21 +1102,14 @@ def test_the_step_level_profile_of_a_shared_machine_pays_the_byte_share(tmp_path
     factor of the loopback copies (``copy_cpu_factor``), which a step-level driver of one
     machine applies to its link's copy shares, as the op-level Cluster machine does."""
     from hetbed.devices.catalog import LinkSpec
-    from hetbed.simulator.profiling import profile_from_graph
 
-    _box(
+    alone, shared = _box_profiles(
         tmp_path,
         monkeypatch,
-        'cores = { value = 2, source = "test" }',
+        5,
         'message_overhead_s_per_byte = { value = 1e-9, source = "test" }',
         'switch_byte_cpu_share = { value = 0.2, source = "test" }',
     )
-    with hb.Graph().as_default():
-        x = hb.placeholder(hb.float32, [8, 4])
-        w = hb.Variable(np.ones((4, 2), np.float32))
-        train = hb.train.GradientDescentOptimizer(0.1).minimize(hb.reduce_sum(hb.matmul(x, w)))
-        alone = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box")
-        shared = profile_from_graph(train, {x: (8, 4)}, worker="box", ps="box", cache_share=5)
     kb = 1 + 0.2 * 1.5
     assert alone.copy_cpu_factor == 1.0 and shared.copy_cpu_factor == pytest.approx(kb)
     assert shared.worker_message_s_per_byte == pytest.approx(1e-9 * kb)
