@@ -412,7 +412,8 @@ def calibrate(
             f"measuring the CPU per {what} of 1, 2, 4 and 8 processes stepping against one PS "
             "process ..."
         )
-        per_n = message_contention(repeats=max(min(repeats, 5), 1), elements=elements)
+        ps_n: dict[int, list[float]] = {}
+        per_n = message_contention(repeats=max(min(repeats, 5), 1), elements=elements, ps_out=ps_n)
         shared += [
             Measurement(f"CPU per {what}, {n} client(s) at once", "s", v, None, (1e6, "us"))
             for n, v in per_n.items()
@@ -432,15 +433,20 @@ def calibrate(
         perf = replace(perf, **{field: statistics.median(fits)})
         # how well the simulators then follow the measurements: the CPU per step of each
         # client count over the fewest's, measured and simulated with the fitted share
-        sim = simulate_contention(perf, link, tuple(per_n), elements=elements)
+        sim_ps: dict[int, float] = {}
+        sim = simulate_contention(perf, link, tuple(per_n), elements=elements, ps_out=sim_ps)
         base_n = min(per_n)
         base = statistics.median(per_n[base_n])
+        ps_base = statistics.median(ps_n[base_n])
         for n, v in per_n.items():
-            if n != base_n and base > 0:
+            if n != base_n and base > 0 and ps_base > 0:
+                # (the PS process's part apart: the fit sees the total only)
                 progress(
                     f"    check, {n} clients and the PS, {what}: CPU per step "
                     f"{statistics.median(v) / base - 1:+.0%} over {base_n}, simulated "
-                    f"{sim[n] / sim[base_n] - 1:+.0%}"
+                    f"{sim[n] / sim[base_n] - 1:+.0%}; the PS's part "
+                    f"{statistics.median(ps_n[n]) / ps_base - 1:+.0%}, simulated "
+                    f"{sim_ps[n] / sim_ps[base_n] - 1:+.0%}"
                 )
     # a check no fit sees: client threads of one process at once, each message on a thread of
     # its own, handed the interpreter when it finds its task busy with another client's

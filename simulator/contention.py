@@ -157,13 +157,15 @@ def message_contention(
     seconds: float = 1.5,
     repeats: int = 3,
     elements: int = 1,
+    ps_out: dict[int, list[float]] | None = None,
 ) -> dict[int, list[float]]:
     """CPU seconds (all processes, user and system) per step when ``n`` worker processes at once
     run small remote steps against one PS process, for each ``n`` in ``clients``: {n: one value
     per repetition}. Each step reads a variable of ``elements`` float32 (a scalar by default)
     from the PS and adds it back there (two RPCs and a RunGraph call per side,
     ``contention_graph``); the processes are started once, and each measurement runs the first
-    ``n`` of them for ``seconds``. Runs no training step."""
+    ``n`` of them for ``seconds``. ``ps_out`` (a dict) receives the PS process's part, the same
+    way. Runs no training step."""
     import subprocess
     import sys
 
@@ -207,6 +209,8 @@ def message_contention(
                 ps_cpu = _cpu_pair(ps.pid)[1] - before
                 steps = sum(r[0] for r in rows)
                 out[n].append((ps_cpu + sum(r[2] for r in rows)) / max(steps, 1))
+                if ps_out is not None:
+                    ps_out.setdefault(n, []).append(ps_cpu / max(steps, 1))
     finally:
         for p in procs:
             if p.poll() is None and p.stdin is not None:
@@ -238,6 +242,7 @@ def simulate_contention(
     steps: int = 20,
     warm: int = 3,
     elements: int = 1,
+    ps_out: dict[int, float] | None = None,
 ) -> dict[int, float]:
     """``message_contention`` simulated op by op: for each ``n`` in ``clients``, one PS task and
     ``n`` worker tasks on one machine of ``perf`` (its ``cores``, every task sharing them),
@@ -248,7 +253,9 @@ def simulate_contention(
     per step, over ``steps`` steps of each client after ``warm`` of their own. Simulated with
     ``perf.switch_share``, ``perf.switch_byte_share`` and the hand-offs of messages that find
     their task busy with another client's (``SimulatedDevice.occupy``): what the simulators
-    book for such a machine."""
+    book for such a machine. ``ps_out`` (a dict) receives the PS task's part per step (its
+    cpu device's messages, hand-offs and kernels; the copies, booked on the machine's cores
+    for both ends, apart)."""
     from hetbed.simulator import Cluster, SimSession, run_clients
 
     out = {}
@@ -274,6 +281,11 @@ def simulate_contention(
         run_clients(c, [partial(_steps, s, f, steps) for s, f in runs])
         cpu = sum(r[2] - r[1] for d, b in zip(devices, before) for r in d.records[b:])
         out[n] = (cpu + cores.copied_s - copied) / (n * steps)
+        if ps_out is not None:
+            ps = c.task_cpu("/job:ps/replica:0/task:0")
+            ps_out[n] = sum(r[2] - r[1] for r in ps.records[before[devices.index(ps)] :]) / (
+                n * steps
+            )
     return out
 
 

@@ -104,7 +104,7 @@ def test_calibrate_profiles_a_users_own_model(tmp_path, capsys):
     for what in ("small remote step", "remote step moving 1 MiB each way"):
         assert re.search(
             rf"check, 8 clients and the PS, {what}: CPU per step [+-]\d+% over 1, "
-            r"simulated \+\d+%",
+            r"simulated \+\d+%; the PS's part [+-]\d+%, simulated [+-]\d+%",
             cap.err,
         )
     # (the checks no fit sees: client threads of one process at once, a step's fed values)

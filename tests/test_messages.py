@@ -423,7 +423,9 @@ def test_the_contention_runs_are_simulated_with_the_share_and_the_hand_offs():
         HOST, cores=2, message_s=20e-6, control_message_s=15e-6, own_control_message_s=10e-6,
         step_s=5e-6, wake_s=8e-6,
     )  # fmt: skip
-    flat = simulate_contention(perf, NIC, (1, 4), steps=6, warm=2)
+    ps_part: dict = {}
+    flat = simulate_contention(perf, NIC, (1, 4), steps=6, warm=2, ps_out=ps_part)
+    assert 0 < ps_part[1] < flat[1] and 0 < ps_part[4] < flat[4]
     shared = simulate_contention(replace(perf, switch_share=0.3), NIC, (1, 4), steps=6, warm=2)
     assert shared[1] == pytest.approx(flat[1], rel=1e-12)
     assert flat[4] > 1.05 * flat[1]
@@ -440,9 +442,12 @@ def test_the_contention_runs_are_simulated_with_the_share_and_the_hand_offs():
     cores = c.task_cpu(c.tasks[0]).host_cores
     copied = cores.copied_s
     sess.run(step)  # (its ops and messages, and the loopback copies of its bytes)
-    booked = float(sess.records[-1].ops.duration_s.sum()) + cores.copied_s - copied
+    ops = sess.records[-1].ops
+    booked = float(ops.duration_s.sum()) + cores.copied_s - copied
     assert cores.copied_s > copied
     assert booked == pytest.approx(flat[1], rel=1e-9)
+    on_ps = float(ops[ops.device.str.contains("/job:ps/")].duration_s.sum())
+    assert on_ps == pytest.approx(ps_part[1], rel=1e-9)  # (the PS's part, the copies apart)
 
 
 def _box(tmp_path, monkeypatch, *fields):
