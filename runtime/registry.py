@@ -380,9 +380,9 @@ def _operand_constant(v: Any, partner: Tensor) -> Tensor:
     Const op directly: the value cast as ``constant`` would cast it, without its checks for
     text, shapes and dtypes that such a value cannot need, or the default-graph switch."""
     dt = partner.dtype
-    if v.__class__ not in _PY_NUMBERS or dt.is_string:
-        return convert_to_tensor(_as_array(v, dt), graph=partner.graph)
     arr = _as_array(v, dt)
+    if v.__class__ not in _PY_NUMBERS or dt.is_string:
+        return convert_to_tensor(arr, graph=partner.graph)
     return apply_op("Const", (), {"value": arr, "dtype": dt}, "Const", partner.graph).outputs[0]
 
 

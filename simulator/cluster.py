@@ -39,10 +39,15 @@ class _TaskSpec:
     topology: HostSpec | None = None  # the catalog host topology it is built as, if any
 
 
+def _link_spec(link: Any) -> LinkSpec:
+    """A task's NIC as a catalog link: a LinkSpec, or the one its name loads."""
+    return link if isinstance(link, LinkSpec) else load_link(link)
+
+
 def _link_numbers(link: Any) -> tuple[float, float]:
     if isinstance(link, tuple):
         return float(link[0]), float(link[1])
-    spec = link if isinstance(link, LinkSpec) else load_link(link)
+    spec = _link_spec(link)
     return spec.bandwidth_bytes_per_s, spec.latency_s
 
 
@@ -50,8 +55,7 @@ def _aggregate(link: Any) -> float | None:
     """A loopback link's ``aggregate_bandwidth_bytes_per_s`` (None for a tuple or without it)."""
     if isinstance(link, tuple):
         return None
-    spec = link if isinstance(link, LinkSpec) else load_link(link)
-    return getattr(spec, "aggregate_bandwidth_bytes_per_s", None)
+    return getattr(_link_spec(link), "aggregate_bandwidth_bytes_per_s", None)
 
 
 def loop_copy_shares(value: Any) -> tuple[float, float]:
