@@ -61,6 +61,10 @@ class HostCpus:
         # ... with the values fed to the step (``_request``): each end's bytes
         self.feed_bytes = p.feed_bytes
         self.feed_end_w = cwo + bw_ * p.feed_bytes
+        # ... and the values it fetches from its own task, in that task's reply (``_own_reply``;
+        # without a loopback NIC handed over in the process, free, as fed values)
+        self.fetch_bytes = p.fetch_bytes if self.loop_rate else 0.0
+        self.fetch_end_w = bw_ * self.fetch_bytes  # (each end's bytes)
         # a worker's reads or gradients: per shard of each group, each variable's call and bytes
         self.xfer_w = sum(
             len(self.groups[g]) * (2 * mw * nvars[g] + bw_ * nbytes[g]) for g in active
@@ -99,6 +103,7 @@ class HostCpus:
         # gradients leave; with a token, once it has the token: token_w) and each PS task's
         # reply (receive)
         self.reply_own_w = 0.0 if tf_sync else 2 * cwo
+        self.token_own_w = 2 * cwo if tf_sync else 0.0  # (token_w's own reply)
         self.reply_w = n_ps_active * cw
         self.reply_w_of = [len(self.groups[g]) * cw for g in range(G)]  # (one group's)
         self._reset_cpus()
@@ -115,6 +120,7 @@ class HostCpus:
         self.ps_lane = [HostCores(1, self.env) for _ in range(G)]
         self.shard_lane = [[HostCores(1, self.env) for _ in ks] for ks in self.groups]
         self.lane_owner: dict[HostCores, Any] = {}  # whose step each handler served last
+        self.own_at = [0.0] * self.n_tasks  # when each worker has its own task's last reply
         self.ps_cpu = [shared or HostCores(self.profile.ps_cores, self.env) for _ in range(G)]
 
     def _to_ps(self, i: int) -> float:
@@ -234,8 +240,8 @@ class HostCpus:
         now = env.now
         cost = self.xfer_w
         end = self._w_msg(i, now if sending else now + self.w_lat, cost)
-        if sending:
-            self._w_msg(i, end, self.reply_own_w)
+        if sending and not self.token_own_w:  # (with a token: after it, ``_replied``)
+            self._own_reply(i, end, self.reply_own_w)
         if end > now:
             yield env.timeout(end - now)
 
@@ -247,9 +253,25 @@ class HostCpus:
         sent = now
         for g in self.active_groups:
             sent = max(sent, self._ps_msg(g, now, self.msg_ps, owner=i))
-        end = self._w_msg(i, sent + self._to_worker(i), self.reply_w)
+        end = max(self._w_msg(i, sent + self._to_worker(i), self.reply_w), self.own_at[i])
         if end > now:
             yield env.timeout(end - now)
+
+    def _own_reply(self, i: int, now: float, seconds: float) -> float:
+        """Worker ``i``'s own task replies to its RunGraph call from ``now``, ``seconds`` of
+        control messages at both ends (its send and its client's receipt), with the values
+        the step fetches from it (``fetch_bytes``: each end's per-byte cost, the loopback
+        carrying them meanwhile, the machine's cores copying them, as the op-level
+        ``SimSession._reply_out`` and ``_reply_in``; the step ends no sooner: ``own_at``);
+        returns when its client has them."""
+        if not self.fetch_bytes:
+            return self._w_msg(i, now, seconds)
+        out = self._w_msg(i, now, seconds / 2 + self.fetch_end_w)
+        carried = out + self.fetch_bytes / self.loop_rate
+        if self.machine is not None:
+            book_copy(self.machine, out, carried - out, self.copy_shares)
+        end = self.own_at[i] = self._w_msg(i, carried, seconds / 2 + self.fetch_end_w)
+        return end
 
     def _copy(self, i: int, share: float = 1.0) -> float:
         """With every task on one machine: the machine's kernel copies a pull's or a push's

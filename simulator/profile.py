@@ -81,6 +81,9 @@ class ReplicaProfile:
       RunGraph request to its own task carries over a loopback NIC (each end's
       ``worker_message_s_per_byte``, and the loopback carrying them, as the op-level
       ``SimSession`` books them; another NIC: handed over in the process, free);
+      ``fetch_bytes``: the values a worker step fetches from its own task (its Session.run's
+      fetches besides the train op: a loss, predictions), which that task's RunGraph reply
+      carries back the same way; the step ends once they are in;
       ``ps_cores``: cores of a PS host (its message handling and its kernels share them);
       ``update_inputs``: tensors besides the gradients that the update ops on a PS task take
       from the worker every step (a learning rate, an optimizer's constants: the step's graph
@@ -117,6 +120,7 @@ class ReplicaProfile:
     ps_wake_s: float = 0.0
     worker_wake_s: float = 0.0
     feed_bytes: float = 0.0
+    fetch_bytes: float = 0.0
     copy_cpu_factor: float = 1.0
     ps_message_s: float = 0.0
     ps_message_s_per_byte: float = 0.0
@@ -152,6 +156,7 @@ class ReplicaProfile:
             "ps_wake_s",
             "worker_wake_s",
             "feed_bytes",
+            "fetch_bytes",
             "copy_cpu_factor",
         ):
             _nonneg(what, getattr(self, what))

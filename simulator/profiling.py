@@ -49,6 +49,7 @@ def profile_from_graph(
     aggregate_s: Mapping[str, float] | float | None = None,
     host_topology: str | None = None,
     cache_share: int = 1,
+    fetches: Iterable[Any] = (),
 ) -> ReplicaProfile:
     """Measure one replica's ``ReplicaProfile`` with the op-level simulator.
 
@@ -77,6 +78,12 @@ def profile_from_graph(
     - ``update_inputs``: the distinct inputs of the update ops that are neither a variable, a
       slot, a gradient, row indices nor made beside a variable (its read): a learning rate,
       an optimizer's constants, a fed hyperparameter.
+
+    ``fetches``: tensors the step fetches besides ``train_op`` (a loss, predictions, a
+    counter): they are computed in the profiled step, and their bytes are ``fetch_bytes``
+    (what the worker's own task returns in its reply). A fetched variable that the PS tasks
+    hold (or its read) raises ValueError: the step-level drivers price values fetched from the
+    worker's own task only (the op-level ``SimSession`` prices any).
 
     ``cache_share``: how many tasks share one machine with the replica (``hetbed cluster``'s
     tasks on one host): CPU ops are priced with that share of the cache and the per-event
@@ -126,6 +133,7 @@ def profile_from_graph(
         cluster.add_task("worker", 0, tpu=(wspec, 1))
     else:
         cluster.add_task("worker", 0, gpu=(wspec, 1), host_topology=host_topology)
+    fetches_extra = list(fetches)
     fetches, indices = [], {}
     for v in var_ops:
         u = updates[v]
@@ -140,6 +148,9 @@ def profile_from_graph(
             if t not in fetches:
                 fetches.append(t)
     fetches += [t for t in indices.values() if t not in fetches]
+    fetched = _fetched_tensors(graph, fetches_extra, var_ops)
+    n_grads = len(fetches)
+    fetches += fetched
     feed_values = {k: _as_sim_value(v) for k, v in feeds.items()}
     sess = _WorkerFirstSession(cluster, graph=graph)
     try:
@@ -235,6 +246,7 @@ def profile_from_graph(
         ps_wake_s=pperf.wake_s,
         worker_wake_s=wperf.wake_s if wperf is not None else 0.0,
         feed_bytes=float(sum(value_nbytes(v) for v in feed_values.values())),
+        fetch_bytes=float(sum(value_nbytes(v) for v in values[n_grads:])),
         copy_cpu_factor=wperf.byte_factor(cache_share) if wperf is not None else 1.0,
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
@@ -337,6 +349,31 @@ def _update_inputs(update_ops: Iterable[Any]) -> int:
                 continue  # on the PS: a variable's read (a beta power) or its own op
             seen.add(t)
     return len(seen)
+
+
+def _fetched_tensors(graph: Any, items: Iterable[Any], var_ops: Iterable[Any]) -> list[Any]:
+    """``profile_from_graph``'s ``fetches`` as the graph's tensors or ops, each once. Raises
+    ValueError naming one that is a variable the PS tasks hold, or made beside one (its
+    read), or that is not of ``graph``."""
+    on_ps = {v.name for v in var_ops}
+    out: list[Any] = []
+    for item in items:
+        try:
+            t = graph.as_graph_element(item)
+        except (TypeError, ValueError, KeyError) as e:
+            raise ValueError(
+                f"profile_from_graph: fetches: {item!r} is not of the graph: {e}"
+            ) from e
+        op = getattr(t, "op", t)
+        if op.name in on_ps or on_ps.intersection(op.colocation_groups):
+            raise ValueError(
+                f"profile_from_graph: fetches: {op.name!r} is a variable the PS tasks hold (or "
+                "its read); the step-level drivers price values fetched from the worker's own "
+                "task only: simulate fetching it with the op-level SimSession"
+            )
+        if t not in out:
+            out.append(t)
+    return out
 
 
 def _update_ops(train_op: Any) -> dict[Any, Any]:

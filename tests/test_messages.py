@@ -984,6 +984,63 @@ def test_step_level_fed_values_travel_with_the_workers_own_request():
         ReplicaProfile(1.0, feed_bytes=-1.0)
 
 
+def test_step_level_fetched_values_return_in_the_workers_own_reply():
+    """``ReplicaProfile.fetch_bytes`` (``profile_from_graph(fetches=...)``: what the step
+    fetches from the worker's own task): that task's RunGraph reply carries them back, each
+    end paying ``worker_message_s_per_byte`` and the loopback carrying them, as the op-level
+    SimSession's ``_reply_out`` / ``_reply_in`` book them: n bytes more make a step n x (2 x
+    per byte + 1 / rate) longer (within 3%; the op-level step grows by the same closed form:
+    test_a_value_fetched_from_the_clients_own_task_streams_only_over_a_loopback_link), with SyncPS (with and without TF's
+    SyncReplicasOptimizer, whose own reply follows the token) and AsyncPS, op by op and with
+    the overlapped drivers; without a loopback (machines of their own) or without message
+    costs nothing changes."""
+    n, rate, per_byte = 8 << 20, 2e9, 1e-10
+
+    def step(fetched: float, driver: type, msg: bool = True, cores=4, **kw) -> float:
+        costs = dict(ps_message_s=40e-6, worker_message_s=40e-6, ps_control_message_s=30e-6,
+                     worker_control_message_s=30e-6, worker_message_s_per_byte=per_byte,
+                     ps_message_s_per_byte=per_byte) if msg else {}  # fmt: skip
+        dense = {"w": (4096, 0), "v": (4096, 0)}
+        prof = ReplicaProfile(2e-4, dense=dense, apply_s=5e-6, fetch_bytes=fetched, **costs)
+        runs = [
+            driver(prof, 1, n_ps=1, nic=(rate, 5e-6), machine_cores=cores, **kw).run(steps)
+            for steps in (20, 40)
+        ]  # (steady steps: a run ends with its last update, before that step's replies)
+        return (runs[1].sim_time_s - runs[0].sim_time_s) / 20
+
+    for driver, kw in (
+        (SyncPS, {}),
+        (SyncPS, {"sync_replicas": True}),
+        (SyncPS, {"sync_replicas": True, "bucket_bytes": 4096}),
+        (SyncPS, {"bucket_bytes": 4096}),
+        (AsyncPS, {}),
+        (AsyncPS, {"bucket_bytes": 4096}),
+    ):
+        grown = step(n, driver, **kw) - step(0, driver, **kw)
+        assert grown == pytest.approx(n * (2 * per_byte + 1 / rate), rel=0.03), (driver, kw)
+        assert step(n, driver, False, **kw) == step(0, driver, False, **kw)
+        assert step(n, driver, cores=None, **kw) == step(0, driver, cores=None, **kw)
+    from hetbed.simulator.profiling import profile_from_graph
+
+    with hb.Graph().as_default():
+        x = hb.placeholder(hb.float32, [None, 256])
+        w = hb.Variable(np.ones((256, 4), np.float32))
+        y = hb.matmul(x, w)
+        loss = hb.reduce_sum(y)
+        train = hb.train.GradientDescentOptimizer(0.1).minimize(loss)
+        kw = dict(worker="xeon_e5_2680v3_2s", ps="xeon_e5_2630v3_ps")
+        feed = {x: sim_value([64, 256])}
+        prof = profile_from_graph(train, feed, fetches=[loss, y, y.op], **kw)
+        assert prof.fetch_bytes == 4 + 64 * 4 * 4
+        assert profile_from_graph(train, feed, **kw).fetch_bytes == 0
+        with pytest.raises(ValueError, match="variable the PS tasks hold"):
+            profile_from_graph(train, feed, fetches=[w], **kw)
+        with pytest.raises(ValueError, match="fetches: 'nope:0' is not of the graph"):
+            profile_from_graph(train, feed, fetches=["nope:0"], **kw)
+    with pytest.raises(ValueError, match="fetch_bytes"):
+        ReplicaProfile(1.0, fetch_bytes=-1.0)
+
+
 def _fetch_step(perf, n, value, machines=("a", "b"), concurrent=False, own=False):
     """Step time of a client on the worker task fetching (``value``) or only running (not)
     an identity of ``n`` float32 computed on the PS task (``own``: on the worker's own task),
