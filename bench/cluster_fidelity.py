@@ -23,13 +23,11 @@ measurements. Where that output holds calibrate's op profile (``profile.json``: 
 measured time in local training steps of other models, mlp, cnn, embedding and lstm), it prices
 the ops (the ops it did not see scale from their family's or fall back to the roofline), since a
 small op's time on this machine is its Python call, which the roofline does not see; without it
-the roofline does. ``--cpu`` prints the measured CPU of every process per global step against
-the CPU one op-level step of the hand-written replicated graph books (``grid.op_level_record``),
-by kind and by job, with each job's context switches per step (a diagnostic without a target;
-``--rows scalar:1x8,scalar:4x4`` picks its rows: model, PS tasks x workers). That graph has no
-queue runner and one client, so no interpreter hand-offs or wake-ups: the op-level prediction of the real program books more (sync
-scalar, one worker: 2.21 ms a global step over both tasks against this table's 2.00, the real
-processes 2.29-2.36).
+the roofline does. ``--cpu`` prints the measured CPU of every process per global step (user
+and system) against what the op-level prediction of the same program books in its steady state
+(``op_level_cpu``: every op, message, hand-off and wake-up of every task, and the loopback
+copies), by kind and by job, with each job's context switches per step (a diagnostic without a
+target; ``--rows scalar:1x8,scalar:4x4`` picks its rows: model, PS tasks x workers).
 
 Targets (issue 13): median |error| <= 10%, worst <= 25%, and each model's scaling right (the
 predicted W=max / W=1 step-time ratio within 25% of the measured one), judged for each simulator.
@@ -83,7 +81,6 @@ from hetbed.devices.catalog import load_device, load_link  # noqa: E402
 from hetbed.devices.profiled import Profiled  # noqa: E402
 from hetbed.runtime.distributed.launcher import CONFIG_ENV, launch  # noqa: E402
 from hetbed.scenarios.models import grid  # noqa: E402
-from hetbed.simulator.cluster import loop_copy_shares  # noqa: E402
 from hetbed.simulator.messages import MessageProbe  # noqa: E402
 
 HOST, LINK = "this_machine", "loopback"
@@ -169,8 +166,8 @@ def _task_role(pid: int) -> str:
     return "?"
 
 
-def _task_cpu(barrier: str) -> dict[int, float]:
-    """CPU seconds (user and system) so far of each live process of the run whose command line
+def _task_cpu(barrier: str) -> dict[int, tuple[float, float]]:
+    """(user, system) CPU seconds so far of each live process of the run whose command line
     names ``barrier`` (its tasks), by process id, from /proc."""
     out = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -182,7 +179,8 @@ def _task_cpu(barrier: str) -> dict[int, float]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:  # gone meanwhile
             continue
-        out[int(pid)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        out[int(pid)] = (int(fields[11]) / tick, int(fields[12]) / tick)
     return out
 
 
@@ -231,8 +229,8 @@ class _CpuTap(io.StringIO):
 
 def cpu_per_step(
     model: str, workers: int, mode: str, short: int, long: int, n_ps: int = 1
-) -> tuple[dict[str, float], dict[str, tuple[float, float]], float]:
-    """CPU seconds (user and system) per chief step in the steady state, by task ("ps:0",
+) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]], float]:
+    """(user, system) CPU seconds per chief step in the steady state, by task ("ps:0",
     "worker:1", ...): each task's CPU time read from /proc when the chief reports its step
     ``short`` and its step ``long``, the difference over the steps between; with each task's
     (voluntary, involuntary) context switches per step the same way (``_switches``) and the
@@ -242,13 +240,17 @@ def cpu_per_step(
     tap = _CpuTap(short, long)
     _run(model, workers, long + 3, mode, n_ps, out=tap)
     before, after = tap.marks[short], tap.marks[long]
-    out: dict[str, float] = {}
+    out: dict[str, tuple[float, float]] = {}
     switches: dict[str, tuple[float, float]] = {}
     n = long - short
     for p in after:
         if p in before:
             role = tap.roles.get(p, "?")
-            out[role] = out.get(role, 0.0) + (after[p] - before[p]) / n
+            u, s_ = out.get(role, (0.0, 0.0))
+            out[role] = (
+                u + (after[p][0] - before[p][0]) / n,
+                s_ + (after[p][1] - before[p][1]) / n,
+            )
             (v0, i0), (v1, i1) = tap.switches[short][p], tap.switches[long][p]
             v, i = switches.get(role, (0.0, 0.0))
             switches[role] = (v + (v1 - v0) / n, i + (i1 - i0) / n)
@@ -272,56 +274,94 @@ def _by_job(per_task: dict[str, float]) -> dict[str, float]:
 #: the rows of ``--cpu`` by default: (model, PS tasks, workers), synchronous
 CPU_ROWS = tuple((m, 1, w) for m in ("scalar", "sparse", "dense_1mb", "dense_10mb") for w in (1, 2))
 
+#: what ``op_level_cpu`` sums apart; every other record is a kernel
+CPU_KINDS = ("RecvTensor", "RunGraph", "Session.run", "Handoff", "Wake")
+
+
+def op_level_cpu(
+    model: str, workers: int, n_ps: int = 1, a: int = 6, b: int = 18, mode: str = "sync"
+) -> tuple[dict[str, dict[str, float]], float, float]:
+    """What the op-level prediction of the real program (``grid.op_level_clients``, ``mode``
+    "sync" or "async", every task on this machine) books per chief step in its steady state:
+    ({task: {kind: CPU seconds}}, the machine's loopback copies, its median step), each the
+    difference between runs of ``a`` and ``b`` chief steps over ``b - a`` (the first steps from
+    idle cancel)."""
+
+    def run(steps: int) -> tuple[dict[str, dict[str, float]], float, list[float]]:
+        out: list = []
+        times = grid.op_level_clients(
+            model, workers, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, steps=steps,
+            mode=mode, cluster_out=out,
+        )  # fmt: skip
+        c = out[0]
+        per: dict[str, dict[str, float]] = {}
+        copies = 0.0
+        for t in c.tasks:
+            cpu = c.task_cpu(t)
+            kinds = per.setdefault(grid.short_task(cpu.name), {})
+            for what, begin, end in cpu.records:
+                kind = what.type if what.type in CPU_KINDS else "kernels"
+                kinds[kind] = kinds.get(kind, 0.0) + (end - begin)
+            if cpu.host_cores is not None:
+                copies = cpu.host_cores.copied_s  # (one machine: the same cores for every task)
+        return per, copies, times
+
+    (pa, ca, _), (pb, cb, times) = run(a), run(b)
+    n = b - a
+    per = {
+        task: {k: (v - pa.get(task, {}).get(k, 0.0)) / n for k, v in kinds.items()}
+        for task, kinds in pb.items()
+    }
+    return per, (cb - ca) / n, times[0] if mode == "async" else statistics.median(times[2:])
+
 
 def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
-    """Where the error is: measured CPU per global step against what the op-level simulator
-    books (every op, message and Session.run of the step, all tasks), beside the step times,
-    for each (model, PS tasks, workers) of ``rows`` (synchronous), and each job's context
-    switches per step. A diagnostic (no target): when the CPU agrees and the step time does
-    not, the error is in what overlaps, not in what is charged."""
+    """Where the error is: measured CPU per global step (user and system) against what the
+    op-level prediction of the same program books in its steady state (``op_level_cpu``: every
+    op, message, hand-off and wake-up, all tasks, and the loopback copies), beside the step
+    times, by job, with each job's context switches per step, for each (model, PS tasks,
+    workers) of ``rows`` (synchronous). A diagnostic (no target): when the CPU agrees and the
+    step time does not, the error is in what overlaps, not in what is charged; when the jobs'
+    totals agree and their parts do not, in which end of a message pays."""
     title = "cluster_fidelity --cpu: CPU per global step, all processes (ms)"
     print(f"\n{title}\n{'-' * len(title)}")
     print(
         f"{'model':12s} {'PS':>2s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} "
         f"{'err':>6s} {'measured step':>14s} {'op-level step':>14s}   op-level CPU by kind; "
-        "measured / op-level CPU by job; context switches a step by job (voluntary / "
-        "involuntary)"
+        "by job: measured (user + system) / op-level (its copies apart); context switches a "
+        "step by job (voluntary / involuntary)"
     )
-    shares, bw = loop_copy_shares(LINK), load_link(LINK).bandwidth_bytes_per_s
     for model, n_ps, w in rows:
         per_task, switches, wall = cpu_per_step(model, w, "sync", short, long, n_ps)
-        cpu = sum(per_task.values())
-        rec = grid.op_level_record(model, w, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS)
-        kind = rec.ops.type.where(
-            rec.ops.type.isin(["RecvTensor", "RunGraph", "Session.run"]), "kernels"
-        )
-        by = rec.ops.duration_s.groupby(kind).sum()
-        # the loopback copies: the cores the link's stream shares book while it carries them
-        by["copies"] = float(rec.flows.bytes.sum()) * sum(shares) / bw
-        booked = float(by.sum())
+        cpu = sum(u + s_ for u, s_ in per_task.values())
+        booked_task, copies, sim_step = op_level_cpu(model, w, n_ps)
+        by: dict[str, float] = {}
+        for kinds in booked_task.values():
+            for k, v in kinds.items():
+                by[k] = by.get(k, 0.0) + v
+        by["copies"] = copies
+        booked = sum(by.values())
         parts = ", ".join(f"{k} {v * 1e3:.3f}" for k, v in by.items())
-        # each job's: its tasks' processes against what their devices book (the copies,
-        # which the shared machine's cores book for both ends, apart)
-        sim_job = _by_job(
-            rec.ops.duration_s.groupby(rec.ops.device.map(grid.short_task)).sum().to_dict()
-        )
+        sim_job = _by_job({t: sum(kinds.values()) for t, kinds in booked_task.items()})
+        user = _by_job({t: u for t, (u, _) in per_task.items()})
+        system = _by_job({t: s_ for t, (_, s_) in per_task.items()})
         jobs = ", ".join(
-            f"{j} {v * 1e3:.3f} / {sim_job.get(j, 0.0) * 1e3:.3f}"
-            for j, v in sorted(_by_job(per_task).items())
+            f"{j} {user[j] * 1e3:.3f} + {system[j] * 1e3:.3f} / {sim_job.get(j, 0.0) * 1e3:.3f}"
+            for j in sorted(user)
         )
         vol = _by_job({t: v for t, (v, _) in switches.items()})
         inv = _by_job({t: i for t, (_, i) in switches.items()})
         sw = ", ".join(f"{j} {vol[j]:.1f} / {inv[j]:.1f}" for j in sorted(vol))
         print(
             f"{model:12s} {n_ps:2d} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
-            f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {rec.step_time_s * 1e3:14.3f}"
+            f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {sim_step * 1e3:14.3f}"
             f"   {parts}; {jobs}; {sw}",
             flush=True,
         )
     print(
         f"(measured CPU and context switches: each task's, from /proc at the chief's step "
-        f"{short} and {long}; measured step: the chief's median over those steps; "
-        f"{OP_COSTS_NOTE})"
+        f"{short} and {long}; measured step: the chief's median over those steps; op-level: "
+        f"the program's steady state, steps 6 to 18; {OP_COSTS_NOTE})"
     )
 
 

@@ -103,3 +103,37 @@ def test_cluster_fidelity_cpu_rows_and_context_switches():
     v1, i1 = cf._switches(os.getpid())
     assert v1 >= v0 + 1 and i1 >= i0 >= 0
     assert cf._switches(2**22 + 12345) == (0, 0)  # (no such process)
+
+
+def test_cluster_fidelity_cpu_books_the_programs_steady_state(monkeypatch):
+    """``--cpu``'s op-level column (``op_level_cpu``) is what the op-level prediction of the real
+    program books per global step once steady: on the shipped catalog (no calibration), a
+    synchronous scalar step with one worker books on the PS four RecvTensor calls (two message
+    ends each), two RunGraph calls (request and reply) and two wake-ups (the queue runner's take
+    and the token's dequeue), on the worker eight RunGraph ends and four RecvTensor calls; the
+    same from other run lengths (start-up cancels); and no more than the machine's two cores
+    can do in a step."""
+    monkeypatch.delenv("HETBED_CATALOG_PATH", raising=False)
+    path = os.path.join(os.path.dirname(__file__), "..", "bench", "cluster_fidelity.py")
+    spec = importlib.util.spec_from_file_location("bench_cluster_fidelity_cpu", path)
+    cf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cf)
+    from hetbed.devices.catalog import load_device
+    from hetbed.devices.costmodel import perf_from_spec
+
+    p = perf_from_spec(load_device("this_machine"))
+    per, copies, step = cf.op_level_cpu("scalar", 1)
+    ps, worker = per["ps:0"], per["worker:0"]
+    assert ps["RecvTensor"] == pytest.approx(4 * 2 * p.message_s, abs=1e-9)  # (+ 4-byte payloads)
+    assert ps["RunGraph"] == pytest.approx(4 * p.control_s, rel=1e-6)
+    assert ps["Wake"] == pytest.approx(2 * p.wake_s, rel=1e-6)
+    assert worker["RecvTensor"] == pytest.approx(4 * 2 * p.message_s, abs=1e-9)
+    assert worker["RunGraph"] == pytest.approx(8 * p.control_s, rel=1e-6)
+    assert 0 <= copies < 1e-7  # (4-byte tensors)
+    again, _, step2 = cf.op_level_cpu("scalar", 1, a=4, b=10)
+    assert step2 == pytest.approx(step, rel=1e-9)
+    for task in per:
+        for kind, v in per[task].items():
+            assert again[task].get(kind, 0.0) == pytest.approx(v, rel=1e-6, abs=1e-12)
+    total = sum(sum(k.values()) for k in per.values())
+    assert 0 < total <= 2 * step
