@@ -49,7 +49,7 @@ def profile_from_graph(
     aggregate_s: Mapping[str, float] | float | None = None,
     host_topology: str | None = None,
     cache_share: int = 1,
-    fetches: Iterable[Any] = (),
+    fetches: Any = (),
 ) -> ReplicaProfile:
     """Measure one replica's ``ReplicaProfile`` with the op-level simulator.
 
@@ -80,7 +80,7 @@ def profile_from_graph(
       an optimizer's constants, a fed hyperparameter.
 
     ``fetches``: tensors the step fetches besides ``train_op`` (a loss, predictions, a
-    counter): they are computed in the profiled step, and their bytes are ``fetch_bytes``
+    counter; a list, or one tensor, op or name): they are computed in the profiled step, and their bytes are ``fetch_bytes``
     (what the worker's own task returns in its reply). A fetched variable that the PS tasks
     hold (or its read) raises ValueError: the step-level drivers price values fetched from the
     worker's own task only (the op-level ``SimSession`` prices any).
@@ -133,7 +133,7 @@ def profile_from_graph(
         cluster.add_task("worker", 0, tpu=(wspec, 1))
     else:
         cluster.add_task("worker", 0, gpu=(wspec, 1), host_topology=host_topology)
-    fetches_extra = list(fetches)
+    fetches_extra = list(fetches) if isinstance(fetches, (list, tuple, set)) else [fetches]
     fetches, indices = [], {}
     for v in var_ops:
         u = updates[v]

@@ -1033,6 +1033,7 @@ def test_step_level_fetched_values_return_in_the_workers_own_reply():
         prof = profile_from_graph(train, feed, fetches=[loss, y, y.op], **kw)
         assert prof.fetch_bytes == 4 + 64 * 4 * 4
         assert profile_from_graph(train, feed, **kw).fetch_bytes == 0
+        assert profile_from_graph(train, feed, fetches=y.name, **kw).fetch_bytes == 64 * 4 * 4
         with pytest.raises(ValueError, match="variable the PS tasks hold"):
             profile_from_graph(train, feed, fetches=[w], **kw)
         with pytest.raises(ValueError, match="fetches: 'nope:0' is not of the graph"):
