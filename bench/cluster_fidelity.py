@@ -283,9 +283,10 @@ def op_level_cpu(
 ) -> tuple[dict[str, dict[str, float]], float, float]:
     """What the op-level prediction of the real program (``grid.op_level_clients``, ``mode``
     "sync" or "async", every task on this machine) books per chief step in its steady state:
-    ({task: {kind: CPU seconds}}, the machine's loopback copies, its median step), each the
-    difference between runs of ``a`` and ``b`` chief steps over ``b - a`` (the first steps from
-    idle cancel)."""
+    ({task: {kind: CPU seconds}}, the machine's loopback copies), each the difference between
+    runs of ``a`` and ``b`` chief steps over ``b - a`` (the first steps from idle cancel), and
+    the longer run's step: its median chief step after the first two ("sync"), or its seconds
+    per global step ("async": about 1 / W of a chief step)."""
 
     def run(steps: int) -> tuple[dict[str, dict[str, float]], float, list[float]]:
         out: list = []
@@ -361,7 +362,7 @@ def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
     print(
         f"(measured CPU and context switches: each task's, from /proc at the chief's step "
         f"{short} and {long}; measured step: the chief's median over those steps; op-level: "
-        f"the program's steady state, steps 6 to 18; {OP_COSTS_NOTE})"
+        f"the program's steady state, its CPU the difference between runs of 6 and 18 steps, its step the median of the longer run's after the first two; {OP_COSTS_NOTE})"
     )
 
 

@@ -103,6 +103,7 @@ class HostCpus:
         # gradients leave; with a token, once it has the token: token_w) and each PS task's
         # reply (receive)
         self.reply_own_w = 0.0 if tf_sync else 2 * cwo
+        self.token_reply = tf_sync  # (its own task replies after the token: ``_replied``)
         self.token_own_w = 2 * cwo if tf_sync else 0.0  # (token_w's own reply)
         self.reply_w = n_ps_active * cw
         self.reply_w_of = [len(self.groups[g]) * cw for g in range(G)]  # (one group's)
@@ -240,7 +241,7 @@ class HostCpus:
         now = env.now
         cost = self.xfer_w
         end = self._w_msg(i, now if sending else now + self.w_lat, cost)
-        if sending and not self.token_own_w:  # (with a token: after it, ``_replied``)
+        if sending and not self.token_reply:  # (with a token: after it, ``_replied``)
             self._own_reply(i, end, self.reply_own_w)
         if end > now:
             yield env.timeout(end - now)

@@ -125,7 +125,7 @@ class OverlappedStep:
             t = max(env.now, ready[j])
             if self.msg_on:  # the worker serializes the bucket (after the last: its reply)
                 t = self._w_msg(i, t, self.xfer_w * share)
-                if j == len(self.bwd) - 1 and not self.token_own_w:
+                if j == len(self.bwd) - 1 and not self.token_reply:
                     self._own_reply(i, t, self.reply_own_w)
             self._at(t, lambda: send(j, share))
 

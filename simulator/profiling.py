@@ -79,11 +79,13 @@ def profile_from_graph(
       slot, a gradient, row indices nor made beside a variable (its read): a learning rate,
       an optimizer's constants, a fed hyperparameter.
 
-    ``fetches``: tensors the step fetches besides ``train_op`` (a loss, predictions, a
-    counter; a list, or one tensor, op or name): they are computed in the profiled step, and their bytes are ``fetch_bytes``
-    (what the worker's own task returns in its reply). A fetched variable that the PS tasks
-    hold (or its read) raises ValueError: the step-level drivers price values fetched from the
-    worker's own task only (the op-level ``SimSession`` prices any).
+    ``fetches``: what the step fetches besides ``train_op`` (a loss, predictions; a list, or
+    one tensor, op or name): computed in the profiled step, their bytes are ``fetch_bytes``
+    (what the worker's own task returns in its reply; a fed value fetched back is free, its
+    client answering from the feed; ``train_op`` and its update ops are left out: the step runs
+    them anyway). A variable (or its read), which a replicated program keeps on its PS tasks,
+    raises ValueError: the step-level drivers price values fetched from the worker's own task
+    only (the op-level ``SimSession`` prices any).
 
     ``cache_share``: how many tasks share one machine with the replica (``hetbed cluster``'s
     tasks on one host): CPU ops are priced with that share of the cache and the per-event
@@ -148,7 +150,7 @@ def profile_from_graph(
             if t not in fetches:
                 fetches.append(t)
     fetches += [t for t in indices.values() if t not in fetches]
-    fetched = _fetched_tensors(graph, fetches_extra, var_ops)
+    fetched = _fetched_tensors(graph, fetches_extra, [op, *updates.values()])
     n_grads = len(fetches)
     fetches += fetched
     feed_values = {k: _as_sim_value(v) for k, v in feeds.items()}
@@ -246,7 +248,9 @@ def profile_from_graph(
         ps_wake_s=pperf.wake_s,
         worker_wake_s=wperf.wake_s if wperf is not None else 0.0,
         feed_bytes=float(sum(value_nbytes(v) for v in feed_values.values())),
-        fetch_bytes=float(sum(value_nbytes(v) for v in values[n_grads:])),
+        fetch_bytes=float(
+            sum(value_nbytes(v) for t, v in zip(fetched, values[n_grads:]) if t not in feeds)
+        ),  # (a fed value fetched back: its client answers from the feed, as TensorFlow's)
         copy_cpu_factor=wperf.byte_factor(cache_share) if wperf is not None else 1.0,
         ps_message_s=pperf.message_s,
         ps_message_s_per_byte=pperf.message_s_per_byte,
@@ -351,11 +355,20 @@ def _update_inputs(update_ops: Iterable[Any]) -> int:
     return len(seen)
 
 
-def _fetched_tensors(graph: Any, items: Iterable[Any], var_ops: Iterable[Any]) -> list[Any]:
-    """``profile_from_graph``'s ``fetches`` as the graph's tensors or ops, each once. Raises
-    ValueError naming one that is a variable the PS tasks hold, or made beside one (its
-    read), or that is not of ``graph``."""
-    on_ps = {v.name for v in var_ops}
+def _fetched_tensors(graph: Any, items: Iterable[Any], skip: Iterable[Any]) -> list[Any]:
+    """``profile_from_graph``'s ``fetches`` as the graph's tensors or ops, each once, less the
+    ops of ``skip`` (the train op and its updates: the step runs them anyway, and the profile
+    measures the compute without them). Raises ValueError naming one that a replicated program
+    keeps on its PS tasks (``replica_device_setter``'s ``STANDARD_PS_OPS``: a variable, or an op
+    colocated with one, its read), or that is not of ``graph``."""
+    from hetbed.runtime.device_setter import STANDARD_PS_OPS
+    from hetbed.runtime.placement import colocation_groups
+
+    on_ps = set()
+    for members in colocation_groups(graph.get_operations()).values():
+        if any(m.type in STANDARD_PS_OPS for m in members):
+            on_ps.update(members)
+    skip = set(skip)
     out: list[Any] = []
     for item in items:
         try:
@@ -365,11 +378,14 @@ def _fetched_tensors(graph: Any, items: Iterable[Any], var_ops: Iterable[Any]) -
                 f"profile_from_graph: fetches: {item!r} is not of the graph: {e}"
             ) from e
         op = getattr(t, "op", t)
-        if op.name in on_ps or on_ps.intersection(op.colocation_groups):
+        if op in skip:
+            continue
+        if op in on_ps:
             raise ValueError(
-                f"profile_from_graph: fetches: {op.name!r} is a variable the PS tasks hold (or "
-                "its read); the step-level drivers price values fetched from the worker's own "
-                "task only: simulate fetching it with the op-level SimSession"
+                f"profile_from_graph: fetches: {op.name!r} is a variable or its read, which a "
+                "replicated program keeps on its PS tasks; the step-level drivers price values "
+                "fetched from the worker's own task only: leave it out (a global step's 8 bytes "
+                "cost next to nothing) or simulate the step op by op with SimSession"
             )
         if t not in out:
             out.append(t)

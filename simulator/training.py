@@ -405,7 +405,7 @@ class SyncPS(_Driver):
             yield env.timeout(self.other_at[i] - env.now)
         now = env.now
         cost = self.reply_w_of[self.token_group] + self.token_w
-        if self.fetch_bytes and self.token_own_w:  # its own task's reply, with what it fetches
+        if self.fetch_bytes and self.token_reply:  # its own task's reply, with what it fetches
             cost -= self.token_own_w
             end = self._w_msg(i, max(now, self.reply_at[i]), cost)
             end = self._own_reply(i, end, self.token_own_w)

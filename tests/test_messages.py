@@ -996,10 +996,11 @@ def test_step_level_fetched_values_return_in_the_workers_own_reply():
     costs nothing changes."""
     n, rate, per_byte = 8 << 20, 2e9, 1e-10
 
-    def step(fetched: float, driver: type, msg: bool = True, cores=4, **kw) -> float:
+    def step(fetched: float, driver: type, msg: bool = True, cores=4, own=None, **kw) -> float:
         costs = dict(ps_message_s=40e-6, worker_message_s=40e-6, ps_control_message_s=30e-6,
                      worker_control_message_s=30e-6, worker_message_s_per_byte=per_byte,
-                     ps_message_s_per_byte=per_byte) if msg else {}  # fmt: skip
+                     ps_message_s_per_byte=per_byte,
+                     worker_own_control_message_s=own) if msg else {}  # fmt: skip
         dense = {"w": (4096, 0), "v": (4096, 0)}
         prof = ReplicaProfile(2e-4, dense=dense, apply_s=5e-6, fetch_bytes=fetched, **costs)
         runs = [
@@ -1011,6 +1012,7 @@ def test_step_level_fetched_values_return_in_the_workers_own_reply():
     for driver, kw in (
         (SyncPS, {}),
         (SyncPS, {"sync_replicas": True}),
+        (SyncPS, {"sync_replicas": True, "own": 0.0}),  # (a free own call: still after the token)
         (SyncPS, {"sync_replicas": True, "bucket_bytes": 4096}),
         (SyncPS, {"bucket_bytes": 4096}),
         (AsyncPS, {}),
@@ -1034,8 +1036,14 @@ def test_step_level_fetched_values_return_in_the_workers_own_reply():
         assert prof.fetch_bytes == 4 + 64 * 4 * 4
         assert profile_from_graph(train, feed, **kw).fetch_bytes == 0
         assert profile_from_graph(train, feed, fetches=y.name, **kw).fetch_bytes == 64 * 4 * 4
-        with pytest.raises(ValueError, match="variable the PS tasks hold"):
-            profile_from_graph(train, feed, fetches=[w], **kw)
+        for held in (w, w.read_value(), w.value(), hb.train.get_or_create_global_step()):
+            with pytest.raises(ValueError, match="keeps on its PS tasks"):
+                profile_from_graph(train, feed, fetches=[held], **kw)
+        # a fed value fetched back is free; the train op (and its updates) are left out, so
+        # the profiled compute is the same
+        again = profile_from_graph(train, feed, fetches=[x, train, loss], **kw)
+        assert again.fetch_bytes == 4
+        assert again.compute_s == prof.compute_s
         with pytest.raises(ValueError, match="fetches: 'nope:0' is not of the graph"):
             profile_from_graph(train, feed, fetches=["nope:0"], **kw)
     with pytest.raises(ValueError, match="fetch_bytes"):
