@@ -206,6 +206,28 @@ def _switches(pid: int) -> tuple[int, int]:
     return vol, inv
 
 
+def _thread_cpu(pid: int) -> dict[str, float]:
+    """CPU seconds (user and system) so far of process ``pid``'s threads, summed by their OS
+    name (runtime/threadname.py: "hetbed-data", "hetbed-recv", ...; the main thread and any
+    unnamed one: the process's name); {} where /proc cannot say."""
+    out: dict[str, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # (a thread that ended meanwhile)
+            continue
+        out[name] = out.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
 class _CpuTap(io.StringIO):
     """Output of a run that reads its tasks' CPU from /proc when the chief reports step ``a``
     and step ``b``."""
@@ -215,6 +237,7 @@ class _CpuTap(io.StringIO):
         self.a, self.b, self.seen, self.marks, self.barrier = a, b, 0, {}, ""
         self.roles: dict[int, str] = {}  # each process's task, read at step ``a``
         self.switches: dict[int, dict[int, tuple[int, int]]] = {}  # ``_switches`` at a and b
+        self.threads: dict[int, dict[int, dict[str, float]]] = {}  # ``_thread_cpu`` at a and b
 
     def write(self, text: str) -> int:
         if text.startswith("[worker:0] step "):
@@ -222,19 +245,21 @@ class _CpuTap(io.StringIO):
             if self.barrier and self.seen in (self.a, self.b):  # ("" would name every process)
                 self.marks[self.seen] = _task_cpu(self.barrier)
                 self.switches[self.seen] = {p: _switches(p) for p in self.marks[self.seen]}
+                self.threads[self.seen] = {p: _thread_cpu(p) for p in self.marks[self.seen]}
                 if self.seen == self.a:
                     self.roles = {p: _task_role(p) for p in self.marks[self.a]}
         return super().write(text)
 
 
 def cpu_per_step(
-    model: str, workers: int, mode: str, short: int, long: int, n_ps: int = 1
+    model: str, workers: int, mode: str, short: int, long: int, n_ps: int = 1, threads: Any = None
 ) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]], float]:
     """(user, system) CPU seconds per chief step in the steady state, by task ("ps:0",
     "worker:1", ...): each task's CPU time read from /proc when the chief reports its step
     ``short`` and its step ``long``, the difference over the steps between; with each task's
     (voluntary, involuntary) context switches per step the same way (``_switches``) and the
-    chief's median step over those steps (seconds). (Counting the job's processes once they
+    chief's median step over those steps (seconds). ``threads`` (a dict, optional) receives
+    each task's CPU seconds per step by thread name (``_thread_cpu``). (Counting the job's processes once they
     have exited, by getrusage, missed the PS tasks, which the launcher stops: a dense 100 MB
     step read 111 ms that way against 180 ms from /proc.)"""
     tap = _CpuTap(short, long)
@@ -254,6 +279,11 @@ def cpu_per_step(
             (v0, i0), (v1, i1) = tap.switches[short][p], tap.switches[long][p]
             v, i = switches.get(role, (0.0, 0.0))
             switches[role] = (v + (v1 - v0) / n, i + (i1 - i0) / n)
+            if threads is not None:
+                t0, t1 = tap.threads[short][p], tap.threads[long][p]
+                mine = threads.setdefault(role, {})
+                for name, sec in t1.items():
+                    mine[name] = mine.get(name, 0.0) + (sec - t0.get(name, 0.0)) / n
     steps = [
         float(line.split()[2])
         for line in tap.getvalue().splitlines()
@@ -333,7 +363,8 @@ def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
         "step by job (voluntary / involuntary)"
     )
     for model, n_ps, w in rows:
-        per_task, switches, wall = cpu_per_step(model, w, "sync", short, long, n_ps)
+        by_thread: dict[str, dict[str, float]] = {}
+        per_task, switches, wall = cpu_per_step(model, w, "sync", short, long, n_ps, by_thread)
         cpu = sum(u + s_ for u, s_ in per_task.values())
         booked_task, copies, sim_step = op_level_cpu(model, w, n_ps)
         by: dict[str, float] = {}
@@ -359,6 +390,13 @@ def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
             f"   {parts}; {jobs}; {sw}",
             flush=True,
         )
+        for task in sorted(by_thread):
+            mine = sorted(by_thread[task].items(), key=lambda kv: -kv[1])
+            print(
+                f"{'':18s}{task} by thread: "
+                + ", ".join(f"{name} {v * 1e3:.3f}" for name, v in mine if v > 0),
+                flush=True,
+            )
     print(
         f"(measured CPU and context switches: each task's, from /proc at the chief's step "
         f"{short} and {long}; measured step: the chief's median over those steps; op-level: "

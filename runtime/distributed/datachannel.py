@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from .. import errors as E
+from ..threadname import name_this_thread
 from .rpc import status_code
 from .wire import (
     INLINE_BYTES,
@@ -225,6 +226,7 @@ class _HangupWatch:
             self._closed = True
 
     def _loop(self) -> None:
+        name_this_thread("hetbed-watch")
         while not self._closed:
             now = time.monotonic()
             with self._lock:
@@ -304,6 +306,7 @@ class DataServer:
             _shutdown(c)
 
     def _accept(self) -> None:
+        name_this_thread("hetbed-accept")
         while True:
             try:
                 conn, _ = self._sock.accept()
@@ -320,6 +323,7 @@ class DataServer:
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
+        name_this_thread("hetbed-data")
         task = self._worker.task
         try:
             conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -23,6 +23,7 @@ from concurrent import futures
 from typing import Any
 
 from ..host_memory import keep_freed_memory
+from ..threadname import name_this_thread
 from .cluster import ClusterSpec, split_address
 from .wire import MAX_TENSOR_BYTES, message_limit
 from .worker import Worker
@@ -125,7 +126,12 @@ class Server:
             else None
         )
         self._server = grpc.server(
-            futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="hetbed-rpc"),
+            futures.ThreadPoolExecutor(
+                max_workers=max_workers,
+                thread_name_prefix="hetbed-rpc",
+                initializer=name_this_thread,
+                initargs=("hetbed-rpc",),
+            ),
             options=channel_options(self._max_bytes),
             interceptors=[TokenInterceptor(self._token)] if self._token else None,
         )

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ..threadname import name_this_thread
 from .datachannel import _shutdown
 
 
@@ -32,6 +33,7 @@ class _Threads:
             threading.Thread(target=self._loop, name="hetbed-recv", daemon=True).start()
 
     def _loop(self) -> None:
+        name_this_thread("hetbed-recv")
         while True:
             try:
                 fn = self._queue.get(timeout=60.0)

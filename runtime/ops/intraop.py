@@ -36,6 +36,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
+from ..threadname import name_this_thread
+
 
 def _threads_from_env() -> int | None:
     name = "HETBED_INTRA_OP_THREADS"
@@ -207,7 +209,12 @@ def run_blocks(
 
     with one_blas_thread():
         if _pool is None or _pool._max_workers < threads - 1:
-            _pool = ThreadPoolExecutor(max(threads - 1, cpus() - 1), "hetbed-intraop")
+            _pool = ThreadPoolExecutor(
+                max(threads - 1, cpus() - 1),
+                "hetbed-intraop",
+                initializer=name_this_thread,
+                initargs=("hetbed-intraop",),
+            )
         for _ in range(threads - 1):
             _pool.submit(loop)
         loop()

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import CancelledError, OutOfRangeError
 from ..graph import GraphKeys, get_default_graph
+from ..threadname import name_this_thread
 
 __all__ = ["Coordinator", "QueueRunner", "add_queue_runner", "start_queue_runners"]
 
@@ -186,6 +187,7 @@ class QueueRunner:
         return threads
 
     def _run(self, sess: Any, enqueue_op: Any, coord: Coordinator | None) -> None:
+        name_this_thread("hetbed-queue")
         key, counted = id(sess), True
         try:
             while coord is None or not coord.should_stop():
@@ -217,6 +219,7 @@ class QueueRunner:
                     self._runs[key] -= 1
 
     def _close_on_stop(self, sess: Any, coord: Coordinator) -> None:
+        name_this_thread("hetbed-queue")
         coord.wait_for_stop()
         with contextlib.suppress(Exception):  # the session may be closed already
             sess.run(self.cancel_op)

@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import OutOfRangeError
 from ..graph import GraphKeys, get_default_graph
 from ..session import Session
+from ..threadname import name_this_thread
 from ..variables import (
     global_variables_initializer,
     local_variables_initializer,
@@ -183,6 +184,7 @@ class Supervisor:
         return sess
 
     def _checkpoint_loop(self, sess: Session) -> None:
+        name_this_thread("hetbed-ckpt")
         while self._save_model_secs and not self._coord.wait_for_stop(self._save_model_secs):
             self._save(sess)
 

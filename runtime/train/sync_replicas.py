@@ -62,6 +62,7 @@ from ..ops.data_flow import ConditionalAccumulator, FIFOQueue
 from ..ops.manip import fill
 from ..ops.sparse_accumulator import SparseConditionalAccumulator
 from ..registry import apply
+from ..threadname import name_this_thread
 from ..variables import Variable, global_variables, report_uninitialized_variables
 from .monitored import SessionRunHook
 from .optimizers import Optimizer, _on
@@ -310,6 +311,7 @@ class _ChiefSyncRunner:
         return [self._thread]
 
     def _loop(self) -> None:
+        name_this_thread("hetbed-syncrep")
         waited = 0
         while not self._stop.is_set():
             try:
