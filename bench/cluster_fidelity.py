@@ -413,10 +413,11 @@ def _cpu_rows(text: str) -> tuple:
             n_ps, w = (int(v) for v in size.lower().split("x"))
         except ValueError:
             raise SystemExit(f"--rows: {item!r} is not MODEL:PSxW (e.g. scalar:4x4)") from None
-        if model not in grid.MODELS or n_ps < 1 or w < 1:
+        known = sorted({*grid.MODELS, *grid.SPARSE})
+        if model not in known or n_ps < 1 or w < 1:
             raise SystemExit(
-                f"--rows: {item!r}: the model must be one of {sorted(grid.MODELS)}, the PS tasks "
-                "and workers at least 1"
+                f"--rows: {item!r}: the model must be one of {known}, the PS tasks and workers "
+                "at least 1"
             )
         rows.append((model, n_ps, w))
     return tuple(rows)

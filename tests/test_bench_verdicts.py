@@ -92,7 +92,11 @@ def test_cluster_fidelity_cpu_rows_and_context_switches():
     spec = importlib.util.spec_from_file_location("bench_cluster_fidelity_rows", path)
     cf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cf)
-    assert cf._cpu_rows("scalar:1x8,dense_1mb:2X4,") == (("scalar", 1, 8), ("dense_1mb", 2, 4))
+    assert cf._cpu_rows("scalar:1x8,dense_1mb:2X4,sparse:1x2") == (
+        ("scalar", 1, 8),
+        ("dense_1mb", 2, 4),
+        ("sparse", 1, 2),
+    )
     for bad in ("scalar:8", "scalar:0x2", "nosuch:1x1", "scalar1x1"):
         with pytest.raises(SystemExit, match="--rows"):
             cf._cpu_rows(bad)
