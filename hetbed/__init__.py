@@ -441,3 +441,10 @@ from hetbed.runtime.ops.hashing import (  # noqa: E402
     string_to_hash_bucket_strong,
 )
 # ---- end WP7 ----
+
+# the objects the imports above created live as long as the process: no collection scans them
+# isort: split
+from hetbed.runtime.collector import freeze_imported  # noqa: E402
+
+freeze_imported()
+del freeze_imported
