@@ -440,6 +440,7 @@ from hetbed.runtime.ops.hashing import (  # noqa: E402
     string_to_hash_bucket_fast,
     string_to_hash_bucket_strong,
 )
+
 # ---- end WP7 ----
 
 # the objects the imports above created live as long as the process: no collection scans them
