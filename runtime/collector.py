@@ -1,6 +1,6 @@
 """The cyclic garbage collector and the objects that importing hetbed creates.
 
-Importing hetbed and its dependencies (numpy, SimPy, ...) leaves about 90,000 objects that live
+Importing hetbed and its dependencies (numpy, ...) leaves about 35,000 objects that live
 as long as the process: modules, functions, classes and their dictionaries. CPython's collector
 scans every one of them in each full collection, and building a graph starts one soon: a
 graph's operations, tensors and shapes are new long-lived objects, and a full collection
