@@ -254,20 +254,23 @@ class _CpuTap(io.StringIO):
 def cpu_per_step(
     model: str, workers: int, mode: str, short: int, long: int, n_ps: int = 1, threads: Any = None
 ) -> tuple[dict[str, tuple[float, float]], dict[str, tuple[float, float]], float]:
-    """(user, system) CPU seconds per chief step in the steady state, by task ("ps:0",
+    """(user, system) CPU seconds per global step in the steady state, by task ("ps:0",
     "worker:1", ...): each task's CPU time read from /proc when the chief reports its step
-    ``short`` and its step ``long``, the difference over the steps between; with each task's
-    (voluntary, involuntary) context switches per step the same way (``_switches``) and the
-    chief's median step over those steps (seconds). ``threads`` (a dict, optional) receives
+    ``short`` and its step ``long``, the difference over the global steps between (the chief's
+    steps synchronous; every worker's asynchronous); with each task's (voluntary, involuntary)
+    context switches per global step the same way (``_switches``) and the step: the chief's
+    median step over those steps (seconds; asynchronous: seconds per global step). ``threads`` (a dict, optional) receives
     each task's CPU seconds per step by thread name (``_thread_cpu``). (Counting the job's processes once they
     have exited, by getrusage, missed the PS tasks, which the launcher stops: a dense 100 MB
     step read 111 ms that way against 180 ms from /proc.)"""
     tap = _CpuTap(short, long)
-    _run(model, workers, long + 3, mode, n_ps, out=tap)
+    # (the run's length is in global steps: asynchronous, the chief makes about 1 / W of them)
+    _run(model, workers, (long + 3) * (2 * workers if mode == "async" else 1), mode, n_ps, tap)
     before, after = tap.marks[short], tap.marks[long]
     out: dict[str, tuple[float, float]] = {}
     switches: dict[str, tuple[float, float]] = {}
-    n = long - short
+    lines = [ln for ln in tap.getvalue().splitlines() if ln.startswith("[worker:0] step ")]
+    n = float(lines[long - 1].split()[3]) - float(lines[short - 1].split()[3])  # global steps
     for p in after:
         if p in before:
             role = tap.roles.get(p, "?")
@@ -284,12 +287,13 @@ def cpu_per_step(
                 mine = threads.setdefault(role, {})
                 for name, sec in t1.items():
                     mine[name] = mine.get(name, 0.0) + (sec - t0.get(name, 0.0)) / n
-    steps = [
-        float(line.split()[2])
-        for line in tap.getvalue().splitlines()
-        if line.startswith("[worker:0] step ")
-    ][short:long]
-    return out, switches, statistics.median(steps)
+    if mode == "async":  # seconds per global step, as ``measure`` has it
+        return (
+            out,
+            switches,
+            (float(lines[long - 1].split()[4]) - float(lines[short - 1].split()[4])) / n,
+        )
+    return out, switches, statistics.median(float(ln.split()[2]) for ln in lines[short:long])
 
 
 def _by_job(per_task: dict[str, float]) -> dict[str, float]:
@@ -301,8 +305,12 @@ def _by_job(per_task: dict[str, float]) -> dict[str, float]:
     return out
 
 
-#: the rows of ``--cpu`` by default: (model, PS tasks, workers), synchronous
-CPU_ROWS = tuple((m, 1, w) for m in ("scalar", "sparse", "dense_1mb", "dense_10mb") for w in (1, 2))
+#: the rows of ``--cpu`` by default: (mode, model, PS tasks, workers)
+CPU_ROWS = tuple(
+    ("sync", m, 1, w) for m in ("scalar", "sparse", "dense_1mb", "dense_10mb") for w in (1, 2)
+)
+#: the modes ``--cpu`` runs (``op_level_cpu`` books these two)
+CPU_MODES = ("sync", "async")
 
 #: what ``op_level_cpu`` sums apart; every other record is a kernel
 CPU_KINDS = ("RecvTensor", "RunGraph", "Session.run", "Handoff", "Wake")
@@ -312,13 +320,14 @@ def op_level_cpu(
     model: str, workers: int, n_ps: int = 1, a: int = 6, b: int = 18, mode: str = "sync"
 ) -> tuple[dict[str, dict[str, float]], float, float]:
     """What the op-level prediction of the real program (``grid.op_level_clients``, ``mode``
-    "sync" or "async", every task on this machine) books per chief step in its steady state:
+    "sync" or "async", every task on this machine) books per global step in its steady state:
     ({task: {kind: CPU seconds}}, the machine's loopback copies), each the difference between
-    runs of ``a`` and ``b`` chief steps over ``b - a`` (the first steps from idle cancel), and
-    the longer run's step: its median chief step after the first two ("sync"), or its seconds
-    per global step ("async": about 1 / W of a chief step)."""
+    runs of ``a`` and ``b`` chief steps over the global steps between them (the first steps
+    from idle cancel): ``b - a`` synchronous, every worker's steps asynchronous (each worker
+    client's ``Session.run`` records); and the longer run's step: its median chief step after
+    the first two ("sync"), or its seconds per global step ("async")."""
 
-    def run(steps: int) -> tuple[dict[str, dict[str, float]], float, list[float]]:
+    def run(steps: int) -> tuple[dict[str, dict[str, float]], float, list[float], int]:
         out: list = []
         times = grid.op_level_clients(
             model, workers, n_ps, LINK, HOST, HOST, MACHINE, OP_COSTS, steps=steps,
@@ -327,18 +336,20 @@ def op_level_cpu(
         c = out[0]
         per: dict[str, dict[str, float]] = {}
         copies = 0.0
+        clients = 0  # the workers' client steps (and the chief's initializing run)
         for t in c.tasks:
             cpu = c.task_cpu(t)
             kinds = per.setdefault(grid.short_task(cpu.name), {})
             for what, begin, end in cpu.records:
                 kind = what.type if what.type in CPU_KINDS else "kernels"
                 kinds[kind] = kinds.get(kind, 0.0) + (end - begin)
+                clients += what.type == "Session.run"
             if cpu.host_cores is not None:
                 copies = cpu.host_cores.copied_s  # (one machine: the same cores for every task)
-        return per, copies, times
+        return per, copies, times, clients
 
-    (pa, ca, _), (pb, cb, times) = run(a), run(b)
-    n = b - a
+    (pa, ca, _, ga), (pb, cb, times, gb) = run(a), run(b)
+    n = gb - ga if mode == "async" else b - a
     per = {
         task: {k: (v - pa.get(task, {}).get(k, 0.0)) / n for k, v in kinds.items()}
         for task, kinds in pb.items()
@@ -350,23 +361,24 @@ def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
     """Where the error is: measured CPU per global step (user and system) against what the
     op-level prediction of the same program books in its steady state (``op_level_cpu``: every
     op, message, hand-off and wake-up, all tasks, and the loopback copies), beside the step
-    times, by job, with each job's context switches per step, for each (model, PS tasks,
-    workers) of ``rows`` (synchronous). A diagnostic (no target): when the CPU agrees and the
+    times, by job, with each job's context switches per step, for each (mode, model, PS tasks,
+    workers) of ``rows`` ("sync" or "async"; per global step both, the asynchronous step times
+    per global step as the grid's). A diagnostic (no target): when the CPU agrees and the
     step time does not, the error is in what overlaps, not in what is charged; when the jobs'
     totals agree and their parts do not, in which end of a message pays."""
     title = "cluster_fidelity --cpu: CPU per global step, all processes (ms)"
     print(f"\n{title}\n{'-' * len(title)}")
     print(
-        f"{'model':12s} {'PS':>2s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} "
+        f"{'mode':6s} {'model':12s} {'PS':>2s} {'W':>2s} {'measured CPU':>13s} {'op-level CPU':>13s} "
         f"{'err':>6s} {'measured step':>14s} {'op-level step':>14s}   op-level CPU by kind; "
         "by job: measured (user + system) / op-level (its copies apart); context switches a "
         "step by job (voluntary / involuntary)"
     )
-    for model, n_ps, w in rows:
+    for mode, model, n_ps, w in rows:
         by_thread: dict[str, dict[str, float]] = {}
-        per_task, switches, wall = cpu_per_step(model, w, "sync", short, long, n_ps, by_thread)
+        per_task, switches, wall = cpu_per_step(model, w, mode, short, long, n_ps, by_thread)
         cpu = sum(u + s_ for u, s_ in per_task.values())
-        booked_task, copies, sim_step = op_level_cpu(model, w, n_ps)
+        booked_task, copies, sim_step = op_level_cpu(model, w, n_ps, mode=mode)
         by: dict[str, float] = {}
         for kinds in booked_task.values():
             for k, v in kinds.items():
@@ -385,7 +397,7 @@ def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
         inv = _by_job({t: i for t, (_, i) in switches.items()})
         sw = ", ".join(f"{j} {vol[j]:.1f} / {inv[j]:.1f}" for j in sorted(vol))
         print(
-            f"{model:12s} {n_ps:2d} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
+            f"{mode:6s} {model:12s} {n_ps:2d} {w:2d} {cpu * 1e3:13.3f} {booked * 1e3:13.3f} "
             f"{(booked - cpu) / cpu:+6.0%} {wall * 1e3:14.3f} {sim_step * 1e3:14.3f}"
             f"   {parts}; {jobs}; {sw}",
             flush=True,
@@ -393,33 +405,41 @@ def cpu_table(rows: tuple = CPU_ROWS, short: int = 50, long: int = 300) -> None:
         for task in sorted(by_thread):
             mine = sorted(by_thread[task].items(), key=lambda kv: -kv[1])
             print(
-                f"{'':18s}{task} by thread: "
+                f"{'':25s}{task} by thread: "
                 + ", ".join(f"{name} {v * 1e3:.3f}" for name, v in mine if v > 0),
                 flush=True,
             )
     print(
         f"(measured CPU and context switches: each task's, from /proc at the chief's step "
-        f"{short} and {long}; measured step: the chief's median over those steps; op-level: "
-        f"the program's steady state, its CPU the difference between runs of 6 and 18 steps, its step the median of the longer run's after the first two; {OP_COSTS_NOTE})"
+        f"{short} and {long}, over the global steps between; measured step: the chief's median "
+        f"over those steps (async: seconds per global step); op-level: the program's steady "
+        f"state, its CPU the difference between runs of 6 and 18 chief steps over the global "
+        f"steps between, its step the median of the longer run's after the first two (async: "
+        f"seconds per global step); {OP_COSTS_NOTE})"
     )
 
 
 def _cpu_rows(text: str) -> tuple:
-    """``--cpu``'s rows from "MODEL:PSxW,..." (e.g. "scalar:1x8,scalar:4x4")."""
+    """``--cpu``'s rows from "[MODE:]MODEL:PSxW,..." (e.g. "scalar:1x8,async:scalar:1x4"; the
+    mode "sync" where none is given)."""
     rows = []
     for item in filter(None, text.split(",")):
+        parts = item.split(":")
+        mode = parts.pop(0) if len(parts) == 3 else "sync"
         try:
-            model, size = item.split(":")
+            model, size = parts
             n_ps, w = (int(v) for v in size.lower().split("x"))
         except ValueError:
-            raise SystemExit(f"--rows: {item!r} is not MODEL:PSxW (e.g. scalar:4x4)") from None
-        known = sorted({*grid.MODELS, *grid.SPARSE})
-        if model not in known or n_ps < 1 or w < 1:
             raise SystemExit(
-                f"--rows: {item!r}: the model must be one of {known}, the PS tasks and workers "
-                "at least 1"
+                f"--rows: {item!r} is not [MODE:]MODEL:PSxW (e.g. scalar:4x4, async:scalar:1x4)"
+            ) from None
+        known = sorted({*grid.MODELS, *grid.SPARSE})
+        if mode not in CPU_MODES or model not in known or n_ps < 1 or w < 1:
+            raise SystemExit(
+                f"--rows: {item!r}: the mode must be one of {list(CPU_MODES)}, the model one of "
+                f"{known}, the PS tasks and workers at least 1"
             )
-        rows.append((model, n_ps, w))
+        rows.append((mode, model, n_ps, w))
     return tuple(rows)
 
 
@@ -511,7 +531,8 @@ def main() -> None:
     ap.add_argument(
         "--rows",
         default="",
-        help="with --cpu: its rows, MODEL:PSxW,... (e.g. scalar:1x8,scalar:4x4; synchronous)",
+        help="with --cpu: its rows, [MODE:]MODEL:PSxW,... (e.g. scalar:1x8,async:scalar:1x4; "
+        "MODE sync (default) or async)",
     )
     ap.add_argument(
         "--trace",

@@ -82,7 +82,7 @@ def test_cluster_fidelity_judges_the_measurements_and_steadies_them_by_the_probe
 
 
 def test_cluster_fidelity_cpu_rows_and_context_switches():
-    """``--cpu --rows`` reads MODEL:PSxW items and refuses others by name; a process's context
+    """``--cpu --rows`` reads [MODE:]MODEL:PSxW items and refuses others by name; a process's context
     switches are read from /proc as counts that only grow (here: this process, across a sleep,
     which blocks its thread once at least)."""
     import sys
@@ -92,12 +92,20 @@ def test_cluster_fidelity_cpu_rows_and_context_switches():
     spec = importlib.util.spec_from_file_location("bench_cluster_fidelity_rows", path)
     cf = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(cf)
-    assert cf._cpu_rows("scalar:1x8,dense_1mb:2X4,sparse:1x2") == (
-        ("scalar", 1, 8),
-        ("dense_1mb", 2, 4),
-        ("sparse", 1, 2),
+    assert cf._cpu_rows("scalar:1x8,dense_1mb:2X4,async:sparse:1x2,sync:scalar:1x1") == (
+        ("sync", "scalar", 1, 8),
+        ("sync", "dense_1mb", 2, 4),
+        ("async", "sparse", 1, 2),
+        ("sync", "scalar", 1, 1),
     )
-    for bad in ("scalar:8", "scalar:0x2", "nosuch:1x1", "scalar1x1"):
+    for bad in (
+        "scalar:8",
+        "scalar:0x2",
+        "nosuch:1x1",
+        "scalar1x1",
+        "backup:scalar:1x2",
+        "a:b:c:d",
+    ):
         with pytest.raises(SystemExit, match="--rows"):
             cf._cpu_rows(bad)
     if not sys.platform.startswith("linux"):
@@ -141,3 +149,12 @@ def test_cluster_fidelity_cpu_books_the_programs_steady_state(monkeypatch):
             assert again[task].get(kind, 0.0) == pytest.approx(v, rel=1e-6, abs=1e-12)
     total = sum(sum(k.values()) for k in per.values())
     assert 0 < total <= 2 * step
+    # asynchronous, per global step: every worker's step counts, so with two workers each
+    # books its own RunGraph ends of one step per global step, half of one worker's per its
+    # own step, and the PS serves one worker's calls per global step
+    one, _, step1 = cf.op_level_cpu("scalar", 1, mode="async")
+    two, _, step2 = cf.op_level_cpu("scalar", 2, mode="async")
+    w0, w1 = two["worker:0"], two["worker:1"]
+    assert w0["RunGraph"] + w1["RunGraph"] == pytest.approx(one["worker:0"]["RunGraph"], rel=0.05)
+    assert two["ps:0"]["RecvTensor"] == pytest.approx(one["ps:0"]["RecvTensor"], rel=0.05)
+    assert 0 < step2 < 2 * step1
