@@ -330,3 +330,33 @@ def test_pairs_need_one_output_gradient_and_the_same_geometry():
         lone = hb.nn.conv2d_backprop_filter(x, [3, 3, 8, 8], dy, [1, 1, 1, 1], "SAME")
         names = _plan([other, lone], [x, dy])
         assert not names  # padding differs: each runs on its own
+
+
+def test_a_small_sgd_update_needs_no_compiled_kernel():
+    """A small variable's SGD update runs as numpy's two passes, with the same rounding, so a
+    process training only small variables never imports numba (0.35-0.7 s, paid inside the
+    first step); a large one's runs the compiled pass (the test above)."""
+    import subprocess
+    import sys
+
+    program = r"""
+import sys
+import numpy as np
+import hetbed as hb
+var = np.arange(1, 101, dtype=np.float32) / 7
+grad = np.linspace(-1, 1, 100).astype(np.float32)
+lr = np.float32(0.3)
+with hb.Graph().as_default():
+    v = hb.Variable(var)
+    step = hb.train.GradientDescentOptimizer(lr).apply_gradients([(hb.constant(grad), v)])
+    with hb.Session() as sess:
+        sess.run(hb.global_variables_initializer())
+        sess.run(step)
+        got = sess.run(v)
+print(int("numba" in sys.modules), int(np.array_equal(got, var - grad * lr)))
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "1"]
