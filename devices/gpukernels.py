@@ -35,7 +35,10 @@ split that finish first, so the model does. For one choice:
 * the two overlap partly: ``(compute^q + memory^q)^(1/q)`` with ``q = overlap_q`` (1: their
   sum; infinity: the larger).
 
-The kernel then takes that plus ``fixed_s``. A timing loop of back-to-back calls measures
+The kernel then takes that plus ``fixed_s``; a split product pays ``fixed_s`` twice, its
+reduction being one more kernel launch: the second pass that sums the parts (cuBLAS's
+``splitKreduce_kernel``) or the zeroing of a buffer the parts add into (a ``Memset``; kernel
+names in catalog/kernels/h200_gemm_kernels.csv). A timing loop of back-to-back calls measures
 ``max(kernel, floor)`` per call (``observed_seconds``), the floor being the host's time to issue
 one call; the fit prices it per timing harness (bench/gpu_kernels.py), the simulator adds each
 device's launch cost instead. The nine parameters are per unit class ("cuda_cores": float32
@@ -180,7 +183,8 @@ def tile_seconds(
     sms: int, p: GemmParams, tm: int, tn: int, layout: Layout | None = None,
     max_split: int = MAX_SPLIT_K,
 ) -> float:  # fmt: skip
-    """Time of the product in ``tm x tn`` tiles, without the fixed cost, at the best split of
+    """Time of the product in ``tm x tn`` tiles, without the kernel's fixed cost (a split's second
+    launch included), at the best split of
     the reduction (module docstring)."""
     tiles = math.ceil(m / tm) * math.ceil(n / tn)
     most = max(1, min(max_split, int(k // MIN_SPLIT_K)))
@@ -199,11 +203,14 @@ def tile_seconds(
             part = PARTIAL_BYTES * (tn if n > tn else n * min(tm, m))
             slow = 1.0 + p.run_half / part if layout is not None else 1.0
             traffic += 2.0 * split * m * n * PARTIAL_BYTES * slow
+        # a split reduction launches one kernel more: its second pass (cuBLAS's
+        # splitKreduce_kernel), or the zeroing of a buffer its parts add into (a Memset)
+        launches = p.fixed_s if split > 1 else 0.0
         # the blocks in flight (one an SM) can pull only so much: ``block_bandwidth`` each
         memory = traffic / min(
             bandwidth * p.memory_efficiency, min(blocks, sms) * p.block_bandwidth
         )
-        best = min(best, overlapped(compute, memory, p.overlap_q))
+        best = min(best, overlapped(compute, memory, p.overlap_q) + launches)
         if blocks >= sms * 4:  # more splits cannot fill the GPU better than this
             break
     return best

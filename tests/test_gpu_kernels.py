@@ -3,6 +3,7 @@ implicit-GEMM dimensions of convolutions against their cost rules, and the roofl
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -53,6 +54,26 @@ def test_split_k_fills_the_gpu_when_the_output_is_small():
     t = gk.gemm_seconds(128, 128, k, 0.0, 1e12, 1e10, 8, IDEAL, tiles=((128, 128),))
     assert t == pytest.approx(2.0 * 128 * 128 * k / 1e12 * 8 / 6, rel=1e-12)
     assert 2 * 6 * 128 * 128 * 4 / 1e10 < t < 2 * 7 * 128 * 128 * 4 / 1e10
+
+
+def test_a_split_reduction_is_one_more_kernel_launch():
+    """A split product launches a second kernel (the reduction of its parts, or the zeroing of a
+    buffer they add into), so it pays ``fixed_s`` twice: with a small fixed cost the 128 x 128
+    product of the test above keeps its 8 parts and takes their time plus 2 x fixed_s; with a
+    fixed cost longer than what splitting saves, the library runs one kernel: the unsplit time
+    plus one fixed_s. (Closed forms from the same product with no fixed cost.)"""
+    k, tiles = 256 * 8, ((128, 128),)
+    split = gk.gemm_seconds(128, 128, k, 0.0, 1e12, 1e30, 8, IDEAL, tiles=tiles)
+    whole = gk.gemm_seconds(128, 128, k, 0.0, 1e12, 1e30, 8, IDEAL, tiles=tiles, max_split=1)
+    assert whole == pytest.approx(8 * split, rel=1e-12)
+    saved = whole - split
+    for fixed in (0.1 * saved, 2.0 * saved):
+        p = dataclasses.replace(IDEAL, fixed_s=fixed)
+        got = gk.gemm_seconds(128, 128, k, 0.0, 1e12, 1e30, 8, p, tiles=tiles)
+        assert got == pytest.approx(min(split + 2 * fixed, whole + fixed), rel=1e-12), fixed
+    assert gk.gemm_seconds(128, 128, k, 0.0, 1e12, 1e30, 8,
+                           dataclasses.replace(IDEAL, fixed_s=2.0 * saved), tiles=tiles,
+                           ) == pytest.approx(whole + 2.0 * saved, rel=1e-12)  # fmt: skip
 
 
 def test_a_huge_k_skinny_product_splits_k_until_its_blocks_can_pull_the_bandwidth():
