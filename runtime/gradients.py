@@ -116,7 +116,8 @@ def gradients(
     """d(sum of ys)/d(x) for each x in ``xs``, as tensors (or IndexedSlices) added to the graph.
 
     Returns None for an x that no y depends on (or zeros with ``unconnected_gradients="zero"``).
-    Raises LookupError naming the op when a differentiable path crosses an op with no gradient.
+    ``gate_gradients`` (what an optimizer's default GATE_OP asks): each op's gradients to its
+    inputs become available together (``_gated``). Raises LookupError naming the op when a differentiable path crosses an op with no gradient.
     """
     ys_list = [_as_tensor(y) for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
     xs_list = [_as_tensor(x) for x in (xs if isinstance(xs, (list, tuple)) else [xs])]
@@ -151,6 +152,9 @@ def gradients(
         for t in op.outputs:
             stack.extend(t.consumers())
     between = fwd & back
+    # the tensors whose gradients are wanted: the xs and the outputs of ops between them and ys
+    needed = set(xs_list) | {t for op in between for t in op.outputs}
+    alias_memo: dict = {}
 
     grads: dict[Tensor, list] = {}
     with g.as_default(), g.name_scope(name), g.control_dependencies(None):
@@ -178,6 +182,8 @@ def gradients(
             out_grads = [aggregate(grads.get(t, [])) for t in op.outputs]
             if any(og is not None for og in out_grads):
                 in_grads = _op_grads(g, op, out_grads, colocate_gradients_with_ops)
+                if gate_gradients:
+                    in_grads = _gated(g, op, in_grads, stops, needed, alias_memo)
                 for t, ig in zip(op.inputs, in_grads):
                     if ig is not None and t not in stops and t.dtype.is_floating:
                         grads.setdefault(t, []).append(ig)
@@ -196,6 +202,68 @@ def gradients(
                 r = zeros_like(x)
             out.append(r)
     return out
+
+
+def _gated(g: Any, op: Operation, in_grads: Sequence, stops: set, needed: set, memo: dict) -> list:
+    """TF's ``gate_gradients`` (GATE_OP): the gradients ``op`` passes to its inputs, each made
+    available only once all of them are computed (TF's ``tuple``: identities after one group).
+    Without it, a variable's update may run as soon as its own gradient is ready, before a
+    gradient of the same op that reads the variable (MatMul's gradient to its other input reads
+    the weights): variables are read without a copy and updated in place, so that gradient
+    would see the new weights. Only the gradients that are wanted (``needed``: toward an x) are
+    gated: TF gates every input's, so it also computes, each step, the gradients of inputs no x
+    depends on (a first layer's gradient to its input images), which no update reads. And
+    only the ops that read a variable's buffer (an input that may alias one,
+    ``_may_alias_variable``) are gated: another op's gradients read nothing an update
+    changes (TF gates every op with two or more input gradients, an Add's too). One gradient,
+    or none, needs no gate."""
+
+    kept = [
+        k for k, (t, ig) in enumerate(zip(op.inputs, in_grads))
+        if ig is not None and t not in stops and t.dtype.is_floating and t in needed
+    ]  # fmt: skip
+    if len(kept) < 2 or not any(_may_alias_variable(t, memo) for t in op.inputs):
+        return list(in_grads)
+    from .ops.array import identity
+    from .ops.control import group
+
+    parts: list[Tensor] = []
+    for k in kept:
+        ig = in_grads[k]
+        parts += [ig.values, ig.indices] if isinstance(ig, IndexedSlices) else [ig]
+    out = list(in_grads)
+    with g.name_scope(op.name + "_grad/tuple"):
+        gate = group(*parts)
+
+        def after(t: Tensor) -> Tensor:
+            with g.colocate_with(t.op), g.control_dependencies([gate]):
+                return identity(t, name="control_dependency")
+
+        for k in kept:
+            ig = in_grads[k]
+            if isinstance(ig, IndexedSlices):
+                out[k] = IndexedSlices(after(ig.values), after(ig.indices), ig.dense_shape)
+            else:
+                out[k] = after(ig)
+    return out
+
+
+def _may_alias_variable(t: Tensor, memo: dict) -> bool:
+    """Whether ``t`` may share a variable's buffer: a variable's reference, or the output of a
+    view kernel (a read, an identity, a reshape, a slice: ``Kernel.aliases_input``) of such a
+    tensor."""
+    got = memo.get(t)
+    if got is None:
+        memo[t] = False  # (a loop's back edge)
+        op_def = t.op.op_def
+        if op_def.is_ref:
+            got = True
+        elif any(k.aliases_input for ks in op_def.kernels.values() for k in ks):
+            got = any(_may_alias_variable(i, memo) for i in t.op.inputs)
+        else:
+            got = False
+        memo[t] = got
+    return got
 
 
 def _op_grads(g: Any, op: Operation, out_grads: list, colocate: bool) -> Sequence:

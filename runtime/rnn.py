@@ -47,7 +47,7 @@ def static_rnn(
             state = cell._zero_state_like(xs[0], dtype)
         else:
             state = initial_state
-        lengths = None if sequence_length is None else convert_to_tensor(sequence_length)
+        lengths = _lengths(sequence_length)
         outputs = []
         for t, x in enumerate(xs):
             out, new = cell(x, state)
@@ -76,6 +76,22 @@ def _time_steps(inputs: Any, time_major: bool, what: str) -> tuple[Tensor, int]:
         )
     steps = x.shape.dims[0 if time_major else 1]
     return x, None if steps is None else int(steps)
+
+
+def _lengths(sequence_length: Any) -> Tensor | None:
+    """A ``sequence_length`` as the int32 vector TF makes of it (a float one, e.g. a sum of
+    ``tf.sign`` over one-hot inputs, is cast as TF casts it)."""
+    if sequence_length is None:
+        return None
+    lengths = convert_to_tensor(sequence_length)
+    if lengths.shape.ndims not in (None, 1):
+        raise ValueError(
+            f"sequence_length must be a vector of one length per batch row, got shape "
+            f"{lengths.shape}"
+        )
+    if lengths.dtype.name != "int32":
+        lengths = _array.cast(lengths, "int32")
+    return lengths
 
 
 def dynamic_rnn(
@@ -223,7 +239,7 @@ def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope,
             state0 = initial_state
         flat0 = [convert_to_tensor(v) for v in _flatten(state0)]
         k = len(flat0)
-        lengths = None if sequence_length is None else convert_to_tensor(sequence_length)
+        lengths = _lengths(sequence_length)
         n = _array.shape(xt)[0]
         out_dtype = flat0[0].dtype
         seen: dict = {}

@@ -120,6 +120,9 @@ def _collection_item(key: str, x: Any, binary: bool) -> dict | None:
         return {"op": x.name}
     if isinstance(x, Tensor):
         return {"tensor": x.name}
+    runner = _queue_runner_item(x)
+    if runner is not None:
+        return runner
     try:
         return {"value": encode_value(x, binary, f"item of collection {key!r}")}
     except TypeError:
@@ -414,12 +417,16 @@ def variable_from_ops(
 
 def _load_item(g: Graph, where: str, item: Any, variables: dict[str, Variable]) -> Any:
     if not isinstance(item, dict) or len(item) != 1:
-        raise GraphFormatError(f"{where}: expected one of {{op, tensor, variable, value}}")
+        raise GraphFormatError(
+            f"{where}: expected one of {{op, tensor, variable, queue_runner, value}}"
+        )
     ((tag, body),) = item.items()
     if tag == "value":
         return decode_value(body, where)
     if tag in ("op", "tensor"):
         return _lookup(g, where, body, tag == "tensor")
+    if tag == "queue_runner":
+        return _load_queue_runner(g, where, body)
     if tag != "variable":
         raise GraphFormatError(f"{where}: unknown collection item tag {tag!r}")
     keys = {"ref", "initializer", "snapshot", "initial_value", "trainable"}
@@ -437,6 +444,77 @@ def _load_item(g: Graph, where: str, item: Any, variables: dict[str, Variable]) 
             body["trainable"],
         )
     return variables[ref.name]
+
+
+#: the exceptions a serialized queue runner may name as meaning "the queue is closed"
+_CLOSED_TYPES = ("OutOfRangeError", "CancelledError")
+
+
+def _queue_runner_item(x: Any) -> dict | None:
+    """A ``QueueRunner`` as TF's ``QueueRunnerDef`` holds it (the queue, its enqueue, close and
+    cancel ops by name, the exceptions that mean the queue closed), or None for anything else."""
+    from .train.queue_runner import QueueRunner
+
+    if not isinstance(x, QueueRunner):
+        return None
+
+    def op_name(o: Any) -> str:
+        return o.op.name if isinstance(o, Tensor) else o.name
+
+    closed = [t.__name__ for t in x.queue_closed_exception_types]
+    if any(c not in _CLOSED_TYPES for c in closed):
+        warnings.warn(
+            f"queue runner {x.name!r}: only {', '.join(_CLOSED_TYPES)} are written as its "
+            f"queue-closed exceptions; {closed} kept as those it names",
+            stacklevel=4,
+        )
+    return {
+        "queue_runner": {
+            "queue": x.queue.queue_ref.name,
+            "enqueue_ops": [op_name(o) for o in x.enqueue_ops],
+            "close_op": op_name(x.close_op),
+            "cancel_op": op_name(x.cancel_op),
+            "closed_exceptions": [c for c in closed if c in _CLOSED_TYPES],
+            "name": x.name,
+        }
+    }
+
+
+def _load_queue_runner(g: Graph, where: str, body: Any) -> Any:
+    """The ``QueueRunner`` of a ``_queue_runner_item`` body, on the ops of ``g``."""
+    from . import errors
+    from .ops.data_flow import QueueBase
+    from .train.queue_runner import QueueRunner
+
+    keys = {"queue", "enqueue_ops", "close_op", "cancel_op", "closed_exceptions", "name"}
+    if not isinstance(body, dict) or set(body) != keys:
+        raise GraphFormatError(f"{where}: a queue runner needs exactly {sorted(keys)}")
+    ops = body["enqueue_ops"]
+    if not isinstance(ops, list) or not ops:
+        raise GraphFormatError(
+            f"{where}: queue runner field 'enqueue_ops' must be a non-empty list"
+        )
+    closed = body["closed_exceptions"]
+    if not isinstance(closed, list) or any(c not in _CLOSED_TYPES for c in closed):
+        raise GraphFormatError(
+            f"{where}: queue runner field 'closed_exceptions' must list names among "
+            f"{list(_CLOSED_TYPES)}, got {closed!r:.80}"
+        )
+    if not isinstance(body["name"], str):
+        raise GraphFormatError(f"{where}: queue runner field 'name' must be a string")
+    ref = _lookup(g, where + " queue", body["queue"], True)
+    if not ref.op.type.endswith("Queue") or "component_types" not in ref.op.attrs:
+        raise GraphFormatError(
+            f"{where}: queue runner field 'queue' names {ref.op.type} op, not a queue"
+        )
+    return QueueRunner(
+        QueueBase.from_queue_ref(ref),
+        [_lookup(g, f"{where} enqueue op {i}", n, False) for i, n in enumerate(ops)],
+        _lookup(g, where + " close_op", body["close_op"], False),
+        _lookup(g, where + " cancel_op", body["cancel_op"], False),
+        tuple(getattr(errors, c) for c in closed) or None,
+        name=body["name"],
+    )
 
 
 def _lookup(g: Graph, where: str, name: Any, tensor: bool) -> Any:

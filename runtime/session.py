@@ -316,8 +316,10 @@ class BaseSession:
                     v, copy = v.read(), True
                 if copy and isinstance(v, np.ndarray):  # under its variable's lock, if any
                     v = snapshot(v, self._resources.values())
-                if v.__class__ is np.ndarray and v.dtype.kind == "O" and v.ndim == 0:
-                    v = v.item()  # a scalar string is bytes, as in TF
+                if v.__class__ is np.ndarray and v.ndim == 0:
+                    # as in TF: a scalar is numpy's scalar of its dtype (np.float32(3.0), not a
+                    # 0-d array: hashable, like TF's), a scalar string is bytes
+                    v = v.item() if v.dtype.kind == "O" else v[()]
                 out.append(v)
         return fetch.build(out)
 

@@ -204,8 +204,8 @@ def test_missing_variable_and_shape_mismatch_are_named(tmp_path):
             with pytest.raises(hb.errors.NotFoundError, match="does not exist"):
                 hb.train.Saver([w]).restore(s, str(tmp_path / "nope"))
             np.testing.assert_array_equal(s.run(w), np.ones((2, 3)))  # nothing was assigned
-            with pytest.raises(ValueError, match="does not exist, cannot save"):
-                hb.train.Saver([w]).save(s, str(tmp_path / "no_dir" / "m"))
+            with pytest.raises(ValueError, match="does not exist, cannot save"):  # two levels
+                hb.train.Saver([w]).save(s, str(tmp_path / "no_dir" / "deeper" / "m"))
 
 
 def test_resumed_training_equals_uninterrupted(tmp_path):

@@ -582,6 +582,20 @@ class QueueBase:
         self.queue_ref = apply(self._op_type, [], attrs, name)
         self.name = self.queue_ref.op.name
 
+    @classmethod
+    def from_queue_ref(cls, ref: Tensor) -> QueueBase:
+        """The queue whose op made ``ref`` (a queue already in a graph, e.g. one imported from
+        a meta graph): its component dtypes and shapes from the op's attrs, no names."""
+        attrs = ref.op.attrs
+        q = cls.__new__(cls)
+        q.dtypes = [_dt.as_dtype(d) for d in attrs["component_types"]]
+        shapes = list(attrs.get("shapes") or ())
+        q.shapes = [None if s is None else TensorShape(s) for s in shapes] or [None] * len(q.dtypes)
+        q.names = None
+        q.queue_ref = ref
+        q.name = ref.op.name
+        return q
+
     @property
     def dtype(self) -> _dt.DType:
         return self.dtypes[0]

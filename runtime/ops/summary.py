@@ -114,7 +114,8 @@ _LIMITS: np.ndarray | None = None
 
 
 def histogram_proto(values: np.ndarray) -> Any:
-    """A ``HistogramProto`` of ``values`` with TF's buckets; empty buckets are left out."""
+    """A ``HistogramProto`` of ``values`` with TF's buckets, each run of empty buckets merged
+    into one (TF's ``Histogram::EncodeToProto``)."""
     global _LIMITS
     if _LIMITS is None:
         _LIMITS = default_bucket_limits()
@@ -122,7 +123,10 @@ def histogram_proto(values: np.ndarray) -> Any:
     if not np.all(np.isfinite(v)):
         raise InvalidArgumentError("HistogramSummary: the values contain NaN or Inf")
     counts = np.bincount(np.searchsorted(_LIMITS, v, side="right"), minlength=_LIMITS.size)
-    keep = np.flatnonzero(counts)
+    # as TF's EncodeToProto: each run of empty buckets becomes one, ending where the run ends
+    # (so a reader still knows each kept bucket's lower edge)
+    empty = counts == 0
+    keep = np.flatnonzero(~empty | np.append(~empty[1:], True))
     pb = _pb()
     return pb.HistogramProto(
         min=float(v.min()) if v.size else 0.0,

@@ -176,6 +176,7 @@ class Optimizer:
                 self._create_slots(var_list)
             with graph.name_scope(name or self._name) as scope:
                 self._hyper_cache = {}
+                self._prepare()
                 for dt in dict.fromkeys(v.dtype for v in var_list):
                     for key in self._hyper_values:
                         self._hyper(key, dt)
@@ -216,8 +217,13 @@ class Optimizer:
         return sorted(out, key=lambda v: v.name)
 
     # ---- hooks for subclasses ------------------------------------------------------------
+    # (TF1's: a custom optimizer written against tf.train.Optimizer overrides these)
     def _create_slots(self, var_list: list[Variable]) -> None:
         pass
+
+    def _prepare(self) -> None:
+        """Called once per ``apply_gradients``, in its name scope, before the updates (a
+        subclass makes its hyper-parameter tensors here)."""
 
     def _apply_dense(self, grad: Tensor, var: Variable) -> Any:
         raise NotImplementedError(f"{type(self).__name__} needs _apply_dense")
@@ -243,24 +249,71 @@ class Optimizer:
             self._hyper_cache[(key, dtype)] = t
         return t
 
-    def _make_slot(self, var: Variable, fill: float, slot_name: str) -> Variable:
-        """The slot ``slot_name`` of ``var`` (created once): a variable named ``var/<opt name>``."""
+    def _make_slot(
+        self, var: Variable, fill: Any, slot_name: str, op_name: str | None = None
+    ) -> Variable:
+        """The slot ``slot_name`` of ``var`` (created once): a variable named ``var/<op_name>``
+        (the optimizer's name by default), filled with ``fill`` (a number) or initialized to it
+        (a tensor or array of ``var``'s shape)."""
         slots = self._slots.setdefault(slot_name, {})
         s = slots.get(var.op)
         if s is None:
             g = var.graph
             with g.name_scope(None), g.control_dependencies(None), _on(g, var.op):
+                if not isinstance(fill, (Tensor, Variable)) and np.ndim(fill) == 0:
+                    init: Any = _filled_like(var, float(fill))
+                else:
+                    init = cast(convert_to_tensor(fill), var.dtype)
                 s = Variable(
-                    _filled_like(var, fill),
+                    init,
                     trainable=False,
-                    name=_free_name(g, f"{var.op.name}/{self._name}"),
+                    name=_free_name(g, f"{var.op.name}/{op_name or self._name}"),
                     validate_shape=var.shape.is_fully_defined(),
                 )
             slots[var.op] = s
         return s
 
-    def _zeros_slot(self, var: Variable, slot_name: str) -> Variable:
-        return self._make_slot(var, 0.0, slot_name)
+    def _zeros_slot(self, var: Variable, slot_name: str, op_name: str | None = None) -> Variable:
+        """The slot ``slot_name`` of ``var``, zeros like it (TF1's; ``op_name``, the name its
+        variable is made under, is the optimizer's, as TF's callers pass it)."""
+        return self._make_slot(var, 0.0, slot_name, op_name)
+
+    def _get_or_make_slot(
+        self, var: Variable, val: Any, slot_name: str, op_name: str | None = None
+    ) -> Variable:
+        """TF1's: the slot ``slot_name`` of ``var``, made once with initial value ``val`` (a
+        tensor or array of ``var``'s shape)."""
+        return self._make_slot(var, val, slot_name, op_name)
+
+    def _get_or_make_slot_with_initializer(
+        self, var: Variable, initializer: Any, shape: Any, dtype: Any, slot_name: str,
+        op_name: str | None = None,
+    ) -> Variable:  # fmt: skip
+        """TF1's: the slot ``slot_name`` of ``var``, made once by ``initializer`` (an
+        initializer object or a function of (shape, dtype))."""
+        if self._slots.get(slot_name, {}).get(var.op) is None:
+            with var.graph.control_dependencies(None), _on(var.graph, var.op):
+                value = initializer(shape, dtype=_dt.as_dtype(dtype))
+            return self._make_slot(var, value, slot_name, op_name)
+        return self._slots[slot_name][var.op]
+
+    def _slot_dict(self, slot_name: str) -> dict:
+        """TF1's: the slots named ``slot_name``, by their variable's op."""
+        return self._slots.setdefault(slot_name, {})
+
+    def _create_non_slot_variable(self, initial_value: Any, name: str, colocate_with: Variable
+                                  ) -> Variable:  # fmt: skip
+        """TF1's: a per-graph optimizer variable (``_non_slot``)."""
+        return self._non_slot(name, initial_value, colocate_with)
+
+    def _get_non_slot_variable(self, name: str, graph: Graph | None = None) -> Variable | None:
+        """TF1's: the per-graph variable ``name`` (None if not made)."""
+        return self._non_slots.get((name, graph if graph is not None else get_default_graph()))
+
+    @staticmethod
+    def _call_if_callable(param: Any) -> Any:
+        """TF1's: ``param()`` if it is callable (a learning rate given as a function)."""
+        return param() if callable(param) else param
 
     def _non_slot(self, name: str, initial: Any, colocate: Variable) -> Variable:
         """A per-graph optimizer variable (e.g. Adam's beta1_power), created once."""

@@ -92,7 +92,8 @@ class Saver:
     ) -> str:
         """Write the variables' values in ``sess`` to ``save_path`` (``save_path-<step>`` with a
         global step) and return that path. Updates the directory's index and deletes checkpoints
-        beyond ``max_to_keep``. Raises ValueError when the directory does not exist."""
+        beyond ``max_to_keep``. A missing directory is made when its own parent exists (as TF's V2
+        checkpoints do: one level); otherwise ValueError."""
         if latest_filename and os.path.dirname(latest_filename):
             raise ValueError(f"latest_filename {latest_filename!r} must be a bare file name")
         if global_step is not None:
@@ -114,6 +115,10 @@ class Saver:
         else:
             path = save_path
         directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory) and os.path.isdir(os.path.dirname(directory)):
+            # as TF's V2 checkpoints do: the missing parent is made, one level and no more
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(directory)
         if not os.path.isdir(directory):
             raise ValueError(f"parent directory of {path!r} does not exist, cannot save")
         if os.path.isdir(path):

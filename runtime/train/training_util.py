@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..graph import Graph, GraphKeys, Tensor, get_default_graph
+from ..ops import math as _math
 from ..ops.array import cast, constant
 from ..ops.math import ceil, equal, exp, floor, less_equal, minimum, where
 from ..registry import convert_to_tensor
@@ -122,14 +123,15 @@ def exponential_decay(
     """learning_rate * decay_rate ^ (global_step / decay_steps), the exponent floored if
     ``staircase``."""
     _need_step(global_step, "exponential_decay")
-    with get_default_graph().name_scope(name or "ExponentialDecay"):
+    with get_default_graph().name_scope(name or "ExponentialDecay") as scope:
         lr = _lr(learning_rate)
         p = _float(global_step, lr.dtype, "global_step") / _float(
             decay_steps, lr.dtype, "decay_steps"
         )
         if staircase:
             p = floor(p)
-        return lr * (_float(decay_rate, lr.dtype, "decay_rate") ** p)
+        # (the result is the op named as the scope, as TF's: "ExponentialDecay:0")
+        return _math.multiply(lr, _float(decay_rate, lr.dtype, "decay_rate") ** p, name=scope)
 
 
 def inverse_time_decay(
@@ -142,14 +144,14 @@ def inverse_time_decay(
 ) -> Tensor:
     """learning_rate / (1 + decay_rate * global_step / decay_steps)."""
     _need_step(global_step, "inverse_time_decay")
-    with get_default_graph().name_scope(name or "InverseTimeDecay"):
+    with get_default_graph().name_scope(name or "InverseTimeDecay") as scope:
         lr = _lr(learning_rate)
         p = _float(global_step, lr.dtype, "global_step") / _float(
             decay_steps, lr.dtype, "decay_steps"
         )
         if staircase:
             p = floor(p)
-        return lr / (1.0 + _float(decay_rate, lr.dtype, "decay_rate") * p)
+        return _math.divide(lr, 1.0 + _float(decay_rate, lr.dtype, "decay_rate") * p, name=scope)
 
 
 def natural_exp_decay(
@@ -162,14 +164,14 @@ def natural_exp_decay(
 ) -> Tensor:
     """learning_rate * exp(-decay_rate * global_step / decay_steps)."""
     _need_step(global_step, "natural_exp_decay")
-    with get_default_graph().name_scope(name or "NaturalExpDecay"):
+    with get_default_graph().name_scope(name or "NaturalExpDecay") as scope:
         lr = _lr(learning_rate)
         p = _float(global_step, lr.dtype, "global_step") / _float(
             decay_steps, lr.dtype, "decay_steps"
         )
         if staircase:
             p = floor(p)
-        return lr * exp(-_float(decay_rate, lr.dtype, "decay_rate") * p)
+        return _math.multiply(lr, exp(-_float(decay_rate, lr.dtype, "decay_rate") * p), name=scope)
 
 
 def polynomial_decay(
@@ -184,7 +186,7 @@ def polynomial_decay(
     """(learning_rate - end) * (1 - step / decay_steps) ^ power + end, with step capped at
     decay_steps, or, with ``cycle``, decay_steps stretched to the next multiple above step."""
     _need_step(global_step, "polynomial_decay")
-    with get_default_graph().name_scope(name or "PolynomialDecay"):
+    with get_default_graph().name_scope(name or "PolynomialDecay") as scope:
         lr = _lr(learning_rate)
         dt = lr.dtype
         step = _float(global_step, dt, "global_step")
@@ -196,7 +198,7 @@ def polynomial_decay(
             step = minimum(step, steps)
         end = _float(end_learning_rate, dt, "end_learning_rate")
         frac = 1.0 - step / steps
-        return (lr - end) * (frac ** _float(power, dt, "power")) + end
+        return _math.add((lr - end) * (frac ** _float(power, dt, "power")), end, name=scope)
 
 
 def piecewise_constant(x: Any, boundaries: list, values: list, name: str | None = None) -> Tensor:

@@ -695,3 +695,38 @@ contrib.training = _namespace(  # type: ignore[attr-defined]
 
 #: TF1's ``tf.newaxis`` (``x[:, tf.newaxis]``), numpy's None
 newaxis = None
+
+
+def _importable(ns: _types.ModuleType) -> None:
+    """Register ``ns`` and the namespaces under it in ``sys.modules``, so that TF1's import forms
+    work with the package renamed: ``from hetbed.compat.v1.contrib import rnn`` for ``from
+    tensorflow.contrib import rnn``, ``import hetbed.compat.v1.contrib.slim as slim``. A real
+    submodule (a file of this package) keeps its own entry."""
+    import sys as _sys
+
+    for value in list(vars(ns).values()):
+        if (
+            isinstance(value, _types.ModuleType)
+            and value.__name__.startswith(ns.__name__ + ".")
+            and value.__name__.count(".") == ns.__name__.count(".") + 1
+            and value.__name__ not in _sys.modules
+        ):
+            _sys.modules[value.__name__] = value
+            _importable(value)
+
+
+def _aliases() -> None:
+    """``tf.nn``, ``tf.train``, ``tf.layers`` and the others this namespace takes from hetbed's
+    own modules, importable under its name too (``from hetbed.compat.v1.nn import rnn_cell``
+    for ``from tensorflow.nn import rnn_cell``)."""
+    import sys as _sys
+
+    this = _sys.modules[__name__]
+    _importable(this)
+    for attr, value in list(vars(this).items()):
+        key = f"{__name__}.{attr}"
+        if not attr.startswith("_") and isinstance(value, _types.ModuleType):
+            _sys.modules.setdefault(key, value)
+
+
+_aliases()

@@ -1,6 +1,8 @@
 """The part of TensorFlow's private ``tensorflow.python`` that TF1 programs import directly:
 ``from tensorflow.python.framework import ops`` (for ``ops.reset_default_graph()`` and friends)
 becomes ``from hetbed.compat.v1.python.framework import ops``; ``tensorflow.python.client``'s
-``device_lib`` likewise."""
+``device_lib``, ``ops`` (``state_ops``, ``math_ops``, ``control_flow_ops``, ...: TF1's
+public names), ``training.optimizer`` (the base class custom optimizers subclass) and
+``platform.gfile`` likewise."""
 
-from . import client, framework  # noqa: F401
+from . import client, framework, ops, platform, training  # noqa: F401

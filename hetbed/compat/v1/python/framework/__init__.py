@@ -1,3 +1,3 @@
-"""``tensorflow.python.framework``: ``ops`` and ``dtypes``."""
+"""``tensorflow.python.framework``: ``ops``, ``dtypes`` and ``constant_op``."""
 
-from . import dtypes, ops  # noqa: F401
+from . import constant_op, dtypes, ops  # noqa: F401

@@ -1,0 +1,5 @@
+"""``tensorflow.python.ops.nn``: each name a TF1 program takes from it is ``tf.<name>``."""
+
+from .._forward import forward
+
+__getattr__ = forward(__name__)
