@@ -117,7 +117,8 @@ def gradients(
 
     Returns None for an x that no y depends on (or zeros with ``unconnected_gradients="zero"``).
     ``gate_gradients`` (what an optimizer's default GATE_OP asks): each op's gradients to its
-    inputs become available together (``_gated``). Raises LookupError naming the op when a differentiable path crosses an op with no gradient.
+    inputs become available together (``_gated``). Raises LookupError naming the op when a
+    differentiable path crosses an op with no gradient.
     """
     ys_list = [_as_tensor(y) for y in (ys if isinstance(ys, (list, tuple)) else [ys])]
     xs_list = [_as_tensor(x) for x in (xs if isinstance(xs, (list, tuple)) else [xs])]
@@ -217,7 +218,6 @@ def _gated(g: Any, op: Operation, in_grads: Sequence, stops: set, needed: set, m
     ``_may_alias_variable``) are gated: another op's gradients read nothing an update
     changes (TF gates every op with two or more input gradients, an Add's too). One gradient,
     or none, needs no gate."""
-
     kept = [
         k for k, (t, ig) in enumerate(zip(op.inputs, in_grads))
         if ig is not None and t not in stops and t.dtype.is_floating and t in needed
