@@ -291,11 +291,12 @@ class Optimizer:
     ) -> Variable:  # fmt: skip
         """TF1's: the slot ``slot_name`` of ``var``, made once by ``initializer`` (an
         initializer object or a function of (shape, dtype))."""
-        if self._slots.get(slot_name, {}).get(var.op) is None:
-            with var.graph.control_dependencies(None), _on(var.graph, var.op):
-                value = initializer(shape, dtype=_dt.as_dtype(dtype))
-            return self._make_slot(var, value, slot_name, op_name)
-        return self._slots[slot_name][var.op]
+        made = self._slot_dict(slot_name).get(var.op)
+        if made is not None:
+            return made
+        with var.graph.control_dependencies(None), _on(var.graph, var.op):
+            value = initializer(shape, dtype=_dt.as_dtype(dtype))
+        return self._make_slot(var, value, slot_name, op_name)
 
     def _slot_dict(self, slot_name: str) -> dict:
         """TF1's: the slots named ``slot_name``, by their variable's op."""
