@@ -430,7 +430,22 @@ from hetbed.runtime.ops.py_func import numpy_function, py_func  # noqa: E402
 # isort: split
 from hetbed.runtime.ops.lookup import tables_initializer  # noqa: E402
 from hetbed.runtime.ops.math_extra import clip_by_average_norm  # noqa: E402
-from hetbed.runtime.ops.strings import sparse_placeholder  # noqa: E402
+from hetbed.runtime.ops.sparse import (  # noqa: E402
+    embedding_lookup_sparse,
+    sparse_add,
+    sparse_concat,
+    sparse_placeholder,
+    sparse_reduce_sum,
+    sparse_reorder,
+    sparse_reshape,
+    sparse_retain,
+    sparse_segment_mean,
+    sparse_segment_sqrt_n,
+    sparse_segment_sum,
+    sparse_tensor_dense_matmul,
+    sparse_to_dense,
+    sparse_transpose,
+)
 
 # ---- WP7: edit distance, string hashing, SequenceExample parsing ----
 # isort: split

@@ -147,3 +147,8 @@ from hetbed.runtime.ops.nn_extra import (  # noqa: E402
 )
 
 __all__ += ["batch_norm_with_global_normalization", "normalize_moments", "sufficient_statistics"]
+
+# ---- lookups of SparseTensor ids (runtime/ops/sparse.py) ----
+from hetbed.runtime.ops.sparse import embedding_lookup_sparse  # noqa: E402
+
+__all__ += ["embedding_lookup_sparse"]

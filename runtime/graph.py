@@ -107,7 +107,8 @@ class TensorShape:
     def __repr__(self) -> str:
         if self.dims is None:
             return "<unknown>"
-        return "(" + ", ".join("?" if d is None else str(d) for d in self.dims) + ")"
+        dims = ["?" if d is None else str(d) for d in self.dims]
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"  # TF1's: (4,)
 
 
 def as_shape(value: object) -> TensorShape:

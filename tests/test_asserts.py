@@ -28,7 +28,7 @@ def test_assert_passes_or_fails_with_the_message_and_the_values():
         assert "assertion failed: [x must be positive:] [1.0 -2.0...]" in str(e.value)
         with pytest.raises(
             hb.errors.InvalidArgumentError,
-            match="the condition must be a scalar bool, got bool of shape \\(\\?\\)",
+            match="the condition must be a scalar bool, got bool of shape \\(\\?,\\)",
         ):
             hb.Assert(x > 0, ["vector condition"])
 

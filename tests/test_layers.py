@@ -133,7 +133,7 @@ def test_reuse_rules_and_messages(graph):
         assert hb.get_variable("w") is w
         with pytest.raises(ValueError, match="Variable foo/v does not exist"):
             hb.get_variable("v", [2])
-        with pytest.raises(ValueError, match=r"specified shape \(3\) and found shape \(2\)"):
+        with pytest.raises(ValueError, match=r"specified shape \(3,\) and found shape \(2,\)"):
             hb.get_variable("w", [3])
         with pytest.raises(ValueError, match="specified dtype float64"):
             hb.get_variable("w", [2], dtype=hb.float64)

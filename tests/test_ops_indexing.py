@@ -511,9 +511,9 @@ def test_static_shape_errors():
             hb.gather_nd(x, [[0, 0, 0]])
         with pytest.raises(ERR, match="GatherNd: indices must be int32 or int64"):
             hb.gather_nd(x, [[0.0]])
-        with pytest.raises(ERR, match=r"ScatterNd: updates shape \(2\) must be"):
+        with pytest.raises(ERR, match=r"ScatterNd: updates shape \(2,\) must be"):
             hb.scatter_nd([[0], [1]], [1.0, 2.0], [3, 2])
-        with pytest.raises(ERR, match=r"BooleanMask: mask shape \(2\)"):
+        with pytest.raises(ERR, match=r"BooleanMask: mask shape \(2,\)"):
             hb.boolean_mask(x, [True, False])
         with pytest.raises(ERR, match="BroadcastTo: cannot broadcast"):
             hb.broadcast_to(x, [3, 3])

@@ -105,7 +105,7 @@ def test_binary_broadcast_error():
     """Shapes that cannot broadcast are rejected when the op is built, naming both shapes."""
     with hb.Graph().as_default():
         with pytest.raises(
-            hb.errors.InvalidArgumentError, match=r"\(3, 4\) and \(3\) cannot be broadcast"
+            hb.errors.InvalidArgumentError, match=r"\(3, 4\) and \(3,\) cannot be broadcast"
         ):
             hb.add(hb.zeros([3, 4]), hb.zeros([3]))
 

@@ -271,7 +271,7 @@ def test_bias_add_and_gradient():
 def test_bias_add_mismatch():
     """A bias not matching the last dimension names both shapes."""
     with hb.Graph().as_default():
-        with pytest.raises(hb.errors.InvalidArgumentError, match=r"\(3\).*\(2, 4\)"):
+        with pytest.raises(hb.errors.InvalidArgumentError, match=r"\(3,\).*\(2, 4\)"):
             hb.nn.bias_add(hb.constant(np.zeros((2, 4))), hb.constant(np.zeros(3)))
 
 
@@ -393,7 +393,7 @@ def test_fused_batch_norm_errors():
     with hb.Graph().as_default():
         x = hb.constant(np.zeros((2, 2, 2, 4), np.float32))
         with pytest.raises(
-            hb.errors.InvalidArgumentError, match=r"scale has shape \(3\) but x has 4"
+            hb.errors.InvalidArgumentError, match=r"scale has shape \(3,\) but x has 4"
         ):
             hb.nn.fused_batch_norm(x, hb.constant(np.ones(3, np.float32)))
         with pytest.raises(hb.errors.InvalidArgumentError, match="required"):

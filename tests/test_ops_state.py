@@ -393,7 +393,7 @@ def test_placeholder_with_default():
             )
             np.testing.assert_array_equal(s.run(gd), [[3.0, 3.0]])
         with pytest.raises(
-            hb.errors.InvalidArgumentError, match=r"\(1, 2\) does not fit shape \(3\)"
+            hb.errors.InvalidArgumentError, match=r"\(1, 2\) does not fit shape \(3,\)"
         ):
             hb.placeholder_with_default(d, [3])
 

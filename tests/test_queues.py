@@ -261,7 +261,7 @@ def test_queue_errors_name_the_problem():
         with pytest.raises(tf.errors.InvalidArgumentError, match="min_after_dequeue"):
             tf.RandomShuffleQueue(4, 4, tf.float32)
         s = tf.FIFOQueue(4, tf.float32, shapes=[[2]])
-        with pytest.raises(tf.errors.InvalidArgumentError, match=r"shape \(3\).*\(2\)|\[3\]"):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"shape \(3,\).*\(2,\)|\[3\]"):
             s.enqueue(np.zeros(3, np.float32))
         with pytest.raises(tf.errors.InvalidArgumentError, match="must be known"):
             tf.train.slice_input_producer([tf.placeholder(tf.float32, [None, 2])])

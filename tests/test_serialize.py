@@ -474,8 +474,8 @@ def _node(doc, name):
         (
             lambda d: _node(d, "b")["outputs"][0].update(shape=[3]),
             S.GraphFormatError,
-            r"node 'b' \(Mul\): output 0 is stored as float32 \(3\) but the shape function "
-            r"gives float32 \(2\)",
+            r"node 'b' \(Mul\): output 0 is stored as float32 \(3,\) but the shape function "
+            r"gives float32 \(2,\)",
         ),
         (
             lambda d: _node(d, "b")["outputs"][0].update(dtype="int32"),

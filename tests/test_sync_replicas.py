@@ -171,7 +171,7 @@ def test_apply_grad_rejects_a_gradient_of_the_wrong_shape():
         acc = data_flow.ConditionalAccumulator(hb.float64, shape=[2])
         with pytest.raises(
             hb.errors.InvalidArgumentError,
-            match=r"gradient shape \(3\) does not match.*shape \(2\)",
+            match=r"gradient shape \(3,\) does not match.*shape \(2,\)",
         ):
             acc.apply_grad(hb.constant(np.zeros(3)), local_step=0)
 

@@ -377,7 +377,7 @@ def test_gradient_shape_mismatch_is_reported_at_build_time():
         w = hb.Variable(np.zeros(3, np.float32), name="w")
         g = hb.constant(np.ones(2, np.float32))
         with pytest.raises(
-            hb.errors.InvalidArgumentError, match=r"ApplyGradientDescent.*\(2\).*\(3\)"
+            hb.errors.InvalidArgumentError, match=r"ApplyGradientDescent.*\(2,\).*\(3,\)"
         ):
             hb.train.GradientDescentOptimizer(0.1).apply_gradients([(g, w)])
     with pytest.raises(ValueError, match="initial_accumulator_value must be positive"):

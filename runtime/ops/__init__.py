@@ -42,4 +42,4 @@ from . import image_codecs  # noqa: F401, E402
 
 # ---- sparse gradients across replicas ----
 # isort: split
-from . import sparse_accumulator  # noqa: F401, E402
+from . import sparse, sparse_accumulator  # noqa: F401, E402

@@ -14,15 +14,20 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError, NotFoundError
-from ..graph import Tensor, TensorShape, get_default_graph
+from ..graph import Tensor, TensorShape
 from ..registry import apply, apply_op, broadcast_shapes, convert_to_tensor, defop
+from .sparse import (  # noqa: F401 - string_split's result; also imported from here
+    SparseTensor,
+    SparseTensorValue,
+    sparse_placeholder,
+    sparse_tensor_to_dense,
+)
 
 # ---- helpers -------------------------------------------------------------------------------------
 
@@ -60,83 +65,7 @@ def _string_shape(op: Any) -> list:
     return [(_string_input(op).shape, _dt.string)]
 
 
-# ---- SparseTensor (the result of string_split) ----------------------------------------------------
-
-SparseTensorValue = namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])
-SparseTensorValue.__doc__ = "A fetched SparseTensor: numpy indices, values and dense_shape."
-
-
-class SparseTensor(namedtuple("SparseTensor", ["indices", "values", "dense_shape"])):
-    """TF1's ``tf.SparseTensor``, minimal: int64 ``indices`` [N, rank], ``values`` [N] and int64
-    ``dense_shape`` [rank]. Fetching one gives a ``SparseTensorValue``."""
-
-    __slots__ = ()
-    _value_type = SparseTensorValue
-
-    def __new__(cls, indices: Any, values: Any, dense_shape: Any) -> SparseTensor:
-        return super().__new__(
-            cls,
-            convert_to_tensor(indices, dtype=_dt.int64),
-            convert_to_tensor(values),
-            convert_to_tensor(dense_shape, dtype=_dt.int64),
-        )
-
-    @property
-    def dtype(self) -> _dt.DType:
-        return self.values.dtype
-
-    @property
-    def graph(self) -> Any:
-        return self.values.graph
-
-
-SparseToDense = defop("SparseToDense", differentiable=False)
-
-
-@SparseToDense.shape
-def _sparse_to_dense_shape(op):
-    idx, shape, values, default = op.inputs
-    if values.dtype != default.dtype:
-        raise InvalidArgumentError(
-            f"SparseToDense: default_value is {default.dtype.name}, values are {values.dtype.name}"
-        )
-    rank = shape.shape.dims[0] if shape.shape.dims else None
-    return [(TensorShape([None] * rank if rank is not None else None), values.dtype)]
-
-
-@SparseToDense.kernel("cpu")
-def _sparse_to_dense(ctx, idx, shape, values, default):
-    shape = tuple(int(d) for d in shape)
-    out = np.empty(shape, dtype=values.dtype)
-    out[...] = default
-    idx = np.asarray(idx, dtype=np.int64).reshape(len(values), len(shape))
-    for d, n in enumerate(shape):
-        if idx.size and (idx[:, d].min() < 0 or idx[:, d].max() >= n):
-            raise InvalidArgumentError(
-                f"SparseToDense {ctx.op.name!r}: an index is outside dense_shape {list(shape)}"
-            )
-    out[tuple(idx.T)] = values
-    return out
-
-
-def sparse_tensor_to_dense(
-    sp_input: SparseTensor, default_value: Any = None, validate_indices: bool = True, name=None
-) -> Tensor:
-    """The dense tensor of ``sp_input``, ``default_value`` (0 or b"") where it has no value."""
-    if not isinstance(sp_input, SparseTensor):
-        raise TypeError(f"sparse_tensor_to_dense: expected a SparseTensor, got {sp_input!r}")
-    if default_value is None:
-        default_value = b"" if sp_input.dtype.is_string else 0
-    if sp_input.dtype.is_string:
-        d = convert_to_tensor(default_value, dtype=_dt.string)
-    else:
-        d = convert_to_tensor(np.asarray(default_value, dtype=sp_input.dtype.np))
-    return apply(
-        "SparseToDense",
-        [sp_input.indices, sp_input.dense_shape, sp_input.values, d],
-        name=name or "SparseToDense",
-    )
-
+# ---- SparseTensor (the result of string_split): runtime/ops/sparse.py ---------------------------
 
 # ---- StringSplit ----------------------------------------------------------------------------------
 
@@ -787,19 +716,3 @@ def match_filenames_once(pattern: Any, name=None) -> Any:
         validate_shape=False,
         name=name or "matching_filenames",
     )
-
-
-def sparse_placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> SparseTensor:
-    """TF1's ``tf.sparse_placeholder``: a SparseTensor of three placeholders (``indices``,
-    ``values``, ``dense_shape``) fed together with a SparseTensorValue (or a 3-tuple)."""
-    from .array import placeholder
-
-    rank = None
-    if shape is not None:
-        rank = (shape if isinstance(shape, TensorShape) else TensorShape(shape)).ndims
-    with get_default_graph().name_scope(name or "SparsePlaceholder"):
-        return SparseTensor(
-            placeholder(_dt.int64, [None, rank], name="indices"),
-            placeholder(_dt.as_dtype(dtype), [None], name="values"),
-            placeholder(_dt.int64, [rank], name="shape"),
-        )

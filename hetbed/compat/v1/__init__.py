@@ -363,13 +363,30 @@ from hetbed.runtime.ops import image_codecs as _codecs  # noqa: E402
 
 for _k in _codecs.__all__:  # tf.io.decode_jpeg etc. (also tf.image.*)
     setattr(io, _k, getattr(_codecs, _k))
+from hetbed.runtime.ops import sparse as _sparse  # noqa: E402
+
 sparse = _namespace(
     "sparse",
-    "TF1's tf.sparse, of which hetbed has SparseTensor and to_dense.",
+    "TF1's tf.sparse: SparseTensor and the ops hetbed has on it (runtime/ops/sparse.py).",
     {
-        "SparseTensor": _strings.SparseTensor,
-        "SparseTensorValue": _strings.SparseTensorValue,
-        "to_dense": _strings.sparse_tensor_to_dense,
+        "SparseTensor": _sparse.SparseTensor,
+        "SparseTensorValue": _sparse.SparseTensorValue,
+        "to_dense": _sparse.sparse_tensor_to_dense,
+        "from_dense": _sparse.from_dense,
+        "placeholder": _sparse.sparse_placeholder,
+        "add": _sparse.sparse_add,
+        "concat": _sparse.sparse_concat,
+        "reduce_sum": _sparse.sparse_reduce_sum,
+        "reorder": _sparse.sparse_reorder,
+        "reshape": _sparse.sparse_reshape,
+        "retain": _sparse.sparse_retain,
+        "transpose": _sparse.sparse_transpose,
+        "matmul": _sparse.sparse_tensor_dense_matmul,
+        "sparse_dense_matmul": _sparse.sparse_tensor_dense_matmul,
+        "segment_sum": _sparse.sparse_segment_sum,
+        "segment_mean": _sparse.sparse_segment_mean,
+        "segment_sqrt_n": _sparse.sparse_segment_sqrt_n,
+        "SparseConditionalAccumulator": _hb.SparseConditionalAccumulator,
     },
 )
 dtypes.string = _hb.string
