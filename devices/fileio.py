@@ -8,7 +8,8 @@ that all of them (the cost-model tables in ``devices/`` included) may import. Li
 A write goes to a temporary file beside the target, named ``.<name>.<random>.tmp`` (so that
 ``stale_temp_files`` can find what an interrupted write left), is flushed and fsynced, renamed over
 the target, and the folder is fsynced: a crash leaves either the old file or the new one, never a
-mix. A failed write removes its temporary file and leaves the target as it was.
+mix. A failed write removes its temporary file and leaves the target as it was. The new file keeps
+the permissions of the one it replaces, or gets those the umask gives a new file.
 """
 
 from __future__ import annotations
@@ -65,12 +66,36 @@ def atomic_write(
                     f.write(h.digest())
                 f.flush()
                 os.fsync(f.fileno())
+        os.chmod(tmp, _mode_for(path))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
     fsync_dir(directory)
+
+
+def _mode_for(path: str) -> int:
+    """The permissions a replaced file keeps, or that a new one gets from the umask, as
+    ``open(path, "w")`` would give it (a temporary file is made readable by its owner alone)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """This process's umask, read without changing it where the platform says it (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and restore (not thread-safe, but brief)
+    os.umask(mask)
+    return mask
 
 
 def stale_temp_files(path: str | os.PathLike) -> list[str]:

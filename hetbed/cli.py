@@ -36,8 +36,10 @@ def _catalog(args: argparse.Namespace) -> int:
             try:
                 spec = load(args.name)
                 break
-            except Exception:  # noqa: BLE001 - not this kind of entry: try the next
-                continue
+            except catalog.CatalogError as e:  # not this kind of entry: try the next
+                if not str(e).startswith("unknown ") and " is not a " not in str(e):
+                    print(f"hetbed catalog: {e}", file=sys.stderr)  # its file is broken
+                    return 2
         if spec is None:
             known = catalog.list_devices() + catalog.list_links() + catalog.list_hosts()
             near = difflib.get_close_matches(args.name, known, n=3, cutoff=0.5)
@@ -107,6 +109,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise ValueError(f"--repeats: expected a positive integer, got {args.repeats}")
     builders = load_builders(args.model) if args.model else CALIBRATION_BUILDERS
+    _writable_folder(args.out, "--out")
     perf, prof, ms = calibrate(args.out, builders, args.repeats, progress)
     if args.json:
         print(
@@ -143,6 +146,7 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
     points = schema.expand(sc)
     stem = os.path.splitext(os.path.basename(args.file))[0]
     out = args.out or os.path.join("out", stem)
+    _writable_folder(out, "--out")  # before the simulation, not after it
     bar = None
     if not args.quiet and not args.json:
         print(schema.describe(sc), file=sys.stderr)
@@ -187,6 +191,21 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
     return 0
 
 
+def _writable_folder(path: str, flag: str) -> None:
+    """Make the output folder ``path`` (or find it) and check it can be written; ValueError
+    naming ``flag`` otherwise."""
+    import os
+
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{flag}: {path} exists and is not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{flag}: cannot make the folder {path}: {e.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag}: the folder {path} is not writable")
+
+
 def _run(args: argparse.Namespace) -> int:
     return _run_file(args, 1, None)
 
@@ -199,6 +218,7 @@ def _describe(args: argparse.Namespace) -> int:
     from hetbed.scenarios import runner, schema
 
     sc = schema.load(runner.find_scenario(args.file))
+    schema.expand(sc)  # every sweep point is checked too, as run checks them
     if args.json:
         doc = {k: v for k, v in sc.items() if not k.startswith("_")}
         doc["non_defaults"] = schema.non_defaults(sc)
@@ -324,7 +344,10 @@ _QUIET = "print nothing but errors"
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command (``hetbed COMMAND -h`` prints one's flags)."""
     parser = argparse.ArgumentParser(
-        prog="hetbed", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="hetbed",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # --seed is no abbreviation of --seeds
     )
     sub = parser.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     p = sub.add_parser(
@@ -508,6 +531,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARGS...]")
     p.set_defaults(fn=_cluster)
+    for p in sub.choices.values():
+        p.allow_abbrev = False
     return parser
 
 
@@ -519,11 +544,19 @@ def main(argv: list[str] | None = None) -> int:
         cmd = sub.choices[args.cmd]
         flags = [o for a in cmd._actions for o in a.option_strings]
         unknown = [x for x in extra if x.startswith("-")] or extra
-        near = difflib.get_close_matches(unknown[0].split("=")[0], flags, n=1, cutoff=0.5)
-        cmd.error(
-            f"unrecognized arguments: {' '.join(extra)}"
-            + (f" (did you mean {near[0]}?)" if near else "")
-        )
+        flag = unknown[0].split("=")[0]
+        near = difflib.get_close_matches(flag, flags, n=1, cutoff=0.5)
+        elsewhere = [
+            name
+            for name, p in sub.choices.items()
+            if any(flag in a.option_strings for a in p._actions)
+        ]
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        if elsewhere and not near:
+            hint = f" ({flag} is a flag of hetbed {' and hetbed '.join(elsewhere)})"
+        elif elsewhere:
+            hint = f" (did you mean {near[0]}? {flag} is a flag of hetbed {' and hetbed '.join(elsewhere)})"
+        cmd.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
     try:
         return args.fn(args)
     except KeyboardInterrupt:

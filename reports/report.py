@@ -72,7 +72,9 @@ class Report:
 
     # ---- output ---------------------------------------------------------------------------
     def write(self, out_dir: str) -> dict[str, str]:
-        """Write report.md, report.html and the figures into ``out_dir``; return their paths."""
+        """Write report.md, report.html and the figures into ``out_dir``; return their paths.
+        Figures and files an earlier report wrote there and this one does not are removed (a
+        folder rerun with another study holds this study's figures alone); nothing else is."""
         os.makedirs(out_dir, exist_ok=True)
         paths = {}
         for b in self.blocks:
@@ -89,6 +91,7 @@ class Report:
         page = os.path.join(out_dir, "report.html")
         _atomic_write(page, self.html().encode())
         paths.update({"markdown": md, "html": page})
+        _forget_earlier_files(out_dir, paths.values())
         return paths
 
     def markdown(self) -> str:
@@ -183,3 +186,26 @@ def _html_table(df: Any, fmt: str) -> str:
 def _inline_code(s: str) -> str:
     parts = s.split("`")
     return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
+#: the names a report wrote into its folder, so that the next report there can remove its
+#: leftovers (and never a file it did not write)
+WRITTEN = ".report-files.json"
+
+
+def _forget_earlier_files(out_dir: str, written: Any) -> None:
+    import json
+
+    mine = {os.path.basename(p) for p in written}
+    listing = os.path.join(out_dir, WRITTEN)
+    try:
+        with open(listing, encoding="utf-8") as f:
+            before = json.load(f)
+    except (OSError, ValueError):
+        before = []
+    for name in before if isinstance(before, list) else []:
+        if isinstance(name, str) and name not in mine and os.path.basename(name) == name:
+            path = os.path.join(out_dir, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                os.remove(path)
+    _atomic_write(listing, json.dumps(sorted(mine)).encode())

@@ -48,6 +48,12 @@ class DType:
     def __reduce__(self):  # pragma: no cover - dtypes are singletons
         raise TypeError("hetbed dtypes are not picklable")
 
+    def __copy__(self) -> DType:  # a singleton: copies are itself (sklearn's clone copies
+        return self  # estimator parameters such as initializers holding a dtype)
+
+    def __deepcopy__(self, memo: dict) -> DType:
+        return self
+
 
 float16 = DType("float16", np.float16)
 float32 = DType("float32", np.float32)

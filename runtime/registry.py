@@ -244,6 +244,10 @@ def apply_op(
     attrs = attrs or {}
     g = graph or _graph_of(inputs)
     tensors = [convert_to_tensor(x, graph=g) for x in inputs]
+    if not op_def.stateful and op_type not in _PASSES_REFS:
+        for i, t in enumerate(tensors):
+            if t.op.type == "VariableV2":  # a variable's own output, not its value
+                tensors[i] = _read_ref(t, g)
     cond = getattr(g._local, "cond", None)  # building a branch of hb.cond (control_flow.py)
     if cond is not None:
         tensors = [cond.enter(t) for t in tensors]
@@ -260,6 +264,30 @@ def apply_op(
     if cond is not None:
         cond.added(op)
     return op
+
+
+#: op types that take a variable's reference as it is: reading it, asking whether it is
+#: initialized, and the ops that only forward a value; every stateful op (the updates) too
+_PASSES_REFS = frozenset(
+    (
+        "ReadVariable",
+        "IsVariableInitialized",
+        "Identity",
+        "Enter",
+        "Exit",
+        "Switch",
+        "Merge",
+        "NextIteration",
+    )
+)
+
+
+def _read_ref(ref: Tensor, g: Any) -> Tensor:
+    """The value of the variable whose reference ``ref`` is (``graph.get_tensor_by_name(
+    "layer/kernel:0")``), read where it lives, when the op given it as an input runs: TF1 reads a
+    reference used as an ordinary input the same way."""
+    with g.colocate_with(ref.op):
+        return apply_op("ReadVariable", [ref], name=ref.op.name + "/read_ref").outputs[0]
 
 
 def _check_takes_strings(op_def: OpDef, view: _ShapeView) -> None:

@@ -89,7 +89,8 @@ def load(out_dir: str) -> tuple[dict, pd.DataFrame, pd.DataFrame, dict]:
         manifest = json.load(f)
     if manifest.get("format") != "hetbed-results":
         raise ValueError(f"{out_dir}/manifest.json: not a hetbed-results manifest")
-    sc = schema.load(os.path.join(out_dir, "scenario.toml"))
+    # (the files the scenario names were read when it ran: a report needs its settings only)
+    sc = schema.load(os.path.join(out_dir, "scenario.toml"), check_files=False)
     sc["run"]["seeds"] = manifest.get("seeds", sc["run"]["seeds"])  # --seeds N overrides
     summary = pd.read_parquet(os.path.join(out_dir, "summary.parquet"))
     steps = pd.read_parquet(os.path.join(out_dir, "steps.parquet"))

@@ -63,17 +63,25 @@ def replica_profile(sc: dict) -> Any:
             mg = zoo.build(m["name"], m["batch_size"], dtype=dtype, optimizer=m["optimizer"])
             feeds = {ph: sim_value(mg.input_shapes[k], ph.dtype.np) for k, ph in mg.inputs.items()}
             strategy = "greedy" if st["placement"] == "balanced" else st["placement"]
-            prof = profile_from_graph(
-                mg.train_op,
-                feeds,
-                worker=c["worker_device"],
-                ps=c["ps_device"],
-                ps_tasks=n_ps,
-                strategy=strategy,
-                examples_per_step=m["batch_size"],
-                cost_model=Roofline(m["precision"]),
-                host_topology=c["host_topology"] or None,
-            )
+            try:
+                prof = profile_from_graph(
+                    mg.train_op,
+                    feeds,
+                    worker=c["worker_device"],
+                    ps=c["ps_device"],
+                    ps_tasks=n_ps,
+                    strategy=strategy,
+                    examples_per_step=m["batch_size"],
+                    cost_model=Roofline(m["precision"]),
+                    host_topology=c["host_topology"] or None,
+                )
+            except hb.errors.ResourceExhaustedError as e:  # the setting's fault, not the code's
+                where = os.path.basename(sc.get("_path", "")) or "<scenario>"
+                raise ScenarioError(
+                    f"{where}: model.batch_size: {m['name']} at batch {m['batch_size']} does "
+                    f"not fit in the memory of cluster.worker_device {c['worker_device']!r}: "
+                    f"{e.message.splitlines()[0]}"
+                ) from None
         if st["placement"] == "balanced":
             prof = balanced(prof, n_ps)
         _profiles[key] = prof
@@ -388,7 +396,7 @@ def library() -> list[str]:
 def find_scenario(name: str) -> str:
     """The path of scenario ``name``: a file, or a study of the library by name (with or
     without ``.toml``); raises ScenarioError with the closest library names."""
-    if os.path.isfile(name):
+    if os.path.isfile(name) or os.path.isdir(name):  # (schema.load says what a folder is)
         return name
     stem = os.path.basename(name)
     stem = stem[:-5] if stem.endswith(".toml") else stem

@@ -233,8 +233,9 @@ def _check(path: str, where: str, f: Field, v: Any) -> Any:
     return v
 
 
-def validate(doc: dict, where: str = "<scenario>") -> dict:
-    """A complete scenario dict (defaults filled in) from a parsed document; raises ScenarioError."""
+def validate(doc: dict, where: str = "<scenario>", check_files: bool = True) -> dict:
+    """A complete scenario dict (defaults filled in) from a parsed document; raises ScenarioError.
+    ``check_files=False`` skips the files it names (a results folder's copy of the scenario)."""
     if not isinstance(doc, dict):
         raise ScenarioError(f"{where}: expected a table at the top level")
     unknown = set(doc) - set(SCHEMA) - {"sweep"}
@@ -300,8 +301,17 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
             f"{where}: strategy.backup_workers: expected fewer backup workers than workers "
             f"({cl['workers']}), got {st['backup_workers']}"
         )
+    _check_stragglers(out["stragglers"], where)
+    _check_precision(out, where)
+    r = out["run"]
+    if r["seed"] + r["seeds"] - 1 > SCHEMA["run"]["seed"].max:
+        raise ScenarioError(
+            f"{where}: run.seeds: seeds {r['seed']} to {r['seed'] + r['seeds'] - 1} pass the "
+            f"largest seed, {_bound(SCHEMA['run']['seed'].max)}; lower run.seed"
+        )
     _check_failures(out, where)
-    _check_empirical_file(out, where)
+    if check_files:
+        _check_empirical_file(out, where)
     hybrid_set = {
         k: v for k, v in (doc.get("hybrid") or {}).items() if v != SCHEMA["hybrid"][k].default
     }
@@ -322,12 +332,73 @@ def validate(doc: dict, where: str = "<scenario>") -> dict:
             )
         if not isinstance(values, list) or not values:
             raise ScenarioError(f"{where}: sweep.{key}: expected a non-empty list of values")
-        for v in values:
-            _check(key, where, SCHEMA[sec][name], v)
+        if sec == "scenario":
+            raise ScenarioError(
+                f"{where}: sweep.{key}: [scenario] describes the study and changes no result; "
+                "sweep a setting of the model, cluster, strategy, stragglers, failures or run"
+            )
+        for i, v in enumerate(values):
+            _check(f'sweep."{key}"[{i}]', where, SCHEMA[sec][name], v)
+            if any(_same(v, u) for u in values[:i]):
+                raise ScenarioError(
+                    f'{where}: sweep."{key}"[{i}]: {v!r} is already in the list: each value is '
+                    "one point (repeat a point with run.seeds)"
+                )
     out["sweep"] = {k: list(v) for k, v in sweep.items()}
     _check_fit(out["scenario"]["fit"], where)
     _check_published(out["scenario"], out["sweep"] if "sweep" in doc else None, where)
     return out
+
+
+#: the smallest Pareto tail index (besides 0, off) whose draws stay finite: numpy draws
+#: 1 + X = exp(E / alpha) with E an exponential variate below -ln(2^-53) = 36.7, so alpha must
+#: keep 36.7 / alpha + ln(pareto_scale <= 1e6) under ln(largest float) = 709.8
+PARETO_ALPHA_MIN = 0.06
+
+
+def _check_stragglers(s: dict, where: str) -> None:
+    if 0.0 < s["pareto_alpha"] < PARETO_ALPHA_MIN:
+        raise ScenarioError(
+            f"{where}: stragglers.pareto_alpha: expected 0 (off) or a number in "
+            f"[{PARETO_ALPHA_MIN:g}, 1000], got {s['pareto_alpha']!r} (a smaller tail index "
+            "draws step times beyond a float's range)"
+        )
+    if s["slow_factor"] < 1.0:
+        raise ScenarioError(
+            f"{where}: stragglers.slow_factor: expected a number in [1, 1e+06] (how many times "
+            f"longer a slow worker's step takes), got {s['slow_factor']!r}"
+        )
+
+
+#: the peak a precision mode computes at (``model.precision``), by the catalog's dtype name
+_PRECISION_DTYPE = {
+    "tf32": "tensorfloat32",
+    "mixed_float16": "float16",
+    "mixed_bfloat16": "bfloat16",
+}
+
+
+def _check_precision(out: dict, where: str) -> None:
+    """A precision mode needs a float32 model and a worker device with that mode's peak."""
+    from hetbed.devices import catalog
+
+    m, worker = out["model"], out["cluster"]["worker_device"]
+    want = _PRECISION_DTYPE.get(m["precision"])
+    if want is None:
+        return
+    if m["dtype"] != "float32":
+        raise ScenarioError(
+            f"{where}: model.precision: {m['precision']!r} is how a float32 model computes; "
+            f"model.dtype is {m['dtype']!r} (use precision = 'float32' with it)"
+        )
+    spec = catalog.load_device(worker)
+    if want not in spec.peak_flops and want not in spec.matrix_peak_flops:
+        have = sorted(set(spec.peak_flops) | set(spec.matrix_peak_flops))
+        raise ScenarioError(
+            f"{where}: model.precision: {m['precision']!r} computes in {want}, which "
+            f"cluster.worker_device {worker!r} has no peak for (its catalog entry has "
+            f"{', '.join(have)})"
+        )
 
 
 #: the largest step-time file read for ``stragglers.empirical_file``
@@ -451,10 +522,29 @@ def _check_published(scenario: dict, sweep: dict | None, where: str) -> None:
                 raise _expect(f"{path}.over", where, f"a swept setting ({swept})", e.get("over"))
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Whether two sweep values are one setting (1 and 1.0 are; True and 1 are not)."""
+    return (
+        type(a) is type(b)
+        and a == b
+        or (
+            isinstance(a, (int, float))
+            and isinstance(b, (int, float))
+            and not isinstance(a, bool)
+            and not isinstance(b, bool)
+            and a == b
+        )
+    )
+
+
 def did_you_mean(name: str, known: Any) -> str:
     """`` (did you mean X?)`` naming the closest of ``known``, or nothing."""
     near = difflib.get_close_matches(str(name), list(known), n=2, cutoff=0.5)
     return f" (did you mean {' or '.join(near)}?)" if near else ""
+
+
+#: link kinds that join hosts (``cluster.nic``); the others join devices within a host
+_NIC_KINDS = ("ethernet", "infiniband", "loopback")
 
 
 def _check_catalog(out: dict, where: str) -> None:
@@ -474,27 +564,82 @@ def _check_catalog(out: dict, where: str) -> None:
                 f"{where}: {path}: no catalog entry {v!r}{did_you_mean(v, known)}; "
                 f"`hetbed catalog` lists {', '.join(known)}"
             )
+    for path, load in (
+        ("cluster.worker_device", catalog.load_device),
+        ("cluster.ps_device", catalog.load_device),
+        ("cluster.nic", catalog.load_link),
+    ):
+        sec, _, name = path.partition(".")
+        try:
+            load(out[sec][name])
+        except catalog.CatalogError as e:  # its file is there but broken
+            raise ScenarioError(f"{where}: {path}: {e}") from None
+    nic = catalog.load_link(out["cluster"]["nic"])
+    if nic.kind not in _NIC_KINDS:
+        nics = [k for k in catalog.list_links() if catalog.load_link(k).kind in _NIC_KINDS]
+        raise ScenarioError(
+            f"{where}: cluster.nic: {out['cluster']['nic']!r} is a {nic.kind} link, not a network "
+            f"between hosts; NICs: {', '.join(nics)}"
+        )
     topo, worker = out["cluster"]["host_topology"], out["cluster"]["worker_device"]
     if topo and catalog.load_device(worker).kind != "gpu":
         raise ScenarioError(
             f"{where}: cluster.host_topology: {topo!r} places GPUs, but cluster.worker_device "
             f"{worker!r} is a {catalog.load_device(worker).kind}; drop host_topology"
         )
+    built_of = catalog.load_host(topo).gpu if topo else None
+    if built_of and built_of != worker:
+        raise ScenarioError(
+            f"{where}: cluster.host_topology: {topo!r} is built of {built_of} GPUs, but "
+            f"cluster.worker_device is {worker!r}"
+        )
 
 
-def load(path: str) -> dict:
-    """Read and validate a scenario file; raises ScenarioError naming the file on any problem."""
+#: the largest scenario file read (a study is a page of TOML)
+MAX_SCENARIO_BYTES = 1 << 20
+
+
+def load(path: str, check_files: bool = True) -> dict:
+    """Read and validate a scenario file; raises ScenarioError naming the file on any problem.
+    A relative ``stragglers.empirical_file`` is relative to the scenario file's folder.
+    ``check_files=False`` skips the files the scenario names (see ``validate``)."""
     where = os.path.basename(path)
+    if os.path.isdir(path):
+        raise ScenarioError(f"{path}: a folder, not a scenario file")
     try:
+        size = os.path.getsize(path)
+        if size > MAX_SCENARIO_BYTES:
+            raise ScenarioError(
+                f"{where}: {size:,} bytes, expected a scenario file of at most "
+                f"{MAX_SCENARIO_BYTES:,} bytes"
+            )
         with open(path, "rb") as f:
             doc = tomllib.load(f)
     except FileNotFoundError:
         raise ScenarioError(f"{path}: no such scenario file") from None
+    except UnicodeDecodeError as e:
+        raise ScenarioError(f"{where}: not valid TOML: not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{where}: not valid TOML: {e}") from None
-    sc = validate(doc, where)
+    _resolve_files(doc, os.path.dirname(os.path.abspath(path)))
+    sc = validate(doc, where, check_files)
     sc["_path"] = os.path.abspath(path)
     return sc
+
+
+def _resolve_files(doc: dict, base: str) -> None:
+    """Relative paths of files a scenario names, made relative to its folder."""
+
+    def resolve(v: Any) -> Any:
+        return os.path.join(base, v) if isinstance(v, str) and v and not os.path.isabs(v) else v
+
+    s = doc.get("stragglers")
+    if isinstance(s, dict) and "empirical_file" in s:
+        s["empirical_file"] = resolve(s["empirical_file"])
+    sweep = doc.get("sweep")
+    values = sweep.get("stragglers.empirical_file") if isinstance(sweep, dict) else None
+    if isinstance(values, list):
+        sweep["stragglers.empirical_file"] = [resolve(v) for v in values]
 
 
 def expand(sc: dict) -> list[dict]:

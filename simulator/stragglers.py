@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -273,11 +274,15 @@ class Empirical(StragglerModel):
             values = np.asarray(samples, dtype=float).reshape(-1)
         if values.size == 0:
             raise ValueError(f"Empirical: no step times in {where}")
-        bad = values[~(np.isfinite(values) & (values > 0))]
-        if bad.size:
+        bad = np.flatnonzero(~(np.isfinite(values) & (values > 0)))
+        if bad.size:  # a file's values are not quoted: it may be something else than times
+            found = (
+                f"{bad.size} of {values.size} values are not (the first is value {bad[0] + 1})"
+                if where != "samples"
+                else f"found {values[bad[:3]].tolist()}"
+            )
             raise ValueError(
-                f"Empirical: step times in {where} must be finite and > 0 seconds; "
-                f"found {bad[:3].tolist()}"
+                f"Empirical: step times in {where} must be finite and > 0 seconds; {found}"
             )
         self.median_s = float(np.median(values))
         self.factors = values / self.median_s
@@ -314,7 +319,9 @@ def _load_times(path: str, column: str | None) -> np.ndarray:
             series = numeric.iloc[:, 0]
         return series.dropna().to_numpy(dtype=float)
     try:
-        return np.loadtxt(path, dtype=float, ndmin=1).reshape(-1)
+        with warnings.catch_warnings():  # an empty file: "no step times" says it, once
+            warnings.simplefilter("ignore", UserWarning)
+            return np.loadtxt(path, dtype=float, ndmin=1).reshape(-1)
     except ValueError:
         # numpy's message quotes the offending line: never echo a file's contents
         raise ValueError(

@@ -1,6 +1,8 @@
 """The command line and the demo: exit codes, outputs, and the demo's numbers."""
 
 import json
+import os
+import time
 
 import pandas as pd
 import pytest
@@ -169,3 +171,49 @@ def test_unreachable_dask_scheduler_is_one_line_after_a_short_timeout(tmp_path, 
     assert time.perf_counter() - t < 10
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and addr in err and "leave out --dask" in err
+
+
+def test_flags_are_never_abbreviated(capsys):
+    """--seed is not --seeds (a prefix would silently run three seeds), --q not --quiet."""
+    for argv, near in (
+        (["run", "paper_backup_workers", "--seed", "3"], "did you mean --seeds?"),
+        (["run", "paper_backup_workers", "--q"], "--q"),
+        (["run", "paper_backup_workers", "--jobs", "2"], "--jobs is a flag of hetbed sweep"),
+    ):
+        with pytest.raises(SystemExit) as e:
+            main(argv)
+        assert e.value.code == 2
+        err = capsys.readouterr().err
+        assert "unrecognized arguments" in err and near in err, err
+
+
+def test_an_output_folder_that_cannot_be_made_fails_before_the_simulation(tmp_path, capsys):
+    blocker = tmp_path / "outfile"
+    blocker.write_text("")
+    t0 = time.perf_counter()
+    assert main(["run", "paper_backup_workers", "--out", str(blocker), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--out: " in err and f"{blocker} exists and is not a folder" in err
+    assert time.perf_counter() - t0 < 5.0  # the study (seconds of simulation) never started
+
+
+def test_catalog_shows_a_broken_entrys_error(tmp_path, capsys, monkeypatch):
+    (tmp_path / "mygpu.toml").write_text('name = "bad"\nkind = "gpu"\npeak_flops = "fast"\n')
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    assert main(["catalog", "mygpu"]) == 2
+    err = capsys.readouterr().err
+    assert "mygpu.toml" in err and "peak_flops" in err and "did you mean" not in err
+
+
+def test_written_files_get_the_umask_s_permissions(tmp_path):
+    from hetbed.devices.fileio import atomic_write
+
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "report.md", "hello")
+        assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o644
+        os.chmod(tmp_path / "report.md", 0o600)  # a replaced file keeps its own
+        atomic_write(tmp_path / "report.md", "again")
+        assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)

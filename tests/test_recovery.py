@@ -113,11 +113,13 @@ def test_stale_temporaries_of_its_own_naming_are_removed(tmp_path):
     _run(ckpt, 1)
     with open(os.path.join(ckpt, "model.ckpt-1"), "rb") as f:
         head = f.read(64)
-    stale = [".model.ckpt-2.k3j_9x1a.tmp", ".checkpoint.ab12cd34.tmp"]
-    keep = [".model.ckpt-3.zz.tmp.bak", "notes.txt", ".other.abcdefgh.tmp"]
+    with open(os.path.join(ckpt, "model.ckpt-1.meta"), "rb") as f:
+        meta = f.read(64)  # the graph document the Saver writes beside a checkpoint
+    stale = [".model.ckpt-2.k3j_9x1a.tmp", ".checkpoint.ab12cd34.tmp", ".model.ckpt-2.meta.x1.tmp"]
+    keep = [".model.ckpt-3.zz.tmp.bak", "notes.txt", ".other.abcdefgh.tmp", ".notes.meta.ab.tmp"]
     for n in stale:
         with open(os.path.join(ckpt, n), "wb") as f:
-            f.write(head if "model" in n else b"{")
+            f.write(meta if ".meta." in n else head if "model" in n else b"{")
     for n in keep:
         with open(os.path.join(ckpt, n), "wb") as f:
             f.write(b"user data")

@@ -581,3 +581,22 @@ def test_published_entries_and_the_fit_are_checked(entry, fit, msg):
     }
     with pytest.raises(schema.ScenarioError, match=msg):
         schema.validate(doc)
+
+
+def test_a_report_removes_the_figures_an_earlier_report_wrote_in_its_folder(tmp_path):
+    """A folder rerun with another study holds this study's files alone; a user's file stays."""
+    first = Report("one")
+    first.attachment("a.csv", b"x\n1\n", "data")
+    first.attachment("b.csv", b"y\n2\n", "data")
+    first.write(str(tmp_path))
+    (tmp_path / "notes.txt").write_text("mine")
+    second = Report("two")
+    second.attachment("b.csv", b"y\n3\n", "data")
+    second.write(str(tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [
+        "b.csv",
+        "notes.txt",
+        "report.html",
+        "report.md",
+    ]
+    assert (tmp_path / "b.csv").read_bytes() == b"y\n3\n"

@@ -119,3 +119,125 @@ def test_failures_are_wired_into_the_drivers(tmp_path):
     assert s["failures"] == 1 and s["steps_lost"] >= 1
     assert s["sim_time_s"] > plain["sim_time_s"] + 2.0
     assert "failures" not in plain
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("[stragglers]\npareto_alpha = 0.001\n", r"stragglers.pareto_alpha: expected 0 \(off\)"),
+        (
+            "[stragglers]\nslow_factor = 0.01\n",
+            r"stragglers.slow_factor: expected a number in \[1,",
+        ),
+        ("", None),  # the base itself is fine
+    ],
+)
+def test_straggler_settings_that_cannot_be_simulated_are_named(tmp_path, extra, message):
+    if message is None:
+        _load(tmp_path, extra)
+        return
+    with pytest.raises(ScenarioError, match=message):
+        _load(tmp_path, extra)
+
+
+def test_the_smallest_pareto_tail_index_draws_finite_factors():
+    """The bound's reason: at PARETO_ALPHA_MIN and the largest scale, the largest draw numpy can
+    make (its exponential variate's largest value) is still a finite float."""
+    import math
+
+    from hetbed.scenarios.schema import PARETO_ALPHA_MIN, SCHEMA
+
+    largest_exponential = -math.log(2.0**-53)
+    scale = SCHEMA["stragglers"]["pareto_scale"].max
+    assert largest_exponential / PARETO_ALPHA_MIN + math.log(scale) < math.log(1.7e308)
+    assert largest_exponential / (PARETO_ALPHA_MIN / 2) > math.log(1.7e308)  # not far below
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ('nic = "eth_10g"', None),
+        ('nic = "nvlink2"', r"cluster.nic: 'nvlink2' is a nvlink link, not a network"),
+        ('nic = "pcie3_x16"', r"cluster.nic: 'pcie3_x16' is a pcie link"),
+        (
+            'worker_device = "k40"\nhost_topology = "dgx1_v100"',
+            r"'dgx1_v100' is built of v100_sxm2",
+        ),
+    ],
+)
+def test_cluster_settings_that_contradict_the_catalog(tmp_path, change, message):
+    base = BASE.replace("ps = 2", "ps = 2\n" + change)
+    if message is None:
+        _load(tmp_path, base=base)
+        return
+    with pytest.raises(ScenarioError, match=message):
+        _load(tmp_path, base=base)
+
+
+def test_a_precision_mode_needs_its_peak_and_a_float32_model(tmp_path):
+    v100 = BASE.replace("ps = 2", 'ps = 2\nworker_device = "v100_sxm2"')
+    for precision, ok in (("tf32", False), ("mixed_float16", True), ("mixed_bfloat16", False)):
+        base = v100.replace("compute_s = 0.5", f'compute_s = 0.5\nprecision = "{precision}"')
+        if ok:
+            _load(tmp_path, base=base)
+        else:
+            with pytest.raises(ScenarioError, match=r"model.precision: .* 'v100_sxm2' has no peak"):
+                _load(tmp_path, base=base)
+    a100 = BASE.replace("ps = 2", 'ps = 2\nworker_device = "a100_sxm4_40gb"')
+    _load(tmp_path, base=a100.replace("compute_s = 0.5", 'compute_s = 0.5\nprecision = "tf32"'))
+    half = a100.replace("compute_s = 0.5", 'compute_s = 0.5\ndtype = "float16"\nprecision = "tf32"')
+    with pytest.raises(ScenarioError, match="model.precision: 'tf32' is how a float32 model"):
+        _load(tmp_path, base=half)
+
+
+def test_sweeps_name_their_entries_and_refuse_repeats(tmp_path):
+    with pytest.raises(ScenarioError, match=r'sweep."cluster.workers"\[1\]: expected an integer'):
+        _load(tmp_path, '[sweep]\n"cluster.workers" = [1, -2]\n')
+    with pytest.raises(ScenarioError, match=r'sweep."cluster.workers"\[2\]: 4 is already'):
+        _load(tmp_path, '[sweep]\n"cluster.workers" = [4, 8, 4]\n')
+    with pytest.raises(ScenarioError, match=r'sweep."stragglers.slow_factor"\[1\]: 2.0 is already'):
+        _load(tmp_path, '[sweep]\n"stragglers.slow_factor" = [2, 2.0]\n')
+    with pytest.raises(ScenarioError, match=r"sweep.scenario.name: \[scenario\] describes"):
+        _load(tmp_path, '[sweep]\n"scenario.name" = ["a", "b"]\n')
+    with pytest.raises(ScenarioError, match=r"run.seeds: seeds .* pass the largest seed"):
+        _load(tmp_path, base=BASE.replace("seed = 1", "seed = 9223372036854775807\nseeds = 2"))
+
+
+def test_an_empirical_file_is_relative_to_the_scenario_and_never_quoted(tmp_path, monkeypatch):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "times.txt").write_text("0.5 0.6 0.55\n")
+    p = tmp_path / "sub" / "study.toml"
+    p.write_text(BASE + '[stragglers]\nempirical_file = "times.txt"\n')
+    monkeypatch.chdir(tmp_path)  # not the scenario's folder
+    sc = load(str(p))
+    assert sc["stragglers"]["empirical_file"] == str(tmp_path / "sub" / "times.txt")
+    assert runner.run(expand(sc)[0]).summary["step_time_p50_s"] > 0
+    (tmp_path / "sub" / "times.txt").write_text("0.5 0.6 -0.7 0.55 nan\n")
+    with pytest.raises(ScenarioError, match=r"2 of 5 values are not \(the first is value 3\)") as e:
+        runner.run(expand(load(str(p)))[0])
+    assert "-0.7" not in str(e.value) and "nan" not in str(e.value)
+
+
+def test_unreadable_scenario_files_are_named(tmp_path):
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(bytes(range(128, 256)) * 4)
+    with pytest.raises(ScenarioError, match=r"binary.toml: not valid TOML: not UTF-8 text"):
+        load(str(binary))
+    folder = tmp_path / "adir.toml"
+    folder.mkdir()
+    with pytest.raises(ScenarioError, match="a folder, not a scenario file"):
+        load(runner.find_scenario(str(folder)))
+    big = tmp_path / "big.toml"
+    big.write_text(BASE.replace('"validation"', '"' + "x" * (1 << 20) + '"'))
+    with pytest.raises(
+        ScenarioError, match=r"big.toml: .* bytes, expected a scenario file of at most"
+    ):
+        load(str(big))
+
+
+def test_a_batch_that_does_not_fit_names_the_setting(tmp_path):
+    base = BASE.replace("compute_s = 0.5\n", "").replace("batch_size = 64", "batch_size = 1048576")
+    base = base.replace('name = "mlp"', 'name = "cnn"')
+    sc = _load(tmp_path, base=base.replace("ps = 2", 'ps = 2\nworker_device = "k40"'))
+    with pytest.raises(ScenarioError, match=r"model.batch_size: cnn at batch 1048576 does not fit"):
+        runner.run(expand(sc)[0])

@@ -325,3 +325,65 @@ def test_learning_rate_schedules_are_the_ops_named_as_their_scope():
         got = sess.run([g.get_tensor_by_name("ExponentialDecay:0"), inv, poly])
     np.testing.assert_allclose(got, [0.1 * 0.5**2, 0.1 / (1 + 0.5 * 2.5), 0.09 * 0.75 + 0.01],
                                rtol=1e-6)  # fmt: skip
+
+
+def test_a_variables_own_output_read_as_a_value():
+    """``get_tensor_by_name("hidden1/kernel:0")`` is the variable's reference; used as an
+    ordinary input (an L1 penalty, a max-norm clip: handson-ml's chapter 11) it is read, and the
+    optimizer's gradient counts that use too, as TF1's."""
+    w0 = np.arange(6, dtype=np.float32).reshape(3, 2) - 2.5
+    with tf.variable_scope("hidden1"):
+        w = tf.get_variable("kernel", initializer=tf.constant(w0))
+    ref = tf.get_default_graph().get_tensor_by_name("hidden1/kernel:0")
+    loss = tf.reduce_sum(w * w) + tf.reduce_sum(tf.abs(ref))
+    ((g, _),) = tf.train.GradientDescentOptimizer(0.1).compute_gradients(loss)
+    clip = tf.assign(ref, tf.clip_by_norm(ref, clip_norm=1.0, axes=1))
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        got_loss, got_g = s.run([loss, g])
+        s.run(clip)
+        clipped = s.run(w)
+    np.testing.assert_allclose(got_loss, (w0**2).sum() + np.abs(w0).sum())
+    np.testing.assert_allclose(got_g, 2 * w0 + np.sign(w0))
+    norms = np.linalg.norm(w0, axis=1, keepdims=True)
+    np.testing.assert_allclose(clipped, w0 / np.maximum(norms, 1.0), rtol=1e-6)
+
+
+def test_dtypes_copy_as_themselves_and_still_refuse_pickle():
+    """sklearn's ``clone`` deep-copies estimator parameters, an initializer holding a dtype among
+    them; a dtype is a singleton, so its copy is itself (pickling stays refused: no pickle)."""
+    import copy
+    import pickle
+
+    init = tf.variance_scaling_initializer()
+    assert copy.deepcopy(tf.float32) is tf.float32 and copy.copy(tf.int64) is tf.int64
+    assert copy.deepcopy(init).dtype is init.dtype
+    with pytest.raises(TypeError, match="not picklable"):
+        pickle.dumps(tf.float32)
+
+
+def test_float16_products_compute_in_float32_rounded_once():
+    """tensorflow/models' MNIST convolutional.py --use_fp16: float16 convolutions and products
+    (numpy has no fast half GEMM) give the float32 result rounded to float16 once, forward and
+    backward."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 9, 9, 3)).astype(np.float16)
+    f = (rng.standard_normal((3, 3, 3, 4)) * 0.1).astype(np.float16)
+    a = rng.standard_normal((5, 7)).astype(np.float16)
+    b = rng.standard_normal((7, 3)).astype(np.float16)
+
+    def build(dt):
+        xv, fv = tf.constant(x.astype(dt)), tf.constant(f.astype(dt))
+        y = tf.nn.conv2d(xv, fv, [1, 2, 2, 1], "SAME")
+        dx, df = tf.gradients(tf.reduce_sum(y * y), [xv, fv])
+        return [y, dx, df, tf.matmul(tf.constant(a.astype(dt)), tf.constant(b.astype(dt)))]
+
+    half, single = build(np.float16), build(np.float32)
+    with tf.Session() as s:
+        got, ref = s.run(half), s.run(single)
+    assert all(g.dtype == np.float16 for g in got)
+    np.testing.assert_array_equal(got[0], ref[0].astype(np.float16))
+    np.testing.assert_array_equal(got[3], ref[3].astype(np.float16))
+    # the gradients' inputs (y * 2) are float16 values themselves: within float16 rounding
+    for g, r in zip(got[1:3], ref[1:3]):
+        np.testing.assert_allclose(g.astype(np.float32), r, rtol=2e-2, atol=2e-3)

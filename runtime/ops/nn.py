@@ -1129,9 +1129,18 @@ def _conv2d_shape(op):
     return [(_conv_out_shape("Conv2D", op.attrs, x.shape, f.shape), dt)]
 
 
+def _half(xp: Any, *arrays: Any) -> bool:
+    """Whether a CPU kernel gets float16 arrays: it then computes in float32 and rounds its
+    result once (numpy has no fast float16 product: a float16 GEMM ran several hundred times
+    slower; oneDNN's float16 convolutions and products accumulate in float32 too)."""
+    return xp is np and arrays[0].dtype == np.float16
+
+
 @Conv2D.kernel("cpu", "gpu", dtypes=F)
 def _conv2d(ctx, x, f):
     xp = ctx.xp
+    if _half(xp, x, f):
+        return _conv2d(ctx, x.astype(np.float32), f.astype(np.float32)).astype(np.float16)
     n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
         "Conv2D", ctx.attrs, x.shape, f.shape
     )
@@ -1221,6 +1230,9 @@ def _conv_bi_shape(op):
 @Conv2DBackpropInput.kernel("cpu", "gpu")
 def _conv2d_backprop_input(ctx, sizes, f, dy):
     xp = ctx.xp
+    if _half(xp, f, dy):
+        single = _conv2d_backprop_input(ctx, sizes, f.astype(np.float32), dy.astype(np.float32))
+        return single.astype(np.float16)
     n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
         "Conv2DBackpropInput", ctx.attrs, _shape_input(ctx, 0, sizes), f.shape
     )
@@ -1298,6 +1310,9 @@ def _conv_bf_shape(op):
 @Conv2DBackpropFilter.kernel("cpu", "gpu", dtypes=F)
 def _conv2d_backprop_filter(ctx, x, sizes, dy):
     xp = ctx.xp
+    if _half(xp, x, dy):
+        single = _conv2d_backprop_filter(ctx, x.astype(np.float32), sizes, dy.astype(np.float32))
+        return single.astype(np.float16)
     n, h, w, c, kh, kw, co, sh, sw, ho, wo, ph, pw = _conv_dims(
         "Conv2DBackpropFilter", ctx.attrs, x.shape, _shape_input(ctx, 1, sizes)
     )

@@ -395,16 +395,32 @@ def _is_checkpoint_file(path: str) -> bool:
         return False
 
 
+def _is_graph_document(path: str) -> bool:
+    """Whether ``path`` begins as the graph document a Saver writes beside a checkpoint."""
+    try:
+        with open(path, "rb") as f:
+            return b"hetbed-graph" in f.read(64)  # (JSON or msgpack: the format's name)
+    except OSError:
+        return False
+
+
 def _remove_stale_temps(checkpoint_dir: str, index_name: str) -> list[str]:
-    """Remove what interrupted saves left: ``atomic_write`` temporaries of the index or of a
-    checkpoint file (recognized by its magic number). Other files are never touched."""
+    """Remove what interrupted saves left: ``atomic_write`` temporaries of the index, of a
+    checkpoint file (recognized by its magic number) or of its ``.meta`` graph (recognized by
+    its format line). Other files are never touched."""
     removed = []
     for name in sorted(os.listdir(checkpoint_dir)):
         m = _TEMP_RE.match(name)
         path = os.path.join(checkpoint_dir, name)
         if m is None or not os.path.isfile(path):
             continue
-        if m.group(1) == index_name or _is_checkpoint_file(path) or os.path.getsize(path) == 0:
+        meta = m.group(1).endswith(".meta") and _is_graph_document(path)
+        if (
+            m.group(1) == index_name
+            or _is_checkpoint_file(path)
+            or meta
+            or not os.path.getsize(path)
+        ):
             with contextlib.suppress(OSError):
                 os.remove(path)
                 removed.append(path)
