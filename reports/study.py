@@ -65,6 +65,18 @@ def header(rep: Report, sc: dict, manifest: dict, describe_text: str, n_runs: in
         + ", ".join(f"{k} {v}" for k, v in versions.items())
         + f"; created {manifest.get('created', '?')}."
     )
+    outside = {k: v for k, v in manifest.get("catalog", {}).items() if not v.get("builtin", True)}
+    if outside:  # numbers that are not the shipped catalog's: say so where the results are read
+        rep.text(
+            "Catalog entries read from outside the shipped catalog (HETBED_CATALOG_PATH): "
+            + "; ".join(
+                f"{k} from {v['file']} (sha256 {v['sha256'][:12]}"
+                + (", in place of the shipped entry" if v.get("shadows_builtin") else "")
+                + ")"
+                for k, v in outside.items()
+            )
+            + "."
+        )
 
 
 def build(
@@ -163,6 +175,8 @@ def build(
     rep.heading("All settings")
     metrics = [m for m in TABLE if m in agg and not agg[m].isna().all()]
     metrics = [m for m in metrics if m not in _ZERO_OK or agg[m].abs().max() > 0]
+    if "failures" not in agg:  # the simulated time is the table's news where tasks fail
+        metrics = [m for m in metrics if m != "sim_time_s"]
     table = pd.DataFrame(
         [
             {**{short(k): r[col(k)] for k in keys}, **{m: _cell(r, m, seeds) for m in metrics}}

@@ -23,6 +23,9 @@ METRICS = {
     "ps_nic_utilization": "busiest PS NIC utilization (fraction)",
     "final_accuracy": "final test accuracy (fraction)",
     "time_to_target_s": "time to target accuracy (s)",
+    "failures": "task failures (count)",
+    "steps_lost": "steps redone after rollbacks (count)",
+    "sim_time_s": "simulated time of the run (s)",
 }
 PUBLISHED_METRICS = (*METRICS, "sync_over_async_median_step")
 TABLE = (  # the columns of the "All settings" table (every metric is in summary.parquet)
@@ -37,6 +40,9 @@ TABLE = (  # the columns of the "All settings" table (every metric is in summary
     "ps_nic_utilization",
     "final_accuracy",
     "time_to_target_s",
+    "failures",  # a study with [failures] events: what they cost (shown even when 0)
+    "steps_lost",
+    "sim_time_s",
 )
 _ZERO_OK = ("dropped_gradients", "mean_staleness")
 _NAMES = {"strategy.kind": "strategy", "model.name": "model", "run.seed": "seed"}

@@ -53,6 +53,8 @@ __all__ = [
     "static_bidirectional_rnn",
     "static_rnn",
 ]
+#: contrib.rnn's cells beyond tf.nn.rnn_cell's
+CONTRIB = ["InputProjectionWrapper", "OutputProjectionWrapper"]
 
 
 class LSTMStateTuple(namedtuple("LSTMStateTuple", ("c", "h"))):
@@ -466,6 +468,75 @@ class ResidualWrapper(RNNCell):
                     f"{out.shape.dims[-1]} differ"
                 )
         return _math.add(x, out), new
+
+
+class OutputProjectionWrapper(RNNCell):
+    """contrib.rnn's OutputProjectionWrapper: ``cell``'s output projected to ``output_size``
+    (a matmul and a bias, then ``activation``), its state as it is. Variables as TF1 names them:
+    ``output_projection_wrapper/kernel`` and ``bias`` (zeros), the cell's own under
+    ``output_projection_wrapper/``."""
+
+    _default_name = "output_projection_wrapper"
+
+    def __init__(self, cell: RNNCell, output_size: int, activation: Any = None, reuse=None):
+        super().__init__(None)
+        if int(output_size) < 1:
+            raise ValueError(
+                f"OutputProjectionWrapper: output_size must be >= 1, got {output_size}"
+            )
+        self._cell, self._n, self._activation = cell, int(output_size), activation
+
+    @property
+    def state_size(self) -> Any:
+        return self._cell.state_size
+
+    @property
+    def output_size(self) -> int:
+        return self._n
+
+    def _step(self, x, state):
+        if self._vars is None:  # the cell's variables and ours, under our scope
+            with variable_scope(self._default_name):
+                out, new = self._cell(x, state)
+                self._vars = {
+                    "kernel": get_variable("kernel", [out.shape[1], self._n], dtype=out.dtype),
+                    "bias": get_variable("bias", [self._n], dtype=out.dtype, initializer="zeros"),
+                }
+        else:
+            out, new = self._cell(x, state)
+        y = _linear([out], self._vars["kernel"], self._vars["bias"])
+        return (y if self._activation is None else self._activation(y)), new
+
+
+class InputProjectionWrapper(RNNCell):
+    """contrib.rnn's InputProjectionWrapper: the inputs projected to ``num_proj`` (a matmul
+    and a bias, then ``activation``) before ``cell`` (variables
+    ``input_projection_wrapper/kernel`` and ``bias``)."""
+
+    _default_name = "input_projection_wrapper"
+
+    def __init__(
+        self, cell: RNNCell, num_proj: int, activation: Any = None, input_size=None, reuse=None
+    ):
+        super().__init__(None)
+        if int(num_proj) < 1:
+            raise ValueError(f"InputProjectionWrapper: num_proj must be >= 1, got {num_proj}")
+        self._cell, self._n, self._activation = cell, int(num_proj), activation
+
+    @property
+    def state_size(self) -> Any:
+        return self._cell.state_size
+
+    @property
+    def output_size(self) -> int:
+        return self._cell.output_size
+
+    def _step(self, x, state):
+        v = self._variables(
+            {"kernel": ([x.shape[1], self._n], None), "bias": ([self._n], "zeros")}, x.dtype
+        )
+        p = _linear([x], v["kernel"], v["bias"])
+        return self._cell(p if self._activation is None else self._activation(p), state)
 
 
 def LSTMBlockCell(  # noqa: N802 - TF's class name

@@ -70,6 +70,8 @@ def save(out_dir: str, sc: dict, results: list, wall_s: float) -> dict[str, str]
             "simpy": _version("simpy"),
             "matplotlib": _version("matplotlib"),
         },
+        "catalog": _catalog_provenance(sc),
+        "catalog_path": os.environ.get("HETBED_CATALOG_PATH", ""),
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),
@@ -95,6 +97,26 @@ def load(out_dir: str) -> tuple[dict, pd.DataFrame, pd.DataFrame, dict]:
     summary = pd.read_parquet(os.path.join(out_dir, "summary.parquet"))
     steps = pd.read_parquet(os.path.join(out_dir, "steps.parquet"))
     return sc, summary, steps, manifest
+
+
+def _catalog_provenance(sc: dict) -> dict:
+    """The catalog files of the devices, links and host topology the study used (every value
+    a sweep gives them included): file, shipped or not, SHA-256."""
+    from hetbed.devices import catalog
+
+    fields = {
+        "cluster.worker_device": "devices",
+        "cluster.ps_device": "devices",
+        "cluster.nic": "links",
+        "cluster.host_topology": "hosts",
+    }
+    entries = {}
+    for path, sub in fields.items():
+        sec, _, name = path.partition(".")
+        for v in [sc[sec][name], *sc.get("sweep", {}).get(path, [])]:
+            if v:
+                entries[f"{path}={v}"] = (v, sub)
+    return catalog.provenance(entries)
 
 
 def report(out_dir: str) -> dict[str, str]:

@@ -217,3 +217,28 @@ def test_written_files_get_the_umask_s_permissions(tmp_path):
         assert (tmp_path / "report.md").stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(old)
+
+
+def test_results_record_which_catalog_files_they_used(tmp_path, monkeypatch):
+    """A catalog entry on HETBED_CATALOG_PATH that replaces a shipped one is named, with its
+    file and digest, in the manifest and in the report; shipped entries are recorded too."""
+    from hetbed.devices import catalog
+
+    shipped = catalog.entry_file("k40", "devices")
+    mine = tmp_path / "cat" / "k40.toml"
+    mine.parent.mkdir()
+    mine.write_text(shipped.read_text().replace('name = "', 'name = "my copy of ', 1))
+    study = tmp_path / "s.toml"
+    study.write_text(
+        '[scenario]\nname = "prov"\n[model]\nname = "mlp"\ncompute_s = 0.1\n'
+        '[cluster]\nworkers = 2\nworker_device = "k40"\n[run]\nsteps = 5\n'
+    )
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(mine.parent))
+    assert main(["run", str(study), "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    k40 = manifest["catalog"]["cluster.worker_device=k40"]
+    assert k40["file"] == str(mine) and not k40["builtin"] and k40["shadows_builtin"]
+    assert manifest["catalog"]["cluster.nic=eth_10g"]["builtin"]
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert f"cluster.worker_device=k40 from {mine}" in report
+    assert "in place of the shipped entry" in report

@@ -241,3 +241,31 @@ def test_a_batch_that_does_not_fit_names_the_setting(tmp_path):
     sc = _load(tmp_path, base=base.replace("ps = 2", 'ps = 2\nworker_device = "k40"'))
     with pytest.raises(ScenarioError, match=r"model.batch_size: cnn at batch 1048576 does not fit"):
         runner.run(expand(sc)[0])
+
+
+def test_a_failure_studys_report_shows_what_the_failures_cost(tmp_path):
+    """The report's table of a study with [failures] events has the failures, the steps lost
+    and the simulated time; a study without has none of them."""
+    import pandas as pd
+
+    from hetbed.reports import study
+    from hetbed.scenarios.runner import summary_frame
+
+    failing = (
+        "[failures]\n"
+        'events = [{kind = "ps", index = 1, at_s = 5.0}]\n'
+        "restart_delay_s = 2.0\ncheckpoint_every_steps = 4\n"
+    )
+    for extra, shown in ((failing, True), ("", False)):
+        sc = _load(tmp_path, extra)
+        res = [runner.run(p) for p in expand(sc)]
+        md = study.build(sc, summary_frame(res), pd.DataFrame(), {}).markdown()
+        table = md[md.index("## All settings") :]
+        header = table.splitlines()[2]
+        for col in ("failures", "steps_lost", "sim_time_s"):
+            assert (col in header) == shown, header
+        if shown:
+            row = dict(
+                zip(header.strip("|").split("|"), table.splitlines()[4].strip("|").split("|"))
+            )
+            assert float(row[" failures "]) == 1 and float(row[" steps_lost "]) >= 1

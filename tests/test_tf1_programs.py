@@ -387,3 +387,59 @@ def test_float16_products_compute_in_float32_rounded_once():
     # the gradients' inputs (y * 2) are float16 values themselves: within float16 rounding
     for g, r in zip(got[1:3], ref[1:3]):
         np.testing.assert_allclose(g.astype(np.float32), r, rtol=2e-2, atol=2e-3)
+
+
+def test_projection_wrappers_name_and_compute_as_tf1():
+    """contrib.rnn's OutputProjectionWrapper (handson-ml's RNN time series) and
+    InputProjectionWrapper: TF1's variable names, and a projection of the cell's output (input)
+    by a matmul and a bias, against numpy."""
+    x = np.arange(10, dtype=np.float32).reshape(2, 5, 1) / 10
+    inp = tf.placeholder(tf.float32, [None, 5, 1])
+    cell = tf.contrib.rnn.OutputProjectionWrapper(
+        tf.nn.rnn_cell.BasicRNNCell(num_units=4, activation=tf.nn.relu), output_size=1
+    )
+    out, _ = tf.nn.dynamic_rnn(cell, inp, dtype=tf.float32)
+    names = sorted(v.name for v in tf.global_variables())
+    assert names == [
+        "rnn/output_projection_wrapper/basic_rnn_cell/bias:0",
+        "rnn/output_projection_wrapper/basic_rnn_cell/kernel:0",
+        "rnn/output_projection_wrapper/bias:0",
+        "rnn/output_projection_wrapper/kernel:0",
+    ]
+    with tf.variable_scope("in"):
+        wrapped = tf.contrib.rnn.InputProjectionWrapper(tf.nn.rnn_cell.BasicRNNCell(3), num_proj=2)
+        tf.nn.dynamic_rnn(wrapped, inp, dtype=tf.float32)
+    assert "in/rnn/input_projection_wrapper/kernel:0" in [v.name for v in tf.global_variables()]
+    vals = {}
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        for v in tf.global_variables():
+            if v.name.startswith("rnn/"):
+                vals[v.name] = np.linspace(-0.5, 0.5, v.shape.num_elements()).reshape(
+                    v.shape.as_list()).astype(np.float32)  # fmt: skip
+                v.load(vals[v.name], s)
+        got = s.run(out, {inp: x})
+    p = "rnn/output_projection_wrapper/"
+    h = np.zeros((2, 4), np.float32)
+    want = []
+    for t in range(5):
+        z = np.concatenate([x[:, t], h], 1) @ vals[p + "basic_rnn_cell/kernel:0"]
+        h = np.maximum(z + vals[p + "basic_rnn_cell/bias:0"], 0)
+        want.append(h @ vals[p + "kernel:0"] + vals[p + "bias:0"])
+    np.testing.assert_allclose(got, np.stack(want, 1), rtol=1e-5, atol=1e-6)
+
+
+def test_slim_model_analyzer_counts_and_prints_as_slim(capsys):
+    import hetbed.compat.v1.contrib.slim as slim
+
+    with tf.variable_scope("g"):
+        tf.get_variable("w", [3, 4])
+        tf.get_variable("b", [4], dtype=tf.float64)
+    assert slim.model_analyzer.analyze_vars(tf.trainable_variables(), print_info=True) == (16, 80)
+    out = capsys.readouterr().out.splitlines()
+    assert out[3:] == [
+        "g/w:0 (float32_ref 3x4) [12, bytes: 48]",
+        "g/b:0 (float64_ref 4) [4, bytes: 32]",
+        "Total size of variables: 16",
+        "Total bytes of variables: 80",
+    ]

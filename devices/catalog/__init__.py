@@ -329,6 +329,39 @@ def _kind_of(path: Path) -> str:
     return load_file(path).kind  # raises the CatalogError naming the problem
 
 
+def entry_file(key: str, sub: str) -> Path | None:
+    """The file an entry ``key`` of ``sub`` ("devices", "links", "hosts") is read from: the
+    first in the search path (``catalog_dirs``); None where there is none."""
+    for root in catalog_dirs():
+        for path in (root / sub / f"{key}.toml", root / f"{key}.toml"):
+            if path.is_file():
+                return path
+    return None
+
+
+def provenance(entries: dict[str, tuple[str, str]]) -> dict[str, dict]:
+    """Where each entry used comes from, for a results manifest: ``entries`` maps a label (a
+    scenario field) to (key, sub); each gets its file, whether it is the shipped one, whether it
+    shadows a shipped entry of the same key, and its SHA-256."""
+    import hashlib
+
+    out = {}
+    for label, (key, sub) in entries.items():
+        path = entry_file(key, sub) if key else None
+        if path is None:
+            continue
+        builtin = path.resolve().is_relative_to(BUILTIN_DIR)
+        shipped = (BUILTIN_DIR / sub / f"{key}.toml").is_file()
+        out[label] = {
+            "key": key,
+            "file": str(path),
+            "builtin": builtin,
+            "shadows_builtin": not builtin and shipped,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        }
+    return out
+
+
 def load_device(key: str) -> HardwareSpec:
     """The device spec named ``key`` (a file stem, e.g. ``"v100_sxm2"``); CatalogError if unknown."""
     return _find(key, "devices", HardwareSpec)  # type: ignore[return-value]

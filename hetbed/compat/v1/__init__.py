@@ -202,7 +202,7 @@ contrib = _namespace(
         "rnn": _namespace(
             "contrib.rnn",
             "tf.contrib.rnn: aliases of tf.nn.rnn_cell's cells and static_rnn.",
-            {k: getattr(nn.rnn_cell, k) for k in nn.rnn_cell.__all__},
+            {k: getattr(nn.rnn_cell, k) for k in nn.rnn_cell.__all__ + nn.rnn_cell.CONTRIB},
         ),
         "layers": _namespace(
             "contrib.layers", "tf.contrib.layers (see contrib_layers.py).", _layer_names
@@ -210,7 +210,14 @@ contrib = _namespace(
         "slim": _namespace(
             "contrib.slim",
             "tf.contrib.slim's layers, regularizers, initializers and arg_scope.",
-            _layer_names,
+            {
+                **_layer_names,
+                "model_analyzer": _namespace(
+                    "contrib.slim.model_analyzer",
+                    "slim's model_analyzer: sizes of variables and ops.",
+                    {"analyze_vars": _cl.analyze_vars, "analyze_ops": _cl.analyze_ops},
+                ),
+            },
         ),
         "framework": _namespace(
             "contrib.framework",

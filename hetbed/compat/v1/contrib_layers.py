@@ -574,3 +574,48 @@ def stack(inputs: Any, layer: Callable, stack_args: Sequence, **kwargs: Any) -> 
             args = a if isinstance(a, (list, tuple)) else (a,)
             out = layer(out, *args, scope=f"{base}_{i + 1}", **kwargs)
     return out
+
+
+# ---- slim.model_analyzer --------------------------------------------------------------------
+
+
+def _description(t: Any, ref: bool) -> str:
+    dims = t.get_shape().dims
+    shape = "x".join("?" if d is None else str(d) for d in dims) if dims is not None else "?"
+    return f"({t.dtype.name}{'_ref' if ref else ''} {shape})"
+
+
+def analyze_vars(variables: Any, print_info: bool = False) -> tuple[int, int]:
+    """slim's ``model_analyzer.analyze_vars``: (elements, bytes) of ``variables``; with
+    ``print_info`` a line per variable as slim prints it (a variable of unknown size counts 0)."""
+    if print_info:
+        print("---------\nVariables: name (type shape) [size]\n---------")
+    total_size = total_bytes = 0
+    for v in variables:
+        size = v.get_shape().num_elements() or 0
+        nbytes = size * v.dtype.size
+        total_size += size
+        total_bytes += nbytes
+        if print_info:
+            print(v.name, _description(v, True), f"[{size}, bytes: {nbytes}]")
+    if print_info:
+        print(f"Total size of variables: {total_size}")
+        print(f"Total bytes of variables: {total_bytes}")
+    return total_size, total_bytes
+
+
+def analyze_ops(graph: Any, print_info: bool = False) -> int:
+    """slim's ``model_analyzer.analyze_ops``: the elements of every op's outputs, summed (unknown
+    sizes count 0); with ``print_info`` a line per op."""
+    if print_info:
+        print("---------\nOperations: name -> (type shapes) [size]\n---------")
+    total = 0
+    for op in graph.get_operations():
+        size = sum((o.get_shape().num_elements() or 0) for o in op.outputs)
+        if print_info:
+            shapes = ", ".join(_description(o, False) for o in op.outputs)
+            print(f"{op.name} -> {shapes} [{size}]" if shapes else f"{op.name} -> [{size}]")
+        total += size
+    if print_info:
+        print(f"Total size: {total}")
+    return total
