@@ -12,6 +12,12 @@ __all__ = ["Device", "CPUDevice", "local_devices"]
 LOCAL = "/job:localhost/replica:0/task:0"
 
 
+#: device types a ConfigProto's device_count may name (TF's XLA and TPU types count nothing here)
+_DEVICE_COUNT_TYPES = ("CPU", "GPU", "XLA_CPU", "XLA_GPU", "TPU")
+#: the most virtual CPU devices one process makes (each runs its heavy nodes on a thread)
+MAX_VIRTUAL_CPUS = 1024
+
+
 def local_devices(config: Any = None, task: str = LOCAL) -> list[Device]:
     """The devices of this process for a session ``config`` (a ConfigProto or None).
 
@@ -22,9 +28,22 @@ def local_devices(config: Any = None, task: str = LOCAL) -> list[Device]:
     """
     counts = dict(getattr(config, "device_count", {}) or {})
     counts = {k.upper(): int(v) for k, v in counts.items()}
+    for k in counts:
+        if k not in _DEVICE_COUNT_TYPES:
+            import difflib
+
+            near = difflib.get_close_matches(k, ("CPU", "GPU"), n=1, cutoff=0.3)
+            raise ValueError(
+                f"device_count: unknown device type {k!r}"
+                + (f" (did you mean {near[0]}?)" if near else "")
+                + "; hetbed counts CPU and GPU"
+            )
     n_cpu = counts.get("CPU", 1)
-    if n_cpu < 1:
-        raise ValueError(f"device_count CPU must be >= 1, got {n_cpu}")
+    if not 1 <= n_cpu <= MAX_VIRTUAL_CPUS:
+        raise ValueError(
+            f"device_count CPU must be in [1, {MAX_VIRTUAL_CPUS}] (each a device with its own "
+            f"thread), got {n_cpu}"
+        )
     threads = int(getattr(config, "inter_op_parallelism_threads", 0) or 0)
     if n_cpu > 1 and threads == 0:
         threads = 1  # virtual devices run their heavy nodes concurrently, one thread each

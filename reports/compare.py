@@ -59,12 +59,28 @@ def compare(
             _line_figure(rep, both, order, pd.DataFrame(), metric, f"compare_{metric}", title)
     rep.heading("Metric deltas (B - A)")
     delta = _deltas(aggs[0], aggs[1], keys, threshold_pct)
-    rep.table(
-        delta,
-        ".4g",
-        f"changed: |B - A| > {threshold_pct:g}% of A and beyond the min-max "
-        "spread over seeds of both.",
-    )
+    shared = [x for x in aggs[0].setting if x in set(aggs[1].setting)]
+    if len(delta):
+        rep.table(
+            delta,
+            ".4g",
+            f"changed: |B - A| > {threshold_pct:g}% of A and beyond the min-max "
+            "spread over seeds of both.",
+        )
+    elif shared:
+        rep.text(
+            f"No metric differs between A and B at the {len(shared)} setting(s) both have "
+            f"({'; '.join(shared)})."
+        )
+    else:
+        rep.text("A and B have no setting in common: there is nothing to subtract.")
+    only = [
+        f"{n} only: {'; '.join(x for x in ag.setting if x not in shared)}"
+        for n, ag in zip(("A", "B"), aggs)
+        if any(x not in shared for x in ag.setting)
+    ]
+    if only:
+        rep.text("Settings in one study only (not compared): " + ". ".join(only) + ".")
     rep.data["deltas"] = delta.to_dict(orient="records")
     return rep
 

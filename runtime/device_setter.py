@@ -70,7 +70,9 @@ def replica_device_setter(
     if cluster is not None:
         jobs = cluster.as_dict() if hasattr(cluster, "as_dict") else dict(cluster)
         ps_tasks = len(jobs.get(DeviceSpec.from_string(ps_device).job or "ps", []))
-    if ps_tasks <= 0:
+    if ps_tasks < 0:
+        raise ValueError(f"replica_device_setter: ps_tasks must be >= 0, got {ps_tasks}")
+    if ps_tasks == 0:
         if ps_strategy is not None:
             raise ValueError("replica_device_setter: a ps_strategy needs ps_tasks > 0")
         return None

@@ -720,4 +720,41 @@ def describe(sc: dict, fmt: Callable[[str], str] = str) -> str:
         for x in sweep.values():
             n *= len(x)
         lines.append(f"  sweep    {', '.join(f'{k}={x}' for k, x in sweep.items())} ({n} runs)")
+    for note in ignored(sc):
+        lines.append(f"  no effect {note}")
     return "\n".join(lines)
+
+
+def ignored(sc: dict) -> list[str]:
+    """The settings given (or swept) that change nothing in this study, each with why: a
+    setting of another fabric, strategy or straggler model than the one the study uses."""
+    given = non_defaults(sc)
+    sweep = sc.get("sweep") or {}
+
+    def values(path: str) -> list:
+        sec, _, name = path.partition(".")
+        return list(sweep[path]) if path in sweep else [sc[sec][name]]
+
+    kinds, fabrics = set(values("strategy.kind")), set(values("cluster.fabric"))
+    rules = [
+        (("cluster.rack_size", "cluster.oversubscription"), fabrics == {"switch"},
+         'only a fabric = "two_level" has racks; cluster.fabric is "switch"'),
+        (("strategy.bucket_mb", "strategy.all_reduce"), "allreduce" not in kinds,
+         'only strategy.kind = "allreduce" uses them'),
+        (("strategy.ps_bucket_mb", "cluster.ps_device"), kinds == {"allreduce"},
+         "an all-reduce study has no parameter servers"),
+        (("cluster.ps",), kinds == {"allreduce"} and set(values("cluster.ps")) != {0},
+         "an all-reduce study has no parameter servers"),
+        (("strategy.fast_worker_can_contribute_twice",), "sync" not in kinds,
+         "only synchronous training with backup workers uses it"),
+        (("stragglers.pareto_probability", "stragglers.pareto_scale"),
+         set(values("stragglers.pareto_alpha")) == {0.0}, "stragglers.pareto_alpha is 0 (off)"),
+        (("stragglers.slow_factor",), set(values("stragglers.slow_fraction")) == {0.0},
+         "stragglers.slow_fraction is 0: no worker is slow"),
+    ]  # fmt: skip
+    out = []
+    for paths, idle, why in rules:
+        set_here = [p for p in paths if p in given]
+        if idle and set_here:
+            out.append(f"{', '.join(set_here)}: {why}")
+    return out

@@ -600,3 +600,29 @@ def test_a_report_removes_the_figures_an_earlier_report_wrote_in_its_folder(tmp_
         "report.md",
     ]
     assert (tmp_path / "b.csv").read_bytes() == b"y\n3\n"
+
+
+def test_compare_says_when_nothing_differs_and_which_settings_one_study_lacks(two_runs):
+    """A study compared with itself: no broken empty table but a sentence naming the settings
+    compared; settings only one study has are listed, not dropped in silence."""
+    a = pd.read_parquet(two_runs / "a" / "summary.parquet")
+    sc = schema.load(str(two_runs / "a.toml"))
+    md = study.compare((sc, a, {}), (sc, a, {})).markdown()
+    deltas = md[md.index("## Metric deltas") :]
+    assert "No metric differs between A and B at the 2 setting(s) both have" in deltas
+    assert "|  |" not in deltas and "one study only" not in deltas
+    part = a[a.strategy_backup_workers == 1]
+    md = study.compare((sc, a, {}), (sc, part, {})).markdown()
+    assert "Settings in one study only (not compared): A only: backup_workers=0." in md
+
+
+def test_device_count_and_replica_device_setter_refuse_nonsense():
+    import hetbed as hb
+
+    with pytest.raises(ValueError, match=r"unknown device type 'CUP' \(did you mean CPU\?\)"):
+        hb.Session(config=hb.ConfigProto(device_count={"CUP": 2})).close()
+    with pytest.raises(ValueError, match=r"device_count CPU must be in \[1, 1024\]"):
+        hb.Session(config=hb.ConfigProto(device_count={"CPU": 100000})).close()
+    with pytest.raises(ValueError, match="ps_tasks must be >= 0, got -1"):
+        hb.train.replica_device_setter(ps_tasks=-1)
+    assert hb.train.replica_device_setter(ps_tasks=0) is None

@@ -269,3 +269,21 @@ def test_a_failure_studys_report_shows_what_the_failures_cost(tmp_path):
                 zip(header.strip("|").split("|"), table.splitlines()[4].strip("|").split("|"))
             )
             assert float(row[" failures "]) == 1 and float(row[" steps_lost "]) >= 1
+
+
+def test_describe_names_settings_that_change_nothing_here(tmp_path):
+    from hetbed.scenarios.schema import describe
+
+    assert "no effect" not in describe(_load(tmp_path))
+    base = BASE.replace("ps = 2", "ps = 2\noversubscription = 4.0")
+    base = base.replace('kind = "sync"', 'kind = "sync"\nbucket_mb = 1.0')
+    text = describe(_load(tmp_path, "[stragglers]\nslow_factor = 3.0\n", base=base))
+    notes = [line for line in text.splitlines() if "no effect" in line]
+    assert notes == [
+        '  no effect cluster.oversubscription: only a fabric = "two_level" has racks; '
+        'cluster.fabric is "switch"',
+        '  no effect strategy.bucket_mb: only strategy.kind = "allreduce" uses them',
+        "  no effect stragglers.slow_factor: stragglers.slow_fraction is 0: no worker is slow",
+    ]
+    two_level = BASE.replace("ps = 2", 'ps = 2\nfabric = "two_level"\noversubscription = 4.0')
+    assert "no effect" not in describe(_load(tmp_path, base=two_level))
