@@ -443,3 +443,40 @@ def test_slim_model_analyzer_counts_and_prints_as_slim(capsys):
         "Total size of variables: 16",
         "Total bytes of variables: 80",
     ]
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_a_gradient_penalty_through_a_fused_batch_norm(training):
+    """WGAN-GP and DRAGAN penalize the norm of a gradient taken through a batch norm: the
+    gradient of FusedBatchNormGrad, against central differences (float64)."""
+    rs = np.random.RandomState(0)
+    x = tf.constant(rs.randn(4, 3, 3, 2))
+    w = tf.placeholder(tf.float64, [2])
+    scale = tf.placeholder(tf.float64, [2])
+    stats = (
+        []
+        if training
+        else [tf.constant([0.3, -0.2], tf.float64), tf.constant([1.4, 0.6], tf.float64)]
+    )
+    y, _, _ = tf.nn.fused_batch_norm(
+        x * w, scale, tf.zeros([2], tf.float64), *stats, is_training=training
+    )
+    d = tf.reduce_sum(tf.nn.leaky_relu(y, 0.2) * tf.constant(rs.randn(4, 3, 3, 2)))
+    (g,) = tf.gradients(d, [x])
+    penalty = tf.reduce_mean((tf.sqrt(tf.reduce_sum(g**2, axis=[1, 2, 3])) - 1.0) ** 2)
+    gw, gs = tf.gradients(penalty, [w, scale])
+    w0, s0 = rs.randn(2) + 1.0, np.array([1.5, 0.7])
+    with tf.Session() as s:
+        got = s.run([gw, gs], {w: w0, scale: s0})
+        e = 1e-6
+        for k, (t, base) in enumerate(((w, w0), (scale, s0))):
+            other = {scale: s0} if t is w else {w: w0}
+            fd = [
+                (
+                    s.run(penalty, {t: base + e * u, **other})
+                    - s.run(penalty, {t: base - e * u, **other})
+                )
+                / (2 * e)
+                for u in np.eye(2)
+            ]
+            np.testing.assert_allclose(got[k], fd, rtol=1e-5, atol=1e-7)

@@ -1846,6 +1846,61 @@ def _fbn_grad_cost(op, ins, outs):
     return _rw_cost(op, ins, outs, 10 * numel(ins[1]))
 
 
+@FusedBatchNormGrad.gradient
+def _fbn_grad_grad(op, *grads):
+    """The gradient of the batch norm's gradient (a gradient penalty through a batch norm:
+    WGAN-GP, DRAGAN): the kernel's formula written with ordinary ops, differentiated."""
+    from ..gradients import gradients
+    from .array import identity
+
+    # partial derivatives: each input through a fresh identity, so that none of them is an
+    # ancestor of another here (the batch mean and variance are functions of x upstream; their
+    # paths back to x are the outer pass's to walk)
+    ins = [identity(t) for t in op.inputs]
+    outs = _fbn_grad_composite(op, ins)
+    pairs = [(o, g) for o, g in zip(outs, grads) if g is not None]
+    if not pairs:
+        return [None] * len(ins)
+    return gradients([o for o, _ in pairs], ins, grad_ys=[g for _, g in pairs])
+
+
+def _fbn_grad_composite(op, ins: list) -> list:
+    """FusedBatchNormGrad's outputs as a function of ``ins`` (its inputs), in ordinary ops (the
+    kernel's arithmetic, ``_fused_batch_norm_grad``)."""
+    from .array import cast, reshape, shape
+    from .math import maximum, reduce_sum, rsqrt, where
+
+    dy, x, scale, mean, var, g_mean, g_var = ins
+    eps, training = op.attrs["epsilon"], op.attrs["is_training"]
+    c = x.shape[-1] if x.shape.ndims and x.shape[-1] is not None else shape(x)[-1]
+    x2, dy2 = reshape(x, [-1, c]), reshape(dy, [-1, c])
+    m = cast(shape(x2)[0], scale.dtype)
+    if training:  # the Bessel-corrected batch_var back to the population variance
+        var = var * where(m > 1.0, (m - 1.0) / maximum(m, 1.0), m * 0.0 + 1.0)
+    inv = rsqrt(var + eps)
+    xc = x2 - cast(mean, x.dtype)
+    d_offset = reduce_sum(dy2, axis=0)
+    d_scale = reduce_sum(dy2 * xc, axis=0) * inv
+    k = scale * inv
+    if training:
+        dx = (
+            dy2 * cast(k, x.dtype)
+            - cast(k * d_offset / m, x.dtype)
+            - xc * cast(k * inv * d_scale / m, x.dtype)
+            + cast(g_mean / m, x.dtype)
+            + xc * cast(2.0 * g_var / maximum(m - 1.0, 1.0), x.dtype)
+        )
+        return [reshape(dx, shape(x)), d_scale, d_offset]
+    dx = dy2 * cast(k, x.dtype)
+    return [
+        reshape(dx, shape(x)),
+        d_scale,
+        d_offset,
+        -k * d_offset + g_mean,
+        -0.5 * k * inv * d_scale + g_var,
+    ]
+
+
 @FusedBatchNorm.gradient
 def _fbn_grad(op, dy, g_mean, g_var):
     x, scale = op.inputs[0], op.inputs[1]
