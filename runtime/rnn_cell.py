@@ -394,7 +394,24 @@ class MultiRNNCell(RNNCell):
         return out, tuple(new)
 
 
-class DropoutWrapper(RNNCell):
+class _Wrapper(RNNCell):
+    """A cell around ``cell``: its state (and, unless the wrapper says otherwise, its output
+    size) are the wrapped cell's."""
+
+    def __init__(self, cell: RNNCell):
+        super().__init__(None)
+        self._cell = cell
+
+    @property
+    def state_size(self) -> Any:
+        return self._cell.state_size
+
+    @property
+    def output_size(self) -> int:
+        return self._cell.output_size
+
+
+class DropoutWrapper(_Wrapper):
     """``cell`` with dropout on its inputs, outputs and (non-tuple parts of) its state."""
 
     def __init__(
@@ -408,23 +425,14 @@ class DropoutWrapper(RNNCell):
         dtype: Any = None,
         seed: int | None = None,
     ):
-        super().__init__(None)
+        super().__init__(cell)
         if variational_recurrent:
             raise NotImplementedError("DropoutWrapper: variational_recurrent is not supported")
         for what, p in (("input", input_keep_prob), ("output", output_keep_prob)):
             if isinstance(p, (int, float)) and not 0 < p <= 1:
                 raise ValueError(f"DropoutWrapper: {what}_keep_prob must be in (0, 1], got {p}")
-        self._cell = cell
         self._keep = (input_keep_prob, output_keep_prob, state_keep_prob)
         self._seed = seed
-
-    @property
-    def state_size(self) -> Any:
-        return self._cell.state_size
-
-    @property
-    def output_size(self) -> int:
-        return self._cell.output_size
 
     def _drop(self, t: Any, keep: Any) -> Any:
         if isinstance(keep, (int, float)) and keep == 1:
@@ -440,22 +448,13 @@ class DropoutWrapper(RNNCell):
         return self._drop(out, ok), new
 
 
-class ResidualWrapper(RNNCell):
+class ResidualWrapper(_Wrapper):
     """``cell`` whose output is added to its input (``residual_fn(inputs, outputs)``, by
     default their sum: the input and output depths must agree)."""
 
     def __init__(self, cell: RNNCell, residual_fn: Any = None):
-        super().__init__(None)
-        self._cell = cell
+        super().__init__(cell)
         self._residual_fn = residual_fn
-
-    @property
-    def state_size(self) -> Any:
-        return self._cell.state_size
-
-    @property
-    def output_size(self) -> int:
-        return self._cell.output_size
 
     def _step(self, x, state):
         out, new = self._cell(x, state)
@@ -470,7 +469,7 @@ class ResidualWrapper(RNNCell):
         return _math.add(x, out), new
 
 
-class OutputProjectionWrapper(RNNCell):
+class OutputProjectionWrapper(_Wrapper):
     """contrib.rnn's OutputProjectionWrapper: ``cell``'s output projected to ``output_size``
     (a matmul and a bias, then ``activation``), its state as it is. Variables as TF1 names them:
     ``output_projection_wrapper/kernel`` and ``bias`` (zeros), the cell's own under
@@ -508,7 +507,7 @@ class OutputProjectionWrapper(RNNCell):
         return (y if self._activation is None else self._activation(y)), new
 
 
-class InputProjectionWrapper(RNNCell):
+class InputProjectionWrapper(_Wrapper):
     """contrib.rnn's InputProjectionWrapper: the inputs projected to ``num_proj`` (a matmul
     and a bias, then ``activation``) before ``cell`` (variables
     ``input_projection_wrapper/kernel`` and ``bias``)."""
@@ -518,18 +517,10 @@ class InputProjectionWrapper(RNNCell):
     def __init__(
         self, cell: RNNCell, num_proj: int, activation: Any = None, input_size=None, reuse=None
     ):
-        super().__init__(None)
+        super().__init__(cell)
         if int(num_proj) < 1:
             raise ValueError(f"InputProjectionWrapper: num_proj must be >= 1, got {num_proj}")
-        self._cell, self._n, self._activation = cell, int(num_proj), activation
-
-    @property
-    def state_size(self) -> Any:
-        return self._cell.state_size
-
-    @property
-    def output_size(self) -> int:
-        return self._cell.output_size
+        self._n, self._activation = int(num_proj), activation
 
     def _step(self, x, state):
         v = self._variables(
