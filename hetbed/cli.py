@@ -82,9 +82,12 @@ def _catalog(args: argparse.Namespace) -> int:
         return 0
     print("devices:")
     for d in devs:
-        peak = d.peak_flops.get("float32", 0.0)
+        # float32's vector peak, or (a TPU: no float32 unit) the dtype its matrix unit computes
+        peaks = {**d.matrix_peak_flops, **d.peak_flops}
+        dtype = "float32" if "float32" in peaks else max(peaks, key=peaks.get, default="float32")
+        short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(dtype, dtype)
         print(
-            f"  {d.key:22s} {d.kind:4s} {peak / 1e12:8.2f} TFLOP/s fp32 "
+            f"  {d.key:22s} {d.kind:4s} {peaks.get(dtype, 0.0) / 1e12:8.2f} TFLOP/s {short:4s} "
             f"{d.memory_bandwidth_bytes_per_s / 1e9:8.1f} GB/s  {d.name}"
         )
     print("links:")

@@ -242,3 +242,10 @@ def test_results_record_which_catalog_files_they_used(tmp_path, monkeypatch):
     report = (tmp_path / "out" / "report.md").read_text()
     assert f"cluster.worker_device=k40 from {mine}" in report
     assert "in place of the shipped entry" in report
+
+
+def test_catalog_lists_a_tpu_by_the_dtype_it_computes(capsys):
+    """A TPU has no float32 unit: the list shows its bfloat16 peak, not 0.00 TFLOP/s fp32."""
+    assert main(["catalog"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("tpu_v3"))
+    assert "123.00 TFLOP/s bf16" in line and "fp32" not in line
