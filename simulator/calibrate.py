@@ -272,6 +272,16 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
     def num(v: float, note: str) -> str:
         return f'{{ value = {v!r}, source = "{src}", note = "{note}" }}'
 
+    def fit(v: float, floor: float, note: str) -> str:
+        """A fitted value, or its floor where the fit gave no more: then not a measurement."""
+        if v > floor:
+            return num(v, note)
+        return (
+            f'{{ value = {floor!r}, source = "not resolved by hetbed calibrate on {when}: the '
+            f'fit gave {v:.3g}, at or below its floor {floor:g} (too small to measure here)", '
+            f'note = "{note}" }}'
+        )
+
     text = "\n".join(
         [
             "# This machine, as measured by `hetbed calibrate`.",
@@ -291,7 +301,7 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
                     f"fresh_memory_threshold_bytes = {{ value = {int(perf.fresh_threshold_bytes)}, "
                     'source = "glibc mallopt(3): DEFAULT_MMAP_THRESHOLD_MAX on 64-bit", '
                     'note = "the largest threshold above which malloc maps new pages" }',
-                    f"fresh_memory_s_per_byte = {num(max(perf.fresh_s_per_byte, 1e-15), 'an add into a new 128 MiB array less the same add into a reused one, per byte')}",
+                    f"fresh_memory_s_per_byte = {fit(perf.fresh_s_per_byte, 1e-15, 'an add into a new 128 MiB array less the same add into a reused one, per byte')}",
                 ]
                 if perf.fresh_threshold_bytes is not None
                 else []
@@ -300,15 +310,15 @@ def write_machine_toml(perf: DevicePerf, path: str) -> None:
             f"kernel_launch_overhead_s = {num(perf.launch_overhead_s, 'executor dispatch per op')}",
             f"kernel_launch_overhead_clocked_s = {num(perf.clocked_launch_overhead_s or perf.launch_overhead_s, 'executor dispatch per op on the clocked schedule (a chain after a queue dequeue)')}",
             f"cores = {num(host_cores(), 'cores this process may run on')}",
-            f"message_overhead_s = {num(max(perf.message_s, 1e-9), 'fitted to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
-            f"control_message_overhead_s = {num(max(perf.control_s, 1e-9), 'fitted with message_overhead_s: the RunGraph calls of those steps (message_costs)')}",
-            f"own_control_message_overhead_s = {num(max(perf.own_control_s, 1e-9), 'fitted with message_overhead_s: the RunGraph calls of those steps from a client to its own task (message_costs)')}",
-            f"message_overhead_s_per_byte = {num(max(perf.message_s_per_byte, 1e-15), 'fitted to steps reading 1, 8 and 64 MiB across two processes, less the loopback rate (message_costs)')}",
-            f"step_overhead_s = {num(max(perf.step_s, 1e-9), 'counted in own_control_message_overhead_s: each of those steps makes one call to its own task, and the work of a client per step is not told apart from the ends of that call (message_costs)')}",
-            f"message_latency_s = {num(max(perf.message_latency_s, 1e-9), 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
-            f"switch_cpu_share = {num(max(perf.switch_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention), through the simulation of the same runs with the hand-offs it books (contention_table, switch_share_fit)')}",
-            f"switch_byte_cpu_share = {num(max(perf.switch_byte_share, 1e-9), 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once, each step moving 1 MiB each way (message_contention), through the simulation of the same runs with the switch share fitted before (contention_table, switch_share_fit)')}",
-            f"wake_overhead_s = {num(max(perf.wake_s, 1e-9), 'two threads of one session ping-ponging an element through two queues, less one thread enqueueing and dequeueing alone, per blocked dequeue (wake_cost); also each interpreter hand-off of a message that finds its task busy with another client (check: simulator/handoffs.py)')}",
+            f"message_overhead_s = {fit(perf.message_s, 1e-9, 'fitted to steps reading 0, 1 and 4 scalars across two processes (message_costs)')}",
+            f"control_message_overhead_s = {fit(perf.control_s, 1e-9, 'fitted with message_overhead_s: the RunGraph calls of those steps (message_costs)')}",
+            f"own_control_message_overhead_s = {fit(perf.own_control_s, 1e-9, 'fitted with message_overhead_s: the RunGraph calls of those steps from a client to its own task (message_costs)')}",
+            f"message_overhead_s_per_byte = {fit(perf.message_s_per_byte, 1e-15, 'fitted to steps reading 1, 8 and 64 MiB across two processes, less the loopback rate (message_costs)')}",
+            f"step_overhead_s = {fit(perf.step_s, 1e-9, 'counted in own_control_message_overhead_s: each of those steps makes one call to its own task, and the work of a client per step is not told apart from the ends of that call (message_costs)')}",
+            f"message_latency_s = {fit(perf.message_latency_s, 1e-9, 'fitted with message_overhead_s and step_overhead_s (message_costs)')}",
+            f"switch_cpu_share = {fit(perf.switch_share, 1e-9, 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once (message_contention), through the simulation of the same runs with the hand-offs it books (contention_table, switch_share_fit)')}",
+            f"switch_byte_cpu_share = {fit(perf.switch_byte_share, 1e-9, 'fitted to the CPU per step of 1, 2, 4 and 8 client processes stepping against one PS process at once, each step moving 1 MiB each way (message_contention), through the simulation of the same runs with the switch share fitted before (contention_table, switch_share_fit)')}",
+            f"wake_overhead_s = {fit(perf.wake_s, 1e-9, 'two threads of one session ping-ponging an element through two queues, less one thread enqueueing and dequeueing alone, per blocked dequeue (wake_cost); also each interpreter hand-off of a message that finds its task busy with another client (check: simulator/handoffs.py)')}",
             "",
             "[peak_flops]",
             f"float32 = {num(perf.peak_flops['float32'], 'numpy float32 GEMM 1024^3')}",

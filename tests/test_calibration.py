@@ -193,3 +193,23 @@ def test_a_dispatch_cost_lost_in_noise_is_still_positive(monkeypatch, tmp_path):
     write_machine_toml(perf, str(tmp_path / "this_machine.toml"))
     monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
     assert load_device("this_machine").kernel_launch_overhead_s == pytest.approx(d)
+
+
+def test_a_fit_at_its_floor_is_not_called_measured(tmp_path, monkeypatch):
+    """A fitted cost the fit left at 0 (below what this machine resolves) is written at the
+    catalog's floor with a source saying so, not "measured"; a resolved one stays measured."""
+    from hetbed.devices.catalog import load_device
+    from hetbed.devices.costmodel import DevicePerf
+    from hetbed.simulator.calibrate import write_machine_toml
+
+    perf = DevicePerf("this_machine", {"float32": 1e10, "float64": 5e9}, 1e10,
+                      launch_overhead_s=2e-6, clocked_launch_overhead_s=2e-6, cores=2)  # fmt: skip
+    perf.message_s, perf.message_s_per_byte = 3e-5, 0.0
+    write_machine_toml(perf, str(tmp_path / "this_machine.toml"))
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(tmp_path))
+    spec = load_device("this_machine")
+    assert spec.message_overhead_s_per_byte == 1e-15
+    assert spec.sources["message_overhead_s_per_byte"].startswith("not resolved by hetbed")
+    assert "at or below its floor 1e-15" in spec.sources["message_overhead_s_per_byte"]
+    assert spec.message_overhead_s == pytest.approx(3e-5)
+    assert spec.sources["message_overhead_s"].startswith("measured by hetbed calibrate")
