@@ -10,6 +10,7 @@ dtype. The device takes a SimPy environment as its clock and knows nothing of cl
 from __future__ import annotations
 
 import bisect
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -282,7 +283,7 @@ class HostCores:
     one core.
     """
 
-    __slots__ = ("cores", "busy", "all_free", "clock", "copied_s")
+    __slots__ = ("cores", "busy", "all_free", "clock", "copied_s", "_longest", "_hints", "_forgot")
 
     def __init__(self, cores: int, clock: Any = None):
         if isinstance(cores, bool) or int(cores) != cores or cores < 1:
@@ -292,6 +293,22 @@ class HostCores:
         self.all_free = 0.0  # the end of the last booking
         self.clock = clock
         self.copied_s = 0.0  # CPU seconds of the streams' copies booked (``book_copy``)
+        self._longest = 0.0  # the longest booking's length (back-to-back ones are joined
+        # only up to it): none that starts earlier than ``t - _longest`` covers ``t``
+        # what earlier searches found, by the number of cores they allowed busy: {seconds:
+        # (now, start)}: no start in [now, start) was free for ``seconds`` then, nor can be
+        # later (bookings are only ever added; forgetting drops only ones that ended before
+        # the clock). A search for as long or longer from as late or later begins there.
+        self._hints: dict[int, dict[float, tuple[float, float]]] = {}
+        self._forgot = -math.inf  # the clock's time at the last ``_forget``
+
+    def clear(self, all_free: float) -> None:
+        """Forget every booking; the cores are busy (with work no longer itemized) until
+        ``all_free``."""
+        self.busy.clear()
+        self._hints.clear()
+        self._longest = 0.0
+        self.all_free = all_free
 
     def reserve(self, now: float, seconds: float, width: int = 1) -> float:
         """Book ``seconds`` on ``width`` cores from the first time >= ``now`` they are all free
@@ -306,8 +323,16 @@ class HostCores:
         busy = self.busy
         if now >= self.all_free:  # nothing booked from now on: the common case
             start = now
-            if busy and busy[-1][1] == now and busy[-1][2] == width:  # back to back
-                busy[-1][1] = now + seconds
+            if seconds > self._longest:
+                self._longest = seconds
+            last = busy[-1] if busy else None
+            if (  # back to back: one booking, as long as it is no longer than the longest
+                last is not None
+                and last[1] == now
+                and last[2] == width
+                and now + seconds - last[0] <= self._longest
+            ):
+                last[1] = now + seconds
             else:
                 busy.append([now, now + seconds, width])
         else:
@@ -319,6 +344,10 @@ class HostCores:
             else:
                 bisect.insort(busy, entry)
         end = start + seconds
+        if end - start > self._longest:
+            self._longest = end - start
+        if end <= self._forgot:  # (a booking already past: the next ``_forget`` drops it)
+            self._forgot = -math.inf
         if end > self.all_free:
             self.all_free = end
         if len(busy) > 32:
@@ -334,33 +363,61 @@ class HostCores:
 
     def _first(self, now: float, seconds: float, most: int) -> float:
         """The first start >= ``now`` with at most ``most`` cores busy for ``seconds`` after it:
-        ``now`` or the end of a booking (where the count can fall)."""
+        ``now`` or the end of a booking (where the count can fall). One sweep over the
+        bookings' starts and ends from where an earlier search shows none can be earlier."""
         t = now
-        while True:
-            end = t + seconds
-            # the busy count over [t, end): bookings that overlap it, counted at each start
-            over = [(b, e, w) for b, e, w in self.busy if b < end and e > t]
-            if sum(w for _, _, w in over) <= most:
-                return t
-            bad = None  # the first instant in [t, end) where the count exceeds ``most``
-            for x in sorted({t, *(b for b, _, _ in over if b > t)}):
-                if sum(w for b, e, w in over if b <= x < e) > most:
-                    bad = x
-                    break
-            if bad is None:
-                return t
-            # a start before the count falls after ``bad`` would cover it: go to the first
-            # end after ``bad`` of a booking that covers it
-            t = min(e for b, e, _ in over if b <= bad < e)
+        hints = self._hints.setdefault(most, {})
+        clock = self.clock
+        if clock is None or now >= clock.now:
+            for s0, (n0, t0) in hints.items():
+                if t0 > t and s0 <= seconds and n0 <= now:
+                    t = t0
+        busy = self.busy
+        # bookings that may cover ``t`` or start after it
+        lo = bisect.bisect_left(busy, [t - self._longest])
+        cur = 0  # cores busy at ``t``
+        ev = []  # (time, change in busy cores) after ``t``
+        for b, e, w in busy[lo:]:
+            if e <= t:
+                continue
+            if b <= t:
+                cur += w
+            else:
+                ev.append((b, w))
+            ev.append((e, -w))
+        ev.sort()
+        start = t if cur <= most else None  # where the current run at or under ``most`` began
+        i, n = 0, len(ev)
+        while i < n:
+            x = ev[i][0]
+            if start is not None and x >= start + seconds:
+                break
+            while i < n and ev[i][0] == x:
+                cur += ev[i][1]
+                i += 1
+            if cur > most:
+                start = None
+            elif start is None:
+                start = x
+        assert start is not None  # (every booking ends: the count falls to 0 <= most)
+        if clock is None or now >= clock.now:
+            if len(hints) >= 16 and seconds not in hints:
+                hints.clear()
+            hints[seconds] = (now, start)
+        return start
 
     def _forget(self) -> None:
         if self.clock is None:
             return
         past = self.clock.now
+        if past == self._forgot:  # (nothing booked since has ended by then: see ``book``)
+            return
+        self._forgot = past
         busy = self.busy
-        keep = [x for x in busy if x[1] > past]
-        if len(keep) != len(busy):
-            busy[:] = keep
+        i = bisect.bisect_left(busy, [past])  # (those starting later have not ended)
+        keep = [x for x in busy[:i] if x[1] > past]
+        if len(keep) != i:
+            busy[:i] = keep
 
 
 class SimulatedDevice(Device):

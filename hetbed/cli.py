@@ -151,6 +151,7 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
     out = args.out or os.path.join("out", stem)
     _writable_folder(out, "--out")  # before the simulation, not after it
     bar = None
+    steps_bar: list = []  # the steps of the point running in this process (one at a time)
     if not args.quiet and not args.json:
         print(schema.describe(sc), file=sys.stderr)
         from tqdm import tqdm
@@ -158,9 +159,20 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
         bar = tqdm(total=len(points), unit="run", file=sys.stderr, mininterval=0.5)
 
     def progress(done: int, total: int, summary: dict) -> None:
+        if steps_bar:
+            steps_bar.pop().close()
         if bar is not None:
             bar.update(1)
             bar.set_postfix_str(f"{summary['step_time_p50_s']:.3g} s/step")
+
+    def step_progress(done: int, total: int) -> None:
+        if bar is None:
+            return
+        if not steps_bar:
+            steps_bar.append(
+                tqdm(total=total, unit="step", file=sys.stderr, mininterval=0.5, leave=False)
+            )
+        steps_bar[0].update(done - steps_bar[0].n)  # (falls back after a rollback)
 
     t0 = time.perf_counter()
     try:
@@ -170,8 +182,11 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             dask_address=dask,
             progress=progress,
             dask_timeout_s=getattr(args, "dask_timeout", 5.0),
+            step_progress=step_progress,
         )
     finally:
+        for b in steps_bar:
+            b.close()
         if bar is not None:
             bar.close()
     paths = results.save(out, sc, res, time.perf_counter() - t0)

@@ -177,8 +177,9 @@ def straggler_model(sc: dict, rng: np.random.Generator) -> Any:
     return sg.combine(*parts) if parts else None
 
 
-def run(sc: dict) -> ScenarioResult:
-    """Simulate one scenario point."""
+def run(sc: dict, on_step: Callable[[int, int], None] | None = None) -> ScenarioResult:
+    """Simulate one scenario point; ``on_step(done, total)`` as its steps complete (progress;
+    an asynchronous run counts every applied gradient)."""
     c, st, r, m = sc["cluster"], sc["strategy"], sc["run"], sc["model"]
     rng = np.random.default_rng(r["seed"])
     kw: dict[str, Any] = {"straggler": straggler_model(sc, rng)}
@@ -227,7 +228,7 @@ def run(sc: dict) -> ScenarioResult:
             **kw,
         )
     # Async: a step is one applied gradient; run.steps counts steps per worker.
-    res = drv.run(r["steps"] * (c["workers"] if st["kind"] == "async" else 1))
+    res = drv.run(r["steps"] * (c["workers"] if st["kind"] == "async" else 1), on_step)
     steps = res.completed.copy()
     examples_per_s = res.throughput()
     if st["kind"] == "async":  # a worker's step: between its successive applied gradients
@@ -328,8 +329,8 @@ def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else math.nan
 
 
-def _run_point(sc: dict) -> tuple:
-    res = run(sc)
+def _run_point(sc: dict, on_step: Callable[[int, int], None] | None = None) -> tuple:
+    res = run(sc, on_step)
     return res.summary, res.steps, res.gradients, res.curve
 
 
@@ -339,8 +340,11 @@ def run_all(
     dask_address: str | None = None,
     progress: Callable[[int, int, dict], None] | None = None,
     dask_timeout_s: float = 5.0,
+    step_progress: Callable[[int, int], None] | None = None,
 ) -> list[ScenarioResult]:
-    """Run sweep points: in this process (jobs=1), a process pool, or on a Dask cluster."""
+    """Run sweep points: in this process (jobs=1), a process pool, or on a Dask cluster.
+    ``progress(done, total, summary)`` as points finish; ``step_progress(done, total)`` as the
+    steps of a point run in this process complete."""
     out: list[Any] = [None] * len(points)
     if dask_address:
         from dask.distributed import Client, as_completed
@@ -376,7 +380,7 @@ def run_all(
                     progress(done, len(points), out[i][0])
     else:
         for i, p in enumerate(points):
-            out[i] = _run_point(p)
+            out[i] = _run_point(p, step_progress)
             if progress:
                 progress(i + 1, len(points), out[i][0])
     return [

@@ -133,9 +133,7 @@ class AllReduceRing(_Driver):
         self.grads = []
         self.ready = 0
         self._new_step()
-        self.step += 1
-        if self.step >= self.target and not self.done.triggered:
-            self.done.succeed()
+        self._count_step()
         stall = self._maybe_checkpoint()
         if stall:
             yield env.timeout(stall)

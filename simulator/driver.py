@@ -257,8 +257,10 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
 
     # ---- run ----------------------------------------------------------------------------------
 
-    def run(self, steps: int) -> TrainingResult:
+    def run(self, steps: int, on_step: Callable[[int, int], None] | None = None) -> TrainingResult:
         """Simulate until ``steps`` steps have completed (after any rollbacks); one run per driver.
+        ``on_step(done, steps)`` is called as each step completes (progress; ``done`` falls
+        back after a rollback).
 
         Raises ValueError for steps < 1, RuntimeError when called twice or when the simulation
         can make no progress. While it runs, the cyclic garbage collector's first threshold is
@@ -272,6 +274,7 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
             raise RuntimeError(f"{self.kind}.run: a driver runs once; build a new one")
         self._ran = True
         self.target = int(steps)
+        self.on_step = on_step
         env = self.env = simpy.Environment()
         self.done = env.event()
         self.step = 0
@@ -451,6 +454,14 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
         if learner is None:
             return lambda: None
         return lambda: setattr(g, "value", learner.gradient(i, params, self.env.now))
+
+    def _count_step(self) -> None:
+        """One more step done: told to ``run``'s ``on_step``; the run ends at its target."""
+        self.step += 1
+        if self.on_step is not None:
+            self.on_step(self.step, self.target)
+        if self.step >= self.target and not self.done.triggered:
+            self.done.succeed()
 
     def _open_record(self, step: int, now: float) -> None:
         rec = [step, now, math.nan, 0, 0, False]

@@ -331,8 +331,7 @@ class StepReplay:
                 d.handler_free = now + hf
             d.handler_owner = owner
         for hc, free in t.hosts:
-            hc.busy.clear()  # (every booking the step made ended by its end: see ``end``)
-            hc.all_free = now + free
+            hc.clear(now + free)  # (every booking the step made ended by its end: see ``end``)
         network.add_to_books(t.links)
         if network.keep_records:
             network.records.add_shifted(t.flows, now)

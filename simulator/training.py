@@ -444,10 +444,8 @@ class SyncPS(_Driver):
             self.learner.apply_sync(per_shard, self.step, now)
         if self.qr_on:
             self._queue_runner_step(now)
-        self.step += 1
         self._reset_step()
-        if self.step >= self.target and not self.done.triggered:
-            self.done.succeed()
+        self._count_step()
         stall = self._maybe_checkpoint()
         if stall > 0:
             epoch = self.epoch
@@ -650,9 +648,7 @@ class AsyncPS(_Driver):
         rec[3] = 1
         if self.learner is not None:
             self.learner.apply_async(g.value, step, now)
-        self.step += 1
-        if self.step >= self.target and not self.done.triggered:
-            self.done.succeed()
+        self._count_step()
         self._maybe_checkpoint()
         self._open_record(self.step, now)
         g.event.succeed()

@@ -51,6 +51,46 @@ def test_cores_are_booked_in_the_first_gap_that_fits():
         HostCores(0)
 
 
+def _earliest_fit(bookings, now, seconds, most):
+    """By brute force: the first start >= ``now`` (``now`` or a booking's end) at which at most
+    ``most`` cores are busy at every instant of [start, start + seconds)."""
+    for t in sorted({now, *(e for _, e, _ in bookings if e > now)}):
+        points = [t, *(b for b, _, _ in bookings if t < b < t + seconds)]
+        if all(sum(w for b, e, w in bookings if b <= x < e) <= most for x in points):
+            return t
+    raise AssertionError("unreachable: after the last end every core is free")
+
+
+@pytest.mark.parametrize("cores", [1, 2, 4])
+def test_a_booking_goes_where_a_brute_force_search_puts_it(cores):
+    """Random work booked ahead and behind (widths 1 and all cores, lengths over three orders of
+    magnitude, back-to-back runs, the clock moving on): every start ``book`` and
+    ``first_free`` return is the one a search of every candidate start finds over every booking
+    made so far (those that ended before the clock cannot matter: no request starts earlier)."""
+    rng = np.random.default_rng(cores)
+    clock = _Clock()
+    h = HostCores(cores, clock)
+    made = []
+    for k in range(300):
+        if k % 25 == 24:
+            clock.now += float(rng.uniform(0.0, 4.0))
+        now = clock.now + float(rng.choice([0.0, rng.uniform(0.0, 6.0)]))
+        seconds = float(rng.choice([0.01, 0.1, 0.5, 1.0, rng.uniform(0.001, 3.0)]))
+        width = cores if rng.random() < 0.2 else 1
+        if rng.random() < 0.3:
+            assert h.first_free(now, seconds) == _earliest_fit(made, now, seconds, cores - 1)
+            continue
+        want = _earliest_fit(made, now, seconds, cores - width)
+        assert h.book(now, seconds, width) == want, (k, now, seconds, width)
+        made.append((want, want + seconds, width))
+        if rng.random() < 0.3:  # the next request back to back with this one
+            nxt = want + seconds
+            want = _earliest_fit(made, nxt, seconds, cores - width)
+            assert h.book(nxt, seconds, width) == want
+            made.append((want, want + seconds, width))
+    assert len(h.busy) < len(made)  # (ended ones forgotten, back-to-back ones joined)
+
+
 def test_work_that_is_ready_runs_while_a_core_is_free():
     """The cores are alike and a process migrates between them: a booking needs at most
     ``cores - width`` of them busy at every instant it covers, not one core free throughout.

@@ -82,7 +82,10 @@ def test_backup_workers_cut_the_straggler_tail(study):
 def test_same_results_in_a_process_pool(study):
     """A sweep in two worker processes gives exactly the in-process results."""
     points = schema.expand(schema.load(study))
-    here = runner.summary_frame(runner.run_all(points))
+    ticks = []
+    here = runner.summary_frame(runner.run_all(points, step_progress=lambda d, t: ticks.append(t)))
+    steps = [p["run"]["steps"] for p in points]
+    assert ticks == [n for n in steps for _ in range(n)]  # (in-process: each step of each point)
     pool = runner.summary_frame(runner.run_all(points, jobs=2))
     cols = ["step_time_p50_s", "step_time_p99_s", "examples_per_s", "dropped_gradients"]
     pd.testing.assert_frame_equal(here[cols], pool[cols])

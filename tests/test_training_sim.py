@@ -326,6 +326,26 @@ def test_ps_failure_redoes_the_steps_since_the_last_checkpoint():
     assert ra.steps_lost == 2 and ra.sim_time_s == approx(7.5 * T + delay + 5 * T)
 
 
+def test_progress_counts_each_completed_step_and_falls_back_after_a_rollback():
+    """``run``'s ``on_step(done, steps)``: once per completed step of each driver (an
+    asynchronous run's steps are applied gradients), in order, and after a PS failure with
+    checkpoints every 5 steps it goes back to 5 after 7 (the next call says 6) and counts on."""
+    for drv in (SyncPS(profile(), 2, nic=(W, L)), AsyncPS(profile(), 2, nic=(W, L))):
+        calls: list = []
+        drv.run(6, lambda done, total, calls=calls: calls.append((done, total)))
+        assert calls == [(k, 6) for k in range(1, 7)]
+    seen = []
+    AllReduceRing(profile(), 2, nic=(W, L)).run(3, lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 3), (2, 3), (3, 3)]
+    T = (L + B / W) + C + (L + B / W) + A
+    f = Failure("ps", 0, at_s=7.5 * T, restart_delay_s=0.05)
+    seen = []
+    SyncPS(profile(), 1, nic=(W, L), failures=[f], checkpoint_every=5).run(
+        10, lambda d, t: seen.append(d)
+    )
+    assert seen == [1, 2, 3, 4, 5, 6, 7, 6, 7, 8, 9, 10]
+
+
 def test_worker_failure_loses_its_gradient_only_and_backups_cover_it():
     """A worker dying without rollback loses no steps; with a backup worker the step goes on
     without it, without backups the step waits for its restart."""
