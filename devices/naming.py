@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass, replace
 
 _PARSED: dict[str, DeviceSpec] = {}  # device string -> its DeviceSpec (see from_string)
-_FIELD = re.compile(r"^(job|replica|task|device|cpu|gpu|tpu):?(.*)$", re.IGNORECASE)
+# a field and its value after a colon (TF's /job:ps, /cpu:0); a bare device type (/cpu) stands
+# for any of its kind; "cpu0" or "task1" without the colon is refused, as TensorFlow does
+_FIELD = re.compile(r"^(job|replica|task|device|cpu|gpu|tpu)(?::(.*))?$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,10 @@ class DeviceSpec:
         for part in parts:
             m = _FIELD.match(part)
             if not m:
-                raise ValueError(f"malformed device spec {spec!r}: cannot parse {part!r}")
-            key, val = m.group(1).lower(), m.group(2)
+                near = re.match(r"^(job|replica|task|device|cpu|gpu|tpu)(\w+)$", part, re.I)
+                hint = f" (did you mean '{near[1]}:{near[2]}'?)" if near else ""
+                raise ValueError(f"malformed device spec {spec!r}: cannot parse {part!r}{hint}")
+            key, val = m.group(1).lower(), m.group(2) or ""
             try:
                 if key == "job":
                     if not val or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", val):

@@ -216,7 +216,7 @@ def run_demo(out_dir: str = "out/demo", quiet: bool = False) -> int:
     rep.figure(
         fig, "throughput", "Simulated throughput; 100 GbE keeps scaling where 10 GbE saturates."
     )
-    rep.table(df, ".3g", "Simulated steady-state step (second step) per configuration.")
+    rep.table(df, None, "Simulated steady-state step (second step) per configuration.")
     if rec is not None:
         rep.heading("One step, 4 workers on 10 GbE", 3)
         rep.figure(
@@ -252,8 +252,8 @@ def run_demo(out_dir: str = "out/demo", quiet: bool = False) -> int:
         "prediction is of the very step that was profiled (in sample: it checks the schedule, "
         "not the cost model; `bench/fidelity.py` also predicts batch sizes it did not profile)."
     )
-    rep.table(machine, ".3g")
-    rep.table(fid, ".3g")
+    rep.table(machine)
+    rep.table(fid)
     noisy = [r.model for r in fid.itertuples() if r.noisy]
     if noisy or machine.noisy.any():
         rep.text(

@@ -35,10 +35,12 @@ from hetbed.runtime.train.input import (
 from hetbed.runtime.train.monitored import (
     CheckpointSaverHook,
     MonitoredTrainingSession,
+    Scaffold,
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
+    StepCounterHook,
     StopAtStepHook,
 )
 from hetbed.runtime.train.moving_averages import ExponentialMovingAverage
@@ -91,6 +93,8 @@ __all__ = [
     "cluster_from_env",
     "CheckpointSaverHook",
     "MonitoredTrainingSession",
+    "Scaffold",
+    "StepCounterHook",
     "SessionRunArgs",
     "SessionRunContext",
     "SessionRunHook",

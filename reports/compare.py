@@ -63,7 +63,7 @@ def compare(
     if len(delta):
         rep.table(
             delta,
-            ".4g",
+            None,
             f"changed: |B - A| > {threshold_pct:g}% of A and beyond the min-max "
             "spread over seeds of both.",
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,7 +46,9 @@ class Report:
         """A preformatted block (kept verbatim)."""
         self.blocks.append(_Block("code", text))
 
-    def table(self, df: Any, floatfmt: str = ".4g", caption: str = "") -> None:
+    def table(self, df: Any, floatfmt: str | None = None, caption: str = "") -> None:
+        """A table; its float columns as ``number`` writes them (one notation a column), or
+        each value ``format(v, floatfmt)``."""
         self.blocks.append(_Block("table", df, (floatfmt, caption)))
 
     def figure(self, fig: Any, name: str, caption: str = "") -> None:
@@ -160,24 +163,58 @@ class Report:
         return "\n".join(parts)
 
 
-def _fmt(v: Any, fmt: str) -> str:
-    if isinstance(v, float):
-        return format(v, fmt)
-    return str(v)
+#: significant digits a report writes a measured or simulated number with
+DIGITS = 4
 
 
-def _md_table(df: Any, fmt: str) -> str:
+def number(v: float, scientific: bool | None = None, whole: bool = False) -> str:
+    """``v`` as a report writes it: ``DIGITS`` significant digits in fixed notation with
+    thousands separators (2,300; 1,986; 1.095; 0.09690), or in scientific notation where
+    ``scientific`` says so (None: where fixed notation would need 10 digits or more before
+    the point or more than 4 zeros after it); ``whole``: no decimals (a column of whole
+    numbers); nan and inf as such."""
+    if not math.isfinite(v):
+        return str(v)
+    a = abs(v)
+    if scientific is None:
+        scientific = a != 0.0 and not 1e-4 <= a < 1e9
+    if scientific:
+        return f"{v:.{DIGITS - 1}e}"
+    places = 0 if whole or a == 0.0 else max(0, DIGITS - 1 - math.floor(math.log10(a)))
+    return f"{v:,.{places}f}"
+
+
+def _column_formatters(df: Any, fmt: str | None) -> list[Any]:
+    """One function per column writing its values: floats by ``format(v, fmt)`` when a format
+    is given, else by ``number`` with one notation for the whole column (scientific where any
+    finite non-zero value needs it; without decimals where every value is whole); anything
+    else as ``str``."""
+    out = []
+    for c in df.columns:
+        if fmt is not None:
+            out.append(lambda v, f=fmt: format(v, f) if isinstance(v, float) else str(v))
+            continue
+        vals = [v for v in df[c] if isinstance(v, float) and math.isfinite(v)]
+        sci = any(v != 0.0 and not 1e-4 <= abs(v) < 1e9 for v in vals)
+        whole = bool(vals) and all(v == int(v) for v in vals)
+        out.append(lambda v, s=sci, w=whole: number(v, s, w) if isinstance(v, float) else str(v))
+    return out
+
+
+def _md_table(df: Any, fmt: str | None) -> str:
     cols = [str(c) for c in df.columns]
+    fs = _column_formatters(df, fmt)
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
     for row in df.itertuples(index=False):
-        lines.append("| " + " | ".join(_fmt(v, fmt) for v in row) + " |")
+        lines.append("| " + " | ".join(f(v) for f, v in zip(fs, row)) + " |")
     return "\n".join(lines)
 
 
-def _html_table(df: Any, fmt: str) -> str:
+def _html_table(df: Any, fmt: str | None) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    fs = _column_formatters(df, fmt)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v, fmt))}</td>" for v in row) + "</tr>"
+        "<tr>" + "".join(f"<td>{html.escape(f(v))}</td>" for f, v in zip(fs, row)) + "</tr>"
         for row in df.itertuples(index=False)
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"

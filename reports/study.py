@@ -27,7 +27,7 @@ import pandas as pd
 
 from .compare import compare
 from .published import comparison, fit_sentence
-from .report import Report
+from .report import Report, number
 from .study_figures import _bar_figure, _breakdown, _distributions, _line_figure
 from .study_tables import (  # noqa: F401  (re-exported: callers import them from here)
     _BACKUP,
@@ -49,7 +49,7 @@ from .study_tables import (  # noqa: F401  (re-exported: callers import them fro
 def _cell(r: Any, m: str, seeds: int) -> Any:
     v = r[m]
     if seeds > 1 and not (isinstance(v, float) and math.isnan(v)):
-        return f"{v:.4g} [{r[m + '_min']:.4g}, {r[m + '_max']:.4g}]"
+        return f"{number(v)} [{number(r[m + '_min'])}, {number(r[m + '_max'])}]"
     return v
 
 
@@ -112,7 +112,7 @@ def build(
             shown += ["predicted_min", "predicted_max"]
         if cmp.model_at.any():
             shown.append("model_at")
-        rep.table(cmp[shown + ["error_of", "error_pct", "kind"]], ".3g")
+        rep.table(cmp[shown + ["error_of", "error_pct", "kind"]])
     numeric = layout(agg, keys)["x"] is not None
     if keys:
         rep.heading("Step time and throughput")
@@ -187,7 +187,7 @@ def build(
         table.insert(len(keys), "seeds", list(agg.seeds))
     rep.table(
         table,
-        ".4g",
+        None,
         f"Median [min, max] over {seeds} seeds." if seeds > 1 else "One run per setting.",
     )
     return rep

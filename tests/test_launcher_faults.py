@@ -23,6 +23,7 @@ TASK = textwrap.dedent(
     with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
         parent = f.read()
     print(f"token {token} config {cfg['token'] == token} argv {token is not None and token.encode() in parent + str(sys.argv).encode()}", flush=True)
+    print(f"{job}:{index} restarted {os.environ.get('HETBED_RESTARTED')}", flush=True)
     mode, arg = sys.argv[1], float(sys.argv[2])
     marker = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"ran-{job}-{index}")
     first = not os.path.exists(marker)
@@ -86,6 +87,9 @@ def test_failed_task_is_restarted_and_named(tmp_path):
     assert r.returncode == 0, r.stderr
     for w in (0, 1):
         assert f"worker:{w} exited with status 3; restarting it (1 of 2)" in r.stderr
+        # the restarted process is told it is one (its chief then names what it restored)
+        assert f"worker:{w} restarted None" in r.stdout and f"worker:{w} restarted 1" in r.stdout
+    assert "ps:0 restarted None" in r.stdout and "ps:0 restarted 1" not in r.stdout
 
 
 @pytest.mark.parametrize("seed", [1, 2])

@@ -28,11 +28,17 @@ def test_device_spec_parse_and_print():
     assert DeviceSpec.from_string("/cpu:*").device_index is None
 
 
-@pytest.mark.parametrize("bad", ["/job:", "/task:x", "/replica:-1", "/foo:1", "/device:"])
+@pytest.mark.parametrize(
+    "bad", ["/job:", "/task:x", "/replica:-1", "/foo:1", "/device:", "/job", "/replica", "cpu0"]
+)
 def test_malformed_device_string(bad):
-    """Malformed device strings are errors that quote the string."""
-    with pytest.raises(ValueError, match="malformed device spec"):
+    """Malformed device strings are errors that quote the string; a field without its colon
+    (TensorFlow refuses "cpu0" too) is shown as meant."""
+    with pytest.raises(ValueError, match="malformed device spec") as e:
         DeviceSpec.from_string(bad)
+    if bad == "cpu0":
+        assert "did you mean 'cpu:0'?" in str(e.value)
+    assert DeviceSpec.from_string("/cpu").to_string() == "/device:cpu:*"
 
 
 def test_nested_scopes_inner_wins_per_field():

@@ -11,6 +11,7 @@ import pytest
 
 from hetbed.cli import main
 from hetbed.reports import Report, figures, study
+from hetbed.reports.report import number
 from hetbed.scenarios import schema
 
 # A study over workers x backup workers with 2 seeds whose numbers are known in closed form:
@@ -126,8 +127,44 @@ def test_seeds_give_a_median_with_a_min_max_band_and_table_spread(rep):
     row = agg[(agg.cluster_workers == 8) & (agg.strategy_backup_workers == 2)].iloc[0]
     assert row.step_time_p50_s_min == pytest.approx(_t(8, 2, 1))
     assert row.step_time_p50_s_max == pytest.approx(_t(8, 2, 2)) and row.seeds == 2
-    assert f"{row.step_time_p50_s:.4g} [{_t(8, 2, 1):.4g}, {_t(8, 2, 2):.4g}]" in rep.markdown()
+    cell = f"{number(row.step_time_p50_s)} [{number(_t(8, 2, 1))}, {number(_t(8, 2, 2))}]"
+    assert cell in rep.markdown()
     assert "band: min to max over seeds" in rep.markdown()
+
+
+def test_report_numbers_have_four_significant_digits_and_one_notation_a_column():
+    """Fixed notation with thousands separators and 4 significant digits (two values 0.3%
+    apart read apart), whole-number columns without decimals, and a column that has one value
+    outside [1e-4, 1e9) written wholly in scientific notation."""
+    assert [number(x) for x in (2300.0, 1986.4, 1.0951, 1.0921, 0.0969, -3.4913)] == [
+        "2,300",
+        "1,986",
+        "1.095",
+        "1.092",
+        "0.09690",
+        "-3.491",
+    ]
+    assert number(4.2e-5) == "4.200e-05" and number(1.5e12) == "1.500e+12"
+    assert number(float("nan")) == "nan" and number(0.0) == "0"
+    r = Report("t")
+    r.table(
+        pd.DataFrame(
+            {
+                "setting": ["a", "b"],
+                "workers": [1000.0, 20.0],
+                "published": [2300.0, 1.0951],
+                "bytes": [1.2e10, 5.0],
+                "n": [3, 4],
+            }
+        )
+    )
+    md = r.markdown()
+    assert "| a | 1,000 | 2,300 | 1.200e+10 | 3 |" in md
+    assert "| b | 20 | 1.095 | 5.000e+00 | 4 |" in md
+    assert "<td>1.200e+10</td>" in r.html()
+    r2 = Report("t")
+    r2.table(pd.DataFrame({"x": [1.23456]}), ".2f")  # (a format given: as it says)
+    assert "| 1.23 |" in r2.markdown()
 
 
 def test_published_values_are_drawn_beside_the_prediction(rep):

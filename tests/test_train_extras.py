@@ -4,6 +4,7 @@ tf.metrics against numpy, and LoggingTensorHook / NanTensorHook / FeedFnHook."""
 from __future__ import annotations
 
 import logging
+import os
 
 import numpy as np
 import pytest
@@ -232,6 +233,37 @@ def test_supervisor_initializes_saves_and_restores(tmp_path):
     assert tf.train.latest_checkpoint(logdir).endswith("model.ckpt-6")
 
 
+def test_a_restarted_chief_names_the_checkpoint_it_restored(tmp_path, monkeypatch, caplog):
+    """Where ``hetbed cluster`` restarted the task (HETBED_RESTARTED set), the chief's restore is
+    a warning naming the checkpoint (the cluster's log shows warnings); a first start restores
+    quietly."""
+    for kind in ("supervisor", "monitored"):
+        logdir = str(tmp_path / kind)
+        for run, restarted in enumerate((None, None, "1")):
+            if restarted:
+                monkeypatch.setenv("HETBED_RESTARTED", restarted)
+            else:
+                monkeypatch.delenv("HETBED_RESTARTED", raising=False)
+            caplog.clear()
+            with hb.Graph().as_default(), caplog.at_level("WARNING", logger="hetbed.train"):
+                gs = tf.train.get_or_create_global_step()
+                inc = hb.assign_add(gs, 1)
+                if kind == "supervisor":
+                    sv = tf.train.Supervisor(logdir=logdir, summary_op=None, save_model_secs=0)
+                    with sv.managed_session() as sess:  # (saved as it closes)
+                        sess.run(inc)
+                else:
+                    with tf.train.MonitoredTrainingSession(
+                        checkpoint_dir=logdir, save_checkpoint_steps=1, save_summaries_steps=None
+                    ) as sess:
+                        sess.run(inc)
+            said = [r.getMessage() for r in caplog.records if "restored" in r.getMessage()]
+            if run < 2:
+                assert said == [], (kind, said)
+            else:
+                assert len(said) == 1 and said[0].endswith("-2"), (kind, said)
+
+
 def test_summary_saver_hook_every_n_steps():
     pytest.importorskip("tensorboard")
     from tensorboard.compat.proto import summary_pb2  # protobuf only, no TensorFlow import
@@ -263,3 +295,65 @@ def test_summary_saver_hook_every_n_steps():
     assert steps[1] - steps[0] == 2 and steps[2] - steps[1] == 2
     with pytest.raises(ValueError, match="exactly one"):
         tf.train.SummarySaverHook(save_steps=1)
+
+
+def test_monitored_training_session_takes_tf1s_arguments(tmp_path, caplog):
+    """TF1's signature, in its order: a Scaffold (init op fed, init_fn after it), chief-only
+    hooks, checkpoints every N steps (and at the end), summaries of the graph's summary ops to
+    summary_dir, the step rate logged; both save intervals None: no checkpoint; both given:
+    refused."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    ckdir, sumdir = str(tmp_path / "ck"), str(tmp_path / "sum")
+    with hb.Graph().as_default():
+        gs = tf.train.get_or_create_global_step()
+        start = tf.placeholder(tf.float32, [])
+        w = tf.Variable(start, name="w")
+        tf.summary.scalar("w", w)
+        step = tf.group(tf.assign_add(w, 1.0), tf.assign_add(gs, 1))
+        seen = []
+
+        class Chief(tf.train.SessionRunHook):
+            def after_create_session(self, session, coord):
+                seen.append(float(session.run(w)))
+
+        double = tf.assign(w, w * 2.0)
+
+        def init_fn(scaffold, sess):
+            sess.run(double)  # after the init op: 2 x 3
+
+        scaffold = tf.train.Scaffold(init_feed_dict={start: 3.0}, init_fn=init_fn)
+        with caplog.at_level("INFO", logger="hetbed.train"):
+            with tf.train.MonitoredTrainingSession(
+                "", True, ckdir, scaffold, None, [Chief()],
+                save_summaries_steps=2, log_step_count_steps=2,
+                save_checkpoint_steps=3, summary_dir=sumdir,
+            ) as sess:  # fmt: skip
+                for _ in range(7):
+                    sess.run(step)
+                final = sess.run(w)
+        assert seen == [6.0] and final == 13.0
+        assert any("global_step/sec" in r.getMessage() for r in caplog.records)
+    kept = tf.train.get_checkpoint_state(ckdir).all_model_checkpoint_paths
+    assert [os.path.basename(p) for p in kept] == ["model.ckpt-3", "model.ckpt-6", "model.ckpt-7"]
+    (events,) = [f for f in os.listdir(sumdir) if "tfevents" in f]
+    steps = [
+        e.step
+        for e in EventFileLoader(os.path.join(sumdir, events)).Load()
+        if e.HasField("summary")
+    ]
+    assert steps == [1, 3, 5, 7], steps  # (every 2 global steps from the first run's)
+    for kw, want in (
+        ({"save_checkpoint_steps": None, "save_checkpoint_secs": None}, None),
+        ({"save_checkpoint_steps": 2, "save_checkpoint_secs": 5.0}, "not both"),
+    ):
+        d = str(tmp_path / f"ck{len(kw)}{want}")
+        with hb.Graph().as_default():
+            inc = tf.assign_add(tf.train.get_or_create_global_step(), 1)
+            if want:
+                with pytest.raises(ValueError, match=want):
+                    tf.train.MonitoredTrainingSession(checkpoint_dir=d, **kw)
+                continue
+            with tf.train.MonitoredTrainingSession(checkpoint_dir=d, **kw) as sess:
+                sess.run(inc)
+        assert tf.train.latest_checkpoint(d) is None

@@ -33,6 +33,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from ..train.checkpoint import RESTARTED_ENV
 from .cluster import ClusterSpec
 from .server import TOKEN_ENV
 
@@ -214,8 +215,12 @@ def launch(
             stderr.write(f"hetbed cluster: {msg}\n")
             stderr.flush()
 
-    def start(job: str, i: int) -> None:
+    def start(job: str, i: int, restart: int = 0) -> None:
         env = dict(os.environ)
+        if restart:
+            env[RESTARTED_ENV] = str(restart)
+        else:
+            env.pop(RESTARTED_ENV, None)
         config = json.dumps({"cluster": cluster, "task": {"type": job, "index": i}, "token": token})
         env[CONFIG_ENV] = config
         env[TF_CONFIG_ENV] = config  # TF1 programs read their role from TF_CONFIG
@@ -265,7 +270,7 @@ def launch(
                     left[(job, i)] -= 1
                     n = restarts - left[(job, i)]
                     say(f"{job}:{i} {how}; restarting it ({n} of {restarts})")
-                    start(job, i)
+                    start(job, i, n)
                 else:
                     failure = f"{job}:{i} {how}"
                     break

@@ -45,6 +45,9 @@ _ALIGN = 64
 _DIGEST = 32
 _PREFIX = len(MAGIC) + _U64.size
 STATE_FILENAME = "checkpoint"
+#: set by ``hetbed cluster`` in a task it restarted (the restart's number): a chief that then
+#: restores a checkpoint, or finds none, says so in the cluster's log
+RESTARTED_ENV = "HETBED_RESTARTED"
 
 
 # ---- the file format -----------------------------------------------------------------------------

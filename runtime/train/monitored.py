@@ -25,7 +25,7 @@ from ..variables import (
     local_variables_initializer,
     report_uninitialized_variables,
 )
-from .checkpoint import get_checkpoint_state, recover_checkpoint
+from .checkpoint import RESTARTED_ENV, get_checkpoint_state, recover_checkpoint
 from .queue_runner import Coordinator, start_queue_runners
 from .saver import Saver
 from .training_util import get_global_step, get_or_create_global_step
@@ -198,6 +198,100 @@ class CheckpointSaverHook(SessionRunHook):
         self._last_step, self._last_time = step, time.monotonic()
 
 
+class StepCounterHook(SessionRunHook):
+    """Logs the global steps a second (logger ``hetbed.train``, INFO) every ``every_n_steps``
+    global steps, as TF1's (which also writes them as a summary; this one does not)."""
+
+    def __init__(self, every_n_steps: int = 100):
+        self._every = int(every_n_steps)
+        self._gs: Any = None
+        self._last: tuple[int, float] | None = None
+
+    def begin(self) -> None:
+        self._gs = get_global_step()
+
+    def before_run(self, run_context: SessionRunContext) -> SessionRunArgs | None:
+        return SessionRunArgs(self._gs) if self._gs is not None else None
+
+    def after_run(self, run_context: SessionRunContext, run_values: SessionRunValues) -> None:
+        if self._gs is None:
+            return
+        step, now = int(run_values.results), time.monotonic()
+        if self._last is None or step < self._last[0]:
+            self._last = (step, now)
+        elif step - self._last[0] >= self._every:
+            rate = (step - self._last[0]) / max(now - self._last[1], 1e-9)
+            _log.info("global_step/sec: %g", rate)
+            self._last = (step, now)
+
+
+#: "not given": the argument takes TF1's default (``MonitoredTrainingSession``)
+USE_DEFAULT = object()
+
+
+def _either(steps: Any, secs: Any, default_steps: Any, default_secs: Any) -> tuple[Any, Any]:
+    """TF1's rule for a pair of "every N steps" / "every N seconds" arguments: neither given,
+    the defaults; one given, the other None."""
+    if steps is USE_DEFAULT and secs is USE_DEFAULT:
+        return default_steps, default_secs
+    return (None if steps is USE_DEFAULT else steps), (None if secs is USE_DEFAULT else secs)
+
+
+class Scaffold:
+    """TF1's ``tf.train.Scaffold``: what a ``MonitoredTrainingSession`` initializes, restores and
+    summarizes with; ``finalize`` fills what was not given (every global variable's initializer,
+    the local ones', the report of uninitialized variables, every summary merged, a Saver of
+    every saveable variable) in the default graph (``ready_op`` is the session's: a flag per
+    global variable, not TF's list of names). ``init_fn(scaffold, session)`` runs after
+    ``init_op`` (not after a restore), ``init_feed_dict`` feeds it."""
+
+    def __init__(
+        self,
+        init_op: Any = None,
+        init_feed_dict: dict | None = None,
+        init_fn: Any = None,
+        ready_op: Any = None,
+        ready_for_local_init_op: Any = None,
+        local_init_op: Any = None,
+        summary_op: Any = None,
+        saver: Saver | None = None,
+        copy_from_scaffold: Scaffold | None = None,
+    ):
+        if copy_from_scaffold is not None:
+            if not isinstance(copy_from_scaffold, Scaffold):
+                raise TypeError(
+                    "Scaffold: copy_from_scaffold must be a Scaffold, got "
+                    f"{type(copy_from_scaffold).__name__}"
+                )
+            c = copy_from_scaffold
+            init_op = init_op if init_op is not None else c.init_op
+            init_feed_dict = init_feed_dict if init_feed_dict is not None else c.init_feed_dict
+            init_fn = init_fn if init_fn is not None else c.init_fn
+            ready_op = ready_op if ready_op is not None else c.ready_op
+            local_init_op = local_init_op if local_init_op is not None else c.local_init_op
+            summary_op = summary_op if summary_op is not None else c.summary_op
+            saver = saver if saver is not None else c.saver
+        self.init_op, self.init_feed_dict, self.init_fn = init_op, init_feed_dict, init_fn
+        self.ready_op, self.ready_for_local_init_op = ready_op, ready_for_local_init_op
+        self.local_init_op, self.summary_op, self.saver = local_init_op, summary_op, saver
+        self._finalized = False
+
+    def finalize(self) -> None:
+        if self._finalized:
+            return
+        if self.init_op is None:
+            self.init_op = global_variables_initializer()
+        if self.local_init_op is None:
+            self.local_init_op = local_variables_initializer()
+        if self.summary_op is None:
+            from hetbed.summary import merge_all
+
+            self.summary_op = merge_all()
+        if self.saver is None:
+            self.saver = Saver()
+        self._finalized = True
+
+
 # ---- the session ---------------------------------------------------------------------------------
 
 
@@ -225,6 +319,18 @@ class MonitoredTrainingSession:
     ``after_create_session`` runs again. ``recoveries`` counts them. Other errors (e.g.
     DeadlineExceededError after ``ConfigProto.operation_timeout_in_ms``) reach the caller, who
     may simply call ``run`` again.
+
+    TF1's arguments, in TF1's order: ``scaffold`` (``Scaffold``: the init op and feed, an
+    ``init_fn``, the saver and summary op to use), ``chief_only_hooks``, checkpoints every
+    ``save_checkpoint_secs`` (default 600 when neither it nor ``save_checkpoint_steps`` is
+    given; both None: none), summaries of the graph's summary ops every ``save_summaries_steps``
+    (default 100) or ``save_summaries_secs`` to ``summary_dir`` (default ``checkpoint_dir``; a
+    graph without summary ops writes no event file), the global steps a second logged every
+    ``log_step_count_steps`` (INFO; ``StepCounterHook``), ``stop_grace_period_secs`` for the
+    queue runners to stop, ``max_wait_secs`` for a non-chief to wait for the chief (hetbed's
+    default is 60 s, ``init_timeout_s``; TF's 7,200). ``save_graph_def`` is accepted: every
+    checkpoint is written with its meta graph whatever it says. hetbed's own, keyword-only:
+    ``token`` (the cluster's), ``init_timeout_s``, ``poll_interval_s``.
     """
 
     def __init__(
@@ -232,36 +338,76 @@ class MonitoredTrainingSession:
         master: str = "",
         is_chief: bool = True,
         checkpoint_dir: str | None = None,
-        save_checkpoint_steps: int | None = None,
-        save_checkpoint_secs: float | None = None,
+        scaffold: Scaffold | None = None,
         hooks: list[SessionRunHook] | None = None,
+        chief_only_hooks: list[SessionRunHook] | None = None,
+        save_checkpoint_secs: Any = USE_DEFAULT,
+        save_summaries_steps: Any = USE_DEFAULT,
+        save_summaries_secs: Any = USE_DEFAULT,
         config: ConfigProto | None = None,
+        stop_grace_period_secs: float = 120.0,
+        log_step_count_steps: int | None = 100,
+        max_wait_secs: Any = USE_DEFAULT,
+        save_checkpoint_steps: Any = USE_DEFAULT,
+        summary_dir: str | None = None,
+        save_graph_def: bool = True,
+        *,
         token: str | None = None,
-        init_timeout_s: float = 60.0,
+        init_timeout_s: float | None = None,
         poll_interval_s: float = 0.1,
     ):
         self.graph = get_default_graph()
         self.is_chief = bool(is_chief)
         self._hooks = list(hooks or [])
+        if is_chief:
+            self._hooks += list(chief_only_hooks or [])
+        self._grace_s = float(stop_grace_period_secs)
+        if init_timeout_s is None:  # (TF's max_wait_secs; hetbed waits a minute by default)
+            init_timeout_s = 60.0 if max_wait_secs is USE_DEFAULT else float(max_wait_secs)
+        scaffold = scaffold or Scaffold()
         with self.graph.as_default():
             get_or_create_global_step(self.graph)
+            scaffold.finalize()
+            saver = scaffold.saver
+            summary_dir = summary_dir or checkpoint_dir
             if is_chief and checkpoint_dir:
-                if save_checkpoint_steps is None and save_checkpoint_secs is None:
-                    save_checkpoint_secs = 600.0
-                if save_checkpoint_steps is not None:
-                    save_checkpoint_secs = None
-                saver = Saver()
-                self._hooks.append(
-                    CheckpointSaverHook(
-                        checkpoint_dir, save_checkpoint_secs, save_checkpoint_steps, saver
+                steps, secs = _either(save_checkpoint_steps, save_checkpoint_secs, None, 600.0)
+                if steps is not None and secs is not None:
+                    raise ValueError(
+                        "MonitoredTrainingSession: give save_checkpoint_secs or "
+                        f"save_checkpoint_steps, not both (got {secs} and {steps})"
                     )
-                )
-            else:
-                saver = None
+                if (secs and secs > 0) or (steps and steps > 0):
+                    self._hooks.append(
+                        CheckpointSaverHook(
+                            checkpoint_dir, secs if not steps else None, steps or None, saver
+                        )
+                    )
+            # (summaries only where the graph has some: without, TF's hook writes the graph)
+            if is_chief and summary_dir and scaffold.summary_op is not None:
+                steps, secs = _either(save_summaries_steps, save_summaries_secs, 100, None)
+                if (secs and secs > 0) or (steps and steps > 0):
+                    from .supervisor import SummarySaverHook  # (supervisor imports this module)
+
+                    self._hooks.append(
+                        SummarySaverHook(
+                            steps or None,
+                            secs or None,
+                            summary_dir,
+                            None,
+                            scaffold,
+                            scaffold.summary_op,
+                        )  # fmt: skip
+                    )
+            if is_chief and log_step_count_steps and log_step_count_steps > 0:
+                self._hooks.append(StepCounterHook(log_step_count_steps))
             variables = global_variables()
-            init_op = global_variables_initializer()
-            local_init_op = local_variables_initializer()
+            init_op = scaffold.init_op
+            local_init_op = scaffold.local_init_op
+            # (readiness: every global variable's flag, whatever ready_op the scaffold holds)
             ready = report_uninitialized_variables(variables)
+            if scaffold.ready_op is None:
+                scaffold.ready_op = ready
             for h in self._hooks:
                 h.begin()
         self.graph.finalize()
@@ -272,6 +418,11 @@ class MonitoredTrainingSession:
         self._saver, self._checkpoint_dir = saver, checkpoint_dir
         self._variables, self._ready = variables, ready
         self._init_op, self._local_init_op = init_op, local_init_op
+        self._init_feed, self._init_fn, self._scaffold = (
+            scaffold.init_feed_dict,
+            scaffold.init_fn,
+            scaffold,
+        )
         #: how many times the session was recreated after a recoverable error
         self.recoveries = 0
         self._coord: Coordinator | None = None
@@ -327,7 +478,9 @@ class MonitoredTrainingSession:
             return
         coord.request_stop()
         try:
-            coord.join(self._threads, stop_grace_period_secs=10.0, ignore_live_threads=True)
+            coord.join(
+                self._threads, stop_grace_period_secs=self._grace_s, ignore_live_threads=True
+            )
         except Exception:
             if raise_error:
                 raise
@@ -346,13 +499,16 @@ class MonitoredTrainingSession:
             return
         # the newest checkpoint that verifies; DataLossError when there are some but none does
         ckpt = recover_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None
+        restarted = os.environ.get(RESTARTED_ENV)  # (this process: a restarted task)
         if ckpt is not None:
             self._saver.restore(sess, ckpt)
-            if recovering:
+            if recovering or restarted:
                 _log.warning("MonitoredTrainingSession (chief): restored %s", ckpt)
         else:
-            sess.run(self._init_op)
-            if recovering:
+            sess.run(self._init_op, self._init_feed)
+            if self._init_fn is not None:
+                self._init_fn(self._scaffold, sess)
+            if recovering or restarted:
                 _log.warning(
                     "MonitoredTrainingSession (chief): no checkpoint to restore; the variables "
                     "were initialized again"

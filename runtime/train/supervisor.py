@@ -17,7 +17,7 @@ from ..variables import (
     global_variables_initializer,
     local_variables_initializer,
 )
-from .checkpoint import latest_checkpoint
+from .checkpoint import RESTARTED_ENV, latest_checkpoint
 from .hooks_extra import SecondOrStepTimer
 from .monitored import SessionRunArgs, SessionRunHook
 from .queue_runner import Coordinator, start_queue_runners
@@ -167,7 +167,9 @@ class Supervisor:
         ckpt = latest_checkpoint(self._logdir) if self._logdir else None
         if ckpt and self._saver is not None:
             self._saver.restore(sess, ckpt)
-            _log.info("Supervisor: restored from %s", ckpt)
+            # (a task ``hetbed cluster`` restarted says so where the cluster's log shows it)
+            log = _log.warning if os.environ.get(RESTARTED_ENV) else _log.info
+            log("Supervisor: restored from %s", ckpt)
         else:
             if self._init_op is not None:
                 sess.run(self._init_op, self._init_feed_dict)
