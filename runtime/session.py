@@ -20,6 +20,7 @@ from .graph import Graph, Operation, Tensor, get_default_graph
 from .host_memory import keep_freed_memory
 from .ops.state import VarHandle, snapshot
 from .registry import DEAD
+from .variables import Variable
 
 
 @dataclass
@@ -118,7 +119,13 @@ class _Fetches:
             )
         if f is None:
             raise TypeError("fetch argument None is not a tensor or operation")
-        el = self.graph.as_graph_element(f)
+        ref = getattr(f, "_ref", None)
+        if ref is not None and isinstance(f, Variable):
+            # a variable fetched itself is read as the step ends, as TF1 fetches a variable's
+            # reference: run([update, v]) gives the updated value
+            el = self.graph.as_graph_element(ref)
+        else:
+            el = self.graph.as_graph_element(f)
         self.elements.append(el)
         return ("leaf", None, len(self.elements) - 1)
 
@@ -313,7 +320,7 @@ class BaseSession:
             else:
                 v = self._to_host(v)
                 if v.__class__ is VarHandle:  # a variable's reference: its value, as in TF
-                    v, copy = v.read(), True
+                    v, copy = self._to_host(v.read()), True
                 if copy and isinstance(v, np.ndarray):  # under its variable's lock, if any
                     v = snapshot(v, self._resources.values())
                 if v.__class__ is np.ndarray and v.ndim == 0:

@@ -550,3 +550,23 @@ def test_timeline_writes_a_traced_steps_chrome_trace():
     assert tf.python.client.timeline is timeline
     with pytest.raises(TypeError, match="RunMetadata.step_stats"):
         timeline.Timeline(None)
+
+
+def test_a_variable_fetched_with_its_update_is_read_as_the_step_ends():
+    """run([update, v]) gives v after the update, as TF1 fetches a variable's reference (200 of
+    200 runs on TensorFlow 2.21's compat.v1: BEGAN's `k` printed after `update_k`); a fetched
+    value is the caller's copy; uninitialized, the error names the variable. (A read op in the
+    same run, v.value() or identity(v), is ordered by nothing: it may read either value.)"""
+    k = tf.Variable(0.0, name="k")
+    update = k.assign(tf.clip_by_value(k + 0.5, 0.0, 1.0))
+    w = tf.Variable(np.zeros(3, np.float32), name="w")
+    with tf.Session() as s:
+        with pytest.raises(tf.errors.FailedPreconditionError, match="uninitialized value k"):
+            s.run(k)
+        s.run(tf.global_variables_initializer())
+        assert s.run([update, k])[1] == 0.5
+        assert s.run([update, {"k": k}])[1]["k"] == 1.0
+        assert s.run([update, k.value()])[1] == 1.0  # (1.0 before this update: clipped at 1)
+        got = s.run(w)
+        s.run(w.assign_add(np.ones(3, np.float32)))
+        assert got.tolist() == [0.0, 0.0, 0.0]  # a fetched value is the caller's copy
