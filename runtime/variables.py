@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from . import dtypes as _dt
 from .graph import (
     GraphKeys,
@@ -259,7 +261,28 @@ def initialize_all_variables() -> Operation:
     return global_variables_initializer()
 
 
-def report_uninitialized_variables(var_list: Iterable[Variable] | None = None, name=None):
-    """A list of ops each returning whether a variable is initialized (run them, keep the False)."""
+def initialized_flags(var_list: Iterable[Variable] | None = None) -> list[Tensor]:
+    """One op per variable (default: every global one), each returning whether it is
+    initialized, colocated with it (a session asks a PS task only for its own)."""
     var_list = list(var_list) if var_list is not None else global_variables()
     return [state.is_variable_initialized(v) for v in var_list]
+
+
+def report_uninitialized_variables(
+    var_list: Iterable[Variable] | None = None, name: str = "report_uninitialized_variables"
+) -> Tensor:
+    """As TF1's: a 1-D string tensor of the names (``op.name``) of the variables of
+    ``var_list`` (default: every global one) not yet initialized, in their order."""
+    from .graph import name_scope
+    from .ops.array import constant
+    from .ops.manip import stack
+    from .ops.math import logical_not
+    from .ops.segments import boolean_mask
+
+    var_list = list(var_list) if var_list is not None else global_variables()
+    with name_scope(name):
+        if not var_list:
+            return constant(np.array([], dtype=object), dtype=_dt.string)
+        uninitialized = logical_not(stack(initialized_flags(var_list)))
+        names = constant(np.array([v.op.name.encode() for v in var_list], dtype=object))
+        return boolean_mask(names, uninitialized)

@@ -22,8 +22,8 @@ from ..session import ConfigProto, Session
 from ..variables import (
     global_variables,
     global_variables_initializer,
+    initialized_flags,
     local_variables_initializer,
-    report_uninitialized_variables,
 )
 from .checkpoint import RESTARTED_ENV, get_checkpoint_state, recover_checkpoint
 from .queue_runner import Coordinator, start_queue_runners
@@ -405,7 +405,7 @@ class MonitoredTrainingSession:
             init_op = scaffold.init_op
             local_init_op = scaffold.local_init_op
             # (readiness: every global variable's flag, whatever ready_op the scaffold holds)
-            ready = report_uninitialized_variables(variables)
+            ready = initialized_flags(variables)
             if scaffold.ready_op is None:
                 scaffold.ready_op = ready
             for h in self._hooks:

@@ -63,7 +63,7 @@ from ..ops.manip import fill
 from ..ops.sparse_accumulator import SparseConditionalAccumulator
 from ..registry import apply
 from ..threadname import name_this_thread
-from ..variables import Variable, global_variables, report_uninitialized_variables
+from ..variables import Variable, global_variables, initialized_flags
 from .monitored import SessionRunHook
 from .optimizers import Optimizer, _on
 
@@ -152,7 +152,7 @@ class SyncReplicasOptimizer(Optimizer):
                     )
                 self.local_step_init_op = state.assign(self._local_step, _read(gs_ref)).op
                 self._ready_vars = global_variables()
-                self.ready_for_local_init_op = report_uninitialized_variables(self._ready_vars)
+                self.ready_for_local_init_op = initialized_flags(self._ready_vars)
             local_step = self._local_step.value()
             push_ops, averaged, var_list = [], [], []
             with graph.name_scope(name or self._name):
