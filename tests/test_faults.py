@@ -211,8 +211,8 @@ class _Cluster:
         for i in range(num_workers):
             self.start("worker", i)
 
-    def start(self, job: str, index: int) -> subprocess.Popen:
-        env = dict(os.environ)
+    def start(self, job: str, index: int, **extra_env: str) -> subprocess.Popen:
+        env = {**os.environ, **extra_env}
         env[CONFIG_ENV] = json.dumps(
             {"cluster": self.spec, "task": {"type": job, "index": index}, "token": None}
         )
@@ -352,16 +352,18 @@ def test_killed_chief_without_backup_fails_steps_after_the_deadline_and_rejoins(
     assert time.monotonic() - t_kill >= 1.0
     assert c.procs["worker1"].poll() is None  # it retries instead of giving up
     before = len(c.steps("worker1"))
-    c.start("worker", 0)
+    c.start("worker", 0, HETBED_RESTARTED="1")  # (as hetbed cluster --restart marks it)
     for w in ("worker0", "worker1"):
         assert c.finish(w, 40, " of the restart") == 0, c.logs()
         done = re.search(r"^done (\d+)$", c.log(w), re.M)
         assert done is not None and int(done.group(1)) >= last, c.logs()
     starts = [int(s) for s in re.findall(r"^start (\d+)$", c.log("worker0"), re.M)]
-    # restored from the newest checkpoint (the gradients worker 1 pushed while waiting may
-    # complete an update before the chief prints its first global step)
+    # restored from the newest checkpoint, as its log says (the global step it then prints
+    # may be past it: worker 1 alone fills the accumulators, two gradients an update, once
+    # the restarted chief's thread applies them, however long the chief takes to print)
     n = int(saved.rsplit("-", 1)[1])
-    assert len(starts) == 2 and starts[0] == 0 and n <= starts[1] <= n + 2, (starts, n)
+    assert f"MonitoredTrainingSession (chief): restored {saved}" in c.log("worker0"), c.logs()
+    assert len(starts) == 2 and starts[0] == 0 and n <= starts[1], (starts, n)
     assert len(c.steps("worker1")) > before  # worker 1 trained alongside the restarted chief
     assert "FATAL" not in c.logs()
 
