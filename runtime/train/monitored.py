@@ -240,10 +240,10 @@ def _either(steps: Any, secs: Any, default_steps: Any, default_secs: Any) -> tup
 class Scaffold:
     """TF1's ``tf.train.Scaffold``: what a ``MonitoredTrainingSession`` initializes, restores and
     summarizes with; ``finalize`` fills what was not given (every global variable's initializer,
-    the local ones', the report of uninitialized variables, every summary merged, a Saver of
-    every saveable variable) in the default graph (``ready_op`` is the session's: a flag per
-    global variable, not TF's list of names). ``init_fn(scaffold, session)`` runs after
-    ``init_op`` (not after a restore), ``init_feed_dict`` feeds it."""
+    the local ones', every summary merged) in the default graph; a chief that saves checkpoints
+    and was given no ``saver`` makes one of every saveable variable (``ready_op`` is the
+    session's: a flag per global variable, not TF's list of names). ``init_fn(scaffold,
+    session)`` runs after ``init_op`` (not after a restore), ``init_feed_dict`` feeds it."""
 
     def __init__(
         self,
@@ -287,8 +287,6 @@ class Scaffold:
             from hetbed.summary import merge_all
 
             self.summary_op = merge_all()
-        if self.saver is None:
-            self.saver = Saver()
         self._finalized = True
 
 
@@ -371,6 +369,8 @@ class MonitoredTrainingSession:
             saver = scaffold.saver
             summary_dir = summary_dir or checkpoint_dir
             if is_chief and checkpoint_dir:
+                if saver is None:
+                    saver = scaffold.saver = Saver()
                 steps, secs = _either(save_checkpoint_steps, save_checkpoint_secs, None, 600.0)
                 if steps is not None and secs is not None:
                     raise ValueError(
