@@ -13,7 +13,7 @@ METRICS = {
     "step_time_p50_s": "median step time (s)",
     "step_time_p90_s": "p90 step time (s)",
     "step_time_p99_s": "p99 step time (s)",
-    "mean_step_time_s": "mean step time (s)",
+    "mean_step_time_s": "simulated time per completed step (s; async: per applied gradient)",
     "examples_per_s": "throughput (examples/s)",
     "normalized_speedup": "normalized speedup (x)",
     "speedup": "speedup (x one worker)",
