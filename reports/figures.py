@@ -122,6 +122,7 @@ def describe(fig: Any) -> list[dict[str, Any]]:
                 "title": ax.get_title(),
                 "xlabel": ax.get_xlabel(),
                 "ylabel": ax.get_ylabel(),
+                "xscale": ax.get_xscale(),
                 "legend": entries,
                 "lines": {
                     ln.get_label(): (

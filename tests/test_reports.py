@@ -118,6 +118,17 @@ def test_two_settings_give_a_line_per_value_and_a_baseline_per_group(rep):
     assert "throughput at the fewest workers of the same group" in md
 
 
+def test_a_wide_sweep_is_drawn_on_a_log_axis_ticked_at_its_values(rep):
+    """Two or more positive values spanning 8x or more (checkpoints every 20 and 1,000 steps)
+    get a logarithmic x axis; 4 to 16 workers, or 0 to 2 backups, a linear one."""
+    from hetbed.reports.study_figures import _is_pow2
+
+    assert _is_pow2(pd.Series([20, 1000])) and _is_pow2(pd.Series([1, 8, 64]))
+    assert not _is_pow2(pd.Series([4, 8, 16])) and not _is_pow2(pd.Series([0, 1, 2]))
+    assert not _is_pow2(pd.Series([50.0]))
+    assert {p["xscale"] for p in rep.figure_data("step_time")} == {"linear"}
+
+
 def test_seeds_give_a_median_with_a_min_max_band_and_table_spread(rep):
     """Every point is the median over seeds; the table gives median [min, max]."""
     (panel,) = rep.figure_data("step_time")
