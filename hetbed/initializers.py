@@ -10,6 +10,9 @@ from hetbed.runtime.initializers import (
     GlorotUniform as glorot_uniform,
 )
 from hetbed.runtime.initializers import (
+    Identity as identity,
+)
+from hetbed.runtime.initializers import (
     Initializer,
     get,
     he_normal,
@@ -19,6 +22,9 @@ from hetbed.runtime.initializers import (
 )
 from hetbed.runtime.initializers import (
     Ones as ones,
+)
+from hetbed.runtime.initializers import (
+    Orthogonal as orthogonal,
 )
 from hetbed.runtime.initializers import (
     RandomNormal as random_normal,
@@ -48,10 +54,12 @@ __all__ = [
     "glorot_uniform",
     "he_normal",
     "he_uniform",
+    "identity",
     "lecun_normal",
     "lecun_uniform",
     "local_variables",
     "ones",
+    "orthogonal",
     "random_normal",
     "random_uniform",
     "truncated_normal",

@@ -44,7 +44,7 @@ __all__ = [
     "true_positives",
 ]
 
-METRIC_VARIABLES = "metric_variables"
+METRIC_VARIABLES = GraphKeys.METRIC_VARIABLES
 
 
 def _local(name: str) -> Variable:

@@ -21,7 +21,6 @@ from hetbed.runtime.train.checkpoint import (
     recover_checkpoint,
     update_checkpoint_state,
 )
-from hetbed.runtime.train.checkpoint import CheckpointReader as NewCheckpointReader
 from hetbed.runtime.train.input import (
     batch,
     batch_join,
@@ -34,14 +33,18 @@ from hetbed.runtime.train.input import (
 )
 from hetbed.runtime.train.monitored import (
     CheckpointSaverHook,
+    ChiefSessionCreator,
+    MonitoredSession,
     MonitoredTrainingSession,
     Scaffold,
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
+    SingularMonitoredSession,
     StepCounterHook,
     StopAtStepHook,
+    WorkerSessionCreator,
 )
 from hetbed.runtime.train.moving_averages import ExponentialMovingAverage
 from hetbed.runtime.train.optimizers import (
@@ -63,6 +66,8 @@ from hetbed.runtime.train.saver import Saver, export_meta_graph, import_meta_gra
 from hetbed.runtime.train.sync_replicas import SyncReplicasOptimizer
 from hetbed.runtime.train.training_util import (
     assert_global_step,
+    cosine_decay,
+    cosine_decay_restarts,
     create_global_step,
     exponential_decay,
     get_global_step,
@@ -73,6 +78,14 @@ from hetbed.runtime.train.training_util import (
     piecewise_constant,
     polynomial_decay,
 )
+
+
+def NewCheckpointReader(filepattern: str) -> CheckpointReader:  # noqa: N802 (TF1's name)
+    """TF1's ``tf.train.NewCheckpointReader``: a ``CheckpointReader`` of ``filepattern``."""
+    return CheckpointReader(filepattern)
+
+
+piecewise_constant_decay = piecewise_constant  # (TF1's other name)
 
 __all__ = [
     "Coordinator",
@@ -92,7 +105,11 @@ __all__ = [
     "Server",
     "cluster_from_env",
     "CheckpointSaverHook",
+    "ChiefSessionCreator",
+    "MonitoredSession",
     "MonitoredTrainingSession",
+    "SingularMonitoredSession",
+    "WorkerSessionCreator",
     "Scaffold",
     "StepCounterHook",
     "SessionRunArgs",
@@ -122,6 +139,8 @@ __all__ = [
     "assert_global_step",
     "checkpoint_exists",
     "create_global_step",
+    "cosine_decay",
+    "cosine_decay_restarts",
     "exponential_decay",
     "get_checkpoint_state",
     "get_global_step",
@@ -135,6 +154,7 @@ __all__ = [
     "load_variable",
     "natural_exp_decay",
     "piecewise_constant",
+    "piecewise_constant_decay",
     "polynomial_decay",
     "update_checkpoint_state",
 ]

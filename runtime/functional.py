@@ -104,12 +104,29 @@ def scan(
         return _stacked([results[i] for i in sorted(results)])
 
 
-def foldl(fn: Callable, elems: Any, initializer: Any = None, name: str | None = None, **kw: Any):
-    """TF1's ``tf.foldl`` (first dimension known when the graph is built; unrolled)."""
+def foldl(
+    fn: Callable,
+    elems: Any,
+    initializer: Any = None,
+    parallel_iterations: int = 10,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    name: str | None = None,
+):
+    """TF1's ``tf.foldl`` (first dimension known when the graph is built; unrolled, so
+    ``parallel_iterations``, ``back_prop`` and ``swap_memory`` change nothing)."""
     return _fold(fn, elems, initializer, False, name or "foldl")
 
 
-def foldr(fn: Callable, elems: Any, initializer: Any = None, name: str | None = None, **kw: Any):
+def foldr(
+    fn: Callable,
+    elems: Any,
+    initializer: Any = None,
+    parallel_iterations: int = 10,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    name: str | None = None,
+):
     """TF1's ``tf.foldr``: ``foldl`` from the last slice."""
     return _fold(fn, elems, initializer, True, name or "foldr")
 

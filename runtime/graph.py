@@ -77,6 +77,43 @@ class TensorShape:
             return self
         return TensorShape(a if a is not None else b for a, b in zip(self.dims, other.dims))
 
+    def assert_is_compatible_with(self, other: TensorShape | Sequence[int | None] | None) -> None:
+        """ValueError naming both shapes unless they are compatible (TF1's)."""
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Shapes {self} and {as_shape(other)} are incompatible")
+
+    def assert_is_fully_defined(self) -> None:
+        if not self.is_fully_defined():
+            raise ValueError(f"Shape {self} is not fully defined")
+
+    def assert_has_rank(self, rank: int) -> None:
+        if self.dims is not None and len(self.dims) != rank:
+            raise ValueError(f"Shape {self} must have rank {rank}")
+
+    def with_rank(self, rank: int) -> TensorShape:
+        """This shape, with its rank known to be ``rank`` (ValueError if it is another)."""
+        try:
+            return self.merge_with(TensorShape([None] * rank))
+        except ValueError:
+            raise ValueError(f"Shape {self} must have rank {rank}") from None
+
+    def with_rank_at_least(self, rank: int) -> TensorShape:
+        if self.dims is not None and len(self.dims) < rank:
+            raise ValueError(f"Shape {self} must have rank at least {rank}")
+        return self
+
+    def with_rank_at_most(self, rank: int) -> TensorShape:
+        if self.dims is not None and len(self.dims) > rank:
+            raise ValueError(f"Shape {self} must have rank at most {rank}")
+        return self
+
+    def concatenate(self, other: TensorShape | Sequence[int | None] | None) -> TensorShape:
+        """The dimensions of this shape, then ``other``'s (unknown rank if either is)."""
+        other = as_shape(other)
+        if self.dims is None or other.dims is None:
+            return TensorShape(None)
+        return TensorShape(self.dims + other.dims)
+
     def __iter__(self) -> Iterator[int | None]:
         if self.dims is None:
             raise ValueError("cannot iterate over a shape of unknown rank")
@@ -252,6 +289,10 @@ class Operation:
         ins += [f"^{c.name}" for c in self.control_inputs]
         return NodeDef(self.name, self.type, ins, self.device, dict(self.attrs))
 
+    def values(self) -> tuple[Tensor, ...]:
+        """The op's outputs (TF1's ``Operation.values()``)."""
+        return tuple(self.outputs)
+
     def get_attr(self, name: str) -> Any:
         try:
             return self.attrs[name]
@@ -294,6 +335,26 @@ class GraphKeys:
     INIT_OP = "init_op"
     SAVERS = "savers"
     QUEUE_RUNNERS = "queue_runners"
+    # TF1's other keys (collections hetbed's own code does not fill unless said)
+    VARIABLES = GLOBAL_VARIABLES  # (TF1's deprecated alias)
+    METRIC_VARIABLES = "metric_variables"  # (tf.metrics' local variables go here too)
+    LOCAL_RESOURCES = "local_resources"
+    RESOURCES = "resources"
+    TRAINABLE_RESOURCE_VARIABLES = "trainable_resource_variables"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    ACTIVATIONS = "activations"
+    EVAL_STEP = "eval_step"
+    LOCAL_INIT_OP = "local_init_op"
+    READY_OP = "ready_op"
+    READY_FOR_LOCAL_INIT_OP = "ready_for_local_init_op"
+    SUMMARY_OP = "summary_op"
+    CONCATENATED_VARIABLES = "concatenated_variables"
+    SAVEABLE_OBJECTS = "saveable_objects"
+    ASSET_FILEPATHS = "asset_filepaths"
+    COND_CONTEXT = "cond_context"
+    WHILE_CONTEXT = "while_context"
+    TABLE_INITIALIZERS = "table_initializer"
 
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
@@ -619,8 +680,8 @@ def control_dependencies(control_inputs: Iterable | None):
     return get_default_graph().control_dependencies(control_inputs)
 
 
-def device(spec: Any):
-    return get_default_graph().device(spec)
+def device(device_name_or_function: Any):
+    return get_default_graph().device(device_name_or_function)
 
 
 def colocate_with(op: object, ignore_existing: bool = False):
@@ -631,12 +692,12 @@ def add_to_collection(name: str, value: object) -> None:
     get_default_graph().add_to_collection(name, value)
 
 
-def get_collection(name: str, scope: str | None = None) -> list:
-    return get_default_graph().get_collection(name, scope)
+def get_collection(key: str, scope: str | None = None) -> list:
+    return get_default_graph().get_collection(key, scope)
 
 
-def get_collection_ref(name: str) -> list:
-    return get_default_graph().get_collection_ref(name)
+def get_collection_ref(key: str) -> list:
+    return get_default_graph().get_collection_ref(key)
 
 
 def set_random_seed(seed: int | None) -> None:

@@ -308,6 +308,62 @@ def lecun_uniform(seed: int | None = None) -> VarianceScaling:
     return VarianceScaling(1.0, "fan_in", "uniform", seed)
 
 
+class Orthogonal(Initializer):
+    """A (semi-)orthogonal matrix times ``gain``, as TF1's: the shape flattened to rows =
+    product of all but the last dimension and cols = the last; the Q of the QR decomposition
+    of a standard normal (max x min) matrix, its columns' signs made those of R's diagonal
+    (a uniform draw over orthogonal matrices), transposed when rows < cols."""
+
+    def __init__(self, gain: float = 1.0, seed: int | None = None, dtype: Any = _dt.float32):
+        self.gain, self.seed = float(gain), seed
+        self.dtype = _dt.as_dtype(dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
+        from .ops.array import reshape
+        from .ops.linalg import matrix_diag_part, qr
+        from .ops.manip import transpose
+        from .ops.math import multiply, sign
+        from .ops.random import random_normal
+
+        dims = _shape_list(shape)
+        if len(dims) < 2:
+            raise ValueError(
+                f"orthogonal_initializer needs a shape of rank 2 or more, got {as_shape(shape)}"
+            )
+        rows = int(np.prod(dims[:-1]))
+        cols = dims[-1]
+        dt = self._dtype(dtype)
+        a = random_normal([max(rows, cols), min(rows, cols)], dtype=dt, seed=self.seed)
+        q, r = qr(a)
+        q = multiply(q, sign(matrix_diag_part(r)))
+        if rows < cols:
+            q = transpose(q)
+        return multiply(self.gain, reshape(q, dims))
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "seed": self.seed, "dtype": self.dtype.name}
+
+
+class Identity(Initializer):
+    """``gain`` times the identity matrix (2-D shapes only), as TF1's."""
+
+    def __init__(self, gain: float = 1.0, dtype: Any = _dt.float32):
+        self.gain = float(gain)
+        self.dtype = _dt.as_dtype(dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None) -> Tensor:
+        from .ops.array import constant
+
+        dims = _shape_list(shape)
+        if len(dims) != 2:
+            raise ValueError(f"identity_initializer needs a 2-D shape, got {as_shape(shape)}")
+        dt = self._dtype(dtype)
+        return constant(self.gain * np.eye(dims[0], dims[1]), dtype=dt)
+
+    def get_config(self) -> dict:
+        return {"gain": self.gain, "dtype": self.dtype.name}
+
+
 # TF1's public names (the classes themselves: ``hb.zeros_initializer()`` makes one)
 zeros_initializer = Zeros
 ones_initializer = Ones
@@ -319,6 +375,8 @@ variance_scaling_initializer = VarianceScaling
 glorot_uniform_initializer = GlorotUniform
 glorot_normal_initializer = GlorotNormal
 xavier_initializer = GlorotUniform
+orthogonal_initializer = Orthogonal
+identity_initializer = Identity
 
 _BY_NAME = {
     "zeros": Zeros,
@@ -334,6 +392,8 @@ _BY_NAME = {
     "he_uniform": he_uniform,
     "lecun_normal": lecun_normal,
     "lecun_uniform": lecun_uniform,
+    "orthogonal": Orthogonal,
+    "identity": Identity,
 }
 
 

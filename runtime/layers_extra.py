@@ -30,9 +30,19 @@ class Conv1D(Conv2D):
     _sizes = staticmethod(_single)
 
     def __init__(
-        self, filters: int, kernel_size: Any, strides: Any = 1, dilation_rate: Any = 1, **kw: Any
-    ):
-        super().__init__(filters, kernel_size, strides=strides, dilation_rate=dilation_rate, **kw)
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = 1,
+        padding: str = "valid",
+        data_format: str = "channels_last",
+        dilation_rate: Any = 1,
+        *args: Any,
+        **kw: Any,
+    ):  # (TF1's order: Conv2D's after dilation_rate)
+        super().__init__(
+            filters, kernel_size, strides, padding, data_format, dilation_rate, *args, **kw
+        )
 
     def _kernel_dims(self) -> list:
         return [self.kernel_size]

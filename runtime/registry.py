@@ -336,12 +336,25 @@ def _load_constant() -> Callable:
 
 
 def convert_to_tensor(
-    value: Any, dtype: Any = None, name: str | None = None, graph: Any = None
+    value: Any,
+    dtype: Any = None,
+    name: str | None = None,
+    preferred_dtype: Any = None,
+    graph: Any = None,
+    dtype_hint: Any = None,
 ) -> Tensor:
     """Return ``value`` as a Tensor: tensors pass through, variables read, constants are added.
 
     Raises InvalidArgumentError when a tensor's dtype differs from the requested one.
+    ``preferred_dtype`` (or ``dtype_hint``), without ``dtype``: the dtype to try first for a
+    value that is not a tensor, as TF1's (a value it does not fit takes its own).
     """
+    hint = preferred_dtype if preferred_dtype is not None else dtype_hint
+    if dtype is None and hint is not None and not isinstance(value, Tensor):
+        try:
+            return convert_to_tensor(value, hint, name, graph=graph)
+        except (TypeError, ValueError):  # (InvalidArgumentError is a ValueError)
+            pass
     if isinstance(value, Tensor):
         t = value
     elif hasattr(value, "_as_graph_element"):

@@ -288,11 +288,20 @@ def get_variable(
     return scope.get_variable(name, shape, dtype, **kw)
 
 
-def get_local_variable(name: str, shape: Any = None, dtype: Any = None, **kw: Any) -> Any:
-    """``get_variable`` into LOCAL_VARIABLES, not trainable."""
-    kw["collections"] = list(kw.get("collections") or []) + [GraphKeys.LOCAL_VARIABLES]
+def get_local_variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    trainable: bool = False,
+    collections: list | None = None,
+    **kw: Any,
+) -> Any:
+    """``get_variable`` into LOCAL_VARIABLES, not trainable (TF1's positional order)."""
+    kw["collections"] = list(collections or []) + [GraphKeys.LOCAL_VARIABLES]
     kw["trainable"] = False
-    return get_variable(name, shape, dtype, **kw)
+    return get_variable(name, shape, dtype, initializer=initializer, regularizer=regularizer, **kw)
 
 
 @contextlib.contextmanager

@@ -77,6 +77,7 @@ def test_variable_ops_colocate_with_variable():
             s.run(hb.global_variables_initializer())
             s.run(upd)
             np.testing.assert_array_equal(s.run(v), [2.0, 3.0])
+            np.testing.assert_array_equal(s.run(v.value()), [2.0, 3.0])  # (the read op)
             p = placed(s)
     assert p["v/read"].endswith("cpu:1")
     assert p["v"].endswith("cpu:1")

@@ -86,6 +86,22 @@ def test_a_gcn_layer_trains_as_its_dense_twin():
     assert l1 < 0.8 * l0
 
 
+def test_the_threshold_drops_only_sums_of_an_entry_of_each():
+    """As TF's kernel (TensorFlow 2.21 gives the same): (0, 0) is in a alone and kept below the
+    threshold; (1, 1) sums 0.2 - 0.1 = 0.1 < 0.5 and goes; (2, 2) sums 0.5 + 0.5 and stays."""
+    with tf.Graph().as_default():
+        a = tf.SparseTensor([[0, 0], [1, 1], [2, 2]], [0.3, 0.2, 0.5], [3, 3])
+        b = tf.SparseTensor([[1, 1], [2, 2]], [-0.1, 0.5], [3, 3])
+        (i, v), (j, w) = _run(
+            [
+                [tf.sparse_add(a, b, thresh=0.5).indices, tf.sparse_add(a, b, 0.5).values],
+                [tf.sparse.add(a, b, threshold=0.0).indices, tf.sparse.add(a, b).values],
+            ]
+        )
+    assert i.tolist() == [[0, 0], [2, 2]] and v.tolist() == pytest.approx([0.3, 1.0])
+    assert j.tolist() == [[0, 0], [1, 1], [2, 2]] and w.tolist() == pytest.approx([0.3, 0.1, 1.0])
+
+
 def test_the_sum_of_two_sparse_tensors_is_sorted_and_routes_its_gradient():
     with tf.Graph().as_default():
         va = tf.Variable(VAL)

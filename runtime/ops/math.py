@@ -971,15 +971,22 @@ def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Tensor:
     return multiply(scalar, x, name=name)
 
 
-def zeros_like(x: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+def zeros_like(
+    tensor: Any, dtype: Any = None, name: str | None = None, optimize: bool = True
+) -> Tensor:
     return apply(
-        "ZerosLike", [x], {"dtype": _dt.as_dtype(dtype) if dtype else None}, name or "zeros_like"
+        "ZerosLike",
+        [tensor],
+        {"dtype": _dt.as_dtype(dtype) if dtype else None},
+        name or "zeros_like",
     )
 
 
-def ones_like(x: Any, dtype: Any = None, name: str | None = None) -> Tensor:
+def ones_like(
+    tensor: Any, dtype: Any = None, name: str | None = None, optimize: bool = True
+) -> Tensor:
     return apply(
-        "OnesLike", [x], {"dtype": _dt.as_dtype(dtype) if dtype else None}, name or "ones_like"
+        "OnesLike", [tensor], {"dtype": _dt.as_dtype(dtype) if dtype else None}, name or "ones_like"
     )
 
 

@@ -9,7 +9,7 @@ shape-only simulator (an upper bound: every element kept / distinct).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -309,19 +309,36 @@ Unique = _unique_op("Unique", False)
 UniqueWithCounts = _unique_op("UniqueWithCounts", True)
 
 
-def unique(x: Any, out_idx: Any = _dt.int32, name: str | None = None):
+class UniqueOutput(NamedTuple):
+    """What ``unique`` returns, as TF's ``Unique`` named tuple."""
+
+    y: Any
+    idx: Any
+
+
+class UniqueWithCountsOutput(NamedTuple):
+    """What ``unique_with_counts`` returns, as TF's ``UniqueWithCounts`` named tuple."""
+
+    y: Any
+    idx: Any
+    count: Any
+
+
+def unique(x: Any, out_idx: Any = _dt.int32, name: str | None = None) -> UniqueOutput:
     """``(y, idx)``: the distinct values of 1-d ``x`` in order of first appearance, and for each
     element of ``x`` the position of its value in ``y``."""
     op = apply_op("Unique", [x], {"out_idx": _dt.as_dtype(out_idx)}, name or "Unique")
-    return tuple(op.outputs)
+    return UniqueOutput(*op.outputs)
 
 
-def unique_with_counts(x: Any, out_idx: Any = _dt.int32, name: str | None = None):
+def unique_with_counts(
+    x: Any, out_idx: Any = _dt.int32, name: str | None = None
+) -> UniqueWithCountsOutput:
     """``(y, idx, count)``: as ``unique``, and how often each value of ``y`` occurs."""
     op = apply_op(
         "UniqueWithCounts", [x], {"out_idx": _dt.as_dtype(out_idx)}, name or "UniqueWithCounts"
     )
-    return tuple(op.outputs)
+    return UniqueWithCountsOutput(*op.outputs)
 
 
 ListDiff = defop("ListDiff", cost=default_cost, differentiable=False)

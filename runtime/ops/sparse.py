@@ -669,7 +669,12 @@ def _sparse_add(ctx, ai, av, ash, bi, bv, bsh, thresh):
     np.add.at(vals, slot, np.concatenate([av.reshape(-1), bv.reshape(-1)]))
     t = np.asarray(thresh)
     if t.size and float(t) > 0:
-        keep = np.abs(vals) >= t
+        # as TF's kernel: only a sum of an entry of each input can fall under the threshold
+        # and be dropped; an entry of one input alone is kept whatever its magnitude
+        n_a = np.asarray(av).size  # (the first n_a entries summed are a's)
+        both = np.zeros(len(out_idx), bool)
+        both[np.intersect1d(slot[:n_a], slot[n_a:])] = True
+        keep = ~both | (np.abs(vals) >= t)
         out_idx, vals = out_idx[keep], vals[keep]
     return out_idx, vals, shape
 
@@ -711,7 +716,8 @@ def _sparse_add_grad_kernel(ctx, g, ai, bi, si):
 
 def sparse_add(a: Any, b: Any, thresh: Any = 0, threshold: Any = None, name=None) -> Any:
     """``a + b`` where either is a SparseTensor: two SparseTensors give a SparseTensor (entries
-    in row-major order, repeated indices summed, sums of magnitude below ``thresh`` dropped);
+    in row-major order, repeated indices summed; a sum of an entry of each whose magnitude is
+    below ``thresh`` dropped, as TF's kernel does: an entry of one alone is always kept);
     a SparseTensor and a dense tensor give the dense sum."""
     from .scatter import tensor_scatter_nd_add
 

@@ -431,8 +431,8 @@ def count_up_to(ref: Any, limit: int, name=None):
     return apply("CountUpTo", [_ref_of(ref)], {"limit": int(limit)}, name or "CountUpTo")
 
 
-def is_variable_initialized(ref: Any, name=None):
-    return apply("IsVariableInitialized", [_ref_of(ref)], {}, name or "IsVariableInitialized")
+def is_variable_initialized(variable: Any, name=None):
+    return apply("IsVariableInitialized", [_ref_of(variable)], {}, name or "IsVariableInitialized")
 
 
 __all__ = [

@@ -182,8 +182,12 @@ def _string_to_number(ctx, x):
     return _map(x, parse, dt.np)
 
 
-def string_to_number(string_tensor: Any, out_type: Any = _dt.float32, name=None) -> Tensor:
+def string_to_number(
+    string_tensor: Any = None, out_type: Any = _dt.float32, name=None, input: Any = None
+) -> Tensor:
     """Parse each string as a number of ``out_type`` (float32, float64, int32 or int64)."""
+    if string_tensor is None:
+        string_tensor = input
     dt = _dt.as_dtype(out_type)
     if dt not in (_dt.float32, _dt.float64, _dt.int32, _dt.int64):
         raise TypeError(f"string_to_number: out_type must be float32/64 or int32/64, got {dt.name}")

@@ -276,13 +276,15 @@ def _state_path(checkpoint_dir: str, latest_filename: str | None) -> str:
 
 
 def update_checkpoint_state(
-    checkpoint_dir: str,
+    save_dir: str,
     model_checkpoint_path: str,
     all_model_checkpoint_paths: list[str] | None = None,
     latest_filename: str | None = None,
     all_model_checkpoint_timestamps: list[float] | None = None,
 ) -> None:
-    """Atomically write the directory's index; paths inside the directory are stored relative."""
+    """Atomically write the directory's index; paths inside the directory are stored relative
+    (TF1's argument names)."""
+    checkpoint_dir = save_dir
 
     def rel(p: str) -> str:
         a = os.path.abspath(p)

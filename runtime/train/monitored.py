@@ -328,7 +328,9 @@ class MonitoredTrainingSession:
     queue runners to stop, ``max_wait_secs`` for a non-chief to wait for the chief (hetbed's
     default is 60 s, ``init_timeout_s``; TF's 7,200). ``save_graph_def`` is accepted: every
     checkpoint is written with its meta graph whatever it says. hetbed's own, keyword-only:
-    ``token`` (the cluster's), ``init_timeout_s``, ``poll_interval_s``.
+    ``token`` (the cluster's), ``init_timeout_s``, ``poll_interval_s``,
+    ``checkpoint_filename_with_path`` (the chief restores that file: ``MonitoredSession``'s
+    ``ChiefSessionCreator``), ``create_global_step`` (False for ``MonitoredSession``).
     """
 
     def __init__(
@@ -353,6 +355,8 @@ class MonitoredTrainingSession:
         token: str | None = None,
         init_timeout_s: float | None = None,
         poll_interval_s: float = 0.1,
+        checkpoint_filename_with_path: str | None = None,
+        create_global_step: bool = True,
     ):
         self.graph = get_default_graph()
         self.is_chief = bool(is_chief)
@@ -364,13 +368,14 @@ class MonitoredTrainingSession:
             init_timeout_s = 60.0 if max_wait_secs is USE_DEFAULT else float(max_wait_secs)
         scaffold = scaffold or Scaffold()
         with self.graph.as_default():
-            get_or_create_global_step(self.graph)
+            if create_global_step:
+                get_or_create_global_step(self.graph)
             scaffold.finalize()
             saver = scaffold.saver
             summary_dir = summary_dir or checkpoint_dir
+            if is_chief and (checkpoint_dir or checkpoint_filename_with_path) and saver is None:
+                saver = scaffold.saver = Saver()
             if is_chief and checkpoint_dir:
-                if saver is None:
-                    saver = scaffold.saver = Saver()
                 steps, secs = _either(save_checkpoint_steps, save_checkpoint_secs, None, 600.0)
                 if steps is not None and secs is not None:
                     raise ValueError(
@@ -416,6 +421,7 @@ class MonitoredTrainingSession:
         self._master, self._config, self._token = master, config, token
         self._timeout_s, self._poll_s = init_timeout_s, poll_interval_s
         self._saver, self._checkpoint_dir = saver, checkpoint_dir
+        self._restore_path = checkpoint_filename_with_path
         self._variables, self._ready = variables, ready
         self._init_op, self._local_init_op = init_op, local_init_op
         self._init_feed, self._init_fn, self._scaffold = (
@@ -498,7 +504,10 @@ class MonitoredTrainingSession:
             )
             return
         # the newest checkpoint that verifies; DataLossError when there are some but none does
-        ckpt = recover_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None
+        if self._restore_path is not None:  # (a given checkpoint file, as an evaluation's)
+            ckpt = self._restore_path
+        else:
+            ckpt = recover_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None
         restarted = os.environ.get(RESTARTED_ENV)  # (this process: a restarted task)
         if ckpt is not None:
             self._saver.restore(sess, ckpt)
@@ -646,9 +655,105 @@ class MonitoredTrainingSession:
         return exc_type is not None and clean
 
 
+class ChiefSessionCreator:
+    """TF1's: what a ``MonitoredSession`` of the chief is made with (it initializes, or restores
+    ``checkpoint_filename_with_path`` or ``checkpoint_dir``'s newest checkpoint)."""
+
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config: ConfigProto | None = None,
+        checkpoint_dir: str | None = None,
+        checkpoint_filename_with_path: str | None = None,
+    ):
+        self.scaffold, self.master, self.config = scaffold, master, config
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_filename_with_path = checkpoint_filename_with_path
+
+
+class WorkerSessionCreator:
+    """TF1's: what a ``MonitoredSession`` of a non-chief is made with (it waits up to
+    ``max_wait_secs`` for the chief to initialize the model)."""
+
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config: ConfigProto | None = None,
+        max_wait_secs: float = 30 * 60,
+    ):
+        self.scaffold, self.master, self.config = scaffold, master, config
+        self.max_wait_secs = max_wait_secs
+
+
+class MonitoredSession(MonitoredTrainingSession):
+    """TF1's ``tf.train.MonitoredSession``: a session made by ``session_creator`` (default: a
+    ``ChiefSessionCreator``) that runs ``hooks``, restores but saves nothing (no checkpoints, no
+    summaries), and creates no global step."""
+
+    def __init__(
+        self,
+        session_creator: ChiefSessionCreator | WorkerSessionCreator | None = None,
+        hooks: list[SessionRunHook] | None = None,
+        stop_grace_period_secs: float = 120.0,
+    ):
+        c = session_creator if session_creator is not None else ChiefSessionCreator()
+        if not isinstance(c, (ChiefSessionCreator, WorkerSessionCreator)):
+            raise TypeError(
+                "MonitoredSession: session_creator must be a ChiefSessionCreator or a "
+                f"WorkerSessionCreator, got {type(c).__name__}"
+            )
+        chief = isinstance(c, ChiefSessionCreator)
+        super().__init__(
+            c.master,
+            chief,
+            c.checkpoint_dir if chief else None,
+            c.scaffold,
+            hooks,
+            save_checkpoint_secs=None,
+            save_summaries_steps=None,
+            save_summaries_secs=None,
+            config=c.config,
+            stop_grace_period_secs=stop_grace_period_secs,
+            log_step_count_steps=None,
+            max_wait_secs=USE_DEFAULT if chief else c.max_wait_secs,
+            checkpoint_filename_with_path=c.checkpoint_filename_with_path if chief else None,
+            create_global_step=False,
+        )
+
+
+class SingularMonitoredSession(MonitoredSession):
+    """TF1's: a ``MonitoredSession`` of one chief (``raw_session()`` gives the plain session)."""
+
+    def __init__(
+        self,
+        hooks: list[SessionRunHook] | None = None,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config: ConfigProto | None = None,
+        checkpoint_dir: str | None = None,
+        stop_grace_period_secs: float = 120.0,
+        checkpoint_filename_with_path: str | None = None,
+    ):
+        super().__init__(
+            ChiefSessionCreator(
+                scaffold, master, config, checkpoint_dir, checkpoint_filename_with_path
+            ),
+            hooks,
+            stop_grace_period_secs,
+        )
+
+
 __all__ = [
     "CheckpointSaverHook",
+    "ChiefSessionCreator",
+    "MonitoredSession",
     "MonitoredTrainingSession",
+    "Scaffold",
+    "SingularMonitoredSession",
+    "StepCounterHook",
+    "WorkerSessionCreator",
     "SessionRunArgs",
     "SessionRunContext",
     "SessionRunHook",

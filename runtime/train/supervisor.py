@@ -208,11 +208,28 @@ class Supervisor:
             self._coord.request_stop()
         except BaseException as e:
             self._coord.request_stop(e)
-            self.stop(sess, close_summary_writer, save=False, raise_errors=False)
+            self._stop(sess, close_summary_writer, save=False, raise_errors=False)
             raise
-        self.stop(sess, close_summary_writer)
+        self._stop(sess, close_summary_writer)
 
     def stop(
+        self,
+        threads: list[threading.Thread] | None = None,
+        close_summary_writer: bool = True,
+        ignore_live_threads: bool = False,
+    ) -> None:
+        """As TF1's: stop the services it started (and ``threads``), wait for them, close the
+        summary writer; the session stays open (``managed_session`` closes it)."""
+        self._coord.request_stop()
+        try:
+            self._coord.join(
+                self._threads + list(threads or []), ignore_live_threads=ignore_live_threads
+            )
+        finally:
+            if close_summary_writer and self._summary_writer is not None:
+                self._summary_writer.close()
+
+    def _stop(
         self,
         sess: Session | None = None,
         close_summary_writer: bool = True,

@@ -11,6 +11,7 @@ from ..graph import Graph, GraphKeys, Tensor, get_default_graph
 from ..ops import math as _math
 from ..ops.array import cast, constant
 from ..ops.math import ceil, equal, exp, floor, less_equal, minimum, where
+from ..ops.math_extra import cos as _cos
 from ..registry import convert_to_tensor
 from ..variables import Variable
 
@@ -224,7 +225,58 @@ def piecewise_constant(x: Any, boundaries: list, values: list, name: str | None 
         return result
 
 
+def cosine_decay(
+    learning_rate: Any,
+    global_step: Any,
+    decay_steps: Any,
+    alpha: Any = 0.0,
+    name: str | None = None,
+) -> Tensor:
+    """TF1's: learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * step / decay_steps)) + alpha),
+    the step capped at decay_steps (Loshchilov and Hutter, SGDR, without restarts)."""
+    _need_step(global_step, "cosine_decay")
+    with get_default_graph().name_scope(name or "CosineDecay") as scope:
+        lr = _lr(learning_rate)
+        dt = lr.dtype
+        steps = _float(decay_steps, dt, "decay_steps")
+        step = minimum(_float(global_step, dt, "global_step"), steps)
+        cosine = 0.5 * (1.0 + _cos(np.pi * step / steps))
+        a = _float(alpha, dt, "alpha")
+        return _math.multiply(lr, (1.0 - a) * cosine + a, name=scope)
+
+
+def cosine_decay_restarts(
+    learning_rate: Any,
+    global_step: Any,
+    first_decay_steps: Any,
+    t_mul: float = 2.0,
+    m_mul: float = 1.0,
+    alpha: Any = 0.0,
+    name: str | None = None,
+) -> Tensor:
+    """TF1's SGDR schedule: cosine decay over periods of ``first_decay_steps``, each ``t_mul``
+    times longer than the last, restarting at ``m_mul`` times the last period's peak."""
+    _need_step(global_step, "cosine_decay_restarts")
+    with get_default_graph().name_scope(name or "SGDRDecay") as scope:
+        lr = _lr(learning_rate)
+        dt = lr.dtype
+        frac = _float(global_step, dt, "global_step") / _float(first_decay_steps, dt, "steps")
+        if t_mul == 1.0:
+            i = floor(frac)
+            frac = frac - i
+        else:
+            i = floor(_math.log(1.0 - frac * (1.0 - t_mul)) / float(np.log(t_mul)))
+            done = (1.0 - _math.pow(constant(np.asarray(t_mul, dt.np)), i)) / (1.0 - t_mul)
+            frac = (frac - done) / _math.pow(constant(np.asarray(t_mul, dt.np)), i)
+        m = _math.pow(constant(np.asarray(m_mul, dt.np)), i)
+        cosine = 0.5 * m * (1.0 + _cos(np.pi * frac))
+        a = _float(alpha, dt, "alpha")
+        return _math.multiply(lr, (1.0 - a) * cosine + a, name=scope)
+
+
 __all__ = [
+    "cosine_decay",
+    "cosine_decay_restarts",
     "get_global_step",
     "create_global_step",
     "get_or_create_global_step",

@@ -134,13 +134,13 @@ def clip_by_value(t: _Any, clip_value_min: _Any, clip_value_max: _Any, name: str
         return _hb.minimum(_hb.maximum(t, clip_value_min), clip_value_max)
 
 
-def arg_max(input: _Any, dimension: _Any = None, name: str | None = None, output_type: _Any = None):
+def arg_max(input: _Any, dimension: _Any = None, output_type: _Any = None, name: str | None = None):
     """TF1's deprecated ``tf.arg_max``: ``argmax`` along ``dimension`` (int64 by default)."""
     kw = {} if output_type is None else {"output_type": output_type}
     return _hb.argmax(input, axis=dimension, name=name, **kw)
 
 
-def arg_min(input: _Any, dimension: _Any = None, name: str | None = None, output_type: _Any = None):
+def arg_min(input: _Any, dimension: _Any = None, output_type: _Any = None, name: str | None = None):
     """TF1's deprecated ``tf.arg_min``: ``argmin`` along ``dimension`` (int64 by default)."""
     kw = {} if output_type is None else {"output_type": output_type}
     return _hb.argmin(input, axis=dimension, name=name, **kw)
@@ -719,6 +719,105 @@ contrib.training = _namespace(  # type: ignore[attr-defined]
 
 #: TF1's ``tf.newaxis`` (``x[:, tf.newaxis]``), numpy's None
 newaxis = None
+
+
+# ---- TF1's other names for what hetbed has, and small functions TF1 programs call ----------
+double = _hb.float64
+half = _hb.float16
+all_variables = _hb.global_variables
+initialize_local_variables = _hb.local_variables_initializer
+initialize_variables = _hb.variables_initializer
+initialize_all_tables = _hb.tables_initializer
+reverse_v2 = _hb.reverse
+in_top_k = nn.in_top_k
+
+
+def model_variables(scope: str | None = None) -> list:
+    """The variables of the MODEL_VARIABLES collection (under ``scope``)."""
+    return _hb.get_collection(_hb.GraphKeys.MODEL_VARIABLES, scope)
+
+
+def moving_average_variables(scope: str | None = None) -> list:
+    """The variables of the MOVING_AVERAGE_VARIABLES collection (under ``scope``)."""
+    return _hb.get_collection(_hb.GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
+
+
+def to_double(x: _Any, name: str = "ToDouble") -> _Any:
+    return _hb.cast(x, _hb.float64, name=name)
+
+
+def log_sigmoid(x: _Any, name: str | None = None) -> _Any:
+    """log(1 / (1 + exp(-x))) = -softplus(-x), stable for large |x|, as TF1's."""
+    return _hb.negative(nn.softplus(_hb.negative(x)), name=name or "LogSigmoid")
+
+
+def div_no_nan(x: _Any, y: _Any, name: str | None = None) -> _Any:
+    """x / y, 0 where y is 0 (its gradient too), as TF1's."""
+    x = _hb.convert_to_tensor(x)
+    y = _hb.convert_to_tensor(y, dtype=x.dtype)
+    zero = _hb.equal(y, _hb.zeros_like(y))
+    q = _hb.divide(x, _hb.where(zero, _hb.ones_like(y), y))
+    return _hb.where(
+        _hb.logical_or(zero, _hb.zeros_like(q, dtype=_hb.bool_)),
+        _hb.zeros_like(q),
+        q,
+        name=name or "div_no_nan",
+    )
+
+
+def is_tensor(x: _Any) -> bool:
+    """Whether ``x`` is a graph tensor (a Tensor, SparseTensor or Variable), as TF1's."""
+    return isinstance(x, (_hb.Tensor, _hb.SparseTensor, _hb.Variable))
+
+
+def no_regularizer(_: _Any) -> None:
+    """TF1's regularizer that regularizes nothing."""
+    return None
+
+
+def confusion_matrix(
+    labels: _Any,
+    predictions: _Any,
+    num_classes: _Any = None,
+    dtype: _Any = None,
+    name: str | None = None,
+    weights: _Any = None,
+) -> _Any:
+    """TF1's: a [n, n] matrix counting (or summing ``weights`` over) each (label, prediction)
+    pair, labels along the rows; n = ``num_classes``, or one more than the largest label or
+    prediction."""
+    dtype = _hb.int32 if dtype is None else dtype
+    with _hb.name_scope(name or "confusion_matrix"):
+        lab = _hb.cast(labels, _hb.int64)
+        pred = _hb.cast(predictions, _hb.int64)
+        if num_classes is None:
+            n = _hb.maximum(_hb.reduce_max(lab), _hb.reduce_max(pred)) + 1
+        else:
+            n = _hb.cast(num_classes, _hb.int64)
+        w = _hb.ones_like(lab, dtype=dtype) if weights is None else _hb.cast(weights, dtype)
+        flat = _hb.unsorted_segment_sum(w, lab * n + pred, n * n)
+        return _hb.reshape(flat, _hb.stack([n, n]))
+
+
+math.divide_no_nan = div_no_nan
+math.log_sigmoid = log_sigmoid
+math.in_top_k = nn.in_top_k
+math.l2_normalize = nn.l2_normalize
+math.confusion_matrix = confusion_matrix
+
+
+def __getattr__(name: str) -> _Any:
+    """TF1's ``tf.Summary`` (and ``tf.SummaryMetadata``, ``tf.Event``): TensorBoard's protos,
+    imported when first asked for."""
+    if name in ("Summary", "SummaryMetadata"):
+        from tensorboard.compat.proto import summary_pb2
+
+        return getattr(summary_pb2, name)
+    if name == "Event":
+        from tensorboard.compat.proto import event_pb2
+
+        return event_pb2.Event
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _importable(ns: _types.ModuleType) -> None:

@@ -1,0 +1,191 @@
+"""TF1's API surface where hetbed's differed (an audit of hetbed.compat.v1 against TensorFlow
+2.21's compat.v1, signature by signature): positional orders, keyword names, return structures,
+constructors of the error classes, and names TF1 programs use that were missing. Values against
+numpy and closed forms (each was also checked against TensorFlow when written)."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pytest
+
+import hetbed.compat.v1 as tf
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graph():
+    with tf.Graph().as_default():
+        yield
+
+
+def _run(fetches, feed=None):
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        return s.run(fetches, feed)
+
+
+def test_error_classes_are_made_as_tf1_programs_make_them():
+    """TF's (node_def, op, message) and keywords, hetbed's (message, op); the error codes."""
+    e = tf.errors.OutOfRangeError(None, None, "input done")
+    assert str(e) == e.message == "input done" and e.op is None and e.node_def is None
+    assert e.error_code == tf.errors.OUT_OF_RANGE == 11
+    e = tf.errors.NotFoundError(node_def=None, op=None, message="no file")
+    assert e.message == "no file" and e.error_code == tf.errors.NOT_FOUND
+    assert tf.errors.InvalidArgumentError("bad", "op").op == "op"  # hetbed's own form
+    assert tf.errors.OpError(None, None, "m", tf.errors.ABORTED).error_code == 10
+    assert tf.errors.UnknownError(None, None, "u").error_code == tf.errors.UNKNOWN == 2
+    assert issubclass(tf.errors.PermissionDeniedError, tf.errors.OpError)
+    with pytest.raises(TypeError, match="unexpected argument 'detail'"):
+        tf.errors.AbortedError(None, None, "m", detail=1)
+    with pytest.raises(tf.errors.OutOfRangeError):
+        raise tf.errors.OutOfRangeError(None, None, "stop")
+
+
+def test_positional_orders_are_tf1s():
+    x = tf.constant(np.arange(24, dtype=np.float32).reshape(2, 4, 3))
+    conv = tf.layers.Conv1D(4, 3, 1, "same", "channels_last", 1)  # padding 4th, as TF's
+    assert conv(x).shape.as_list() == [2, 4, 4] and conv.padding.lower() == "same"
+    am = tf.arg_max(tf.constant([[1.0, 3.0, 2.0]]), 1, tf.int32)  # output_type 3rd
+    assert am.dtype == tf.int32 and _run(am).tolist() == [1]
+    total = tf.foldl(lambda a, b: a + b, tf.constant([1, 2, 3]), 10, 4)  # parallel_iterations
+    v = tf.get_local_variable("lv", [2], tf.float32, tf.ones_initializer())  # initializer 4th
+    assert v in tf.local_variables() and v not in tf.trainable_variables()
+    c = tf.convert_to_tensor(3, None, None, tf.float32)  # preferred_dtype 4th
+    s = tf.convert_to_tensor("a", preferred_dtype=tf.float32)  # (does not fit: its own)
+    assert c.dtype == tf.float32 and s.dtype == tf.string
+    with tf.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(total) == 16 and sess.run(v).tolist() == [1.0, 1.0]
+
+
+def test_keyword_names_are_tf1s(tmp_path):
+    x = tf.constant([1.0, 2.0])
+    with tf.device(device_name_or_function="/cpu:0"):
+        z = tf.zeros_like(tensor=x)
+        o = tf.ones_like(tensor=x, optimize=False)
+    w = tf.Variable(1.0)
+    flag = tf.is_variable_initialized(variable=w)
+    n = tf.string_to_number(input=tf.constant(["2.5"]))
+    tf.add_to_collection("mine", x)
+    assert tf.get_collection(key="mine") == [x] and tf.get_collection_ref(key="mine") == [x]
+    with tf.Session() as s:
+        assert s.run(z).tolist() == [0, 0] and s.run(o).tolist() == [1, 1]
+        assert not s.run(flag) and s.run(n).tolist() == [2.5]
+        s.run(w.initializer)
+        path = tf.train.Saver().save(s, str(tmp_path / "m"))
+    tf.train.update_checkpoint_state(save_dir=str(tmp_path), model_checkpoint_path=path)
+    assert tf.train.latest_checkpoint(str(tmp_path)) == path
+    reader = tf.train.NewCheckpointReader(filepattern=path)
+    assert reader.get_tensor(w.op.name) == 1.0
+
+
+def test_supervisor_stop_takes_threads_and_leaves_the_session_open():
+    w = tf.Variable(2.0)
+    sv = tf.train.Supervisor(logdir=None)
+    sess = sv.prepare_or_wait_for_session("")
+    sv.stop([], close_summary_writer=True, ignore_live_threads=False)
+    assert sv.should_stop() and sess.run(w) == 2.0  # (TF's stop closes no session)
+    sess.close()
+
+
+def test_unique_gives_named_tuples_and_shapes_have_tf1s_methods():
+    u = tf.unique(tf.constant([4, 1, 4, 2]))
+    uc = tf.unique_with_counts(tf.constant([4, 1, 4]))
+    y, idx, count = _run([u.y, u.idx, uc.count])
+    assert y.tolist() == [4, 1, 2] and idx.tolist() == [0, 1, 0, 2] and count.tolist() == [2, 1]
+    s = tf.TensorShape([None, 3])
+    assert s.with_rank(2).as_list() == [None, 3] and s.concatenate([4]).as_list() == [None, 3, 4]
+    s.assert_has_rank(2)
+    s.assert_is_compatible_with([5, 3])
+    assert s.with_rank_at_least(1) is s and s.with_rank_at_most(2) is s
+    for bad in (lambda: s.with_rank(3), s.assert_is_fully_defined, lambda: s.assert_has_rank(1)):
+        with pytest.raises(ValueError, match=r"\(\?, 3\)"):
+            bad()
+    c = tf.constant(1.0)
+    assert c.op.values() == (c,)
+    acc, update = tf.metrics.accuracy([1, 0], [1, 1])
+    assert len(tf.get_collection(tf.GraphKeys.METRIC_VARIABLES)) == 2
+    assert tf.GraphKeys.VARIABLES == tf.GraphKeys.GLOBAL_VARIABLES
+
+
+def test_tf1_aliases_and_small_functions():
+    x = tf.constant([1.0, 2.0, 0.0])
+    y = tf.constant([0.0, 4.0, 0.0])
+    q = tf.div_no_nan(x, y)
+    (gx,) = tf.gradients(tf.reduce_sum(q), [x])
+    ls = tf.log_sigmoid(tf.constant([-30.0, 0.0, 30.0]))
+    labels, preds = [0, 1, 2, 2, 1], [0, 2, 2, 1, 1]
+    cm = tf.confusion_matrix(labels, preds)
+    cmw = tf.confusion_matrix([0, 1], [1, 1], num_classes=3, weights=[2, 3])
+    got = _run([q, gx, ls, cm, cmw, tf.to_double(x)])
+    assert got[0].tolist() == [0.0, 0.5, 0.0] and got[1].tolist() == [0.0, 0.25, 0.0]
+    np.testing.assert_allclose(got[2], -np.logaddexp(0.0, -np.array([-30.0, 0.0, 30.0])))
+    want = np.zeros((3, 3), np.int32)
+    np.add.at(want, (labels, preds), 1)
+    assert got[3].tolist() == want.tolist()
+    assert got[4].tolist() == [[0, 2, 0], [0, 3, 0], [0, 0, 0]] and got[5].dtype == np.float64
+    assert tf.double == tf.float64 and tf.half == tf.float16 and tf.is_tensor(x)
+    assert not tf.is_tensor(np.ones(2)) and tf.no_regularizer(x) is None
+    assert tf.all_variables is tf.global_variables and tf.math.divide_no_nan is tf.div_no_nan
+    summary = tf.Summary(value=[tf.Summary.Value(tag="acc", simple_value=0.5)])
+    assert summary.value[0].simple_value == 0.5
+
+
+def test_orthogonal_and_identity_initializers():
+    """Q's columns (rows, when wider than tall) are orthonormal times the gain; the same seed
+    draws the same matrix; identity is the gain times I."""
+    tall = tf.get_variable("tall", [6, 4], initializer=tf.orthogonal_initializer(gain=2.0, seed=3))
+    wide = tf.get_variable("wide", [2, 3, 8], initializer=tf.initializers.orthogonal(seed=3))
+    again = tf.get_variable("again", [6, 4], initializer=tf.orthogonal_initializer(2.0, seed=3))
+    eye = tf.get_variable("eye", [3, 4], initializer=tf.initializers.identity(gain=0.5))
+    t, w, a, e = _run([tall, wide, again, eye])
+    np.testing.assert_allclose(t.T @ t, 4.0 * np.eye(4), atol=1e-5)
+    w2 = w.reshape(6, 8)
+    np.testing.assert_allclose(w2 @ w2.T, np.eye(6), atol=1e-5)
+    np.testing.assert_array_equal(t, a)
+    np.testing.assert_array_equal(e, 0.5 * np.eye(3, 4))
+    with pytest.raises(ValueError, match="rank 2 or more"):
+        tf.orthogonal_initializer()([5])
+
+
+def test_cosine_decay_schedules_follow_their_formulas():
+    gs = tf.placeholder(tf.int64, [])
+    a = tf.train.cosine_decay(0.1, gs, 100, alpha=0.1)
+    b = tf.train.cosine_decay_restarts(0.1, gs, 10, 2.0, 0.5)
+    with tf.Session() as s:
+        for k in (0, 25, 100, 150):
+            want = 0.1 * (0.9 * 0.5 * (1 + math.cos(math.pi * min(k, 100) / 100)) + 0.1)
+            assert float(s.run(a, {gs: k})) == pytest.approx(want, rel=1e-6)
+        # periods 10, 20, 40 from steps 0, 10, 30; each restart at half the last peak
+        for k, i, start, length in ((5, 0, 0, 10), (20, 1, 10, 20), (40, 2, 30, 40)):
+            want = 0.1 * 0.5**i * 0.5 * (1 + math.cos(math.pi * (k - start) / length))
+            assert float(s.run(b, {gs: k})) == pytest.approx(want, rel=1e-5)
+
+
+def test_monitored_session_restores_a_file_or_a_folder_and_saves_nothing(tmp_path):
+    w = tf.Variable(3.0, name="w")
+    with tf.Session() as s:
+        s.run(w.initializer)
+        s.run(tf.assign_add(w, 1.0))
+        path = tf.train.Saver().save(s, str(tmp_path / "model.ckpt"), global_step=7)
+    before = sorted(os.listdir(tmp_path))
+    for make in (
+        lambda: tf.train.MonitoredSession(
+            session_creator=tf.train.ChiefSessionCreator(checkpoint_filename_with_path=path)
+        ),
+        lambda: tf.train.SingularMonitoredSession(checkpoint_dir=str(tmp_path)),
+    ):
+        with tf.Graph().as_default():
+            v = tf.Variable(0.0, name="w")
+            with make() as sess:
+                assert sess.run(v) == 4.0
+            assert tf.global_variables() == [v]  # (no global step created)
+    assert sorted(os.listdir(tmp_path)) == before
+    with tf.Graph().as_default():
+        v = tf.Variable(5.0)
+        with tf.train.MonitoredSession() as sess:
+            assert sess.run(v) == 5.0
+        with pytest.raises(TypeError, match="ChiefSessionCreator"):
+            tf.train.MonitoredSession(session_creator="chief")
