@@ -160,6 +160,32 @@ def graph_def(graph: Any) -> Any:
     return graph_pb2.GraphDef(node=nodes)
 
 
+def _run_metadata_proto(step_stats: Any) -> bytes:
+    """TF's ``RunMetadata`` (serialized) of a traced step's rows (op, type, device, start_s,
+    end_s): one ``DeviceStepStats`` per device, one ``NodeExecStats`` per op, in microseconds
+    from the step's start."""
+    from tensorboard.compat.proto import config_pb2
+
+    md = config_pb2.RunMetadata()
+    if step_stats is not None and len(step_stats):
+        by_device: dict[str, Any] = {}
+        for r in step_stats.itertuples(index=False):
+            dev = by_device.get(r.device)
+            if dev is None:
+                dev = by_device[r.device] = md.step_stats.dev_stats.add(device=r.device)
+            start, took = int(round(r.start_s * 1e6)), int(round((r.end_s - r.start_s) * 1e6))
+            dev.node_stats.add(
+                node_name=r.op,
+                timeline_label=f"{r.op} = {r.type}()",
+                all_start_micros=start,
+                op_start_rel_micros=0,
+                op_end_rel_micros=took,
+                all_end_rel_micros=took,
+            )
+
+    return md.SerializeToString()
+
+
 class FileWriter:
     """TF1's ``tf.summary.FileWriter``: an event file in ``logdir`` for TensorBoard.
 
@@ -208,6 +234,19 @@ class FileWriter:
         """Write ``graph`` (a hetbed Graph) or ``graph_def`` (a ``GraphDef`` proto)."""
         gd = graph_def if graph_def is not None else globals()["graph_def"](graph)
         self._event(global_step, graph_def=gd.SerializeToString())
+
+    def add_run_metadata(self, run_metadata: Any, tag: str, global_step: Any = None) -> None:
+        """Write a traced step's metadata under ``tag`` (TensorBoard's graph page shows each
+        node's compute time from it): hetbed's ``RunMetadata`` becomes TF's proto, a
+        ``NodeExecStats`` per op on its device, times from the step's start; a TF
+        ``RunMetadata`` proto is written as it is."""
+        event_pb2 = _pb()[0]
+        if hasattr(run_metadata, "SerializeToString"):
+            data = run_metadata.SerializeToString()
+        else:
+            data = _run_metadata_proto(getattr(run_metadata, "step_stats", None))
+        tagged = event_pb2.TaggedRunMetadata(tag=str(tag), run_metadata=data)
+        self._event(global_step, tagged_run_metadata=tagged)
 
     def add_event(self, event: Any) -> None:
         if self._closed:

@@ -110,6 +110,13 @@ def _reduce_tensor_weights(losses: Tensor, w: Tensor, reduction: str) -> Tensor:
     return _safe_div(total, _math.reduce_sum(nonzero, name="num_present"))
 
 
+def _as_float32(predictions: Any, labels: Any) -> tuple[Tensor, Tensor]:
+    """Both as float32, as TF1's regression losses take them (float64 data gives a float32
+    loss, which adds to float32 regularizers)."""
+    p = _array.cast(convert_to_tensor(predictions), _dt.float32)
+    return p, _array.cast(convert_to_tensor(labels), _dt.float32)
+
+
 def absolute_difference(
     labels: Any,
     predictions: Any,
@@ -120,8 +127,7 @@ def absolute_difference(
 ) -> Tensor:
     """|predictions - labels|, weighted and reduced."""
     with name_scope(scope, "absolute_difference"):
-        predictions = convert_to_tensor(predictions)
-        labels = _array.cast(convert_to_tensor(labels), predictions.dtype)
+        predictions, labels = _as_float32(predictions, labels)
         losses = _math.abs(_math.subtract(predictions, labels))
         return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
 
@@ -136,8 +142,7 @@ def mean_squared_error(
 ) -> Tensor:
     """(predictions - labels)², weighted and reduced."""
     with name_scope(scope, "mean_squared_error"):
-        predictions = convert_to_tensor(predictions)
-        labels = _array.cast(convert_to_tensor(labels), predictions.dtype)
+        predictions, labels = _as_float32(predictions, labels)
         losses = _math.squared_difference(predictions, labels)
         return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
 
@@ -153,8 +158,7 @@ def huber_loss(
 ) -> Tensor:
     """0.5 e² where |e| <= delta, delta (|e| - delta/2) beyond; e = predictions - labels."""
     with name_scope(scope, "huber_loss"):
-        predictions = convert_to_tensor(predictions)
-        labels = _array.cast(convert_to_tensor(labels), predictions.dtype)
+        predictions, labels = _as_float32(predictions, labels)
         err = _math.abs(_math.subtract(predictions, labels))
         quad = _math.minimum(err, delta)
         lin = _math.subtract(err, quad)
@@ -173,8 +177,7 @@ def log_loss(
 ) -> Tensor:
     """-(y log(p + eps) + (1 - y) log(1 - p + eps)) for probabilities p."""
     with name_scope(scope, "log_loss"):
-        p = convert_to_tensor(predictions)
-        y = _array.cast(convert_to_tensor(labels), p.dtype)
+        p, y = _as_float32(predictions, labels)
         pos = _math.multiply(y, _math.log(_math.add(p, epsilon)))
         neg = _math.multiply(
             _math.subtract(1.0, y), _math.log(_math.add(_math.subtract(1.0, p), epsilon))
@@ -193,8 +196,7 @@ def hinge_loss(
 ) -> Tensor:
     """max(0, 1 - (2y - 1) logits) for labels y in {0, 1}."""
     with name_scope(scope, "hinge_loss"):
-        logits = convert_to_tensor(logits)
-        y = _array.cast(convert_to_tensor(labels), logits.dtype)
+        logits, y = _as_float32(logits, labels)
         signs = _math.subtract(_math.multiply(y, 2.0), 1.0)
         losses = _math.maximum(_math.subtract(1.0, _math.multiply(signs, logits)), 0.0)
         return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
@@ -215,8 +217,7 @@ def cosine_distance(
     if axis is None:
         raise ValueError("cosine_distance: you must specify axis")
     with name_scope(scope, "cosine_distance_loss"):
-        p = convert_to_tensor(predictions)
-        y = _array.cast(convert_to_tensor(labels), p.dtype)
+        p, y = _as_float32(predictions, labels)
         dot = _math.reduce_sum(_math.multiply(y, p), axis=axis, keepdims=True)
         losses = _math.subtract(1.0, dot)
         return compute_weighted_loss(losses, weights, None, loss_collection, reduction)

@@ -154,7 +154,10 @@ def test_softmax_cross_entropy_forward():
 
 
 def test_softmax_cross_entropy_gradients():
-    """v2 differentiates both logits and labels; v1 (as in TF1) stops the label gradient."""
+    """v2 differentiates both logits and labels; v1 (as in TF1) stops the label gradient. The
+    logits' gradient is TF's kernel's, softmax - labels: exact where the labels along the axis
+    sum to 1; with multi-hot labels TF's (and now hetbed's) is not the derivative of the loss,
+    and TF1 programs train with it (values from TensorFlow 2.21)."""
     logits, labels = _x(3, 4), _soft_labels(3, 4)
     check_gradient(
         lambda a, b: hb.nn.softmax_cross_entropy_with_logits_v2(labels=b, logits=a),
@@ -162,8 +165,17 @@ def test_softmax_cross_entropy_gradients():
     )
     check_gradient(
         lambda a, b: hb.nn.softmax_cross_entropy_with_logits_v2(labels=b, logits=a, axis=0),
-        [logits, labels],
+        [logits, _soft_labels(4, 3).T.copy()],  # (labels summing to 1 along the axis)
     )
+    with hb.Graph().as_default():
+        a = hb.constant([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]])
+        multi_hot = hb.constant([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+        loss = hb.nn.softmax_cross_entropy_with_logits_v2(labels=multi_hot, logits=a)
+        (ga,) = hb.gradients(hb.reduce_sum(loss), [a])
+        with hb.Session() as s:
+            np.testing.assert_allclose(
+                s.run(ga), [[-0.90997, -0.75527, 0.66524], [1 / 3, 1 / 3, 1 / 3]], atol=1e-5
+            )
     with hb.Graph().as_default():
         a, b = hb.constant(logits), hb.constant(labels)
         loss = hb.nn.softmax_cross_entropy_with_logits(labels=b, logits=a)

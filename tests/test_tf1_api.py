@@ -189,3 +189,140 @@ def test_monitored_session_restores_a_file_or_a_folder_and_saves_nothing(tmp_pat
             assert sess.run(v) == 5.0
         with pytest.raises(TypeError, match="ChiefSessionCreator"):
             tf.train.MonitoredSession(session_creator="chief")
+
+
+# ---- round eight of TF1 programs by others (each value as TensorFlow 2.21 gives it) -----------
+
+
+def test_dropout_keeps_every_element_whole_at_keep_prob_one():
+    """A fed keep_prob of 1.0 changes nothing (the mask was floor(keep_prob + u), which rounds
+    to 2 in float32 for u within 2^-24 of 1); at 0.5 about half survive, doubled."""
+    kp = tf.placeholder(tf.float32, [])
+    d = tf.nn.dropout(tf.ones([1 << 20]), keep_prob=kp)
+    with tf.Session() as s:
+        assert np.unique(s.run(d, {kp: 1.0})).tolist() == [1.0]
+        half = s.run(d, {kp: 0.5})
+    assert set(np.unique(half).tolist()) == {0.0, 2.0} and abs(half.mean() - 1.0) < 0.01
+
+
+def test_an_integer_variable_without_a_gradient_is_no_optimizer_error():
+    """jakeret/tf_unet: a trainable int32 global step beside the weights (TF checks the dtype
+    of the variables that get a gradient only)."""
+    w = tf.Variable(1.0, name="w")
+    step = tf.Variable(0, name="global_step")
+    train = tf.train.MomentumOptimizer(0.1, 0.2).minimize(tf.square(w - 3.0), global_step=step)
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        s.run(train)
+        assert s.run(w) == pytest.approx(1.4) and s.run(step) == 1
+
+
+def test_regression_losses_are_float32_as_tf1s():
+    x = tf.placeholder(tf.float64, [None, 2])
+    y = tf.placeholder(tf.float64, [None, 2])
+    feed = {x: [[1.0, 2.0]], y: [[0.5, 4.0]]}
+    for f, want in (
+        (tf.losses.mean_squared_error, (0.25 + 4.0) / 2),
+        (tf.losses.absolute_difference, (0.5 + 2.0) / 2),
+        (tf.losses.huber_loss, (0.125 + 1.5) / 2),
+    ):
+        loss = f(y, x)
+        total = loss + tf.nn.l2_loss(tf.ones([2]))  # (a float32 regularizer adds to it)
+        assert loss.dtype == tf.float32
+        assert _run(loss, feed) == pytest.approx(want) and _run(total, feed) > want
+
+
+def test_top_k_takes_k_as_a_tensor():
+    """GraphSAGE's ranks: top_k of the negated top_k indices, k = tf.shape(x)[1]."""
+    x = tf.placeholder(tf.float32, [None, None])
+    k = tf.shape(x)[1]
+    _, idx = tf.nn.top_k(x, k=k)
+    _, ranks = tf.nn.top_k(-idx, k=k)
+    vals, _ = tf.nn.top_k(x, k=tf.constant(2))  # (a constant k: a static shape)
+    feed = {x: [[0.1, 0.9, 0.5], [3.0, 2.0, 1.0]]}
+    i, r, v = _run([idx, ranks, vals], feed)
+    assert i.tolist() == [[1, 2, 0], [0, 1, 2]] and r.tolist() == [[2, 0, 1], [0, 1, 2]]
+    np.testing.assert_allclose(v, [[0.9, 0.5], [3.0, 2.0]])
+    assert vals.shape.as_list() == [None, 2]
+
+
+def test_contrib_batch_norm_of_a_matrix_moves_toward_the_unbiased_variance():
+    """TF1's contrib batch_norm runs a 2-D input through the fused kernel as [N, 1, 1, C]:
+    with decay 0 the moving variance is the batch's n / (n - 1) variance (unfused: biased)."""
+    x = tf.placeholder(tf.float32, [4, 1])
+    tf.contrib.layers.batch_norm(x, is_training=True, decay=0.0, scope="f")
+    tf.contrib.layers.batch_norm(x, is_training=True, decay=0.0, fused=False, scope="u")
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        s.run(tf.get_collection(tf.GraphKeys.UPDATE_OPS), {x: [[0.0], [1.0], [2.0], [3.0]]})
+        got = {v.op.name: float(s.run(v)[0]) for v in tf.global_variables() if "variance" in v.name}
+    assert got == pytest.approx({"f/moving_variance": 5.0 / 3.0, "u/moving_variance": 1.25})
+
+
+def test_tf1_module_paths_programs_import():
+    import hetbed.compat.v1.python.framework.tensor_shape as tensor_shape
+    from hetbed.compat.v1.contrib.tensorboard.plugins import projector
+    from hetbed.compat.v1.python.framework import tensor_util
+    from hetbed.compat.v1.python.layers import utils
+    from hetbed.compat.v1.python.ops import tensor_array_ops
+
+    assert tf.compat.v1 is tf and tf.compat.v1.Session is tf.Session
+    assert hasattr(projector, "visualize_embeddings")
+    assert tensor_shape.TensorShape([None, 2]).as_list() == [None, 2]
+    assert tensor_shape.scalar().ndims == 0 and tensor_shape.unknown_shape().ndims is None
+    assert tensor_util.constant_value(tf.constant(0.9)) == pytest.approx(0.9)
+    assert tensor_util.constant_value(tf.placeholder(tf.float32)) is None
+    training = tf.placeholder_with_default(True, [])
+    y = utils.smart_cond(training, lambda: tf.constant(1.0), lambda: tf.constant(2.0))
+    assert utils.smart_cond(False, lambda: 1, lambda: 2) == 2
+    ta = tensor_array_ops.TensorArray(dtype=tf.float32, size=2).write(0, 1.0).write(1, 2.0)
+    with tf.Session() as s:
+        assert s.run(y) == 1.0 and s.run(y, {training: False}) == 2.0
+        assert s.run(ta.stack()).tolist() == [1.0, 2.0]
+
+
+def test_flags_iterate_and_index_as_absl_s():
+    """DCGAN-tensorflow: {k: FLAGS[k].value for k in FLAGS}."""
+    flags = tf.app.flags.FlagValues()
+    tf.app.flags.DEFINE_integer("epochs_t", 25, "epochs", flag_values=flags)
+    tf.app.flags.DEFINE_string("name_t", "x", "name", flag_values=flags)
+    flags(["prog", "--epochs_t", "3"])
+    assert {k: flags[k].value for k in flags} == {"epochs_t": 3, "name_t": "x"}
+    assert len(flags) == 2 and "name_t" in flags and flags["name_t"].default == "x"
+    with pytest.raises(KeyError, match="unknown flag --nope"):
+        flags["nope"]
+
+
+def test_supervisor_runs_the_summaries_at_once_and_writes_run_metadata(tmp_path):
+    """TF1's summary thread takes a queue element for a summary that dequeues (the loop's first
+    dequeue is then the second element) and writes it to logdir; add_run_metadata writes a
+    traced step's node stats."""
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+    from tensorboard.compat.proto import config_pb2, event_pb2
+
+    q = tf.FIFOQueue(10, tf.float32, shapes=[])
+    enq = q.enqueue_many([[1.0, 2.0, 3.0]])
+    x = q.dequeue()
+    tf.summary.scalar("x", x)
+    tf.train.get_or_create_global_step()
+    sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=0)
+    with sv.managed_session() as s:
+        s.run(enq)
+        sv.coord.wait_for_stop(1.0)
+        first = s.run(x)
+        md = tf.RunMetadata()
+        s.run(x, options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE), run_metadata=md)
+        sv.summary_writer.add_run_metadata(md, "step0")
+    assert first == 2.0
+    events = [
+        event_pb2.Event.FromString(raw)
+        for f in os.listdir(tmp_path)
+        if "tfevents" in f
+        for raw in RawEventFileLoader(str(tmp_path / f)).Load()
+    ]
+    values = [(v.tag, v.simple_value) for e in events for v in e.summary.value]
+    assert values == [("x", 1.0)]
+    (tagged,) = [e.tagged_run_metadata for e in events if e.HasField("tagged_run_metadata")]
+    rm = config_pb2.RunMetadata.FromString(tagged.run_metadata)
+    nodes = {n.node_name for d in rm.step_stats.dev_stats for n in d.node_stats}
+    assert tagged.tag == "step0" and x.op.name in nodes

@@ -323,6 +323,15 @@ TopKV2 = defop("TopKV2", cost=default_cost)
 def _topk_shape(op):
     x = op.inputs[0]
     k = op.attrs["k"]
+    if len(op.inputs) == 2:  # k given as a tensor: known when the step runs
+        if op.inputs[1].shape.ndims not in (None, 0):
+            raise InvalidArgumentError(
+                f"TopKV2: k must be a scalar, got shape {op.inputs[1].shape}"
+            )
+        if x.shape.ndims is None:
+            return [(TensorShape(None), x.dtype), (TensorShape(None), _dt.int32)]
+        s = TensorShape([*x.shape.dims[:-1], None])
+        return [(s, x.dtype), (s, _dt.int32)]
     if x.shape.ndims is None:
         return [(TensorShape(None), x.dtype), (TensorShape(None), _dt.int32)]
     if x.shape.ndims == 0:
@@ -335,10 +344,15 @@ def _topk_shape(op):
 
 
 @TopKV2.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
-def _topk(ctx, x):
+def _topk(ctx, x, k_tensor=None):
     xp = ctx.xp
     n = x.shape[-1]
-    k = ctx.attrs["k"]
+    if k_tensor is None:
+        k = ctx.attrs["k"]
+    else:  # (a device array's item comes to the host)
+        k = int(k_tensor.item()) if hasattr(k_tensor, "item") else int(k_tensor)
+    if k_tensor is not None and k < 0:
+        raise InvalidArgumentError(f"TopKV2 {ctx.op.name!r}: k = {k} must be >= 0")
     k = n if k < 0 else k
     if k > n:
         raise InvalidArgumentError(
@@ -353,9 +367,10 @@ def _topk(ctx, x):
 
 @TopKV2.gradient
 def _topk_grad(op, g, gi=None):
+    extra = [None] * (len(op.inputs) - 1)  # (k, when a tensor)
     if g is None:
-        return [None]
-    return [apply("TopKGrad", [g, op.outputs[1], op.inputs[0]], name="TopKGrad")]
+        return [None, *extra]
+    return [apply("TopKGrad", [g, op.outputs[1], op.inputs[0]], name="TopKGrad"), *extra]
 
 
 # Scatters the values' gradient to the chosen positions of the last axis (zeros elsewhere).
@@ -391,9 +406,21 @@ TopK = namedtuple("TopKV2", ["values", "indices"])
 
 def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None):
     """``(values, indices)`` of the ``k`` largest entries along the last axis, largest first
-    (equal values: lower index first). ``k`` must be a static int here."""
+    (equal values: lower index first). ``k``: an int, or an int32 scalar tensor (the last
+    dimension of the outputs is then known when the step runs)."""
     if isinstance(k, Tensor):
-        raise TypeError("top_k: k must be a static int in hetbed, not a tensor")
+        from .scatter import const_value
+
+        known = const_value(k)
+        if known is None:
+            op = apply_op(
+                "TopKV2",
+                [input, k],
+                {"k": -1, "sorted": True, "largest": True},
+                name or "TopKV2",
+            )
+            return TopK(op.outputs[0], op.outputs[1])
+        k = int(known)
     if int(k) < 0:
         raise InvalidArgumentError(f"top_k: k must be >= 0, got {k}")
     return TopK(*_topk(input, int(k), True, name or "TopKV2"))

@@ -412,8 +412,9 @@ def _sce(ctx, logits, labels):
     logp = _log_softmax_np(xp, logits, axis)
     loss = -(labels * logp).sum(axis=axis)
     backprop = xp.exp(logp, out=logp)
-    # d loss / d logits = softmax * sum(labels) - labels (TF assumes the sum is 1; this is exact)
-    backprop *= labels.sum(axis=axis, keepdims=True)
+    # softmax - labels, as TF's kernel: d loss / d logits where each row of labels sums to 1
+    # (the exact one is softmax * sum(labels) - labels; TF1 programs with multi-hot labels,
+    # GraphSAGE's, train with TF's, so hetbed's equals it)
     backprop -= labels
     return loss.astype(logits.dtype, copy=False), backprop
 
@@ -1985,8 +1986,9 @@ def dropout(
     (e.g. a placeholder fed 1.0 for evaluation). ``noise_shape`` broadcasts one keep/drop
     decision across dimensions of size 1. Raises ValueError for a number outside (0, 1].
     """
+    from .array import cast
     from .array import shape as shape_op
-    from .math import add, divide, floor, multiply
+    from .math import divide, greater_equal, multiply, subtract
     from .random import random_uniform
 
     if (keep_prob is None) == (rate is None):
@@ -2013,7 +2015,9 @@ def dropout(
     if noise_shape is None:
         noise_shape = x.shape.as_list() if x.shape.is_fully_defined() else shape_op(x)
     u = random_uniform(noise_shape, seed=seed, dtype=x.dtype)
-    mask = floor(add(keep_prob, u))  # 1 with probability keep_prob, else 0
+    # 1 with probability keep_prob, else 0: u >= 1 - keep_prob, as TF's (floor(keep_prob + u)
+    # rounds to 2 in float32 for u within 2^-24 of 1 when keep_prob is 1: a doubled element)
+    mask = cast(greater_equal(u, subtract(1.0, keep_prob)), x.dtype)
     out = multiply(divide(x, keep_prob), mask, name=name or "dropout")
     # keep_prob is a scalar (TF requires it), so the result has x's shape even when keep_prob's
     # static shape is unknown (a placeholder without a shape): say so, as TF does.

@@ -119,7 +119,6 @@ class Optimizer:
             )
         for v in var_list:
             _check_var(v)
-            _check_float(v.dtype, f"variable {v.op.name}")
         grads = gradients(
             loss,
             var_list,
@@ -128,6 +127,9 @@ class Optimizer:
             aggregation_method=aggregation_method,
             colocate_gradients_with_ops=colocate_gradients_with_ops,
         )
+        for g, v in zip(grads, var_list):  # (as TF1: only a variable with a gradient)
+            if g is not None:
+                _check_float(v.dtype, f"variable {v.op.name}")
         if gate_gradients == self.GATE_GRAPH:
             grads = _gate(loss.graph, grads)
         return list(zip(grads, var_list))

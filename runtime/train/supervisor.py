@@ -89,8 +89,10 @@ class Supervisor:
     them from the latest checkpoint in ``logdir``, starts the queue runners and a thread that
     saves a checkpoint every ``save_model_secs``; on leaving it saves a last checkpoint (chief),
     stops the threads and closes the session. An OutOfRangeError inside the block is a clean
-    stop. ``summary_op=None`` writes no summaries (summaries are written by the loop with
-    ``summary_computed``)."""
+    stop. The chief with a ``logdir`` and summaries in the graph also starts TF1's summary
+    thread: the merged summaries (``summary_op``) at once, then every ``save_summaries_secs``,
+    written to ``logdir`` at the global step (a summary that dequeues takes an element, as in
+    TF1); ``summary_op=None`` leaves the writing to the loop (``summary_computed``)."""
 
     USE_DEFAULT = 0
 
@@ -123,6 +125,7 @@ class Supervisor:
         self._init_feed_dict = init_feed_dict
         self._init_fn = init_fn
         self._save_model_secs = save_model_secs
+        self._save_summaries_secs = save_summaries_secs
         with self._graph.as_default():
             self._init_op = global_variables_initializer() if init_op == 0 else init_op
             self._local_init_op = (
@@ -183,7 +186,31 @@ class Supervisor:
                 t = threading.Thread(target=self._checkpoint_loop, args=(sess,), daemon=True)
                 t.start()
                 self._threads.append(t)
+            if (
+                self._is_chief
+                and self._summary_writer is not None
+                and self._summary_op is not None
+                and self._save_summaries_secs
+            ):
+                t = threading.Thread(target=self._summary_loop, args=(sess,), daemon=True)
+                t.start()
+                self._threads.append(t)
         return sess
+
+    def _summary_loop(self, sess: Session) -> None:
+        """As TF1's summary thread: the summary op at once, then every ``save_summaries_secs``,
+        written at the global step (an error stops the coordinator with it, as a queue
+        runner's does)."""
+        name_this_thread("hetbed-summary")
+        with self._coord.stop_on_exception():
+            while not self._coord.should_stop():
+                if self._global_step is not None:
+                    summary, step = sess.run([self._summary_op, self._global_step])
+                else:
+                    summary, step = sess.run(self._summary_op), None
+                self._summary_writer.add_summary(summary, step)
+                if self._coord.wait_for_stop(self._save_summaries_secs):
+                    break
 
     def _checkpoint_loop(self, sess: Session) -> None:
         name_this_thread("hetbed-ckpt")

@@ -233,6 +233,29 @@ contrib = _namespace(
 )
 
 
+def _projector(name: str) -> _Any:
+    """``contrib.tensorboard.plugins.projector``: TensorBoard's projector plugin (where TF1's
+    module went), imported when first asked for."""
+    if name == "projector":
+        from tensorboard.plugins import projector
+
+        return projector
+    raise AttributeError(f"tf.contrib.tensorboard.plugins has no {name!r} (only projector)")
+
+
+contrib.tensorboard = _namespace(
+    "contrib.tensorboard",
+    "tf.contrib.tensorboard: plugins.projector (TensorBoard's).",
+    {
+        "plugins": _namespace(
+            "contrib.tensorboard.plugins",
+            "tf.contrib.tensorboard.plugins: projector (TensorBoard's projector plugin).",
+            {"__getattr__": _projector},
+        )
+    },
+)
+
+
 # ---- WP2: indexing, scatter, segments, sets, shape ops ------------------------------------------
 
 for _k in (
@@ -820,6 +843,9 @@ def __getattr__(name: str) -> _Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+compat.v1 = _types.ModuleType("_placeholder")  # (this module: set by _aliases below)
+
+
 def _importable(ns: _types.ModuleType) -> None:
     """Register ``ns`` and the namespaces under it in ``sys.modules``, so that TF1's import forms
     work with the package renamed: ``from hetbed.compat.v1.contrib import rnn`` for ``from
@@ -845,6 +871,7 @@ def _aliases() -> None:
     import sys as _sys
 
     this = _sys.modules[__name__]
+    compat.v1 = this  # (tf.compat.v1.Session inside TF1 code run on compat.v1)
     _importable(this)
     for attr, value in list(vars(this).items()):
         key = f"{__name__}.{attr}"

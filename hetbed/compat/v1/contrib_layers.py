@@ -397,7 +397,8 @@ def batch_norm(
     with ``scale``, ``moving_mean``, ``moving_variance``). Training (``is_training``: a bool or
     a bool tensor) normalizes with the batch's statistics and moves the moving ones by
     ``1 - decay`` toward them; the update ops go to ``updates_collections``, or run with the
-    output when it is None."""
+    output when it is None. 2-D and 4-D inputs go through the fused kernel unless ``fused`` is
+    False, as in TF1 (its moving variance moves toward the unbiased batch variance)."""
     _nhwc(data_format, "batch_norm")
     if batch_weights is not None or zero_debias_moving_mean or renorm:
         raise ValueError(
@@ -422,10 +423,22 @@ def batch_norm(
             beta_regularizer=regs.get("beta"),
             gamma_regularizer=regs.get("gamma"),
             trainable=trainable,
+            fused=fused,
             _reuse=reuse,
             _scope=sc,
         )
-        out = layer(inputs, training=is_training)
+        x = _hb.convert_to_tensor(inputs)
+        channels = x.shape.dims[-1] if x.shape.ndims == 2 else None
+        if fused is not False and channels is not None:
+            # as TF1's: a 2-D input runs through the fused kernel as [N, 1, 1, C], so the
+            # moving variance moves toward the batch's unbiased variance (n / (n - 1))
+            out = _hb.reshape(
+                layer(_hb.reshape(x, [-1, 1, 1, channels]), training=is_training),
+                _hb.shape(x),
+            )
+            out.set_shape(x.shape)
+        else:
+            out = layer(x, training=is_training)
         for v in layer.weights:
             which = v.op.name.rsplit("/", 1)[-1]
             for c in ["model_variables", *_var_collections(variables_collections, which)]:

@@ -12,7 +12,7 @@ and calls ``main(argv)`` with the arguments that are not flags (unknown flags in
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 _TRUE = {"true", "t", "1", "yes", "y"}
@@ -135,6 +135,22 @@ class FlagValues:
 
     def __contains__(self, name: str) -> bool:
         return name in self._flags
+
+    def __iter__(self) -> Iterator[str]:
+        """The flags' names (absl's FlagValues: ``{k: FLAGS[k].value for k in FLAGS}``)."""
+        return iter(list(self._flags))
+
+    def __len__(self) -> int:
+        return len(self._flags)
+
+    def __getitem__(self, name: str) -> _Flag:
+        """The flag itself (``.value``, ``.default``, ``.help``), parsing ``sys.argv`` first as
+        reading ``FLAGS.name`` does."""
+        if name not in self._flags:
+            raise KeyError(f"unknown flag --{name}")
+        if not self._parsed:
+            self(sys.argv)
+        return self._flags[name]
 
     def flag_values_dict(self) -> dict[str, Any]:
         return {n: f.value for n, f in self._flags.items()}

@@ -1,3 +1,4 @@
-"""``tensorflow.python.framework``: ``ops``, ``dtypes`` and ``constant_op``."""
+"""``tensorflow.python.framework``: ``ops``, ``dtypes``, ``constant_op``, ``tensor_shape``
+and ``tensor_util``."""
 
-from . import constant_op, dtypes, ops  # noqa: F401
+from . import constant_op, dtypes, ops, tensor_shape, tensor_util  # noqa: F401

@@ -9,6 +9,7 @@ from . import (  # noqa: F401
     nn_ops,
     random_ops,
     state_ops,
+    tensor_array_ops,
     variable_scope,
     variables,
 )

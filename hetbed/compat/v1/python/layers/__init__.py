@@ -1,0 +1,3 @@
+"""``tensorflow.python.layers``: ``utils`` (``smart_cond``)."""
+
+from . import utils  # noqa: F401
