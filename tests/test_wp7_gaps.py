@@ -113,10 +113,15 @@ def _xent_ref(labels, logits):
 )
 def test_xent_labels_of_other_shapes(lshape, yshape):
     """Labels whose shape flattens to the logits' rows (or one row, or one class) work as in TF;
-    the gradient reaches logits (and labels, in _v2) by finite differences."""
+    the gradient reaches logits (and labels, in _v2) by finite differences (labels whose rows,
+    broadcast, sum to 1: the logits' gradient is TF's kernel's, softmax - labels)."""
     rng = np.random.RandomState(1)
     logits = rng.randn(*lshape)
     labels = np.abs(rng.randn(*yshape))
+    if yshape[-1] == lshape[-1]:
+        labels = labels / labels.sum(-1, keepdims=True)
+    else:  # (one class column, broadcast over the logits' classes)
+        labels = np.full(yshape, 1.0 / lshape[-1])
     with tf.Graph().as_default():
         out = tf.nn.softmax_cross_entropy_with_logits_v2(labels=labels, logits=logits)
         assert out.shape.as_list() == list(lshape[:-1])
