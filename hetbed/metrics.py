@@ -34,24 +34,27 @@ from hetbed.runtime.variables import Variable
 
 __all__ = [
     "accuracy",
+    "auc",
     "false_negatives",
     "false_positives",
     "mean",
     "mean_absolute_error",
+    "mean_iou",
     "mean_squared_error",
     "precision",
     "recall",
+    "root_mean_squared_error",
     "true_positives",
 ]
 
 METRIC_VARIABLES = GraphKeys.METRIC_VARIABLES
 
 
-def _local(name: str) -> Variable:
+def _local(name: str, shape: tuple = (), dtype: Any = np.float32) -> Variable:
     g = get_default_graph()
     with g.control_dependencies(None):
         return Variable(
-            constant(np.float32(0.0)),
+            constant(np.zeros(shape, dtype)),
             trainable=False,
             collections=[GraphKeys.LOCAL_VARIABLES, METRIC_VARIABLES],
             name=name,
@@ -259,3 +262,138 @@ def mean_squared_error(
         squared_difference(p, lab), weights, metrics_collections, updates_collections,
         name or "mean_squared_error",
     )  # fmt: skip
+
+
+def root_mean_squared_error(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> tuple[Tensor, Tensor]:
+    """TF1's: the square root of ``mean_squared_error``'s value and update."""
+    from hetbed.runtime.ops.math import sqrt
+
+    with get_default_graph().name_scope(name or "root_mean_squared_error"):
+        mse, update = mean_squared_error(labels, predictions, weights)
+        value, update = sqrt(mse), sqrt(update)
+    _collect(metrics_collections, updates_collections, value, update)
+    return value, update
+
+
+def mean_iou(
+    labels: Any,
+    predictions: Any,
+    num_classes: int,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> tuple[Tensor, Tensor]:
+    """TF1's: the mean over classes of intersection over union, TP / (TP + FP + FN), from a
+    streaming ``[num_classes, num_classes]`` confusion matrix (local variable
+    ``total_confusion_matrix``, float64); classes never seen in labels or predictions are left
+    out of the mean. ``update_op`` returns the updated confusion matrix, as TF's."""
+    import hetbed.compat.v1 as _tf
+
+    with get_default_graph().name_scope(name or "mean_iou"):
+        total = _local("total_confusion_matrix", (int(num_classes), int(num_classes)), np.float64)
+        lab = _tf.reshape(cast(convert_to_tensor(labels), _dt.int64), [-1])
+        pred = _tf.reshape(cast(convert_to_tensor(predictions), _dt.int64), [-1])
+        w = None if weights is None else _tf.reshape(convert_to_tensor(weights), [-1])
+        cm = _tf.confusion_matrix(lab, pred, int(num_classes), _dt.float64, weights=w)
+        update = assign_add(total, cm)
+        m = total.value()
+        rows = cast(reduce_sum(m, 0), _dt.float32)
+        cols = cast(reduce_sum(m, 1), _dt.float32)
+        diag = cast(_tf.diag_part(m), _dt.float32)
+        den = rows + cols - diag
+        valid = reduce_sum(cast(greater(den, 0.0), _dt.float32))
+        iou = truediv(diag, where(greater(den, 0.0), den, zeros_like(den) + 1.0))
+        value = where(
+            greater(valid, 0.0), reduce_sum(iou) / where(greater(valid, 0.0), valid, 1.0), 0.0
+        )
+    _collect(metrics_collections, updates_collections, value, update)
+    return value, update
+
+
+def auc(
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    num_thresholds: int = 200,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    curve: str = "ROC",
+    name: str | None = None,
+    summation_method: str = "trapezoidal",
+    thresholds: Any = None,
+) -> tuple[Tensor, Tensor]:
+    """TF1's: the area under the ROC (or precision-recall, ``curve="PR"``) curve by a Riemann
+    sum over ``num_thresholds`` thresholds evenly spaced in [0, 1] (or the given
+    ``thresholds``), from streaming true/false positive/negative counts at each threshold
+    (local variables); ``summation_method`` "trapezoidal", "minoring" or "majoring".
+    Predictions are probabilities in [0, 1]; labels are taken as booleans."""
+    import hetbed.compat.v1 as _tf
+
+    if curve not in ("ROC", "PR"):
+        raise ValueError(f"auc: curve must be 'ROC' or 'PR', got {curve!r}")
+    if summation_method not in ("trapezoidal", "minoring", "majoring"):
+        raise ValueError(
+            "auc: summation_method must be 'trapezoidal', 'minoring' or 'majoring', got "
+            f"{summation_method!r} ('careful_interpolation' is not supported)"
+        )
+    if thresholds is not None:
+        inner = sorted(float(t) for t in thresholds)
+    else:
+        if int(num_thresholds) < 2:
+            raise ValueError(f"auc: num_thresholds must be > 1, got {num_thresholds}")
+        n = int(num_thresholds)
+        inner = [(i + 1) * 1.0 / (n - 1) for i in range(n - 2)]
+    eps = 1e-7
+    cuts = np.asarray([0.0 - eps, *inner, 1.0 + eps], np.float32)
+    t = len(cuts)
+    with get_default_graph().name_scope(name or "auc"):
+        p = _tf.reshape(cast(convert_to_tensor(predictions), _dt.float32), [-1, 1])
+        lab = _tf.reshape(cast(convert_to_tensor(labels), _dt.bool_), [-1, 1])
+        pos = greater(p, constant(cuts.reshape(1, t)))  # [N, T]
+        lab = logical_and(lab, constant(np.ones((1, t), bool)))  # (broadcast to [N, T])
+        w = (
+            None
+            if weights is None
+            else _tf.reshape(cast(convert_to_tensor(weights), _dt.float32), [-1, 1])
+        )
+        counts, updates = {}, {}
+        for key, hit in (
+            ("tp", logical_and(lab, pos)),
+            ("fn", logical_and(lab, logical_not(pos))),
+            ("tn", logical_and(logical_not(lab), logical_not(pos))),
+            ("fp", logical_and(logical_not(lab), pos)),
+        ):
+            var = _local({"tp": "true_positives", "fn": "false_negatives",
+                          "tn": "true_negatives", "fp": "false_positives"}[key], (t,))  # fmt: skip
+            x = cast(hit, _dt.float32)
+            if w is not None:
+                x = multiply(x, w)
+            counts[key], updates[key] = var.value(), assign_add(var, reduce_sum(x, 0))
+
+        def area(c: dict, label: str) -> Tensor:
+            e = 1.0e-6
+            rec = truediv(c["tp"] + e, c["tp"] + c["fn"] + e)
+            if curve == "ROC":
+                x, y = truediv(c["fp"], c["fp"] + c["tn"] + e), rec
+            else:
+                x, y = rec, truediv(c["tp"] + e, c["tp"] + c["fp"] + e)
+            dx = x[: t - 1] - x[1:]
+            if summation_method == "trapezoidal":
+                h = (y[: t - 1] + y[1:]) / 2.0
+            elif summation_method == "minoring":
+                h = _tf.minimum(y[: t - 1], y[1:])
+            else:
+                h = _tf.maximum(y[: t - 1], y[1:])
+            return reduce_sum(multiply(dx, h), name=label)
+
+        value, update = area(counts, "value"), area(updates, "update_op")
+    _collect(metrics_collections, updates_collections, value, update)
+    return value, update

@@ -326,3 +326,66 @@ def test_supervisor_runs_the_summaries_at_once_and_writes_run_metadata(tmp_path)
     rm = config_pb2.RunMetadata.FromString(tagged.run_metadata)
     nodes = {n.node_name for d in rm.step_stats.dev_stats for n in d.node_stats}
     assert tagged.tag == "step0" and x.op.name in nodes
+
+
+def test_streaming_auc_rmse_and_mean_iou():
+    """Two batches streamed: AUC (ROC trapezoidal, PR with 50 thresholds, weighted minoring)
+    equal to TensorFlow 2.21's values on the same data (0.810516, 0.912592, 0.821587) and the ROC
+    near scikit-learn's exact one; RMSE and mean IoU against numpy."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.RandomState(0)
+    lab = (rng.rand(50) > 0.4).astype(np.int64)
+    pred = np.clip(lab * 0.3 + rng.rand(50) * 0.7, 0, 1).astype(np.float32)
+    w = rng.rand(50).astype(np.float32)
+    L = tf.placeholder(tf.int64, [None])
+    P = tf.placeholder(tf.float32, [None])
+    W = tf.placeholder(tf.float32, [None])
+    roc = tf.metrics.auc(L, P)
+    pr = tf.metrics.auc(L, P, curve="PR", num_thresholds=50, name="pr")
+    mino = tf.metrics.auc(L, P, weights=W, summation_method="minoring", name="mi")
+    rmse = tf.metrics.root_mean_squared_error(tf.cast(L, tf.float32), P)
+    cl, cp = tf.placeholder(tf.int64, [None]), tf.placeholder(tf.int64, [None])
+    iou = tf.metrics.mean_iou(cl, cp, 4)
+    labels, preds = [0, 1, 2, 2, 1], [0, 2, 2, 1, 1]
+    with tf.Session() as s:
+        s.run(tf.local_variables_initializer())
+        for half in (slice(0, 25), slice(25, 50)):
+            s.run([roc[1], pr[1], mino[1], rmse[1]], {L: lab[half], P: pred[half], W: w[half]})
+        cm = s.run(iou[1], {cl: labels, cp: preds})
+        got = s.run([roc[0], pr[0], mino[0], rmse[0], iou[0]])
+    np.testing.assert_allclose(got[:3], [0.810516, 0.912592, 0.821587], rtol=2e-6)
+    assert got[0] == pytest.approx(roc_auc_score(lab, pred), abs=0.01)
+    assert got[3] == pytest.approx(np.sqrt(np.mean((lab - pred) ** 2)), rel=1e-6)
+    want_cm = np.zeros((4, 4))
+    np.add.at(want_cm, (labels, preds), 1.0)
+    np.testing.assert_array_equal(cm, want_cm)
+    inter = np.diag(want_cm)
+    union = want_cm.sum(0) + want_cm.sum(1) - inter
+    assert got[4] == pytest.approx(np.mean(inter[union > 0] / union[union > 0]))  # (class 3 unseen)
+    assert len(tf.get_collection(tf.GraphKeys.METRIC_VARIABLES)) == 4 * 3 + 2 + 1
+    with pytest.raises(ValueError, match="curve must be 'ROC' or 'PR'"):
+        tf.metrics.auc(L, P, curve="XY")
+
+
+def test_dataset_concatenate_and_shard():
+    a = tf.data.Dataset.from_tensor_slices(np.arange(5, dtype=np.int64))
+    b = tf.data.Dataset.range(10, 13)
+    both = a.concatenate(b)
+    it = both.shard(2, 1).make_one_shot_iterator().get_next()
+    rows = tf.data.Dataset.from_tensor_slices(np.zeros((2, 3), np.float32)).concatenate(
+        tf.data.Dataset.from_tensor_slices(np.zeros((1, 4), np.float32))
+    )
+    got = []
+    with tf.Session() as s:
+        while True:
+            try:
+                got.append(int(s.run(it)))
+            except tf.errors.OutOfRangeError:
+                break
+    assert got == [1, 3, 10, 12]  # (0, 1, 2, 3, 4, 10, 11, 12: every second from the second)
+    assert rows.output_shapes.as_list() == [None]
+    with pytest.raises(TypeError, match="elements differ"):
+        a.concatenate(tf.data.Dataset.from_tensor_slices(np.zeros(2, np.float32)))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="0 <= index < num_shards"):
+        a.shard(2, 2)

@@ -334,6 +334,52 @@ class Dataset:
 
         return self._derive(make)
 
+    def concatenate(self, dataset: Dataset) -> Dataset:
+        """This dataset's elements, then ``dataset``'s (the same structure and dtypes; each
+        component's shape is what both have in common: a dimension they disagree on is
+        unknown)."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(
+                f"Dataset.concatenate: expected a Dataset, got {type(dataset).__name__}"
+            )
+        if len(dataset._types) != len(self._types) or any(
+            a != b for a, b in zip(self._types, dataset._types)
+        ):
+            raise TypeError(
+                "Dataset.concatenate: the datasets' elements differ: "
+                f"{[t.name for t in self._types]} and {[t.name for t in dataset._types]}"
+            )
+        shapes = []
+        for a, b in zip(self._shapes, dataset._shapes):
+            if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
+                shapes.append(TensorShape(None))
+            else:
+                shapes.append(TensorShape(x if x == y else None for x, y in zip(a.dims, b.dims)))
+
+        def make(env: dict) -> Any:
+            yield from self._elements(env)
+            yield from dataset._elements(env)
+
+        return Dataset(
+            self._structure, self._types, shapes, make, self._captures + dataset._captures
+        )
+
+    def shard(self, num_shards: int, index: int) -> Dataset:
+        """Every ``num_shards``-th element from the ``index``-th (worker ``index`` of
+        ``num_shards`` reading its part of the input)."""
+        n, i = int(num_shards), int(index)
+        if n < 1 or not 0 <= i < n:
+            raise InvalidArgumentError(
+                f"Dataset.shard: need num_shards >= 1 and 0 <= index < num_shards, got {n}, {i}"
+            )
+
+        def make(env: dict) -> Any:
+            for k, el in enumerate(self._elements(env)):
+                if k % n == i:
+                    yield el
+
+        return self._derive(make)
+
     def flat_map(self, map_func: Callable) -> Dataset:
         """The elements of the datasets ``map_func`` makes from each element, one after the
         other. ``map_func`` is traced once with placeholders (graph ops on the element run in a
