@@ -231,7 +231,10 @@ class FileWriter:
         self._event(global_step, summary=_as_summary(summary))
 
     def add_graph(self, graph: Any, global_step: Any = None, graph_def: Any = None) -> None:
-        """Write ``graph`` (a hetbed Graph) or ``graph_def`` (a ``GraphDef`` proto)."""
+        """Write ``graph`` (a hetbed Graph, or a ``GraphDef`` proto as TF1's ``FileWriter(logdir,
+        sess.graph_def)`` gives it) or ``graph_def``."""
+        if graph_def is None and hasattr(graph, "SerializeToString"):
+            graph_def, graph = graph, None
         gd = graph_def if graph_def is not None else globals()["graph_def"](graph)
         self._event(global_step, graph_def=gd.SerializeToString())
 

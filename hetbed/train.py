@@ -1,5 +1,7 @@
 """``hb.train``: TF1's ``tf.train`` namespace (optimizers, Saver, global step, schedules)."""
 
+from typing import Any
+
 from hetbed.runtime.device_setter import (
     GreedyLoadBalancingStrategy,
     RoundRobinStrategy,
@@ -80,6 +82,26 @@ from hetbed.runtime.train.training_util import (
 )
 
 
+def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
+    """TF1's ``tf.train.write_graph``: the graph as TensorFlow's ``GraphDef`` proto (text, or
+    binary with ``as_text=False``) at ``logdir/name``, written atomically; returns the path.
+    A hetbed graph gives ``Graph.as_graph_def()`` (names, types, inputs, devices)."""
+    import os
+
+    from google.protobuf import text_format
+
+    from hetbed.devices.fileio import atomic_write
+
+    gd = graph_or_graph_def
+    if not hasattr(gd, "SerializeToString"):
+        gd = gd.as_graph_def()
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, name)
+    data = text_format.MessageToString(gd).encode() if as_text else gd.SerializeToString()
+    atomic_write(path, data)
+    return path
+
+
 def NewCheckpointReader(filepattern: str) -> CheckpointReader:  # noqa: N802 (TF1's name)
     """TF1's ``tf.train.NewCheckpointReader``: a ``CheckpointReader`` of ``filepattern``."""
     return CheckpointReader(filepattern)
@@ -157,6 +179,7 @@ __all__ = [
     "piecewise_constant_decay",
     "polynomial_decay",
     "update_checkpoint_state",
+    "write_graph",
 ]
 
 # ---- WP5: string tensors and file readers ----

@@ -401,6 +401,19 @@ class Graph:
             raise KeyError(f"op {op_name} has {len(op.outputs)} outputs; no output {i}")
         return op.outputs[i]
 
+    def as_graph_def(self, from_version: Any = None, add_shapes: bool = False) -> Any:
+        """TensorFlow's ``GraphDef`` proto of this graph (TensorBoard's copy of the message):
+        each op's name, type, inputs (``^name`` for control inputs) and device, for
+        TensorBoard, ``tf.train.write_graph`` and inspection; no attributes, so it does not
+        rebuild the graph (hetbed's own graph files do: ``export_meta_graph``)."""
+        from hetbed.summary import graph_def
+
+        return graph_def(self)
+
+    @property
+    def graph_def_versions(self) -> Any:
+        return self.as_graph_def().versions
+
     def as_graph_element(self, obj: object) -> Tensor | Operation:
         """Resolve a Tensor, Operation, Variable or name to an element of this graph."""
         if hasattr(obj, "_as_graph_element"):

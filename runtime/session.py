@@ -519,6 +519,14 @@ class BaseSession:
             pass
 
 
+def _graph_def(self: Any) -> Any:
+    """The session's graph as TensorFlow's ``GraphDef`` proto (``Graph.as_graph_def``)."""
+    return self.graph.as_graph_def()
+
+
+BaseSession.graph_def = property(_graph_def)  # type: ignore[attr-defined]
+
+
 class Session(BaseSession):
     """A TF1-style session on this process's devices: ``with hb.Session() as sess: sess.run(y)``.
 

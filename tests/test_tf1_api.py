@@ -389,3 +389,26 @@ def test_dataset_concatenate_and_shard():
         a.concatenate(tf.data.Dataset.from_tensor_slices(np.zeros(2, np.float32)))
     with pytest.raises(tf.errors.InvalidArgumentError, match="0 <= index < num_shards"):
         a.shard(2, 2)
+
+
+def test_graph_defs_for_tensorboard_and_write_graph(tmp_path):
+    """Graph.as_graph_def / Session.graph_def give TensorFlow's GraphDef proto (names, types,
+    inputs, devices); write_graph writes it as text or binary; FileWriter takes it as TF1's
+    FileWriter(logdir, sess.graph_def) does."""
+    from google.protobuf import text_format
+    from tensorboard.compat.proto import graph_pb2
+
+    x = tf.constant(1.0, name="x")
+    with tf.control_dependencies([x]):
+        tf.add(x, 2.0, name="y")
+    with tf.Session() as s:
+        gd = s.graph_def
+        text = tf.train.write_graph(gd, str(tmp_path), "g.pbtxt")
+        binary = tf.train.write_graph(s.graph, str(tmp_path), "g.pb", as_text=False)
+        tf.summary.FileWriter(str(tmp_path / "ev"), s.graph_def).close()
+    nodes = {n.name: n for n in gd.node}
+    assert nodes["y"].op == "AddV2" or nodes["y"].op == "Add"
+    assert list(nodes["y"].input)[0] == "x" and "^x" in nodes["y"].input
+    back = text_format.Parse(open(text).read(), graph_pb2.GraphDef())
+    assert back == gd and graph_pb2.GraphDef.FromString(open(binary, "rb").read()) == gd
+    assert any("tfevents" in f for f in os.listdir(tmp_path / "ev"))
