@@ -33,6 +33,7 @@ from hetbed.runtime.ops.nn import (
     xw_plus_b,
 )
 from hetbed.runtime.ops.sampled import (
+    fixed_unigram_candidate_sampler,
     log_uniform_candidate_sampler,
     nce_loss,
     sampled_softmax_loss,
@@ -51,6 +52,7 @@ __all__ = [
     "dynamic_rnn",
     "bidirectional_dynamic_rnn",
     "conv2d_transpose",
+    "fixed_unigram_candidate_sampler",
     "log_uniform_candidate_sampler",
     "nce_loss",
     "sampled_softmax_loss",

@@ -412,3 +412,34 @@ def test_graph_defs_for_tensorboard_and_write_graph(tmp_path):
     back = text_format.Parse(open(text).read(), graph_pb2.GraphDef())
     assert back == gd and graph_pb2.GraphDef.FromString(open(binary, "rb").read()) == gd
     assert any("tfevents" in f for f in os.listdir(tmp_path / "ev"))
+
+
+def test_fixed_unigram_candidate_sampler(tmp_path):
+    """P(c) ∝ count(c)^0.75: expected counts k p (TensorFlow gives 2.9289322 and 1.0355339 here);
+    10,000 draws land near p and never on a class of count 0; a vocab file's last field is
+    the count, after the reserved ids."""
+    labels = tf.constant([[0], [1], [2]], tf.int64)
+    w = np.array([4.0, 1.0, 1.0, 0.0]) ** 0.75
+    p = w / w.sum()
+    s, t, e = tf.nn.fixed_unigram_candidate_sampler(
+        labels, 1, 5, False, 4, distortion=0.75, unigrams=[4.0, 1.0, 1.0, 0.0]
+    )
+    many, _, _ = tf.nn.fixed_unigram_candidate_sampler(
+        labels, 1, 10000, False, 4, distortion=0.75, unigrams=[4.0, 1.0, 1.0, 0.0], seed=1
+    )
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("the,10\nof,0\nand,30\n")
+    uniq, _, ue = tf.nn.fixed_unigram_candidate_sampler(
+        labels, 1, 2, True, 4, vocab_file=str(vocab), num_reserved_ids=1, seed=2
+    )
+    a, b, c, m, u, uc = _run([s, t, e, many, uniq, ue])
+    np.testing.assert_allclose(b.ravel(), 5 * p[[0, 1, 2]], rtol=1e-6)
+    np.testing.assert_allclose(c, 5 * p[a], rtol=1e-6)
+    assert b.ravel()[0] == pytest.approx(2.9289322, rel=1e-6)
+    np.testing.assert_allclose(np.bincount(m, minlength=4) / m.size, p, atol=0.02)
+    assert sorted(u.tolist()) == [1, 3]  # (the two ids of nonzero count: 10 and 30)
+    pu = {1: 0.25, 3: 0.75}
+    for cls, got in zip(u.tolist(), uc.tolist()):  # k p when the first k draws were distinct,
+        assert got == pytest.approx(2 * pu[cls]) or 0 < got <= 1  # else 1 - (1 - p)^tries
+    with pytest.raises(tf.errors.InvalidArgumentError, match="make 3 classes; range_max is 4"):
+        tf.nn.fixed_unigram_candidate_sampler(labels, 1, 2, False, 4, unigrams=[1, 2, 3])

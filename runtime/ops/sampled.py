@@ -68,13 +68,17 @@ def _draw(rng: np.random.Generator, n: int, range_max: int) -> np.ndarray:
     return v % range_max
 
 
-def _sample(rng: np.random.Generator, k: int, unique: bool, range_max: int) -> tuple:
-    """(k candidates, number of draws it took)."""
+def _sample(
+    rng: np.random.Generator, k: int, unique: bool, range_max: int, draw: Any = None
+) -> tuple:
+    """(k candidates, number of draws it took); ``draw(rng, n)`` draws n classes (default:
+    log-uniform over ``range_max``)."""
+    draw = draw or (lambda r, n: _draw(r, n, range_max))
     if not unique:
-        return _draw(rng, k, range_max), k
+        return draw(rng, k), k
     draws = np.empty(0, dtype=np.int64)
     while True:  # draw until k distinct classes; the draws before the k-th new one are the tries
-        draws = np.concatenate([draws, _draw(rng, max(2 * k, 64), range_max)])
+        draws = np.concatenate([draws, draw(rng, max(2 * k, 64))])
         _, first = np.unique(draws, return_index=True)
         if first.size >= k:
             first.sort()
@@ -156,6 +160,104 @@ def log_uniform_candidate_sampler(
 
         t = cast(t, _dt.int64)
     out = apply("LogUniformCandidateSampler", [t], attrs, name or "LogUniformCandidateSampler")
+    return tuple(out)
+
+
+# ---- FixedUnigramCandidateSampler -------------------------------------------------------------
+
+FixedUnigramCandidateSampler = defop(
+    "FixedUnigramCandidateSampler", stateful=True, differentiable=False
+)
+FixedUnigramCandidateSampler.shape(_sampler_shape)
+FixedUnigramCandidateSampler.cost(_sampler_cost)
+
+
+@FixedUnigramCandidateSampler.kernel("cpu", "gpu")
+def _fixed_unigram_sampler(ctx, true_classes):
+    at = ctx.attrs
+    k, range_max, p = at["num_sampled"], at["range_max"], at["probs"]
+    true_host = np.asarray(ctx.device.to_host(true_classes))
+    cdf = np.cumsum(p)
+
+    def draw(rng: np.random.Generator, n: int) -> np.ndarray:
+        return np.minimum(
+            np.searchsorted(cdf, rng.random(n) * cdf[-1], side="right"), range_max - 1
+        )
+
+    sampled, tries = _sample(ctx.rng, k, at["unique"], range_max, draw)
+    true_count = _expected_count(p[np.clip(true_host, 0, range_max - 1)], k, tries)
+    sampled_count = _expected_count(p[sampled], k, tries)
+    to_dev = ctx.device.to_device
+    return (
+        to_dev(sampled.astype(np.int64)),
+        to_dev(true_count.astype(np.float32)),
+        to_dev(sampled_count.astype(np.float32)),
+    )
+
+
+def fixed_unigram_candidate_sampler(
+    true_classes: Any,
+    num_true: int,
+    num_sampled: int,
+    unique: bool,
+    range_max: int,
+    vocab_file: str = "",
+    distortion: float = 1.0,
+    num_reserved_ids: int = 0,
+    num_shards: int = 1,
+    shard: int = 0,
+    unigrams: Any = (),
+    seed: int | None = None,
+    name: str | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """TF1's: sample ``num_sampled`` classes of [0, range_max) with P(c) ∝ count(c) ^
+    ``distortion``, the counts from ``unigrams`` or ``vocab_file`` (a line per class, the count
+    its last comma-separated field), after ``num_reserved_ids`` classes of count 0; returns
+    ``(sampled_candidates, true_expected_count, sampled_expected_count)`` as
+    ``log_uniform_candidate_sampler`` does. Sharded vocabularies are not supported."""
+    num_true, num_sampled, range_max = int(num_true), int(num_sampled), int(range_max)
+    fn = "fixed_unigram_candidate_sampler"
+    if num_true < 1 or num_sampled < 1 or range_max < 1:
+        raise InvalidArgumentError(f"{fn}: num_true, num_sampled and range_max must be positive")
+    if int(num_shards) != 1 or int(shard) != 0:
+        raise UnimplementedError(f"{fn}: num_shards/shard (a sharded vocabulary) are not supported")
+    if vocab_file and len(unigrams):
+        raise InvalidArgumentError(f"{fn}: give vocab_file or unigrams, not both")
+    if vocab_file:
+        with open(vocab_file, encoding="utf-8") as f:
+            counts = [float(line.rsplit(",", 1)[-1]) for line in f if line.strip()]
+    else:
+        counts = [float(c) for c in unigrams]
+    w = np.concatenate([np.zeros(int(num_reserved_ids)), np.asarray(counts, np.float64)])
+    if w.size != range_max:
+        raise InvalidArgumentError(
+            f"{fn}: {int(num_reserved_ids)} reserved ids and {len(counts)} unigrams make "
+            f"{w.size} classes; range_max is {range_max}"
+        )
+    if (w < 0).any() or not w.sum() > 0:
+        raise InvalidArgumentError(f"{fn}: the unigram counts must be >= 0, some > 0")
+    w = w ** float(distortion)
+    w[: int(num_reserved_ids)] = 0.0
+    probs = w / w.sum()
+    if unique and num_sampled > int((probs > 0).sum()):
+        raise InvalidArgumentError(
+            f"{fn}: cannot draw {num_sampled} unique candidates from {int((probs > 0).sum())} "
+            "classes of nonzero count"
+        )
+    attrs = {
+        "num_true": num_true,
+        "num_sampled": num_sampled,
+        "unique": bool(unique),
+        "range_max": range_max,
+        "probs": probs,
+        "seed": seed,
+    }
+    t = convert_to_tensor(true_classes)
+    if t.dtype != _dt.int64:
+        from .array import cast
+
+        t = cast(t, _dt.int64)
+    out = apply("FixedUnigramCandidateSampler", [t], attrs, name or fn)
     return tuple(out)
 
 
