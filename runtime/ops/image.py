@@ -635,6 +635,121 @@ def grayscale_to_rgb(images: Any, name: str | None = None) -> Tensor:
     return _manip.concat([x, x, x], -1, name=name or "grayscale_to_rgb")
 
 
+# ---- HSV: TF's RGBToHSV / HSVToRGB kernels, hue and saturation ---------------------------------
+
+RGBToHSV = defop("RGBToHSV", differentiable=False)
+HSVToRGB = defop("HSVToRGB", differentiable=False)
+
+
+def _hsv_shape(op):
+    x = op.inputs[0]
+    if x.shape.ndims is not None and x.shape.as_list()[-1] not in (None, 3):
+        raise InvalidArgumentError(f"{op.type} {op.name!r}: last axis must be 3, got {x.shape}")
+    return [(x.shape, x.dtype)]
+
+
+RGBToHSV.shape(_hsv_shape)
+HSVToRGB.shape(_hsv_shape)
+
+
+@RGBToHSV.kernel("cpu", "gpu", dtypes=(_dt.float16, _dt.float32, _dt.float64))
+def _rgb_to_hsv(ctx, rgb):
+    """TF's kernel: V = max, S = range / V (0 where V is 0), H from the channel that is the
+    max, in [0, 1) (0 where the range is 0)."""
+    xp = ctx.xp
+    r, g, b = rgb[..., 0], rgb[..., 1], rgb[..., 2]
+    v = xp.maximum(xp.maximum(r, g), b)
+    rng_ = v - xp.minimum(xp.minimum(r, g), b)
+    s = xp.where(v > 0, rng_ / xp.where(v > 0, v, 1), 0)
+    safe = xp.where(rng_ > 0, rng_, 1)
+    h = xp.where(
+        r == v, (g - b) / safe, xp.where(g == v, 2.0 + (b - r) / safe, 4.0 + (r - g) / safe)
+    )
+    h = h / 6.0
+    h = xp.where(h < 0, h + 1.0, h)
+    h = xp.where(rng_ > 0, h, 0)
+    return xp.stack([h, s, v], axis=-1).astype(rgb.dtype, copy=False)
+
+
+@HSVToRGB.kernel("cpu", "gpu", dtypes=(_dt.float16, _dt.float32, _dt.float64))
+def _hsv_to_rgb(ctx, hsv):
+    """TF's kernel: six sectors of the hue circle, chroma = V S."""
+    xp = ctx.xp
+    h, s, v = hsv[..., 0], hsv[..., 1], hsv[..., 2]
+    c = s * v
+    m = v - c
+    dh = h * 6.0
+    x = c * (1 - xp.abs(xp.fmod(dh, 2.0) - 1))
+    zero = xp.zeros_like(c)
+    sector = xp.floor(dh).astype(np.int64) % 6
+    rs = xp.choose(sector, [c, x, zero, zero, x, c])
+    gs = xp.choose(sector, [x, c, c, x, zero, zero])
+    bs = xp.choose(sector, [zero, zero, x, c, c, x])
+    return xp.stack([rs + m, gs + m, bs + m], axis=-1).astype(hsv.dtype, copy=False)
+
+
+def rgb_to_hsv(images: Any, name: str | None = None) -> Tensor:
+    """RGB in [0, 1] to hue, saturation and value in [0, 1] (TF1's; float images)."""
+    return apply("RGBToHSV", [convert_to_tensor(images)], {}, name or "RGBToHSV")
+
+
+def hsv_to_rgb(images: Any, name: str | None = None) -> Tensor:
+    """Hue, saturation and value in [0, 1] back to RGB (TF1's; float images)."""
+    return apply("HSVToRGB", [convert_to_tensor(images)], {}, name or "HSVToRGB")
+
+
+def adjust_hue(image: Any, delta: Any, name: str | None = None) -> Tensor:
+    """The hue turned by ``delta`` in [-1, 1] (a fraction of the circle), as TF1's: through
+    HSV in float, integer images converted and back."""
+    if not isinstance(delta, Tensor) and not -1.0 <= float(delta) <= 1.0:
+        raise ValueError(f"adjust_hue: delta must be in [-1, 1], got {delta}")
+
+    def body(x):
+        hsv = rgb_to_hsv(x)
+        lead = [0] * (x.shape.ndims - 1)
+        rest = [-1] * (x.shape.ndims - 1)
+        h = _manip.slice_(hsv, lead + [0], rest + [1])
+        sv = _manip.slice_(hsv, lead + [1], rest + [2])
+        h = _math.floormod(h + _math_cast(delta, h), _math_cast(1.0, h))
+        return hsv_to_rgb(_manip.concat([h, sv], -1))
+
+    return _in_float(name or "adjust_hue", image, body)
+
+
+def adjust_saturation(image: Any, saturation_factor: Any, name: str | None = None) -> Tensor:
+    """The saturation times ``saturation_factor``, clipped to [0, 1], as TF1's (through HSV)."""
+
+    def body(x):
+        hsv = rgb_to_hsv(x)
+        lead = [0] * (x.shape.ndims - 1)
+        rest = [-1] * (x.shape.ndims - 1)
+        h = _manip.slice_(hsv, lead + [0], rest + [1])
+        s = _manip.slice_(hsv, lead + [1], rest + [1])
+        v = _manip.slice_(hsv, lead + [2], rest + [1])
+        s = _math.minimum(_math.maximum(s * _math_cast(saturation_factor, s), 0.0), 1.0)
+        return hsv_to_rgb(_manip.concat([h, s, v], -1))
+
+    return _in_float(name or "adjust_saturation", image, body)
+
+
+def random_hue(image: Any, max_delta: float, seed: Any = None) -> Tensor:
+    """adjust_hue by a delta uniform in [-max_delta, max_delta] (max_delta in [0, 0.5])."""
+    if not 0.0 <= float(max_delta) <= 0.5:
+        raise ValueError(f"random_hue: max_delta must be in [0, 0.5], got {max_delta}")
+    delta = _random.random_uniform([], -float(max_delta), float(max_delta), seed=seed)
+    return adjust_hue(image, delta)
+
+
+def random_saturation(image: Any, lower: float, upper: float, seed: Any = None) -> Tensor:
+    """adjust_saturation by a factor uniform in [lower, upper)."""
+    if upper <= lower:
+        raise ValueError("random_saturation: upper must be > lower")
+    if lower < 0:
+        raise ValueError("random_saturation: lower must be non-negative")
+    factor = _random.random_uniform([], float(lower), float(upper), seed=seed)
+    return adjust_saturation(image, factor)
+
+
 def adjust_gamma(image: Any, gamma: float = 1, gain: float = 1) -> Tensor:
     """``gain * image ** gamma`` (in float for integer images); gamma must be non-negative."""
     if not isinstance(gamma, Tensor) and gamma < 0:
@@ -665,12 +780,15 @@ __all__ = [
     "adjust_brightness",
     "adjust_contrast",
     "adjust_gamma",
+    "adjust_hue",
+    "adjust_saturation",
     "central_crop",
     "convert_image_dtype",
     "crop_to_bounding_box",
     "flip_left_right",
     "flip_up_down",
     "grayscale_to_rgb",
+    "hsv_to_rgb",
     "pad_to_bounding_box",
     "per_image_standardization",
     "random_brightness",
@@ -678,6 +796,8 @@ __all__ = [
     "random_crop",
     "random_flip_left_right",
     "random_flip_up_down",
+    "random_hue",
+    "random_saturation",
     "resize",
     "resize_area",
     "resize_bilinear",
@@ -687,6 +807,7 @@ __all__ = [
     "resize_with_crop_or_pad",
     "ResizeMethod",
     "rgb_to_grayscale",
+    "rgb_to_hsv",
     "rot90",
     "total_variation",
     "transpose",
