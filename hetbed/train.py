@@ -102,6 +102,38 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
     return path
 
 
+def checkpoints_iterator(
+    checkpoint_dir: str,
+    min_interval_secs: float = 0,
+    timeout: float | None = None,
+    timeout_fn: Any = None,
+) -> Any:
+    """TF1's: yields each new latest checkpoint of ``checkpoint_dir`` as it appears (an
+    evaluation loop), waiting at least ``min_interval_secs`` between them; after ``timeout``
+    seconds without a new one it ends, or asks ``timeout_fn()`` whether to (True: end)."""
+    import time
+
+    last = None
+    while True:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        path = latest_checkpoint(checkpoint_dir)
+        while path is None or path == last:
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            time.sleep(0.1 if timeout is None else min(0.1, max(timeout, 0.01)))
+            path = latest_checkpoint(checkpoint_dir)
+        if path is None or path == last:
+            if timeout_fn is None or timeout_fn():
+                return
+            continue
+        start = time.monotonic()
+        last = path
+        yield path
+        wait = min_interval_secs - (time.monotonic() - start)
+        if wait > 0:
+            time.sleep(wait)
+
+
 def NewCheckpointReader(filepattern: str) -> CheckpointReader:  # noqa: N802 (TF1's name)
     """TF1's ``tf.train.NewCheckpointReader``: a ``CheckpointReader`` of ``filepattern``."""
     return CheckpointReader(filepattern)
@@ -180,6 +212,7 @@ __all__ = [
     "polynomial_decay",
     "update_checkpoint_state",
     "write_graph",
+    "checkpoints_iterator",
 ]
 
 # ---- WP5: string tensors and file readers ----

@@ -282,6 +282,27 @@ class BaseSession:
         return ctx
 
     # ---- running -------------------------------------------------------------------------
+    def make_callable(
+        self, fetches: Any, feed_list: Any = None, accept_options: bool = False
+    ) -> Callable:
+        """TF1's: a function of the values of ``feed_list`` (in its order) that runs
+        ``fetches`` (``options=``/``run_metadata=`` keywords with ``accept_options``)."""
+        feeds = list(feed_list or [])
+
+        def call(*values: Any, options: Any = None, run_metadata: Any = None) -> Any:
+            if len(values) != len(feeds):
+                raise TypeError(f"this callable takes {len(feeds)} feed values, got {len(values)}")
+            if not accept_options and (options is not None or run_metadata is not None):
+                raise TypeError("make_callable(accept_options=False): no options or run_metadata")
+            return self.run(fetches, dict(zip(feeds, values)), options, run_metadata)
+
+        return call
+
+    @property
+    def graph_def(self) -> Any:
+        """The session's graph as TensorFlow's ``GraphDef`` proto (``Graph.as_graph_def``)."""
+        return self.graph.as_graph_def()
+
     def run(
         self,
         fetches: Any,
@@ -517,14 +538,6 @@ class BaseSession:
                     d.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
-
-
-def _graph_def(self: Any) -> Any:
-    """The session's graph as TensorFlow's ``GraphDef`` proto (``Graph.as_graph_def``)."""
-    return self.graph.as_graph_def()
-
-
-BaseSession.graph_def = property(_graph_def)  # type: ignore[attr-defined]
 
 
 class Session(BaseSession):

@@ -472,3 +472,25 @@ def test_hsv_conversions_hue_and_saturation():
     assert hue_u8.dtype == np.uint8 and (hue_u8 == 128).all()  # (gray has no hue to turn)
     with pytest.raises(ValueError, match="max_delta must be in"):
         tf.image.random_hue(x, 0.7)
+
+
+def test_make_callable_export_meta_graph_and_checkpoints_iterator(tmp_path):
+    a = tf.placeholder(tf.float32, [])
+    b = tf.placeholder(tf.float32, [])
+    w = tf.Variable(2.0, name="w")
+    with tf.Session() as s:
+        s.run(w.initializer)
+        f = s.make_callable([a * b + w, w], [a, b])
+        assert f(3.0, 4.0) == [14.0, 2.0]
+        with pytest.raises(TypeError, match="takes 2 feed values"):
+            f(1.0)
+        saver = tf.train.Saver()
+        doc = saver.export_meta_graph(str(tmp_path / "g.meta"))
+        assert os.path.getsize(tmp_path / "g.meta") > 0 and "w" in str(doc)
+        seen = []
+        it = tf.train.checkpoints_iterator(str(tmp_path), timeout=0.3)
+        saver.save(s, str(tmp_path / "m"), global_step=1)
+        seen.append(next(it))
+        saver.save(s, str(tmp_path / "m"), global_step=2)
+        seen += list(it)  # (the second, then nothing new within 0.3 s: the end)
+    assert [os.path.basename(p) for p in seen] == ["m-1", "m-2"]

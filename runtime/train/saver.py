@@ -211,6 +211,11 @@ class Saver:
         if self._items:
             sess.run(self._restore_op, feeds)
 
+    def export_meta_graph(self, filename: str | None = None, **kwargs: Any) -> dict:
+        """TF1's ``Saver.export_meta_graph``: ``export_meta_graph`` of this Saver's graph."""
+        kwargs.setdefault("graph", self._graph)
+        return export_meta_graph(filename, **kwargs)
+
     def as_saver_def(self) -> dict:
         return {
             "restore_op_name": self._restore_op.name,
