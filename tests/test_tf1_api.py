@@ -494,3 +494,30 @@ def test_make_callable_export_meta_graph_and_checkpoints_iterator(tmp_path):
         saver.save(s, str(tmp_path / "m"), global_step=2)
         seen += list(it)  # (the second, then nothing new within 0.3 s: the end)
     assert [os.path.basename(p) for p in seen] == ["m-1", "m-2"]
+
+
+def test_feedable_iterator_switches_between_datasets_by_handle():
+    """TF1's train/validation switch: a one-shot training iterator and an initializable
+    validation one, read through from_string_handle by the handle fed (same sequence as
+    TensorFlow 2.21: 0 2 4 | 0 -1 -2 | end | 6 | 0)."""
+    train = tf.data.Dataset.range(100).map(lambda x: x * 2).repeat()
+    val = tf.data.Dataset.range(3).map(lambda x: -x)
+    handle = tf.placeholder(tf.string, shape=[])
+    it = tf.data.Iterator.from_string_handle(
+        handle, tf.data.get_output_types(train), tf.data.get_output_shapes(train)
+    )
+    nxt = it.get_next()
+    train_it = train.make_one_shot_iterator()
+    val_it = val.make_initializable_iterator()
+    with tf.Session() as s:
+        th, vh = s.run([train_it.string_handle(), val_it.string_handle()])
+        with pytest.raises(tf.errors.FailedPreconditionError, match="not been initialized"):
+            s.run(nxt, {handle: vh})
+        assert [int(s.run(nxt, {handle: th})) for _ in range(3)] == [0, 2, 4]
+        s.run(val_it.initializer)
+        assert [int(s.run(nxt, {handle: vh})) for _ in range(3)] == [0, -1, -2]
+        with pytest.raises(tf.errors.OutOfRangeError):
+            s.run(nxt, {handle: vh})
+        assert int(s.run(nxt, {handle: th})) == 6
+        with pytest.raises(tf.errors.InvalidArgumentError, match="not an iterator handle"):
+            s.run(nxt, {handle: b"nonsense"})

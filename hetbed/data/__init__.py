@@ -15,7 +15,8 @@ Sources are numpy values, or graph tensors (``from_tensor_slices``, ``from_tenso
 ``TextLineDataset``): a dataset *captures* them, and their values are read when the iterator
 starts: the ``initializer`` of an initializable iterator (feed the placeholders there, TF1's way
 of feeding numpy data), or the first ``get_next`` of a one-shot one. ``Iterator.from_structure``
-makes a reinitializable iterator (``make_initializer(dataset)``). ``flat_map`` and
+makes a reinitializable iterator (``make_initializer(dataset)``); ``Iterator.from_string_handle``
+a feedable one, whose ``get_next`` reads the iterator whose ``string_handle()`` is fed. ``flat_map`` and
 ``interleave`` functions are traced once like ``map``'s, and the dataset they return is read
 per element with its captured tensors evaluated by a private session.
 
@@ -40,9 +41,21 @@ __all__ = [
     "TFRecordDataset",
     "TextLineDataset",
     "experimental",
+    "get_output_shapes",
+    "get_output_types",
     "make_initializable_iterator",
     "make_one_shot_iterator",
 ]
+
+
+def get_output_types(dataset_or_iterator: Dataset | Iterator) -> object:
+    """TF1's ``tf.data.get_output_types``: the element's dtypes, in its nest."""
+    return dataset_or_iterator.output_types
+
+
+def get_output_shapes(dataset_or_iterator: Dataset | Iterator) -> object:
+    """TF1's ``tf.data.get_output_shapes``: the element's static shapes, in its nest."""
+    return dataset_or_iterator.output_shapes
 
 
 # ---- tf.data.experimental ------------------------------------------------------------------

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from hetbed.runtime import dtypes as _dt
 from hetbed.runtime.errors import FailedPreconditionError
 from hetbed.runtime.graph import TensorShape, get_default_graph
@@ -99,6 +101,31 @@ class Iterator:
         shape_of = Dataset(_map_nest(lambda _: None, output_types), types, shapes, make)
         return Iterator(shape_of, one_shot=False, shared_name=shared_name)
 
+    def string_handle(self, name: str | None = None) -> Any:
+        """A string tensor naming this iterator, to feed a ``from_string_handle`` iterator's
+        handle placeholder (TF1's train/validation switch)."""
+        from hetbed.runtime.ops.array import constant
+        from hetbed.runtime.ops.iterator import make_handle
+
+        with self.graph.as_default():
+            return constant(
+                np.array(make_handle(self.name, self._index, self._one_shot), dtype=object),
+                dtype=_dt.string,
+                name=name or self.name + "/string_handle",
+            )
+
+    @staticmethod
+    def from_string_handle(
+        string_handle: Any,
+        output_types: Any,
+        output_shapes: Any = None,
+        output_classes: Any = None,
+    ) -> Any:
+        """An iterator whose ``get_next`` reads the iterator the fed ``string_handle`` names
+        (TF1's feedable iterator); its elements have ``output_types`` and ``output_shapes``."""
+        shaped = Iterator.from_structure(output_types, output_shapes)
+        return _FeedableIterator(shaped, string_handle)
+
     def get_next(self, name: str | None = None) -> Any:
         """The next element, as tensors in the dataset's nest; running them past the end
         raises ``OutOfRangeError``."""
@@ -115,6 +142,33 @@ class Iterator:
             "IteratorGetNext", ins, attrs, name=name or "IteratorGetNext", graph=self.graph
         )
         return _pack(self._ds._structure, list(op.outputs))
+
+
+class _FeedableIterator:
+    """``Iterator.from_string_handle``'s iterator: ``get_next`` takes the handle tensor."""
+
+    def __init__(self, shaped: Iterator, handle: Any):
+        self._shaped = shaped
+        self._handle = handle
+        self.graph = shaped.graph
+
+    output_types = property(lambda self: self._shaped.output_types)
+    output_shapes = property(lambda self: self._shaped.output_shapes)
+
+    def get_next(self, name: str | None = None) -> Any:
+        ds = self._shaped._ds
+        attrs = {
+            "output_types": [t.name for t in ds._types],
+            "output_shapes": [s.as_list() if s.ndims is not None else None for s in ds._shapes],
+        }
+        op = apply_op(
+            "IteratorGetNextFromHandle",
+            [self._handle],
+            attrs,
+            name=name or "IteratorGetNext",
+            graph=self.graph,
+        )
+        return _pack(ds._structure, list(op.outputs))
 
 
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:

@@ -127,3 +127,72 @@ def _get_next(ctx, *captured):
             )
         out.append(ctx.device.to_device(a))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+# ---- feedable iterators: a string handle names the iterator a get_next reads -----------------
+
+#: what a handle string starts with (``Iterator.string_handle``)
+HANDLE_PREFIX = "hetbed-iterator"
+
+
+def make_handle(name: str, dataset: int, one_shot: bool) -> bytes:
+    """The handle of iterator ``name`` (its dataset's index, whether it starts itself)."""
+    return f"{HANDLE_PREFIX}:{int(one_shot)}:{int(dataset)}:{name}".encode()
+
+
+IteratorGetNextFromHandle = defop(
+    "IteratorGetNextFromHandle", stateful=True, differentiable=False, cost=_no_cost
+)
+IteratorGetNextFromHandle.shape(_get_next_shape)
+
+
+@IteratorGetNextFromHandle.kernel("cpu")
+def _get_next_from_handle(ctx, handle):
+    """The next element of the iterator the fed ``handle`` names (TF1's feedable iterator,
+    ``Iterator.from_string_handle``); the types and shapes must be this op's."""
+    raw = handle.item() if isinstance(handle, np.ndarray) else handle
+    raw = raw.decode() if isinstance(raw, bytes) else str(raw)
+    parts = raw.split(":", 3)
+    if len(parts) != 4 or parts[0] != HANDLE_PREFIX:
+        raise InvalidArgumentError(
+            f"{ctx.op.type} {ctx.op.name}: {raw[:60]!r} is not an iterator handle (run an "
+            "iterator's string_handle() to get one)",
+            ctx.op,
+        )
+    one_shot, index, name = parts[1] == "1", int(parts[2]), parts[3]
+    st = ctx.resources.get("iterator:" + name)
+    if st is None:
+        st = ctx.resources["iterator:" + name] = _State()
+    if st.it is None:
+        if not one_shot:
+            raise FailedPreconditionError(
+                f"{ctx.op.type} {ctx.op.name}: the iterator {name!r} has not been initialized; "
+                "run its initializer first",
+                ctx.op,
+            )
+        try:
+            ds = _DATASETS[ctx.op.graph][index]
+        except (KeyError, IndexError):
+            raise FailedPreconditionError(
+                f"{ctx.op.type} {ctx.op.name}: the iterator {name!r} is not of this graph",
+                ctx.op,
+            ) from None
+        if ds._captures:
+            raise FailedPreconditionError(
+                f"{ctx.op.type} {ctx.op.name}: the one-shot iterator {name!r} reads graph "
+                "tensors; start it with its own get_next (or make it initializable)",
+                ctx.op,
+            )
+        st.it = iter(ds._elements({}))
+    return _get_next(_Handled(ctx, name, one_shot))
+
+
+class _Handled:
+    """``ctx`` as ``_get_next`` sees it for the iterator a handle names."""
+
+    def __init__(self, ctx: Any, name: str, one_shot: bool):
+        self._ctx = ctx
+        self.attrs = dict(ctx.attrs, iterator=name, one_shot=one_shot)
+
+    def __getattr__(self, key: str) -> Any:
+        return getattr(self._ctx, key)
