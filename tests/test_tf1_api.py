@@ -521,3 +521,33 @@ def test_feedable_iterator_switches_between_datasets_by_handle():
         assert int(s.run(nxt, {handle: th})) == 6
         with pytest.raises(tf.errors.InvalidArgumentError, match="not an iterator handle"):
             s.run(nxt, {handle: b"nonsense"})
+
+
+def test_init_from_checkpoint_maps_tensors_and_scopes(tmp_path):
+    """A scope to a scope, a tensor to a Variable or to a variable's name (the values
+    TensorFlow 2.21 gives on the same script); what the checkpoint or the graph lacks, and a
+    shape that differs, are refused."""
+    with tf.Graph().as_default():
+        with tf.variable_scope("old"):
+            tf.get_variable("a", initializer=np.float32([1.0, 2.0]))
+            tf.get_variable("b", initializer=np.float32(3.0))
+        tf.get_variable("c", initializer=np.float32(4.0))
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            path = tf.train.Saver().save(s, str(tmp_path / "m"))
+    with tf.variable_scope("new"):
+        a = tf.get_variable("a", [2])
+        b = tf.get_variable("b", [])
+    x = tf.get_variable("x", [])
+    y = tf.get_variable("y", [])
+    tf.train.init_from_checkpoint(str(tmp_path), {"old/": "new/", "c": x})
+    tf.train.init_from_checkpoint(path, {"old/b": "y"})
+    got = _run([a, b, x, y])
+    assert got[0].tolist() == [1.0, 2.0] and got[1:] == [3.0, 4.0, 3.0]
+    for bad, msg in (
+        ({"nope": "x"}, "tensor 'nope' is not in"),
+        ({"c": "new/zz"}, "no variable of the graph"),
+        ({"old/a": "x"}, r"has shape \(\), the checkpoint's 'old/a' \[2\]"),
+    ):
+        with pytest.raises(ValueError, match=msg):
+            tf.train.init_from_checkpoint(path, bad)

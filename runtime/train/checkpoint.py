@@ -386,6 +386,63 @@ def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     return np.array(load_checkpoint(ckpt_dir_or_file).get_tensor(name))
 
 
+def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: Any) -> None:
+    """TF1's ``tf.train.init_from_checkpoint``: the variables ``assignment_map`` names start
+    from a checkpoint's values (their initializers are replaced; run them, e.g.
+    ``global_variables_initializer()``, after this call). Each entry maps a tensor of the
+    checkpoint to a variable (a ``Variable`` or its name), or a scope to a scope,
+    ``"ckpt_scope/": "scope/"`` (every variable under ``scope`` from the tensor of the same
+    name under ``ckpt_scope``; ``"/"`` is the root on either side). Raises ValueError naming a
+    tensor the checkpoint lacks, a variable the graph lacks or shapes that differ."""
+    from ..graph import GraphKeys, get_default_graph
+    from ..ops.array import constant
+    from ..ops.state import assign
+    from ..variables import Variable
+
+    reader = load_checkpoint(ckpt_dir_or_file)
+    shapes = reader.get_variable_to_shape_map()
+    g = get_default_graph()
+    store: dict[str, Variable] = {}
+    for key in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.LOCAL_VARIABLES):
+        for v in g.get_collection(key):
+            if isinstance(v, Variable):
+                store.setdefault(v.op.name, v)
+
+    def start_from(var: Variable, tensor: str) -> None:
+        if tensor not in shapes:
+            raise ValueError(
+                f"init_from_checkpoint: tensor {tensor!r} is not in {ckpt_dir_or_file}"
+            )
+        if not var.shape.is_compatible_with(shapes[tensor]):
+            raise ValueError(
+                f"init_from_checkpoint: variable {var.op.name} has shape {var.shape}, the "
+                f"checkpoint's {tensor!r} {list(shapes[tensor])}"
+            )
+        value = np.asarray(reader.get_tensor(tensor)).astype(var.dtype.np, copy=False)
+        with g.control_dependencies(None), g.colocate_with(var._ref.op):
+            var._initializer_op = assign(
+                var._ref, constant(value), name=var.op.name + "/init_from_checkpoint"
+            ).op
+
+    items = assignment_map.items() if isinstance(assignment_map, dict) else assignment_map
+    for tensor, current in sorted(items, key=lambda kv: str(kv[0])):
+        if isinstance(current, Variable) or (isinstance(current, str) and current in store):
+            start_from(current if isinstance(current, Variable) else store[current], tensor)
+            continue
+        if not isinstance(current, str) or not (current.endswith("/") and tensor.endswith("/")):
+            raise ValueError(
+                f"init_from_checkpoint: {current!r} is no variable of the graph; a scope maps "
+                f"to a scope, both ending with '/' ({tensor!r}: {current!r})"
+            )
+        scope = "" if current == "/" else current
+        prefix = "" if tensor == "/" else tensor
+        under = sorted(n for n in store if n.startswith(scope))
+        if not under:
+            raise ValueError(f"init_from_checkpoint: no variable of the graph is under {current!r}")
+        for name in under:
+            start_from(store[name], prefix + name[len(scope) :])
+
+
 # ---- recovery at start-up -------------------------------------------------------------------------
 
 _STEP_RE = re.compile(r"-(\d+)\Z")
