@@ -843,9 +843,6 @@ def __getattr__(name: str) -> _Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-compat.v1 = _types.ModuleType("_placeholder")  # (this module: set by _aliases below)
-
-
 def _importable(ns: _types.ModuleType) -> None:
     """Register ``ns`` and the namespaces under it in ``sys.modules``, so that TF1's import forms
     work with the package renamed: ``from hetbed.compat.v1.contrib import rnn`` for ``from
