@@ -281,11 +281,16 @@ def make_cluster(tmp_path):
         c.close()
 
 
-def test_sync_training_with_a_backup_worker_survives_a_killed_worker(make_cluster):
+def test_sync_training_with_a_backup_worker_survives_a_killed_worker(make_cluster, tmp_path):
     """2 of 3 sync replicas aggregate: after worker 2 is SIGKILLed the other two reach the last
-    global step and exit 0, no step of theirs failing."""
+    global step and exit 0, no step of theirs failing. (Training starts once all three have
+    their sessions: on a loaded machine the chief, contributing twice a step, could otherwise
+    finish before a slow worker 1 has connected, and that one then finds the chief gone.)"""
     last = 25
-    c = make_cluster(SYNC, [str(last), "2", "3", "20000", "-", "20"], num_workers=3)
+    go = tmp_path / "go"
+    c = make_cluster(SYNC, [str(last), "2", "3", "20000", "-", "20", str(go)], num_workers=3)
+    c.wait_for(lambda: all("start" in c.log(f"worker{i}") for i in range(3)), "all up", 30)
+    go.write_text("")
     c.wait_for(lambda: max(c.steps("worker0"), default=0) >= 4, "global step 4", 20)
     c.kill("worker2")
     killed_at = max(c.steps("worker0"))
