@@ -38,7 +38,7 @@ from . import edit_distance, hashing  # noqa: F401, E402
 
 # ---- image files ----
 # isort: split
-from . import image_codecs  # noqa: F401, E402
+from . import image_boxes, image_codecs  # noqa: F401, E402
 
 # ---- sparse gradients across replicas ----
 # isort: split
