@@ -21,22 +21,23 @@ a feedable one, whose ``get_next`` reads the iterator whose ``string_handle()`` 
 per element with its captured tensors evaluated by a private session.
 
 The modules of the package: ``elements`` (nests of arrays and the graph tensors a dataset
-reads), ``dataset`` (``Dataset``, its sources and transformations), ``iterator``
+reads), ``experimental`` (tf.data.experimental's transformations and mixes), ``dataset`` (``Dataset``, its sources and transformations), ``iterator``
 (``Iterator`` and the ops that start and read it), ``readers`` (``TextLineDataset``,
-``TFRecordDataset``).
+``TFRecordDataset``, ``FixedLengthRecordDataset``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
+from . import experimental
 from .dataset import Dataset
+from .experimental import AUTOTUNE
 from .iterator import Iterator, make_initializable_iterator, make_one_shot_iterator
-from .readers import TextLineDataset, TFRecordDataset
+from .readers import FixedLengthRecordDataset, TextLineDataset, TFRecordDataset
 
 __all__ = [
     "AUTOTUNE",
     "Dataset",
+    "FixedLengthRecordDataset",
     "Iterator",
     "TFRecordDataset",
     "TextLineDataset",
@@ -56,20 +57,3 @@ def get_output_types(dataset_or_iterator: Dataset | Iterator) -> object:
 def get_output_shapes(dataset_or_iterator: Dataset | Iterator) -> object:
     """TF1's ``tf.data.get_output_shapes``: the element's static shapes, in its nest."""
     return dataset_or_iterator.output_shapes
-
-
-# ---- tf.data.experimental ------------------------------------------------------------------
-
-#: TF's "choose for me" for buffer sizes and parallelism (hetbed makes elements when asked)
-AUTOTUNE = -1
-
-
-class experimental:  # noqa: N801 - TF's module name
-    """TF1's ``tf.data.experimental`` (the parts hetbed has)."""
-
-    AUTOTUNE = AUTOTUNE
-
-    @staticmethod
-    def unbatch() -> Callable[[Dataset], Dataset]:
-        """For ``dataset.apply``: each element split along its first dimension."""
-        return lambda ds: ds.unbatch()

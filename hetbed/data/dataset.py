@@ -349,12 +349,7 @@ class Dataset:
                 "Dataset.concatenate: the datasets' elements differ: "
                 f"{[t.name for t in self._types]} and {[t.name for t in dataset._types]}"
             )
-        shapes = []
-        for a, b in zip(self._shapes, dataset._shapes):
-            if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
-                shapes.append(TensorShape(None))
-            else:
-                shapes.append(TensorShape(x if x == y else None for x, y in zip(a.dims, b.dims)))
+        shapes = common_shapes(self._shapes, dataset._shapes)
 
         def make(env: dict) -> Any:
             yield from self._elements(env)
@@ -363,6 +358,18 @@ class Dataset:
         return Dataset(
             self._structure, self._types, shapes, make, self._captures + dataset._captures
         )
+
+    def enumerate(self, start: int = 0) -> Dataset:
+        """Each element with its position, ``(index, element)``, the index an int64 counted
+        from ``start``."""
+        first = int(start)
+
+        def make(env: dict) -> Any:
+            return ([np.int64(i), *el] for i, el in enumerate(self._elements(env), first))
+
+        types = [_dt.int64, *self._types]
+        shapes = [TensorShape([]), *self._shapes]
+        return Dataset((None, self._structure), types, shapes, make, self._captures)
 
     def shard(self, num_shards: int, index: int) -> Dataset:
         """Every ``num_shards``-th element from the ``index``-th (worker ``index`` of
@@ -513,6 +520,18 @@ class Dataset:
         from .iterator import Iterator
 
         return Iterator(self, one_shot=False, shared_name=shared_name)
+
+
+def common_shapes(a: list, b: list) -> list:
+    """Each component's shape as two datasets' elements have it in common: a dimension they
+    disagree on is unknown, and so is the rank where theirs differ."""
+    out = []
+    for x, y in zip(a, b):
+        if x.ndims is None or y.ndims is None or x.ndims != y.ndims:
+            out.append(TensorShape(None))
+        else:
+            out.append(TensorShape(i if i == j else None for i, j in zip(x.dims, y.dims)))
+    return out
 
 
 def _pad(comp: tuple, shape: Any, value: Any, dtype: Any, i: int) -> np.ndarray:

@@ -1,14 +1,16 @@
-"""Datasets that read files: ``TextLineDataset`` (lines of text files) and ``TFRecordDataset``
-(records of TFRecord files); the file names are numpy values or a string tensor, and the files
+"""Datasets that read files: ``TextLineDataset`` (lines of text files), ``TFRecordDataset``
+(records of TFRecord files) and ``FixedLengthRecordDataset`` (records of one length); the file names are numpy values or a string tensor, and the files
 are read when the dataset is iterated."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 
 from hetbed.runtime import dtypes as _dt
+from hetbed.runtime.errors import InvalidArgumentError
 from hetbed.runtime.graph import Tensor
 
 from .dataset import Dataset
@@ -67,5 +69,51 @@ def TFRecordDataset(  # noqa: N802 - TF's class name
             for path in names
             for r in tf_record_iterator(os.fspath(path))
         )
+
+    return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])
+
+
+def FixedLengthRecordDataset(  # noqa: N802 - TF's class name
+    filenames: Any,
+    record_bytes: int,
+    header_bytes: int | None = None,
+    footer_bytes: int | None = None,
+    buffer_size: Any = None,
+    compression_type: Any = None,
+    num_parallel_reads: Any = None,
+) -> Dataset:
+    """The ``record_bytes``-long records of the files ``filenames`` (CIFAR-10's binary batches,
+    say), after each file's ``header_bytes`` and before its ``footer_bytes``, as scalar strings
+    (``decode_raw`` them). A file whose body is not a whole number of records fails naming the
+    file and its lengths, as TF's reader does."""
+    if compression_type:
+        raise ValueError(
+            f"FixedLengthRecordDataset: compression {compression_type!r} is not supported"
+        )
+    rec, head, foot = int(record_bytes), int(header_bytes or 0), int(footer_bytes or 0)
+    if rec <= 0 or head < 0 or foot < 0:
+        raise InvalidArgumentError(
+            "FixedLengthRecordDataset: record_bytes must be positive and header_bytes and "
+            f"footer_bytes not negative, got {rec}, {head}, {foot}"
+        )
+    given = _to_array(filenames, "FixedLengthRecordDataset", capture=True)
+
+    def records(path: str) -> Any:
+        body = os.path.getsize(path) - head - foot
+        if body < 0 or body % rec:
+            raise InvalidArgumentError(
+                f"FixedLengthRecordDataset: excluding the header ({head} bytes) and footer "
+                f"({foot} bytes), input file {path!r} has body length {body} bytes, which is "
+                f"not an exact multiple of the record length ({rec} bytes)"
+            )
+        with open(path, "rb") as f:
+            f.seek(head)
+            for _ in range(body // rec):
+                yield [np.array(f.read(rec), dtype=object)]
+
+    def make(env: dict) -> Any:
+        (value,) = _bound([given], env)
+        names = [os.fsdecode(n) for n in np.asarray(value, dtype=object).ravel()]
+        return (r for path in names for r in records(path))
 
     return Dataset(None, [_dt.string], [[]], make, [given] if isinstance(given, Tensor) else [])

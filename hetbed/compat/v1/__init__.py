@@ -510,8 +510,8 @@ del _wp1_name
 
 contrib.data = _namespace(  # type: ignore[attr-defined]
     "contrib.data",
-    "TF1's tf.contrib.data (the parts hetbed has).",
-    {"unbatch": _hb.data.experimental.unbatch},
+    "TF1's tf.contrib.data: tf.data.experimental's transformations and mixes.",
+    {k: getattr(_hb.data.experimental, k) for k in _hb.data.experimental.__all__},
 )
 
 

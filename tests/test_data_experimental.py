@@ -1,0 +1,167 @@
+"""tf.data.experimental (hetbed/data/experimental.py), Dataset.enumerate and
+FixedLengthRecordDataset: values against Python's, the fused transformations against their parts,
+the mixes by their rules, errors that name the file and lengths."""
+
+import collections
+
+import numpy as np
+import pytest
+
+import hetbed.compat.v1 as tf
+
+
+def _values(ds, feed=None):
+    with tf.Graph().as_default():
+        it = ds().make_initializable_iterator()
+        nxt = it.get_next()
+        out = []
+        with tf.Session() as s:
+            s.run(it.initializer, feed)
+            while True:
+                try:
+                    out.append(s.run(nxt))
+                except tf.errors.OutOfRangeError:
+                    return out
+
+
+def test_enumerate_pairs_each_element_with_its_position():
+    def ds():
+        d = tf.data.Dataset.from_tensor_slices((np.arange(4.0), np.arange(10, 14))).enumerate(5)
+        assert d.output_types == (tf.int64, (tf.float64, tf.int64))
+        assert d.output_shapes[0].as_list() == []
+        return d
+
+    got = _values(ds)
+    assert [(int(i), float(a), int(b)) for i, (a, b) in got] == [
+        (5 + k, float(k), 10 + k) for k in range(4)
+    ]
+    same = _values(lambda: tf.data.Dataset.range(3).apply(tf.data.experimental.enumerate_dataset()))
+    assert [(int(i), int(v)) for i, v in same] == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_fused_transformations_give_their_parts_elements():
+    def f(x):
+        return x * 3 + 1
+
+    fused = _values(
+        lambda: tf.data.Dataset.range(10).apply(tf.data.experimental.map_and_batch(f, 4))
+    )
+    parts = _values(lambda: tf.data.Dataset.range(10).map(f).batch(4))
+    assert (
+        [v.tolist() for v in fused]
+        == [v.tolist() for v in parts]
+        == [
+            [1, 4, 7, 10],
+            [13, 16, 19, 22],
+            [25, 28],
+        ]
+    )
+    dropped = _values(
+        lambda: tf.data.Dataset.range(10).apply(
+            tf.contrib.data.map_and_batch(f, 4, drop_remainder=True)
+        )
+    )
+    assert len(dropped) == 2
+
+    epochs = _values(
+        lambda: tf.data.Dataset.range(6).apply(tf.data.experimental.shuffle_and_repeat(6, 3, 1))
+    )
+    got = [int(v) for v in epochs]
+    assert len(got) == 18 and all(sorted(got[k : k + 6]) == list(range(6)) for k in (0, 6, 12))
+    assert got[:6] != got[6:12] or got[6:12] != got[12:]  # a new order per pass
+
+    def inner(x):
+        return tf.data.Dataset.from_tensors(x).repeat(2)
+
+    inter = _values(
+        lambda: tf.data.Dataset.range(3).apply(tf.data.experimental.parallel_interleave(inner, 2))
+    )
+    assert (
+        [int(v) for v in inter]
+        == [int(v) for v in _values(lambda: tf.data.Dataset.range(3).interleave(inner, 2))]
+        == [0, 1, 0, 1, 2, 2]
+    )
+
+
+def test_choose_from_datasets_follows_the_choices_and_skips_ended_datasets():
+    def ds():
+        a = tf.data.Dataset.from_tensor_slices(np.array([0, 1, 2], np.int64))
+        b = tf.data.Dataset.from_tensor_slices(np.array([10, 11], np.int64))
+        choice = tf.data.Dataset.from_tensor_slices(np.array([1, 0, 1, 1, 0, 0, 0], np.int64))
+        return tf.data.experimental.choose_from_datasets([a, b], choice)
+
+    assert [int(v) for v in _values(ds)] == [10, 0, 11, 1, 2]
+
+    def stopping():
+        a = tf.data.Dataset.range(2)
+        choice = tf.data.Dataset.from_tensor_slices(np.array([0, 0, 0, 0], np.int64))
+        return tf.data.experimental.choose_from_datasets([a], choice, stop_on_empty_dataset=True)
+
+    assert [int(v) for v in _values(stopping)] == [0, 1]
+
+    def bad():
+        a = tf.data.Dataset.range(3)
+        return tf.data.experimental.choose_from_datasets([a], tf.data.Dataset.range(2, 3))
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="selector index 2 out of range"):
+        _values(bad)
+    with pytest.raises(TypeError, match="elements are"):
+        tf.data.experimental.choose_from_datasets(
+            [tf.data.Dataset.range(2), tf.data.Dataset.from_tensors(1.0)],
+            tf.data.Dataset.range(1),
+        )
+
+
+def test_sample_from_datasets_draws_by_weight_until_all_end():
+    def ds(seed=4, weights=(0.8, 0.2)):
+        a = tf.data.Dataset.from_tensors(np.int64(0)).repeat(400)
+        b = tf.data.Dataset.from_tensors(np.int64(1)).repeat(400)
+        return tf.data.experimental.sample_from_datasets([a, b], list(weights), seed=seed)
+
+    got = [int(v) for v in _values(ds)]
+    assert collections.Counter(got) == {0: 400, 1: 400}  # every element, once
+    first = got[:400]
+    # while both last, the draws follow the weights: about 80% from the first
+    assert 0.72 < first.count(0) / 400 < 0.88
+    assert got == [int(v) for v in _values(ds)]  # the seed repeats the order
+    only = [int(v) for v in _values(lambda: ds(weights=(1.0, 0.0)))]
+    assert only == [0] * 400
+    with pytest.raises(ValueError, match="weights must be 2 non-negative"):
+        ds(weights=(-1, 2))
+
+
+def test_counter_counts_without_end():
+    got = _values(lambda: tf.data.experimental.Counter(3, 2).take(4))
+    assert [int(v) for v in got] == [3, 5, 7, 9]
+
+
+def test_fixed_length_records_skip_the_header_and_footer(tmp_path):
+    recs = [bytes([k] * 5) for k in range(4)]
+    a = tmp_path / "a.bin"
+    a.write_bytes(b"HDR" + b"".join(recs) + b"FT")
+    b = tmp_path / "b.bin"
+    b.write_bytes(b"hdr" + recs[0] + b"ft")
+
+    def ds(names):
+        d = tf.data.FixedLengthRecordDataset(names, 5, header_bytes=3, footer_bytes=2)
+        return d.map(lambda r: tf.decode_raw(r, tf.uint8))
+
+    got = _values(lambda: ds([str(a), str(b)]))
+    assert [v.tolist() for v in got] == [[k] * 5 for k in (0, 1, 2, 3, 0)]
+
+    with tf.Graph().as_default():
+        names = tf.placeholder(tf.string, [None])
+        it = ds(names).make_initializable_iterator()
+        nxt = it.get_next()
+        with tf.Session() as s:
+            s.run(it.initializer, {names: [str(b)]})
+            assert s.run(nxt).tolist() == [0] * 5
+            with pytest.raises(tf.errors.OutOfRangeError):
+                s.run(nxt)
+
+    c = tmp_path / "c.bin"
+    c.write_bytes(b"HDR" + recs[0] + b"xy" + b"FT")
+    with pytest.raises(tf.errors.InvalidArgumentError, match=r"c\.bin.*body length 7 bytes"):
+        _values(lambda: ds([str(c)]))
+    with pytest.raises(tf.errors.InvalidArgumentError, match="record_bytes must be positive"):
+        tf.data.FixedLengthRecordDataset([str(a)], 0)
