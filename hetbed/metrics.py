@@ -397,3 +397,10 @@ def auc(
         value, update = area(counts, "value"), area(updates, "update_op")
     _collect(metrics_collections, updates_collections, value, update)
     return value, update
+
+
+# ranking metrics (metrics_at_k.py), imported last: that module builds on the helpers above
+from .metrics_at_k import *  # noqa: E402, F403
+from .metrics_at_k import __all__ as _at_k_all  # noqa: E402
+
+__all__ += _at_k_all
