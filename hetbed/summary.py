@@ -150,13 +150,22 @@ def _as_summary(summary: Any) -> Any:
 
 
 def graph_def(graph: Any) -> Any:
-    """A TensorBoard ``GraphDef`` of a hetbed graph: names, ops, inputs and devices."""
+    """TensorFlow's ``GraphDef`` message of a hetbed graph (TensorBoard's copy of it): names,
+    ops, inputs and devices, and in attribute ``_hetbed`` what ``import_graph_def`` needs to
+    rebuild each node (runtime/graph_import.py)."""
+    from hetbed.runtime.graph_import import HETBED_ATTR, node_payload
+
     _, graph_pb2, node_def_pb2, _ = _pb()
     nodes = []
     for op in graph.get_operations():
         ins = [t.name[:-2] if t.name.endswith(":0") else t.name for t in op.inputs]
         ins += ["^" + c.name for c in op.control_inputs]
-        nodes.append(node_def_pb2.NodeDef(name=op.name, op=op.type, input=ins, device=op.device))
+        device = op.device if isinstance(op.device, str) else op.device.to_string()
+        nd = node_def_pb2.NodeDef(name=op.name, op=op.type, input=ins, device=device)
+        payload = node_payload(op)
+        if payload is not None:
+            nd.attr[HETBED_ATTR].s = payload
+        nodes.append(nd)
     return graph_pb2.GraphDef(node=nodes)
 
 

@@ -338,10 +338,17 @@ def _topological(specs: list[dict]) -> list[dict]:
     return order
 
 
-def _build_node(g: Graph, spec: dict, built: dict[str, Operation]) -> Operation:
+def _build_node(
+    g: Graph, spec: dict, built: dict[str, Operation], mapped: dict | None = None
+) -> Operation:
+    """Add the node ``spec`` to ``g``; its inputs are outputs of ``built`` ops, or the tensors
+    ``mapped`` gives for their names (``import_graph_def``'s ``input_map``)."""
     name = spec["name"]
     inputs = []
     for ref in spec["inputs"]:
+        if mapped and ref in mapped:
+            inputs.append(mapped[ref])
+            continue
         src, idx = _split_ref(ref, "")
         outs = built[src].outputs
         if idx >= len(outs):

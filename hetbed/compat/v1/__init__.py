@@ -830,8 +830,8 @@ math.confusion_matrix = confusion_matrix
 
 
 def __getattr__(name: str) -> _Any:
-    """TF1's ``tf.Summary`` (and ``tf.SummaryMetadata``, ``tf.Event``): TensorBoard's protos,
-    imported when first asked for."""
+    """TF1's ``tf.Summary`` (and ``tf.SummaryMetadata``, ``tf.Event``, ``tf.GraphDef``,
+    ``tf.NodeDef``): TensorBoard's protos, imported when first asked for."""
     if name in ("Summary", "SummaryMetadata"):
         from tensorboard.compat.proto import summary_pb2
 
@@ -840,6 +840,10 @@ def __getattr__(name: str) -> _Any:
         from tensorboard.compat.proto import event_pb2
 
         return event_pb2.Event
+    if name in ("GraphDef", "NodeDef"):
+        from tensorboard.compat.proto import graph_pb2, node_def_pb2
+
+        return graph_pb2.GraphDef if name == "GraphDef" else node_def_pb2.NodeDef
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
