@@ -99,7 +99,7 @@ def test_extract_sub_graph_and_remove_training_nodes():
     pruned = tf.graph_util.remove_training_nodes(sub, protected_nodes=["c"])
     assert [n.name for n in pruned.node] == ["a", "two", "mul", "c"]
     assert list(next(n for n in pruned.node if n.name == "mul").input) == ["a", "two"]
-    with tf.Graph().as_default() as g2:
+    with tf.Graph().as_default():
         tf.import_graph_def(pruned, name="")
         with tf.Session() as s:
             assert s.run("c:0", {"a:0": 3.0}) == 6.0
