@@ -80,3 +80,28 @@ __all__ += [
     "max_pooling1d",
     "separable_conv2d",
 ]
+
+# ---- 3-D convolution and pooling (runtime/layers_3d.py) ----
+from hetbed.runtime.layers_3d import (  # noqa: E402
+    AveragePooling3D,
+    Conv3D,
+    MaxPooling3D,
+    average_pooling3d,
+    conv3d,
+    max_pooling3d,
+)
+
+AvgPool3D = AveragePooling3D
+MaxPool3D = MaxPooling3D
+Convolution3D = Conv3D
+__all__ += [
+    "AvgPool3D",
+    "AveragePooling3D",
+    "Conv3D",
+    "Convolution3D",
+    "MaxPool3D",
+    "MaxPooling3D",
+    "average_pooling3d",
+    "conv3d",
+    "max_pooling3d",
+]

@@ -154,3 +154,8 @@ __all__ += ["batch_norm_with_global_normalization", "normalize_moments", "suffic
 from hetbed.runtime.ops.sparse import embedding_lookup_sparse  # noqa: E402
 
 __all__ += ["embedding_lookup_sparse"]
+
+# ---- 3-D convolution and pooling (runtime/ops/conv3d.py) ----
+from hetbed.runtime.ops.conv3d import avg_pool3d, conv3d, max_pool3d  # noqa: E402
+
+__all__ += ["avg_pool3d", "conv3d", "max_pool3d"]

@@ -1,0 +1,124 @@
+"""3-D convolution and pooling layers over NDHWC volumes (TF1's ``tf.layers.Conv3D``,
+``MaxPooling3D``, ``AveragePooling3D`` and their functional forms), on the 2-D layers' code
+with the ops of runtime/ops/conv3d.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .conv_layers import Conv2D
+from .graph import Tensor
+from .layers import Layer, _check_channels_last, _padding
+
+
+def _triple(value: Any, what: str) -> tuple[int, int, int]:
+    if isinstance(value, int):
+        return value, value, value
+    t = tuple(int(v) for v in value)
+    if len(t) != 3:
+        raise ValueError(f"{what} must be an int or a triple of ints, got {value!r}")
+    return t  # type: ignore[return-value]
+
+
+class Conv3D(Conv2D):
+    """3-D convolution over NDHWC inputs with a ``[kd, kh, kw, in, filters]`` kernel (Conv2D's
+    arguments, each size an int or a triple)."""
+
+    _layout = "NDHWC"
+    _sizes = staticmethod(_triple)
+
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: Any,
+        strides: Any = (1, 1, 1),
+        padding: str = "valid",
+        data_format: str = "channels_last",
+        dilation_rate: Any = (1, 1, 1),
+        *args: Any,
+        **kw: Any,
+    ):
+        super().__init__(
+            filters, kernel_size, strides, padding, data_format, dilation_rate, *args, **kw
+        )
+
+    def _convolve(self, inputs: Tensor) -> Tensor:
+        from .ops.conv3d import conv3d as _conv3d
+
+        return _conv3d(
+            inputs,
+            self.kernel,
+            strides=[1, *self.strides, 1],
+            padding=self.padding,
+            dilations=[1, *self.dilation_rate, 1],
+        )
+
+
+def conv3d(inputs: Any, filters: int, kernel_size: Any, *args: Any, **kw: Any) -> Tensor:
+    """A 3-D convolution layer (variables ``<name>/kernel`` and ``<name>/bias``); the other
+    arguments as ``conv2d``'s, in its order."""
+    reuse = kw.pop("reuse", None)
+    return Conv3D(filters, kernel_size, *args, _reuse=reuse, **kw)(inputs)
+
+
+class _Pooling3D(Layer):
+    _fn = ""
+
+    def __init__(
+        self,
+        pool_size: Any,
+        strides: Any,
+        padding: str = "valid",
+        data_format: str = "channels_last",
+        name: str | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(name=name, **kwargs)
+        _check_channels_last(data_format, type(self).__name__)
+        self.pool_size = _triple(pool_size, "pool_size")
+        self.strides = _triple(strides, "strides")
+        self.padding = _padding(padding)
+
+    def call(self, inputs: Tensor) -> Tensor:
+        from .ops import conv3d as ops
+
+        return getattr(ops, self._fn)(
+            inputs,
+            ksize=[1, *self.pool_size, 1],
+            strides=[1, *self.strides, 1],
+            padding=self.padding,
+        )
+
+
+class MaxPooling3D(_Pooling3D):
+    """Max over ``pool_size`` windows moved by ``strides`` (NDHWC)."""
+
+    _fn = "max_pool3d"
+
+
+class AveragePooling3D(_Pooling3D):
+    """Mean over ``pool_size`` windows moved by ``strides`` (NDHWC)."""
+
+    _fn = "avg_pool3d"
+
+
+def max_pooling3d(
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> Tensor:
+    return MaxPooling3D(pool_size, strides, padding, data_format, name=name)(inputs)
+
+
+def average_pooling3d(
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
+) -> Tensor:
+    return AveragePooling3D(pool_size, strides, padding, data_format, name=name)(inputs)
