@@ -159,3 +159,12 @@ __all__ += ["embedding_lookup_sparse"]
 from hetbed.runtime.ops.conv3d import avg_pool3d, conv3d, max_pool3d  # noqa: E402
 
 __all__ += ["avg_pool3d", "conv3d", "max_pool3d"]
+
+# ---- connectionist temporal classification (runtime/ops/ctc.py) ----
+from hetbed.runtime.ops.ctc import (  # noqa: E402
+    ctc_beam_search_decoder,
+    ctc_greedy_decoder,
+    ctc_loss,
+)
+
+__all__ += ["ctc_beam_search_decoder", "ctc_greedy_decoder", "ctc_loss"]
