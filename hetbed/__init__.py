@@ -156,6 +156,7 @@ from hetbed.runtime.ops.math import (
     reduce_min,
     reduce_prod,
     reduce_sum,
+    rint,
     round,
     rsqrt,
     scalar_mul,

@@ -96,6 +96,41 @@ def _rename(node: dict, prefix: str) -> dict:
     return out
 
 
+def scoped_document(doc: dict, scope: str) -> dict:
+    """A graph document with every name under ``scope/``: nodes, their inputs and colocation,
+    and the names its collections hold (``import_meta_graph``'s ``import_scope``)."""
+    prefix = scope.rstrip("/") + "/"
+
+    def item(x: Any) -> Any:
+        if not isinstance(x, dict) or len(x) != 1:
+            return x
+        ((kind, body),) = x.items()
+        if kind in ("op", "tensor") and isinstance(body, str):
+            return {kind: prefix + body}
+        if kind == "variable" and isinstance(body, dict):
+            keys = ("ref", "initializer", "snapshot", "initial_value")
+            return {kind: {k: prefix + v if k in keys else v for k, v in body.items()}}
+        if kind == "queue_runner" and isinstance(body, dict):
+            out = dict(body)
+            for k in ("queue", "close_op", "cancel_op", "name"):
+                out[k] = prefix + body[k]
+            out["enqueue_ops"] = [prefix + n for n in body["enqueue_ops"]]
+            return {kind: out}
+        return x
+
+    nodes = doc.get("nodes")
+    colls = doc.get("collections", {})
+    if not isinstance(nodes, list) or not isinstance(colls, dict):
+        raise GraphFormatError("import_scope: not a graph document (nodes, collections)")
+    return dict(
+        doc,
+        nodes=[_rename(n, prefix) if isinstance(n, dict) else n for n in nodes],
+        collections={
+            k: [item(x) for x in v] if isinstance(v, list) else v for k, v in colls.items()
+        },
+    )
+
+
 def import_graph_def(
     graph_def: Any,
     input_map: dict | None = None,

@@ -259,7 +259,10 @@ def test_the_shipped_parameters_are_what_the_bench_fits():
     fitted = bench.fit(train, devs)
     shipped = gk.load_params()
     for unit, (p, _) in fitted.items():
-        assert shipped[unit].vector() == pytest.approx(p.vector(), rel=1e-3), unit
+        # least_squares stops within its default tolerances: a weakly determined parameter
+        # moves by about 0.1% between numpy/scipy releases (numpy 2.4.6 + scipy 1.17.1 moved
+        # the CUDA cores' last one by 0.12%); a hand-set number would be off by far more
+        assert shipped[unit].vector() == pytest.approx(p.vector(), rel=5e-3), unit
     assert shipped["tensor_cores"].run_half > 0.0  # (layouts matter: fitted, not switched off)
 
 

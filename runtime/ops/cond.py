@@ -110,10 +110,38 @@ def _merge_grad(op, g, g_index):
     name = op.attrs.get("cond_pred")
     pred = op.graph.get_tensor_by_name(name) if name else None
     if pred is None:
-        raise InvalidArgumentError(
-            f"no gradient for Merge {op.name!r}: only the Merges that hb.cond builds are "
-            "differentiable"
-        )
+        # a Merge built by hand (control_flow_ops.merge): the gradient goes to the input that
+        # was forwarded, by its index, as TF routes it
+        from .array import constant
+        from .math import equal
+
+        outs = []
+        for i in range(len(op.inputs)):
+            hit = equal(op.outputs[1], constant(np.int32(i)))
+            outs.append(apply_op("Switch", [g, hit], name="merge_grad/Switch").outputs[1])
+        return outs
     # route the gradient into the branch that ran (inputs are (false value, true value))
     sw = apply_op("Switch", [g, pred], name="cond_grad/Switch")
     return [sw.outputs[0], sw.outputs[1]]
+
+
+def switch(data, pred, dtype=None, name=None):
+    """TF1's ``control_flow_ops.switch``: ``(output_false, output_true)``: ``data`` on the side
+    ``pred`` picks; the other side is dead, and so is every op downstream of it until a
+    ``merge``."""
+    from ..registry import convert_to_tensor
+
+    x = convert_to_tensor(data, dtype=dtype)
+    p = convert_to_tensor(pred)
+    op = apply_op("Switch", [x, p], name=name or "Switch")
+    return op.outputs[0], op.outputs[1]
+
+
+def merge(inputs, name=None):
+    """TF1's ``control_flow_ops.merge``: ``(output, value_index)``: the first of ``inputs`` that
+    is alive (the one branch of a ``switch`` that ran) and its index."""
+    from ..registry import convert_to_tensor
+
+    ins = [convert_to_tensor(t) for t in inputs]
+    op = apply_op("Merge", ins, name=name or "Merge")
+    return op.outputs[0], op.outputs[1]

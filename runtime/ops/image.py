@@ -46,6 +46,27 @@ def _hw(fn: str, x: Tensor) -> tuple[int, int]:
     return h, w
 
 
+def _hw_known(x: Tensor) -> bool:
+    return x.shape.ndims is not None and None not in x.shape.as_list()[-3:-1]
+
+
+def _pad_dynamic(x: Tensor, top: Any, left: Any, th: int, tw: int) -> Tensor:
+    """A 4-D ``x`` zero-padded to ``th`` x ``tw`` with it at (``top``, ``left``), any of its
+    sizes and the offsets known only when the step runs: zeros of run-time shapes concatenated
+    around it (differentiable, as TF's pad)."""
+    shape = _array.shape(x)
+    n, h, w, c = shape[0], shape[1], shape[2], shape[3]
+
+    def zeros(rows: Any, cols: Any) -> Tensor:
+        return _manip.zeros(_manip.stack([n, rows, cols, c]), dtype=x.dtype)
+
+    rows = _manip.concat([zeros(top, w), x, zeros(th - h - top, w)], 1)
+    out = _manip.concat([zeros(th, left), rows, zeros(th, tw - w - left)], 2)
+    dims = x.shape.as_list() if x.shape.ndims == 4 else [None] * 4
+    out.set_shape(TensorShape([dims[0], th, tw, dims[3]]))
+    return out
+
+
 def _hw_set(y: Tensor, h: int, w: int) -> Tensor:
     """``y`` with its (known) output height and width in its static shape."""
     dims = y.shape.as_list() if y.shape.ndims is not None else [None] * 4
@@ -152,7 +173,7 @@ def random_crop(value: Any, size: Any, seed: Any = None, name: str | None = None
     if shape is None or len(shape) != len(size):
         raise InvalidArgumentError(f"random_crop: size {size} must match the rank of {x.shape}")
     if any(d is None for d in shape):
-        raise UnimplementedError(f"random_crop: hetbed needs the static shape, got {x.shape}")
+        return _random_crop_dynamic(x, size, seed, name)
     if any(s > d or s < 0 for s, d in zip(size, shape)):
         raise InvalidArgumentError(f"random_crop: size {size} does not fit in shape {shape}")
     limit = np.array([d - s + 1 for d, s in zip(shape, size)], dtype=np.float32)
@@ -167,12 +188,40 @@ def random_crop(value: Any, size: Any, seed: Any = None, name: str | None = None
         return out
 
 
+def _random_crop_dynamic(x: Tensor, size: list, seed: Any, name: Any) -> Tensor:
+    """``random_crop`` of a tensor whose shape is known only when the step runs: the offsets
+    drawn against the run-time shape, which must be at least ``size`` (checked then)."""
+    from ..graph import control_dependencies
+    from .control import Assert as assert_op
+
+    with name_scope(name or "random_crop"):
+        shape = _array.shape(x)
+        want = _array.constant(np.asarray(size, np.int32))
+        check = assert_op(
+            _math.reduce_all(_math.greater_equal(shape, want)),
+            ["random_crop: need value.shape >= size, got", shape, want],
+            name="random_crop_check",
+        )
+        with control_dependencies([check]):
+            limit = shape - want + 1
+        u = _random.random_uniform([len(size)], seed=seed)
+        offset = _array.cast(_math.floor(u * _array.cast(limit, _dt.float32)), _dt.int32)
+        offset = _math.minimum(offset, limit - 1)
+        out = _manip.slice_(x, offset, want)
+        out.set_shape(TensorShape(size))
+        return out
+
+
 def crop_to_bounding_box(
     image: Any, offset_height: int, offset_width: int, target_height: int, target_width: int
 ) -> Tensor:
     """The [offset_height : offset_height + target_height, offset_width : ...] window. The
     offsets may be integer scalar tensors (a random crop's), checked when the step runs."""
-    if isinstance(offset_height, Tensor) or isinstance(offset_width, Tensor):
+    if (
+        isinstance(offset_height, Tensor)
+        or isinstance(offset_width, Tensor)
+        or not _hw_known(convert_to_tensor(image))
+    ):
         th, tw = int(target_height), int(target_width)
         if th <= 0 or tw <= 0:
             raise InvalidArgumentError(f"crop_to_bounding_box: bad target {th}x{tw}")
@@ -224,6 +273,21 @@ def pad_to_bounding_box(
     oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height, target_width))
 
     def body(x):
+        if not _hw_known(x):
+            from ..graph import control_dependencies
+            from .control import Assert as assert_op
+
+            shape = _array.shape(x)
+            fits = _math.logical_and(
+                _math.less_equal(shape[1] + oh, th), _math.less_equal(shape[2] + ow, tw)
+            )
+            check = assert_op(
+                _math.logical_and(fits, oh >= 0 and ow >= 0),
+                ["pad_to_bounding_box: the image does not fit in the target:", shape, [th, tw]],
+                name="pad_to_bounding_box_check",
+            )
+            with control_dependencies([check]):
+                return _pad_dynamic(_array.identity(x), oh, ow, th, tw)
         h, w = _hw("pad_to_bounding_box", x)
         if oh < 0 or ow < 0 or oh + h > th or ow + w > tw:
             raise InvalidArgumentError(
@@ -243,6 +307,14 @@ def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: 
         raise InvalidArgumentError(f"resize_image_with_crop_or_pad: bad target {th}x{tw}")
 
     def body(x):
+        if not _hw_known(x):
+            shape = _array.shape(x)
+            h, w = shape[1], shape[2]
+            ch, cw = _math.minimum(h, th), _math.minimum(w, tw)
+            top, left = _math.maximum((h - th) // 2, 0), _math.maximum((w - tw) // 2, 0)
+            x = _manip.slice_(x, _manip.stack([0, top, left, 0]), _manip.stack([-1, ch, cw, -1]))
+            pt, pl = _math.maximum((th - h) // 2, 0), _math.maximum((tw - w) // 2, 0)
+            return _pad_dynamic(x, pt, pl, th, tw)
         h, w = _hw("resize_image_with_crop_or_pad", x)
         ch, cw = min(h, th), min(w, tw)
         x = crop_to_bounding_box(x, max((h - th) // 2, 0), max((w - tw) // 2, 0), ch, cw)
@@ -263,6 +335,15 @@ def central_crop(image: Any, central_fraction: float) -> Tensor:
         return convert_to_tensor(image)
 
     def body(x):
+        if not _hw_known(x):
+            shape = _array.shape(x)
+            h, w = shape[1], shape[2]
+            hd, wd = _array.cast(h, _dt.float64), _array.cast(w, _dt.float64)
+            sh = _array.cast((hd - hd * frac) / 2, _dt.int32)
+            sw = _array.cast((wd - wd * frac) / 2, _dt.int32)
+            return _manip.slice_(
+                x, _manip.stack([0, sh, sw, 0]), _manip.stack([-1, h - 2 * sh, w - 2 * sw, -1])
+            )
         h, w = _hw("central_crop", x)
         sh = int((h - h * frac) / 2)
         sw = int((w - w * frac) / 2)
@@ -287,13 +368,28 @@ def _scale(n_in: int, n_out: int, align_corners: bool) -> float:
     return n_in / n_out
 
 
-def _size(fn: str, size: Any) -> tuple[int, int]:
+def _size(fn: str, size: Any) -> tuple[Any, Any]:
+    """(height, width) of a resize: ints, or int32 scalar tensors where the size is computed
+    in the graph (a 1-D tensor of two, or a list holding tensors)."""
     if isinstance(size, Tensor):
-        raise UnimplementedError(f"{fn}: size must be a Python pair of ints in hetbed")
+        if size.shape.ndims not in (None, 1) or size.shape.as_list() not in (None, [2], [None]):
+            raise InvalidArgumentError(f"{fn}: size must be a 1-D tensor of 2, got {size.shape}")
+        if size.op.type == "Const":
+            return _size(fn, size.op.attrs["value"])
+        size = _array.cast(size, _dt.int32)
+        return size[0], size[1]
+    if isinstance(size, (list, tuple)) and any(isinstance(v, Tensor) for v in size):
+        if len(size) != 2:
+            raise InvalidArgumentError(f"{fn}: size must be (height, width), got {size}")
+        return tuple(_array.cast(v, _dt.int32) if isinstance(v, Tensor) else int(v) for v in size)  # type: ignore[return-value]
     s = [int(v) for v in np.asarray(size).ravel()]
     if len(s) != 2 or s[0] <= 0 or s[1] <= 0:
         raise InvalidArgumentError(f"{fn}: size must be two positive ints, got {size}")
     return s[0], s[1]
+
+
+def _static_or_none(n: Any) -> int | None:
+    return None if isinstance(n, Tensor) else n
 
 
 def _nearest_index(n_in, n_out, align_corners, half_pixel) -> np.ndarray:
@@ -327,7 +423,7 @@ ResizeTaps = defop("ResizeTaps", differentiable=False)
 
 @ResizeTaps.shape
 def _taps_shape(op):
-    n = op.attrs["n_out"]
+    n = op.attrs["n_out"]  # None: the output size is the second input, known at run time
     if op.attrs["nearest"]:
         return [(TensorShape([n]), _dt.int32)]
     return [
@@ -338,8 +434,14 @@ def _taps_shape(op):
 
 
 @ResizeTaps.kernel("cpu", "gpu")
-def _taps(ctx, n_in):
-    at = ctx.attrs
+def _taps(ctx, n_in, n_out=None):
+    at = dict(ctx.attrs)
+    if n_out is not None:
+        at["n_out"] = int(n_out)
+        if at["n_out"] <= 0:
+            raise InvalidArgumentError(
+                f"ResizeTaps {ctx.op.name!r}: the output size must be positive, got {at['n_out']}"
+            )
     n = int(n_in)
     if n <= 0:
         raise InvalidArgumentError(
@@ -355,15 +457,17 @@ def _taps(ctx, n_in):
 def _axis_taps(x: Tensor, axis: int, n_out: int, nearest: bool, align, half, dt=None):
     """The taps along ``axis``: constants when its size is static, else a ResizeTaps op."""
     n_in = x.shape.as_list()[axis]
-    if n_in is not None:
+    if n_in is not None and not isinstance(n_out, Tensor):
         if nearest:
             return _array.constant(_nearest_index(n_in, n_out, align, half))
         lo, hi, frac = _linear_taps(n_in, n_out, align, half)
         return _array.constant(lo), _array.constant(hi), _array.constant(frac.astype(dt.np))
     size = _array.shape(x)[axis]
-    attrs = {"n_out": n_out, "nearest": nearest, "align_corners": bool(align)}
+    dynamic = isinstance(n_out, Tensor)
+    attrs = {"n_out": None if dynamic else n_out, "nearest": nearest, "align_corners": bool(align)}
     attrs |= {"half_pixel": bool(half), "dtype": dt or _dt.float32}
-    outs = apply("ResizeTaps", [size], attrs, "ResizeTaps")
+    ins = [size, n_out] if dynamic else [size]
+    outs = apply("ResizeTaps", ins, attrs, "ResizeTaps")
     return outs if nearest else tuple(outs)
 
 
@@ -392,11 +496,14 @@ def _area_weights_shape(op):
 
 
 @AreaWeights.kernel("cpu", "gpu")
-def _area_weights_kernel(ctx, n_in):
+def _area_weights_kernel(ctx, n_in, n_out=None):
     n = int(n_in)
     if n <= 0:
         raise InvalidArgumentError(f"AreaWeights {ctx.op.name!r}: an image of size {n}")
-    w = _area_weights(n, ctx.attrs["n_out"], ctx.attrs["align_corners"])
+    m = ctx.attrs["n_out"] if n_out is None else int(n_out)
+    if m <= 0:
+        raise InvalidArgumentError(f"AreaWeights {ctx.op.name!r}: an output size of {m}")
+    w = _area_weights(n, m, ctx.attrs["align_corners"])
     return ctx.xp.asarray(w.astype(np.float32))
 
 
@@ -415,18 +522,21 @@ def resize_area(
             ws = []
             for axis, n_out in ((1, oh), (2, ow)):
                 n_in = x.shape.as_list()[axis]
-                if n_in is not None:
+                if n_in is not None and not isinstance(n_out, Tensor):
                     w = _array.constant(
                         _area_weights(n_in, n_out, align_corners).astype(np.float32)
                     )
                 else:
-                    attrs = {"n_out": n_out, "align_corners": bool(align_corners)}
-                    w = apply("AreaWeights", [_array.shape(x)[axis]], attrs, "AreaWeights")
+                    dynamic = isinstance(n_out, Tensor)
+                    attrs = {"n_out": _static_or_none(n_out)}
+                    attrs["align_corners"] = bool(align_corners)
+                    ins = [_array.shape(x)[axis]] + ([n_out] if dynamic else [])
+                    w = apply("AreaWeights", ins, attrs, "AreaWeights")
                 ws.append(w)
             from .linalg import einsum
 
             y = einsum("oh,bhwc->bowc", ws[0], x)
-            return _hw_set(einsum("pw,bowc->bopc", ws[1], y), oh, ow)
+            return _hw_set(einsum("pw,bowc->bopc", ws[1], y), *map(_static_or_none, (oh, ow)))
 
     return _batched("resize_area", images, body)
 
@@ -446,7 +556,7 @@ def resize_nearest_neighbor(
             rows = _axis_taps(x, 1, oh, True, align_corners, half_pixel_centers)
             cols = _axis_taps(x, 2, ow, True, align_corners, half_pixel_centers)
             y = _manip.gather(x, rows, axis=1)
-            return _hw_set(_manip.gather(y, cols, axis=2), oh, ow)
+            return _hw_set(_manip.gather(y, cols, axis=2), *map(_static_or_none, (oh, ow)))
 
     return _batched("resize_nearest_neighbor", images, body)
 
@@ -478,9 +588,9 @@ def resize_bilinear(
                 a = _manip.gather(y, lo, axis=axis)
                 b = _manip.gather(y, hi, axis=axis)
                 shape = [1, 1, 1, 1]
-                shape[axis] = n_out
+                shape[axis] = -1 if isinstance(n_out, Tensor) else n_out
                 y = a + (b - a) * _array.reshape(frac, shape)
-            return _hw_set(y, oh, ow)
+            return _hw_set(y, *map(_static_or_none, (oh, ow)))
 
     return _batched("resize_bilinear", images, body)
 

@@ -938,6 +938,11 @@ ceil = _unary_fn("Ceil")
 round = _unary_fn("Round")  # noqa: A001
 
 
+def rint(x: Any, name: str | None = None) -> Tensor:
+    """The nearest integer, halves to the even one (TF1's ``tf.rint``, as ``round``)."""
+    return round(x, name=name or "Rint")
+
+
 def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
     """``x / y``; int32/int64 inputs are divided as float64 (TF's truediv table).
 
@@ -1014,14 +1019,34 @@ def _ones_like(ctx, x):
 
 
 def _install_operators() -> None:
-    from ..graph import Tensor
+    from ..graph import Tensor, name_scope
     from ..variables import Variable
 
-    def binop(fn):
-        return lambda self, other: fn(self, other)
+    def operand(self: Any, other: Any, role: str) -> Any:
+        """A Python or numpy operand as a constant of the tensor's dtype named ``role`` in the
+        operator's scope (TF's "mul/y", "sub/x"); left as is when it does not convert."""
+        if isinstance(other, (Tensor, Variable)) or hasattr(other, "_as_graph_element"):
+            return other
+        try:
+            return convert_to_tensor(other, dtype=self.dtype.base_dtype, name=role)
+        except (TypeError, ValueError):
+            return other
 
-    def rbinop(fn):
-        return lambda self, other: fn(other, self)
+    # TF1 names an operator's op after the operator ("add", "mul", "sub", "truediv", ...), in
+    # lower case, unlike the functions ("Add", "Mul"): programs fetch "add:0" by name.
+    def binop(fn, k):
+        def op(self, other):
+            with name_scope(k) as scope:
+                return fn(self, operand(self, other, "y"), name=scope)
+
+        return op
+
+    def rbinop(fn, k):
+        def op(self, other):
+            with name_scope(k) as scope:
+                return fn(operand(self, other, "x"), self, name=scope)
+
+        return op
 
     table = {
         "add": add,
@@ -1037,15 +1062,15 @@ def _install_operators() -> None:
     }
     for cls in (Tensor, Variable):
         for k, fn in table.items():
-            setattr(cls, f"__{k}__", binop(fn))
-            setattr(cls, f"__r{k}__", rbinop(fn))
+            setattr(cls, f"__{k}__", binop(fn, k))
+            setattr(cls, f"__r{k}__", rbinop(fn, k))
         cls.__neg__ = lambda self: negative(self)
         cls.__abs__ = lambda self: abs(self)
         cls.__invert__ = lambda self: logical_not(self)
-        cls.__lt__ = binop(less)
-        cls.__le__ = binop(less_equal)
-        cls.__gt__ = binop(greater)
-        cls.__ge__ = binop(greater_equal)
+        cls.__lt__ = binop(less, "Less")
+        cls.__le__ = binop(less_equal, "LessEqual")
+        cls.__gt__ = binop(greater, "Greater")
+        cls.__ge__ = binop(greater_equal, "GreaterEqual")
         cls.__getitem__ = lambda self, key: _getitem(self, key)
 
 

@@ -278,11 +278,11 @@ def import_meta_graph(
     """TF1's ``tf.train.import_meta_graph``: rebuild the graph ``Saver.save`` wrote beside a
     checkpoint (``<checkpoint>.meta``, or a document from ``export_meta_graph``) into the default
     graph, which must have no op of the same names; return a Saver of its variables (None when
-    it has none) to ``restore`` them. ``clear_devices`` drops the ops' device requests."""
+    it has none) to ``restore`` them. ``clear_devices`` drops the ops' device requests;
+    ``import_scope`` puts every imported name under that scope (the Saver still reads the
+    checkpoint's names, without it)."""
     from ..serialize import graph_from_dict, read_graph_document
 
-    if import_scope:
-        raise ValueError("import_meta_graph: import_scope is not supported")
     if isinstance(meta_graph_or_file, dict):
         doc = meta_graph_or_file
     else:
@@ -298,7 +298,19 @@ def import_meta_graph(
             doc, nodes=[dict(n, device="") if isinstance(n, dict) else n for n in doc["nodes"]]
         )
     g = get_default_graph()
+    prefix = ""
+    if import_scope:
+        from ..graph_import import scoped_document
+
+        if not isinstance(doc, dict):
+            raise ValueError("import_meta_graph: not a graph document")
+        with g.name_scope(import_scope) as scope:
+            prefix = scope
+        doc = scoped_document(doc, prefix)
     before = set(g.get_collection(GraphKeys.GLOBAL_VARIABLES))
     graph_from_dict(doc, into=g)
     new = [v for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES) if v not in before]
-    return Saver(new) if new else None
+    if not new:
+        return None
+    # the checkpoint keys are the names the variables had when saved, without the scope
+    return Saver({v.op.name[len(prefix) :]: v for v in new}) if prefix else Saver(new)

@@ -99,6 +99,7 @@ math = _namespace(
         "reduce_min",
         "reduce_prod",
         "reduce_sum",
+        "rint",
         "round",
         "rsqrt",
         "sigmoid",
@@ -191,9 +192,29 @@ compat = _namespace(
 # ---- tf.contrib: rnn, layers, slim's layer functions, framework's arg_scope -----------------
 
 from . import contrib_layers as _cl  # noqa: E402
+from . import contrib_slim as _cs  # noqa: E402
 from . import contrib_training as _contrib_training  # noqa: E402
+from . import contrib_utils as _cu  # noqa: E402
 
 _layer_names = {k: getattr(_cl, k) for k in _cl.__all__}
+_layer_names |= {k: getattr(_cs, k) for k in ("softmax", "separable_conv2d", "conv2d_transpose")}
+_layer_names |= {"separable_convolution2d": _cs.separable_conv2d}
+_layer_names |= {"convolution2d_transpose": _cs.conv2d_transpose}
+_utils = _namespace(
+    "contrib.layers.utils",
+    "slim's utils: end points by alias, shape helpers (contrib_utils.py).",
+    {k: getattr(_cu, k) for k in _cu.__all__},
+)
+_initializers = _namespace(
+    "contrib.slim.initializers",
+    "slim's initializers.",
+    {
+        k: _layer_names[k]
+        for k in ("xavier_initializer", "xavier_initializer_conv2d", "variance_scaling_initializer")
+    },
+)
+_slim_variables = {k: getattr(_cs, k) for k in _cs.__all__ if k.startswith(("get_", "assign"))}
+_slim_variables |= {"variable": _cs.variable, "model_variable": _cs.model_variable}
 contrib = _namespace(
     "contrib",
     "TF1's tf.contrib: contrib.rnn (the cells of tf.nn.rnn_cell), contrib.layers, the layer "
@@ -205,13 +226,27 @@ contrib = _namespace(
             {k: getattr(nn.rnn_cell, k) for k in nn.rnn_cell.__all__ + nn.rnn_cell.CONTRIB},
         ),
         "layers": _namespace(
-            "contrib.layers", "tf.contrib.layers (see contrib_layers.py).", _layer_names
+            "contrib.layers",
+            "tf.contrib.layers (see contrib_layers.py).",
+            {**_layer_names, "utils": _utils},
         ),
         "slim": _namespace(
             "contrib.slim",
             "tf.contrib.slim's layers, regularizers, initializers and arg_scope.",
             {
                 **_layer_names,
+                **_slim_variables,
+                "utils": _utils,
+                "initializers": _initializers,
+                "variables": _namespace(
+                    "contrib.slim.variables", "slim's variable helpers.", _slim_variables
+                ),
+                "learning": _namespace(
+                    "contrib.slim.learning",
+                    "slim's learning: create_train_op.",
+                    {"create_train_op": _cs.create_train_op},
+                ),
+                "get_or_create_global_step": train.get_or_create_global_step,
                 "model_analyzer": _namespace(
                     "contrib.slim.model_analyzer",
                     "slim's model_analyzer: sizes of variables and ops.",

@@ -139,10 +139,14 @@ def _variable(name, shape, dtype, initializer, regularizer, trainable, collectio
     return v
 
 
-def _collect(outputs_collections: Any, out: Any) -> Any:
-    for c in outputs_collections or []:
-        _hb.add_to_collection(c, out)
-    return out
+def _collect(outputs_collections: Any, out: Any, alias: str | None = None) -> Any:
+    """Add ``out`` to ``outputs_collections`` (a name or a list of names) under ``alias``, by
+    default the current name scope (slim's end point names)."""
+    from .contrib_utils import collect_named_outputs
+
+    if alias is None:
+        alias = _hb.get_default_graph().get_name_scope()
+    return collect_named_outputs(outputs_collections, alias, out)
 
 
 def _var_collections(variables_collections: Any, which: str) -> list:
@@ -156,7 +160,7 @@ def _finish(out, normalizer_fn, normalizer_params, activation_fn, outputs_collec
         out = normalizer_fn(out, **(normalizer_params or {}))
     if activation_fn is not None:
         out = activation_fn(out)
-    return _collect(outputs_collections, out)
+    return _collect(outputs_collections, out, _hb.get_variable_scope().name)
 
 
 @add_arg_scope
@@ -297,9 +301,9 @@ def _pool(kind, inputs, kernel_size, stride, padding, data_format, outputs_colle
     sh, sw = _pair(stride, f"{kind}: stride")
     fn = _hb.nn.max_pool if kind == "max_pool2d" else _hb.nn.avg_pool
     default = "MaxPool2D" if kind == "max_pool2d" else "AvgPool2D"
-    with _hb.name_scope(scope or default):
+    with _hb.name_scope(scope or default) as sc:
         out = fn(inputs, [1, kh, kw, 1], [1, sh, sw, 1], padding.upper())
-    return _collect(outputs_collections, out)
+    return _collect(outputs_collections, out, sc)
 
 
 @add_arg_scope
@@ -337,9 +341,9 @@ def avg_pool2d(
 @add_arg_scope
 def flatten(inputs: Any, outputs_collections: Any = None, scope: Any = None) -> Any:
     """``inputs`` as [batch, everything else]."""
-    with _hb.name_scope(scope or "Flatten"):
+    with _hb.name_scope(scope or "Flatten") as sc:
         out = _layers.flatten(inputs)
-    return _collect(outputs_collections, out)
+    return _collect(outputs_collections, out, sc)
 
 
 @add_arg_scope
@@ -354,7 +358,7 @@ def dropout(
 ) -> Any:
     """Dropout with ``keep_prob`` when ``is_training`` (a bool or a bool tensor), else the
     identity."""
-    with _hb.name_scope(scope or "Dropout"):
+    with _hb.name_scope(scope or "Dropout") as sc:
         if isinstance(is_training, bool):
             out = (
                 _hb.nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed)
@@ -367,7 +371,7 @@ def dropout(
                 lambda: _hb.nn.dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed),
                 lambda: _hb.identity(inputs),
             )
-    return _collect(outputs_collections, out)
+    return _collect(outputs_collections, out, sc)
 
 
 @add_arg_scope
@@ -461,7 +465,7 @@ def batch_norm(
                         _hb.add_to_collection(c, u)
         if activation_fn is not None:
             out = activation_fn(out)
-        return _collect(outputs_collections, out)
+        return _collect(outputs_collections, out, _hb.get_variable_scope().name)
 
 
 @add_arg_scope
@@ -522,7 +526,7 @@ def layer_norm(
             out = out + beta
         if activation_fn is not None:
             out = activation_fn(out)
-        return _collect(outputs_collections, out)
+        return _collect(outputs_collections, out, _hb.get_variable_scope().name)
 
 
 @add_arg_scope
@@ -535,9 +539,9 @@ def one_hot_encoding(
     scope: Any = None,
 ) -> Any:
     """``labels`` as float32 one-hot rows of ``num_classes``."""
-    with _hb.name_scope(scope or "OneHotEncoding"):
+    with _hb.name_scope(scope or "OneHotEncoding") as sc:
         out = _hb.one_hot(labels, num_classes, on_value=on_value, off_value=off_value)
-    return _collect(outputs_collections, out)
+    return _collect(outputs_collections, out, sc)
 
 
 def embed_sequence(

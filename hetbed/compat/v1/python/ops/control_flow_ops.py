@@ -1,5 +1,6 @@
 """``tensorflow.python.ops.control_flow_ops``: each name a TF1 program takes from it is
-``tf.<name>``, and ``with_dependencies``."""
+``tf.<name>``, and ``with_dependencies``, ``switch`` and ``merge`` (the two primitives of
+``cond``, as inception preprocessing's ``apply_with_random_selector`` uses them)."""
 
 from __future__ import annotations
 
@@ -17,4 +18,8 @@ def with_dependencies(dependencies: Any, output_tensor: Any, name: str | None = 
             return tf.identity(output_tensor)
 
 
-__getattr__ = forward(__name__, {"with_dependencies": with_dependencies})
+from hetbed.runtime.ops.cond import merge, switch  # noqa: E402
+
+__getattr__ = forward(
+    __name__, {"with_dependencies": with_dependencies, "switch": switch, "merge": merge}
+)

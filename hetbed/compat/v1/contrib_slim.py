@@ -1,0 +1,370 @@
+"""The rest of ``tf.contrib.slim`` that tensorflow/models' research/slim nets and training
+scripts use beside the layers of contrib_layers.py: ``softmax``, ``separable_conv2d`` (with
+``num_outputs=None``, the depthwise part alone, as MobileNet builds it), ``conv2d_transpose``,
+the variable helpers (``get_model_variables``, ``get_variables_to_restore``, ...),
+``assign_from_checkpoint_fn`` and ``learning.create_train_op``, with slim's variable names
+and defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import hetbed as _hb
+
+from .contrib_layers import (
+    _finish,
+    _nhwc,
+    _pair,
+    _var_collections,
+    _variable,
+    add_arg_scope,
+    xavier_initializer,
+)
+
+
+def _bias(out, num_outputs, dtype, biases_initializer, regularizer, trainable, collections):
+    b = _variable(
+        "biases",
+        [int(num_outputs)],
+        dtype,
+        _hb.zeros_initializer() if biases_initializer == "zeros" else biases_initializer,
+        regularizer,
+        trainable,
+        ["biases", *_var_collections(collections, "biases")],
+    )
+    return _hb.nn.bias_add(out, b)
+
+
+@add_arg_scope
+def softmax(logits: Any, scope: Any = None) -> Any:
+    """Softmax over the last dimension of ``logits`` of any rank."""
+    with _hb.name_scope(scope or "softmax"):
+        return _hb.nn.softmax(logits)
+
+
+@add_arg_scope
+def separable_conv2d(
+    inputs: Any,
+    num_outputs: int | None,
+    kernel_size: Any,
+    depth_multiplier: int = 1,
+    stride: Any = 1,
+    padding: str = "SAME",
+    data_format: Any = None,
+    rate: Any = 1,
+    activation_fn: Callable | None = _hb.nn.relu,
+    normalizer_fn: Callable | None = None,
+    normalizer_params: dict | None = None,
+    weights_initializer: Any = None,
+    pointwise_initializer: Any = None,
+    weights_regularizer: Callable | None = None,
+    biases_initializer: Any = "zeros",
+    biases_regularizer: Callable | None = None,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    scope: Any = None,
+) -> Any:
+    """A depthwise convolution (``<scope>/depthwise_weights`` [kh, kw, in, depth_multiplier])
+    then, unless ``num_outputs`` is None, a 1x1 one (``<scope>/pointwise_weights``)."""
+    _nhwc(data_format, "separable_conv2d")
+    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
+    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
+        raise ValueError(
+            f"separable_conv2d: inputs must be NHWC with known channels, got shape {x.shape}"
+        )
+    cin = x.shape.dims[-1]
+    kh, kw = _pair(kernel_size, "separable_conv2d: kernel_size")
+    sh, sw = _pair(stride, "separable_conv2d: stride")
+    rh, rw = _pair(rate, "separable_conv2d: rate")
+    init = weights_initializer or xavier_initializer()
+    with _hb.variable_scope(scope, default_name="SeparableConv2d", reuse=reuse):
+        dw = _variable(
+            "depthwise_weights",
+            [kh, kw, cin, int(depth_multiplier)],
+            x.dtype,
+            init,
+            weights_regularizer,
+            trainable,
+            ["weights", *_var_collections(variables_collections, "weights")],
+        )
+        rates = None if (rh, rw) == (1, 1) else [rh, rw]
+        if num_outputs is None:
+            out = _hb.nn.depthwise_conv2d(x, dw, [1, sh, sw, 1], padding.upper(), rate=rates)
+            n_out = cin * int(depth_multiplier)
+        else:
+            pw = _variable(
+                "pointwise_weights",
+                [1, 1, cin * int(depth_multiplier), int(num_outputs)],
+                x.dtype,
+                pointwise_initializer or init,
+                weights_regularizer,
+                trainable,
+                ["weights", *_var_collections(variables_collections, "weights")],
+            )
+            out = _hb.nn.separable_conv2d(x, dw, pw, [1, sh, sw, 1], padding.upper(), rate=rates)
+            n_out = int(num_outputs)
+        if normalizer_fn is None and biases_initializer is not None:
+            out = _bias(
+                out, n_out, x.dtype, biases_initializer, biases_regularizer, trainable,
+                variables_collections,
+            )  # fmt: skip
+        return _finish(out, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
+
+
+@add_arg_scope
+def conv2d_transpose(
+    inputs: Any,
+    num_outputs: int,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: str = "SAME",
+    data_format: Any = None,
+    activation_fn: Callable | None = _hb.nn.relu,
+    normalizer_fn: Callable | None = None,
+    normalizer_params: dict | None = None,
+    weights_initializer: Any = None,
+    weights_regularizer: Callable | None = None,
+    biases_initializer: Any = "zeros",
+    biases_regularizer: Callable | None = None,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    scope: Any = None,
+) -> Any:
+    """The transpose of a 2-D convolution; variables ``<scope>/weights`` ([kh, kw, out, in])
+    and ``<scope>/biases``; the output is ``stride`` times larger (VALID: plus
+    ``max(kernel - stride, 0)``)."""
+    _nhwc(data_format, "conv2d_transpose")
+    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
+    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
+        raise ValueError(
+            f"conv2d_transpose: inputs must be NHWC with known channels, got shape {x.shape}"
+        )
+    kh, kw = _pair(kernel_size, "conv2d_transpose: kernel_size")
+    sh, sw = _pair(stride, "conv2d_transpose: stride")
+    pad = padding.upper()
+    with _hb.variable_scope(scope, default_name="Conv2d_transpose", reuse=reuse):
+        w = _variable(
+            "weights",
+            [kh, kw, int(num_outputs), x.shape.dims[-1]],
+            x.dtype,
+            weights_initializer or xavier_initializer(),
+            weights_regularizer,
+            trainable,
+            ["weights", *_var_collections(variables_collections, "weights")],
+        )
+        shape = _hb.shape(x)
+
+        def size(n: Any, k: int, s: int) -> Any:
+            return n * s if pad == "SAME" else n * s + max(k - s, 0)
+
+        out_shape = _hb.stack(
+            [shape[0], size(shape[1], kh, sh), size(shape[2], kw, sw), int(num_outputs)]
+        )
+        out = _hb.nn.conv2d_transpose(x, w, out_shape, [1, sh, sw, 1], pad)
+        h, wd = x.shape.dims[1], x.shape.dims[2]
+        out.set_shape(
+            [
+                x.shape.dims[0],
+                None if h is None else size(h, kh, sh),
+                None if wd is None else size(wd, kw, sw),
+                int(num_outputs),
+            ]
+        )
+        if normalizer_fn is None and biases_initializer is not None:
+            out = _bias(
+                out, num_outputs, x.dtype, biases_initializer, biases_regularizer, trainable,
+                variables_collections,
+            )  # fmt: skip
+        return _finish(out, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
+
+
+# ---- variables ------------------------------------------------------------------------------
+
+
+def get_variables(
+    scope: Any = None, suffix: str | None = None, collection: str = "variables"
+) -> list:
+    """The variables of ``collection`` under ``scope`` (a name or a VariableScope) whose names
+    end with ``suffix``."""
+    if scope is not None and not isinstance(scope, str):
+        scope = scope.name
+    found = _hb.get_collection(collection, scope)
+    if suffix is not None:
+        found = [v for v in found if v.op.name.endswith(suffix)]
+    return found
+
+
+def get_model_variables(scope: Any = None, suffix: str | None = None) -> list:
+    """The model variables (the layers' weights, biases and batch-norm statistics)."""
+    return get_variables(scope, suffix, "model_variables")
+
+
+def get_trainable_variables(scope: Any = None, suffix: str | None = None) -> list:
+    return get_variables(scope, suffix, _hb.GraphKeys.TRAINABLE_VARIABLES)
+
+
+def get_variables_by_name(given_name: str, scope: Any = None) -> list:
+    """The variables whose last name part is ``given_name``."""
+    return [v for v in get_variables(scope) if v.op.name.split("/")[-1] == given_name]
+
+
+def get_variables_to_restore(include: Any = None, exclude: Any = None) -> list:
+    """The global variables under the scopes of ``include`` (all by default) and none of
+    ``exclude`` (fine-tuning a net without its logits, say)."""
+    if include is None:
+        found = get_variables()
+    else:
+        found = [v for scope in include for v in get_variables(scope)]
+    if exclude:
+        found = [v for v in found if not any(v.op.name.startswith(e) for e in exclude)]
+    return found
+
+
+def variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    trainable: bool = True,
+    collections: Any = None,
+    caching_device: Any = None,
+    device: Any = None,
+    partitioner: Any = None,
+    custom_getter: Any = None,
+    use_resource: Any = None,
+) -> Any:
+    """``get_variable`` also added to ``collections`` (global variables always)."""
+    v = _hb.get_variable(
+        name,
+        shape,
+        dtype=dtype or _hb.float32,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+    )
+    for c in collections or ():
+        if v not in _hb.get_collection(c):
+            _hb.add_to_collection(c, v)
+    return v
+
+
+def model_variable(name: str, shape: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
+    """``variable`` in the model variables."""
+    collections = list(kwargs.pop("collections", None) or []) + ["model_variables"]
+    return variable(name, shape, dtype, collections=collections, **kwargs)
+
+
+def assign_from_checkpoint_fn(
+    model_path: str,
+    var_list: Any,
+    ignore_missing_vars: bool = False,
+    reshape_variables: bool = False,
+) -> Callable:
+    """``fn(session)`` restoring ``var_list`` (a list or a {checkpoint name: variable} dict)
+    from ``model_path``; with ``ignore_missing_vars`` the variables the checkpoint lacks are
+    left out (with a warning), as slim's."""
+    import logging
+
+    from hetbed.runtime.train.checkpoint import CheckpointReader
+
+    if reshape_variables:
+        raise ValueError("assign_from_checkpoint_fn: reshape_variables is not supported")
+    items = dict(var_list) if isinstance(var_list, dict) else {v.op.name: v for v in var_list}
+    if ignore_missing_vars:
+        reader = CheckpointReader(model_path)
+        missing = [k for k in items if not reader.has_tensor(k)]
+        for k in missing:
+            logging.getLogger("hetbed").warning(
+                "Variable %s missing in checkpoint %s", k, model_path
+            )
+            del items[k]
+    if not items:
+        logging.getLogger("hetbed").warning("No Variables to restore")
+        return lambda session: None
+    saver = _hb.train.Saver(items, reshape=reshape_variables)
+    return lambda session: saver.restore(session, model_path)
+
+
+# ---- training -------------------------------------------------------------------------------
+
+
+_USE_GLOBAL_STEP = object()
+
+
+def create_train_op(
+    total_loss: Any,
+    optimizer: Any,
+    global_step: Any = _USE_GLOBAL_STEP,
+    update_ops: Any = None,
+    variables_to_train: Any = None,
+    clip_gradient_norm: float = 0,
+    summarize_gradients: bool = False,
+    gate_gradients: int = 1,
+    aggregation_method: Any = None,
+    colocate_gradients_with_ops: bool = False,
+    gradient_multipliers: Any = None,
+    check_numerics: bool = True,
+) -> Any:
+    """slim's ``learning.create_train_op``: a tensor that, when run, runs ``update_ops`` (by
+    default the graph's UPDATE_OPS: batch-norm statistics), applies ``optimizer``'s update of
+    ``variables_to_train`` (all trainable ones), with gradients scaled by
+    ``gradient_multipliers`` and clipped to ``clip_gradient_norm``, and returns the loss."""
+    if global_step is _USE_GLOBAL_STEP:
+        global_step = _hb.train.get_or_create_global_step()
+    if update_ops is None:
+        update_ops = _hb.get_collection(_hb.GraphKeys.UPDATE_OPS)
+    with _hb.control_dependencies(list(update_ops)):
+        total_loss = _hb.identity(total_loss, name="total_loss_with_updates")
+    if variables_to_train is None:
+        variables_to_train = _hb.trainable_variables()
+    grads = optimizer.compute_gradients(
+        total_loss,
+        variables_to_train,
+        gate_gradients=gate_gradients,
+        aggregation_method=aggregation_method,
+        colocate_gradients_with_ops=colocate_gradients_with_ops,
+    )
+    if gradient_multipliers:
+        keyed = {
+            (k if isinstance(k, str) else k.op.name): m for k, m in gradient_multipliers.items()
+        }
+        grads = [
+            (g * keyed[v.op.name] if g is not None and v.op.name in keyed else g, v)
+            for g, v in grads
+        ]
+    if clip_gradient_norm > 0:
+        gs, vs = zip(*grads)
+        clipped, _ = _hb.clip_by_global_norm(list(gs), clip_gradient_norm)
+        grads = list(zip(clipped, vs))
+    if summarize_gradients:
+        for g, v in grads:
+            if g is not None:
+                _hb.summary.histogram(v.op.name + "/gradient", g)
+    apply_op = optimizer.apply_gradients(grads, global_step=global_step)
+    with _hb.control_dependencies([apply_op]):
+        loss = total_loss
+        if check_numerics:
+            loss = _hb.check_numerics(loss, "LossTensor is inf or nan")
+        return _hb.identity(loss, name="train_op")
+
+
+__all__ = [
+    "assign_from_checkpoint_fn",
+    "conv2d_transpose",
+    "create_train_op",
+    "get_model_variables",
+    "get_trainable_variables",
+    "get_variables",
+    "get_variables_by_name",
+    "get_variables_to_restore",
+    "model_variable",
+    "separable_conv2d",
+    "softmax",
+    "variable",
+]
