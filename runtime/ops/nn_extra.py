@@ -264,14 +264,6 @@ def avg_pool1d(input, ksize, strides, padding, data_format="NWC", name=None) -> 
 # ---- depthwise and separable convolutions -----------------------------------------------------
 
 
-def _block_diagonal(f: Tensor, dims: list[int]) -> Tensor:
-    """(kh, kw, C, M) depthwise filter -> (kh, kw, C, C*M) conv2d filter, output c*M + m."""
-    kh, kw, c, m = dims
-    eye = _array.constant(np.eye(c, dtype=f.dtype.np).reshape(1, 1, c, c, 1), name="eye")
-    full = _manip.expand_dims(f, 3) * eye
-    return _array.reshape(full, [kh, kw, c, c * m])
-
-
 def depthwise_conv2d_native(
     input: Any,
     filter: Any,
@@ -297,10 +289,18 @@ def depthwise_conv2d_native(
             f"depthwise_conv2d: input depth {c} (input shape {x.shape}) does not match filter "
             f"in_channels {dims[2]} (filter shape {f.shape})"
         )
-    with name_scope(name or "depthwise"):
-        return _nn.conv2d(
-            x, _block_diagonal(f, dims), strides=strides, padding=padding, dilations=dilations
-        )
+    from .depthwise import depthwise
+
+    fn = "depthwise_conv2d"
+    dil = (1, 1, 1, 1) if dilations is None else _nn._window4(fn, "dilations", dilations)
+    return depthwise(
+        x,
+        f,
+        _nn._window4(fn, "strides", strides),
+        _nn._check_padding(fn, padding),
+        dil,
+        name or "depthwise",
+    )
 
 
 def depthwise_conv2d(
