@@ -61,6 +61,7 @@ from hetbed.runtime.train.optimizers import (
 )
 from hetbed.runtime.train.queue_runner import (
     Coordinator,
+    LooperThread,
     QueueRunner,
     add_queue_runner,
     start_queue_runners,
@@ -144,6 +145,7 @@ piecewise_constant_decay = piecewise_constant  # (TF1's other name)
 
 __all__ = [
     "Coordinator",
+    "LooperThread",
     "QueueRunner",
     "add_queue_runner",
     "batch",

@@ -207,3 +207,25 @@ def test_dynamic_image_ops_match_tensorflow():
 
     for a, b in zip(run(tf), run(tf1)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_supervisor_loop_and_queue_runners(tmp_path):
+    import time
+
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(10, tf.float32)
+        qr = tf.train.QueueRunner(q, [q.enqueue(1.0)])
+        tf.Variable(0.0)
+        ticks = []
+        sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=0, summary_op=None)
+        with sv.managed_session(start_standard_services=False) as sess:
+            threads = sv.start_queue_runners(sess, [qr])
+            looper = sv.loop(0.01, lambda: ticks.append(time.monotonic()))
+            assert looper in sv._threads and len(threads) == 2  # enqueue, close on stop
+            assert sess.run(q.dequeue()) == 1.0
+            deadline = time.monotonic() + 5
+            while len(ticks) < 3 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert len(ticks) >= 3 and not looper.is_alive()
+        with pytest.raises(ValueError, match="target or override"):
+            tf.train.LooperThread(tf.train.Coordinator(), 1.0)

@@ -122,6 +122,60 @@ class Coordinator:
             raise info[1].with_traceback(info[2])
 
 
+class LooperThread(threading.Thread):
+    """TF1's ``tf.train.LooperThread``: calls ``target(*args, **kwargs)`` (or ``run_loop``) at
+    once and then every ``timer_interval_secs`` (back to back when None) until ``coord`` stops;
+    an exception stops the coordinator with it."""
+
+    def __init__(
+        self,
+        coord: Coordinator,
+        timer_interval_secs: float | None,
+        target: Any = None,
+        args: Any = None,
+        kwargs: Any = None,
+    ):
+        if not isinstance(coord, Coordinator):
+            raise ValueError(f"LooperThread: coord must be a Coordinator, got {coord!r}")
+        super().__init__(daemon=True)
+        self._coord = coord
+        self._interval = timer_interval_secs
+        self._target_fn = target
+        self._args = tuple(args or ())
+        self._kwargs = dict(kwargs or {})
+        if target is None and type(self).run_loop is LooperThread.run_loop:
+            raise ValueError("LooperThread: give a target or override run_loop")
+
+    @staticmethod
+    def loop(coord, timer_interval_secs, target, args=None, kwargs=None) -> LooperThread:
+        """Start a LooperThread calling ``target`` and return it."""
+        looper = LooperThread(coord, timer_interval_secs, target, args, kwargs)
+        looper.start()
+        return looper
+
+    def run(self) -> None:
+        with self._coord.stop_on_exception():
+            self.start_loop()
+            if self._interval is None:
+                while not self._coord.should_stop():
+                    self.run_loop()
+            else:
+                due = time.monotonic()
+                while not self._coord.wait_for_stop(max(due - time.monotonic(), 0.0)):
+                    due += self._interval
+                    self.run_loop()
+            self.stop_loop()
+
+    def start_loop(self) -> None:
+        """Called once before the loop."""
+
+    def stop_loop(self) -> None:
+        """Called once after the loop."""
+
+    def run_loop(self) -> None:
+        self._target_fn(*self._args, **self._kwargs)
+
+
 class QueueRunner:
     """Threads that run ``enqueue_ops`` (one thread each) into ``queue`` until stopped.
 

@@ -281,6 +281,36 @@ class Supervisor:
             if close_summary_writer and self._summary_writer is not None:
                 self._summary_writer.close()
 
+    def loop(
+        self,
+        timer_interval_secs: float | None,
+        target: Any,
+        args: Any = None,
+        kwargs: Any = None,
+    ) -> threading.Thread:
+        """Start a thread calling ``target`` at once and every ``timer_interval_secs`` until
+        the supervisor stops (it is joined then), as TF1's ``Supervisor.loop``."""
+        from .queue_runner import LooperThread
+
+        looper = LooperThread.loop(self._coord, timer_interval_secs, target, args, kwargs)
+        self._threads.append(looper)
+        return looper
+
+    def start_queue_runners(self, sess: Session, queue_runners: Any = None) -> list:
+        """Start the graph's queue runners (or ``queue_runners``) under the supervisor's
+        coordinator; they are joined when it stops."""
+        if queue_runners is None:
+            threads = list(start_queue_runners(sess, self._coord))
+        else:
+            threads = [t for qr in queue_runners for t in qr.create_threads(sess, self._coord,
+                                                                           daemon=True, start=True)]  # fmt: skip
+        self._threads.extend(threads)
+        return threads
+
+    def wait_for_stop(self) -> None:
+        """Block until the supervisor's coordinator is asked to stop."""
+        self._coord.wait_for_stop()
+
     def should_stop(self) -> bool:
         return self._coord.should_stop()
 
