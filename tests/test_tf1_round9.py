@@ -215,6 +215,7 @@ def test_supervisor_loop_and_queue_runners(tmp_path):
     with tf.Graph().as_default():
         q = tf.FIFOQueue(10, tf.float32)
         qr = tf.train.QueueRunner(q, [q.enqueue(1.0)])
+        take = q.dequeue()
         tf.Variable(0.0)
         ticks = []
         sv = tf.train.Supervisor(logdir=str(tmp_path), save_model_secs=0, summary_op=None)
@@ -222,7 +223,7 @@ def test_supervisor_loop_and_queue_runners(tmp_path):
             threads = sv.start_queue_runners(sess, [qr])
             looper = sv.loop(0.01, lambda: ticks.append(time.monotonic()))
             assert looper in sv._threads and len(threads) == 2  # enqueue, close on stop
-            assert sess.run(q.dequeue()) == 1.0
+            assert sess.run(take) == 1.0
             deadline = time.monotonic() + 5
             while len(ticks) < 3 and time.monotonic() < deadline:
                 time.sleep(0.01)
