@@ -395,17 +395,18 @@ def _has_tensor(value: Any) -> bool:
     return False
 
 
-def convert_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
-    """Convert two operands, giving a Python scalar the dtype of the tensor beside it."""
+def convert_pair(x: Any, y: Any, names: tuple = ("Const", "Const")) -> tuple[Tensor, Tensor]:
+    """Convert two operands, giving a Python scalar the dtype of the tensor beside it (a
+    constant named ``names[0]`` for x, ``names[1]`` for y: an operator's "x" and "y")."""
     if isinstance(x, Tensor) or hasattr(x, "_as_graph_element"):
         x = convert_to_tensor(x)
         if not isinstance(y, Tensor) and not hasattr(y, "_as_graph_element"):
-            y = _operand_constant(y, x)
+            y = _operand_constant(y, x, names[1])
         else:
             y = convert_to_tensor(y)
     elif isinstance(y, Tensor) or hasattr(y, "_as_graph_element"):
         y = convert_to_tensor(y)
-        x = _operand_constant(x, y)
+        x = _operand_constant(x, y, names[0])
     else:
         x, y = convert_to_tensor(x), convert_to_tensor(y)
     return x, y
@@ -415,7 +416,7 @@ def convert_pair(x: Any, y: Any) -> tuple[Tensor, Tensor]:
 _PY_NUMBERS = (float, int, bool)
 
 
-def _operand_constant(v: Any, partner: Tensor) -> Tensor:
+def _operand_constant(v: Any, partner: Tensor, name: str = "Const") -> Tensor:
     """``v`` (not a tensor) as a constant of ``partner``'s dtype, in its graph. A Python number
     beside a numeric tensor (``h * 2.0``: the commonest constant of a TF1 program) becomes its
     Const op directly: the value cast as ``constant`` would cast it, without its checks for
@@ -423,8 +424,8 @@ def _operand_constant(v: Any, partner: Tensor) -> Tensor:
     dt = partner.dtype
     arr = _as_array(v, dt)
     if v.__class__ not in _PY_NUMBERS or dt.is_string:
-        return convert_to_tensor(arr, graph=partner.graph)
-    return apply_op("Const", (), {"value": arr, "dtype": dt}, "Const", partner.graph).outputs[0]
+        return convert_to_tensor(arr, graph=partner.graph, name=name)
+    return apply_op("Const", (), {"value": arr, "dtype": dt}, name, partner.graph).outputs[0]
 
 
 def _as_array(v: Any, dtype: _dt.DType) -> np.ndarray:

@@ -35,10 +35,11 @@ def test_a_number_beside_a_tensor_is_the_constant_the_general_path_builds(dtype,
         with g.name_scope("s"), g.control_dependencies([first]):
             right, left = x * number, number + x
         general = hb.constant(np.asarray(number).astype(dtype.np), name="Const")
-    for out in (right, left):
+    # named as TF1 names an operator's constant: "mul/y", reflected "add/x"
+    for out, want_name in ((right, "s/mul/y"), (left, "s/add/x")):
         const = next(t for t in out.op.inputs if t.op.type == "Const").op
         assert const.graph is g and const.device == general.op.device != ""
-        assert const.name.startswith("s/Const") and const.control_inputs == [first]
+        assert const.name == want_name and const.control_inputs == [first]
         v = const.attrs["value"]
         assert v.dtype == general.op.attrs["value"].dtype == dtype.np and v.shape == ()
         assert v == general.op.attrs["value"] and const.attrs["dtype"] is dtype

@@ -1022,29 +1022,21 @@ def _install_operators() -> None:
     from ..graph import Tensor, name_scope
     from ..variables import Variable
 
-    def operand(self: Any, other: Any, role: str) -> Any:
-        """A Python or numpy operand as a constant of the tensor's dtype named ``role`` in the
-        operator's scope (TF's "mul/y", "sub/x"); left as is when it does not convert."""
-        if isinstance(other, (Tensor, Variable)) or hasattr(other, "_as_graph_element"):
-            return other
-        try:
-            return convert_to_tensor(other, dtype=self.dtype.base_dtype, name=role)
-        except (TypeError, ValueError):
-            return other
-
     # TF1 names an operator's op after the operator ("add", "mul", "sub", "truediv", ...), in
-    # lower case, unlike the functions ("Add", "Mul"): programs fetch "add:0" by name.
+    # lower case, unlike the functions ("Add", "Mul"): programs fetch "add:0" by name. A Python
+    # or numpy operand becomes a constant of the tensor's dtype named "y" (or "x" when
+    # reflected) in the operator's scope: TF's "mul/y", "sub/x".
     def binop(fn, k):
         def op(self, other):
             with name_scope(k) as scope:
-                return fn(self, operand(self, other, "y"), name=scope)
+                return fn(*convert_pair(self, other, ("x", "y")), name=scope)
 
         return op
 
     def rbinop(fn, k):
         def op(self, other):
             with name_scope(k) as scope:
-                return fn(operand(self, other, "x"), self, name=scope)
+                return fn(*convert_pair(other, self, ("x", "y")), name=scope)
 
         return op
 
