@@ -19,61 +19,70 @@ def supports(*arrays) -> bool:
     return dt in _FAST and all(type(a) is np.ndarray and a.dtype == dt for a in arrays)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
+def _span(o_count, stride, offset, size):  # pragma: no cover - compiled
+    """The outputs o in [lo, hi) whose source o * stride + offset lies in [0, size)."""
+    lo = 0
+    if offset < 0:
+        lo = (-offset + stride - 1) // stride
+    hi = o_count
+    if (o_count - 1) * stride + offset >= size:
+        hi = (size - 1 - offset) // stride + 1 if size - 1 - offset >= 0 else 0
+    return lo, max(hi, lo)
+
+
+@njit(cache=True, nogil=True, fastmath=True)
 def _forward(x, f2, m, sh, sw, dh, dw, pt, pl, y):  # pragma: no cover - compiled
-    """``y`` [.., c * m] of ``x`` [.., c] and the filter ``f2`` [kh, kw, c * m]."""
+    """``y`` [.., c * m] of ``x`` [.., c] and the filter ``f2`` [kh, kw, c * m]: per output
+    row, tap by tap, a long loop over the row's (column, channel) cells."""
     nb, h, w, c = x.shape
     kh, kw, cm = f2.shape
     ho, wo = y.shape[1], y.shape[2]
     for b in range(nb):
         for oy in range(ho):
-            for ox in range(wo):
-                out = y[b, oy, ox]
-                for k in range(cm):
-                    out[k] = 0
-                for i in range(kh):
-                    yy = oy * sh - pt + i * dh
-                    if yy < 0 or yy >= h:
-                        continue
-                    for j in range(kw):
-                        xx = ox * sw - pl + j * dw
-                        if xx < 0 or xx >= w:
-                            continue
-                        src = x[b, yy, xx]
-                        fij = f2[i, j]
+            row = y[b, oy]
+            row[:] = 0
+            for i in range(kh):
+                yy = oy * sh - pt + i * dh
+                if yy < 0 or yy >= h:
+                    continue
+                src = x[b, yy]
+                for j in range(kw):
+                    off = j * dw - pl
+                    lo, hi = _span(wo, sw, off, w)
+                    fij = f2[i, j]
+                    for ox in range(lo, hi):
+                        xs = src[ox * sw + off]
+                        out = row[ox]
                         if m == 1:
                             for k in range(c):
-                                out[k] += src[k] * fij[k]
+                                out[k] += xs[k] * fij[k]
                         else:
                             for k in range(cm):
-                                out[k] += src[k // m] * fij[k]
+                                out[k] += xs[k // m] * fij[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _backprop_input(g, f2, m, sh, sw, dh, dw, pt, pl, dx):  # pragma: no cover - compiled
     nb, h, w, c = dx.shape
     kh, kw, cm = f2.shape
     ho, wo = g.shape[1], g.shape[2]
     for b in range(nb):
-        dxb = dx[b]
-        for yy in range(h):
-            for xx in range(w):
-                cell = dxb[yy, xx]
-                for ch in range(c):
-                    cell[ch] = 0
+        dx[b] = 0
         for oy in range(ho):
-            for ox in range(wo):
-                gg = g[b, oy, ox]
-                for i in range(kh):
-                    yy = oy * sh - pt + i * dh
-                    if yy < 0 or yy >= h:
-                        continue
-                    for j in range(kw):
-                        xx = ox * sw - pl + j * dw
-                        if xx < 0 or xx >= w:
-                            continue
-                        cell = dxb[yy, xx]
-                        fij = f2[i, j]
+            grow = g[b, oy]
+            for i in range(kh):
+                yy = oy * sh - pt + i * dh
+                if yy < 0 or yy >= h:
+                    continue
+                dst = dx[b, yy]
+                for j in range(kw):
+                    off = j * dw - pl
+                    lo, hi = _span(wo, sw, off, w)
+                    fij = f2[i, j]
+                    for ox in range(lo, hi):
+                        cell = dst[ox * sw + off]
+                        gg = grow[ox]
                         if m == 1:
                             for k in range(c):
                                 cell[k] += gg[k] * fij[k]
@@ -82,7 +91,7 @@ def _backprop_input(g, f2, m, sh, sw, dh, dw, pt, pl, dx):  # pragma: no cover -
                                 cell[k // m] += gg[k] * fij[k]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, fastmath=True)
 def _backprop_filter(x, g, m, sh, sw, dh, dw, pt, pl, df2):  # pragma: no cover - compiled
     """``df2`` [kh, kw, c * m] for the channels of ``x`` [.., c] and ``g`` [.., c * m]."""
     nb, h, w, c = x.shape
@@ -91,24 +100,25 @@ def _backprop_filter(x, g, m, sh, sw, dh, dw, pt, pl, df2):  # pragma: no cover 
     df2[:] = 0
     for b in range(nb):
         for oy in range(ho):
-            for ox in range(wo):
-                gg = g[b, oy, ox]
-                for i in range(kh):
-                    yy = oy * sh - pt + i * dh
-                    if yy < 0 or yy >= h:
-                        continue
-                    for j in range(kw):
-                        xx = ox * sw - pl + j * dw
-                        if xx < 0 or xx >= w:
-                            continue
-                        src = x[b, yy, xx]
-                        dij = df2[i, j]
+            grow = g[b, oy]
+            for i in range(kh):
+                yy = oy * sh - pt + i * dh
+                if yy < 0 or yy >= h:
+                    continue
+                src = x[b, yy]
+                for j in range(kw):
+                    off = j * dw - pl
+                    lo, hi = _span(wo, sw, off, w)
+                    dij = df2[i, j]
+                    for ox in range(lo, hi):
+                        xs = src[ox * sw + off]
+                        gg = grow[ox]
                         if m == 1:
                             for k in range(c):
-                                dij[k] += src[k] * gg[k]
+                                dij[k] += xs[k] * gg[k]
                         else:
                             for k in range(cm):
-                                dij[k] += src[k // m] * gg[k]
+                                dij[k] += xs[k // m] * gg[k]
 
 
 def forward(x, f, sh, sw, dh, dw, ho, wo, pt, pl):
