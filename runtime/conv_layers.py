@@ -162,6 +162,7 @@ def conv2d(
 
 class _Pooling2D(Layer):
     _nn_fn = ""
+    _sizes = staticmethod(_pair)  # parses a size argument (Pooling3D: a triple)
 
     def __init__(
         self,
@@ -174,8 +175,8 @@ class _Pooling2D(Layer):
     ):
         super().__init__(name=name, **kwargs)
         _check_channels_last(data_format, type(self).__name__)
-        self.pool_size = _pair(pool_size, "pool_size")
-        self.strides = _pair(strides, "strides")
+        self.pool_size = self._sizes(pool_size, "pool_size")
+        self.strides = self._sizes(strides, "strides")
         self.padding = _padding(padding)
 
     def call(self, inputs: Tensor) -> Tensor:

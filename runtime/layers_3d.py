@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .conv_layers import Conv2D
+from .conv_layers import Conv2D, _Pooling2D
 from .graph import Tensor
-from .layers import Layer, _check_channels_last, _padding
 
 
 def _triple(value: Any, what: str) -> tuple[int, int, int]:
@@ -61,28 +60,13 @@ def conv3d(inputs: Any, filters: int, kernel_size: Any, *args: Any, **kw: Any) -
     return Conv3D(filters, kernel_size, *args, _reuse=reuse, **kw)(inputs)
 
 
-class _Pooling3D(Layer):
-    _fn = ""
-
-    def __init__(
-        self,
-        pool_size: Any,
-        strides: Any,
-        padding: str = "valid",
-        data_format: str = "channels_last",
-        name: str | None = None,
-        **kwargs: Any,
-    ):
-        super().__init__(name=name, **kwargs)
-        _check_channels_last(data_format, type(self).__name__)
-        self.pool_size = _triple(pool_size, "pool_size")
-        self.strides = _triple(strides, "strides")
-        self.padding = _padding(padding)
+class _Pooling3D(_Pooling2D):
+    _sizes = staticmethod(_triple)
 
     def call(self, inputs: Tensor) -> Tensor:
         from .ops import conv3d as ops
 
-        return getattr(ops, self._fn)(
+        return getattr(ops, self._nn_fn)(
             inputs,
             ksize=[1, *self.pool_size, 1],
             strides=[1, *self.strides, 1],
@@ -93,13 +77,13 @@ class _Pooling3D(Layer):
 class MaxPooling3D(_Pooling3D):
     """Max over ``pool_size`` windows moved by ``strides`` (NDHWC)."""
 
-    _fn = "max_pool3d"
+    _nn_fn = "max_pool3d"
 
 
 class AveragePooling3D(_Pooling3D):
     """Mean over ``pool_size`` windows moved by ``strides`` (NDHWC)."""
 
-    _fn = "avg_pool3d"
+    _nn_fn = "avg_pool3d"
 
 
 def max_pooling3d(
