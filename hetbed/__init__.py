@@ -413,6 +413,13 @@ from hetbed.runtime.config_protos import (  # noqa: E402
     OptimizerOptions,
     RewriterConfig,
 )
+from hetbed.runtime.custom_gradient import (  # noqa: E402
+    NotDifferentiable,
+    RegisterGradient,
+    custom_gradient,
+    identity_n,
+    no_gradient,
+)
 from hetbed.runtime.ops.debug import (  # noqa: E402
     Print,
     add_check_numerics_ops,
@@ -428,7 +435,7 @@ from hetbed.runtime.ops.debug import (  # noqa: E402
     verify_tensor_all_finite,
 )
 from hetbed.runtime.ops.debug import print_ as print  # noqa: E402
-from hetbed.runtime.ops.py_func import numpy_function, py_func  # noqa: E402
+from hetbed.runtime.ops.py_func import numpy_function, py_func, py_function  # noqa: E402
 
 # ---- lookup tables ----
 # isort: split

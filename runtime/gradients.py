@@ -267,7 +267,24 @@ def _may_alias_variable(t: Tensor, memo: dict) -> bool:
 
 
 def _op_grads(g: Any, op: Operation, out_grads: list, colocate: bool) -> Sequence:
+    from .custom_gradient import gradient_for
+
     op_def = op.op_def
+    grad_fn = gradient_for(op)
+    if grad_fn is False:  # NotDifferentiable
+        return [None] * len(op.inputs)
+    if grad_fn is not None:
+        if not op_def.passes_sparse:
+            out_grads = [to_dense(og) for og in out_grads]
+        with g.name_scope(op.name + "_grad"):
+            res = grad_fn(op, *out_grads)
+        res = list(res) if isinstance(res, (list, tuple)) else [res]
+        if len(res) != len(op.inputs):
+            raise RuntimeError(
+                f"the gradient registered for {op.name!r} ({op.type}) returned {len(res)} "
+                f"values for {len(op.inputs)} inputs"
+            )
+        return [None if r is None else _as_grad(r) for r in res]
     if op_def.grad_fn is None:
         if not op_def.differentiable:
             return [None] * len(op.inputs)
@@ -292,3 +309,12 @@ def _op_grads(g: Any, op: Operation, out_grads: list, colocate: bool) -> Sequenc
             f"gradient of {op.type} returned {len(res)} values for {len(op.inputs)} inputs"
         )
     return res
+
+
+def _as_grad(r: Any) -> Any:
+    """A registered gradient's value as a tensor (IndexedSlices kept)."""
+    from .registry import convert_to_tensor
+
+    if isinstance(r, (Tensor, IndexedSlices)):
+        return r
+    return convert_to_tensor(r)

@@ -376,6 +376,8 @@ class Graph:
         self._last_id = 0
         self._finalized = False
         self.version = 0  # bumped whenever an op is added; sessions use it to invalidate caches
+        #: op type -> registered gradient name for the ops added meanwhile (gradient_override_map)
+        self._gradient_override_map: dict[str, str] = {}
 
     # ---- thread-local builder state -------------------------------------------------
     def _state(self) -> threading.local:
@@ -474,6 +476,9 @@ class Graph:
                     if len(_VALID_NAMES) < 4096:
                         _VALID_NAMES.add(raw)
                 full = self.unique_name(raw)
+            override = self._gradient_override_map.get(op_type)
+            if override is not None:
+                attrs = dict(attrs, _gradient_op_type=override)
             op = Operation(self, full, op_type, inputs, attrs)
             op.op_def = op_def
             op.outputs = [
@@ -502,6 +507,23 @@ class Graph:
         return op
 
     # ---- scopes --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict) -> Iterator[None]:
+        """TF1's: ops of the types in ``op_type_map`` added inside take their gradient from the
+        function registered (``RegisterGradient``) under the name it maps them to."""
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise TypeError("Keys and values in op_type_map must be strings")
+        saved = {k: self._gradient_override_map.get(k) for k in op_type_map}
+        self._gradient_override_map.update(op_type_map)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    self._gradient_override_map.pop(k, None)
+                else:
+                    self._gradient_override_map[k] = v
+
     @contextlib.contextmanager
     def name_scope(self, name: str | None) -> Iterator[str]:
         st = self._state()

@@ -138,3 +138,24 @@ def numpy_function(
 ) -> Any:
     """TF's ``tf.numpy_function``: ``py_func`` under its newer name."""
     return py_func(func, inp, Tout, stateful=stateful, name=name)
+
+
+class _EagerLike(np.ndarray):
+    """An input of ``py_function``'s function: a numpy array that also answers TF2's eager
+    tensor API the function may use (``.numpy()``)."""
+
+    def numpy(self) -> np.ndarray:
+        return np.asarray(self)
+
+
+def py_function(func: Callable, inp: Any, Tout: Any, name: str | None = None) -> Any:  # noqa: N803
+    """TF's ``tf.py_function``: ``py_func`` whose function gets its inputs as arrays with a
+    ``.numpy()`` method (the eager tensors TF passes) and may return such values."""
+
+    def call(*arrays: Any) -> Any:
+        out = func(*[np.asarray(a).view(_EagerLike) for a in arrays])
+        if isinstance(out, (list, tuple)):
+            return [o.numpy() if hasattr(o, "numpy") else o for o in out]
+        return out.numpy() if hasattr(out, "numpy") else out
+
+    return py_func(call, inp, Tout, stateful=True, name=name or "EagerPyFunc")
