@@ -191,6 +191,7 @@ compat = _namespace(
 
 # ---- tf.contrib: rnn, layers, slim's layer functions, framework's arg_scope -----------------
 
+from . import contrib_crf as _crf  # noqa: E402
 from . import contrib_layers as _cl  # noqa: E402
 from . import contrib_slim as _cs  # noqa: E402
 from . import contrib_training as _contrib_training  # noqa: E402
@@ -253,6 +254,11 @@ contrib = _namespace(
                     {"analyze_vars": _cl.analyze_vars, "analyze_ops": _cl.analyze_ops},
                 ),
             },
+        ),
+        "crf": _namespace(
+            "contrib.crf",
+            "tf.contrib.crf: a linear-chain CRF (contrib_crf.py).",
+            {k: getattr(_crf, k) for k in _crf.__all__},
         ),
         "framework": _namespace(
             "contrib.framework",
