@@ -4,7 +4,18 @@
 ``hb.train``, ...); ``import hetbed.compat.v1 as tf`` gives the same names in TF1's layout.
 """
 
-from hetbed import data, graph_util, initializers, layers, losses, nn, saved_model, summary, train
+from hetbed import (
+    data,
+    distributions,
+    graph_util,
+    initializers,
+    layers,
+    losses,
+    nn,
+    saved_model,
+    summary,
+    train,
+)
 from hetbed.devices.naming import DeviceSpec
 from hetbed.runtime import errors
 from hetbed.runtime.control_flow import case, cond, foldl, foldr, map_fn, scan, while_loop
