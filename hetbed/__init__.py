@@ -11,6 +11,7 @@ from hetbed import (
     initializers,
     layers,
     losses,
+    nest,
     nn,
     saved_model,
     summary,

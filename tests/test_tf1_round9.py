@@ -230,3 +230,22 @@ def test_supervisor_loop_and_queue_runners(tmp_path):
         assert len(ticks) >= 3 and not looper.is_alive()
         with pytest.raises(ValueError, match="target or override"):
             tf.train.LooperThread(tf.train.Coordinator(), 1.0)
+
+
+def test_nest_flattens_packs_and_maps_as_tf():
+    import collections
+
+    pair = collections.namedtuple("P", "a b")
+    s = {"z": [1, (2, 3)], "a": pair(4, [5])}
+    assert tf.nest.flatten(s) == [4, 5, 1, 2, 3]  # dicts by sorted key
+    packed = tf.nest.pack_sequence_as(s, list(range(10, 15)))
+    assert list(packed) == ["z", "a"] and packed == {"z": [12, (13, 14)], "a": pair(10, [11])}
+    assert tf.nest.map_structure(lambda x, y: x + y, s, s) == {"z": [2, (4, 6)], "a": pair(8, [10])}
+    with pytest.raises(TypeError, match="same sequence type"):
+        tf.nest.assert_same_structure([1, 2], (1, 2))
+    tf.nest.assert_same_structure([1, 2], (1, 2), check_types=False)
+    with pytest.raises(ValueError, match="same nested structure"):
+        tf.nest.assert_same_structure([1, [2]], [1, 2])
+    with pytest.raises(ValueError, match="Structure had 2 elements"):
+        tf.nest.pack_sequence_as([1, 2], [1])
+    assert tf.contrib.framework.nest.flatten([1, [2]]) == [1, 2]

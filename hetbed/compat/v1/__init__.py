@@ -266,6 +266,7 @@ contrib = _namespace(
             {
                 "arg_scope": _cl.arg_scope,
                 "add_arg_scope": _cl.add_arg_scope,
+                "nest": _hb.nest,
                 "get_or_create_global_step": train.get_or_create_global_step,
                 "get_global_step": train.get_global_step,
             },
