@@ -14,6 +14,7 @@ from hetbed import (
     nest,
     nn,
     saved_model,
+    sets,
     summary,
     train,
 )
