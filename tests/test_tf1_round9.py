@@ -249,3 +249,12 @@ def test_nest_flattens_packs_and_maps_as_tf():
     with pytest.raises(ValueError, match="Structure had 2 elements"):
         tf.nest.pack_sequence_as([1, 2], [1])
     assert tf.contrib.framework.nest.flatten([1, [2]]) == [1, 2]
+
+
+def test_cast_of_a_sparse_tensor_casts_its_values():
+    with tf.Graph().as_default(), tf.Session() as s:
+        sp = tf.SparseTensor([[0, 0], [1, 2]], np.array([1, 2], np.int64), [2, 3])
+        c = tf.cast(sp, tf.float32)
+        assert isinstance(c, tf.SparseTensor) and c.values.dtype == tf.float32
+        v = s.run(c)
+        assert v.values.tolist() == [1.0, 2.0] and v.indices.tolist() == [[0, 0], [1, 2]]

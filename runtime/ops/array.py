@@ -514,6 +514,13 @@ def _cast_grad(op, g):
 
 
 def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
+    """``x`` as ``dtype``; a SparseTensor (or its fetched value) keeps its indices and shape and
+    casts its values, as TF's."""
+    from .sparse import SparseTensor, SparseTensorValue
+
+    if isinstance(x, (SparseTensor, SparseTensorValue)):
+        sp = SparseTensor(*x) if isinstance(x, SparseTensorValue) else x
+        return SparseTensor(sp.indices, cast(sp.values, dtype, name), sp.dense_shape)
     x = convert_to_tensor(x)
     dtype = _dt.as_dtype(dtype)
     if x.dtype == dtype:
