@@ -258,3 +258,18 @@ def test_cast_of_a_sparse_tensor_casts_its_values():
         assert isinstance(c, tf.SparseTensor) and c.values.dtype == tf.float32
         v = s.run(c)
         assert v.values.tolist() == [1.0, 2.0] and v.indices.tolist() == [[0, 0], [1, 2]]
+
+
+def test_slim_conv2d_in_plane_shares_one_filter_across_channels():
+    x = RNG.standard_normal((1, 5, 4, 3)).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as s:
+        y = slim.conv2d_in_plane(
+            tf.constant(x), [3, 3], activation_fn=None, biases_initializer=None,
+            weights_initializer=tf.constant_initializer(1.0),
+        )  # fmt: skip
+        s.run(tf.global_variables_initializer())
+        got = s.run(y)
+        assert [v.shape.as_list() for v in slim.get_model_variables()] == [[3, 3, 1, 1]]
+    p = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
+    want = sum(p[:, i : i + 5, j : j + 4] for i in range(3) for j in range(3))
+    np.testing.assert_allclose(got, want, rtol=1e-5)

@@ -198,7 +198,10 @@ from . import contrib_training as _contrib_training  # noqa: E402
 from . import contrib_utils as _cu  # noqa: E402
 
 _layer_names = {k: getattr(_cl, k) for k in _cl.__all__}
-_layer_names |= {k: getattr(_cs, k) for k in ("softmax", "separable_conv2d", "conv2d_transpose")}
+_layer_names |= {
+    k: getattr(_cs, k)
+    for k in ("softmax", "separable_conv2d", "conv2d_transpose", "conv2d_in_plane")
+}
 _layer_names |= {"separable_convolution2d": _cs.separable_conv2d}
 _layer_names |= {"convolution2d_transpose": _cs.conv2d_transpose}
 _utils = _namespace(

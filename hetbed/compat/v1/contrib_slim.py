@@ -115,6 +115,55 @@ def separable_conv2d(
 
 
 @add_arg_scope
+def conv2d_in_plane(
+    inputs: Any,
+    kernel_size: Any,
+    stride: Any = 1,
+    padding: str = "SAME",
+    activation_fn: Callable | None = _hb.nn.relu,
+    normalizer_fn: Callable | None = None,
+    normalizer_params: dict | None = None,
+    weights_initializer: Any = None,
+    weights_regularizer: Callable | None = None,
+    biases_initializer: Any = "zeros",
+    biases_regularizer: Callable | None = None,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    scope: Any = None,
+) -> Any:
+    """One [kh, kw] filter (``<scope>/weights`` [kh, kw, 1, 1]) applied to every channel of NHWC
+    ``inputs`` on its own (a depthwise convolution with the filter shared)."""
+    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
+    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
+        raise ValueError(
+            f"conv2d_in_plane: inputs must be NHWC with known channels, got shape {x.shape}"
+        )
+    cin = x.shape.dims[-1]
+    kh, kw = _pair(kernel_size, "conv2d_in_plane: kernel_size")
+    sh, sw = _pair(stride, "conv2d_in_plane: stride")
+    with _hb.variable_scope(scope, default_name="ConvInPlane", reuse=reuse):
+        w = _variable(
+            "weights",
+            [kh, kw, 1, 1],
+            x.dtype,
+            weights_initializer or xavier_initializer(),
+            weights_regularizer,
+            trainable,
+            ["weights", *_var_collections(variables_collections, "weights")],
+        )
+        tiled = _hb.tile(w, [1, 1, cin, 1])
+        out = _hb.nn.depthwise_conv2d(x, tiled, [1, sh, sw, 1], padding.upper())
+        if normalizer_fn is None and biases_initializer is not None:
+            out = _bias(
+                out, cin, x.dtype, biases_initializer, biases_regularizer, trainable,
+                variables_collections,
+            )  # fmt: skip
+        return _finish(out, normalizer_fn, normalizer_params, activation_fn, outputs_collections)
+
+
+@add_arg_scope
 def conv2d_transpose(
     inputs: Any,
     num_outputs: int,
@@ -356,6 +405,7 @@ def create_train_op(
 
 __all__ = [
     "assign_from_checkpoint_fn",
+    "conv2d_in_plane",
     "conv2d_transpose",
     "create_train_op",
     "get_model_variables",
