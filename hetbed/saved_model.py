@@ -207,7 +207,7 @@ class SavedModelBuilder:
     ``add_meta_graph`` for other tag sets of the same graph, then ``save``."""
 
     def __init__(self, export_dir: str):
-        self._dir = os.fspath(export_dir)
+        self._dir = os.fsdecode(export_dir)  # TF1 programs pass tf.compat.as_bytes(path)
         if os.path.exists(self._dir) and (not os.path.isdir(self._dir) or os.listdir(self._dir)):
             raise AssertionError(
                 f"Export directory already exists, and isn't empty: {self._dir!r}. Please choose "
@@ -335,7 +335,7 @@ def simple_save(
 
 def maybe_saved_model_directory(export_dir: str) -> bool:
     """Whether ``export_dir`` holds a ``saved_model.pb``."""
-    return os.path.isfile(os.path.join(os.fspath(export_dir), SAVED_MODEL_FILENAME_PB))
+    return os.path.isfile(os.path.join(os.fsdecode(export_dir), SAVED_MODEL_FILENAME_PB))
 
 
 contains_saved_model = maybe_saved_model_directory
@@ -352,11 +352,11 @@ def load(
 
     if import_scope:
         raise ValueError("saved_model.loader.load: import_scope is not supported")
-    path = os.path.join(os.fspath(export_dir), SAVED_MODEL_FILENAME_PB)
+    export_dir = os.fsdecode(export_dir)
+    path = os.path.join(export_dir, SAVED_MODEL_FILENAME_PB)
     if not os.path.isfile(path):
         raise OSError(
-            f"SavedModel file does not exist at: {os.fspath(export_dir)}/"
-            f"{{{SAVED_MODEL_FILENAME_PB}}}"
+            f"SavedModel file does not exist at: {export_dir}/{{{SAVED_MODEL_FILENAME_PB}}}"
         )
     with open(path, "rb") as f:
         metas = _decode_saved_model(f.read(), path)
@@ -366,7 +366,7 @@ def load(
         have = [sorted(m.meta_info_def.tags) for m in metas]
         raise RuntimeError(
             f"MetaGraphDef associated with tags {sorted(want)} could not be found in SavedModel "
-            f"{os.fspath(export_dir)!r}; it has the tag sets {have}"
+            f"{export_dir!r}; it has the tag sets {have}"
         )
     meta = found[0]
     coll = meta.collection_def
@@ -381,7 +381,7 @@ def load(
         graph_from_dict(read_graph_document(coll[_GRAPH_KEY].bytes_list.value[0]), into=g)
         new = [v for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES) if v not in before]
         if new:
-            prefix = os.path.join(os.fspath(export_dir), VARIABLES_DIRECTORY, VARIABLES_FILENAME)
+            prefix = os.path.join(export_dir, VARIABLES_DIRECTORY, VARIABLES_FILENAME)
             Saver(new, **saver_kwargs).restore(sess, prefix)
         for key in (_MAIN_OP_KEY, _LEGACY_INIT_OP_KEY):
             if key in coll:

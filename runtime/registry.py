@@ -422,6 +422,11 @@ def _operand_constant(v: Any, partner: Tensor, name: str = "Const") -> Tensor:
     Const op directly: the value cast as ``constant`` would cast it, without its checks for
     text, shapes and dtypes that such a value cannot need, or the default-graph switch."""
     dt = partner.dtype
+    if isinstance(v, (list, tuple)) and any(
+        isinstance(e, Tensor) or hasattr(e, "_as_graph_element") for e in v
+    ):
+        # a list holding tensors is packed, as TF1 packs it ([w1_loss, w2_loss] + 0.0)
+        return convert_to_tensor(v, dtype=dt, name=name)
     arr = _as_array(v, dt)
     if v.__class__ not in _PY_NUMBERS or dt.is_string:
         return convert_to_tensor(arr, graph=partner.graph, name=name)

@@ -273,3 +273,28 @@ def test_slim_conv2d_in_plane_shares_one_filter_across_channels():
     p = np.pad(x, ((0, 0), (1, 1), (1, 1), (0, 0)))
     want = sum(p[:, i : i + 5, j : j + 4] for i in range(3) for j in range(3))
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_round_ten_gaps_scalar_constant_names_lists_of_tensors_bytes_paths(tmp_path):
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None], name="x")
+        with tf.variable_scope("NN"):
+            a = tf.divide(x, 2)
+            b = tf.greater(x, 0.5, name="predictions")
+            c = tf.maximum(x, 0.0)
+            d = tf.pow(x, 2)
+        names = [[i.op.name for i in t.op.inputs] for t in (a, b, c, d)]
+        assert names == [["x", "NN/truediv/y"], ["x", "NN/predictions/y"],
+                         ["x", "NN/Maximum/y"], ["x", "NN/Pow/y"]]  # fmt: skip
+        assert [t.op.name for t in (a, b, c, d)] == [
+            "NN/truediv", "NN/predictions", "NN/Maximum", "NN/Pow",
+        ]  # fmt: skip
+        base = tf.constant(1.5)
+        parts = [tf.constant(0.25), tf.constant(0.5)]
+        with tf.Session() as s:
+            assert s.run(base + parts).tolist() == [1.75, 2.0]
+            assert s.run(tf.add(parts, base)).tolist() == [1.75, 2.0]
+            b2 = tf.saved_model.builder.SavedModelBuilder(str(tmp_path / "m").encode())
+            b2.add_meta_graph_and_variables(s, ["serve"])
+            assert b2.save() == str(tmp_path / "m" / "saved_model.pb").encode()
+    assert tf.saved_model.loader.maybe_saved_model_directory(str(tmp_path / "m").encode())

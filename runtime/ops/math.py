@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
-from ..graph import Tensor, TensorShape
+from ..graph import Tensor, TensorShape, name_scope
 from ..registry import (
     Cost,
     apply,
@@ -888,10 +888,20 @@ argmin = _arg_fn("ArgMin")
 # ---- public elementwise functions --------------------------------------------------------------
 
 
+def _is_graph_value(v: Any) -> bool:
+    return isinstance(v, Tensor) or hasattr(v, "_as_graph_element")
+
+
 def _binary_fn(op_type: str):
     def fn(x: Any, y: Any, name: str | None = None) -> Tensor:
-        x, y = convert_pair(x, y)
-        return apply(op_type, [x, y], name=name or op_type)
+        if _is_graph_value(x) and _is_graph_value(y):
+            x, y = convert_pair(x, y)
+            return apply(op_type, [x, y], name=name or op_type)
+        # a Python or numpy operand becomes a constant in the op's scope, named as TF1 names
+        # it: "Maximum/y", "predictions/y"
+        with name_scope(name or op_type) as scope:
+            x, y = convert_pair(x, y, ("x", "y"))
+            return apply(op_type, [x, y], name=scope)
 
     fn.__name__ = op_type.lower()
     return fn
@@ -948,6 +958,9 @@ def divide(x: Any, y: Any, name: str | None = None) -> Tensor:
 
     Raises InvalidArgumentError when ``x`` and ``y`` have different dtypes.
     """
+    if not (_is_graph_value(x) and _is_graph_value(y)):
+        with name_scope(name or "truediv") as scope:
+            return divide(*convert_pair(x, y, ("x", "y")), name=scope)
     x, y = convert_pair(x, y)
     if x.dtype != y.dtype:
         raise InvalidArgumentError(
@@ -1019,7 +1032,7 @@ def _ones_like(ctx, x):
 
 
 def _install_operators() -> None:
-    from ..graph import Tensor, name_scope
+    from ..graph import Tensor
     from ..variables import Variable
 
     # TF1 names an operator's op after the operator ("add", "mul", "sub", "truediv", ...), in
