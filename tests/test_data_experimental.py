@@ -165,3 +165,53 @@ def test_fixed_length_records_skip_the_header_and_footer(tmp_path):
         _values(lambda: ds([str(c)]))
     with pytest.raises(tf.errors.InvalidArgumentError, match="record_bytes must be positive"):
         tf.data.FixedLengthRecordDataset([str(a)], 0)
+
+
+def test_window_then_flat_map_batches_each_window():
+    r = lambda: tf.data.Dataset.range(7)  # noqa: E731
+    got = _values(lambda: r().window(3, 2).flat_map(lambda w: w.batch(3)))
+    assert [v.tolist() for v in got] == [[0, 1, 2], [2, 3, 4], [4, 5, 6], [6]]
+    got = _values(lambda: r().window(3, 1, 2, drop_remainder=True).flat_map(lambda w: w.batch(3)))
+    assert [v.tolist() for v in got] == [[0, 2, 4], [1, 3, 5], [2, 4, 6]]
+    got = _values(lambda: r().window(2, 4).flat_map(lambda w: w.batch(2)))  # shift > size
+    assert [v.tolist() for v in got] == [[0, 1], [4, 5]]
+
+    def pairs():
+        z = tf.data.Dataset.zip((tf.data.Dataset.range(5), tf.data.Dataset.range(10, 15)))
+        return z.window(2).flat_map(lambda x, y: tf.data.Dataset.zip((x.batch(2), y.batch(2))))
+
+    got = _values(pairs)
+    assert [(a.tolist(), b.tolist()) for a, b in got] == [
+        ([0, 1], [10, 11]),
+        ([2, 3], [12, 13]),
+        ([4], [14]),
+    ]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="must be positive"):
+        tf.data.Dataset.range(3).window(0)
+    with pytest.raises(NotImplementedError, match="read them with flat_map"):
+        tf.data.Dataset.range(3).window(2).map(lambda w: w)
+
+
+def test_scan_carries_a_state_through_the_elements():
+    def ds():
+        return tf.data.Dataset.range(6).apply(
+            tf.data.experimental.scan(np.int64(0), lambda st, x: (st + x, st * 10 + x))
+        )
+
+    # states 0, 0, 1, 3, 6, 10 before each element
+    assert [int(v) for v in _values(ds)] == [0, 1, 12, 33, 64, 105]
+
+    def nested():
+        return tf.data.Dataset.range(4).apply(
+            tf.data.experimental.scan(
+                (np.int64(1), np.float32(0.5)),
+                lambda st, x: ((st[0] * 2, st[1] + 1.0), (x + st[0], st[1])),
+            )
+        )
+
+    got = [(int(a), float(b)) for a, b in _values(nested)]
+    assert got == [(1, 0.5), (3, 1.5), (6, 2.5), (11, 3.5)]
+    with pytest.raises(TypeError, match="new state's dtypes"):
+        tf.data.Dataset.range(2).apply(
+            tf.data.experimental.scan(np.int64(0), lambda st, x: (tf.cast(st, tf.float32), x))
+        )

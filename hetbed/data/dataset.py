@@ -359,6 +359,15 @@ class Dataset:
             self._structure, self._types, shapes, make, self._captures + dataset._captures
         )
 
+    def window(
+        self, size: int, shift: int | None = None, stride: int = 1, drop_remainder: bool = False
+    ) -> Dataset:
+        """Windows of ``size`` elements taken every ``stride``, one starting every ``shift``
+        (``size`` by default), each a nest of datasets to read with ``flat_map`` (windows.py)."""
+        from .windows import window
+
+        return window(self, size, shift, stride, drop_remainder)
+
     def enumerate(self, start: int = 0) -> Dataset:
         """Each element with its position, ``(index, element)``, the index an int64 counted
         from ``start``."""

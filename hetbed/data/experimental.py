@@ -19,6 +19,7 @@ from hetbed.runtime import dtypes as _dt
 from hetbed.runtime.errors import InvalidArgumentError
 
 from .dataset import Dataset, common_shapes
+from .windows import scan
 
 #: TF's "choose for me" for buffer sizes and parallelism (hetbed makes elements when asked)
 AUTOTUNE = -1
@@ -190,6 +191,7 @@ __all__ = [
     "parallel_interleave",
     "prefetch_to_device",
     "sample_from_datasets",
+    "scan",
     "shuffle_and_repeat",
     "unbatch",
 ]

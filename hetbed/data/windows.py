@@ -1,0 +1,209 @@
+"""``Dataset.window`` and ``tf.data.experimental.scan``.
+
+A window dataset's elements are windows: nests of datasets (one per component) of up to
+``size`` consecutive elements, as TF's are; TF1 programs read them with ``flat_map`` (``lambda
+w: w.batch(size)``, ``lambda x, y: Dataset.zip((x, y)).batch(n)``), which is what a window
+dataset offers (and ``interleave`` with one window at a time). The function is called once on
+stand-in datasets; each window then feeds them its rows.
+
+``scan`` carries a state through the elements: ``scan_func(state, element) -> (new_state,
+output)`` is traced once on placeholders (as ``map``'s function is) and run per element.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hetbed.runtime import dtypes as _dt
+from hetbed.runtime.errors import InvalidArgumentError
+from hetbed.runtime.graph import Graph, TensorShape
+from hetbed.runtime.registry import convert_to_tensor
+
+from .dataset import Dataset
+from .elements import _flatten, _map_nest, _pack
+
+
+def _window_rows(source: Any, size: int, shift: int, stride: int, drop: bool) -> Any:
+    """Lists of rows: windows starting every ``shift`` elements, each ``size`` elements taken
+    every ``stride``; partial windows at the end unless ``drop``."""
+    span = (size - 1) * stride + 1
+    buf: collections.deque = collections.deque()
+    base = 0  # the index of buf[0] in the source
+    it = iter(source)
+    ended = False
+    start = 0
+    while True:
+        while not ended and base + len(buf) < start + span:
+            el = next(it, None)
+            if el is None:
+                ended = True
+            else:
+                buf.append(el)
+        while buf and base < start:
+            buf.popleft()
+            base += 1
+        if not buf or base < start:
+            return
+        window = [buf[i] for i in range(0, min(span, len(buf)), stride)]
+        if len(window) == size or not drop:
+            yield window
+        start += shift
+
+
+class WindowDataset(Dataset):
+    """A dataset whose elements are windows of another's (``Dataset.window``)."""
+
+    def __init__(self, parent: Dataset, size: int, shift: int, stride: int, drop: bool):
+        self._parent = parent
+        self._spec = (size, shift, stride, drop)
+        super().__init__(
+            parent._structure, parent._types, parent._shapes, self._windows, parent._captures
+        )
+
+    def _windows(self, env: dict) -> Any:
+        size, shift, stride, drop = self._spec
+        return _window_rows(self._parent._elements(env), size, shift, stride, drop)
+
+    def flat_map(self, map_func: Callable) -> Dataset:
+        """The elements of the dataset ``map_func`` makes of each window, one window after
+        another (``map_func`` gets the window's datasets, one per component)."""
+        rows: list = []
+        n = len(self._types)
+
+        def proxy(k: int) -> Dataset:
+            return Dataset(
+                None,
+                [self._types[k]],
+                [self._shapes[k]],
+                lambda env, k=k: ([r[k]] for r in list(rows)),
+            )
+
+        parts = _pack(self._structure, [proxy(k) for k in range(n)])
+        inner = map_func(*parts) if isinstance(parts, tuple) else map_func(parts)
+        if not isinstance(inner, Dataset):
+            raise TypeError(
+                f"Dataset.flat_map: the function must return a Dataset, got {type(inner).__name__}"
+            )
+
+        def make(env: dict) -> Any:
+            for window in self._windows(env):
+                rows[:] = window
+                yield from list(inner._elements(env))
+
+        return Dataset(inner._structure, inner._types, inner._shapes, make, self._captures)
+
+    def interleave(self, map_func: Callable, cycle_length: Any = None, block_length: int = 1,
+                   num_parallel_calls: Any = None, what: str = "interleave") -> Dataset:  # fmt: skip
+        if cycle_length not in (None, 1, -1):
+            raise NotImplementedError(
+                "interleave over windows: hetbed reads one window at a time (cycle_length=1); "
+                "use flat_map"
+            )
+        return self.flat_map(map_func)
+
+    def _not_here(self, what: str) -> Any:
+        raise NotImplementedError(
+            f"Dataset.{what} of a window dataset: its elements are datasets; read them with "
+            "flat_map (e.g. .flat_map(lambda w: w.batch(size)))"
+        )
+
+    def map(self, *a: Any, **k: Any) -> Dataset:
+        return self._not_here("map")
+
+    def batch(self, *a: Any, **k: Any) -> Dataset:
+        return self._not_here("batch")
+
+    def filter(self, *a: Any, **k: Any) -> Dataset:
+        return self._not_here("filter")
+
+    def make_one_shot_iterator(self) -> Any:
+        return self._not_here("make_one_shot_iterator")
+
+    def make_initializable_iterator(self, shared_name: str | None = None) -> Any:
+        return self._not_here("make_initializable_iterator")
+
+
+def window(ds: Dataset, size: int, shift: int | None, stride: int, drop_remainder: bool):
+    size = int(size)
+    shift = size if shift is None else int(shift)
+    stride = int(stride)
+    if size <= 0 or shift <= 0 or stride <= 0:
+        raise InvalidArgumentError(
+            f"Dataset.window: size, shift and stride must be positive, got {size}, {shift}, "
+            f"{stride}"
+        )
+    return WindowDataset(ds, size, shift, stride, bool(drop_remainder))
+
+
+# ---- scan ------------------------------------------------------------------------------------
+
+
+class _ScanFunction:
+    """``fn(state, element) -> (new_state, output)`` traced on placeholders."""
+
+    def __init__(self, ds: Dataset, init: Any, fn: Callable):
+        from hetbed.runtime.ops.array import placeholder
+
+        init_flat = [np.asarray(v) for v in _flatten(init)]
+        self.init = init_flat
+        self.graph = Graph()
+        with self.graph.as_default():
+            st_phs = [placeholder(_dt.as_dtype(v.dtype), TensorShape(v.shape)) for v in init_flat]
+            el_phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
+            state = _pack(init, st_phs)
+            el = _pack(ds._structure, el_phs)
+            got = fn(state, *el) if isinstance(el, tuple) else fn(state, el)
+            if not isinstance(got, (tuple, list)) or len(got) != 2:
+                raise TypeError("scan: scan_func must return (new_state, output_element)")
+            new_state, out = got
+            if isinstance(out, list):
+                out = tuple(out)
+            self.state_outs = [convert_to_tensor(x) for x in _flatten(new_state)]
+            self.outs = [convert_to_tensor(x) for x in _flatten(out)]
+        if [t.dtype for t in self.state_outs] != [p.dtype for p in st_phs]:
+            raise TypeError(
+                "scan: the new state's dtypes "
+                f"{[t.dtype.name for t in self.state_outs]} differ from the initial state's "
+                f"{[p.dtype.name for p in st_phs]}"
+            )
+        self.st_phs, self.el_phs = st_phs, el_phs
+        self.out_structure = _map_nest(lambda _: None, out)
+
+    def run(self, elements: Any) -> Any:
+        from hetbed.runtime.session import Session
+
+        sess = Session(graph=self.graph)
+        state = list(self.init)
+        n = len(self.state_outs)
+        for el in elements:
+            feed = dict(zip(self.st_phs, state)) | dict(zip(self.el_phs, el))
+            vals = sess.run(self.state_outs + self.outs, feed)
+            state = vals[:n]
+            yield list(vals[n:])
+
+
+def scan(initial_state: Any, scan_func: Callable) -> Callable[[Dataset], Dataset]:
+    """For ``dataset.apply``: each element mapped by ``scan_func`` with a state carried from one
+    element to the next, starting at ``initial_state`` (numbers or arrays, in a nest)."""
+
+    def apply(ds: Dataset) -> Dataset:
+        for v in _flatten(initial_state):
+            if hasattr(v, "_as_graph_element") or type(v).__name__ == "Tensor":
+                raise TypeError(
+                    "scan: initial_state must be numbers or numpy arrays in hetbed (a graph "
+                    "tensor's value is not known when the dataset is made)"
+                )
+        fn = _ScanFunction(ds, initial_state, scan_func)
+        return Dataset(
+            fn.out_structure,
+            [t.dtype for t in fn.outs],
+            [t.shape for t in fn.outs],
+            lambda env: fn.run(ds._elements(env)),
+            ds._captures,
+        )
+
+    return apply
