@@ -215,3 +215,22 @@ def test_scan_carries_a_state_through_the_elements():
         tf.data.Dataset.range(2).apply(
             tf.data.experimental.scan(np.int64(0), lambda st, x: (tf.cast(st, tf.float32), x))
         )
+
+
+def test_reduce_folds_the_dataset_each_time_it_runs():
+    with tf.Graph().as_default():
+        count = tf.data.Dataset.range(10).reduce(np.int64(0), lambda s, _: s + 1)
+        pair = (
+            tf.data.Dataset.range(5)
+            .map(lambda x: tf.cast(x, tf.float32))
+            .reduce((np.float32(0), np.float32(1)), lambda st, x: (st[0] + x, st[1] * (x + 1)))
+        )
+        empty = tf.data.Dataset.range(0).reduce(np.int64(7), lambda s, x: s + x)
+        ph = tf.placeholder(tf.int64, [None])
+        fed = tf.data.Dataset.from_tensor_slices(ph).reduce(np.int64(0), lambda s, x: s + x)
+        assert count.dtype == tf.int64 and count.shape.as_list() == []
+        with tf.Session() as s:
+            assert s.run(count) == 10 and s.run(count) == 10  # each run reads it again
+            assert s.run(pair) == (10.0, 120.0)  # 0+1+2+3+4, 1*2*3*4*5
+            assert s.run(empty) == 7
+            assert s.run(fed, {ph: [1, 2, 3]}) == 6 and s.run(fed, {ph: [10]}) == 10

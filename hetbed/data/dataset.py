@@ -368,6 +368,13 @@ class Dataset:
 
         return window(self, size, shift, stride, drop_remainder)
 
+    def reduce(self, initial_state: Any, reduce_func: Callable) -> Any:
+        """The state after ``reduce_func(state, element)`` took every element, from
+        ``initial_state`` (numbers or arrays): tensors, computed when run (windows.py)."""
+        from .windows import reduce
+
+        return reduce(self, initial_state, reduce_func)
+
     def enumerate(self, start: int = 0) -> Dataset:
         """Each element with its position, ``(index, element)``, the index an int64 counted
         from ``start``."""

@@ -6,7 +6,8 @@ w: w.batch(size)``, ``lambda x, y: Dataset.zip((x, y)).batch(n)``), which is wha
 dataset offers (and ``interleave`` with one window at a time). The function is called once on
 stand-in datasets; each window then feeds them its rows.
 
-``scan`` carries a state through the elements: ``scan_func(state, element) -> (new_state,
+``Dataset.reduce`` folds a dataset into the last state of such a scan, in an op that reads the
+dataset when it runs. ``scan`` carries a state through the elements: ``scan_func(state, element) -> (new_state,
 output)`` is traced once on placeholders (as ``map``'s function is) and run per element.
 """
 
@@ -207,3 +208,27 @@ def scan(initial_state: Any, scan_func: Callable) -> Callable[[Dataset], Dataset
         )
 
     return apply
+
+
+def reduce(ds: Dataset, initial_state: Any, reduce_func: Callable) -> Any:
+    """``Dataset.reduce``: the state after ``reduce_func(state, element)`` has taken every
+    element, starting at ``initial_state`` (numbers or arrays, in a nest): tensors computed when
+    they are run (each run reads the dataset from its start)."""
+    from hetbed.runtime.graph import get_default_graph
+    from hetbed.runtime.ops.iterator import register_dataset
+    from hetbed.runtime.registry import apply_op
+
+    def both(state: Any, *el: Any) -> tuple:
+        new = reduce_func(state, *el)
+        return new, new
+
+    states = scan(initial_state, both)(ds)
+    states._initial = [np.asarray(v) for v in _flatten(initial_state)]
+    g = get_default_graph()
+    attrs = {
+        "dataset": register_dataset(g, states),
+        "output_types": [t.name for t in states._types],
+        "output_shapes": [s.as_list() if s.ndims is not None else None for s in states._shapes],
+    }
+    op = apply_op("DatasetReduce", list(ds._captures), attrs, name="DatasetReduce", graph=g)
+    return _pack(initial_state, list(op.outputs))

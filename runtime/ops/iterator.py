@@ -196,3 +196,32 @@ class _Handled:
 
     def __getattr__(self, key: str) -> Any:
         return getattr(self._ctx, key)
+
+
+# ---- Dataset.reduce: a fold over a dataset, computed when the op runs ----------------------------
+
+DatasetReduce = defop("DatasetReduce", stateful=True, differentiable=False, cost=_no_cost)
+
+
+@DatasetReduce.shape
+def _reduce_shape(op):
+    return [
+        (TensorShape(s), _dt.as_dtype(d))
+        for s, d in zip(op.attrs["output_shapes"], op.attrs["output_types"])
+    ]
+
+
+@DatasetReduce.kernel("cpu")
+def _reduce(ctx, *captured):
+    """The last of the states the dataset (``windows.reduce_states``) yields, one per element:
+    the fold's result; the initial state when the dataset is empty."""
+    ds = _dataset(ctx.op)
+    last = None
+    for last in ds._elements(_env(ds, captured)):  # noqa: B007 - only the last is kept
+        pass
+    if last is None:
+        last = ds._initial
+    outs = tuple(
+        np.asarray(v, dtype=_dt.as_dtype(d).np) for v, d in zip(last, ctx.attrs["output_types"])
+    )
+    return outs if len(outs) != 1 else outs[0]
