@@ -26,6 +26,19 @@ from . import manip as _manip
 _FLOATS = (_dt.float16, _dt.float32, _dt.float64)
 
 
+_cpu = None
+
+
+def _compiled():
+    """image_boxes_cpu (numba), imported on first use (numba's import is not free)."""
+    global _cpu
+    if _cpu is None:
+        from . import image_boxes_cpu
+
+        _cpu = image_boxes_cpu
+    return _cpu
+
+
 def _rank_check(op: Any, t: Tensor, rank: int, what: str) -> None:
     if t.shape.ndims is not None and t.shape.ndims != rank:
         raise InvalidArgumentError(
@@ -114,6 +127,14 @@ def _crop_and_resize(ctx, image, boxes, box_ind):
     ys, y_in = _axis_samples(boxes[:, 0], boxes[:, 2], h, ch)
     xs, x_in = _axis_samples(boxes[:, 1], boxes[:, 3], w, cw)
     b = bi[:, None, None]
+    if ctx.attrs["method"] == "bilinear":
+        fast = _compiled()
+        out = np.empty((boxes.shape[0], ch, cw, c), np.float32)
+        fast.crop_bilinear(
+            np.ascontiguousarray(image, np.float32), np.ascontiguousarray(boxes, np.float32),
+            bi, ch, cw, np.float32(ctx.attrs["extrapolation_value"]), out,
+        )  # fmt: skip
+        return out
     if ctx.attrs["method"] == "nearest":
         ry = np.clip(np.floor(ys + np.float32(0.5)), 0, h - 1).astype(np.int64)
         rx = np.clip(np.floor(xs + np.float32(0.5)), 0, w - 1).astype(np.int64)
@@ -169,6 +190,11 @@ def _crop_and_resize_grad_image(ctx, grads, boxes, box_ind, image_size):
     bi = _check_box_ind(ctx, box_ind, nb, boxes.shape[0])
     ch, cw = ctx.attrs["crop_size"]
     out = np.zeros((nb, h, w, c), np.float32)
+    if ctx.attrs["method"] == "bilinear":
+        _compiled().crop_bilinear_grad(
+            np.ascontiguousarray(grads), np.ascontiguousarray(boxes, np.float32), bi, h, w, out
+        )
+        return out.astype(ctx.attrs["T"].np)
     ys, y_in = _axis_samples(boxes[:, 0], boxes[:, 2], h, ch)
     xs, x_in = _axis_samples(boxes[:, 1], boxes[:, 3], w, cw)
     mask = (y_in[:, :, None] & x_in[:, None, :])[..., None]
@@ -297,22 +323,6 @@ def _nms_shape(op):
     return outs
 
 
-def _iou(box: np.ndarray, others: np.ndarray) -> np.ndarray:
-    """TF's IOU: corners in either order, 0 where either box has no area."""
-    y1, y2 = np.minimum(box[0], box[2]), np.maximum(box[0], box[2])
-    x1, x2 = np.minimum(box[1], box[3]), np.maximum(box[1], box[3])
-    oy1, oy2 = np.minimum(others[:, 0], others[:, 2]), np.maximum(others[:, 0], others[:, 2])
-    ox1, ox2 = np.minimum(others[:, 1], others[:, 3]), np.maximum(others[:, 1], others[:, 3])
-    area = (y2 - y1) * (x2 - x1)
-    areas = (oy2 - oy1) * (ox2 - ox1)
-    ih = np.maximum(np.minimum(y2, oy2) - np.maximum(y1, oy1), 0)
-    iw = np.maximum(np.minimum(x2, ox2) - np.maximum(x1, ox1), 0)
-    inter = ih * iw
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = inter / (area + areas - inter)
-    return np.where((area <= 0) | (areas <= 0), 0, iou)
-
-
 @NonMaxSuppression.kernel("cpu")
 def _nms(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold):
     boxes = np.asarray(boxes)
@@ -333,13 +343,9 @@ def _nms(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold):
     keep = np.flatnonzero(scores > score_threshold)
     # highest score first; equal scores by box index, as TF's priority queue pops them
     order = keep[np.lexsort((keep, -scores[keep].astype(np.float64)))]
-    chosen: list[int] = []
-    for i in order:
-        if len(chosen) >= k:
-            break
-        if chosen and (_iou(boxes[i], boxes[chosen]) >= iou_t).any():
-            continue
-        chosen.append(int(i))
+    chosen = _compiled().nms(
+        np.ascontiguousarray(boxes, np.float32), order.astype(np.int64), k, np.float32(iou_t)
+    )
     idx = np.asarray(chosen, np.int32)
     outs = [idx]
     if ctx.attrs["with_scores"]:
