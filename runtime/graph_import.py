@@ -67,10 +67,19 @@ def _nodes_of(graph_def: Any) -> list[dict]:
             )
         try:
             extra = json.loads(nd.attr[HETBED_ATTR].s)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise GraphFormatError(
-                f"import_graph_def: node {nd.name!r}: bad {HETBED_ATTR}: {e}"
+                f"import_graph_def: node {nd.name!r}: bad {HETBED_ATTR}: {type(e).__name__}"
             ) from None
+        if not isinstance(extra, dict) or not set(extra) <= {
+            "attrs",
+            "outputs",
+            "colocation_groups",
+        }:
+            raise GraphFormatError(
+                f"import_graph_def: node {nd.name!r}: {HETBED_ATTR} must be an object of "
+                "attrs, outputs and colocation_groups"
+            )
         ins = [_ref(i) for i in nd.input]
         nodes.append(
             {
@@ -151,7 +160,14 @@ def import_graph_def(
     else:
         with g.name_scope(name or "import") as scope:
             prefix = scope
-    specs = [_parse_node(i, _rename(n, prefix)) for i, n in enumerate(raw)]
+    try:
+        specs = [_parse_node(i, _rename(n, prefix)) for i, n in enumerate(raw)]
+    except GraphFormatError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, RecursionError) as e:
+        raise GraphFormatError(
+            f"import_graph_def: malformed node: {type(e).__name__}: {e}"
+        ) from None
     names = {sp["name"] for sp in specs}
     clash = [n for n in names if _exists(g, n)]
     if clash:
@@ -170,13 +186,18 @@ def import_graph_def(
                 raise TypeError(f"import_graph_def: input_map[{key!r}] must be an Operation")
             controls["^" + prefix + ref[1:]] = value
             continue
-        if ref.rsplit(":", 1)[0] not in {n["name"] for n in raw}:
-            raise ValueError(f"import_graph_def: input_map key {key!r} names no imported node")
+        src, idx = ref.rsplit(":", 1)
+        outs = {sp["name"]: len(sp["outputs"]) for sp in specs}.get(prefix + src)
+        if outs is None or not idx.isdigit() or int(idx) >= outs:
+            raise ValueError(
+                f"import_graph_def: input_map key {key!r} names no output of an imported node"
+            )
         if not isinstance(value, Tensor):
             raise TypeError(
                 f"import_graph_def: input_map[{key!r}] must be a Tensor, got {type(value).__name__}"
             )
         mapped[prefix + ref] = value
+    _dry_run(specs, mapped, controls, prefix, return_elements)
     built: dict[str, Operation] = {}
     with g.control_dependencies(None):
         for spec in _topological(specs):
@@ -213,6 +234,38 @@ def import_graph_def(
             )
         out.append(op.outputs[int(idx)])
     return out
+
+
+def _dry_run(specs: list, mapped: dict, controls: dict, prefix: str, returns: Any) -> None:
+    """Build the nodes into a scratch graph first (mapped inputs as placeholders of their dtype
+    and shape), so that a node that fails leaves the real graph as it was, as TF's import does."""
+    from .graph import Graph
+    from .ops.array import placeholder
+
+    scratch = Graph()
+    with scratch.as_default():
+        stand_in = {k: placeholder(v.dtype, v.shape) for k, v in mapped.items()}
+        built: dict[str, Operation] = {}
+        for spec in _topological(specs):
+            built[spec["name"]] = _build_node(scratch, spec, built, stand_in)
+    for spec in specs:
+        for c in spec["control_inputs"]:
+            if c not in controls and c[1:] not in built:
+                raise GraphFormatError(
+                    f"node {spec['name']!r}: control input {c!r} names no imported node"
+                )
+    for el in returns or ():
+        if not isinstance(el, str):
+            raise TypeError(f"import_graph_def: return_elements are names, got {el!r}")
+        op_name, sep, idx = el.partition(":")
+        op = built.get(prefix + op_name)
+        if op is None:
+            raise ValueError(f"import_graph_def: requested return element {el!r} not found")
+        if sep and (not idx.isdigit() or int(idx) >= len(op.outputs)):
+            raise ValueError(
+                f"import_graph_def: requested return element {el!r}: {op_name} has "
+                f"{len(op.outputs)} outputs"
+            )
 
 
 def _exists(g: Any, name: str) -> bool:

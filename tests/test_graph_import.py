@@ -71,7 +71,7 @@ def test_prefixes_input_map_and_return_elements(tmp_path):
         np.testing.assert_allclose(b, want[:1], rtol=1e-6)
         with pytest.raises(tf.errors.InvalidArgumentError, match="already has ops named"):
             tf.import_graph_def(gd, name="")
-        with pytest.raises(ValueError, match="names no imported node"):
+        with pytest.raises(ValueError, match="names no output of an imported node"):
             tf.import_graph_def(gd, input_map={"nothing:0": z})
         with pytest.raises(ValueError, match="'missing:0' not found"):
             tf.import_graph_def(gd, return_elements=["missing:0"])
@@ -127,3 +127,32 @@ def test_frozen_outputs_match_tensorflow(tmp_path):
                 return s.run(y, {"m/input:0": X})
 
     np.testing.assert_allclose(run(tf), run(tf1), rtol=1e-6)
+
+
+def test_a_failed_import_leaves_the_graph_as_it_was():
+    with tf.Graph().as_default() as g:
+        a = tf.placeholder(tf.float32, [2], name="a")
+        tf.identity(tf.add(a, 1.0, name="b"), name="c")
+        gd = g.as_graph_def()
+    bad_input = type(gd)()
+    bad_input.CopyFrom(gd)
+    bad_input.node[-1].input[0] = "b:5"
+    unknown = type(gd)()
+    unknown.CopyFrom(gd)
+    unknown.node[-1].op = "NoSuchOp"
+    nested = type(gd)()
+    nested.CopyFrom(gd)
+    nested.node[-1].attr["_hetbed"].s = b"[" * 100000 + b"]" * 100000
+    for case, kw in (
+        (bad_input, {}),
+        (unknown, {}),
+        (nested, {}),
+        (gd, {"return_elements": ["zz"]}),
+    ):
+        with tf.Graph().as_default() as g2:
+            with pytest.raises((ValueError, tf.errors.UnimplementedError)):
+                tf.import_graph_def(case, **kw)
+            assert g2.get_operations() == []
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="names no output"):
+            tf.import_graph_def(gd, input_map={"a:7": tf.constant([1.0, 2.0])})

@@ -67,7 +67,8 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
         return apply("Const", [], {"value": arr, "dtype": _dt.string}, name)
     arr = np.asarray(value)
     if want is not None:
-        if from_python and arr.dtype.kind == "f" and not want.is_floating:
+        # (an empty list is float64 to numpy but holds no float: any dtype takes it, as TF's)
+        if from_python and arr.dtype.kind == "f" and not want.is_floating and arr.size:
             raise TypeError(f"constant {name}: expected {want.name}, got float value {value!r}")
         arr = arr.astype(want.np, copy=False)
     elif from_python:

@@ -37,6 +37,11 @@ def _axis(n: int, k: int, s: int, d: int, padding: str, what: str) -> tuple[int,
 
 
 def _plan(attrs: dict, xshape: tuple, fshape: tuple) -> tuple:
+    if len(xshape) != 4 or len(fshape) != 4:
+        raise InvalidArgumentError(
+            f"DepthwiseConv2dNative: input must be 4-D NHWC and filter [kh, kw, C, M], got "
+            f"shapes {list(xshape)} and {list(fshape)}"
+        )
     n, h, w, c = xshape
     kh, kw, fc, m = fshape
     if c != fc:
@@ -124,6 +129,8 @@ def _dw_shape(op):
 def _dw(ctx, x, f):
     xp = ctx.xp
     n, h, w, c, kh, kw, m, sh, sw, dh, dw, ho, wo, ph, pw = _plan(ctx.attrs, x.shape, f.shape)
+    if min(n, ho, wo, c * m) == 0:
+        return xp.zeros((n, ho, wo, c * m), x.dtype)
     fast = _fast(x, f)
     if fast is not None:
         return fast.forward(x, f, sh, sw, dh, dw, ho, wo, ph[0], pw[0])
@@ -179,6 +186,8 @@ def _dw_backprop_input(ctx, input_sizes, f, g):
     xp = ctx.xp
     shape = tuple(int(v) for v in np.asarray(input_sizes).ravel())
     n, h, w, c, kh, kw, m, sh, sw, dh, dw, ho, wo, ph, pw = _plan(ctx.attrs, shape, f.shape)
+    if min(n, h, w, c) == 0 or min(ho, wo) == 0:
+        return xp.zeros(shape, g.dtype)
     fast = _fast(f, g)
     if fast is not None:
         return fast.backprop_input(shape, f, g, sh, sw, dh, dw, ph[0], pw[0])
@@ -210,6 +219,8 @@ def _dw_backprop_filter(ctx, x, filter_sizes, g):
     xp = ctx.xp
     fshape = tuple(int(v) for v in np.asarray(filter_sizes).ravel())
     n, h, w, c, kh, kw, m, sh, sw, dh, dw, ho, wo, ph, pw = _plan(ctx.attrs, x.shape, fshape)
+    if min(n, ho, wo) == 0:
+        return xp.zeros(fshape, x.dtype)
     fast = _fast(x, g)
     if fast is not None:
         return fast.backprop_filter(x, g, fshape, sh, sw, dh, dw, ph[0], pw[0])

@@ -110,14 +110,38 @@ def _check_boxes(ctx, boxes) -> np.ndarray:
         raise InvalidArgumentError(
             f"{ctx.op.type} {ctx.op.name!r}: boxes must be [num_boxes, 4], got {b.shape}"
         )
+    if not np.isfinite(b).all():
+        raise InvalidArgumentError(
+            f"{ctx.op.type} {ctx.op.name!r}: boxes contains at least one element that is not "
+            f"finite (row {int(np.flatnonzero(~np.isfinite(b).all(axis=1))[0])})"
+        )
     return b
+
+
+def _scalar(ctx, v, what: str) -> Any:
+    a = np.asarray(v)
+    if a.ndim != 0:
+        raise InvalidArgumentError(
+            f"{ctx.op.type} {ctx.op.name!r}: {what} must be a scalar, got shape {a.shape}"
+        )
+    return a.item()
+
+
+def _check_image(ctx, image, what: str = "image") -> np.ndarray:
+    x = np.asarray(image)
+    if x.ndim != 4:
+        raise InvalidArgumentError(
+            f"{ctx.op.type} {ctx.op.name!r}: {what} must be 4-D [batch, height, width, depth], "
+            f"got shape {x.shape}"
+        )
+    return x
 
 
 @CropAndResize.kernel(
     "cpu", dtypes=(_dt.uint8, _dt.int8, _dt.int16, _dt.int32, _dt.int64, *_FLOATS)
 )
 def _crop_and_resize(ctx, image, boxes, box_ind):
-    image = np.asarray(image)
+    image = _check_image(ctx, image)
     boxes = _check_boxes(ctx, boxes)
     nb, h, w, c = image.shape
     if h == 0 or w == 0:
@@ -228,7 +252,7 @@ def _crop_and_resize_grad_boxes(ctx, grads, image, boxes, box_ind):
     """TF's CropAndResizeGradBoxes: each sample's derivative by its source coordinate (the
     bilinear interpolant's slope), times d(coordinate)/d(box corner)."""
     grads = np.asarray(grads, dtype=np.float32)
-    image = np.asarray(image)
+    image = _check_image(ctx, image)
     boxes = _check_boxes(ctx, boxes)
     nb, h, w, c = image.shape
     bi = _check_box_ind(ctx, box_ind, nb, boxes.shape[0])
@@ -334,13 +358,13 @@ def _nms(ctx, boxes, scores, max_output_size, iou_threshold, score_threshold):
         raise InvalidArgumentError(
             f"{name}: scores has shape {scores.shape}; boxes has {boxes.shape[0]} boxes"
         )
-    k = int(max_output_size)
+    k = int(_scalar(ctx, max_output_size, "max_output_size"))
     if k < 0:
         raise InvalidArgumentError(f"{name}: max_output_size must be non-negative, got {k}")
-    iou_t = float(iou_threshold)
+    iou_t = float(_scalar(ctx, iou_threshold, "iou_threshold"))
     if not 0 <= iou_t <= 1:
         raise InvalidArgumentError(f"{name}: iou_threshold must be in [0, 1], got {iou_t}")
-    keep = np.flatnonzero(scores > score_threshold)
+    keep = np.flatnonzero(scores > _scalar(ctx, score_threshold, "score_threshold"))
     # highest score first; equal scores by box index, as TF's priority queue pops them
     order = keep[np.lexsort((keep, -scores[keep].astype(np.float64)))]
     chosen = _compiled().nms(
@@ -485,9 +509,13 @@ def _draw_shape(op):
 
 @DrawBoundingBoxes.kernel("cpu", dtypes=(_dt.float16, _dt.float32))
 def _draw(ctx, images, boxes, colors):
-    canvas = np.array(images, copy=True)
+    canvas = np.array(_check_image(ctx, images, "images"), copy=True)
     boxes = np.asarray(boxes)
     nb, h, w, depth = canvas.shape
+    if depth not in (1, 3, 4):
+        raise InvalidArgumentError(
+            f"DrawBoundingBoxesV2 {ctx.op.name!r}: channel depth must be 1, 3 or 4, got {depth}"
+        )
     if boxes.ndim != 3 or boxes.shape[0] != nb or boxes.shape[2] != 4:
         raise InvalidArgumentError(
             f"DrawBoundingBoxesV2 {ctx.op.name!r}: boxes must be [{nb}, num_boxes, 4], "
@@ -503,6 +531,8 @@ def _draw(ctx, images, boxes, colors):
         )
     for b in range(nb):
         for k in range(boxes.shape[1]):
+            if not np.isfinite(boxes[b, k]).all():
+                continue  # a box without finite corners outlines nothing
             color = table[k % len(table), :depth].astype(canvas.dtype)
             # float -> int64 truncates toward zero, as TF's static_cast does
             r0, c0, r1, c1 = (
@@ -618,8 +648,8 @@ def _sdbb(ctx, image_size, bounding_boxes, min_object_covered):
     if height <= 0 or width <= 0:
         raise InvalidArgumentError(f"{name}: image height and width must be positive: {size}")
     boxes = np.asarray(bounding_boxes, np.float32).reshape(-1, 4)
-    covered = float(min_object_covered)
-    if covered < 0:
+    covered = float(_scalar(ctx, min_object_covered, "min_object_covered"))
+    if not covered >= 0:  # (NaN too)
         raise InvalidArgumentError(f"{name}: min_object_covered must be >= 0, got {covered}")
     if not ((boxes >= 0) & (boxes <= 1)).all():
         bad = boxes[~((boxes >= 0) & (boxes <= 1))][0]

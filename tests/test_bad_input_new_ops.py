@@ -1,0 +1,45 @@
+"""Bad input to this round's ops gets an error that names the op and the problem, and edge cases
+TF accepts work (a hostile review's findings): non-finite boxes, fed inputs of the wrong rank,
+empty batches, zero-length sequences, bad strides, a gradient function of the wrong shape."""
+
+import numpy as np
+import pytest
+
+import hetbed.compat.v1 as tf
+
+
+def _run(t, feed=None):
+    with tf.Session() as s:
+        return s.run(t, feed)
+
+
+def test_box_ops_refuse_non_finite_boxes_and_wrong_ranks():
+    img = np.zeros((1, 4, 4, 1), np.float32)
+    with tf.Graph().as_default():
+        for bad in (np.nan, np.inf):
+            with pytest.raises(tf.errors.InvalidArgumentError, match="not finite"):
+                _run(tf.image.crop_and_resize(img, [[0, 0, bad, 1]], [0], [2, 2]))
+        # TF draws what it can and returns: a box without finite corners outlines nothing
+        drawn = _run(tf.image.draw_bounding_boxes(np.zeros((1, 4, 4, 3), np.float32),
+                                                  [[[0, 0, np.nan, 1]]]))  # fmt: skip
+        assert drawn.sum() == 0
+        p = tf.placeholder(tf.float32)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="image must be 4-D"):
+            _run(tf.image.crop_and_resize(p, [[0, 0, 1, 1]], [0], [2, 2]), {p: img[0]})
+        m = tf.placeholder(tf.int32)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be a scalar"):
+            _run(tf.image.non_max_suppression([[0, 0, 1, 1]], [1.0], m), {m: [1, 2]})
+        q = tf.placeholder(tf.float32, [1, 4, 4, None])
+        with pytest.raises(tf.errors.InvalidArgumentError, match="depth must be 1, 3 or 4"):
+            _run(tf.image.draw_bounding_boxes(q, [[[0, 0, 1, 1]]]), {q: np.zeros((1, 4, 4, 2))})
+
+
+def test_depthwise_on_empty_batches_and_fed_wrong_ranks():
+    f = np.ones((2, 2, 2, 1), np.float32)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32)
+        y = tf.nn.depthwise_conv2d_native(x, f, [1, 1, 1, 1], "SAME")
+        assert _run(y, {x: np.zeros((0, 4, 4, 2), np.float32)}).shape == (0, 4, 4, 2)
+        assert _run(y, {x: np.zeros((1, 0, 4, 2), np.float32)}).shape == (1, 0, 4, 2)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="must be 4-D NHWC"):
+            _run(y, {x: np.zeros((4, 4, 2), np.float32)})
