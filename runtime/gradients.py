@@ -284,7 +284,15 @@ def _op_grads(g: Any, op: Operation, out_grads: list, colocate: bool) -> Sequenc
                 f"the gradient registered for {op.name!r} ({op.type}) returned {len(res)} "
                 f"values for {len(op.inputs)} inputs"
             )
-        return [None if r is None else _as_grad(r) for r in res]
+        out = [None if r is None else _as_grad(r) for r in res]
+        for x, r in zip(op.inputs, out):
+            if isinstance(r, Tensor) and not r.shape.is_compatible_with(x.shape):
+                raise ValueError(
+                    f"Incompatible shapes between op input and calculated input gradient: the "
+                    f"gradient registered for {op.name!r} ({op.type}) gives {r.shape} for its "
+                    f"input {x.name} of shape {x.shape}"
+                )
+        return out
     if op_def.grad_fn is None:
         if not op_def.differentiable:
             return [None] * len(op.inputs)

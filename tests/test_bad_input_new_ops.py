@@ -43,3 +43,35 @@ def test_depthwise_on_empty_batches_and_fed_wrong_ranks():
         assert _run(y, {x: np.zeros((1, 0, 4, 2), np.float32)}).shape == (1, 0, 4, 2)
         with pytest.raises(tf.errors.InvalidArgumentError, match="must be 4-D NHWC"):
             _run(y, {x: np.zeros((4, 4, 2), np.float32)})
+
+
+def test_ctc_conv3d_crf_and_gradient_edge_cases():
+    with tf.Graph().as_default():
+        empty = tf.SparseTensor(np.zeros((0, 2), np.int64), np.zeros(0, np.int32), [1, 1])
+        x = np.zeros((3, 1, 4), np.float32)
+        assert _run(tf.nn.ctc_loss(empty, x, [0])).tolist() == [0.0]  # no frames, no labels
+        with pytest.raises(tf.errors.InvalidArgumentError, match="at least one class"):
+            _run(tf.nn.ctc_loss(empty, np.zeros((3, 1, 0), np.float32), [3]))
+        v = np.zeros((1, 4, 4, 4, 1), np.float32)
+        for kw, what in (({"strides": [1, 0, 1, 1, 1]}, "strides"),
+                         ({"dilations": [1, 0, 1, 1, 1]}, "dilations")):  # fmt: skip
+            with pytest.raises(tf.errors.InvalidArgumentError, match=f"{what} must be positive"):
+                tf.nn.conv3d(v, np.ones((2, 2, 2, 1, 1), np.float32), padding="SAME",
+                             **({"strides": [1, 1, 1, 1, 1]} | kw))  # fmt: skip
+        with pytest.raises(tf.errors.InvalidArgumentError, match="ksize must be positive"):
+            tf.nn.max_pool3d(v, [1, 0, 2, 2, 1], [1, 1, 1, 1, 1], "VALID")
+        crf = tf.contrib.crf
+        ll, _ = crf.crf_log_likelihood(
+            np.ones((2, 3, 4), np.float32), np.zeros((2, 3), np.int32), [0, 3],
+            tf.constant(np.zeros((4, 4), np.float32)),
+        )  # fmt: skip
+        got = _run(ll)
+        assert got[0] == 0.0 and got[1] == pytest.approx(-3 * np.log(4), rel=1e-6)
+
+        @tf.custom_gradient
+        def wrong(a):
+            return a * 2.0, lambda dy: tf.ones([5])
+
+        c = tf.constant([1.0, 2.0])
+        with pytest.raises(ValueError, match="Incompatible shapes"):
+            tf.gradients(tf.reduce_sum(wrong(c)), [c])

@@ -27,16 +27,16 @@ def _five(fn: str, what: str, value: Any, default: int = 1) -> tuple[int, int, i
     """(depth, height, width) of a [1, d, h, w, 1] list (or an int, or a triple)."""
     if value is None:
         return (default,) * 3
-    if isinstance(value, int):
-        return (value,) * 3
-    v = [int(x) for x in value]
-    if len(v) == 3:
-        return v[0], v[1], v[2]
-    if len(v) != 5 or v[0] != 1 or v[4] != 1:
+    v = [int(x) for x in ([value] * 3 if isinstance(value, int) else value)]
+    if len(v) == 5 and v[0] == 1 and v[4] == 1:
+        v = v[1:4]
+    if len(v) != 3:
         raise InvalidArgumentError(
             f"{fn}: {what} must be [1, d, h, w, 1] (no batch or channel stride), got {value!r}"
         )
-    return v[1], v[2], v[3]
+    if min(v) <= 0:
+        raise InvalidArgumentError(f"{fn}: {what} must be positive, got {value!r}")
+    return v[0], v[1], v[2]
 
 
 def _check(fn: str, x: Tensor, padding: str, data_format: str) -> int:
@@ -125,6 +125,8 @@ def conv3d(
     sd, sh, sw = _five(fn, "strides", strides)
     dd, dh, dw = _five(fn, "dilations", dilations)
     kd = fk[0]
+    if kd <= 0:
+        raise InvalidArgumentError(f"{fn}: the filter's depth must be positive, got {f.shape}")
     before, after, out = _depth_plan(fn, depth, kd, sd, dd, padding)
     with name_scope(name or "Conv3D"):
         batch = _array.shape(x)[0]

@@ -115,6 +115,8 @@ def _ctc_loss(ctx, indices, values, seq_len, logits):
     if logits.dtype not in (np.float32, np.float64):
         raise InvalidArgumentError(f"{name}: inputs must be float32 or float64, not {logits.dtype}")
     t_max, batch, n_cls = logits.shape
+    if n_cls == 0:
+        raise InvalidArgumentError(f"{name}: inputs need at least one class (the blank)")
     seq_len = np.asarray(seq_len).astype(np.int64)
     if seq_len.shape != (batch,):
         raise InvalidArgumentError(
@@ -146,6 +148,8 @@ def _ctc_loss(ctx, indices, values, seq_len, logits):
                 f"(required: {len(lab) + repeats}, available: {t_len}); pass "
                 "ignore_longer_outputs_than_inputs=True to skip such entries"
             )
+        if t_len == 0:  # no frames and no labels: the empty labeling, probability 1
+            continue
         logp = _log_softmax(logits[:t_len, b].astype(np.float64))
         nll, g = _one(logp, lab, blank, merge)
         loss[b] = nll
@@ -229,6 +233,10 @@ def _check_decoder(ctx, logits, seq_len):
     logits = np.asarray(logits)
     if logits.ndim != 3:
         raise InvalidArgumentError(f"{ctx.op.type} {ctx.op.name!r}: inputs must be 3-D")
+    if logits.shape[2] == 0:
+        raise InvalidArgumentError(
+            f"{ctx.op.type} {ctx.op.name!r}: inputs need at least one class (the blank)"
+        )
     seq_len = np.asarray(seq_len).astype(np.int64)
     if seq_len.shape != (logits.shape[1],) or (
         len(seq_len) and (seq_len.min() < 0 or seq_len.max() > logits.shape[0])

@@ -81,7 +81,9 @@ def crf_log_norm(inputs: Any, sequence_lengths: Any, transition_params: Any) -> 
             lambda: _hb.scan(step, (rest, steps), initializer=first)[-1],
             lambda: first,
         )
-    return _hb.reduce_logsumexp(last, axis=1)
+    norm = _hb.reduce_logsumexp(last, axis=1)
+    # a sequence of no steps has no score and no partition function: 0, as TF masks it
+    return _hb.where(_hb.greater(lengths, 0), norm, _hb.zeros_like(norm))
 
 
 def crf_log_likelihood(
@@ -110,6 +112,8 @@ def viterbi_decode(score: Any, transition_params: Any) -> tuple[list, float]:
     """The best tag sequence of one sequence's [steps, num_tags] scores (numpy) and its score."""
     score = np.asarray(score)
     trans = np.asarray(transition_params)
+    if score.ndim != 2 or score.shape[0] == 0:
+        raise ValueError(f"viterbi_decode: score must be [steps >= 1, num_tags], got {score.shape}")
     trellis = np.zeros_like(score)
     back = np.zeros_like(score, dtype=np.int32)
     trellis[0] = score[0]
