@@ -431,12 +431,12 @@ def _node(doc, name):
             "node 'b': input 'ghost:0' names no node",
         ),
         (
-            lambda d: _node(d, "b").update(inputs=["a:0", "Const:3"]),
+            lambda d: _node(d, "b").update(inputs=["a:0", "b/y:3"]),
             S.GraphFormatError,
-            "node 'b': input 'Const:3': Const has 1 outputs",
+            "node 'b': input 'b/y:3': b/y has 1 outputs",
         ),
         (
-            lambda d: _node(d, "b").update(inputs=["a", "Const:0"]),
+            lambda d: _node(d, "b").update(inputs=["a", "b/y:0"]),
             S.GraphFormatError,
             "node 'b': input 'a' must look like 'op:index'",
         ),
