@@ -75,3 +75,28 @@ def test_ctc_conv3d_crf_and_gradient_edge_cases():
         c = tf.constant([1.0, 2.0])
         with pytest.raises(ValueError, match="Incompatible shapes"):
             tf.gradients(tf.reduce_sum(wrong(c)), [c])
+
+
+def test_sets_data_and_sampling_arguments_checked(tmp_path):
+    with tf.Graph().as_default():
+        sp = tf.SparseTensor([[5, 0]], np.array([1], np.int64), [2, 3])
+        with pytest.raises(tf.errors.InvalidArgumentError, match=r"index \[5, 0\] outside"):
+            _run(tf.sets.set_size(sp))
+        assert _run(tf.sets.set_size(np.zeros((2, 0), np.int64))).tolist() == [0, 0]
+        with pytest.raises(TypeError, match="record_bytes must be an int"):
+            tf.data.FixedLengthRecordDataset([str(tmp_path / "x")], 2.5)
+        with pytest.raises(TypeError, match="start must be an int"):
+            tf.data.Dataset.range(2).enumerate(1.5)
+        it = tf.data.experimental.Counter(2**31 - 2, 1, tf.int32).take(3)
+        nxt = it.make_one_shot_iterator().get_next()
+        with tf.Session() as s:
+            assert [int(s.run(nxt)) for _ in range(3)] == [2**31 - 2, 2**31 - 1, -(2**31)]
+        missing = tf.data.FixedLengthRecordDataset([str(tmp_path / "nope.bin")], 4)
+        with pytest.raises(tf.errors.NotFoundError, match="no file"):
+            _run(missing.make_one_shot_iterator().get_next())
+        with pytest.raises(tf.errors.InvalidArgumentError, match="aspect_ratio_range"):
+            tf.image.sample_distorted_bounding_box([8, 8, 3], [[[0, 0, 1, 1]]],
+                                                   aspect_ratio_range=[1e-50, 1e-50])  # fmt: skip
+        b, z, _ = _run(tf.image.sample_distorted_bounding_box(
+            np.array([200, 200, 3], np.uint8), [[[0, 0, 1, 1]]], seed=1))  # fmt: skip
+        assert b.dtype == np.uint8 and z[2] == 255  # -1 wraps, as TF's

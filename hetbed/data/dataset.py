@@ -377,7 +377,9 @@ class Dataset:
 
     def enumerate(self, start: int = 0) -> Dataset:
         """Each element with its position, ``(index, element)``, the index an int64 counted
-        from ``start``."""
+        from ``start`` (an int)."""
+        if not isinstance(start, (int, np.integer)):
+            raise TypeError(f"Dataset.enumerate: start must be an int in hetbed, got {start!r}")
         first = int(start)
 
         def make(env: dict) -> Any:

@@ -78,12 +78,18 @@ def copy_to_device(target_device: str, source_device: str = "/cpu:0") -> Transfo
 def Counter(start: int = 0, step: int = 1, dtype: Any = _dt.int64) -> Dataset:  # noqa: N802
     """``start``, ``start + step``, ... without end, as scalars of ``dtype``."""
     dt = _dt.as_dtype(dtype)
+    if dt.is_integer and not all(isinstance(v, (int, np.integer)) for v in (start, step)):
+        raise TypeError(
+            f"Counter: an integer counter needs int start and step, got {start!r}, {step!r}"
+        )
 
     def make(env: dict) -> Any:
-        v = start
+        v = np.asarray(start).astype(dt.np)
+        inc = np.asarray(step).astype(dt.np)
         while True:
-            yield [np.asarray(v, dtype=dt.np)]
-            v += step
+            yield [v]
+            with np.errstate(over="ignore"):
+                v = (v + inc).astype(dt.np)  # integers wrap at their width, as TF's
 
     return Dataset(None, [dt], [[]], make)
 
@@ -163,6 +169,10 @@ def sample_from_datasets(
     are (with ``stop_on_empty_dataset``, when the first is drawn after its end). A ``seed`` makes
     the order of every pass the same."""
     dss = list(datasets) if isinstance(datasets, (list, tuple)) else [datasets]
+    if weights is not None and (
+        hasattr(weights, "_as_graph_element") or type(weights).__name__ == "Tensor"
+    ):
+        raise TypeError("sample_from_datasets: weights must be numbers in hetbed, not a tensor")
     w = np.ones(len(dss)) if weights is None else np.asarray(weights, np.float64).ravel()
     if w.shape != (len(dss),) or (w < 0).any() or not np.isfinite(w).all() or w.sum() <= 0:
         raise ValueError(

@@ -90,6 +90,10 @@ def FixedLengthRecordDataset(  # noqa: N802 - TF's class name
         raise ValueError(
             f"FixedLengthRecordDataset: compression {compression_type!r} is not supported"
         )
+    for what, v in (("record_bytes", record_bytes), ("header_bytes", header_bytes),
+                    ("footer_bytes", footer_bytes)):  # fmt: skip
+        if v is not None and not isinstance(v, (int, np.integer)):
+            raise TypeError(f"FixedLengthRecordDataset: {what} must be an int, got {v!r}")
     rec, head, foot = int(record_bytes), int(header_bytes or 0), int(footer_bytes or 0)
     if rec <= 0 or head < 0 or foot < 0:
         raise InvalidArgumentError(
@@ -99,6 +103,10 @@ def FixedLengthRecordDataset(  # noqa: N802 - TF's class name
     given = _to_array(filenames, "FixedLengthRecordDataset", capture=True)
 
     def records(path: str) -> Any:
+        if not os.path.isfile(path):
+            from hetbed.runtime.errors import NotFoundError
+
+            raise NotFoundError(f"FixedLengthRecordDataset: no file {path!r}")
         body = os.path.getsize(path) - head - foot
         if body < 0 or body % rec:
             raise InvalidArgumentError(

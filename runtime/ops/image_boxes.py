@@ -693,8 +693,8 @@ def _sdbb(ctx, image_size, bounding_boxes, min_object_covered):
         crop = (0, 0, width, height)
     x0, y0, x1, y1 = crop
     dt = at["dtype"].np
-    begin = np.array([y0, x0, 0], dt)
-    extent = np.array([y1 - y0, x1 - x0, -1], dt)
+    begin = np.array([y0, x0, 0], np.int64).astype(dt)
+    extent = np.array([y1 - y0, x1 - x0, -1], np.int64).astype(dt)  # -1 wraps in uint8, as TF's
     box = np.array([[[y0 / height, x0 / width, y1 / height, x1 / width]]], np.float32)
     return begin, extent, box
 
@@ -721,8 +721,17 @@ def sample_distorted_bounding_box(
     ratio = [0.75, 1.33] if aspect_ratio_range is None else [float(v) for v in aspect_ratio_range]
     area = [0.05, 1.0] if area_range is None else [float(v) for v in area_range]
     fn = "sample_distorted_bounding_box"
-    if len(ratio) != 2 or not 0 < ratio[0] <= ratio[1]:
-        raise InvalidArgumentError(f"{fn}: aspect_ratio_range must be 0 < lo <= hi, got {ratio}")
+    with np.errstate(over="ignore"):
+        as_f32 = np.asarray(ratio, np.float64).astype(np.float32)
+    if (
+        len(ratio) != 2
+        or not 0 < ratio[0] <= ratio[1]
+        or not np.isfinite(as_f32).all()
+        or as_f32[0] <= 0
+    ):
+        raise InvalidArgumentError(
+            f"{fn}: aspect_ratio_range must be finite float32 numbers 0 < lo <= hi, got {ratio}"
+        )
     if len(area) != 2 or not 0 < area[0] <= area[1] <= 1:
         raise InvalidArgumentError(f"{fn}: area_range must be 0 < lo <= hi <= 1, got {area}")
     attempts = 100 if max_attempts is None else int(max_attempts)

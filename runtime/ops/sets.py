@@ -28,6 +28,17 @@ def _rows(arrays: list, sparse: bool, what: str, op_name: str) -> tuple[dict, tu
         shape = tuple(int(v) for v in shape)
         if len(shape) < 2:
             raise InvalidArgumentError(f"{op_name}: {what} must have rank >= 2, got {shape}")
+        idx = idx.reshape(-1, idx.shape[-1] if idx.ndim == 2 else len(shape))
+        if idx.shape != (len(vals), len(shape)):
+            raise InvalidArgumentError(
+                f"{op_name}: {what}'s indices have shape {idx.shape}; {len(vals)} values of a "
+                f"rank-{len(shape)} tensor need ({len(vals)}, {len(shape)})"
+            )
+        if len(idx) and ((idx < 0).any() or (idx >= np.asarray(shape)).any()):
+            bad = idx[((idx < 0) | (idx >= np.asarray(shape))).any(axis=1)][0].tolist()
+            raise InvalidArgumentError(
+                f"{op_name}: {what} has index {bad} outside its dense shape {list(shape)}"
+            )
         rows: dict = {}
         for i, v in zip(idx.tolist(), vals.tolist()):
             rows.setdefault(tuple(i[:-1]), set()).add(v)
@@ -37,6 +48,8 @@ def _rows(arrays: list, sparse: bool, what: str, op_name: str) -> tuple[dict, tu
     if x.ndim < 2:
         raise InvalidArgumentError(f"{op_name}: {what} must have rank >= 2, got {x.shape}")
     lead = x.shape[:-1]
+    if x.shape[-1] == 0:
+        return {tuple(int(v) for v in k): set() for k in np.ndindex(*lead)}, lead
     flat = x.reshape(-1, x.shape[-1])
     rows = {np.unravel_index(r, lead): set(flat[r].tolist()) for r in range(flat.shape[0])}
     return {tuple(int(v) for v in k): s for k, s in rows.items()}, lead
