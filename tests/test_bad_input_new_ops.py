@@ -100,3 +100,19 @@ def test_sets_data_and_sampling_arguments_checked(tmp_path):
         b, z, _ = _run(tf.image.sample_distorted_bounding_box(
             np.array([200, 200, 3], np.uint8), [[[0, 0, 1, 1]]], seed=1))  # fmt: skip
         assert b.dtype == np.uint8 and z[2] == 255  # -1 wraps, as TF's
+
+
+def test_crops_and_pads_take_tensor_sizes():
+    img = np.arange(16, dtype=np.float32).reshape(4, 4, 1)
+    with tf.Graph().as_default():
+        two, one, six = tf.constant(2), tf.constant(1), tf.constant(6)
+        crop = tf.image.crop_to_bounding_box(img, 1, one, two, 2)
+        pad = tf.image.pad_to_bounding_box(img, one, 1, six, 6)
+        both = tf.image.resize_image_with_crop_or_pad(img, two, 6)
+        c, p, b = _run([crop, pad, both])
+    np.testing.assert_array_equal(c, img[1:3, 1:3])
+    want = np.zeros((6, 6, 1), np.float32)
+    want[1:5, 1:5] = img
+    np.testing.assert_array_equal(p, want)
+    assert b.shape == (2, 6, 1)
+    np.testing.assert_array_equal(b[:, 1:5], img[1:3])

@@ -46,6 +46,13 @@ def _hw(fn: str, x: Tensor) -> tuple[int, int]:
     return h, w
 
 
+def _int_or_tensor(v: Any) -> Any:
+    """A size or offset: a Python int, or an int32 scalar tensor (known when the step runs)."""
+    if isinstance(v, Tensor) or hasattr(v, "_as_graph_element"):
+        return _array.cast(convert_to_tensor(v), _dt.int32)
+    return int(v)
+
+
 def _hw_known(x: Tensor) -> bool:
     return x.shape.ndims is not None and None not in x.shape.as_list()[-3:-1]
 
@@ -63,7 +70,7 @@ def _pad_dynamic(x: Tensor, top: Any, left: Any, th: int, tw: int) -> Tensor:
     rows = _manip.concat([zeros(top, w), x, zeros(th - h - top, w)], 1)
     out = _manip.concat([zeros(th, left), rows, zeros(th, tw - w - left)], 2)
     dims = x.shape.as_list() if x.shape.ndims == 4 else [None] * 4
-    out.set_shape(TensorShape([dims[0], th, tw, dims[3]]))
+    out.set_shape(TensorShape([dims[0], _static_or_none(th), _static_or_none(tw), dims[3]]))
     return out
 
 
@@ -217,13 +224,10 @@ def crop_to_bounding_box(
 ) -> Tensor:
     """The [offset_height : offset_height + target_height, offset_width : ...] window. The
     offsets may be integer scalar tensors (a random crop's), checked when the step runs."""
-    if (
-        isinstance(offset_height, Tensor)
-        or isinstance(offset_width, Tensor)
-        or not _hw_known(convert_to_tensor(image))
-    ):
-        th, tw = int(target_height), int(target_width)
-        if th <= 0 or tw <= 0:
+    if any(isinstance(v, Tensor) for v in (offset_height, offset_width, target_height,
+                                           target_width)) or not _hw_known(convert_to_tensor(image)):  # fmt: skip
+        th, tw = _int_or_tensor(target_height), _int_or_tensor(target_width)
+        if any(isinstance(v, int) and v <= 0 for v in (th, tw)):
             raise InvalidArgumentError(f"crop_to_bounding_box: bad target {th}x{tw}")
 
         def dyn(x):
@@ -249,7 +253,7 @@ def crop_to_bounding_box(
                 out = _manip.strided_slice_from_key(
                     x, (slice(None), slice(oh_t, oh_t + th), slice(ow_t, ow_t + tw), slice(None))
                 )
-            return _hw_set(out, th, tw)
+            return _hw_set(out, _static_or_none(th), _static_or_none(tw))
 
         return _batched("crop_to_bounding_box", image, dyn)
     oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height, target_width))
@@ -269,11 +273,14 @@ def crop_to_bounding_box(
 def pad_to_bounding_box(
     image: Any, offset_height: int, offset_width: int, target_height: int, target_width: int
 ) -> Tensor:
-    """Zero-pad to target_height x target_width with the image at (offset_height, offset_width)."""
-    oh, ow, th, tw = (int(v) for v in (offset_height, offset_width, target_height, target_width))
+    """Zero-pad to target_height x target_width with the image at (offset_height, offset_width)
+    (any of them may be an integer scalar tensor)."""
+    args = (offset_height, offset_width, target_height, target_width)
+    oh, ow, th, tw = (_int_or_tensor(v) for v in args)
+    dynamic = any(isinstance(v, Tensor) for v in (oh, ow, th, tw))
 
     def body(x):
-        if not _hw_known(x):
+        if dynamic or not _hw_known(x):
             from ..graph import control_dependencies
             from .control import Assert as assert_op
 
@@ -282,7 +289,9 @@ def pad_to_bounding_box(
                 _math.less_equal(shape[1] + oh, th), _math.less_equal(shape[2] + ow, tw)
             )
             check = assert_op(
-                _math.logical_and(fits, oh >= 0 and ow >= 0),
+                _math.logical_and(
+                    fits, _math.logical_and(_math.greater_equal(oh, 0), _math.greater_equal(ow, 0))
+                ),
                 ["pad_to_bounding_box: the image does not fit in the target:", shape, [th, tw]],
                 name="pad_to_bounding_box_check",
             )
@@ -301,13 +310,15 @@ def pad_to_bounding_box(
 
 
 def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: int) -> Tensor:
-    """Center-crop and/or zero-pad to target_height x target_width."""
-    th, tw = int(target_height), int(target_width)
-    if th <= 0 or tw <= 0:
+    """Center-crop and/or zero-pad to target_height x target_width (ints, or integer scalar
+    tensors)."""
+    th, tw = _int_or_tensor(target_height), _int_or_tensor(target_width)
+    if any(isinstance(v, int) and v <= 0 for v in (th, tw)):
         raise InvalidArgumentError(f"resize_image_with_crop_or_pad: bad target {th}x{tw}")
+    dynamic = isinstance(th, Tensor) or isinstance(tw, Tensor)
 
     def body(x):
-        if not _hw_known(x):
+        if dynamic or not _hw_known(x):
             shape = _array.shape(x)
             h, w = shape[1], shape[2]
             ch, cw = _math.minimum(h, th), _math.minimum(w, tw)
