@@ -303,7 +303,8 @@ class SavedModelBuilder:
         """Write ``saved_model.pb`` and return its path (as bytes, as TF1's)."""
         if as_text:
             raise ValueError("SavedModelBuilder.save: as_text is not supported (binary only)")
-        os.makedirs(self._dir, exist_ok=True)
+        if self._dir:  # "" is the current directory, as in TF
+            os.makedirs(self._dir, exist_ok=True)
         path = os.path.join(self._dir, SAVED_MODEL_FILENAME_PB)
         atomic_write(path, _encode_saved_model(self._metas))
         return path.encode()
