@@ -1041,6 +1041,8 @@ def _install_operators() -> None:
     # reflected) in the operator's scope: TF's "mul/y", "sub/x".
     def binop(fn, k):
         def op(self, other):
+            if isinstance(other, (Tensor, Variable)):  # no constant to name: no scope needed
+                return fn(self, other, name=k)
             with name_scope(k) as scope:
                 return fn(*convert_pair(self, other, ("x", "y")), name=scope)
 
@@ -1048,6 +1050,8 @@ def _install_operators() -> None:
 
     def rbinop(fn, k):
         def op(self, other):
+            if isinstance(other, (Tensor, Variable)):
+                return fn(other, self, name=k)
             with name_scope(k) as scope:
                 return fn(*convert_pair(other, self, ("x", "y")), name=scope)
 
