@@ -270,30 +270,11 @@ def _op_grads(g: Any, op: Operation, out_grads: list, colocate: bool) -> Sequenc
     from .custom_gradient import gradient_for
 
     op_def = op.op_def
-    grad_fn = gradient_for(op)
-    if grad_fn is False:  # NotDifferentiable
+    custom = gradient_for(op)  # the program's own (RegisterGradient, custom_gradient), if any
+    if custom is False:  # NotDifferentiable
         return [None] * len(op.inputs)
-    if grad_fn is not None:
-        if not op_def.passes_sparse:
-            out_grads = [to_dense(og) for og in out_grads]
-        with g.name_scope(op.name + "_grad"):
-            res = grad_fn(op, *out_grads)
-        res = list(res) if isinstance(res, (list, tuple)) else [res]
-        if len(res) != len(op.inputs):
-            raise RuntimeError(
-                f"the gradient registered for {op.name!r} ({op.type}) returned {len(res)} "
-                f"values for {len(op.inputs)} inputs"
-            )
-        out = [None if r is None else _as_grad(r) for r in res]
-        for x, r in zip(op.inputs, out):
-            if isinstance(r, Tensor) and not r.shape.is_compatible_with(x.shape):
-                raise ValueError(
-                    f"Incompatible shapes between op input and calculated input gradient: the "
-                    f"gradient registered for {op.name!r} ({op.type}) gives {r.shape} for its "
-                    f"input {x.name} of shape {x.shape}"
-                )
-        return out
-    if op_def.grad_fn is None:
+    grad_fn = custom if custom is not None else op_def.grad_fn
+    if grad_fn is None:
         if not op_def.differentiable:
             return [None] * len(op.inputs)
         raise LookupError(
@@ -310,12 +291,22 @@ def _op_grads(g: Any, op: Operation, out_grads: list, colocate: bool) -> Sequenc
 
     coloc = g.colocate_with(op) if colocate else contextlib.nullcontext()
     with g.name_scope(op.name + "_grad"), coloc:
-        res = op_def.grad_fn(op, *out_grads)
-    res = list(res)
+        res = grad_fn(op, *out_grads)
+    res = list(res) if custom is None or isinstance(res, (list, tuple)) else [res]
     if len(res) != len(op.inputs):
         raise RuntimeError(
-            f"gradient of {op.type} returned {len(res)} values for {len(op.inputs)} inputs"
+            f"gradient of {op.name!r} ({op.type}) returned {len(res)} values for "
+            f"{len(op.inputs)} inputs"
         )
+    if custom is not None:
+        res = [None if r is None else _as_grad(r) for r in res]
+        for x, r in zip(op.inputs, res):
+            if isinstance(r, Tensor) and not r.shape.is_compatible_with(x.shape):
+                raise ValueError(
+                    f"Incompatible shapes between op input and calculated input gradient: the "
+                    f"gradient registered for {op.name!r} ({op.type}) gives {r.shape} for its "
+                    f"input {x.name} of shape {x.shape}"
+                )
     return res
 
 
