@@ -7,6 +7,7 @@
 from hetbed import (
     data,
     distributions,
+    estimator,
     graph_util,
     initializers,
     layers,
