@@ -90,6 +90,10 @@ class Distribution:
         return _hb.shape(self._like())
 
     # sampling
+    def _n_shape(self, n: int) -> Any:
+        """The shape of ``n`` samples: ``[n] + batch_shape``."""
+        return _hb.concat([[n], self.batch_shape_tensor()], 0)
+
     def sample(self, sample_shape: Any = (), seed: Any = None, name: str = "sample") -> Any:
         """Samples of shape ``sample_shape + batch_shape + event_shape``."""
         with _hb.name_scope(f"{self._name}/{name}"):
@@ -129,21 +133,27 @@ class Distribution:
         return f"<hb.distributions.{type(self).__name__} '{self._name}' dtype={self._dtype.name}>"
 
 
-class Normal(Distribution):
-    """N(loc, scale^2)."""
+class _LocScale(Distribution):
+    """A family of a location and a scale (Normal, Laplace)."""
 
     reparameterization_type = FULLY_REPARAMETERIZED
 
-    def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Normal"):
+    def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name=None):
         self.loc = _t(loc)
         self.scale = _t(scale, self.loc.dtype)
-        super().__init__(self.loc.dtype, {"loc": self.loc, "scale": self.scale}, name)
+        super().__init__(
+            self.loc.dtype, {"loc": self.loc, "scale": self.scale}, name or type(self).__name__
+        )
 
     def _like(self):
         return _hb.zeros_like(self.loc) + _hb.zeros_like(self.scale)
 
+
+class Normal(_LocScale):
+    """N(loc, scale^2)."""
+
     def _sample_n(self, n, seed):
-        shape = _hb.concat([[n], self.batch_shape_tensor()], 0)
+        shape = self._n_shape(n)
         z = _hb.random_normal(shape, dtype=self.dtype, seed=seed)
         out = z * self.scale + self.loc
         out.set_shape(TensorShape([n]).concatenate(self.batch_shape))
@@ -206,7 +216,7 @@ class Bernoulli(Distribution):
         return _hb.zeros_like(self.logits)
 
     def _sample_n(self, n, seed):
-        shape = _hb.concat([[n], self.batch_shape_tensor()], 0)
+        shape = self._n_shape(n)
         u = _hb.random_uniform(shape, dtype=self.probs.dtype, seed=seed)
         return _hb.cast(_hb.less(u, self.probs), self.dtype)
 
@@ -299,7 +309,7 @@ class Uniform(Distribution):
         return _hb.zeros_like(self.low) + _hb.zeros_like(self.high)
 
     def _sample_n(self, n, seed):
-        shape = _hb.concat([[n], self.batch_shape_tensor()], 0)
+        shape = self._n_shape(n)
         u = _hb.random_uniform(shape, dtype=self.dtype, seed=seed)
         return self.low + self.range() * u
 
@@ -340,7 +350,7 @@ class Exponential(Distribution):
         return _hb.zeros_like(self.rate)
 
     def _sample_n(self, n, seed):
-        shape = _hb.concat([[n], self.batch_shape_tensor()], 0)
+        shape = self._n_shape(n)
         tiny = float(np.finfo(np.dtype(self.dtype.np)).tiny)
         u = _hb.random_uniform(shape, minval=tiny, maxval=1.0, dtype=self.dtype, seed=seed)
         return -_hb.log(u) / self.rate
@@ -364,21 +374,11 @@ class Exponential(Distribution):
         return _hb.zeros_like(self.rate)
 
 
-class Laplace(Distribution):
+class Laplace(_LocScale):
     """exp(-|x - loc| / scale) / (2 scale)."""
 
-    reparameterization_type = FULLY_REPARAMETERIZED
-
-    def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name="Laplace"):
-        self.loc = _t(loc)
-        self.scale = _t(scale, self.loc.dtype)
-        super().__init__(self.loc.dtype, {"loc": self.loc, "scale": self.scale}, name)
-
-    def _like(self):
-        return _hb.zeros_like(self.loc) + _hb.zeros_like(self.scale)
-
     def _sample_n(self, n, seed):
-        shape = _hb.concat([[n], self.batch_shape_tensor()], 0)
+        shape = self._n_shape(n)
         kind = np.dtype(self.dtype.np).type
         lo = float(np.nextafter(kind(-1.0), kind(0.0)))
         u = _hb.random_uniform(shape, minval=lo, maxval=1.0, dtype=self.dtype, seed=seed)

@@ -23,6 +23,19 @@ from .contrib_layers import (
 )
 
 
+def _weights(name, shape, dtype, initializer, regularizer, trainable, collections):
+    """A layer's weight variable (slim's ``weights`` collection and the model variables)."""
+    return _variable(
+        name,
+        shape,
+        dtype,
+        initializer or xavier_initializer(),
+        regularizer,
+        trainable,
+        ["weights", *_var_collections(collections, "weights")],
+    )
+
+
 def _bias(out, num_outputs, dtype, biases_initializer, regularizer, trainable, collections):
     b = _variable(
         "biases",
@@ -81,28 +94,28 @@ def separable_conv2d(
     rh, rw = _pair(rate, "separable_conv2d: rate")
     init = weights_initializer or xavier_initializer()
     with _hb.variable_scope(scope, default_name="SeparableConv2d", reuse=reuse):
-        dw = _variable(
+        dw = _weights(
             "depthwise_weights",
             [kh, kw, cin, int(depth_multiplier)],
             x.dtype,
             init,
             weights_regularizer,
             trainable,
-            ["weights", *_var_collections(variables_collections, "weights")],
+            variables_collections,
         )
         rates = None if (rh, rw) == (1, 1) else [rh, rw]
         if num_outputs is None:
             out = _hb.nn.depthwise_conv2d(x, dw, [1, sh, sw, 1], padding.upper(), rate=rates)
             n_out = cin * int(depth_multiplier)
         else:
-            pw = _variable(
+            pw = _weights(
                 "pointwise_weights",
                 [1, 1, cin * int(depth_multiplier), int(num_outputs)],
                 x.dtype,
                 pointwise_initializer or init,
                 weights_regularizer,
                 trainable,
-                ["weights", *_var_collections(variables_collections, "weights")],
+                variables_collections,
             )
             out = _hb.nn.separable_conv2d(x, dw, pw, [1, sh, sw, 1], padding.upper(), rate=rates)
             n_out = int(num_outputs)
@@ -144,14 +157,14 @@ def conv2d_in_plane(
     kh, kw = _pair(kernel_size, "conv2d_in_plane: kernel_size")
     sh, sw = _pair(stride, "conv2d_in_plane: stride")
     with _hb.variable_scope(scope, default_name="ConvInPlane", reuse=reuse):
-        w = _variable(
+        w = _weights(
             "weights",
             [kh, kw, 1, 1],
             x.dtype,
-            weights_initializer or xavier_initializer(),
+            weights_initializer,
             weights_regularizer,
             trainable,
-            ["weights", *_var_collections(variables_collections, "weights")],
+            variables_collections,
         )
         tiled = _hb.tile(w, [1, 1, cin, 1])
         out = _hb.nn.depthwise_conv2d(x, tiled, [1, sh, sw, 1], padding.upper())
@@ -197,14 +210,14 @@ def conv2d_transpose(
     sh, sw = _pair(stride, "conv2d_transpose: stride")
     pad = padding.upper()
     with _hb.variable_scope(scope, default_name="Conv2d_transpose", reuse=reuse):
-        w = _variable(
+        w = _weights(
             "weights",
             [kh, kw, int(num_outputs), x.shape.dims[-1]],
             x.dtype,
-            weights_initializer or xavier_initializer(),
+            weights_initializer,
             weights_regularizer,
             trainable,
-            ["weights", *_var_collections(variables_collections, "weights")],
+            variables_collections,
         )
         shape = _hb.shape(x)
 
