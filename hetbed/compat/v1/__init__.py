@@ -605,12 +605,14 @@ io.FixedLenFeature, io.VarLenFeature = _records.FixedLenFeature, _records.VarLen
 
 # ---- tf.python: the private modules TF1 programs import from ------------------------------
 
+from . import contrib_seq2seq as _s2s  # noqa: E402
 from . import python  # noqa: E402, F401
 
 contrib.seq2seq = _namespace(  # type: ignore[attr-defined]
     "contrib.seq2seq",
-    "TF1's tf.contrib.seq2seq, of which hetbed has sequence_loss.",
-    {"sequence_loss": _contrib_training.sequence_loss},
+    "TF1's tf.contrib.seq2seq: sequence_loss, the helpers, BasicDecoder, dynamic_decode.",
+    {"sequence_loss": _contrib_training.sequence_loss}
+    | {k: getattr(_s2s, k) for k in _s2s.__all__},
 )
 from hetbed.runtime.ops.linalg import cross  # noqa: E402
 
