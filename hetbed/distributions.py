@@ -190,8 +190,9 @@ class Normal(_LocScale):
         return _hb.square(self.stddev())
 
 
-class Bernoulli(Distribution):
-    """A coin that comes up 1 with probability ``probs`` (= sigmoid(``logits``))."""
+class _LogitsOrProbs(Distribution):
+    """A discrete family given by ``logits`` or by ``probs`` (exactly one), each derived from
+    the other by the subclass's ``_probs_of``/``_logits_of``."""
 
     def __init__(
         self,
@@ -200,17 +201,31 @@ class Bernoulli(Distribution):
         dtype=_dt.int32,
         validate_args=False,
         allow_nan_stats=True,
-        name="Bernoulli",
+        name=None,
     ):
+        kind = type(self).__name__
         if (logits is None) == (probs is None):
-            raise ValueError("Bernoulli: give exactly one of logits and probs")
+            raise ValueError(f"{kind}: give exactly one of logits and probs")
         if logits is not None:
             self.logits = _t(logits)
-            self.probs = _hb.sigmoid(self.logits)
+            self.probs = self._probs_of(self.logits)
         else:
             self.probs = _t(probs)
-            self.logits = _hb.log(self.probs) - _hb.log1p(-self.probs)
-        super().__init__(_dt.as_dtype(dtype), {"logits": self.logits, "probs": self.probs}, name)
+            self.logits = self._logits_of(self.probs)
+        params = {"logits": self.logits, "probs": self.probs}
+        super().__init__(_dt.as_dtype(dtype), params, name or kind)
+
+
+class Bernoulli(_LogitsOrProbs):
+    """A coin that comes up 1 with probability ``probs`` (= sigmoid(``logits``))."""
+
+    @staticmethod
+    def _probs_of(logits):
+        return _hb.sigmoid(logits)
+
+    @staticmethod
+    def _logits_of(probs):
+        return _hb.log(probs) - _hb.log1p(-probs)
 
     def _like(self):
         return _hb.zeros_like(self.logits)
@@ -239,28 +254,17 @@ class Bernoulli(Distribution):
         return _hb.cast(_hb.greater(self.probs, 0.5), self.dtype)
 
 
-class Categorical(Distribution):
+class Categorical(_LogitsOrProbs):
     """One of ``K`` classes with probabilities ``probs`` (= softmax(``logits``)) over the last
     axis."""
 
-    def __init__(
-        self,
-        logits=None,
-        probs=None,
-        dtype=_dt.int32,
-        validate_args=False,
-        allow_nan_stats=True,
-        name="Categorical",
-    ):
-        if (logits is None) == (probs is None):
-            raise ValueError("Categorical: give exactly one of logits and probs")
-        if logits is not None:
-            self.logits = _t(logits)
-            self.probs = _hb.nn.softmax(self.logits)
-        else:
-            self.probs = _t(probs)
-            self.logits = _hb.log(self.probs)
-        super().__init__(_dt.as_dtype(dtype), {"logits": self.logits, "probs": self.probs}, name)
+    @staticmethod
+    def _probs_of(logits):
+        return _hb.nn.softmax(logits)
+
+    @staticmethod
+    def _logits_of(probs):
+        return _hb.log(probs)
 
     @property
     def event_size(self):

@@ -36,6 +36,14 @@ def _weights(name, shape, dtype, initializer, regularizer, trainable, collection
     )
 
 
+def _nhwc_input(inputs: Any, fn: str) -> Any:
+    """``inputs`` as a tensor, NHWC with its channels known."""
+    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
+    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
+        raise ValueError(f"{fn}: inputs must be NHWC with known channels, got shape {x.shape}")
+    return x
+
+
 def _bias(out, num_outputs, dtype, biases_initializer, regularizer, trainable, collections):
     b = _variable(
         "biases",
@@ -83,11 +91,7 @@ def separable_conv2d(
     """A depthwise convolution (``<scope>/depthwise_weights`` [kh, kw, in, depth_multiplier])
     then, unless ``num_outputs`` is None, a 1x1 one (``<scope>/pointwise_weights``)."""
     _nhwc(data_format, "separable_conv2d")
-    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
-    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
-        raise ValueError(
-            f"separable_conv2d: inputs must be NHWC with known channels, got shape {x.shape}"
-        )
+    x = _nhwc_input(inputs, "separable_conv2d")
     cin = x.shape.dims[-1]
     kh, kw = _pair(kernel_size, "separable_conv2d: kernel_size")
     sh, sw = _pair(stride, "separable_conv2d: stride")
@@ -148,11 +152,7 @@ def conv2d_in_plane(
 ) -> Any:
     """One [kh, kw] filter (``<scope>/weights`` [kh, kw, 1, 1]) applied to every channel of NHWC
     ``inputs`` on its own (a depthwise convolution with the filter shared)."""
-    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
-    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
-        raise ValueError(
-            f"conv2d_in_plane: inputs must be NHWC with known channels, got shape {x.shape}"
-        )
+    x = _nhwc_input(inputs, "conv2d_in_plane")
     cin = x.shape.dims[-1]
     kh, kw = _pair(kernel_size, "conv2d_in_plane: kernel_size")
     sh, sw = _pair(stride, "conv2d_in_plane: stride")
@@ -201,11 +201,7 @@ def conv2d_transpose(
     and ``<scope>/biases``; the output is ``stride`` times larger (VALID: plus
     ``max(kernel - stride, 0)``)."""
     _nhwc(data_format, "conv2d_transpose")
-    x = inputs if isinstance(inputs, _hb.Tensor) else _hb.constant(inputs)
-    if x.shape.ndims != 4 or x.shape.dims[-1] is None:
-        raise ValueError(
-            f"conv2d_transpose: inputs must be NHWC with known channels, got shape {x.shape}"
-        )
+    x = _nhwc_input(inputs, "conv2d_transpose")
     kh, kw = _pair(kernel_size, "conv2d_transpose: kernel_size")
     sh, sw = _pair(stride, "conv2d_transpose: stride")
     pad = padding.upper()
