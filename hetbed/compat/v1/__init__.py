@@ -606,13 +606,16 @@ io.FixedLenFeature, io.VarLenFeature = _records.FixedLenFeature, _records.VarLen
 # ---- tf.python: the private modules TF1 programs import from ------------------------------
 
 from . import contrib_seq2seq as _s2s  # noqa: E402
+from . import contrib_seq2seq_attention as _s2s_att  # noqa: E402
+from . import contrib_seq2seq_beam as _s2s_beam  # noqa: E402
 from . import python  # noqa: E402, F401
 
 contrib.seq2seq = _namespace(  # type: ignore[attr-defined]
     "contrib.seq2seq",
-    "TF1's tf.contrib.seq2seq: sequence_loss, the helpers, BasicDecoder, dynamic_decode.",
+    "TF1's tf.contrib.seq2seq: sequence_loss, the helpers, BasicDecoder, dynamic_decode, the "
+    "attention mechanisms and AttentionWrapper, BeamSearchDecoder, tile_batch, gather_tree.",
     {"sequence_loss": _contrib_training.sequence_loss}
-    | {k: getattr(_s2s, k) for k in _s2s.__all__},
+    | {k: getattr(m, k) for m in (_s2s, _s2s_att, _s2s_beam) for k in m.__all__},
 )
 from hetbed.runtime.ops.linalg import cross  # noqa: E402
 

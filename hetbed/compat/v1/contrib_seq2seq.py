@@ -3,8 +3,10 @@
 and an optional output layer) and ``dynamic_decode`` (a ``while_loop`` over decoder steps until
 every sequence has finished or ``maximum_iterations``), with ``sequence_loss`` from
 contrib_training.py. Variables are made where TF makes them: the cell's and the output layer's
-under ``decoder/`` (``decoder/basic_lstm_cell/kernel``, ``decoder/dense/kernel``). Attention
-wrappers and beam search are not here.
+under ``decoder/`` (``decoder/basic_lstm_cell/kernel``, ``decoder/dense/kernel``). The attention
+mechanisms and wrapper are in contrib_seq2seq_attention.py, beam search in contrib_seq2seq_beam.py;
+a decoder with ``finalize`` (beam search) has it called on the time-major outputs, and one that
+``tracks_own_finished`` decides alone when a sequence has finished.
 """
 
 from __future__ import annotations
@@ -128,8 +130,8 @@ def dynamic_decode(
         limit = None if maximum_iterations is None else _hb.cast(maximum_iterations, _dt.int32)
         if limit is not None:
             finished = _hb.logical_or(finished, _hb.greater_equal(0, limit))
-        batch = decoder.batch_size
-        lengths = _hb.zeros(_hb.stack([batch]), dtype=_dt.int32)
+        lengths = _hb.zeros_like(finished, dtype=_dt.int32)
+        own_finished = getattr(decoder, "tracks_own_finished", False)
         time = _hb.constant(0, dtype=_dt.int32)
         # one step built outside the loop gives the outputs' dtypes and the cell's variables
         probe, _, _, _ = decoder.step(time, inputs, state)
@@ -144,14 +146,16 @@ def dynamic_decode(
 
         def body(t, fin, lens, inp, st, *tas):
             out, nxt_state, nxt_inputs, dec_fin = decoder.step(t, inp, st)
-            nxt_fin = _hb.logical_or(fin, dec_fin)
+            nxt_fin = dec_fin if own_finished else _hb.logical_or(fin, dec_fin)
             if limit is not None:
                 nxt_fin = _hb.logical_or(nxt_fin, _hb.greater_equal(t + 1, limit))
-            nxt_lens = _hb.where(
-                _hb.logical_and(_hb.logical_not(fin), nxt_fin),
-                _hb.fill(_hb.shape(lens), t + 1),
-                lens,
-            )
+            # TF's rule: a sequence not finished before this step has length t + 1 (with
+            # beam search the flags move with the beams, so they can also turn false again)
+            # a decoder tracking its own finished flags may carry the lengths in its state
+            base = lens
+            if own_finished and getattr(nxt_state, "lengths", None) is not None:
+                base = _hb.cast(nxt_state.lengths, _dt.int32)
+            nxt_lens = _hb.where(_hb.logical_not(fin), _hb.fill(_hb.shape(lens), t + 1), base)
             flat_out = _flat(out)
             if impute_finished:
                 flat_out = [
@@ -159,8 +163,10 @@ def dynamic_decode(
                     for o in flat_out
                 ]
                 st_flat = _flat(st)
-                nxt_flat = [
-                    _hb.where(_hb.broadcast_to(_expand(fin, n), _hb.shape(n)), s, n)
+                nxt_flat = [  # a finished sequence keeps its state (TensorArrays, scalars pass)
+                    n
+                    if isinstance(n, _hb.TensorArray) or n.shape.ndims == 0
+                    else _hb.where(_hb.broadcast_to(_expand(fin, n), _hb.shape(n)), s, n)
                     for s, n in zip(st_flat, _flat(nxt_state))
                 ]
                 nxt_state = _hb.nest.pack_sequence_as(nxt_state, nxt_flat)
@@ -174,17 +180,20 @@ def dynamic_decode(
             parallel_iterations=parallel_iterations,
         )
         _, _, final_lens, _, final_state, *final_tas = loop
-        outs = [ta.stack() for ta in final_tas]
+        final = _hb.nest.pack_sequence_as(probe, [ta.stack() for ta in final_tas])
+        if hasattr(decoder, "finalize"):
+            final, final_state = decoder.finalize(final, final_state, final_lens)
         if not output_time_major:
-            outs = [_hb.transpose(o, [1, 0, *range(2, o.shape.ndims)]) for o in outs]
-        final = _hb.nest.pack_sequence_as(probe, outs)
-        return BasicDecoderOutput(*final), final_state, final_lens
+            final = _hb.nest.map_structure(
+                lambda o: _hb.transpose(o, [1, 0, *range(2, o.shape.ndims)]), final
+            )
+        return final, final_state, final_lens
 
 
 def _expand(fin: Any, like: Any) -> Any:
-    """``fin`` [batch] with as many trailing axes as ``like`` has."""
+    """``fin`` ([batch], or [batch, beam]) with as many trailing axes as ``like`` has."""
     out = fin
-    for _ in range(max((like.shape.ndims or 1) - 1, 0)):
+    for _ in range(max((like.shape.ndims or 1) - (fin.shape.ndims or 1), 0)):
         out = _hb.expand_dims(out, -1)
     return out
 
