@@ -6,7 +6,8 @@ once (``[batch * beam_width, ...]``: the initial state and any attention memory 
 with ``tile_batch``). At each step every hypothesis' log probabilities (a log-softmax of the
 logits; a finished hypothesis can only emit ``end_token``, at no cost) are added to its total,
 each candidate is scored ``total / ((5 + length) / 6) ** length_penalty_weight`` (Wu et al.
-2016; length counts the tokens up to and including ``end_token``) and the ``beam_width`` best
+2016; the length is the state's ``lengths``, which count ``end_token`` from the step after
+it is emitted, plus one for a new token other than ``end_token``: TF's arithmetic) and the ``beam_width`` best
 candidates of each batch entry (``top_k`` over ``beam_width * vocab``) become the new beams; the
 cell states follow their parents. At the start only beam 0 is alive (the others start finished,
 with log probability -inf), so the first step does not fill the beam with copies. ``finalize``
