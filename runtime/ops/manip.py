@@ -96,6 +96,13 @@ def _convert_all(values: Sequence[Any]) -> list[Tensor]:
     for v in values:
         if _is_tensor_like(v) or dtype is None:
             out.append(convert_to_tensor(v))
+        elif _holds_tensor(v):  # a nested list holding tensors: packed, as TF packs it
+            t = convert_to_tensor(v)
+            if t.dtype != dtype:
+                from .array import cast
+
+                t = cast(t, dtype)
+            out.append(t)
         else:
             arr = np.asarray(v)
             if arr.dtype.kind == "f" and dtype.is_integer:
@@ -1561,7 +1568,7 @@ def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
 
 
 def _filled(fn: str, shape: Any, dtype: Any, value: int, name: str | None) -> Tensor:
-    from .array import constant, is_run_time_shape, shape_tensor
+    from .array import constant, is_run_time_shape, reshape, shape_tensor
 
     dt = _dt.as_dtype(dtype)
     dynamic = is_run_time_shape(shape)
@@ -1570,6 +1577,8 @@ def _filled(fn: str, shape: Any, dtype: Any, value: int, name: str | None) -> Te
     with g.name_scope(name or fn) as scope:
         v = constant(np.array(value, dtype=dt.np), name="value")
         if dynamic:
+            if isinstance(shape, Tensor) and shape.shape.ndims == 0 and shape.dtype.is_integer:
+                shape = reshape(shape, [1])  # TF1's zeros/ones read a scalar shape as [n]
             return apply("DynamicFill", [shape_tensor(fn, shape), v], name=scope)
         return apply("Fill", [v], {"shape": dims}, scope)
 
@@ -1970,7 +1979,12 @@ def pad(
     (mirror with the edge).
     """
     x = convert_to_tensor(tensor)
-    p = _static("pad", "paddings", paddings)
+    try:
+        p = _static("pad", "paddings", paddings)
+    except TypeError:
+        if not _holds_tensor(paddings):
+            raise
+        return _pad_dynamic(x, paddings, mode, name, constant_values)  # known at run time
     if p.size == 0:
         p = p.reshape(0, 2)
     if p.ndim != 2 or p.shape[1] != 2:
@@ -1992,6 +2006,82 @@ def pad(
             f"pad: mode must be CONSTANT, REFLECT or SYMMETRIC, got {mode!r}"
         )
     return apply("MirrorPad", [x], {"paddings": pads, "mode": m}, name or "MirrorPad")
+
+
+def _holds_tensor(v: Any) -> bool:
+    """Whether ``v`` is a tensor or a (nested) list holding one."""
+    if _is_tensor_like(v):
+        return True
+    return isinstance(v, (list, tuple)) and any(_holds_tensor(u) for u in v)
+
+
+PadDynamic = defop("PadDynamic", cost=default_cost)
+
+
+@PadDynamic.shape
+def _pad_dynamic_shape(op):
+    x = op.inputs[0]
+    rank = x.shape.ndims
+    return [(TensorShape(None if rank is None else [None] * rank), x.dtype)]
+
+
+def _check_paddings(op_name: str, x: Any, p: Any) -> np.ndarray:
+    p = np.asarray(p).astype(np.int64)
+    if p.shape != (x.ndim, 2):
+        raise InvalidArgumentError(
+            f"{op_name}: paddings must have shape [{x.ndim}, 2] for an input of shape "
+            f"{list(x.shape)}, got {p.tolist()}"
+        )
+    if (p < 0).any():
+        raise InvalidArgumentError(f"{op_name}: paddings {p.tolist()} must be >= 0")
+    return p
+
+
+@PadDynamic.kernel("cpu", "gpu")
+def _pad_dynamic_kernel(ctx, x, paddings):
+    p = _check_paddings(f"Pad {ctx.op.name!r}", x, paddings)
+    pads = tuple((int(a), int(b)) for a, b in p)
+    return ctx.xp.pad(x, pads, mode="constant", constant_values=ctx.attrs["constant_values"])
+
+
+@PadDynamic.gradient
+def _pad_dynamic_grad(op, g):
+    """The centre of ``g``: a slice from the ``before`` paddings, of the input's size."""
+    from .array import shape as _shape
+
+    x, paddings = op.inputs
+    begin = strided_slice_from_key(_as_int64(paddings), (slice(None), 0), name="pad_begin")
+    return [slice_(g, begin, _shape(x, out_type=begin.dtype), name="pad_grad"), None]
+
+
+def _as_int64(t: Tensor) -> Tensor:
+    from .array import cast
+
+    return t if t.dtype == _dt.int64 else cast(t, _dt.int64)
+
+
+def _pad_dynamic(x: Tensor, paddings: Any, mode: str, name: Any, constant_values: Any) -> Tensor:
+    """``pad`` with paddings known only when the step runs (CONSTANT mode)."""
+    if str(mode).upper() != "CONSTANT":
+        raise TypeError(
+            f"pad: {mode} mode needs static paddings in hetbed (ints or a constant tensor)"
+        )
+    if _is_tensor_like(constant_values):
+        raise TypeError("pad: constant_values must be a static number in hetbed")
+    p = convert_to_tensor(paddings)
+    if not p.dtype.is_integer:
+        raise TypeError(f"pad: paddings must be integers, got {p.dtype.name}")
+    if p.shape.ndims is not None and x.shape.ndims is not None:
+        if (
+            p.shape.as_list()[-1:] != [2]
+            or p.shape.ndims != 2
+            or p.shape[0] not in (None, x.shape.ndims)
+        ):
+            raise InvalidArgumentError(
+                f"pad: paddings must have shape [{x.shape.ndims}, 2], got {p.shape}"
+            )
+    cv = np.asarray(constant_values).astype(x.dtype.np).item()
+    return apply("PadDynamic", [x, p], {"constant_values": cv}, name or "Pad")
 
 
 # ---- ReverseV2 -----------------------------------------------------------------------------------

@@ -11,6 +11,8 @@ mirrors whatever ``hetbed`` exports.
 
 from __future__ import annotations
 
+import contextlib as _contextlib
+import datetime as _dt_mod
 import logging as _pylogging
 import os as _os
 import types as _types
@@ -654,6 +656,38 @@ if "version" not in globals():
 from hetbed.runtime.graph import Dimension, dimension_value  # noqa: E402
 
 compat.dimension_value = dimension_value  # type: ignore[attr-defined]
+
+#: TF 1.15.0's forward-compatibility horizon: its release day (TF moved the horizon daily, so a
+#: check within days of it may answer differently from a given TF build)
+_FORWARD_HORIZON = [_dt_mod.date(2019, 10, 16)]
+
+
+def _forward_compatible(year: int, month: int, day: int) -> bool:
+    """Whether graphs may use an op feature released on that day (``tf.compat``)."""
+    return _FORWARD_HORIZON[0] > _dt_mod.date(year, month, day)
+
+
+@_contextlib.contextmanager
+def _forward_compatibility_horizon(year: int, month: int, day: int):
+    old = _FORWARD_HORIZON[0]
+    _FORWARD_HORIZON[0] = _dt_mod.date(year, month, day)
+    try:
+        yield
+    finally:
+        _FORWARD_HORIZON[0] = old
+
+
+compat.forward_compatible = _forward_compatible  # type: ignore[attr-defined]
+compat.forward_compatibility_horizon = _forward_compatibility_horizon  # type: ignore[attr-defined]
+
+
+@_contextlib.contextmanager
+def init_scope():
+    """TF's ``init_scope`` in graph mode: ops made inside wait for no control dependencies
+    (there are no function graphs to lift out of)."""
+    with _hb.control_dependencies(None):
+        yield
+
 
 # ---- tf.contrib.losses (also slim.losses): tf.losses with contrib's argument order ---------------
 

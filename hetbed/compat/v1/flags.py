@@ -121,6 +121,10 @@ class FlagValues:
 
     def __getattr__(self, name: str) -> Any:
         flags = self.__dict__["_flags"]
+        if name == "__flags":  # absl's name -> Flag dict, which TF1 programs print or iterate
+            if not self.__dict__["_parsed"]:
+                self(sys.argv)
+            return dict(flags)
         if name not in flags:
             raise AttributeError(f"unknown flag --{name}")
         if not self.__dict__["_parsed"]:
