@@ -67,23 +67,7 @@ class LSTMStateTuple(namedtuple("LSTMStateTuple", ("c", "h"))):
         return self.c.dtype
 
 
-def _flatten(s: Any) -> list:
-    if isinstance(s, (tuple, list)):
-        return [x for v in s for x in _flatten(v)]
-    return [s]
-
-
-def _pack(template: Any, flat: list) -> Any:
-    it = iter(flat)
-
-    def go(t: Any) -> Any:
-        if isinstance(t, LSTMStateTuple):
-            return LSTMStateTuple(go(t.c), go(t.h))
-        if isinstance(t, (tuple, list)):
-            return tuple(go(v) for v in t)
-        return next(it)
-
-    return go(template)
+from .nest import _flatten, _pack  # noqa: E402  (namedtuple states keep their type)
 
 
 class RNNCell:
@@ -159,6 +143,25 @@ class RNNCell:
 
     def _step(self, x: Tensor, state: Any) -> tuple[Any, Any]:
         raise NotImplementedError
+
+    def __deepcopy__(self, memo: dict) -> RNNCell:
+        """A copy with the same configuration that has not made its variables yet: called
+        again under a reusing scope it finds the original's by name (TF1's legacy seq2seq
+        functions deep-copy a cell for the encoder)."""
+        import copy
+
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            if k == "_vars" or (k == "_built" and isinstance(v, bool)):
+                new.__dict__[k] = None if k == "_vars" else False
+            elif isinstance(v, RNNCell):
+                new.__dict__[k] = copy.deepcopy(v, memo)
+            elif isinstance(v, (list, tuple)) and any(isinstance(u, RNNCell) for u in v):
+                new.__dict__[k] = type(v)(copy.deepcopy(u, memo) for u in v)
+            else:
+                new.__dict__[k] = v
+        return new
 
 
 def _linear(args: list, kernel: Any, bias: Any) -> Tensor:

@@ -639,6 +639,18 @@ del _k
 from hetbed.runtime.rnn_cell import LayerNormBasicLSTMCell as _LNLSTM  # noqa: E402
 
 contrib.rnn.LayerNormBasicLSTMCell = _LNLSTM  # type: ignore[attr-defined]
+from hetbed.runtime import rnn_cell_extra as _rnn_extra  # noqa: E402
+
+for _k in _rnn_extra.__all__:
+    setattr(contrib.rnn, _k, getattr(_rnn_extra, _k))
+nn.rnn_cell.DeviceWrapper = _rnn_extra.DeviceWrapper  # type: ignore[attr-defined]
+from . import contrib_legacy_seq2seq as _legacy_s2s  # noqa: E402
+
+contrib.legacy_seq2seq = _namespace(  # type: ignore[attr-defined]
+    "contrib.legacy_seq2seq",
+    "TF1's tf.contrib.legacy_seq2seq: list-of-steps seq2seq models and losses.",
+    {k: getattr(_legacy_s2s, k) for k in _legacy_s2s.__all__},
+)
 # ---- end WP7 ----
 
 # ---- the TF1 API version this layout follows -----------------------------------------------------
