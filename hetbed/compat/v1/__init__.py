@@ -22,7 +22,10 @@ import hetbed as _hb
 from hetbed import errors, initializers, layers, losses, nn, train
 
 # Subpackages of hetbed that are not part of TF1's namespace.
-_NOT_TF = {"runtime", "devices", "simulator", "scenarios", "reports", "compat", "cli"}
+_NOT_TF = {
+    "runtime", "devices", "simulator", "scenarios", "reports", "compat", "cli", "fc_kinds",
+    "estimator_canned",
+}  # fmt: skip
 
 for _name in dir(_hb):
     if not _name.startswith("_") and _name not in _NOT_TF:
