@@ -416,7 +416,32 @@ def numpy_input_fn(
 
 inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn)
 
+_CANNED = (
+    "DNNClassifier",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedRegressor",
+    "DNNRegressor",
+    "LinearClassifier",
+    "LinearRegressor",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The canned estimators (estimator_canned.py), imported when first asked for: they need
+    ``hetbed.feature_column``, which is imported after this module."""
+    if name in _CANNED:
+        from hetbed import estimator_canned
+
+        return getattr(estimator_canned, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted([*globals(), *_CANNED])
+
+
 __all__ = [
+    *_CANNED,
     "Estimator",
     "EstimatorSpec",
     "EvalSpec",
