@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
 from ..graph import TensorShape
-from ..registry import apply, defop
+from ..registry import apply, convert_to_tensor, defop
 
 _M64 = (1 << 64) - 1
 
@@ -382,20 +382,30 @@ def sparse_cross_hashed(
     inputs: list, num_buckets: int = 0, hash_key: int | None = None, name: str | None = None
 ) -> Any:
     """TF1's ``tf.sparse.cross_hashed``: a SparseTensor [batch, crosses] of the hashed crosses
-    of ``inputs`` (SparseTensors or dense [batch, k] tensors, int64 or string) row by row, each
-    ``FingerprintCat64`` chained over one feature per input, modulo ``num_buckets`` (0: none).
-    Bucket ids equal TF's for the same inputs and key."""
-    from .array import cast
-    from .sparse import SparseTensor, from_dense
+    of ``inputs`` (SparseTensors or dense [batch, k] tensors, integer or string) row by row,
+    each ``FingerprintCat64`` chained over one feature per input, modulo ``num_buckets`` (0:
+    none). As TF does, the SparseTensors are crossed first, then the dense inputs (every entry
+    of a dense input is a feature, "" and 0 too). Bucket ids equal TF's for the same inputs."""
+    from .array import cast, reshape
+    from .array import shape as shape_of
+    from .math import equal, where
+    from .scatter import gather_nd
+    from .sparse import SparseTensor
 
+    def as_int64(v: Any) -> Any:
+        return v if v.dtype.is_string or v.dtype == _dt.int64 else cast(v, _dt.int64)
+
+    sparse = [x for x in inputs if isinstance(x, SparseTensor)]
+    dense = [convert_to_tensor(x) for x in inputs if not isinstance(x, SparseTensor)]
     parts = []
-    for x in inputs:
-        sp = x if isinstance(x, SparseTensor) else from_dense(x)
-        vals = sp.values if sp.values.dtype.is_string else cast(sp.values, _dt.int64)
-        parts += [sp.indices, vals, sp.dense_shape]
+    for sp in sparse:
+        parts += [sp.indices, as_int64(sp.values), sp.dense_shape]
+    for t in dense:
+        idx = where(equal(t, t))  # every entry, in row-major order
+        parts += [idx, as_int64(reshape(gather_nd(t, idx), [-1])), shape_of(t, out_type=_dt.int64)]
     attrs = {
         "num_buckets": int(num_buckets),
-        "hash_key": DEFAULT_CROSS_HASH_KEY if hash_key is None else int(hash_key) & _M64,
+        "hash_key": int(hash_key) & _M64 if hash_key else DEFAULT_CROSS_HASH_KEY,  # 0 too, as TF
     }
     out = apply("SparseCrossHashed", parts, attrs, name or "SparseCrossHashed")
     return SparseTensor(*out)

@@ -441,6 +441,7 @@ from hetbed.runtime.ops import image_codecs as _codecs  # noqa: E402
 
 for _k in _codecs.__all__:  # tf.io.decode_jpeg etc. (also tf.image.*)
     setattr(io, _k, getattr(_codecs, _k))
+from hetbed.runtime.ops import hashing as _hashing  # noqa: E402
 from hetbed.runtime.ops import sparse as _sparse  # noqa: E402
 
 sparse = _namespace(
@@ -464,6 +465,7 @@ sparse = _namespace(
         "segment_sum": _sparse.sparse_segment_sum,
         "segment_mean": _sparse.sparse_segment_mean,
         "segment_sqrt_n": _sparse.sparse_segment_sqrt_n,
+        "cross_hashed": _hashing.sparse_cross_hashed,
         "SparseConditionalAccumulator": _hb.SparseConditionalAccumulator,
     },
 )
