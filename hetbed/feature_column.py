@@ -239,8 +239,9 @@ def crossed_column(keys: Any, hash_bucket_size: int, hash_key: int | None = None
 def weighted_categorical_column(
     categorical_column: Any, weight_feature_key: str, dtype: Any = hb.float32
 ) -> WeightedCategoricalColumn:
-    """``categorical_column``'s ids weighted by the feature ``weight_feature_key`` (same
-    indices; a dense weight of 0 counts as missing)."""
+    """``categorical_column``'s ids weighted by the feature ``weight_feature_key``, entry by
+    entry: the weights must have the ids' indices (a dense weight of 0 is dropped, as a
+    dense id of -1 is, so give 0 where an id is missing)."""
     if not isinstance(categorical_column, CategoricalColumn):
         raise ValueError(
             f"weighted_categorical_column: categorical_column must be categorical, got "
