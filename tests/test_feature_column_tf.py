@@ -233,17 +233,29 @@ def _estimator(lib, kind, model_dir):
     if kind == "dnn":
         return est.DNNClassifier([4, 3], deep, optimizer="Adagrad", config=cfg)
     if kind == "dnn_reg":
-        return est.DNNRegressor([3], deep, optimizer=sgd, config=cfg)
+        mean = lib.losses.Reduction.SUM_OVER_BATCH_SIZE
+        return est.DNNRegressor([3], deep, optimizer=sgd, config=cfg, loss_reduction=mean)
     if kind == "linear":
         return est.LinearClassifier([x, k], n_classes=3, config=cfg)
+    if kind == "dnn_vocab":
+        s = fc.categorical_column_with_vocabulary_list("s", ["u", "v"], num_oov_buckets=1)
+        return est.DNNClassifier(
+            [3], [x, fc.embedding_column(s, 2)], n_classes=3, label_vocabulary=["lo", "mid", "hi"],
+            weight_column="wt", config=cfg,
+        )  # fmt: skip
     return est.DNNLinearCombinedClassifier(
         linear_feature_columns=[x, k], dnn_feature_columns=deep, dnn_hidden_units=[3], config=cfg
     )
 
 
+S = np.array([["u"], ["v"], ["w"], [""]] * 4)
+WT = np.linspace(0.5, 2.0, 16, dtype=np.float32).reshape(-1, 1)
+LABELS = {True: Y, "float": Y.astype(np.float32), "vocab": np.array(["lo", "mid", "hi"])[K[:, 0]]}
+
+
 def _input(lib, labels=True, epochs=1):
-    feats = {"x": X, "k": K}
-    y = (Y.astype(np.float32) if labels == "float" else Y) if labels else None
+    feats = {"x": X, "k": K, "s": S, "wt": WT}
+    y = LABELS[labels] if labels else None
     return lib.estimator.inputs.numpy_input_fn(
         feats, y, batch_size=8, shuffle=False, num_epochs=epochs
     )
@@ -269,12 +281,12 @@ def _copy_into_hetbed(tf_est, hb_est):
 
 
 @needs_estimator
-@pytest.mark.parametrize("kind", ["dnn", "dnn_reg", "linear", "combined"])
+@pytest.mark.parametrize("kind", ["dnn", "dnn_reg", "linear", "combined", "dnn_vocab"])
 def test_canned_estimator_matches_tf(kind, tmp_path):
     """From the same variables, evaluate() gives TF's loss and metrics and predict() TF's
     predictions; after two more training steps of each, TF's variables and loss again."""
     tf1.disable_eager_execution()
-    labels = "float" if kind == "dnn_reg" else True
+    labels = {"dnn_reg": "float", "dnn_vocab": "vocab"}.get(kind, True)
     tf_est = _estimator(tf1, kind, tmp_path / "tf")
     tf_est.train(_input(tf1, labels), steps=1)
     hb_est = _estimator(hb, kind, tmp_path / "hb")
