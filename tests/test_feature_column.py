@@ -362,3 +362,37 @@ def test_canned_estimator_defaults_and_errors():
         tf.estimator.LinearClassifier([fc.numeric_column("x")], label_vocabulary=["a"])
     with pytest.raises(ValueError, match="linear_feature_columns, dnn_feature_columns or both"):
         tf.estimator.DNNLinearCombinedRegressor()
+
+
+def test_embedding_loads_from_checkpoint(tmp_path):
+    """embedding_column(ckpt_to_load_from=...) starts from the checkpoint's tensor, not from its
+    initializer."""
+    table = np.arange(8, dtype=np.float32).reshape(4, 2) / 10
+    with tf.Graph().as_default():
+        v = tf.Variable(table, name="emb/table")
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            path = tf.train.Saver([v]).save(s, str(tmp_path / "m.ckpt"))
+    col = fc.embedding_column(
+        fc.categorical_column_with_identity("k", 4), 2, combiner="sum",
+        ckpt_to_load_from=path, tensor_name_in_ckpt="emb/table",
+    )  # fmt: skip
+    got = _dense([col], {"k": [[3], [0]]})
+    np.testing.assert_allclose(got, table[[3, 0]])
+
+
+def test_dnn_dropout_only_while_training(tmp_path):
+    """dropout applies in training only: evaluating twice gives the same loss, and it equals
+    the loss of the predictions (SUM of squared errors)."""
+    x = np.linspace(0, 1, 8, dtype=np.float32).reshape(-1, 1)
+    y = 2 * x
+    est = tf.estimator.DNNRegressor(
+        [16], [fc.numeric_column("x")], model_dir=str(tmp_path), dropout=0.5,
+        config=tf.estimator.RunConfig(tf_random_seed=2),
+    )  # fmt: skip
+    est.train(_numpy_input(x, y, batch=8), steps=3)
+    a = est.evaluate(_numpy_input(x, y, batch=8))
+    b = est.evaluate(_numpy_input(x, y, batch=8))
+    preds = np.array([p["predictions"][0] for p in est.predict(_numpy_input(x, batch=8))])
+    assert a["loss"] == b["loss"]
+    assert a["loss"] == pytest.approx(float(((preds - y[:, 0]) ** 2).sum()), rel=1e-5)
