@@ -366,7 +366,7 @@ class DNNClassifier(Estimator):
         loss_reduction=_SUM, batch_norm=False,
     ):  # fmt: skip
         who = type(self).__name__
-        _no_batch_norm(who, batch_norm)
+        _unsupported(who, batch_norm, input_layer_partitioner)
         head = _classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction, who)
         dnn = _dnn_part(who, hidden_units, feature_columns, optimizer, activation_fn, dropout, 0.05)
         super().__init__(_combined_model_fn(head, dnn, None, who), model_dir, config, None, warm_start_from)  # fmt: skip
@@ -382,7 +382,7 @@ class DNNRegressor(Estimator):
         loss_reduction=_SUM, batch_norm=False,
     ):  # fmt: skip
         who = type(self).__name__
-        _no_batch_norm(who, batch_norm)
+        _unsupported(who, batch_norm, input_layer_partitioner)
         head = _RegressionHead(label_dimension, weight_column, loss_reduction, who)
         dnn = _dnn_part(who, hidden_units, feature_columns, optimizer, activation_fn, dropout, 0.05)
         super().__init__(_combined_model_fn(head, dnn, None, who), model_dir, config, None, warm_start_from)  # fmt: skip
@@ -397,6 +397,7 @@ class LinearClassifier(Estimator):
         partitioner=None, warm_start_from=None, loss_reduction=_SUM, sparse_combiner="sum",
     ):  # fmt: skip
         who = type(self).__name__
+        _unsupported(who, False, partitioner)
         head = _classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction, who)
         linear = _linear_part(who, feature_columns, optimizer, sparse_combiner, 0.2)
         super().__init__(_combined_model_fn(head, None, linear, who), model_dir, config, None, warm_start_from)  # fmt: skip
@@ -411,6 +412,7 @@ class LinearRegressor(Estimator):
         warm_start_from=None, loss_reduction=_SUM, sparse_combiner="sum",
     ):  # fmt: skip
         who = type(self).__name__
+        _unsupported(who, False, partitioner)
         head = _RegressionHead(label_dimension, weight_column, loss_reduction, who)
         linear = _linear_part(who, feature_columns, optimizer, sparse_combiner, 0.2)
         super().__init__(_combined_model_fn(head, None, linear, who), model_dir, config, None, warm_start_from)  # fmt: skip
@@ -447,7 +449,7 @@ class DNNLinearCombinedClassifier(Estimator):
         linear_sparse_combiner="sum",
     ):  # fmt: skip
         who = type(self).__name__
-        _no_batch_norm(who, batch_norm)
+        _unsupported(who, batch_norm, input_layer_partitioner)
         head = _classifier_head(n_classes, weight_column, label_vocabulary, loss_reduction, who)
         dnn, linear = _combined_parts(
             who, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
@@ -468,7 +470,7 @@ class DNNLinearCombinedRegressor(Estimator):
         loss_reduction=_SUM, batch_norm=False, linear_sparse_combiner="sum",
     ):  # fmt: skip
         who = type(self).__name__
-        _no_batch_norm(who, batch_norm)
+        _unsupported(who, batch_norm, input_layer_partitioner)
         head = _RegressionHead(label_dimension, weight_column, loss_reduction, who)
         dnn, linear = _combined_parts(
             who, linear_feature_columns, linear_optimizer, dnn_feature_columns, dnn_optimizer,
@@ -477,9 +479,12 @@ class DNNLinearCombinedRegressor(Estimator):
         super().__init__(_combined_model_fn(head, dnn, linear, who), model_dir, config, None, warm_start_from)  # fmt: skip
 
 
-def _no_batch_norm(who: str, batch_norm: bool) -> None:
+def _unsupported(who: str, batch_norm: bool, partitioner: Any) -> None:
+    """Refuse what hetbed's canned estimators leave out, rather than ignore it."""
     if batch_norm:
         raise ValueError(f"{who}: batch_norm=True is not supported in hetbed")
+    if partitioner is not None:
+        raise ValueError(f"{who}: partitioners are not supported in hetbed; give None")
 
 
 __all__ = [
