@@ -483,6 +483,10 @@ from hetbed.runtime.ops.hashing import (  # noqa: E402
 
 # ---- end WP7 ----
 
+# tf.feature_column (its constructors take hetbed's dtypes as defaults: imported last)
+# isort: split
+from hetbed import feature_column  # noqa: E402
+
 # the objects the imports above created live as long as the process: no collection scans them
 # isort: split
 from hetbed.runtime.collector import freeze_imported  # noqa: E402

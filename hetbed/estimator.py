@@ -9,8 +9,10 @@ config)`` (any of those arguments it declares). ``train`` runs the spec's ``trai
 saves as the RunConfig says) until ``steps`` more or ``max_steps`` in all, or the input ends;
 ``evaluate`` restores the latest checkpoint and runs the ``eval_metric_ops`` updates (and a mean
 of the loss) over the input, returning their values with ``global_step``; ``predict`` restores
-it and yields the ``predictions`` example by example. The canned estimators (DNNClassifier, ...)
-and exporting are not here.
+it and yields the ``predictions`` example by example. The canned estimators (``DNNClassifier``,
+``LinearRegressor``, ``DNNLinearCombinedClassifier``, ...) are in estimator_canned.py and are
+reached here by name (``tf.estimator.DNNClassifier``); exporting and ``warm_start_from`` are
+not supported.
 """
 
 from __future__ import annotations
@@ -416,7 +418,32 @@ def numpy_input_fn(
 
 inputs = types.SimpleNamespace(numpy_input_fn=numpy_input_fn)
 
+_CANNED = (
+    "DNNClassifier",
+    "DNNLinearCombinedClassifier",
+    "DNNLinearCombinedRegressor",
+    "DNNRegressor",
+    "LinearClassifier",
+    "LinearRegressor",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The canned estimators (estimator_canned.py), imported when first asked for: they need
+    ``hetbed.feature_column``, which is imported after this module."""
+    if name in _CANNED:
+        from hetbed import estimator_canned
+
+        return getattr(estimator_canned, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted([*globals(), *_CANNED])
+
+
 __all__ = [
+    *_CANNED,
     "Estimator",
     "EstimatorSpec",
     "EvalSpec",

@@ -7,6 +7,7 @@ as int64. Kernels run on the CPU only (string tensors never go to a GPU).
 
 from __future__ import annotations
 
+import itertools
 import struct
 from typing import Any
 
@@ -14,7 +15,8 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
-from ..registry import apply, defop
+from ..graph import TensorShape
+from ..registry import apply, convert_to_tensor, defop
 
 _M64 = (1 << 64) - 1
 
@@ -297,3 +299,113 @@ def string_to_hash_bucket(
     nb = _num_buckets("string_to_hash_bucket", num_buckets)
     x = string_tensor if string_tensor is not None else input
     return apply("StringToHashBucket", [x], {"num_buckets": nb}, name)
+
+
+# ---- SparseCrossHashed: the hashed cross of several sparse features (feature columns) -----------
+
+#: the hash key TF's ``sparse_cross_hashed`` uses when none is given
+DEFAULT_CROSS_HASH_KEY = 0xDECAFCAFFE
+
+
+def fingerprint_cat64(fp1: int, fp2: int) -> int:
+    """TensorFlow's FingerprintCat64: two 64-bit fingerprints combined into one (the
+    multiply-and-shift mix of MurmurHash2, as ``sparse_cross_hashed`` chains it)."""
+    mul = 0xC6A4A7935BD1E995
+    h = fp1 ^ mul
+    h ^= _smix((fp2 * mul) & _M64) * mul & _M64
+    h = (h * mul) & _M64
+    h = (_smix(h) * mul) & _M64
+    return _smix(h)
+
+
+SparseCrossHashed = defop("SparseCrossHashed", differentiable=False)
+
+
+@SparseCrossHashed.shape
+def _cross_shape(op):
+    for i in range(1, len(op.inputs), 3):
+        v = op.inputs[i]
+        if not (v.dtype.is_string or v.dtype in (_dt.int64, _dt.int32)):
+            raise InvalidArgumentError(
+                f"SparseCrossHashed: input {i // 3} must be string or int64, got {v.dtype.name}"
+            )
+    return [
+        (TensorShape([None, 2]), _dt.int64),
+        (TensorShape([None]), _dt.int64),
+        (TensorShape([2]), _dt.int64),
+    ]
+
+
+SparseCrossHashed.expected_shapes = lambda op, ins: [(ins[0][0], 2), (ins[0][0],), (2,)]
+
+
+@SparseCrossHashed.kernel("cpu")
+def _sparse_cross_hashed(ctx, *parts):
+    """For each row, every combination of one feature per input (the last input varying
+    fastest), each feature a 64-bit value (an integer's bits, a string's Fingerprint64),
+    chained from the hash key by FingerprintCat64, modulo num_buckets."""
+    n_in = len(parts) // 3
+    batch = {int(parts[3 * i + 2][0]) for i in range(n_in)}
+    if len(batch) != 1:
+        raise InvalidArgumentError(
+            f"SparseCrossHashed: inputs have different batch sizes {sorted(batch)}"
+        )
+    rows = batch.pop()
+    per_input = []
+    for i in range(n_in):
+        idx, vals = parts[3 * i], parts[3 * i + 1]
+        feats: list[list[int]] = [[] for _ in range(rows)]
+        for r, v in zip(idx[:, 0].tolist(), vals.reshape(-1).tolist()):
+            feats[r].append(fingerprint64(v) if isinstance(v, bytes) else int(v) & _M64)
+        per_input.append(feats)
+    nb, key = ctx.attrs["num_buckets"], ctx.attrs["hash_key"]
+    mod = nb if nb > 0 else (1 << 63) - 1
+    out_idx, out_vals, width = [], [], 0
+    for r in range(rows):
+        j = 0
+        for combo in itertools.product(*(feats[r] for feats in per_input)):
+            h = key
+            for f in combo:
+                h = fingerprint_cat64(h, f)
+            out_idx.append((r, j))
+            out_vals.append(h % mod)
+            j += 1
+        width = max(width, j)
+    return (
+        np.array(out_idx, np.int64).reshape(-1, 2),
+        np.array(out_vals, np.int64),
+        np.array([rows, width], np.int64),
+    )
+
+
+def sparse_cross_hashed(
+    inputs: list, num_buckets: int = 0, hash_key: int | None = None, name: str | None = None
+) -> Any:
+    """TF1's ``tf.sparse.cross_hashed``: a SparseTensor [batch, crosses] of the hashed crosses
+    of ``inputs`` (SparseTensors or dense [batch, k] tensors, integer or string) row by row,
+    each ``FingerprintCat64`` chained over one feature per input, modulo ``num_buckets`` (0:
+    none). As TF does, the SparseTensors are crossed first, then the dense inputs (every entry
+    of a dense input is a feature, "" and 0 too). Bucket ids equal TF's for the same inputs."""
+    from .array import cast, reshape
+    from .array import shape as shape_of
+    from .math import equal, where
+    from .scatter import gather_nd
+    from .sparse import SparseTensor
+
+    def as_int64(v: Any) -> Any:
+        return v if v.dtype.is_string or v.dtype == _dt.int64 else cast(v, _dt.int64)
+
+    sparse = [x for x in inputs if isinstance(x, SparseTensor)]
+    dense = [convert_to_tensor(x) for x in inputs if not isinstance(x, SparseTensor)]
+    parts = []
+    for sp in sparse:
+        parts += [sp.indices, as_int64(sp.values), sp.dense_shape]
+    for t in dense:
+        idx = where(equal(t, t))  # every entry, in row-major order
+        parts += [idx, as_int64(reshape(gather_nd(t, idx), [-1])), shape_of(t, out_type=_dt.int64)]
+    attrs = {
+        "num_buckets": int(num_buckets),
+        "hash_key": int(hash_key) & _M64 if hash_key else DEFAULT_CROSS_HASH_KEY,  # 0 too, as TF
+    }
+    out = apply("SparseCrossHashed", parts, attrs, name or "SparseCrossHashed")
+    return SparseTensor(*out)

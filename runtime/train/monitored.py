@@ -281,8 +281,11 @@ class Scaffold:
             return
         if self.init_op is None:
             self.init_op = global_variables_initializer()
-        if self.local_init_op is None:
-            self.local_init_op = local_variables_initializer()
+        if self.local_init_op is None:  # TF's default: local variables and lookup tables
+            from ..ops.control import group
+            from ..ops.lookup import tables_initializer
+
+            self.local_init_op = group(local_variables_initializer(), tables_initializer())
         if self.summary_op is None:
             from hetbed.summary import merge_all
 

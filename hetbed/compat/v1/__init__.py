@@ -24,7 +24,10 @@ import hetbed as _hb
 from hetbed import errors, initializers, layers, losses, nn, train
 
 # Subpackages of hetbed that are not part of TF1's namespace.
-_NOT_TF = {"runtime", "devices", "simulator", "scenarios", "reports", "compat", "cli"}
+_NOT_TF = {
+    "runtime", "devices", "simulator", "scenarios", "reports", "compat", "cli", "fc_kinds",
+    "estimator_canned",
+}  # fmt: skip
 
 for _name in dir(_hb):
     if not _name.startswith("_") and _name not in _NOT_TF:
@@ -440,6 +443,7 @@ from hetbed.runtime.ops import image_codecs as _codecs  # noqa: E402
 
 for _k in _codecs.__all__:  # tf.io.decode_jpeg etc. (also tf.image.*)
     setattr(io, _k, getattr(_codecs, _k))
+from hetbed.runtime.ops import hashing as _hashing  # noqa: E402
 from hetbed.runtime.ops import sparse as _sparse  # noqa: E402
 
 sparse = _namespace(
@@ -463,6 +467,7 @@ sparse = _namespace(
         "segment_sum": _sparse.sparse_segment_sum,
         "segment_mean": _sparse.sparse_segment_mean,
         "segment_sqrt_n": _sparse.sparse_segment_sqrt_n,
+        "cross_hashed": _hashing.sparse_cross_hashed,
         "SparseConditionalAccumulator": _hb.SparseConditionalAccumulator,
     },
 )
