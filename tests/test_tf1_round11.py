@@ -63,3 +63,70 @@ def test_init_scope_and_forward_compatible():
                 c = tf.constant(2.0) + 1
             d = tf.constant(1.0) + 1
         assert c.op.control_inputs == [] and len(d.op.control_inputs) == 1
+
+
+def test_contrib_image_rotate_translate_compose():
+    img = np.arange(12, dtype=np.float32).reshape(3, 4, 1)
+    batch = np.stack([img[:3, :3], img[:3, 1:]])
+    with tf.Graph().as_default(), tf.Session() as s:
+        r90 = tf.contrib.image.rotate(img[:3, :3], np.pi / 2)
+        rb = tf.contrib.image.rotate(batch, [np.pi, -np.pi / 2])
+        shifted = tf.contrib.image.translate(img, [1.0, 0.0])
+        half = tf.contrib.image.angles_to_projective_transforms(np.pi / 2, 3.0, 3.0)
+        twice = tf.contrib.image.compose_transforms(half, half)
+        full = tf.contrib.image.angles_to_projective_transforms(np.pi, 3.0, 3.0)
+        bil = tf.contrib.image.translate(img, [0.5, 0.0], interpolation="BILINEAR")
+        a, b, c, t2, t1, d = s.run([r90, rb, shifted, twice, full, bil])
+        with pytest.raises(ValueError, match="interpolation"):
+            tf.contrib.image.transform(img, [1, 0, 0, 0, 1, 0, 0, 0], "CUBIC")
+    np.testing.assert_array_equal(a[..., 0], np.rot90(img[:3, :3, 0]))  # counterclockwise
+    np.testing.assert_array_equal(b[0, ..., 0], np.rot90(batch[0, ..., 0], 2))
+    np.testing.assert_array_equal(b[1, ..., 0], np.rot90(batch[1, ..., 0], -1))
+    np.testing.assert_array_equal(c[:, 1:, 0], img[:, :-1, 0])
+    assert (c[:, 0] == 0).all()
+    np.testing.assert_allclose(t2, t1, atol=1e-5)
+    np.testing.assert_allclose(d[:, 1:, 0], (img[:, 1:, 0] + img[:, :-1, 0]) / 2)
+    np.testing.assert_allclose(d[:, 0, 0], img[:, 0, 0] / 2)  # half the left neighbour is fill
+
+
+def test_bipartite_match_takes_the_smallest_distances_first():
+    d = np.array([[0.5, 0.1, 0.9], [0.2, 0.05, 0.3], [0.4, 0.6, 0.0]], np.float32)
+    with tf.Graph().as_default(), tf.Session() as s:
+        from hetbed.compat.v1.contrib.image.python.ops import image_ops
+
+        rows, cols = s.run(image_ops.bipartite_match(d, -1))
+        r2, c2 = s.run(image_ops.bipartite_match(d, 2))
+        r3, _ = s.run(image_ops.bipartite_match(d, -1, top_k=1))
+    # 0.0 (2,2), then 0.05 (1,1), then row 0 takes the best free column: 0
+    assert rows.tolist() == [0, 1, 2] and cols.tolist() == [0, 1, 2]
+    assert r2.tolist() == [0, 1, -1] and c2.tolist() == [0, 1, -1]  # only rows 0 and 1 valid
+    assert r3.tolist() == [-1, -1, 2]
+
+
+def test_contrib_image_transform_equals_tensorflows_kernel():
+    tf_ref = pytest.importorskip("tensorflow")
+    if not hasattr(tf_ref, "raw_ops"):
+        pytest.skip("this TensorFlow has no raw_ops")
+    rng = np.random.RandomState(0)
+    with tf.Graph().as_default(), tf.Session() as s:
+        for i in range(12):
+            n, h, w = rng.randint(1, 3), rng.randint(2, 7), rng.randint(2, 7)
+            dt = [np.float32, np.uint8][i % 2]
+            img = (rng.rand(n, h, w, 2) * 200).astype(dt)
+            t = np.concatenate(
+                [
+                    rng.randn(n, 6) * [1, 0.4, 2, 0.4, 1, 2] + [1, 0, 0, 0, 1, 0],
+                    rng.randn(n, 2) * 0.05,
+                ],
+                1,
+            ).astype(np.float32)
+            interp = ["NEAREST", "BILINEAR"][(i // 2) % 2]
+            want = tf_ref.raw_ops.ImageProjectiveTransformV2(
+                images=img,
+                transforms=t,
+                output_shape=[h + 1, w],
+                interpolation=interp,
+                fill_mode="CONSTANT",
+            ).numpy()
+            got = s.run(tf.contrib.image.transform(img, t, interp, output_shape=[h + 1, w]))
+            np.testing.assert_allclose(got.astype(float), want.astype(float), atol=1e-3)

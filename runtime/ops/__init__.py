@@ -34,7 +34,7 @@ from . import (  # noqa: F401
 
 # ---- WP7 ----
 # isort: split
-from . import ctc, depthwise, edit_distance, gather_tree, hashing, sets  # noqa: F401, E402
+from . import ctc, depthwise, edit_distance, gather_tree, hashing, image_transform, sets  # noqa: F401, E402
 
 # ---- image files ----
 # isort: split

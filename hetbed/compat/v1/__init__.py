@@ -649,7 +649,28 @@ from hetbed.runtime import rnn_cell_extra as _rnn_extra  # noqa: E402
 for _k in _rnn_extra.__all__:
     setattr(contrib.rnn, _k, getattr(_rnn_extra, _k))
 nn.rnn_cell.DeviceWrapper = _rnn_extra.DeviceWrapper  # type: ignore[attr-defined]
+from hetbed.runtime.ops import image_transform as _img_tf  # noqa: E402
+
 from . import contrib_legacy_seq2seq as _legacy_s2s  # noqa: E402
+
+_image_ops = _namespace(
+    "contrib.image.python.ops.image_ops",
+    "TF1's contrib image ops (the module object_detection imports).",
+    {k: getattr(_img_tf, k) for k in _img_tf.__all__},
+)
+contrib.image = _namespace(  # type: ignore[attr-defined]
+    "contrib.image",
+    "TF1's tf.contrib.image: projective transforms (rotate, translate, transform) and "
+    "bipartite_match.",
+    {k: getattr(_img_tf, k) for k in _img_tf.__all__}
+    | {
+        "python": _namespace(
+            "contrib.image.python",
+            "",
+            {"ops": _namespace("contrib.image.python.ops", "", {"image_ops": _image_ops})},
+        )
+    },
+)
 
 contrib.legacy_seq2seq = _namespace(  # type: ignore[attr-defined]
     "contrib.legacy_seq2seq",
