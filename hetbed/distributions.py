@@ -47,6 +47,9 @@ class Distribution:
 
     reparameterization_type = NOT_REPARAMETERIZED
 
+    validate_args = False
+    allow_nan_stats = True
+
     def __init__(self, dtype: Any, params: dict, name: str):
         self._dtype = dtype
         self._parameters = dict(params)
@@ -133,14 +136,35 @@ class Distribution:
         return f"<hb.distributions.{type(self).__name__} '{self._name}' dtype={self._dtype.name}>"
 
 
+def _guarded(validate_args: bool, kind: str, checks: list, *values: Any) -> tuple:
+    """``values`` through identities that wait for ``checks`` (``(assert function, tensor,
+    what must hold)``) when ``validate_args``, as TF's distributions check their parameters."""
+    if not validate_args:
+        return values
+    asserts = [
+        fn(*(t if isinstance(t, tuple) else (t,)), message=f"{kind}: {what} (validate_args=True)")
+        for fn, t, what in checks
+    ]
+    with _hb.control_dependencies(asserts):
+        return tuple(_hb.identity(v) for v in values)
+
+
 class _LocScale(Distribution):
     """A family of a location and a scale (Normal, Laplace)."""
 
     reparameterization_type = FULLY_REPARAMETERIZED
 
     def __init__(self, loc, scale, validate_args=False, allow_nan_stats=True, name=None):
-        self.loc = _t(loc)
-        self.scale = _t(scale, self.loc.dtype)
+        loc = _t(loc)
+        scale = _t(scale, loc.dtype)
+        kind = type(self).__name__
+        self.loc, self.scale = _guarded(
+            validate_args,
+            kind,
+            [(_hb.assert_positive, scale, "scale must be positive")],
+            loc,
+            scale,
+        )
         super().__init__(
             self.loc.dtype, {"loc": self.loc, "scale": self.scale}, name or type(self).__name__
         )
@@ -210,7 +234,7 @@ class _LogitsOrProbs(Distribution):
             self.logits = _t(logits)
             self.probs = self._probs_of(self.logits)
         else:
-            self.probs = _t(probs)
+            (self.probs,) = _guarded(validate_args, kind, self._prob_checks(_t(probs)), _t(probs))
             self.logits = self._logits_of(self.probs)
         params = {"logits": self.logits, "probs": self.probs}
         super().__init__(_dt.as_dtype(dtype), params, name or kind)
@@ -218,6 +242,13 @@ class _LogitsOrProbs(Distribution):
 
 class Bernoulli(_LogitsOrProbs):
     """A coin that comes up 1 with probability ``probs`` (= sigmoid(``logits``))."""
+
+    @staticmethod
+    def _prob_checks(p):
+        return [
+            (_hb.assert_non_negative, p, "probs must be >= 0"),
+            (_hb.assert_less_equal, (p, _hb.ones_like(p)), "probs must be <= 1"),
+        ]
 
     @staticmethod
     def _probs_of(logits):
@@ -257,6 +288,15 @@ class Bernoulli(_LogitsOrProbs):
 class Categorical(_LogitsOrProbs):
     """One of ``K`` classes with probabilities ``probs`` (= softmax(``logits``)) over the last
     axis."""
+
+    @staticmethod
+    def _prob_checks(p):
+        tol = 10 * float(np.finfo(np.dtype(p.dtype.np)).eps)  # TF's assert_near default
+        off = _hb.abs(_hb.reduce_sum(p, -1) - 1.0)
+        return [
+            (_hb.assert_non_negative, p, "probs must be >= 0"),
+            (_hb.assert_less_equal, (off, _hb.ones_like(off) * tol), "probs does not sum to 1"),
+        ]
 
     @staticmethod
     def _probs_of(logits):
@@ -302,8 +342,15 @@ class Uniform(Distribution):
     def __init__(
         self, low=0.0, high=1.0, validate_args=False, allow_nan_stats=True, name="Uniform"
     ):
-        self.low = _t(low)
-        self.high = _t(high, self.low.dtype)
+        low = _t(low)
+        high = _t(high, low.dtype)
+        self.low, self.high = _guarded(
+            validate_args,
+            name,
+            [(_hb.assert_less, (low, high), "low must be below high")],
+            low,
+            high,
+        )
         super().__init__(self.low.dtype, {"low": self.low, "high": self.high}, name)
 
     def range(self, name="range"):
@@ -347,7 +394,10 @@ class Exponential(Distribution):
     reparameterization_type = FULLY_REPARAMETERIZED
 
     def __init__(self, rate, validate_args=False, allow_nan_stats=True, name="Exponential"):
-        self.rate = _t(rate)
+        rate = _t(rate)
+        (self.rate,) = _guarded(
+            validate_args, name, [(_hb.assert_positive, rate, "rate must be positive")], rate
+        )
         super().__init__(self.rate.dtype, {"rate": self.rate}, name)
 
     def _like(self):

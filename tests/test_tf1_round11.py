@@ -130,3 +130,54 @@ def test_contrib_image_transform_equals_tensorflows_kernel():
             ).numpy()
             got = s.run(tf.contrib.image.transform(img, t, interp, output_shape=[h + 1, w]))
             np.testing.assert_allclose(got.astype(float), want.astype(float), atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "make, what",
+    [
+        (lambda: tf.distributions.Normal(0.0, -1.0, validate_args=True).log_prob(0.0), "scale"),
+        (lambda: tf.distributions.Laplace(0.0, -1.0, validate_args=True).log_prob(0.0), "scale"),
+        (lambda: tf.distributions.Bernoulli(probs=1.5, validate_args=True).log_prob(1), "probs"),
+        (
+            lambda: tf.distributions.Categorical(probs=[0.5, 0.9], validate_args=True).log_prob(0),
+            "sum to 1",
+        ),
+        (lambda: tf.distributions.Exponential(-1.0, validate_args=True).log_prob(1.0), "rate"),
+        (lambda: tf.distributions.Uniform(2.0, 1.0, validate_args=True).prob(1.5), "low"),
+    ],
+)
+def test_distributions_validate_their_parameters_when_asked(make, what):
+    with tf.Graph().as_default(), tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError, match=what):
+            s.run(make())
+
+
+def test_valid_parameters_pass_validation_with_the_same_values():
+    with tf.Graph().as_default(), tf.Session() as s:
+        a, b = s.run(
+            [
+                tf.distributions.Normal(0.0, 2.0, validate_args=True).log_prob(0.0),
+                tf.distributions.Categorical(probs=[0.25, 0.75], validate_args=True).log_prob(1),
+            ]
+        )
+    np.testing.assert_allclose(a, -0.5 * np.log(2 * np.pi) - np.log(2.0), rtol=1e-6)
+    np.testing.assert_allclose(b, np.log(0.75), rtol=1e-6)
+
+
+def test_ctc_loss_refuses_a_repeated_label_index():
+    logits = np.zeros((3, 1, 4), np.float32)
+    with tf.Graph().as_default(), tf.Session() as s:
+        labels = tf.SparseTensor([[0, 0], [0, 0]], [1, 2], [1, 2])
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match=r"indices\[1\] = \[0, 0\] is repeated"
+        ):
+            s.run(tf.nn.ctc_loss(labels, logits, [3]))
+
+
+def test_resize_images_refuses_a_fed_size_of_three():
+    p = tf.placeholder(tf.int32, [None])
+    y = tf.image.resize_images(np.ones((4, 4, 1), np.float32), p)
+    with tf.Session() as s:
+        assert s.run(y, {p: [2, 3]}).shape == (2, 3, 1)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="two elements"):
+            s.run(y, {p: [2, 3, 4]})

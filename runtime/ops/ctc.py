@@ -131,6 +131,15 @@ def _ctc_loss(ctx, indices, values, seq_len, logits):
         raise InvalidArgumentError(f"{name}: labels must be a 2-D SparseTensor [batch, time]")
     if len(indices) and (indices[:, 0].min() < 0 or indices[:, 0].max() >= batch):
         raise InvalidArgumentError(f"{name}: a label's batch index is outside [0, {batch})")
+    if len(indices) > 1:
+        seen: dict = {}
+        for k, key in enumerate(map(tuple, indices.tolist())):
+            if key in seen:
+                raise InvalidArgumentError(
+                    f"{name}: label SparseTensor is not valid: indices[{k}] = {list(key)} is "
+                    "repeated"
+                )
+            seen[key] = k
     blank = n_cls - 1
     merge = ctx.attrs["ctc_merge_repeated"]
     loss = np.zeros(batch, logits.dtype)

@@ -388,6 +388,14 @@ def _size(fn: str, size: Any) -> tuple[Any, Any]:
         if size.op.type == "Const":
             return _size(fn, size.op.attrs["value"])
         size = _array.cast(size, _dt.int32)
+        if size.shape.as_list() != [2]:  # its length known only when the step runs
+            from ..graph import control_dependencies
+            from .control import assert_equal
+
+            n = _array.shape(size)[0]
+            check = assert_equal(n, 2, message=f"{fn}: shape_t must have two elements")
+            with control_dependencies([check]):
+                size = _array.identity(size)
         return size[0], size[1]
     if isinstance(size, (list, tuple)) and any(isinstance(v, Tensor) for v in size):
         if len(size) != 2:
