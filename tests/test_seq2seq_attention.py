@@ -345,3 +345,29 @@ def test_attention_and_beam_search_errors_name_the_problem():
             )
         with pytest.raises(ValueError, match="inner dims"):
             s2s.LuongAttention(4, tf.placeholder(tf.float32, [2, 3, None]))
+
+
+@pytest.mark.parametrize("kind", ["bahdanau", "luong"])
+def test_monotonic_mechanisms_in_a_wrapper(kind):
+    mem = np.random.RandomState(2).randn(2, 5, 4).astype(np.float32)
+    with tf.Graph().as_default():
+        if kind == "bahdanau":
+            m = s2s.BahdanauMonotonicAttention(
+                4, mem, memory_sequence_length=[5, 3], score_bias_init=-1.0
+            )
+        else:
+            m = s2s.LuongMonotonicAttention(
+                4, mem, memory_sequence_length=[5, 3], score_bias_init=-1.0
+            )
+        att = s2s.AttentionWrapper(tf.nn.rnn_cell.GRUCell(4), m)
+        st = att.zero_state(2, tf.float32)
+        first = st.alignments
+        for _ in range(3):
+            _, st = att(tf.ones([2, 3]), st)
+        names = [v.op.name for v in tf.global_variables()]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            a0, a = s.run([first, st.alignments])
+    np.testing.assert_array_equal(a0, np.eye(5, dtype=np.float32)[[0, 0]])  # all on the first entry
+    assert (a >= 0).all() and (a.sum(1) <= 1 + 1e-6).all() and (a[1, 3:] == 0).all()
+    assert f"attention_wrapper/{kind}_monotonic_attention/attention_score_bias" in names

@@ -120,6 +120,20 @@ def _extract_argmax_and_embed(
     return loop_function
 
 
+def _embedded(inputs, num_symbols, embedding_size, output_projection, feed, update) -> tuple:
+    """The decoder's ``embedding`` variable applied to the ids ``inputs``, and the loop function
+    feeding back the previous output's argmax when ``feed``."""
+    embedding = _hb.get_variable("embedding", [num_symbols, embedding_size])
+    loop = _extract_argmax_and_embed(embedding, output_projection, update) if feed else None
+    return [_hb.nn.embedding_lookup(embedding, i) for i in inputs], loop
+
+
+def _encode(cell: Any, inputs: list, num_symbols: int, embedding_size: int, dtype: Any) -> tuple:
+    """The embedding encoder: a copy of ``cell`` (its own variables) over the embedded ids."""
+    enc = EmbeddingWrapper(copy.deepcopy(cell), num_symbols, embedding_size)
+    return _hb.nn.static_rnn(enc, inputs, dtype=dtype or _dt.float32)
+
+
 def _bool_feed(feed_previous: Any, fn: str) -> bool:
     if not isinstance(feed_previous, bool):
         raise NotImplementedError(
@@ -143,13 +157,14 @@ def embedding_rnn_decoder(
     """``rnn_decoder`` on the embeddings of the symbol ids ``decoder_inputs``."""
     feed = _bool_feed(feed_previous, "embedding_rnn_decoder")
     with _hb.variable_scope(scope or "embedding_rnn_decoder"):
-        embedding = _hb.get_variable("embedding", [num_symbols, embedding_size])
-        loop = (
-            _extract_argmax_and_embed(embedding, output_projection, update_embedding_for_previous)
-            if feed
-            else None
+        emb_inp, loop = _embedded(
+            decoder_inputs,
+            num_symbols,
+            embedding_size,
+            output_projection,
+            feed,
+            update_embedding_for_previous,
         )
-        emb_inp = [_hb.nn.embedding_lookup(embedding, i) for i in decoder_inputs]
         return rnn_decoder(emb_inp, initial_state, cell, loop_function=loop)
 
 
@@ -167,8 +182,7 @@ def embedding_rnn_seq2seq(
 ) -> tuple:
     """Embedding encoder (``rnn/embedding_wrapper``) and embedding decoder."""
     with _hb.variable_scope(scope or "embedding_rnn_seq2seq"):
-        enc = EmbeddingWrapper(copy.deepcopy(cell), num_encoder_symbols, embedding_size)
-        _, enc_state = _hb.nn.static_rnn(enc, encoder_inputs, dtype=dtype or _dt.float32)
+        _, enc_state = _encode(cell, encoder_inputs, num_encoder_symbols, embedding_size, dtype)
         if output_projection is None:
             cell = OutputProjectionWrapper(cell, num_decoder_symbols)
         return embedding_rnn_decoder(
@@ -281,13 +295,14 @@ def embedding_attention_decoder(
     if output_size is None:
         output_size = cell.output_size
     with _hb.variable_scope(scope or "embedding_attention_decoder"):
-        embedding = _hb.get_variable("embedding", [num_symbols, embedding_size])
-        loop = (
-            _extract_argmax_and_embed(embedding, output_projection, update_embedding_for_previous)
-            if feed
-            else None
+        emb_inp, loop = _embedded(
+            decoder_inputs,
+            num_symbols,
+            embedding_size,
+            output_projection,
+            feed,
+            update_embedding_for_previous,
         )
-        emb_inp = [_hb.nn.embedding_lookup(embedding, i) for i in decoder_inputs]
         return attention_decoder(
             emb_inp,
             initial_state,
@@ -317,8 +332,9 @@ def embedding_attention_seq2seq(
     """Embedding encoder, attention over its outputs, embedding attention decoder (the
     translate tutorial's model)."""
     with _hb.variable_scope(scope or "embedding_attention_seq2seq"):
-        enc = EmbeddingWrapper(copy.deepcopy(cell), num_encoder_symbols, embedding_size)
-        enc_outputs, enc_state = _hb.nn.static_rnn(enc, encoder_inputs, dtype=dtype or _dt.float32)
+        enc_outputs, enc_state = _encode(
+            cell, encoder_inputs, num_encoder_symbols, embedding_size, dtype
+        )
         top = [_hb.reshape(e, [-1, 1, cell.output_size]) for e in enc_outputs]
         attention_states = _hb.concat(top, 1)
         output_size = None

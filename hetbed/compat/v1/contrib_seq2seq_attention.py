@@ -351,6 +351,16 @@ class _MonotonicMixin:
     """Monotonic mechanisms start from all attention on the first memory entry and add a
     learned scalar bias to the score."""
 
+    def _monotonic(self, lengths, score_mask_value, sigmoid_noise, seed, mode, bias_init):
+        """The monotonic probability function (given the previous alignments) on the masked
+        score, and the score bias's initial value."""
+        fn = functools.partial(
+            _monotonic_probability_fn, sigmoid_noise=sigmoid_noise, mode=mode, seed=seed
+        )
+        mask = score_mask_value if score_mask_value is not None else self.dtype.np.type(-np.inf)
+        self._probability_fn = lambda score, prev: fn(_maybe_mask_score(score, lengths, mask), prev)
+        self._score_bias_init = bias_init
+
     def initial_alignments(self, batch_size: Any, dtype: Any) -> Any:
         n = batch_size if isinstance(batch_size, int) else _hb.stack([batch_size])
         first = _hb.zeros([n] if isinstance(n, int) else n, dtype=_dt.int32)
@@ -376,12 +386,6 @@ class BahdanauMonotonicAttention(_MonotonicMixin, BahdanauAttention):
         dtype: Any = None,
         name: str = "BahdanauMonotonicAttention",
     ):
-        fn = functools.partial(
-            _monotonic_probability_fn,
-            sigmoid_noise=sigmoid_noise,
-            mode=mode,
-            seed=sigmoid_noise_seed,
-        )
         super().__init__(
             num_units,
             memory,
@@ -392,10 +396,14 @@ class BahdanauMonotonicAttention(_MonotonicMixin, BahdanauAttention):
             dtype,
             name=name,
         )
-        lengths = memory_sequence_length
-        mask = score_mask_value if score_mask_value is not None else self.dtype.np.type(-np.inf)
-        self._probability_fn = lambda score, prev: fn(_maybe_mask_score(score, lengths, mask), prev)
-        self._score_bias_init = score_bias_init
+        self._monotonic(
+            memory_sequence_length,
+            score_mask_value,
+            sigmoid_noise,
+            sigmoid_noise_seed,
+            mode,
+            score_bias_init,
+        )
 
     def _make_vars(self, dtype: Any) -> dict:
         out = super()._make_vars(dtype)
@@ -428,12 +436,6 @@ class LuongMonotonicAttention(_MonotonicMixin, LuongAttention):
         dtype: Any = None,
         name: str = "LuongMonotonicAttention",
     ):
-        fn = functools.partial(
-            _monotonic_probability_fn,
-            sigmoid_noise=sigmoid_noise,
-            mode=mode,
-            seed=sigmoid_noise_seed,
-        )
         super().__init__(
             num_units,
             memory,
@@ -444,10 +446,14 @@ class LuongMonotonicAttention(_MonotonicMixin, LuongAttention):
             dtype,
             name=name,
         )
-        lengths = memory_sequence_length
-        mask = score_mask_value if score_mask_value is not None else self.dtype.np.type(-np.inf)
-        self._probability_fn = lambda score, prev: fn(_maybe_mask_score(score, lengths, mask), prev)
-        self._score_bias_init = score_bias_init
+        self._monotonic(
+            memory_sequence_length,
+            score_mask_value,
+            sigmoid_noise,
+            sigmoid_noise_seed,
+            mode,
+            score_bias_init,
+        )
 
     def _score(self, query: Any) -> Any:
         def make() -> dict:
