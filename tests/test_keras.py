@@ -420,7 +420,7 @@ def test_callbacks_history_early_stopping_checkpoint_lambda(tmp_path):
         keras.callbacks.ModelCheckpoint(str(tmp_path / "w{epoch:02d}.npz"), save_weights_only=True),
         keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: seen.append((e, logs["loss"]))),
     ]
-    hist = model.fit(x, y, epochs=10, verbose=0, callbacks=cbs)
+    hist = model.fit(x, y, epochs=10, verbose=0, callbacks=cbs, shuffle=False)
     assert hist.epoch == [0, 1, 2] and [e for e, _ in seen] == [0, 1, 2]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["w01.npz", "w02.npz", "w03.npz"]
 
