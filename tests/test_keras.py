@@ -432,7 +432,12 @@ def test_validation_split_and_tf_train_optimizer():
     x = _rng(10).normal(size=(10, 2)).astype(np.float32)
     y = x[:, :1] * 2
     hist = model.fit(x, y, epochs=1, validation_split=0.2, verbose=0, shuffle=False)
-    assert set(hist.history) == {"loss", "mae", "val_loss", "val_mae"}
+    assert set(hist.history) == {
+        "loss",
+        "mean_absolute_error",
+        "val_loss",
+        "val_mean_absolute_error",
+    }
     w, b = model.get_weights()
     pred = x[8:] @ w + b
     np.testing.assert_allclose(hist.history["val_loss"][0], np.mean((pred - y[8:]) ** 2), rtol=1e-5)

@@ -135,7 +135,7 @@ class Model(Training, Layer):
 
     @property
     def weights(self) -> list:
-        return _unique(self._collect("trainable_weights") + self._collect("non_trainable_weights"))
+        return self._collect("weights")  # layer by layer, as Keras orders them
 
     variables = weights
     trainable_variables = trainable_weights

@@ -110,8 +110,9 @@ class Training:
                     metric_tensors.append(value)
                 for mid in _as_list(mids):
                     mfn = _metrics.get_for_loss(mid, fn, out.shape.as_list())
-                    label = "acc" if mid == "accuracy" else mid if isinstance(mid, str) else None
-                    label = label or getattr(mfn, "__name__", "metric")
+                    # TF1's names: "acc" for accuracy, else the function's ("mae" ->
+                    # mean_absolute_error)
+                    label = "acc" if mid in ("accuracy", "acc") else mfn.__name__
                     names.append(f"{name}_{label}" if multi else label)
                     with hb.name_scope(f"metrics/{label}"):
                         metric_tensors.append(hb.reduce_mean(mfn(target, out)))
