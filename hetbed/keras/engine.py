@@ -190,10 +190,8 @@ class Layer(_rl.Layer):
                 dt = flat[0].dtype
                 self._dtype = dt if dt.is_floating else hb.as_dtype(K.floatx())
             if not self.built:
-                shape = flat[0].shape if len(flat) == 1 else [t.shape for t in flat]
-                self._maybe_build(
-                    shape if not isinstance(inputs, list) else [t.shape for t in flat]
-                )
+                several = isinstance(inputs, list) or len(flat) != 1
+                self._maybe_build([t.shape for t in flat] if several else flat[0].shape)
             elif len(flat) == 1:
                 self._check_input(flat[0])
             outputs = self.call(inputs, *args, **kwargs)
