@@ -969,6 +969,27 @@ def __getattr__(name: str) -> _Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# ---- tf.keras (hetbed/keras/) -------------------------------------------------------------------
+
+from hetbed import keras  # noqa: E402
+
+
+def _keras_paths() -> None:
+    """``tensorflow.keras.layers`` and ``tensorflow.python.keras.layers`` (renamed to
+    ``hetbed.compat.v1.keras.layers`` / ``hetbed.compat.v1.python.keras.layers``) importable."""
+    import sys as _sys
+
+    for prefix in (f"{__name__}.keras", f"{__name__}.python.keras"):
+        _sys.modules.setdefault(prefix, keras)
+        for attr, value in vars(keras).items():
+            if isinstance(value, _types.ModuleType) and value.__name__.startswith("hetbed.keras."):
+                _sys.modules.setdefault(f"{prefix}.{attr}", value)
+    python.keras = keras  # type: ignore[attr-defined]
+
+
+_keras_paths()
+
+
 def _importable(ns: _types.ModuleType) -> None:
     """Register ``ns`` and the namespaces under it in ``sys.modules``, so that TF1's import forms
     work with the package renamed: ``from hetbed.compat.v1.contrib import rnn`` for ``from

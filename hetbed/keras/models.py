@@ -1,0 +1,369 @@
+"""Keras models: the functional ``Model(inputs, outputs)`` (its layers found by walking back from
+the outputs through the recorded layer calls), subclassed models (layers set as attributes,
+``call`` written by the user) and ``Sequential``; their weights, ``summary()`` and
+``save_weights``/``load_weights`` (an ``.npz`` archive, whatever the file's name)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import hetbed as hb
+from hetbed.runtime.graph import Tensor
+from hetbed.runtime.layers import _snake
+from hetbed.runtime.nest import _flatten, _pack
+
+from . import backend as K
+from .engine import Input, InputLayer, Layer, Node, node_of
+from .training import Training
+
+
+def _unique(items: Sequence) -> list:
+    out: list = []
+    for x in items:
+        if not any(x is y for y in out):
+            out.append(x)
+    return out
+
+
+def _walk(inputs: list[Tensor], outputs: list[Tensor]) -> tuple[list[Node], bool]:
+    """The layer calls between ``inputs`` and ``outputs`` in an order that runs them, and
+    whether plain graph ops (not layers) sit between some of them."""
+    stop = set(inputs)
+    order: list[Node] = []
+    seen: set[int] = set()
+    raw = [False]
+    visiting: set[Tensor] = set()
+
+    def visit(t: Tensor) -> None:
+        if t in stop or t in visiting:
+            return
+        visiting.add(t)
+        node = node_of(t)
+        if node is None:
+            if t.op.type in ("Placeholder", "PlaceholderWithDefault") and t.op.inputs == []:
+                return
+            raw[0] = True
+            for u in t.op.inputs:
+                visit(u)
+            return
+        if id(node) in seen:
+            return
+        for u in node.input_tensors:
+            visit(u)
+        seen.add(id(node))
+        order.append(node)
+
+    for t in outputs:
+        visit(t)
+    return order, raw[0]
+
+
+class Model(Training, Layer):
+    """``Model(inputs, outputs)`` over tensors from ``keras.Input`` and layer calls, or a
+    subclass that makes its layers in ``__init__`` and uses them in ``call``."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        inputs = kwargs.pop("inputs", args[0] if args else None)
+        outputs = kwargs.pop("outputs", args[1] if len(args) > 1 else None)
+        name = kwargs.pop("name", None)
+        self.__dict__["_tracked"] = []
+        super().__init__(name=name or K.unique_object_name(_snake(type(self).__name__)), **kwargs)
+        self.inputs: list[Tensor] | None = None
+        self.outputs: list[Tensor] | None = None
+        self._nodes: list[Node] = []
+        self._raw_ops = False
+        self._training_init()
+        if inputs is not None:
+            if outputs is None:
+                raise ValueError(f"model {self.name!r}: give outputs with inputs")
+            self._init_graph(inputs, outputs)
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        tracked = self.__dict__.get("_tracked")
+        if tracked is not None and isinstance(value, Layer) and not key.startswith("_"):
+            if not any(value is t for t in tracked):
+                tracked.append(value)
+        super().__setattr__(key, value)
+
+    def _init_graph(self, inputs: Any, outputs: Any) -> None:
+        self._nested_inputs, self._nested_outputs = inputs, outputs
+        self.inputs = [t for t in _flatten(inputs)]
+        self.outputs = [t for t in _flatten(outputs)]
+        for t in self.inputs:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"model {self.name!r}: inputs must be tensors (keras.Input)")
+        self._nodes, self._raw_ops = _walk(self.inputs, self.outputs)
+        self.built = True
+
+    # ---- layers and weights ---------------------------------------------------------------------
+    @property
+    def layers(self) -> list[Layer]:
+        if self._nodes:
+            firsts = [node_of(t).layer for t in self.inputs if node_of(t) is not None]
+            return _unique(firsts + [n.layer for n in self._nodes])
+        return list(self.__dict__["_tracked"])
+
+    def get_layer(self, name: str | None = None, index: int | None = None) -> Layer:
+        if index is not None:
+            return self.layers[index]
+        for layer in self.layers:
+            if layer.name == name:
+                return layer
+        raise ValueError(f"model {self.name!r} has no layer {name!r}; it has {self._names()}")
+
+    def _names(self) -> list[str]:
+        return [layer.name for layer in self.layers]
+
+    def _collect(self, attr: str) -> list:
+        own = list(getattr(self, "_" + attr, []))
+        return _unique(own + [w for layer in self.layers for w in getattr(layer, attr)])
+
+    @property
+    def trainable_weights(self) -> list:
+        return self._collect("trainable_weights") if self.trainable else []
+
+    @property
+    def non_trainable_weights(self) -> list:
+        if self.trainable:
+            return self._collect("non_trainable_weights")
+        return self._collect("trainable_weights") + self._collect("non_trainable_weights")
+
+    @property
+    def weights(self) -> list:
+        return self._collect("weights")  # layer by layer, as Keras orders them
+
+    variables = weights
+    trainable_variables = trainable_weights
+
+    @property
+    def updates(self) -> list:
+        return self._collect("updates")
+
+    @property
+    def losses(self) -> list:
+        return self._collect("losses")
+
+    # ---- calling -------------------------------------------------------------------------------
+    def build(self, input_shape: Any = None) -> None:
+        """A subclassed model builds by being called on an input of ``input_shape``."""
+        if input_shape is not None and not self.inputs and type(self).call is not Model.call:
+            self._call_on([Input(batch_shape=tuple(hb.TensorShape(input_shape).as_list()))])
+        self.built = True
+
+    def _call_on(self, xs: list) -> None:
+        """A subclassed model's inputs and outputs: itself called on the placeholders ``xs``."""
+        out = self(xs[0] if len(xs) == 1 else xs)
+        self.inputs, self.outputs, self._nested_outputs = xs, _flatten(out), out
+
+    def _build_from_data(self, x: Any) -> None:
+        if type(self).call is Model.call:
+            raise ValueError(f"model {self.name!r} has no layers yet")
+        arrays = [np.asarray(a) for a in (x if isinstance(x, (list, tuple)) else [x])]
+        self._call_on(
+            [
+                Input(
+                    batch_shape=(None, *a.shape[1:]), dtype=a.dtype if a.dtype.kind == "f" else None
+                )
+                for a in arrays
+            ]
+        )
+
+    def _maybe_build(self, input_shape: Any) -> None:
+        self.built = True
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        """Run the recorded layer calls from new ``inputs``."""
+        if not self._nodes and not self.inputs:
+            raise NotImplementedError(
+                f"model {self.name!r}: a subclassed Model must define call(inputs)"
+            )
+        if self._raw_ops:
+            raise ValueError(
+                f"model {self.name!r} has graph ops between its layers (not layers themselves), "
+                "so it cannot be called on new inputs; wrap them in keras.layers.Lambda"
+            )
+        flat = _flatten(inputs)
+        if len(flat) != len(self.inputs):
+            raise ValueError(
+                f"model {self.name!r} takes {len(self.inputs)} input(s), got {len(flat)}"
+            )
+        done = dict(zip(self.inputs, flat))
+        for node in self._nodes:
+            if isinstance(node.layer, InputLayer):
+                continue
+            args = _pack(node.inputs, [done.get(t, t) for t in _flatten(node.inputs)])
+            kw = dict(node.kwargs)
+            if "training" in kw and training is not None:
+                kw["training"] = training
+            out = node.layer(args, **kw)
+            done.update(zip(node.output_tensors, _flatten(out)))
+        return _pack(self._nested_outputs, [done[t] for t in self.outputs])
+
+    # ---- summary -------------------------------------------------------------------------------
+    def summary(
+        self, line_length: int | None = None, positions: Any = None, print_fn: Callable = print
+    ) -> None:
+        """Print the table of layers, output shapes and parameter counts, as Keras does."""
+        from .summary import print_summary
+
+        print_summary(self, line_length, positions, print_fn)
+
+    def count_params(self) -> int:
+        return int(sum(np.prod(w.shape.as_list()) for w in self.weights))
+
+    # ---- weights files -------------------------------------------------------------------------
+    def _weighted_layers(self) -> list[Layer]:
+        return [layer for layer in self.layers if layer.weights]
+
+    def save_weights(self, filepath: str, overwrite: bool = True, save_format: Any = None) -> None:
+        """Write every weight to ``filepath`` as a numpy ``.npz`` archive (no pickle), keyed by
+        layer order and name; written atomically. The name's extension (``.h5`` too) is kept,
+        the format is always npz."""
+        if not overwrite and os.path.exists(filepath):
+            raise FileExistsError(f"save_weights: {filepath} exists and overwrite=False")
+        arrays: dict[str, np.ndarray] = {}
+        for i, layer in enumerate(self._weighted_layers()):
+            for j, value in enumerate(layer.get_weights()):
+                arrays[f"{i:04d}/{layer.name}/{j:03d}"] = value
+        folder = os.path.dirname(os.path.abspath(filepath))
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".weights-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, filepath)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+
+    def load_weights(self, filepath: str, by_name: bool = False, **unused: Any) -> None:
+        """Read weights written by ``save_weights``: layer by layer in order (or by layer name
+        with ``by_name``); counts and shapes must agree."""
+        if not os.path.exists(filepath):
+            raise FileNotFoundError(f"load_weights: no file {filepath}")
+        with np.load(filepath, allow_pickle=False) as z:
+            saved: dict[str, list] = {}
+            order: list[str] = []
+            for key in sorted(z.files):
+                _, lname, _ = key.split("/")
+                if lname not in saved:
+                    order.append(lname)
+                    saved[lname] = []
+                saved[lname].append(z[key])
+        layers = self._weighted_layers()
+        if by_name:
+            for layer in layers:
+                if layer.name in saved:
+                    layer.set_weights(saved[layer.name])
+            return
+        if len(order) != len(layers):
+            raise ValueError(
+                f"load_weights: {filepath} holds weights of {len(order)} layers ({order}), "
+                f"model {self.name!r} has {len(layers)} layers with weights "
+                f"({[x.name for x in layers]})"
+            )
+        for layer, lname in zip(layers, order):
+            layer.set_weights(saved[lname])
+
+    def save(self, filepath: str, *args: Any, **kwargs: Any) -> None:
+        raise NotImplementedError(
+            "hetbed's keras cannot save whole models (architecture + optimizer); use "
+            "model.save_weights(path) and rebuild the model in code before load_weights"
+        )
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "layers": [layer.name for layer in self.layers]}
+
+
+class Sequential(Model):
+    """A stack of layers, each called on the output of the one before. Built when the first
+    layer knows its input shape (``input_shape=``), else on the first data it sees."""
+
+    def __init__(self, layers: Sequence[Layer] | None = None, name: str | None = None):
+        super().__init__(name=name)
+        self._stack: list[Layer] = []
+        for layer in layers or []:
+            self.add(layer)
+
+    @property
+    def layers(self) -> list[Layer]:
+        return [x for x in self._stack if not isinstance(x, InputLayer)]
+
+    def add(self, layer: Any) -> None:
+        """Append ``layer`` (and call it on the model's output if the model is built)."""
+        if isinstance(layer, Tensor) and node_of(layer) is not None:
+            layer = node_of(layer).layer
+        if not isinstance(layer, Layer):
+            raise TypeError(f"Sequential.add takes a keras layer, got {layer!r}")
+        if isinstance(layer, InputLayer):
+            if self._stack:
+                raise ValueError("Sequential: an InputLayer must come first")
+            self._stack.append(layer)
+            self._set_io([layer.output], [layer.output])
+            return
+        self._stack.append(layer)
+        if self.outputs:
+            self._set_io(self.inputs, [layer(self.outputs[0])])
+        elif len(self._stack) == 1 and layer._batch_input_shape is not None:
+            x = Input(
+                batch_shape=layer._batch_input_shape,
+                dtype=layer.dtype or K.floatx(),
+                name=f"{layer.name}_input",
+            )
+            self._set_io([x], [layer(x)])
+
+    def pop(self) -> None:
+        if not self.layers:
+            raise TypeError("Sequential.pop: there are no layers")
+        self._stack.pop()
+        if self.inputs:
+            out = self._stack[-1].output if self.layers else self.inputs[0]
+            self._set_io(self.inputs, [out])
+
+    def _set_io(self, inputs: list, outputs: list) -> None:
+        self._init_graph(inputs[0], outputs[0])
+
+    def build(self, input_shape: Any = None) -> None:
+        if not self.inputs:
+            if input_shape is None:
+                raise ValueError(f"model {self.name!r}: build needs an input_shape")
+            x = Input(batch_shape=tuple(hb.TensorShape(input_shape).as_list()))
+            out = x
+            for layer in self.layers:
+                out = layer(out)
+            self._set_io([x], [out])
+        self.built = True
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        x = inputs
+        for layer in self.layers:
+            kw = {} if training is None or not layer._takes_training() else {"training": training}
+            x = layer(x, **kw)
+        return x
+
+    def _build_from_data(self, x: Any) -> None:
+        arr = np.asarray(x[0] if isinstance(x, (list, tuple)) else x)
+        dtype = arr.dtype if arr.dtype.kind == "f" else K.floatx()
+        x_in = Input(batch_shape=(None, *arr.shape[1:]), dtype=dtype)
+        out = x_in
+        for layer in self.layers:
+            out = layer(out)
+        self._set_io([x_in], [out])
+
+
+def load_model(*args: Any, **kwargs: Any) -> Any:
+    raise NotImplementedError(
+        "hetbed's keras cannot load whole models; rebuild the model in code and use "
+        "model.load_weights"
+    )
+
+
+save_model = load_model

@@ -1,0 +1,171 @@
+"""hetbed's tf.keras against TensorFlow's legacy Keras (Keras 2) in graph mode: the same
+models with the same initial weights (set by name) give the same variable names, fit losses,
+metrics and predictions. Skipped without TensorFlow or where its tf.keras is not Keras 2."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+tf_real = pytest.importorskip("tensorflow")
+if not tf_real.keras.__name__.startswith(("tf_keras", "keras.api._v1", "tensorflow.python")):
+    pytest.skip("TensorFlow's tf.keras here is not legacy Keras 2", allow_module_level=True)
+tf_real.compat.v1.disable_v2_behavior()  # TF1 behaviour (metric names such as "acc")
+
+import hetbed.compat.v1 as hb  # noqa: E402
+
+
+def _run_both(build, fit_kw, x, y, seed=0):
+    """Build with each library in a fresh graph, give every weight the same seeded values (by
+    name), fit, and return (names, history, predictions, evaluate) for each."""
+    results = []
+    init: dict = {}
+    for lib in (tf_real, hb):
+        keras = lib.keras if lib is hb else tf_real.compat.v1.keras
+        with lib.Graph().as_default():
+            sess = lib.compat.v1.Session() if lib is tf_real else lib.Session()
+            keras.backend.set_session(sess)
+            model = build(keras)
+            names = [w.name for w in model.weights]
+            if not init:
+                r = np.random.default_rng(seed)
+                init = {w.name: r.uniform(-0.5, 0.5, w.shape.as_list()) for w in model.weights}
+                for n in init:  # (a variance is positive)
+                    init[n] = init[n] + 1.0 if "variance" in n else init[n]
+            model.set_weights([init[n].astype(np.float32) for n in names])
+            hist = model.fit(x, y, verbose=0, shuffle=False, **fit_kw)
+            results.append((names, hist.history, model.predict(x), model.evaluate(x, y, verbose=0)))
+            keras.backend.set_session(None) if lib is hb else None
+    return results
+
+
+def _compare(results, rtol=1e-4):
+    (n1, h1, p1, e1), (n2, h2, p2, e2) = results
+    assert n1 == n2
+    assert set(h1) == set(h2)
+    for k in h1:
+        np.testing.assert_allclose(h2[k], h1[k], rtol=rtol, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(p2, p1, rtol=rtol, atol=1e-5)
+    np.testing.assert_allclose(e2, e1, rtol=rtol, atol=1e-6)
+
+
+def test_tutorial_mlp_adam_sparse_crossentropy_matches_tf():
+    """Flatten-Dense(relu)-Dense(softmax), 'adam', sparse CE, accuracy: 3 epochs as TF's."""
+    r = np.random.default_rng(1)
+    x = r.random((48, 4, 3)).astype(np.float32)
+    y = r.integers(0, 3, 48).astype(np.uint8)
+
+    def build(keras):
+        model = keras.Sequential(
+            [
+                keras.layers.Flatten(input_shape=(4, 3)),
+                keras.layers.Dense(8, activation="relu"),
+                keras.layers.Dense(3, activation="softmax"),
+            ]
+        )
+        model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+        return model
+
+    results = _run_both(build, {"epochs": 3, "batch_size": 16}, x, y)
+    assert results[0][0] == ["dense/kernel:0", "dense/bias:0", "dense_1/kernel:0", "dense_1/bias:0"]
+    _compare(results)
+
+
+def test_lstm_gru_rmsprop_matches_tf():
+    """LSTM (TF1 defaults: hard_sigmoid) -> GRU (reset_after=False) -> Dense, RMSprop, mse."""
+    r = np.random.default_rng(2)
+    x = r.normal(size=(24, 5, 3)).astype(np.float32)
+    y = r.normal(size=(24, 2)).astype(np.float32)
+
+    def build(keras):
+        model = keras.Sequential(
+            [
+                keras.layers.LSTM(4, return_sequences=True, input_shape=(5, 3)),
+                keras.layers.GRU(3),
+                keras.layers.Dense(2),
+            ]
+        )
+        model.compile(keras.optimizers.RMSprop(0.01), "mse", metrics=["mae"])
+        return model
+
+    results = _run_both(build, {"epochs": 2, "batch_size": 8}, x, y)
+    assert results[0][0][:3] == [
+        "lstm/lstm_cell/kernel:0",
+        "lstm/lstm_cell/recurrent_kernel:0",
+        "lstm/lstm_cell/bias:0",
+    ]
+    _compare(results)
+
+
+def test_conv_batchnorm_sgd_momentum_matches_tf():
+    """Conv2D-BatchNormalization-MaxPooling2D-Flatten-Dense(sigmoid), SGD with Nesterov momentum,
+    binary CE: batch statistics in training, moving ones in predict."""
+    r = np.random.default_rng(3)
+    x = r.normal(size=(16, 6, 6, 2)).astype(np.float32)
+    y = r.integers(0, 2, (16, 1)).astype(np.float32)
+
+    def build(keras):
+        model = keras.Sequential(
+            [
+                keras.layers.Conv2D(3, 3, activation="relu", input_shape=(6, 6, 2)),
+                keras.layers.BatchNormalization(),
+                keras.layers.MaxPooling2D(),
+                keras.layers.Flatten(),
+                keras.layers.Dense(1, activation="sigmoid"),
+            ]
+        )
+        opt = keras.optimizers.SGD(0.05, momentum=0.9, nesterov=True)
+        model.compile(opt, "binary_crossentropy", metrics=["accuracy"])
+        return model
+
+    _compare(_run_both(build, {"epochs": 2, "batch_size": 8}, x, y))
+
+
+def test_functional_bidirectional_embedding_adagrad_matches_tf():
+    """Embedding -> Bidirectional(SimpleRNN) concatenated with a Dense branch, Adagrad,
+    categorical CE: same names, losses and predictions."""
+    r = np.random.default_rng(4)
+    x = r.integers(0, 7, (20, 4)).astype(np.int32)
+    y = np.eye(3, dtype=np.float32)[r.integers(0, 3, 20)]
+
+    def build(keras):
+        inp = keras.Input(shape=(4,))
+        e = keras.layers.Embedding(7, 3)(inp)
+        h = keras.layers.Bidirectional(keras.layers.SimpleRNN(2))(e)
+        out = keras.layers.Dense(3, activation="softmax")(h)
+        model = keras.Model(inp, out)
+        model.compile(keras.optimizers.Adagrad(0.1), "categorical_crossentropy", ["accuracy"])
+        return model
+
+    results = _run_both(build, {"epochs": 2, "batch_size": 10}, x, y)
+    assert results[1][0][1].startswith("bidirectional/forward_simple_rnn")
+    _compare(results)
+
+
+def test_placeholder_pattern_losses_match_tf():
+    """Keras layers on placeholders with a tf.train optimizer (repro_9's pattern)."""
+    xs = np.linspace(-1, 1, 32 * 8).reshape(32, 8).astype(np.float32)
+    ys = np.eye(10, dtype=np.float32)[np.arange(32) % 10]
+    out = []
+    for lib in (tf_real.compat.v1, hb):
+        with lib.Graph().as_default():
+            keras = lib.keras
+            img = lib.placeholder(lib.float32, shape=(None, 8))
+            labels = lib.placeholder(lib.float32, shape=(None, 10))
+            init = lib.constant_initializer(0.05)
+            h = keras.layers.Dense(16, activation="relu", kernel_initializer=init)(img)
+            preds = keras.layers.Dense(10, activation="softmax", kernel_initializer="zeros")(h)
+            loss = lib.reduce_mean(keras.losses.categorical_crossentropy(labels, preds))
+            step = lib.train.GradientDescentOptimizer(0.5).minimize(loss)
+            with lib.Session() as sess:
+                sess.run(lib.global_variables_initializer())
+                names = [v.name for v in lib.trainable_variables()]
+                out.append(
+                    (names, [sess.run([loss, step], {img: xs, labels: ys})[0] for _ in range(3)])
+                )
+    assert out[0][0] == out[1][0]
+    np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-6)
