@@ -6,13 +6,13 @@ the outputs through the recorded layer calls), subclassed models (layers set as 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 import hetbed as hb
+from hetbed.devices.fileio import atomic_write
 from hetbed.runtime.graph import Tensor
 from hetbed.runtime.layers import _snake
 from hetbed.runtime.nest import _flatten, _pack
@@ -230,19 +230,13 @@ class Model(Training, Layer):
         for i, layer in enumerate(self._weighted_layers()):
             for j, value in enumerate(layer.get_weights()):
                 arrays[f"{i:04d}/{layer.name}/{j:03d}"] = value
-        folder = os.path.dirname(os.path.abspath(filepath))
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".weights-")
-        try:
-            with os.fdopen(fd, "wb") as f:
+        os.makedirs(os.path.dirname(os.path.abspath(filepath)), exist_ok=True)
+
+        def write(path: str) -> None:
+            with open(path, "wb") as f:  # a file object: np.savez would add ".npz" to a name
                 np.savez(f, **arrays)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, filepath)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+
+        atomic_write(filepath, write)
 
     def load_weights(self, filepath: str, by_name: bool = False, **unused: Any) -> None:
         """Read weights written by ``save_weights``: layer by layer in order (or by layer name
