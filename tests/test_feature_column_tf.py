@@ -60,7 +60,6 @@ def _run(lib, build, features):
 
 def _both(build, features, atol=1e-5):
     """hetbed's and TF's outputs (and variable names) agree."""
-    tf1.disable_eager_execution()
     want, want_names = _run(tf1, build, features)
     got, got_names = _run(hb, build, features)
     assert got_names == want_names
@@ -173,7 +172,6 @@ def test_sparse_cross_hashed_matches_tf():
     )
     b = np.array([[5, -7], [2**40, 0]], np.int64)
     for nb, key in [(0, None), (101, None), (1000, 12345)]:
-        tf1.disable_eager_execution()
         with tf1.Graph().as_default(), tf1.Session() as s:
             want = s.run(
                 tf1.sparse.cross_hashed([tf1.SparseTensor(*a), tf1.constant(b)], nb, hash_key=key)
@@ -196,7 +194,6 @@ def test_variable_names_match_tf():
         b = fc.linear_model(feats, [word, fc.numeric_column("age")])
         return [a, b]
 
-    tf1.disable_eager_execution()
     _, want = _run(tf1, build, FEATURES)
     _, got = _run(hb, build, FEATURES)
     assert got == want
@@ -285,7 +282,6 @@ def _copy_into_hetbed(tf_est, hb_est):
 def test_canned_estimator_matches_tf(kind, tmp_path):
     """From the same variables, evaluate() gives TF's loss and metrics and predict() TF's
     predictions; after two more training steps of each, TF's variables and loss again."""
-    tf1.disable_eager_execution()
     labels = {"dnn_reg": "float", "dnn_vocab": "vocab"}.get(kind, True)
     tf_est = _estimator(tf1, kind, tmp_path / "tf")
     tf_est.train(_input(tf1, labels), steps=1)

@@ -14,9 +14,25 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 tf_real = pytest.importorskip("tensorflow")
 if not tf_real.keras.__name__.startswith(("tf_keras", "keras.api._v1", "tensorflow.python")):
     pytest.skip("TensorFlow's tf.keras here is not legacy Keras 2", allow_module_level=True)
-tf_real.compat.v1.disable_v2_behavior()  # TF1 behaviour (metric names such as "acc")
-
 import hetbed.compat.v1 as hb  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _tf1_behaviour():
+    """TF1 behaviour (metric names such as "acc") during each test only: switching it off for
+    the whole process would change every later TF-backed test's TensorFlow."""
+    from tensorflow.python import tf2
+    from tensorflow.python.ops import control_flow_util
+
+    v1 = tf_real.compat.v1
+    was = tf2.enabled(), control_flow_util.ENABLE_CONTROL_FLOW_V2
+    tf2.disable()
+    v1.disable_control_flow_v2()
+    yield
+    if was[1]:
+        v1.enable_control_flow_v2()
+    if was[0]:
+        tf2.enable()
 
 
 def _run_both(build, fit_kw, x, y, seed=0):
