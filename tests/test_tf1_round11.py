@@ -184,3 +184,41 @@ def test_resize_images_refuses_a_fed_size_of_three():
         assert s.run(y, {p: [2, 3]}).shape == (2, 3, 1)
         with pytest.raises(tf.errors.InvalidArgumentError, match="two elements"):
             s.run(y, {p: [2, 3, 4]})
+
+
+def test_more_string_ops_give_tensorflows_values():
+    """Values recorded from TensorFlow 2.21 on the same strings."""
+    data = [b"  Hello World\t\n", "Äpfel ü".encode(), b"", b"a+b/c=", b"\x00\xff\xfe binary"]
+    with tf.Graph().as_default(), tf.Session() as s:
+        got = s.run(
+            [
+                tf.strings.strip(data),
+                tf.strings.upper(data),
+                tf.strings.lower(data, encoding="utf-8"),
+                tf.io.encode_base64(data),
+                tf.io.encode_base64(data, pad=True),
+                tf.io.decode_base64(tf.io.encode_base64(data)),
+                tf.strings.regex_full_match(data, r"[a-z+/=]*"),
+            ]
+        )
+        with pytest.raises(tf.errors.InvalidArgumentError, match="DecodeBase64"):
+            s.run(tf.io.decode_base64([b"abc$"]))
+    assert got[0].tolist() == [
+        b"Hello World",
+        "Äpfel ü".encode(),
+        b"",
+        b"a+b/c=",
+        b"\x00\xff\xfe binary",
+    ]
+    assert got[1].tolist()[0] == b"  HELLO WORLD\t\n" and got[1].tolist()[1] == "ÄPFEL ü".encode()
+    assert got[2].tolist() == [b"  hello world\t\n", "äpfel ü".encode(), b"", b"a+b/c=", b""]
+    assert got[3].tolist() == [
+        b"ICBIZWxsbyBXb3JsZAkK",
+        b"w4RwZmVsIMO8",
+        b"",
+        b"YStiL2M9",
+        b"AP_-IGJpbmFyeQ",
+    ]
+    assert got[4].tolist()[-1] == b"AP_-IGJpbmFyeQ=="
+    assert got[5].tolist() == data
+    assert got[6].tolist() == [False, False, True, True, False]

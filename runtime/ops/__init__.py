@@ -34,7 +34,16 @@ from . import (  # noqa: F401
 
 # ---- WP7 ----
 # isort: split
-from . import ctc, depthwise, edit_distance, gather_tree, hashing, image_transform, sets  # noqa: F401, E402
+from . import (  # noqa: F401, E402
+    ctc,
+    depthwise,
+    edit_distance,
+    gather_tree,
+    hashing,
+    image_transform,
+    sets,
+    strings_extra,  # noqa: F401, E402
+)
 
 # ---- image files ----
 # isort: split

@@ -632,6 +632,12 @@ linalg.cross = cross  # type: ignore[attr-defined]
 # ---- WP7: tf.strings.to_hash_bucket*, SequenceExample parsing -------------------------------------
 
 strings.to_hash_bucket = _hb.string_to_hash_bucket  # type: ignore[attr-defined]
+from hetbed.runtime.ops import strings_extra as _strings_extra  # noqa: E402
+
+for _k in _strings_extra.__all__:
+    setattr(strings, _k, getattr(_strings_extra, _k))
+encode_base64, decode_base64 = _strings_extra.encode_base64, _strings_extra.decode_base64
+io.encode_base64, io.decode_base64 = encode_base64, decode_base64  # type: ignore[attr-defined]
 strings.to_hash_bucket_fast = _hb.string_to_hash_bucket_fast  # type: ignore[attr-defined]
 strings.to_hash_bucket_strong = _hb.string_to_hash_bucket_strong  # type: ignore[attr-defined]
 for _k in ("SequenceExample", "FeatureList", "FeatureLists"):
