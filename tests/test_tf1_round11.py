@@ -222,3 +222,18 @@ def test_more_string_ops_give_tensorflows_values():
     assert got[4].tolist()[-1] == b"AP_-IGJpbmFyeQ=="
     assert got[5].tolist() == data
     assert got[6].tolist() == [False, False, True, True, False]
+
+
+def test_get_single_element():
+    with tf.Graph().as_default(), tf.Session() as s:
+        one = tf.data.Dataset.from_tensors({"a": [1, 2], "b": 3.0}).map(
+            lambda d: {"a": d["a"] * 2, "b": d["b"]}
+        )
+        got = s.run(tf.data.experimental.get_single_element(one))
+        assert got["a"].tolist() == [2, 4] and got["b"] == 3.0
+        for ds, why in (
+            (tf.data.Dataset.range(0), "empty"),
+            (tf.data.Dataset.range(3), "more than one"),
+        ):
+            with pytest.raises(tf.errors.InvalidArgumentError, match=why):
+                s.run(tf.contrib.data.get_single_element(ds))

@@ -232,3 +232,22 @@ def reduce(ds: Dataset, initial_state: Any, reduce_func: Callable) -> Any:
     }
     op = apply_op("DatasetReduce", list(ds._captures), attrs, name="DatasetReduce", graph=g)
     return _pack(initial_state, list(op.outputs))
+
+
+def get_single_element(ds: Dataset) -> Any:
+    """``tf.data.experimental.get_single_element``: the only element of ``ds`` as tensors in its
+    nest, computed when run (an empty dataset, or one of several elements, fails the step)."""
+    from hetbed.runtime.graph import get_default_graph
+    from hetbed.runtime.ops.iterator import register_dataset
+    from hetbed.runtime.registry import apply_op
+
+    g = get_default_graph()
+    attrs = {
+        "dataset": register_dataset(g, ds),
+        "output_types": [t.name for t in ds._types],
+        "output_shapes": [s.as_list() if s.ndims is not None else None for s in ds._shapes],
+    }
+    op = apply_op(
+        "DatasetSingleElement", list(ds._captures), attrs, name="DatasetSingleElement", graph=g
+    )
+    return _pack(ds._structure, list(op.outputs))

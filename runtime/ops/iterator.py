@@ -225,3 +225,29 @@ def _reduce(ctx, *captured):
         np.asarray(v, dtype=_dt.as_dtype(d).np) for v, d in zip(last, ctx.attrs["output_types"])
     )
     return outs if len(outs) != 1 else outs[0]
+
+
+# ---- get_single_element: a dataset's only element ------------------------------------------------
+
+DatasetSingleElement = defop(
+    "DatasetSingleElement", stateful=True, differentiable=False, cost=_no_cost, shape=_reduce_shape
+)
+
+
+@DatasetSingleElement.kernel("cpu")
+def _single_element(ctx, *captured):
+    """The dataset's one element (read from its start on every run); an empty dataset or one
+    with a second element is an InvalidArgumentError, as TF's."""
+    ds = _dataset(ctx.op)
+    it = iter(ds._elements(_env(ds, captured)))
+    first = next(it, None)
+    if first is None:
+        raise InvalidArgumentError(f"DatasetSingleElement {ctx.op.name!r}: Dataset was empty.")
+    if next(it, None) is not None:
+        raise InvalidArgumentError(
+            f"DatasetSingleElement {ctx.op.name!r}: Dataset had more than one element."
+        )
+    outs = tuple(
+        np.asarray(v, dtype=_dt.as_dtype(d).np) for v, d in zip(first, ctx.attrs["output_types"])
+    )
+    return outs if len(outs) != 1 else outs[0]
