@@ -42,7 +42,8 @@ from . import (  # noqa: F401, E402
     hashing,
     image_transform,
     sets,
-    strings_extra,  # noqa: F401, E402
+    sparse_extra,
+    strings_extra,
 )
 
 # ---- image files ----

@@ -472,6 +472,12 @@ sparse = _namespace(
     },
 )
 dtypes.string = _hb.string
+from hetbed.runtime.ops import sparse_extra as _sparse_extra  # noqa: E402
+
+for _k in _sparse_extra.__all__:  # tf.sparse_slice and tf.sparse.slice, ...
+    globals()[_k] = getattr(_sparse_extra, _k)
+    setattr(sparse, _k[len("sparse_") :], getattr(_sparse_extra, _k))
+del sparse_expand_dims  # noqa: F821 - TF1 has only tf.sparse.expand_dims
 del _k, _v
 # ---- WP3: tf.math name of a new tf.nn activation ----
 math.softsign = nn.softsign
