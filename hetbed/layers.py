@@ -85,16 +85,22 @@ __all__ += [
 from hetbed.runtime.layers_3d import (  # noqa: E402
     AveragePooling3D,
     Conv3D,
+    Conv3DTranspose,
     MaxPooling3D,
     average_pooling3d,
     conv3d,
+    conv3d_transpose,
     max_pooling3d,
 )
 
 AvgPool3D = AveragePooling3D
 MaxPool3D = MaxPooling3D
 Convolution3D = Conv3D
+Convolution3DTranspose = Conv3DTranspose
 __all__ += [
+    "Conv3DTranspose",
+    "Convolution3DTranspose",
+    "conv3d_transpose",
     "AvgPool3D",
     "AveragePooling3D",
     "Conv3D",

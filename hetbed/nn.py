@@ -156,9 +156,14 @@ from hetbed.runtime.ops.sparse import embedding_lookup_sparse  # noqa: E402
 __all__ += ["embedding_lookup_sparse"]
 
 # ---- 3-D convolution and pooling (runtime/ops/conv3d.py) ----
-from hetbed.runtime.ops.conv3d import avg_pool3d, conv3d, max_pool3d  # noqa: E402
+from hetbed.runtime.ops.conv3d import (  # noqa: E402
+    avg_pool3d,
+    conv3d,
+    conv3d_transpose,
+    max_pool3d,
+)
 
-__all__ += ["avg_pool3d", "conv3d", "max_pool3d"]
+__all__ += ["avg_pool3d", "conv3d", "conv3d_transpose", "max_pool3d"]
 
 # ---- connectionist temporal classification (runtime/ops/ctc.py) ----
 from hetbed.runtime.ops.ctc import (  # noqa: E402

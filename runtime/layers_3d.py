@@ -53,6 +53,75 @@ class Conv3D(Conv2D):
         )
 
 
+class Conv3DTranspose(Conv3D):
+    """The transpose of a 3-D convolution over NDHWC inputs with a ``[kd, kh, kw, filters,
+    in]`` kernel, as TF1's ``tf.layers.Conv3DTranspose``: each output side ``in * stride``
+    ("same") or ``in * stride + max(kernel - stride, 0)`` ("valid")."""
+
+    def build(self, input_shape: Any) -> None:
+        if input_shape.ndims != 5 or input_shape[-1] is None:
+            raise ValueError(
+                f"Conv3DTranspose needs NDHWC inputs with a known channel dimension, "
+                f"got {input_shape}"
+            )
+        if tuple(self.dilation_rate) != (1, 1, 1):
+            raise ValueError("Conv3DTranspose: dilation_rate other than 1 is not supported")
+        self.kernel = self.add_weight(
+            "kernel",
+            [*self.kernel_size, self.filters, input_shape[-1]],
+            initializer=self.kernel_initializer,
+            regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
+        )
+        if self.use_bias:
+            self.bias = self.add_weight(
+                "bias",
+                [self.filters],
+                initializer=self.bias_initializer,
+                regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
+            )
+
+    def call(self, inputs: Tensor) -> Tensor:
+        from .conv_layers import _activity, _bias_add
+        from .ops import array, manip
+        from .ops.conv3d import conv3d_transpose as _conv3d_transpose
+
+        sizes = inputs.shape.as_list()[1:4]
+        out = [
+            None if n is None else (n * s if self.padding == "SAME" else n * s + max(k - s, 0))
+            for n, k, s in zip(sizes, self.kernel_size, self.strides)
+        ]
+        if None in out:
+            raise ValueError(
+                f"Conv3DTranspose needs inputs with known depth, height and width, got "
+                f"{inputs.shape}"
+            )
+        batch = inputs.shape[0]
+        if batch is None:
+            batch = manip.strided_slice(array.shape(inputs), [0], [1], shrink_axis_mask=1)
+        y = _conv3d_transpose(
+            inputs,
+            self.kernel,
+            manip.stack([batch, *out, self.filters]),
+            strides=[1, *self.strides, 1],
+            padding=self.padding,
+        )
+        y.set_shape([inputs.shape[0], *out, self.filters])
+        if self.use_bias:
+            y = _bias_add(y, self.bias)
+        if self.activation is not None:
+            y = self.activation(y)
+        _activity(self, self.activity_regularizer, y)
+        return y
+
+
+def conv3d_transpose(inputs: Any, filters: int, kernel_size: Any, *args: Any, **kw: Any) -> Tensor:
+    """A 3-D transposed convolution layer (``conv3d_transpose/kernel``, ``bias``)."""
+    reuse = kw.pop("reuse", None)
+    return Conv3DTranspose(filters, kernel_size, *args, _reuse=reuse, **kw)(inputs)
+
+
 def conv3d(inputs: Any, filters: int, kernel_size: Any, *args: Any, **kw: Any) -> Tensor:
     """A 3-D convolution layer (variables ``<name>/kernel`` and ``<name>/bias``); the other
     arguments as ``conv2d``'s, in its order."""

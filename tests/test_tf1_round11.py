@@ -237,3 +237,44 @@ def test_get_single_element():
         ):
             with pytest.raises(tf.errors.InvalidArgumentError, match=why):
                 s.run(tf.contrib.data.get_single_element(ds))
+
+
+@pytest.mark.parametrize("stride, padding", [(2, "SAME"), (1, "VALID"), (2, "VALID")])
+def test_conv3d_transpose_is_the_adjoint_of_conv3d(stride, padding):
+    """<conv3d(x, f), y> == <x, conv3d_transpose(y, f)> for every x and y."""
+    rng = np.random.RandomState(stride)
+    xs = (2, 5, 6, 6, 3)
+    f = rng.randn(3, 2, 3, 3, 4).astype(np.float32)
+    x = rng.randn(*xs).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as s:
+        y_shape = tf.nn.conv3d(x, f, [1, stride, stride, stride, 1], padding).shape.as_list()
+        y = rng.randn(*y_shape).astype(np.float32)
+        a = s.run(tf.reduce_sum(tf.nn.conv3d(x, f, [1, stride, stride, stride, 1], padding) * y))
+        t = tf.nn.conv3d_transpose(y, f, list(xs), [1, stride, stride, stride, 1], padding)
+        assert t.shape.as_list() == list(xs)
+        b = s.run(tf.reduce_sum(x * t))
+        layer = tf.layers.conv3d_transpose(
+            tf.zeros([2, 3, 4, 4, 2]), 5, 3, strides=2, padding="same"
+        )
+        assert layer.shape.as_list() == [2, 6, 8, 8, 5]
+        with pytest.raises(tf.errors.InvalidArgumentError, match="value has shape"):
+            tf.nn.conv3d_transpose(y[:, :1], f, list(xs), [1, stride, stride, stride, 1], padding)
+    np.testing.assert_allclose(a, b, rtol=1e-4)
+
+
+def test_conv3d_transpose_and_its_gradients_equal_tensorflows():
+    tf_real = pytest.importorskip("tensorflow")
+    rng = np.random.RandomState(0)
+    v = rng.randn(2, 3, 4, 4, 3).astype(np.float32)
+    f = rng.randn(2, 3, 3, 5, 3).astype(np.float32)
+    w = rng.randn(2, 6, 8, 8, 5).astype(np.float32)
+    got = []
+    for lib in (tf_real.compat.v1, tf):
+        with lib.Graph().as_default():
+            vv, fv = lib.Variable(v), lib.Variable(f)
+            y = lib.nn.conv3d_transpose(vv, fv, [2, 6, 8, 8, 5], [1, 2, 2, 2, 1], "SAME")
+            with lib.Session() as s:
+                s.run(lib.global_variables_initializer())
+                got.append(s.run([y, *lib.gradients(lib.reduce_sum(y * w), [vv, fv])]))
+    for a, b in zip(*got):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)

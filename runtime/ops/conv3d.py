@@ -198,3 +198,57 @@ def avg_pool3d(
 
 
 __all__ = ["avg_pool3d", "conv3d", "max_pool3d"]
+
+
+def conv3d_transpose(
+    value: Any,
+    filter: Any = None,
+    output_shape: Any = None,
+    strides: Any = None,
+    padding: str = "SAME",
+    data_format: str = "NDHWC",
+    name: str | None = None,
+    filters: Any = None,
+    dilations: Any = None,
+) -> Tensor:
+    """The transpose of ``conv3d`` (its gradient with respect to the input): ``value``
+    [batch, d, h, w, out] to ``output_shape`` [batch, D, H, W, in] with a ``[kd, kh, kw, in,
+    out]`` ``filter``. Built as exactly that gradient of the composed ``conv3d`` (so its own
+    gradients are those ops' second derivatives); the depth, height, width and channels of
+    ``output_shape`` must be known when the graph is built (the batch may come at run time)."""
+    from ..gradients import gradients
+    from .array import shape_tensor, static_dims
+
+    fn = "conv3d_transpose"
+    filter = filters if filter is None else filter
+    v = convert_to_tensor(value)
+    f = convert_to_tensor(filter, dtype=v.dtype)
+    if output_shape is None:
+        raise InvalidArgumentError(f"{fn}: output_shape is required")
+    if f.shape.ndims not in (None, 5):
+        raise InvalidArgumentError(f"{fn}: filter must be [kd, kh, kw, in, out], got {f.shape}")
+    with name_scope(name or "conv3d_transpose"):
+        shape_t = shape_tensor(fn, output_shape)
+        dims = static_dims(shape_t)
+        if dims.ndims != 5 or None in dims.as_list()[1:]:
+            raise UnimplementedError(
+                f"{fn}: hetbed needs output_shape's depth, height, width and channels known "
+                f"when the graph is built, got {dims}"
+            )
+        fk = f.shape.as_list() if f.shape.ndims == 5 else [None] * 5
+        if fk[3] is not None and fk[3] != dims.as_list()[4]:
+            raise InvalidArgumentError(
+                f"{fn}: output_shape's channels {dims.as_list()[4]} do not match the filter's "
+                f"input channels {fk[3]} (filter {f.shape})"
+            )
+        x = _manip.zeros(shape_t, dtype=v.dtype)
+        x.set_shape(dims)
+        y = conv3d(x, f, strides, padding, data_format, dilations)
+        if v.shape.ndims is not None and not y.shape.is_compatible_with(v.shape):
+            raise InvalidArgumentError(
+                f"{fn}: value has shape {v.shape}, but conv3d of output_shape {dims} with this "
+                f"filter, strides and padding gives {y.shape}"
+            )
+        (out,) = gradients(y, x, grad_ys=v)
+        out.set_shape(dims)
+        return out
