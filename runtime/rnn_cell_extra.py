@@ -170,6 +170,11 @@ class NASCell(RNNCell):
         return self._proj or self._n
 
     def _step(self, x, state):
+        if not isinstance(state, tuple) or len(state) != 2:
+            raise TypeError(
+                f"NASCell: state must be an LSTMStateTuple (c, h), got {type(state).__name__} "
+                f"{getattr(state, 'name', '')}"
+            )
         c_prev, m_prev = state
         n, d, p = self._n, x.shape[1], self._proj or self._n
         specs: dict = {"recurrent_kernel": ([p, 8 * n], None), "kernel": ([d, 8 * n], None)}

@@ -343,6 +343,25 @@ def test_attention_and_beam_search_errors_name_the_problem():
                 3,
                 coverage_penalty_weight=0.5,
             )
+        with pytest.raises(ValueError, match="multiplier must be >= 1"):
+            s2s.tile_batch(mem, 0)
+        untiled = s2s.AttentionWrapper(
+            tf.nn.rnn_cell.BasicLSTMCell(4), s2s.LuongAttention(4, mem), name="untiled"
+        )
+        with pytest.raises(ValueError, match="need 6: tile the encoder's state"):
+            s2s.BeamSearchDecoder(
+                untiled, tf.zeros([3, 2]), [0, 0], 1, untiled.zero_state(2, tf.float32), 3
+            )
+        with pytest.raises(ValueError, match="Non-matching batch sizes .* tile_batch"):
+            untiled(
+                tf.zeros([6, 3]),
+                untiled.zero_state(2, tf.float32)._replace(
+                    cell_state=tf.nn.rnn_cell.LSTMStateTuple(tf.zeros([6, 4]), tf.zeros([6, 4])),
+                    attention=tf.zeros([6, 4]),
+                ),
+            )
+        with pytest.raises(TypeError, match="LSTMStateTuple"):
+            tf.contrib.rnn.NASCell(4)(tf.zeros([2, 3]), tf.zeros([2, 4]))
         with pytest.raises(ValueError, match="inner dims"):
             s2s.LuongAttention(4, tf.placeholder(tf.float32, [2, 3, None]))
 

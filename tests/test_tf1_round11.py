@@ -50,6 +50,8 @@ def test_flags_dunder_flags_is_the_flag_dict():
     flags.FLAGS(sys.argv[:1])
     d = getattr(flags.FLAGS, "__flags")
     assert d["round11_batch"].value == 32
+    flags.FLAGS.round11_batch = 5  # (the dict is read without parsing the command line again)
+    assert getattr(flags.FLAGS, "__flags")["round11_batch"].value == 5
 
 
 def test_init_scope_and_forward_compatible():

@@ -652,6 +652,16 @@ class AttentionWrapper(RNNCell):
     def _attend(self, inputs: Any, state: AttentionWrapperState) -> tuple:
         cell_inputs = self._cell_input_fn(inputs, state.attention)
         cell_output, next_cell_state = self._cell(cell_inputs, state.cell_state)
+        rows = cell_output.shape.dims[0] if cell_output.shape.dims else None
+        for m in self._mechanisms:
+            if isinstance(m.batch_size, int) and rows is not None and rows != m.batch_size:
+                raise ValueError(
+                    f"When applying AttentionWrapper {self._name or self._default_name}: "
+                    f"Non-matching batch sizes between the memory (encoder output, "
+                    f"{m.batch_size}) and the query (decoder output, {rows}).  Are you using the "
+                    "BeamSearchDecoder?  You may need to tile your memory input via the "
+                    "tf.contrib.seq2seq.tile_batch function with argument multiple=beam_width."
+                )
         if self._is_multi:
             prev_states, prev_hist = state.attention_state, state.alignment_history
         else:

@@ -78,6 +78,8 @@ def _tile_one(t: Any, multiplier: int) -> Any:
 def tile_batch(t: Any, multiplier: int, name: Any = None) -> Any:
     """Each batch entry of every tensor in ``t`` repeated ``multiplier`` times in place:
     ``[b0, b1]`` -> ``[b0, b0, b0, b1, b1, b1]`` for 3 (not ``tf.tile``'s order)."""
+    if int(multiplier) < 1:
+        raise ValueError(f"tile_batch: multiplier must be >= 1, got {multiplier}")
     with _hb.name_scope(name or "tile_batch"):
         return _hb.nest.map_structure(lambda x: _tile_one(x, int(multiplier)), t)
 
@@ -158,6 +160,17 @@ class BeamSearchDecoder:
         self._length_penalty_weight = float(length_penalty_weight)
         b = _static(self._start_tokens, 0)
         self._batch_size = b if b is not None else _hb.shape(self._start_tokens)[0]
+        if b is not None:
+            for t in _hb.nest.flatten(initial_state):
+                rows = _static(t, 0) if hasattr(t, "shape") and t.shape.ndims else None
+                if rows is not None and rows != b * self._beam_width:
+                    raise ValueError(
+                        f"BeamSearchDecoder: the initial state {getattr(t, 'name', t)} has "
+                        f"{rows} rows; {b} start tokens times beam_width {self._beam_width} "
+                        f"need {b * self._beam_width}: tile the encoder's state (and any "
+                        "attention memory) with tf.contrib.seq2seq.tile_batch(..., "
+                        "multiplier=beam_width)"
+                    )
         self._initial_cell_state = _hb.nest.map_structure(self._maybe_split, initial_state)
         tokens = _hb.tile(_hb.expand_dims(self._start_tokens, 1), [1, self._beam_width])
         self._start_inputs = self._embedding_fn(tokens)

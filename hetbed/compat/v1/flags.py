@@ -122,9 +122,7 @@ class FlagValues:
     def __getattr__(self, name: str) -> Any:
         flags = self.__dict__["_flags"]
         if name == "__flags":  # absl's name -> Flag dict, which TF1 programs print or iterate
-            if not self.__dict__["_parsed"]:
-                self(sys.argv)
-            return dict(flags)
+            return dict(flags)  # (as TF's, without parsing the command line first)
         if name not in flags:
             raise AttributeError(f"unknown flag --{name}")
         if not self.__dict__["_parsed"]:
