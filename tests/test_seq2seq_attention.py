@@ -352,7 +352,7 @@ def test_attention_and_beam_search_errors_name_the_problem():
             s2s.BeamSearchDecoder(
                 untiled, tf.zeros([3, 2]), [0, 0], 1, untiled.zero_state(2, tf.float32), 3
             )
-        with pytest.raises(ValueError, match="Non-matching batch sizes .* tile_batch"):
+        with pytest.raises(ValueError, match="Non-matching batch sizes.*tile_batch"):
             untiled(
                 tf.zeros([6, 3]),
                 untiled.zero_state(2, tf.float32)._replace(
