@@ -280,3 +280,25 @@ def test_conv3d_transpose_and_its_gradients_equal_tensorflows():
                 got.append(s.run([y, *lib.gradients(lib.reduce_sum(y * w), [vv, fv])]))
     for a, b in zip(*got):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
+
+
+def test_monitored_session_resumes_from_a_checkpoint_tensorflow_wrote(tmp_path):
+    tf_real = pytest.importorskip("tensorflow")
+    v1 = tf_real.compat.v1
+    src = tmp_path / "tf"
+    with v1.Graph().as_default():
+        v = v1.Variable(0.0, name="v")
+        gs = v1.train.get_or_create_global_step()
+        with v1.Session() as s:
+            s.run(v1.global_variables_initializer())
+            s.run([v.assign(42.0), gs.assign(7)])
+            v1.train.Saver().save(s, str(src / "model.ckpt"), global_step=7)
+    with tf.Graph().as_default():
+        v = tf.Variable(0.0, name="v")
+        gs = tf.train.get_or_create_global_step()
+        with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=str(src), save_checkpoint_secs=None, save_summaries_steps=None
+        ) as sess:
+            assert sess.run([v, gs]) == [42.0, 7]
+    with v1.Graph().as_default():  # the folder's index is still TensorFlow's to read
+        assert v1.train.latest_checkpoint(str(src)).endswith("model.ckpt-7")

@@ -304,6 +304,18 @@ def update_checkpoint_state(
     atomic_write(_state_path(checkpoint_dir, latest_filename), [json.dumps(doc, indent=1).encode()])
 
 
+def _write_tf_state(save_dir: str, latest: str, paths: list, latest_filename: str | None) -> None:
+    """The index in TensorFlow's text format (for a folder of checkpoints TensorFlow wrote)."""
+
+    def rel(p: str) -> str:
+        a = os.path.abspath(p)
+        return os.path.basename(a) if os.path.dirname(a) == os.path.abspath(save_dir) else a
+
+    lines = [f"model_checkpoint_path: {json.dumps(rel(latest))}"]
+    lines += [f"all_model_checkpoint_paths: {json.dumps(rel(p))}" for p in paths]
+    atomic_write(_state_path(save_dir, latest_filename), ["\n".join(lines).encode() + b"\n"])
+
+
 def get_checkpoint_state(
     checkpoint_dir: str, latest_filename: str | None = None
 ) -> CheckpointState | None:
@@ -516,12 +528,21 @@ def recover_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) 
         if n != index_name and not n.startswith(".")
     }
     candidates = [p for p in found if _is_checkpoint_file(p) or (p in listed and os.path.isfile(p))]
+    # checkpoints TensorFlow wrote: a PREFIX.index beside PREFIX.data-* (read through tf_bundle)
+    candidates += [
+        p[: -len(".index")]
+        for p in found
+        if p.endswith(".index") and tf_bundle.is_bundle(p[: -len(".index")])
+    ]
     if not candidates:
         return None
 
+    def mtime(p: str) -> float:
+        return os.path.getmtime(p if os.path.exists(p) else p + ".index")
+
     def newness(p: str) -> tuple[int, float]:
         m = _STEP_RE.search(p)
-        return (int(m.group(1)) if m else -1, os.path.getmtime(p))
+        return (int(m.group(1)) if m else -1, mtime(p))
 
     candidates.sort(key=newness, reverse=True)
     bad: list[str] = []
@@ -553,9 +574,12 @@ def recover_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) 
             why = f"it named {state.model_checkpoint_path}" if state else "there was none"
         older = [p for p in candidates if newness(p) < newness(chosen)]
         kept = older[::-1] + [chosen]  # older ones are listed so that max_to_keep counts them
-        update_checkpoint_state(
-            checkpoint_dir, chosen, kept, latest_filename, [os.path.getmtime(p) for p in kept]
-        )
+        if tf_bundle.is_bundle(chosen):  # keep TensorFlow's text format: TF reads it too
+            _write_tf_state(checkpoint_dir, chosen, kept, latest_filename)
+        else:
+            update_checkpoint_state(
+                checkpoint_dir, chosen, kept, latest_filename, [mtime(p) for p in kept]
+            )
         warnings.warn(
             f"rewrote the checkpoint index of {checkpoint_dir} ({why}): latest is now {chosen}",
             stacklevel=2,
