@@ -375,6 +375,9 @@ class Graph:
         self.seed: int | None = None
         self._last_id = 0
         self._finalized = False
+        #: where a tensor of another graph used as an input is turned into one of this graph
+        #: (a dataset function's graph captures its caller's tensors: hetbed/data/dataset.py)
+        self._capture_hook: Any = None
         self.version = 0  # bumped whenever an op is added; sessions use it to invalidate caches
         #: op type -> registered gradient name for the ops added meanwhile (gradient_override_map)
         self._gradient_override_map: dict[str, str] = {}
@@ -458,6 +461,8 @@ class Graph:
         """Add an op with outputs of ``output_specs`` [(shape, dtype)]; device functions see it whole."""
         if self._finalized:
             raise RuntimeError("graph is finalized and cannot be modified")
+        if self._capture_hook is not None and any(t.graph is not self for t in inputs):
+            inputs = [t if t.graph is self else self._capture_hook(t) for t in inputs]
         for t in inputs:
             if t.graph is not self:
                 raise ValueError(

@@ -302,3 +302,42 @@ def test_monitored_session_resumes_from_a_checkpoint_tensorflow_wrote(tmp_path):
             assert sess.run([v, gs]) == [42.0, 7]
     with v1.Graph().as_default():  # the folder's index is still TensorFlow's to read
         assert v1.train.latest_checkpoint(str(src)).endswith("model.ckpt-7")
+
+
+def test_dataset_functions_capture_the_callers_tensors_and_tables(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("<unk>\nhello\nworld\n")
+    with tf.Graph().as_default():
+        table = tf.contrib.lookup.index_table_from_file(str(vocab), default_value=0)
+        shift = tf.placeholder(tf.int32, [])
+        words = tf.data.Dataset.from_tensor_slices(tf.constant(["hello world", "world foo"]))
+        words = words.map(lambda s: tf.string_split([s]).values)
+        ids = words.map(lambda w: tf.cast(table.lookup(w), tf.int32) + shift)
+        kept = ids.filter(lambda x: tf.reduce_sum(x) > 12 + shift)
+        it, it2 = ids.make_initializable_iterator(), kept.make_initializable_iterator()
+        x, y = it.get_next(), it2.get_next()
+        with tf.Session() as s:
+            s.run(tf.tables_initializer())
+            s.run([it.initializer, it2.initializer], {shift: 10})
+            assert s.run(x).tolist() == [11, 12] and s.run(x).tolist() == [12, 10]
+            assert s.run(y).tolist() == [11, 12]  # [12, 10] sums to 22, not above 22
+            with pytest.raises(tf.errors.OutOfRangeError):
+                s.run(y)
+
+
+def test_dataset_counts_may_be_fed_when_the_iterator_starts():
+    skip = tf.placeholder(tf.int64, [])
+    size = tf.placeholder(tf.int64, [])
+    ds = tf.data.Dataset.range(10).skip(skip).take(size * 2).shuffle(size, seed=1).batch(size)
+    it = ds.make_initializable_iterator()
+    x = it.get_next()
+    assert x.shape.as_list() == [None]
+    with tf.Session() as s:
+        s.run(it.initializer, {skip: 2, size: 3})
+        got = [s.run(x).tolist() for _ in range(2)]
+        assert [len(b) for b in got] == [3, 3] and sorted(sum(got, [])) == [2, 3, 4, 5, 6, 7]
+        s.run(it.initializer, {skip: 7, size: 2})
+        assert sorted(s.run(x).tolist()) == [7, 8]
+        s.run(it.initializer, {skip: 0, size: 0})  # a batch size of 0 fails when read
+        with pytest.raises(tf.errors.InvalidArgumentError, match="batch_size must be >= 1"):
+            s.run(x)

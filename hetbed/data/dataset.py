@@ -185,10 +185,12 @@ class Dataset:
         fn = _GraphFunction(self, map_func)
 
         def make(env: dict) -> Any:
-            run = fn.runner()
+            run = fn.runner(env)
             return (run(el) for el in self._elements(env))
 
-        return Dataset(fn.out_structure, fn.out_types, fn.out_shapes, make, self._captures)
+        return Dataset(
+            fn.out_structure, fn.out_types, fn.out_shapes, make, _joined(self._captures, fn.outer)
+        )
 
     def filter(self, predicate: Callable) -> Dataset:
         """The elements for which ``predicate`` (graph ops returning a scalar bool) is true."""
@@ -199,10 +201,12 @@ class Dataset:
             )
 
         def make(env: dict) -> Any:
-            run = fn.runner()
+            run = fn.runner(env)
             return (el for el in self._elements(env) if bool(np.asarray(run(el)[0])))
 
-        return self._derive(make)
+        out = self._derive(make)
+        out._captures = _joined(self._captures, fn.outer)
+        return out
 
     def batch(self, batch_size: int, drop_remainder: bool = False) -> Dataset:
         """Stack ``batch_size`` consecutive elements (the last batch may be smaller unless
@@ -229,9 +233,11 @@ class Dataset:
         return self._batch(batch_size, drop_remainder, ps, pv, "padded_batch")
 
     def _batch(self, batch_size: int, drop: bool, ps: Any, pv: Any, what: str) -> Dataset:
-        b = int(batch_size)
-        if b < 1:
-            raise ValueError(f"Dataset.{what}: batch_size must be positive, got {b}")
+        try:
+            size, caps = _count_arg(batch_size, f"{what}: batch_size", 1)
+        except InvalidArgumentError as e:
+            raise ValueError(str(e).replace("must be >= 1", "must be positive")) from None
+        b = size({}) if not caps else None  # known when the graph is built
 
         def stack(rows: list) -> list:
             out = []
@@ -249,10 +255,11 @@ class Dataset:
             return out
 
         def make(env: dict) -> Any:
+            n = size(env)
             rows: list = []
             for el in self._elements(env):
                 rows.append(el)
-                if len(rows) == b:
+                if len(rows) == n:
                     yield stack(rows)
                     rows = []
             if rows and not drop:
@@ -266,7 +273,9 @@ class Dataset:
                 inner = [None] * len(inner)
             return None if inner is None else [b if drop else None, *inner]
 
-        return self._derive(make, shapes=[out_shape(i, s) for i, s in enumerate(self._shapes)])
+        out = self._derive(make, shapes=[out_shape(i, s) for i, s in enumerate(self._shapes)])
+        out._captures = _joined(self._captures, caps)
+        return out
 
     def shuffle(
         self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
@@ -275,9 +284,10 @@ class Dataset:
         With a ``seed`` the sequence of orders is reproducible: pass k (counted over the
         dataset's life, re-initialized iterators included) uses the seed's k-th stream; every
         pass uses the first when ``reshuffle_each_iteration`` is False."""
-        n = int(buffer_size)
-        if n < 1:
-            raise ValueError(f"Dataset.shuffle: buffer_size must be positive, got {n}")
+        try:
+            size, caps = _count_arg(buffer_size, "shuffle: buffer_size", 1)
+        except InvalidArgumentError as e:
+            raise ValueError(str(e).replace("must be >= 1", "must be positive")) from None
         seeds = np.random.SeedSequence(seed)
         passes = [0]
 
@@ -285,6 +295,7 @@ class Dataset:
             k = passes[0] if reshuffle_each_iteration else 0
             passes[0] += 1
             rng = np.random.default_rng(seeds.spawn(k + 1)[k] if seed is not None else None)
+            n = size(env)
             buf: list = []
             for el in self._elements(env):
                 buf.append(el)
@@ -297,42 +308,52 @@ class Dataset:
                 buf[j], buf[-1] = buf[-1], buf[j]
                 yield buf.pop()
 
-        return self._derive(make)
+        return self._with(make, caps)
+
+    def _with(self, make: Callable, caps: list) -> Dataset:
+        out = self._derive(make)
+        out._captures = _joined(self._captures, caps)
+        return out
 
     def repeat(self, count: int | None = None) -> Dataset:
         """The dataset ``count`` times (forever when None or -1)."""
-        c = None if count is None or int(count) < 0 else int(count)
+        get, caps = _count_arg(-1 if count is None else count, "repeat: count")
 
         def make(env: dict) -> Any:
+            c = get(env)
             i = 0
-            while c is None or i < c:
+            while c < 0 or i < c:
                 i += 1
                 yield from self._elements(env)
 
-        return self._derive(make)
+        return self._with(make, caps)
 
     def take(self, count: int) -> Dataset:
-        c = int(count)
+        """The first ``count`` elements (all when -1)."""
+        get, caps = _count_arg(count, "take: count")
 
         def make(env: dict) -> Any:
+            c = get(env)
             for i, el in enumerate(self._elements(env)):
                 if 0 <= c <= i:
                     return
                 yield el
 
-        return self._derive(make)
+        return self._with(make, caps)
 
     def skip(self, count: int) -> Dataset:
-        c = int(count)
+        """The elements after the first ``count`` (none when -1)."""
+        get, caps = _count_arg(count, "skip: count")
 
         def make(env: dict) -> Any:
+            c = get(env)
             for i, el in enumerate(self._elements(env)):
                 if c < 0:
                     return
                 if i >= c:
                     yield el
 
-        return self._derive(make)
+        return self._with(make, caps)
 
     def concatenate(self, dataset: Dataset) -> Dataset:
         """This dataset's elements, then ``dataset``'s (the same structure and dtypes; each
@@ -430,7 +451,7 @@ class Dataset:
             raise ValueError(f"Dataset.{what}: block_length must be positive, got {block}")
 
         def make(env: dict) -> Any:
-            opened = (inner.open(el) for el in self._elements(env))
+            opened = (inner.open(el, env) for el in self._elements(env))
             slots: list = []
             for it in opened:  # fill the cycle
                 slots.append(it)
@@ -448,7 +469,13 @@ class Dataset:
                         yield el
                 slots = [it for it in slots if it is not None]
 
-        return Dataset(inner.ds._structure, inner.ds._types, inner.ds._shapes, make, self._captures)
+        return Dataset(
+            inner.ds._structure,
+            inner.ds._types,
+            inner.ds._shapes,
+            make,
+            _joined(self._captures, inner.outer),
+        )
 
     def unbatch(self) -> Dataset:
         """Each element split along its first dimension into rows."""
@@ -569,49 +596,131 @@ def _pad(comp: tuple, shape: Any, value: Any, dtype: Any, i: int) -> np.ndarray:
     return out
 
 
-class _GraphFunction:
-    """``fn`` traced on placeholders in a private graph; ``runner()`` evaluates it per element."""
+def _count_arg(value: Any, what: str, low: int | None = None) -> tuple[Callable, list]:
+    """A count argument (batch size, skip, take, repeat, buffer size): an int, or a scalar
+    integer tensor fed or computed in the run that starts the dataset (then one of its
+    captures). Returns (its value given the run's env, the captures it adds)."""
+    from hetbed.runtime.graph import Tensor
 
-    def __init__(self, ds: Dataset, fn: Callable):
+    def checked(v: int) -> int:
+        if low is not None and v < low:
+            raise InvalidArgumentError(f"Dataset.{what} must be >= {low}, got {v}")
+        return v
+
+    if isinstance(value, Tensor) and value.op.type != "Const":
+        if not value.dtype.is_integer or value.shape.ndims not in (None, 0):
+            raise TypeError(
+                f"Dataset.{what} must be an integer scalar, got {value.name} "
+                f"({value.dtype.name}, shape {value.shape})"
+            )
+        return (lambda env: checked(int(np.asarray(env[value])))), [value]
+    if isinstance(value, Tensor):
+        value = value.op.attrs["value"]
+    v = checked(int(value))
+    return (lambda env: v), []
+
+
+def _joined(a: list, b: list) -> list:
+    return list(a) + [t for t in b if t not in a]
+
+
+class _Captures:
+    """The tensors of the calling graph a dataset function uses (a constant, a lookup table's
+    default, a tensor computed outside): each stands in the function's private graph as a
+    placeholder, and the dataset takes the outer tensor as one of its captures, so the op that
+    reads the dataset gets its value in the run that starts it (TF's capture by value). Lookup
+    tables are found in the reading op's session (``_session``)."""
+
+    def _trace(self, ds: Dataset, fn: Callable) -> tuple:
         from hetbed.runtime.ops.array import placeholder
 
         self.graph = Graph()
+        self.outer: list = []  # tensors of the calling graph, in the order first used
+        self._inner: dict = {}
+
+        def capture(t: Any) -> Any:
+            if t not in self._inner:
+                with self.graph.as_default(), self.graph.name_scope("captured"):
+                    self._inner[t] = placeholder(t.dtype, t.shape)
+                self.outer.append(t)
+            return self._inner[t]
+
+        self.graph._capture_hook = capture
+        try:
+            with self.graph.as_default():
+                phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
+                arg = _pack(ds._structure, phs)
+                out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
+        finally:
+            self.graph._capture_hook = None
+        return phs, out
+
+    def _captured_feed(self, env: dict) -> dict:
+        return {self._inner[t]: env[t] for t in self.outer}
+
+    def _session(self, env: dict) -> Any:
+        """A session of the private graph whose lookup tables are the reading session's."""
+        from hetbed.runtime.ops.iterator import RESOURCES
+        from hetbed.runtime.session import Session
+
+        sess = Session(graph=self.graph)
+        outer = env.get(RESOURCES)
+        if outer is not None:
+            for d in sess._devices:
+                sess._resources[d.name] = _TablesOf(outer)
+        return sess
+
+
+class _TablesOf(dict):
+    """A private session's resources that read the lookup tables of ``outer`` (those the
+    dataset's reader initialized) and keep everything else their own."""
+
+    def __init__(self, outer: dict):
+        super().__init__()
+        self._outer = outer
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key in self:
+            return self[key]
+        if isinstance(key, str) and key.startswith("table:"):
+            return self._outer.get(key, default)
+        return default
+
+
+class _GraphFunction(_Captures):
+    """``fn`` traced on placeholders in a private graph; ``runner(env)`` evaluates it per
+    element."""
+
+    def __init__(self, ds: Dataset, fn: Callable):
+        phs, out = self._trace(ds, fn)
+        if isinstance(out, list):  # TF converts a returned list (decode_csv's) to a tuple
+            out = tuple(out)
         with self.graph.as_default():
-            phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
-            arg = _pack(ds._structure, phs)
-            out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
-            if isinstance(out, list):  # TF converts a returned list (decode_csv's) to a tuple
-                out = tuple(out)
             self.outs = [convert_to_tensor(x) for x in _flatten(out)]
         self.phs = phs
         self.out_structure = _map_nest(lambda _: None, out)
         self.out_types = [t.dtype for t in self.outs]
         self.out_shapes = [t.shape for t in self.outs]
 
-    def runner(self) -> Callable:
-        from hetbed.runtime.session import Session
-
-        sess = Session(graph=self.graph)
+    def runner(self, env: dict | None = None) -> Callable:
+        env = env or {}
+        sess = self._session(env)
+        fixed = self._captured_feed(env)
 
         def run(el: list) -> list:
-            return list(sess.run(self.outs, dict(zip(self.phs, el))))
+            return list(sess.run(self.outs, {**fixed, **dict(zip(self.phs, el))}))
 
         return run
 
 
-class _DatasetFunction:
-    """``fn`` (element -> Dataset) traced once on placeholders in a private graph; ``open(el)``
-    iterates the dataset it made with the element's values: the graph tensors that dataset
-    reads are evaluated by a private session with the element fed."""
+class _DatasetFunction(_Captures):
+    """``fn`` (element -> Dataset) traced once on placeholders in a private graph; ``open(el,
+    env)`` iterates the dataset it made with the element's values: the graph tensors that
+    dataset reads are evaluated by a private session with the element (and the calling graph's
+    captured tensors) fed."""
 
     def __init__(self, ds: Dataset, fn: Callable, what: str):
-        from hetbed.runtime.ops.array import placeholder
-
-        self.graph = Graph()
-        with self.graph.as_default():
-            phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
-            arg = _pack(ds._structure, phs)
-            out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
+        phs, out = self._trace(ds, fn)
         if not isinstance(out, Dataset):
             raise TypeError(
                 f"Dataset.{what}: the function must return a Dataset, got {type(out).__name__}"
@@ -619,18 +728,21 @@ class _DatasetFunction:
         self.ds, self.phs = out, phs
         self._sess = None
 
-    def open(self, el: list) -> Any:
+    def open(self, el: list, outer_env: dict | None = None) -> Any:
         env: dict = {}
+        outer_env = outer_env or {}
         caps = self.ds._captures
         if caps:
-            direct = {ph: v for ph, v in zip(self.phs, el)}
+            direct = {ph: v for ph, v in zip(self.phs, el)} | self._captured_feed(outer_env)
             computed = [c for c in caps if c not in direct]
             if computed:
                 if self._sess is None:
-                    from hetbed.runtime.session import Session
-
-                    self._sess = Session(graph=self.graph)
+                    self._sess = self._session(outer_env)
                 vals = self._sess.run(computed, direct)
                 env.update(zip(computed, vals))
             env.update((c, direct[c]) for c in caps if c in direct)
+        from hetbed.runtime.ops.iterator import RESOURCES
+
+        if RESOURCES in outer_env:
+            env[RESOURCES] = outer_env[RESOURCES]
         return self.ds._elements(env)

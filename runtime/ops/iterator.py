@@ -74,15 +74,23 @@ def _make_iterator(ctx, *captured):
     """Start the iterator; ``captured`` are the values of the graph tensors the dataset reads
     (placeholders fed with this run), in the order of its ``_captures``."""
     ds = _dataset(ctx.op)
-    _state(ctx).it = iter(ds._elements(_env(ds, captured)))
+    _state(ctx).it = iter(ds._elements(_env(ds, captured, ctx)))
     return None
 
 
-def _env(ds: Any, captured: tuple) -> dict:
-    """The captured graph tensors of ``ds`` with their values in this run."""
-    return dict(
+#: the env key of the session resources of the op reading a dataset (its lookup tables)
+RESOURCES = "__session_resources__"
+
+
+def _env(ds: Any, captured: tuple, ctx: Any = None) -> dict:
+    """The captured graph tensors of ``ds`` with their values in this run (and the reading op's
+    session resources, where functions of the dataset find their lookup tables)."""
+    env: dict = dict(
         zip(ds._captures, (v if isinstance(v, np.ndarray) else np.asarray(v) for v in captured))
     )
+    if ctx is not None:
+        env[RESOURCES] = ctx.resources
+    return env
 
 
 IteratorGetNext = defop("IteratorGetNext", stateful=True, differentiable=False, cost=_no_cost)
@@ -107,7 +115,7 @@ def _get_next(ctx, *captured):
                 ctx.op,
             )
         ds = _dataset(ctx.op)
-        st.it = iter(ds._elements(_env(ds, captured)))
+        st.it = iter(ds._elements(_env(ds, captured, ctx)))
     try:
         comps = next(st.it)
     except StopIteration:
@@ -217,7 +225,7 @@ def _reduce(ctx, *captured):
     the fold's result; the initial state when the dataset is empty."""
     ds = _dataset(ctx.op)
     last = None
-    for last in ds._elements(_env(ds, captured)):  # noqa: B007 - only the last is kept
+    for last in ds._elements(_env(ds, captured, ctx)):  # noqa: B007 - only the last is kept
         pass
     if last is None:
         last = ds._initial
@@ -239,7 +247,7 @@ def _single_element(ctx, *captured):
     """The dataset's one element (read from its start on every run); an empty dataset or one
     with a second element is an InvalidArgumentError, as TF's."""
     ds = _dataset(ctx.op)
-    it = iter(ds._elements(_env(ds, captured)))
+    it = iter(ds._elements(_env(ds, captured, ctx)))
     first = next(it, None)
     if first is None:
         raise InvalidArgumentError(f"DatasetSingleElement {ctx.op.name!r}: Dataset was empty.")
