@@ -443,6 +443,68 @@ def test_validation_split_and_tf_train_optimizer():
     np.testing.assert_allclose(hist.history["val_loss"][0], np.mean((pred - y[8:]) ** 2), rtol=1e-5)
 
 
+# ---- argument checks before any step (hostile review F1-F4, F9-F13) ---------------------------
+
+
+def _mse_model(units=3):
+    model = keras.Sequential([L.Dense(units, input_shape=(4,))])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    return model
+
+
+def _unchanged(model, before):
+    for a, b in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_load_weights_checks_every_layer_before_assigning_any(tmp_path):
+    """A file whose first layer fits and whose second does not changes no weight."""
+    src = keras.Sequential([L.Dense(5, input_shape=(4,)), L.Dense(3)])
+    path = str(tmp_path / "w.h5")
+    src.save_weights(path)
+    dst = keras.Sequential([L.Dense(5, input_shape=(4,)), L.Dense(2)])
+    before = dst.get_weights()
+    with pytest.raises(ValueError, match=r"w.h5: layer 'dense_3'.*\(5, 2\).*\(5, 3\)"):
+        dst.load_weights(path)
+    _unchanged(dst, before)
+    named = keras.Sequential(
+        [L.Dense(5, input_shape=(4,), name="d1"), L.Dense(2, name="d2")], name="named"
+    )
+    src_named = keras.Sequential(
+        [L.Dense(5, input_shape=(4,), name="d1"), L.Dense(3, name="d2")], name="src_named"
+    )
+    src_named.save_weights(path)
+    before = named.get_weights()
+    with pytest.raises(ValueError, match=r"layer 'd2'"):
+        named.load_weights(path, by_name=True)
+    _unchanged(named, before)
+
+
+def test_load_weights_of_a_foreign_file_says_what_is_wrong(tmp_path):
+    """A foreign npz, an .npy, a text file, an empty and a truncated file: an OSError or
+    ValueError naming the file and the problem."""
+    model = _mse_model()
+    good = str(tmp_path / "good.h5")
+    model.save_weights(good)
+    np.savez(tmp_path / "foreign.npz", a=np.zeros(3))
+    np.save(tmp_path / "plain.npy", np.zeros(3))
+    (tmp_path / "text.h5").write_text("hello\n")
+    (tmp_path / "empty.h5").write_bytes(b"")
+    (tmp_path / "trunc.h5").write_bytes(open(good, "rb").read()[:100])
+    cases = [
+        ("foreign.npz", ValueError, r"foreign.npz is an npz archive but not one written by save"),
+        ("plain.npy", OSError, r"plain.npy is not a weights file .* single numpy array"),
+        ("text.h5", OSError, r"text.h5 is not a weights file .* not a zip archive"),
+        ("empty.h5", OSError, r"empty.h5 is not a weights file .* it is empty"),
+        ("trunc.h5", OSError, r"trunc.h5 is truncated or corrupt"),
+    ]
+    before = model.get_weights()
+    for name, err, msg in cases:
+        with pytest.raises(err, match=msg):
+            model.load_weights(str(tmp_path / name))
+    _unchanged(model, before)
+
+
 # ---- backend, utils, errors ------------------------------------------------------------------
 
 
