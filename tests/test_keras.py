@@ -457,6 +457,37 @@ def _unchanged(model, before):
         np.testing.assert_array_equal(a, b)
 
 
+def test_best_of_checkpoint_and_early_stopping_starts_at_inf_so_nan_is_never_best(tmp_path):
+    """With val_loss nan, 0.9, 0.5, 0.2, 0.1: ModelCheckpoint(save_best_only) writes at epochs
+    1-4, not 0; EarlyStopping(patience=1) runs all 5 epochs (as TF)."""
+    path = tmp_path / "best.npz"
+    vals = iter([float("nan"), 0.9, 0.5, 0.2, 0.1])
+    written: list = []
+
+    class FakeVal(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            logs["val_loss"] = next(vals)
+            if path.exists():
+                path.unlink()
+
+    class Spy(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if path.exists():
+                written.append(epoch)
+
+    ck = keras.callbacks.ModelCheckpoint(str(path), save_best_only=True, save_weights_only=True)
+    es = keras.callbacks.EarlyStopping(monitor="val_loss", patience=1)
+    model = keras.Sequential([L.Dense(1, input_shape=(1,))])
+    model.compile("sgd", "mse")
+    hist = model.fit(
+        np.ones((4, 1)), np.ones((4, 1)), epochs=5, callbacks=[FakeVal(), ck, es, Spy()], verbose=0
+    )
+    assert hist.epoch == [0, 1, 2, 3, 4] and written == [1, 2, 3, 4]
+    assert ck.best == 0.1 and es.best == 0.1
+    acc = keras.callbacks.ModelCheckpoint(str(path), monitor="val_acc", save_best_only=True)
+    assert acc.best == -np.inf
+
+
 def test_load_weights_checks_every_layer_before_assigning_any(tmp_path):
     """A file whose first layer fits and whose second does not changes no weight."""
     src = keras.Sequential([L.Dense(5, input_shape=(4,)), L.Dense(3)])
