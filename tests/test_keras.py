@@ -457,6 +457,24 @@ def _unchanged(model, before):
         np.testing.assert_array_equal(a, b)
 
 
+def test_loss_object_honours_sample_weight_as_the_string_loss():
+    """A keras.losses object weights the per-sample losses as the string loss does,
+    sum(w * l) / n (TF: 2.7337 weighted, 5.5008 not), or sum(w * l) with reduction "sum"."""
+    x = np.random.RandomState(0).rand(10, 4).astype(np.float32)
+    y = np.zeros((10, 1), np.float32)
+    sw = np.r_[np.zeros(5), np.ones(5)]
+    per_sample = (x.sum(1)) ** 2  # kernel of ones, bias 0
+    for loss in ("mse", keras.losses.MeanSquaredError(), keras.losses.MeanSquaredError("sum")):
+        model = keras.Sequential([L.Dense(1, input_shape=(4,), kernel_initializer="ones")])
+        model.compile("sgd", loss)
+        scale = 1.0 if getattr(loss, "reduction", "") == "sum" else 0.1  # sum, or sum / n
+        weighted = model.evaluate(x, y, sample_weight=sw, verbose=0)
+        np.testing.assert_allclose(weighted, scale * np.sum(sw * per_sample), rtol=1e-5)
+        np.testing.assert_allclose(model.evaluate(x, y, verbose=0), scale * per_sample.sum(), 1e-5)
+        if scale < 1:
+            np.testing.assert_allclose(weighted, 2.7337115, rtol=1e-5)
+
+
 def test_best_of_checkpoint_and_early_stopping_starts_at_inf_so_nan_is_never_best(tmp_path):
     """With val_loss nan, 0.9, 0.5, 0.2, 0.1: ModelCheckpoint(save_best_only) writes at epochs
     1-4, not 0; EarlyStopping(patience=1) runs all 5 epochs (as TF)."""

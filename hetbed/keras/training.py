@@ -100,10 +100,15 @@ class Training:
                 targets.append(target)
                 sample_weights.append(sw)
                 with hb.name_scope(f"loss/{name}_loss"):
-                    value = fn(target, out)
+                    # a Loss object gives its per-sample losses (Loss.call), weighted and
+                    # reduced here as Keras's compile does; a function's per-sample value too
+                    per_sample = isinstance(fn, _losses.Loss)
+                    value = fn.call(target, out) if per_sample else fn(target, out)
                     if value.shape.ndims != 0:
                         shape = [-1] + [1] * ((value.shape.ndims or 1) - 1)
-                        value = hb.reduce_mean(value * hb.reshape(sw, shape))
+                        value = value * hb.reshape(sw, shape)
+                        summed = per_sample and fn.reduction == "sum"
+                        value = hb.reduce_sum(value) if summed else hb.reduce_mean(value)
                 out_losses.append(value if w is None else value * float(w))
                 if multi:
                     names.append(f"{name}_loss")
@@ -129,6 +134,7 @@ class Training:
         self._compiled = {
             "targets": targets,
             "sample_weights": sample_weights,
+            "loss_fns": loss_fns,
             "total": total,
             "metrics": metric_tensors,
             "train": updates,
