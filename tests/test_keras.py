@@ -443,6 +443,245 @@ def test_validation_split_and_tf_train_optimizer():
     np.testing.assert_allclose(hist.history["val_loss"][0], np.mean((pred - y[8:]) ** 2), rtol=1e-5)
 
 
+# ---- argument checks before any step (hostile review F1-F4, F9-F13) ---------------------------
+
+
+def _mse_model(units=3):
+    model = keras.Sequential([L.Dense(units, input_shape=(4,))])
+    model.compile(keras.optimizers.SGD(0.1), "mse")
+    return model
+
+
+def _unchanged(model, before):
+    for a, b in zip(model.get_weights(), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_fit_and_evaluate_refuse_sample_counts_that_differ_before_any_step():
+    """x, y and sample_weight must have one number of samples (Keras's messages); nothing is
+    trained or evaluated on part of them."""
+    model = _mse_model()
+    before = model.get_weights()
+    x = _rng(1).normal(size=(10, 4)).astype(np.float32)
+    y = _rng(2).normal(size=(16, 3)).astype(np.float32)
+    msg = "same number of samples as target arrays. Found 10 input samples and 16 target samples"
+    for run in (lambda: model.fit(x, y, verbose=0), lambda: model.evaluate(x, y, verbose=0)):
+        with pytest.raises(ValueError, match=msg):
+            run()
+    with pytest.raises(ValueError, match="Found 10 input samples and 6 target samples"):
+        model.fit(x, y[:6], batch_size=4, verbose=0)
+    for n in (30, 3):
+        with pytest.raises(
+            ValueError,
+            match=rf"sample_weight array with shape \({n},\) for an input with shape \(10, 3\)",
+        ):
+            model.fit(x, y[:10], sample_weight=np.ones(n), batch_size=4, verbose=0)
+    with pytest.raises(ValueError, match="sample_weight array is 1D"):
+        model.fit(x, y[:10], sample_weight=np.ones((10, 1)), verbose=0)
+    _unchanged(model, before)
+    a, b = keras.Input(shape=(4,)), keras.Input(shape=(4,))
+    two = keras.Model([a, b], L.Dense(1)(L.Add()([a, b])))
+    two.compile("sgd", "mse")
+    before = two.get_weights()
+    with pytest.raises(ValueError, match=r"All input arrays \(x\) should have the same number"):
+        two.fit([x, x[:5]], np.zeros((10, 1)), batch_size=4, verbose=0)
+    _unchanged(two, before)
+
+
+def test_targets_must_fit_the_output_for_their_loss():
+    """mse targets of shape (n, 1) or (n,) for an output (None, 3) and integer labels for
+    categorical_crossentropy are refused with Keras's messages, not broadcast."""
+    model = _mse_model()
+    before = model.get_weights()
+    x = np.ones((10, 4), np.float32)
+    for y in (np.zeros((10, 1)), np.zeros(10)):
+        with pytest.raises(
+            ValueError,
+            match=r"target array with shape \(10, 1\) was passed for an output of shape "
+            r"\(None, 3\) while using as loss `mean_squared_error`",
+        ):
+            model.fit(x, y, verbose=0)
+    _unchanged(model, before)
+    clf = _softmax_model()
+    with pytest.raises(ValueError, match="`categorical_crossentropy` expects targets to be binary"):
+        clf.evaluate(x, np.arange(10) % 3, verbose=0)
+    loss_obj = keras.Sequential([L.Dense(3, input_shape=(4,))])
+    loss_obj.compile("sgd", keras.losses.MeanSquaredError())
+    with pytest.raises(ValueError, match="while using as loss `mean_squared_error`"):
+        loss_obj.evaluate(x, np.zeros((10, 2)), verbose=0)
+    mae = keras.Sequential([L.Dense(3, input_shape=(4,))])  # as Keras, only its key losses
+    mae.compile("sgd", "mae")
+    assert np.isfinite(mae.evaluate(x, np.zeros((10, 1)), verbose=0))
+
+
+def test_loss_object_honours_sample_weight_as_the_string_loss():
+    """A keras.losses object weights the per-sample losses as the string loss does,
+    sum(w * l) / n (TF: 2.7337 weighted, 5.5008 not), or sum(w * l) with reduction "sum"."""
+    x = np.random.RandomState(0).rand(10, 4).astype(np.float32)
+    y = np.zeros((10, 1), np.float32)
+    sw = np.r_[np.zeros(5), np.ones(5)]
+    per_sample = (x.sum(1)) ** 2  # kernel of ones, bias 0
+    for loss in ("mse", keras.losses.MeanSquaredError(), keras.losses.MeanSquaredError("sum")):
+        model = keras.Sequential([L.Dense(1, input_shape=(4,), kernel_initializer="ones")])
+        model.compile("sgd", loss)
+        scale = 1.0 if getattr(loss, "reduction", "") == "sum" else 0.1  # sum, or sum / n
+        weighted = model.evaluate(x, y, sample_weight=sw, verbose=0)
+        np.testing.assert_allclose(weighted, scale * np.sum(sw * per_sample), rtol=1e-5)
+        np.testing.assert_allclose(model.evaluate(x, y, verbose=0), scale * per_sample.sum(), 1e-5)
+        if scale < 1:
+            np.testing.assert_allclose(weighted, 2.7337115, rtol=1e-5)
+
+
+def test_validation_data_and_split_use_their_sample_weights():
+    """fit's validation_data=(x, y, w) weights val_loss by w (all zero: 0.0, as TF), and
+    validation_split splits sample_weight with the data."""
+    x = np.random.RandomState(0).rand(10, 4).astype(np.float32)
+    y = np.ones((10, 1), np.float32)
+    model = keras.Sequential([L.Dense(1, input_shape=(4,))])
+    model.compile("sgd", "mse")
+    hist = model.fit(x, y, validation_data=(x, y, np.zeros(10)), verbose=0)
+    assert hist.history["val_loss"] == [0.0]
+    hist = model.fit(x, y, sample_weight=np.r_[np.ones(8), 0, 0], validation_split=0.2, verbose=0)
+    assert hist.history["val_loss"] == [0.0]
+    vw = np.r_[np.zeros(5), np.full(5, 2.0)]
+    hist = model.fit(x, y, validation_data=(x, y, vw), verbose=0, shuffle=False)
+    w, b = model.get_weights()
+    want = np.sum(vw * ((x @ w + b - y) ** 2)[:, 0]) / 10
+    np.testing.assert_allclose(hist.history["val_loss"][0], want, rtol=1e-5)
+
+
+def test_degenerate_batch_size_split_and_empty_data_are_refused():
+    """batch_size <= 0, validation_split outside [0, 1), a split that leaves no training data
+    and 0 samples raise ValueErrors (no loss of 0.0 or nan); predict on 0 samples returns an
+    empty array of the output's shape."""
+    model = _mse_model()
+    before = model.get_weights()
+    x = np.ones((10, 4), np.float32)
+    y = np.ones((10, 3), np.float32)
+    for bs in (-1, 0, 2.5):
+        with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+            model.fit(x, y, batch_size=bs, verbose=0)
+    for split in (-0.5, 1.0):
+        with pytest.raises(ValueError, match=r"validation_split must be in \[0, 1\)"):
+            model.fit(x, y, validation_split=split, verbose=0)
+    with pytest.raises(ValueError, match="Empty training data.*validation_split=0.99"):
+        model.fit(x, y, validation_split=0.99, verbose=0)
+    with pytest.raises(ValueError, match="Empty training data"):
+        model.fit(x[:0], y[:0], verbose=0)
+    with pytest.raises(ValueError, match="Empty training data"):
+        model.evaluate(x[:0], y[:0], verbose=0)
+    with pytest.raises(ValueError, match="validation_data holds 0 samples"):
+        model.fit(x, y, validation_data=(x[:0], y[:0]), verbose=0)
+    _unchanged(model, before)
+    out = model.predict(x[:0])
+    assert out.shape == (0, 3) and out.dtype == np.float32
+
+
+def test_best_of_checkpoint_and_early_stopping_starts_at_inf_so_nan_is_never_best(tmp_path):
+    """With val_loss nan, 0.9, 0.5, 0.2, 0.1: ModelCheckpoint(save_best_only) writes at epochs
+    1-4, not 0; EarlyStopping(patience=1) runs all 5 epochs (as TF)."""
+    path = tmp_path / "best.npz"
+    vals = iter([float("nan"), 0.9, 0.5, 0.2, 0.1])
+    written: list = []
+
+    class FakeVal(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            logs["val_loss"] = next(vals)
+            if path.exists():
+                path.unlink()
+
+    class Spy(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if path.exists():
+                written.append(epoch)
+
+    ck = keras.callbacks.ModelCheckpoint(str(path), save_best_only=True, save_weights_only=True)
+    es = keras.callbacks.EarlyStopping(monitor="val_loss", patience=1)
+    model = keras.Sequential([L.Dense(1, input_shape=(1,))])
+    model.compile("sgd", "mse")
+    hist = model.fit(
+        np.ones((4, 1)), np.ones((4, 1)), epochs=5, callbacks=[FakeVal(), ck, es, Spy()], verbose=0
+    )
+    assert hist.epoch == [0, 1, 2, 3, 4] and written == [1, 2, 3, 4]
+    assert ck.best == 0.1 and es.best == 0.1
+    acc = keras.callbacks.ModelCheckpoint(str(path), monitor="val_acc", save_best_only=True)
+    assert acc.best == -np.inf
+
+
+def test_load_weights_checks_every_layer_before_assigning_any(tmp_path):
+    """A file whose first layer fits and whose second does not changes no weight."""
+    src = keras.Sequential([L.Dense(5, input_shape=(4,)), L.Dense(3)])
+    path = str(tmp_path / "w.h5")
+    src.save_weights(path)
+    dst = keras.Sequential([L.Dense(5, input_shape=(4,)), L.Dense(2)])
+    before = dst.get_weights()
+    with pytest.raises(ValueError, match=r"w.h5: layer 'dense_3'.*\(5, 2\).*\(5, 3\)"):
+        dst.load_weights(path)
+    _unchanged(dst, before)
+    named = keras.Sequential(
+        [L.Dense(5, input_shape=(4,), name="d1"), L.Dense(2, name="d2")], name="named"
+    )
+    src_named = keras.Sequential(
+        [L.Dense(5, input_shape=(4,), name="d1"), L.Dense(3, name="d2")], name="src_named"
+    )
+    src_named.save_weights(path)
+    before = named.get_weights()
+    with pytest.raises(ValueError, match=r"layer 'd2'"):
+        named.load_weights(path, by_name=True)
+    _unchanged(named, before)
+
+
+def test_load_weights_of_a_foreign_file_says_what_is_wrong(tmp_path):
+    """A foreign npz, an .npy, a text file, an empty and a truncated file: an OSError or
+    ValueError naming the file and the problem."""
+    model = _mse_model()
+    good = str(tmp_path / "good.h5")
+    model.save_weights(good)
+    np.savez(tmp_path / "foreign.npz", a=np.zeros(3))
+    np.save(tmp_path / "plain.npy", np.zeros(3))
+    (tmp_path / "text.h5").write_text("hello\n")
+    (tmp_path / "empty.h5").write_bytes(b"")
+    (tmp_path / "trunc.h5").write_bytes(open(good, "rb").read()[:100])
+    cases = [
+        ("foreign.npz", ValueError, r"foreign.npz is an npz archive but not one written by save"),
+        ("plain.npy", OSError, r"plain.npy is not a weights file .* single numpy array"),
+        ("text.h5", OSError, r"text.h5 is not a weights file .* not a zip archive"),
+        ("empty.h5", OSError, r"empty.h5 is not a weights file .* it is empty"),
+        ("trunc.h5", OSError, r"trunc.h5 is truncated or corrupt"),
+    ]
+    before = model.get_weights()
+    for name, err, msg in cases:
+        with pytest.raises(err, match=msg):
+            model.load_weights(str(tmp_path / name))
+    _unchanged(model, before)
+
+
+def test_bad_validation_data_missing_dict_input_and_lr_schedule_messages():
+    """validation_data of one item, predict with a dict missing an input and a schedule that
+    returns no float raise Keras's ValueErrors (before any step)."""
+    x = np.ones((10, 4), np.float32)
+    model = _mse_model(1)
+    before = model.get_weights()
+    with pytest.raises(ValueError, match="must contain either 2 items"):
+        model.fit(x, np.zeros((10, 1)), validation_data=(x,), verbose=0)
+    _unchanged(model, before)
+    a = keras.Input(shape=(4,), name="a")
+    f = keras.Model(a, L.Dense(1)(a))
+    with pytest.raises(
+        ValueError, match=r"No data provided for \"a\". Need data for each key in: \['a'\]"
+    ):
+        f.predict({"b": x})
+    np.testing.assert_allclose(f.predict({"a": x}), f.predict(x))
+    for bad in (None, 1, "0.1"):
+        sched = keras.callbacks.LearningRateScheduler((lambda v: lambda epoch: v)(bad))
+        with pytest.raises(ValueError, match=f'"schedule" function should be float. Got: {bad}'):
+            model.fit(x, np.zeros((10, 1)), callbacks=[sched], verbose=0)
+    _unchanged(model, before)
+    sched = keras.callbacks.LearningRateScheduler(lambda epoch: 0.5)
+    model.fit(x, np.zeros((10, 1)), callbacks=[sched], verbose=0)
+    np.testing.assert_allclose(K.get_value(model.optimizer.lr), 0.5)
+
+
 # ---- backend, utils, errors ------------------------------------------------------------------
 
 

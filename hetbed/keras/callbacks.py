@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+import hetbed as hb
+
 from . import backend as K
 
 
@@ -68,16 +70,22 @@ class History(Callback):
             self.history.setdefault(k, []).append(v)
 
 
-def _improved(monitor: str, mode: str) -> Callable[[float, float], bool]:
+def _improved(monitor: str, mode: str) -> tuple[Callable[[float, float], bool], float]:
+    """The comparison "a is better than b" for ``mode`` and the worst value, where ``best``
+    starts (+inf for min, -inf for max): NaN is never better, so it never becomes the best."""
     if mode == "auto":
-        mode = "max" if "acc" in monitor else "min"
+        mode = "max" if "acc" in monitor or monitor.endswith("auc") else "min"
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'auto', 'min' or 'max', got {mode!r}")
-    return (lambda a, b: a < b) if mode == "min" else (lambda a, b: a > b)
+    if mode == "min":
+        return (lambda a, b: bool(a < b)), np.inf
+    return (lambda a, b: bool(a > b)), -np.inf
 
 
 class EarlyStopping(Callback):
-    """Stop when ``monitor`` has not improved by ``min_delta`` for ``patience`` epochs."""
+    """Stop when ``monitor`` has not improved by ``min_delta`` for ``patience`` epochs (TF 2's
+    rules: ``best`` starts at the worst value, the first epoch never stops, a ``baseline`` must be
+    beaten to reset the wait, and ``restore_best_weights`` restores at the end of training)."""
 
     def __init__(
         self,
@@ -88,16 +96,21 @@ class EarlyStopping(Callback):
         mode: str = "auto",
         baseline: float | None = None,
         restore_best_weights: bool = False,
+        start_from_epoch: int = 0,
     ):
         super().__init__()
         self.monitor, self.patience, self.verbose = monitor, patience, verbose
-        self.better = _improved(monitor, mode)
+        self.better, self._worst = _improved(monitor, mode)
         self.min_delta = abs(min_delta) if self.better(1, 0) else -abs(min_delta)
         self.baseline, self.restore_best_weights = baseline, restore_best_weights
+        self.start_from_epoch = start_from_epoch
+
+    def _is_improvement(self, value: float, reference: float) -> bool:
+        return self.better(value - self.min_delta, reference)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
-        self.wait, self.stopped_epoch, self.best_weights = 0, 0, None
-        self.best = self.baseline if self.baseline is not None else None
+        self.wait, self.stopped_epoch, self.best_weights, self.best_epoch = 0, 0, None, 0
+        self.best = self._worst
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         value = (logs or {}).get(self.monitor)
@@ -106,27 +119,38 @@ class EarlyStopping(Callback):
                 f"EarlyStopping: metric {self.monitor!r} is not available; have {list(logs or {})}"
             )
             return
-        if self.best is None or self.better(value - self.min_delta, self.best):
-            self.best, self.wait = value, 0
+        if epoch < self.start_from_epoch:
+            return
+        if self.restore_best_weights and self.best_weights is None:
+            self.best_weights, self.best_epoch = self.model.get_weights(), epoch
+        self.wait += 1
+        if self._is_improvement(value, self.best):
+            self.best, self.best_epoch = value, epoch
             if self.restore_best_weights:
                 self.best_weights = self.model.get_weights()
+            if self.baseline is None or self._is_improvement(value, self.baseline):
+                self.wait = 0
             return
-        self.wait += 1
-        if self.wait >= self.patience:
+        if self.wait >= self.patience and epoch > 0:
             self.stopped_epoch = epoch
             self.model.stop_training = True
-            if self.restore_best_weights and self.best_weights is not None:
-                self.model.set_weights(self.best_weights)
 
     def on_train_end(self, logs: dict | None = None) -> None:
         if self.stopped_epoch and self.verbose:
-            print(f"Epoch {self.stopped_epoch + 1:05d}: early stopping")
+            print(f"Epoch {self.stopped_epoch + 1}: early stopping")
+        if self.restore_best_weights and self.best_weights is not None:
+            if self.verbose:
+                print(
+                    f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}."
+                )
+            self.model.set_weights(self.best_weights)
 
 
 class ModelCheckpoint(Callback):
     """Save the weights after each epoch (or only the best by ``monitor``) to ``filepath``,
     which may hold ``{epoch:02d}`` and log names (``{val_loss:.2f}``). Weights only: hetbed
-    cannot save whole models."""
+    cannot save whole models. ``best`` starts at +inf (mode min) or -inf (max), so a NaN is
+    never saved as the best."""
 
     def __init__(
         self,
@@ -138,13 +162,14 @@ class ModelCheckpoint(Callback):
         mode: str = "auto",
         period: int = 1,
         save_freq: Any = "epoch",
+        initial_value_threshold: float | None = None,
     ):
         super().__init__()
         self.filepath, self.monitor, self.verbose = filepath, monitor, verbose
         self.save_best_only, self.period = save_best_only, period
         self.save_weights_only = save_weights_only
-        self.better = _improved(monitor, mode)
-        self.best: float | None = None
+        self.better, worst = _improved(monitor, mode)
+        self.best: float = worst if initial_value_threshold is None else initial_value_threshold
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         logs = logs or {}
@@ -153,7 +178,7 @@ class ModelCheckpoint(Callback):
         path = self.filepath.format(epoch=epoch + 1, **logs)
         if self.save_best_only:
             value = logs.get(self.monitor)
-            if value is None or (self.best is not None and not self.better(value, self.best)):
+            if value is None or not self.better(value, self.best):
                 return
             self.best = value
         if self.verbose:
@@ -186,6 +211,12 @@ class LearningRateScheduler(Callback):
             lr = self.schedule(epoch, float(K.get_value(lr_var)))
         except TypeError:
             lr = self.schedule(epoch)
+        if isinstance(lr, (hb.Tensor, hb.Variable)):
+            if not lr.dtype.base_dtype.is_floating:
+                raise ValueError(f"The dtype of `lr` Tensor should be float. Got: {lr.dtype}")
+            lr = K.get_value(lr)
+        elif not isinstance(lr, (float, np.floating)):
+            raise ValueError(f'The output of the "schedule" function should be float. Got: {lr}')
         K.set_value(lr_var, lr)
 
 

@@ -118,7 +118,12 @@ class Layer(_rl.Layer):
         return K.batch_get_value(self.weights)
 
     def set_weights(self, weights: Sequence) -> None:
-        """Assign the arrays to ``self.weights`` in order; shapes must agree."""
+        """Assign the arrays to ``self.weights`` in order; shapes must agree (all are checked
+        before any is assigned)."""
+        K.batch_set_value(self._weight_pairs(weights))
+
+    def _weight_pairs(self, weights: Sequence) -> list:
+        """(variable, array) for ``set_weights``, after checking the count and every shape."""
         ws = self.weights
         if len(weights) != len(ws):
             raise ValueError(
@@ -132,7 +137,7 @@ class Layer(_rl.Layer):
                     f"layer {self.name!r}: weight {w.name} has shape {tuple(w.shape.as_list())}, "
                     f"the array given for it {value.shape}"
                 )
-        K.batch_set_value(list(zip(ws, weights)))
+        return list(zip(ws, weights))
 
     def count_params(self) -> int:
         return int(sum(np.prod(w.shape.as_list()) for w in self.weights))

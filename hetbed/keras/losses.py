@@ -1,5 +1,6 @@
 """``keras.losses``: per-sample losses ``fn(y_true, y_pred)`` (the mean over the last axis where
-Keras takes it) and their class forms, which reduce to the batch mean."""
+Keras takes it) and their class forms, which weight and reduce them (the batch mean by
+default)."""
 
 from __future__ import annotations
 
@@ -65,12 +66,21 @@ mae = MAE = mean_absolute_error
 mape = MAPE = mean_absolute_percentage_error
 
 
+_REDUCTIONS = ("auto", "none", "sum", "sum_over_batch_size")
+
+
 class Loss:
-    """A loss object: ``loss(y_true, y_pred)`` is the mean of the per-sample losses."""
+    """A loss object: ``loss(y_true, y_pred, sample_weight)`` weights the per-sample losses
+    (``call``) and reduces them as ``reduction`` says: "auto" and "sum_over_batch_size" divide
+    the weighted sum by the number of losses, "sum" does not, "none" keeps them. ``compile``
+    takes the per-sample losses and weights them by ``fit``'s sample_weight the same way."""
 
     fn: Callable = staticmethod(mean_squared_error)
 
     def __init__(self, reduction: str = "auto", name: str | None = None, **kwargs: Any):
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"Invalid Reduction Key: {reduction}. Expected keys are {_REDUCTIONS}")
+        self.reduction = reduction
         self.name = name or _snake(type(self).__name__)
         self.kwargs = kwargs
 
@@ -80,7 +90,15 @@ class Loss:
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         per_sample = self.call(y_true, y_pred)
         if sample_weight is not None:
-            per_sample = per_sample * hb.cast(sample_weight, per_sample.dtype)
+            w = hb.cast(sample_weight, per_sample.dtype)
+            rank = per_sample.shape.ndims
+            if w.shape.ndims == 1 and rank is not None and rank > 1:
+                w = hb.reshape(w, [-1] + [1] * (rank - 1))
+            per_sample = per_sample * w
+        if self.reduction == "none":
+            return per_sample
+        if self.reduction == "sum":
+            return hb.reduce_sum(per_sample)
         return hb.reduce_mean(per_sample)
 
 
@@ -90,10 +108,28 @@ def _snake(name: str) -> str:
     return snake(name)
 
 
+# the arguments that are not the function's: Keras's defaults, which are all hetbed takes
+_FIXED = {"axis": -1, "ignore_class": None}
+
+
 def _loss_class(name: str, fn: Callable, params: tuple = ()) -> type:
-    def __init__(self, *args: Any, reduction: str = "auto", name: str | None = None, **kw: Any):
-        kw.update(zip(params, args))
-        Loss.__init__(self, reduction, name or fn.__name__, **kw)
+    """A Loss class over ``fn``, its positional arguments in Keras's order: ``params`` (the
+    function's own keywords, and ``axis``/``ignore_class`` where Keras has them), then
+    ``reduction`` and ``name``."""
+    order = (*params, "reduction", "name")
+
+    def __init__(self, *args: Any, **kw: Any):
+        if len(args) > len(order):
+            raise TypeError(f"{name} takes at most {len(order)} arguments ({', '.join(order)})")
+        for key, value in zip(order, args):
+            if key in kw:
+                raise TypeError(f"{name} got multiple values for argument {key!r}")
+            kw[key] = value
+        for key, default in _FIXED.items():
+            if key in kw and kw.pop(key) != default:
+                raise NotImplementedError(f"{name}: hetbed supports only {key}={default!r}")
+        reduction, lname = kw.pop("reduction", "auto"), kw.pop("name", None)
+        Loss.__init__(self, reduction, lname or fn.__name__, **kw)
 
     return type(name, (Loss,), {"fn": staticmethod(fn), "__init__": __init__})
 
@@ -101,13 +137,15 @@ def _loss_class(name: str, fn: Callable, params: tuple = ()) -> type:
 MeanSquaredError = _loss_class("MeanSquaredError", mean_squared_error)
 MeanAbsoluteError = _loss_class("MeanAbsoluteError", mean_absolute_error)
 CategoricalCrossentropy = _loss_class(
-    "CategoricalCrossentropy", categorical_crossentropy, ("from_logits", "label_smoothing")
+    "CategoricalCrossentropy", categorical_crossentropy, ("from_logits", "label_smoothing", "axis")
 )
 SparseCategoricalCrossentropy = _loss_class(
-    "SparseCategoricalCrossentropy", sparse_categorical_crossentropy, ("from_logits",)
+    "SparseCategoricalCrossentropy",
+    sparse_categorical_crossentropy,
+    ("from_logits", "ignore_class"),
 )
 BinaryCrossentropy = _loss_class(
-    "BinaryCrossentropy", binary_crossentropy, ("from_logits", "label_smoothing")
+    "BinaryCrossentropy", binary_crossentropy, ("from_logits", "label_smoothing", "axis")
 )
 Hinge = _loss_class("Hinge", hinge)
 
@@ -138,3 +176,19 @@ def name_of(loss: Any) -> str:
     if isinstance(loss, Loss):
         return loss.name
     return getattr(loss, "__name__", type(loss).__name__)
+
+
+def is_categorical_crossentropy(loss: Any) -> bool:
+    if isinstance(loss, Loss):
+        return isinstance(loss, CategoricalCrossentropy)
+    return loss is categorical_crossentropy
+
+
+def expects_output_shape(loss: Any) -> bool:
+    """Whether Keras checks that targets for ``loss`` have the output's shape (its key losses:
+    mean squared error, binary and categorical crossentropy)."""
+    if isinstance(loss, Loss):
+        return isinstance(loss, (MeanSquaredError, BinaryCrossentropy, CategoricalCrossentropy))
+    return any(
+        loss is f for f in (mean_squared_error, binary_crossentropy, categorical_crossentropy)
+    )

@@ -6,6 +6,9 @@ the outputs through the recorded layer calls), subclassed models (layers set as 
 from __future__ import annotations
 
 import os
+import re
+import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -240,32 +243,25 @@ class Model(Training, Layer):
 
     def load_weights(self, filepath: str, by_name: bool = False, **unused: Any) -> None:
         """Read weights written by ``save_weights``: layer by layer in order (or by layer name
-        with ``by_name``); counts and shapes must agree."""
-        if not os.path.exists(filepath):
-            raise FileNotFoundError(f"load_weights: no file {filepath}")
-        with np.load(filepath, allow_pickle=False) as z:
-            saved: dict[str, list] = {}
-            order: list[str] = []
-            for key in sorted(z.files):
-                _, lname, _ = key.split("/")
-                if lname not in saved:
-                    order.append(lname)
-                    saved[lname] = []
-                saved[lname].append(z[key])
+        with ``by_name``); counts and shapes must agree. Every layer is checked before any weight
+        is assigned, so a file that does not fit changes nothing."""
+        saved, order = _read_weights_file(filepath)
         layers = self._weighted_layers()
+        pairs: list = []
         if by_name:
             for layer in layers:
                 if layer.name in saved:
-                    layer.set_weights(saved[layer.name])
-            return
-        if len(order) != len(layers):
-            raise ValueError(
-                f"load_weights: {filepath} holds weights of {len(order)} layers ({order}), "
-                f"model {self.name!r} has {len(layers)} layers with weights "
-                f"({[x.name for x in layers]})"
-            )
-        for layer, lname in zip(layers, order):
-            layer.set_weights(saved[lname])
+                    pairs += _checked_pairs(layer, saved[layer.name], filepath)
+        else:
+            if len(order) != len(layers):
+                raise ValueError(
+                    f"load_weights: {filepath} holds weights of {len(order)} layers ({order}), "
+                    f"model {self.name!r} has {len(layers)} layers with weights "
+                    f"({[x.name for x in layers]})"
+                )
+            for layer, lname in zip(layers, order):
+                pairs += _checked_pairs(layer, saved[lname], filepath)
+        K.batch_set_value(pairs)
 
     def save(self, filepath: str, *args: Any, **kwargs: Any) -> None:
         raise NotImplementedError(
@@ -275,6 +271,68 @@ class Model(Training, Layer):
 
     def get_config(self) -> dict:
         return {"name": self.name, "layers": [layer.name for layer in self.layers]}
+
+
+_KEY = re.compile(r"^(\d{4})/([^/]+)/(\d{3})$")
+
+
+def _read_weights_file(filepath: str) -> tuple[dict[str, list], list[str]]:
+    """The arrays of a file ``save_weights`` wrote, by layer name, and the layer names in the
+    file's order. A file of another kind, a truncated or corrupt one, or an npz archive not
+    written by ``save_weights`` raises an error naming the file and what is wrong with it."""
+    if not os.path.exists(filepath):
+        raise FileNotFoundError(f"load_weights: no file {filepath}")
+    if os.path.isdir(filepath):
+        raise IsADirectoryError(f"load_weights: {filepath} is a directory, not a weights file")
+    with open(filepath, "rb") as f:
+        head = f.read(6)
+    what = (
+        f"load_weights: {filepath} is not a weights file written by save_weights (an npz archive)"
+    )
+    if not head:
+        raise OSError(f"{what}: it is empty")
+    if head == b"\x93NUMPY":
+        raise OSError(f"{what}: it is a single numpy array (.npy)")
+    if head[:4] == b"\x89HDF":
+        raise OSError(f"{what}: it is an HDF5 file (hetbed writes npz, even to a .h5 name)")
+    if head[:4] != b"PK\x03\x04":
+        raise OSError(f"{what}: it is not a zip archive (it starts with {head!r})")
+    try:
+        with np.load(filepath, allow_pickle=False) as z:
+            keys = sorted(z.files)
+            bad = [k for k in keys if not _KEY.match(k)]
+            if bad or not keys:
+                raise ValueError(
+                    f"load_weights: {filepath} is an npz archive but not one written by "
+                    f"save_weights: its keys {bad or keys} are not <layer index>/<layer name>/"
+                    "<weight index>"
+                    if keys
+                    else f"load_weights: {filepath} is an npz archive with no arrays in it"
+                )
+            saved: dict[str, list] = {}
+            order: list[str] = []
+            for key in keys:
+                lname = _KEY.match(key).group(2)
+                if lname not in saved:
+                    order.append(lname)
+                    saved[lname] = []
+                saved[lname].append(z[key])
+    except (zipfile.BadZipFile, EOFError, zlib.error) as e:
+        raise OSError(
+            f"load_weights: {filepath} is truncated or corrupt ({type(e).__name__}: {e})"
+        ) from e
+    except ValueError as e:
+        if str(e).startswith("load_weights:"):
+            raise
+        raise OSError(f"load_weights: {filepath} holds an array numpy cannot read: {e}") from e
+    return saved, order
+
+
+def _checked_pairs(layer: Layer, arrays: list, filepath: str) -> list:
+    try:
+        return layer._weight_pairs(arrays)
+    except ValueError as e:
+        raise ValueError(f"load_weights: {filepath}: {e}") from None
 
 
 class Sequential(Model):
