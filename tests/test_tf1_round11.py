@@ -341,3 +341,80 @@ def test_dataset_counts_may_be_fed_when_the_iterator_starts():
         s.run(it.initializer, {skip: 0, size: 0})  # a batch size of 0 fails when read
         with pytest.raises(tf.errors.InvalidArgumentError, match="batch_size must be >= 1"):
             s.run(x)
+
+
+def test_group_by_window_gives_tensorflows_windows():
+    """Outputs recorded from TensorFlow 2.21's group_by_window on the same pipelines."""
+    gbw = tf.contrib.data.group_by_window
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.range(11).map(lambda x: (x, tf.fill([x % 4 + 1], x)))
+        a = ds.apply(
+            gbw(
+                lambda x, y: x % 3,
+                lambda k, w: w.padded_batch(2, padded_shapes=([], [None])),
+                window_size=2,
+            )
+        )
+        b = tf.data.Dataset.range(13).apply(
+            gbw(
+                lambda x: x % 4,
+                lambda k, w: w.batch(5).map(lambda v: v * 100 + k),
+                window_size_func=lambda k: k + 1,
+            )
+        )
+        xa, xb = a.make_one_shot_iterator().get_next(), b.make_one_shot_iterator().get_next()
+        with tf.Session() as s:
+            got_a = [s.run(xa)[0].tolist() for _ in range(6)]
+            got_b = [s.run(xb).tolist() for _ in range(8)]
+            with pytest.raises(tf.errors.OutOfRangeError):
+                s.run(xb)
+        with pytest.raises(ValueError, match="either window_size or window_size_func"):
+            gbw(lambda x: x, lambda k, w: w)
+    assert got_a == [[0, 3], [1, 4], [2, 5], [6, 9], [7, 10], [8]]
+    assert got_b == [
+        [0],
+        [400],
+        [101, 501],
+        [800],
+        [202, 602, 1002],
+        [1200],
+        [901],
+        [303, 703, 1103],
+    ]
+
+
+def test_sample_embedding_helper_and_nmts_names():
+    emb = np.eye(4, dtype=np.float32)
+    with tf.Graph().as_default():
+        cell = tf.nn.rnn_cell.BasicRNNCell(4)
+        outs = {}
+        for kind, helper in (
+            ("greedy", tf.contrib.seq2seq.GreedyEmbeddingHelper(emb, [1, 2], 0)),
+            (
+                "cold",
+                tf.contrib.seq2seq.SampleEmbeddingHelper(
+                    emb, [1, 2], 0, softmax_temperature=1e-4, seed=3
+                ),
+            ),
+            (
+                "hot",
+                tf.contrib.seq2seq.SampleEmbeddingHelper(
+                    emb, [1, 2], 0, softmax_temperature=5.0, seed=3
+                ),
+            ),
+        ):
+            with tf.variable_scope("d", reuse=tf.AUTO_REUSE):
+                dec = tf.contrib.seq2seq.BasicDecoder(cell, helper, cell.zero_state(2, tf.float32))
+                out, _, _ = tf.contrib.seq2seq.dynamic_decode(dec, maximum_iterations=5)
+            outs[kind] = out.sample_id
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            got = s.run(outs)
+    np.testing.assert_array_equal(got["cold"], got["greedy"])  # a cold softmax is the argmax
+    assert got["hot"].min() >= 0 and got["hot"].max() < 4
+    from hetbed.compat.v1.python.ops import lookup_ops
+
+    assert lookup_ops.index_table_from_file is tf.contrib.lookup.index_table_from_file
+    assert tf.contrib.learn.ModeKeys.INFER == "infer"
+    with tf.container("c"):
+        pass

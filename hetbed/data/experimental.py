@@ -19,7 +19,7 @@ from hetbed.runtime import dtypes as _dt
 from hetbed.runtime.errors import InvalidArgumentError
 
 from .dataset import Dataset, common_shapes
-from .windows import get_single_element, scan
+from .windows import get_single_element, group_by_window, scan
 
 #: TF's "choose for me" for buffer sizes and parallelism (hetbed makes elements when asked)
 AUTOTUNE = -1
@@ -198,6 +198,7 @@ __all__ = [
     "copy_to_device",
     "enumerate_dataset",
     "get_single_element",
+    "group_by_window",
     "map_and_batch",
     "parallel_interleave",
     "prefetch_to_device",

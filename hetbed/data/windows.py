@@ -251,3 +251,90 @@ def get_single_element(ds: Dataset) -> Any:
         "DatasetSingleElement", list(ds._captures), attrs, name="DatasetSingleElement", graph=g
     )
     return _pack(ds._structure, list(op.outputs))
+
+
+# ---- group_by_window ------------------------------------------------------------------------------
+
+
+def group_by_window(
+    key_func: Callable,
+    reduce_func: Callable,
+    window_size: Any = None,
+    window_size_func: Callable | None = None,
+) -> Callable[[Dataset], Dataset]:
+    """For ``dataset.apply``: elements grouped by ``key_func`` (an int64 scalar per element);
+    each time a group holds ``window_size`` elements (or ``window_size_func(key)``) it becomes a
+    window dataset, and the elements of ``reduce_func(key, window)`` follow; at the end the
+    partial groups are emitted, smallest key first (TF keeps them in an ordered map)."""
+    from hetbed.runtime.ops.array import placeholder
+
+    from .dataset import _GraphFunction
+
+    if (window_size is None) == (window_size_func is None):
+        raise ValueError("Must pass either window_size or window_size_func.")
+
+    def apply(ds: Dataset) -> Dataset:
+        keys = _GraphFunction(ds, key_func)
+        if (
+            len(keys.outs) != 1
+            or keys.out_types[0] != _dt.int64
+            or keys.out_shapes[0].ndims not in (None, 0)
+        ):
+            raise ValueError(
+                f"group_by_window: key_func must return a scalar int64 tensor, got "
+                f"{[t.name for t in keys.out_types]} of shapes {keys.out_shapes}"
+            )
+        key_stub = Dataset(None, [_dt.int64], [TensorShape([])], lambda env: iter(()))
+        sizes = None
+        if window_size_func is not None:
+            sizes = _GraphFunction(key_stub, window_size_func)
+        key_ph = placeholder(_dt.int64, [], name="group_by_window_key")
+        rows: list = []
+        window = Dataset(ds._structure, ds._types, ds._shapes, lambda env: iter(list(rows)))
+        inner = reduce_func(key_ph, window)
+        if not isinstance(inner, Dataset):
+            raise TypeError(
+                f"group_by_window: reduce_func must return a Dataset, got {type(inner).__name__}"
+            )
+        own = [c for c in inner._captures if c is not key_ph]
+        fixed_size = None if window_size is None else int(window_size)
+        if fixed_size is not None and fixed_size < 1:
+            raise InvalidArgumentError(
+                f"group_by_window: window_size must be >= 1, got {window_size}"
+            )
+
+        def make(env: dict) -> Any:
+            key_of = keys.runner(env)
+            size_of = sizes.runner(env) if sizes is not None else None
+            groups: dict = {}
+            limits: dict = {}
+
+            def emit(k: int) -> Any:
+                rows[:] = groups.pop(k)
+                yield from list(inner._elements({**env, key_ph: np.int64(k)}))
+
+            for el in ds._elements(env):
+                k = int(np.asarray(key_of(el)[0]))
+                if k not in limits:
+                    n = (
+                        fixed_size
+                        if size_of is None
+                        else int(np.asarray(size_of([np.int64(k)])[0]))
+                    )
+                    if n < 1:
+                        raise InvalidArgumentError(
+                            f"group_by_window: Window size must be greater than zero, but got {n}."
+                        )
+                    limits[k] = n
+                groups.setdefault(k, []).append(el)
+                if len(groups[k]) == limits[k]:
+                    yield from emit(k)
+            for k in sorted(groups):
+                yield from emit(k)
+
+        caps = list(ds._captures) + [c for c in keys.outer + own if c not in ds._captures]
+        if sizes is not None:
+            caps += [c for c in sizes.outer if c not in caps]
+        return Dataset(inner._structure, inner._types, inner._shapes, make, caps)
+
+    return apply

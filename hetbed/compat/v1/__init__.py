@@ -732,6 +732,25 @@ compat.forward_compatibility_horizon = _forward_compatibility_horizon  # type: i
 
 
 @_contextlib.contextmanager
+def container(container_name: str):
+    """TF1's ``tf.container``: resources made inside go in the named container (hetbed keeps
+    one resource namespace per session, so only the scope is kept)."""
+    yield container_name
+
+
+contrib.learn = _namespace(  # type: ignore[attr-defined]
+    "contrib.learn",
+    "TF1's tf.contrib.learn: only the ModeKeys names programs compare modes with.",
+    {
+        "ModeKeys": _types.SimpleNamespace(TRAIN="train", EVAL="eval", INFER="infer"),
+    },
+)
+contrib.framework.list_variables = train.list_variables  # type: ignore[attr-defined]
+contrib.framework.load_checkpoint = train.load_checkpoint  # type: ignore[attr-defined]
+contrib.framework.load_variable = train.load_variable  # type: ignore[attr-defined]
+
+
+@_contextlib.contextmanager
 def init_scope():
     """TF's ``init_scope`` in graph mode: ops made inside wait for no control dependencies
     (there are no function graphs to lift out of)."""

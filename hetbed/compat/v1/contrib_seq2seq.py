@@ -30,9 +30,7 @@ class TrainingHelper:
 
     def __init__(self, inputs: Any, sequence_length: Any, time_major: bool = False, name=None):
         x = _hb.convert_to_tensor(inputs)
-        self._inputs_tm = x if time_major else _hb.transpose(
-            x, [1, 0, *range(2, x.shape.ndims)]
-        )  # fmt: skip
+        self._inputs_tm = x if time_major else _hb.transpose(x, [1, 0, *range(2, x.shape.ndims)])
         self._lengths = _hb.cast(_hb.convert_to_tensor(sequence_length), _dt.int32)
         self._batch = _hb.shape(self._lengths)[0]
         self._max_len = _hb.shape(self._inputs_tm)[0]
@@ -86,6 +84,54 @@ class GreedyEmbeddingHelper:
     def next_inputs(self, time: Any, outputs: Any, state: Any, sample_ids: Any, name=None):
         finished = _hb.equal(sample_ids, self._end)
         return finished, self._embed(sample_ids), state
+
+
+class SampleEmbeddingHelper(GreedyEmbeddingHelper):
+    """GreedyEmbeddingHelper that samples each step's id from the softmax of the logits
+    (divided by ``softmax_temperature``) instead of taking the argmax."""
+
+    def __init__(
+        self,
+        embedding: Any,
+        start_tokens: Any,
+        end_token: Any,
+        softmax_temperature: Any = None,
+        seed: Any = None,
+    ):
+        super().__init__(embedding, start_tokens, end_token)
+        self._temperature = softmax_temperature
+        self._seed = seed
+
+    def sample(self, time: Any, outputs: Any, state: Any, name=None) -> Any:
+        logits = outputs if self._temperature is None else outputs / self._temperature
+        ids = _hb.multinomial(logits, 1, seed=self._seed, output_dtype=_dt.int32)
+        return _hb.reshape(ids, [-1])
+
+
+class InferenceHelper:
+    """Feeds ``next_inputs_fn(sample_ids)`` back from ``start_inputs``; ``sample_fn(outputs)``
+    makes the ids; a sequence ends where ``end_fn(sample_ids)`` is true (never without it)."""
+
+    def __init__(
+        self, sample_fn, sample_shape, sample_dtype, start_inputs, end_fn, next_inputs_fn=None
+    ):
+        self._sample_fn, self._end_fn = sample_fn, end_fn
+        self._next_inputs_fn = next_inputs_fn or (lambda ids: ids)
+        self._start = _hb.convert_to_tensor(start_inputs)
+        self._batch = _hb.shape(self._start)[0]
+
+    @property
+    def batch_size(self) -> Any:
+        return self._batch
+
+    def initialize(self, name=None) -> tuple:
+        return _hb.zeros(_hb.stack([self._batch]), dtype=_dt.bool_), self._start
+
+    def sample(self, time: Any, outputs: Any, state: Any, name=None) -> Any:
+        return self._sample_fn(outputs)
+
+    def next_inputs(self, time: Any, outputs: Any, state: Any, sample_ids: Any, name=None):
+        return self._end_fn(sample_ids), self._next_inputs_fn(sample_ids), state
 
 
 class BasicDecoder:
@@ -202,6 +248,8 @@ __all__ = [
     "BasicDecoder",
     "BasicDecoderOutput",
     "GreedyEmbeddingHelper",
+    "InferenceHelper",
+    "SampleEmbeddingHelper",
     "TrainingHelper",
     "dynamic_decode",
 ]

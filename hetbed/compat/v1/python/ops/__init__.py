@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     array_ops,
     control_flow_ops,
     init_ops,
+    lookup_ops,
     math_ops,
     nn,
     nn_ops,
