@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -15,30 +16,97 @@ from . import dtypes as _dt
 
 class Dimension(int):
     """A known dimension as TF1 programs read one from a shape (``x.get_shape()[1].value``): an
-    int that also has TF1's ``value``. Unknown dimensions are None."""
+    int that also has TF1's ``value``. ``Dimension(None)`` is the unknown one
+    (``UnknownDimension``), which a TF1 program gets from an unknown dimension of a shape; hetbed's
+    own code reads None there (``TensorShape.__getitem__``)."""
 
     __slots__ = ()
+
+    def __new__(cls, value: Any = None) -> Any:
+        if value is None or isinstance(value, UnknownDimension):
+            return UNKNOWN_DIMENSION
+        return int.__new__(cls, int(value))
 
     @property
     def value(self) -> int:
         return int(self)
 
 
+class UnknownDimension:
+    """TF1's ``Dimension(None)``: ``value`` is None, comparisons with it are unknown (None,
+    which is false), arithmetic gives it again; it is not an int."""
+
+    __slots__ = ()
+    value = None
+
+    def __repr__(self) -> str:
+        return "Dimension(None)"
+
+    def __str__(self) -> str:
+        return "?"
+
+    def __eq__(self, other: object) -> Any:
+        return other is None or isinstance(other, UnknownDimension) or None
+
+    def __ne__(self, other: object) -> Any:
+        return not (other is None or isinstance(other, UnknownDimension)) and None
+
+    def __hash__(self) -> int:
+        return hash(None)
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __int__(self) -> int:
+        raise TypeError("an unknown Dimension has no int value")
+
+    __index__ = __int__
+
+    def _unknown(self, *_: Any) -> UnknownDimension:
+        return self
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _unknown
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _unknown
+    __lt__ = __le__ = __gt__ = __ge__ = lambda self, other: None  # noqa: E731
+
+    def is_compatible_with(self, other: Any) -> bool:
+        return True
+
+    def merge_with(self, other: Any) -> Any:
+        return Dimension(other) if not isinstance(other, UnknownDimension) else self
+
+
+UNKNOWN_DIMENSION = object.__new__(UnknownDimension)
+
+
+def _caller_is_user(depth: int = 2) -> bool:
+    """Whether the code asking for a dimension is not hetbed's own (which reads None)."""
+    name = sys._getframe(depth).f_globals.get("__name__", "")
+    return not (name == "hetbed" or name.startswith("hetbed."))
+
+
 def dimension_value(d: Any) -> int | None:
     """TF1's ``tf.compat.dimension_value``: a dimension (or int, or None) as an int or None."""
-    return None if d is None else int(d)
+    return None if d is None or isinstance(d, UnknownDimension) else int(d)
 
 
 class TensorShape:
     """A possibly partial shape: ``dims`` is a tuple of ints and Nones, or None for unknown rank.
-    Indexing it gives a ``Dimension`` (an int with TF1's ``value``) or None."""
+    Indexing or iterating it gives ``Dimension``s (an int with TF1's ``value``); an unknown one is
+    ``Dimension(None)`` to a TF1 program and None to hetbed's own code."""
 
     __slots__ = ("dims",)
 
     def __init__(self, dims: Iterable[int | None] | TensorShape | None):
         if isinstance(dims, TensorShape):
             dims = dims.dims
-        self.dims = None if dims is None else tuple(None if d is None else int(d) for d in dims)
+        self.dims = (
+            None
+            if dims is None
+            else tuple(
+                None if d is None or isinstance(d, UnknownDimension) else int(d) for d in dims
+            )
+        )
 
     @property
     def ndims(self) -> int | None:
@@ -114,9 +182,11 @@ class TensorShape:
             return TensorShape(None)
         return TensorShape(self.dims + other.dims)
 
-    def __iter__(self) -> Iterator[int | None]:
+    def __iter__(self) -> Iterator[Any]:
         if self.dims is None:
             raise ValueError("cannot iterate over a shape of unknown rank")
+        if _caller_is_user():  # TF1 programs iterate Dimensions ([d.value for d in shape])
+            return iter([UNKNOWN_DIMENSION if d is None else Dimension(d) for d in self.dims])
         return iter(self.dims)
 
     def __len__(self) -> int:
@@ -130,7 +200,9 @@ class TensorShape:
         if isinstance(i, slice):
             return TensorShape(self.dims[i])
         d = self.dims[i]
-        return None if d is None else Dimension(d)
+        if d is None:  # TF1 programs get Dimension(None); hetbed's own code None
+            return UNKNOWN_DIMENSION if _caller_is_user() else None
+        return Dimension(d)
 
     def __eq__(self, other: object) -> bool:
         try:
@@ -155,6 +227,8 @@ def as_shape(value: object) -> TensorShape:
         return TensorShape(None)
     if isinstance(value, (int, np.integer)):
         return TensorShape([int(value)])
+    if isinstance(value, UnknownDimension):
+        return TensorShape([None])
     return TensorShape(value)  # type: ignore[arg-type]
 
 

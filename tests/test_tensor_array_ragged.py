@@ -173,7 +173,7 @@ def test_a_while_loop_writing_growing_prefixes_then_concat(infer_shape):
         ta0 = tf.TensorArray(tf.float64, size=n, infer_shape=infer_shape)
         _, ta = tf.while_loop(lambda i, ta: i < n, body, [0, ta0])
         y = ta.concat()
-        assert y.shape.ndims in (None, 1) and (y.shape.ndims is None or y.shape[0] is None)
+        assert y.shape.ndims in (None, 1) and (y.shape.ndims is None or y.shape.dims[0] is None)
         (gx,) = tf.gradients(tf.reduce_sum(tf.sin(y) * w), [x])
         with tf.Session() as s:
             got, g = s.run([y, gx], {x: xv})

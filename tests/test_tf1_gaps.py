@@ -399,7 +399,7 @@ def test_shape_dimensions_have_value_and_summary_names_are_cleaned():
     with tf.Graph().as_default():
         x = tf.placeholder(tf.float32, [None, 7])
         d = x.get_shape()[1]
-        assert d.value == 7 and d == 7 and d * 2 == 14 and x.shape[0] is None
+        assert d.value == 7 and d == 7 and d * 2 == 14 and x.shape[0].value is None
         assert tf.compat.dimension_value(d) == 7 and tf.compat.dimension_value(None) is None
         assert isinstance(d, tf.Dimension) and [int(v) for v in x.shape[1:]] == [7]
         s1 = tf.summary.scalar("conv1/weight_loss (raw)", tf.reduce_sum(x))

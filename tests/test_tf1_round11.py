@@ -418,3 +418,19 @@ def test_sample_embedding_helper_and_nmts_names():
     assert tf.contrib.learn.ModeKeys.INFER == "infer"
     with tf.container("c"):
         pass
+
+
+def test_unknown_dimensions_are_tf1s_dimension_none():
+    x = tf.placeholder(tf.float32, [None, 3])
+    assert x.shape[0].value is None and x.shape[1].value == 3
+    assert [d.value for d in x.get_shape()] == [None, 3]
+    assert tf.Dimension(None).value is None and tf.Dimension(4).value == 4
+    assert x.shape[0] == None and x.shape[0] != 3  # noqa: E711 - TF1's comparisons
+    assert not x.shape[0] and (x.shape[0] + 1).value is None
+    assert tf.TensorShape([x.shape[0], 4]).as_list() == [None, 4]
+    assert tf.compat.dimension_value(x.shape[0]) is None
+    with pytest.raises(TypeError):
+        int(x.shape[0])
+    n = x.shape[0].value or tf.shape(x)[0]  # nmt's idiom
+    with tf.Session() as s:
+        assert s.run(n, {x: np.zeros((5, 3))}) == 5
