@@ -425,7 +425,7 @@ def test_unknown_dimensions_are_tf1s_dimension_none():
     assert x.shape[0].value is None and x.shape[1].value == 3
     assert [d.value for d in x.get_shape()] == [None, 3]
     assert tf.Dimension(None).value is None and tf.Dimension(4).value == 4
-    assert x.shape[0] == None and x.shape[0] != 3  # noqa: E711 - TF1's comparisons
+    assert (x.shape[0] != 3) is None and (x.shape[0] == 3) is None  # unknown, as TF1 answers
     assert not x.shape[0] and (x.shape[0] + 1).value is None
     assert tf.TensorShape([x.shape[0], 4]).as_list() == [None, 4]
     assert tf.compat.dimension_value(x.shape[0]) is None
