@@ -155,10 +155,29 @@ class NumericColumn(DenseColumn):
             )
         if self.normalizer_fn is not None:
             x = self.normalizer_fn(x)
-        return hb.cast(x, hb.float32)
+        return self._per_example(hb.cast(x, hb.float32))
+
+    def _per_example(self, x: Any) -> Any:
+        """``x`` as [batch, width], batch its first dimension: an input whose examples do not
+        hold ``shape``'s values each fails (ValueError when its shape is known, else
+        InvalidArgumentError when run) rather than being re-batched, as TF's
+        ``reshape(x, [batch, width])`` fails."""
+        want = f"numeric_column {self.key!r}: expected {self.width} values per example (shape {self.shape})"  # fmt: skip
+        dims = x.shape.as_list() if x.shape.ndims is not None else None
+        if dims is not None and None not in dims[1:] and dims[0] != 0:
+            got = int(np.prod(dims[1:], dtype=np.int64))
+            if got != self.width:
+                raise ValueError(f"{want}, got input of shape {tuple(dims)}")
+        batch = hb.shape(x, out_type=hb.int64)[0]
+        check = hb.assert_equal(
+            hb.size(x, out_type=hb.int64), batch * np.int64(self.width),
+            data=[f"{want}; the input's shape is", hb.shape(x)], name="check_shape",
+        )  # fmt: skip
+        with hb.control_dependencies([check]):
+            return hb.reshape(x, hb.stack([batch, np.int64(self.width)]))
 
     def _dense(self, tr, collections, trainable):
-        return hb.reshape(tr.get(self), [-1, self.width])
+        return tr.get(self)
 
 
 @dataclass(frozen=True)

@@ -396,3 +396,27 @@ def test_dnn_dropout_only_while_training(tmp_path):
     preds = np.array([p["predictions"][0] for p in est.predict(_numpy_input(x, batch=8))])
     assert a["loss"] == b["loss"]
     assert a["loss"] == pytest.approx(float(((preds - y[:, 0]) ** 2).sum()), rel=1e-5)
+
+
+# ---- bad inputs fail, naming the column, rather than giving numbers -------------------------------
+
+
+def test_numeric_column_of_the_wrong_width_fails():
+    """An input whose examples do not hold the column's shape fails (TF's reshape to
+    [batch, width] fails) instead of being re-batched: ValueError when its shape is known,
+    InvalidArgumentError naming the column when run."""
+    col = fc.numeric_column("n", shape=(2,))
+    with pytest.raises(ValueError, match=r"numeric_column 'n': expected 2 values per example.*\(2, 3\)"):  # fmt: skip
+        _dense([col], {"n": np.zeros((2, 3), np.float32)})
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [None, None])
+        out = fc.input_layer({"n": p}, [col])
+        bucket = fc.input_layer({"n": p}, [fc.bucketized_column(col, [0.5])])
+        with tf.Session() as s:
+            for bad in (np.arange(6).reshape(2, 3), np.ones((3, 4))):
+                for t in (out, bucket):
+                    with pytest.raises(tf.errors.InvalidArgumentError, match="numeric_column 'n': expected 2 values per example"):  # fmt: skip
+                        s.run(t, {p: bad})
+            np.testing.assert_array_equal(s.run(out, {p: [[1, 2], [3, 4]]}), [[1, 2], [3, 4]])
+            np.testing.assert_array_equal(s.run(bucket, {p: [[0, 1]]}), [[1, 0, 0, 1]])
+            assert s.run(out, {p: np.zeros((0, 5))}).shape == (0, 2)
