@@ -401,9 +401,33 @@ class WeightedCategoricalColumn(CategoricalColumn):
             )
         if not isinstance(w, SparseTensor):
             w = _sparse_dropping(w, hb.constant(0, dtype=w.dtype))
-        return IdWeights(
-            got.ids, SparseTensor(w.indices, hb.cast(w.values, hb.float32), w.dense_shape)
+        with hb.control_dependencies([self._check_indices(got.ids, w)]):
+            values = hb.identity(hb.cast(w.values, hb.float32))
+        return IdWeights(got.ids, SparseTensor(w.indices, values, w.dense_shape))
+
+    def _check_indices(self, ids: SparseTensor, w: SparseTensor) -> Any:
+        """An op failing (InvalidArgumentError) unless the weights have the ids' indices: a
+        weight for every id and no other (TF's SparseMerge fails on a count mismatch)."""
+        a, b = hb.cast(ids.indices, hb.int64), hb.cast(w.indices, hb.int64)
+        ra, rb = (t.shape.as_list()[-1:] if t.shape.ndims else [None] for t in (a, b))
+        if None not in (ra[0], rb[0]) and ra != rb:
+            raise ValueError(
+                f"weighted_categorical_column {self.name!r}: the ids have rank {ra[0]} and the "
+                f"weights {self.weight_feature_key!r} rank {rb[0]}; they must have the same "
+                "indices"
+            )
+        sa, sb = hb.shape(a, out_type=hb.int64), hb.shape(b, out_type=hb.int64)
+        common = hb.minimum(sa, sb)
+        same = hb.logical_and(
+            hb.reduce_all(hb.equal(sa, sb)),
+            hb.reduce_all(hb.equal(hb.slice(a, [0, 0], common), hb.slice(b, [0, 0], common))),
         )
+        msg = (
+            f"weighted_categorical_column {self.name!r}: the weights "
+            f"{self.weight_feature_key!r} must have the same indices as the ids (one weight per "
+            "id; a dense weight of 0 is dropped); ids, weights:"
+        )
+        return hb.Assert(same, [msg, sa, sb], name="check_weight_indices")
 
 
 @dataclass(frozen=True)

@@ -420,3 +420,28 @@ def test_numeric_column_of_the_wrong_width_fails():
             np.testing.assert_array_equal(s.run(out, {p: [[1, 2], [3, 4]]}), [[1, 2], [3, 4]])
             np.testing.assert_array_equal(s.run(bucket, {p: [[0, 1]]}), [[1, 0, 0, 1]])
             assert s.run(out, {p: np.zeros((0, 5))}).shape == (0, 2)
+
+
+def test_weighted_column_needs_a_weight_per_id():
+    """The weights must have the ids' indices (TF's SparseMerge fails on fewer weights than
+    ids): a missing or misplaced weight is an InvalidArgumentError naming the column, not an
+    invented weight."""
+    col = fc.weighted_categorical_column(fc.categorical_column_with_identity("k", 5), "w")
+    ind = fc.indicator_column(col)
+    msg = "weighted_categorical_column 'k_weighted_by_w': the weights 'w' must have the same indices"  # fmt: skip
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+        _dense([ind], {"k": np.array([[1, 2]], np.int64), "w": [[0.5]]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):  # a dense weight 0 is dropped
+        _dense([ind], {"k": np.array([[1, 2]], np.int64), "w": [[0.5, 0.0]]})
+    ids = (np.array([[0, 0], [1, 0]], np.int64), np.array([1, 3], np.int64), np.array([2, 2], np.int64))  # fmt: skip
+    moved = (np.array([[0, 0], [1, 1]], np.int64), np.array([0.5, 2.0], np.float32), ids[2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+        _dense([ind], {"k": ids, "w": moved})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+        _run(lambda f: fc.linear_model(f, [col]), {"k": ids, "w": moved})
+    same = (ids[0], np.array([0.5, 2.0], np.float32), ids[2])
+    np.testing.assert_array_equal(
+        _dense([ind], {"k": ids, "w": same}), [[0, 0.5, 0, 0, 0], [0, 0, 0, 2, 0]]
+    )
+    got = _dense([ind], {"k": np.array([[1, 2], [4, -1]], np.int64), "w": [[0.5, 1.5], [2, 0]]})
+    np.testing.assert_array_equal(got, [[0, 0.5, 1.5, 0, 0], [0, 0, 0, 0, 2]])
