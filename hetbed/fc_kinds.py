@@ -300,14 +300,11 @@ class VocabularyFileCategoricalColumn(CategoricalColumn):
         x = _as_ids_input(self, tr.get(self.key))
         _check_kind(self, x, self.dtype.is_string)
         keys = x.values if self.dtype.is_string else hb.cast(x.values, hb.int64)
-        table = _lookup.index_table_from_file(
-            self.vocabulary_file,
-            num_oov_buckets=self.num_oov_buckets,
-            vocab_size=self.vocabulary_size,
-            default_value=self.default_value,
-            key_dtype=self.dtype,
-            name=f"{self.key}_lookup",
-        )
+        table = _lookup._index_table_from_file(
+            self.vocabulary_file, self.num_oov_buckets, self.vocabulary_size,
+            self.default_value, None, self.dtype, f"{self.key}_lookup",
+            context=f"categorical_column_with_vocabulary_file {self.key!r}",
+        )  # fmt: skip
         return IdWeights(SparseTensor(x.indices, table.lookup(keys), x.dense_shape), None)
 
 

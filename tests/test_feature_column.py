@@ -4,6 +4,8 @@ compares with a live TensorFlow)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -445,3 +447,42 @@ def test_weighted_column_needs_a_weight_per_id():
     )
     got = _dense([ind], {"k": np.array([[1, 2], [4, -1]], np.int64), "w": [[0.5, 1.5], [2, 0]]})
     np.testing.assert_array_equal(got, [[0, 0.5, 1.5, 0, 0], [0, 0, 0, 0, 2]])
+
+
+def test_vocabulary_file_content_is_checked_at_table_init(tmp_path):
+    """As TF's table init: an empty line, fewer lines than vocabulary_size, or a word in an
+    int64 vocabulary is an InvalidArgumentError naming the column and the file (not the key "",
+    a wider indicator, or a bare int() error); lines end at \\n, a \\r before it dropped."""
+    cases = [
+        ("a\n\nb\n", {}, [["a"]], "Invalid content in {}: empty line found at position 3"),
+        ("a\r\n\r\nb\r\n", {}, [["a"]], "Invalid content in {}: empty line found at position 5"),
+        (
+            "a\nb\n",
+            {"vocabulary_size": 5},
+            [["a"]],
+            "Invalid vocab_size in {}: expected 5 but got 2",
+        ),  # fmt: skip
+        (
+            "a\nb\n",
+            {"dtype": tf.int64},
+            np.array([[1]], np.int64),
+            "Field 'a' in line 0 of {} is not a valid int64",
+        ),  # fmt: skip
+    ]
+    for i, (text, kw, feats, msg) in enumerate(cases):
+        path = tmp_path / f"v{i}.txt"
+        path.write_bytes(text.encode())
+        col = fc.indicator_column(fc.categorical_column_with_vocabulary_file("k", str(path), **kw))
+        msg = "categorical_column_with_vocabulary_file 'k': " + msg.format(path)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(msg)):
+            _dense([col], {"k": feats})
+    path = tmp_path / "ok.txt"
+    path.write_bytes(b"7\r\n-3\r\n\n")  # an empty line after vocabulary_size lines is not read
+    col = fc.categorical_column_with_vocabulary_file("k", str(path), 2, dtype=tf.int64)
+    got = _dense([fc.indicator_column(col)], {"k": np.array([[-3], [7], [5]], np.int64)})
+    np.testing.assert_array_equal(got, [[0, 1], [1, 0], [0, 0]])
+    path.write_bytes(b"x\x0cy\nz")  # only \n ends a line; a last line needs none
+    col = fc.categorical_column_with_vocabulary_file("k", str(path))
+    assert col.num_buckets == 2
+    got = _dense([fc.indicator_column(col)], {"k": [["z"], ["x\x0cy"], ["x"]]})
+    np.testing.assert_array_equal(got, [[0, 1], [1, 0], [0, 0]])
