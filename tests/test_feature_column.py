@@ -486,3 +486,62 @@ def test_vocabulary_file_content_is_checked_at_table_init(tmp_path):
     assert col.num_buckets == 2
     got = _dense([fc.indicator_column(col)], {"k": [["z"], ["x\x0cy"], ["x"]]})
     np.testing.assert_array_equal(got, [[0, 1], [1, 0], [0, 0]])
+
+
+def _const_input(x, y):
+    """An input_fn giving the whole batch; ``y`` as it is, or a placeholder_with_default of
+    unknown shape (its shape known only when run)."""
+
+    def input_fn():
+        lab = y() if callable(y) else tf.constant(y)
+        return {"x": tf.constant(np.asarray(x, np.float32))}, lab
+
+    return input_fn
+
+
+def _trained(tmp_path, make, x, y):
+    """An estimator trained one step on good labels, and its variables."""
+    est = make(str(tmp_path))
+    est.train(_const_input(x, y), steps=1)
+    return est, {n: est.get_variable_value(n) for n in est.get_variable_names()}
+
+
+def _unchanged(est, before):
+    for n, v in before.items():
+        np.testing.assert_array_equal(est.get_variable_value(n), v, err_msg=n)
+
+
+def test_canned_heads_check_the_label_shape(tmp_path):
+    """Labels must be [batch, label_dimension] ([batch] when it is 1), as TF's heads check:
+    a known wrong last dimension is TF's ValueError when the graph is built; one seen only
+    when run fails the step (InvalidArgumentError) before any variable changes."""
+    x = np.linspace(0, 1, 8, dtype=np.float32).reshape(8, 1)
+    cols = [fc.numeric_column("x")]
+    reg = lambda d, n=1: tf.estimator.LinearRegressor(cols, model_dir=d, label_dimension=n)  # noqa: E731
+    cls = lambda d, n=2: tf.estimator.LinearClassifier(cols, model_dir=d, n_classes=n)  # noqa: E731
+    wrong = [
+        (reg, np.ones((8, 2), np.float32), 1, 2),
+        (lambda d: reg(d, 3), np.ones(8, np.float32), 3, 1),
+        (cls, np.ones((8, 2), np.int64), 1, 2),
+        (lambda d: cls(d, 3), np.ones((8, 3), np.int64), 1, 3),
+    ]
+    for i, (make, y, want, got) in enumerate(wrong):
+        est = make(str(tmp_path / f"s{i}"))
+        msg = f"Mismatched label shape. Expected labels dimension={want}.  Received {got}."
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            est.train(_const_input(x, y), steps=1)
+    unknown = lambda v: lambda: tf.placeholder_with_default(v, [None, None])  # noqa: E731
+    for i, (make, good, bad) in enumerate([
+        (reg, np.ones((8, 1), np.float32), np.ones((8, 2), np.float32)),
+        (lambda d: reg(d, 2), np.ones((8, 2), np.float32), np.ones((4, 2), np.float32)),
+        (cls, np.ones((8, 1), np.int64), np.ones((4, 2), np.int64)),
+        (lambda d: cls(d, 3), np.ones((8, 1), np.int64), np.ones((8, 3), np.int64)),
+    ]):  # fmt: skip
+        est, before = _trained(tmp_path / f"r{i}", make, x, good)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="labels shape must be"):
+            est.train(_const_input(x, unknown(bad)), steps=1)
+        _unchanged(est, before)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="labels shape must be"):
+            est.evaluate(_const_input(x, unknown(bad)), steps=1)
+    est = reg(str(tmp_path / "ok"))  # rank-1 labels, shape known only when run: fine
+    est.train(_const_input(x, lambda: tf.placeholder_with_default(x[:, 0], [None])), steps=1)
