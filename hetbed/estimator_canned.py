@@ -169,10 +169,11 @@ class _ClassifierHead(_Head):
         self.logits_dimension = 1 if self.n_classes == 2 else self.n_classes
 
     def _labels(self, labels: Any, logits: Any) -> Any:
-        """Class ids [batch, 1] int64 (shape checked against the logits), looked up in
-        label_vocabulary when there is one, and checked to be in [0, n_classes) when the step
-        runs."""
+        """Labels [batch, 1] (shape checked against the logits): class ids (int64; looked up
+        in label_vocabulary when there is one), or for the binary head float32 in [0, 1] (a
+        soft label is kept, as TF keeps it), checked to be in range when the step runs."""
         lab = _dense_labels(labels, logits, 1, self.who)
+        binary = self.n_classes == 2
         if self.vocab is not None:
             if not lab.dtype.is_string:
                 raise ValueError(f"{self.who}: with label_vocabulary, labels must be strings")
@@ -180,17 +181,19 @@ class _ClassifierHead(_Head):
             ids = table.lookup(lab)
             msg = f"{self.who}: labels must be in label_vocabulary {self.vocab}"
             with hb.control_dependencies([hb.assert_non_negative(ids, message=msg)]):
-                return hb.identity(ids)
-        if lab.dtype.is_string or lab.dtype.is_floating and self.n_classes > 2:
+                ids = hb.identity(ids)
+            return hb.cast(ids, hb.float32) if binary else ids
+        if lab.dtype.is_string or not (binary or lab.dtype.is_integer):
             raise ValueError(
                 f"{self.who}: labels must be integer class ids (or give label_vocabulary), got "
                 f"{lab.dtype.name}"
             )
-        ids = hb.cast(lab, hb.int64)
-        msg = f"{self.who}: labels must be in [0, {self.n_classes})"
+        ids = hb.cast(lab, hb.float32 if binary else hb.int64)
+        top = "1" if binary else f"n_classes - 1 = {self.n_classes - 1}"
+        msg = f"{self.who}: labels must be in [0, {top}]"
         checks = [
             hb.assert_non_negative(ids, message=msg),
-            hb.assert_less(ids, np.int64(self.n_classes), message=msg),
+            hb.assert_less_equal(ids, hb.cast(self.n_classes - 1, ids.dtype), message=msg),
         ]
         with hb.control_dependencies(checks):
             return hb.identity(ids)
@@ -224,14 +227,14 @@ class _BinaryHead(_ClassifierHead):
             return {**self._common(logits, probs), "logistic": logistic}
 
     def _unreduced_loss(self, labels, logits):
-        return hb.nn.sigmoid_cross_entropy_with_logits(
-            labels=hb.cast(labels, hb.float32), logits=logits
-        )
+        return hb.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
 
     def _metrics(self, labels, preds, w, unreduced) -> dict:
-        lab_f = hb.cast(labels, hb.float32)
+        """TF's binary metrics of the float labels: ``label/mean`` their mean, ``accuracy``
+        counts class_id == label (a soft label never matches), precision, recall and the AUCs
+        take a label > 0 as positive."""
         w_b = None if isinstance(w, float) else w
-        label_mean = hb.metrics.mean(lab_f, w_b, name="label/mean")
+        label_mean = hb.metrics.mean(labels, w_b, name="label/mean")
         baseline = tuple(hb.maximum(m, 1.0 - m) for m in label_mean)
         logistic = preds["logistic"]
         return {

@@ -545,3 +545,42 @@ def test_canned_heads_check_the_label_shape(tmp_path):
             est.evaluate(_const_input(x, unknown(bad)), steps=1)
     est = reg(str(tmp_path / "ok"))  # rank-1 labels, shape known only when run: fine
     est.train(_const_input(x, lambda: tf.placeholder_with_default(x[:, 0], [None])), steps=1)
+
+
+def test_binary_classifier_keeps_soft_labels(tmp_path):
+    """Float labels in [0, 1] are kept (TF's sigmoid loss takes them as they are): one SGD step
+    from zeros moves the bias by lr * sum(y - 0.5); evaluate gives TF 2.15's metrics for the
+    same soft labels (accuracy counts class_id == label, so 0.7 never matches; precision, recall
+    and AUC take label > 0 as positive). A label outside [0, 1] fails the step."""
+    x = np.array([[-0.2], [0.4], [0.1], [-0.5], [0.3], [0.5], [0.2], [-0.1]], np.float32)
+    y = np.array([0, 1, 0.7, 0, 0.3, 1, 1, 0], np.float32)
+    lr = 0.5
+    est = tf.estimator.LinearClassifier(
+        [fc.numeric_column("x")], model_dir=str(tmp_path),
+        optimizer=tf.train.GradientDescentOptimizer(lr),
+    )  # fmt: skip
+    est.train(_const_input(x, y), steps=1)
+    b = est.get_variable_value("linear/linear_model/bias_weights")[0]
+    w = est.get_variable_value("linear/linear_model/x/weights")[0, 0]
+    assert b == pytest.approx(lr * float((y - 0.5).sum()))
+    assert w == pytest.approx(lr * float(((y - 0.5) * x[:, 0]).sum()))
+    m = est.evaluate(_const_input(x, y), steps=1)
+    logits = x[:, 0] * w + b
+    p = 1 / (1 + np.exp(-logits))
+    ce = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    assert m["average_loss"] == pytest.approx(ce.mean(), rel=1e-5)
+    assert m["label/mean"] == pytest.approx(y.mean())
+    assert m["accuracy"] == pytest.approx(np.mean((p > 0.5) == y))
+    pos = y > 0
+    assert m["precision"] == pytest.approx(np.sum((p > 0.5) & pos) / np.sum(p > 0.5))
+    assert m["recall"] == pytest.approx(np.sum((p > 0.5) & pos) / np.sum(pos))
+    before = {n: est.get_variable_value(n) for n in est.get_variable_names()}
+    for bad in ([1.5], [-0.1]):
+        yb = np.concatenate([y[:7], np.float32(bad)])
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape("LinearClassifier: labels must be in [0, 1]")):  # fmt: skip
+            est.train(_const_input(x, yb), steps=1)
+    _unchanged(est, before)
+    with pytest.raises(ValueError, match="labels must be integer class ids.*float32"):
+        tf.estimator.LinearClassifier([fc.numeric_column("x")], n_classes=3).train(
+            _const_input(x, y), steps=1
+        )

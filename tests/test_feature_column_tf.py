@@ -275,6 +275,8 @@ def _estimator(lib, kind, model_dir):
         return est.DNNRegressor([3], deep, optimizer=sgd, config=cfg, loss_reduction=mean)
     if kind == "linear":
         return est.LinearClassifier([x, k], n_classes=3, config=cfg)
+    if kind == "linear_soft":
+        return est.LinearClassifier([x, k], weight_column="wt", optimizer=sgd, config=cfg)
     if kind == "dnn_vocab":
         s = fc.categorical_column_with_vocabulary_list("s", ["u", "v"], num_oov_buckets=1)
         return est.DNNClassifier(
@@ -288,7 +290,10 @@ def _estimator(lib, kind, model_dir):
 
 S = np.array([["u"], ["v"], ["w"], [""]] * 4)
 WT = np.linspace(0.5, 2.0, 16, dtype=np.float32).reshape(-1, 1)
-LABELS = {True: Y, "float": Y.astype(np.float32), "vocab": np.array(["lo", "mid", "hi"])[K[:, 0]]}
+LABELS = {
+    True: Y, "float": Y.astype(np.float32), "vocab": np.array(["lo", "mid", "hi"])[K[:, 0]],
+    "soft": np.clip(Y * 0.8 + X[:, 0] * 0.3, 0, 1).astype(np.float32),  # binary soft labels
+}  # fmt: skip
 
 
 def _input(lib, labels=True, epochs=1):
@@ -319,11 +324,13 @@ def _copy_into_hetbed(tf_est, hb_est):
 
 
 @needs_estimator
-@pytest.mark.parametrize("kind", ["dnn", "dnn_reg", "linear", "combined", "dnn_vocab"])
+@pytest.mark.parametrize(
+    "kind", ["dnn", "dnn_reg", "linear", "combined", "dnn_vocab", "linear_soft"]
+)
 def test_canned_estimator_matches_tf(kind, tmp_path):
     """From the same variables, evaluate() gives TF's loss and metrics and predict() TF's
     predictions; after two more training steps of each, TF's variables and loss again."""
-    labels = {"dnn_reg": "float", "dnn_vocab": "vocab"}.get(kind, True)
+    labels = {"dnn_reg": "float", "dnn_vocab": "vocab", "linear_soft": "soft"}.get(kind, True)
     tf_est = _estimator(tf1, kind, tmp_path / "tf")
     tf_est.train(_input(tf1, labels), steps=1)
     hb_est = _estimator(hb, kind, tmp_path / "hb")
