@@ -78,9 +78,46 @@ def _weights(features: dict, weight_column: Any, who: str) -> Any:
     return hb.reshape(w, [-1, 1])
 
 
-def _as_column(labels: Any) -> Any:
-    t = labels if isinstance(labels, hb.Tensor) else hb.convert_to_tensor(labels)
-    return hb.expand_dims(t, -1) if t.shape.ndims == 1 else t
+def _dense_labels(labels: Any, logits: Any, dimension: int, who: str) -> Any:
+    """``labels`` checked to be [D0, ..., DN, dimension] for logits [D0, ..., DN, k] (labels one
+    rank short get a last axis of 1), as TF's heads check them: a last dimension known to be
+    wrong is a ValueError when the graph is built, any other mismatch an InvalidArgumentError
+    when the step runs (before the loss or any update)."""
+    if isinstance(labels, hb.SparseTensor):
+        raise ValueError(
+            f"{who}: SparseTensor labels are not supported; labels must be a Tensor of shape "
+            f"[D0, D1, ..., DN, {dimension}], e.g. [batch_size, {dimension}]"
+        )
+    lab = labels if isinstance(labels, hb.Tensor) else hb.convert_to_tensor(labels)
+    rank, logits_rank = lab.shape.ndims, logits.shape.ndims
+    if rank is not None and logits_rank is not None and rank == logits_rank - 1:
+        lab, rank = hb.expand_dims(lab, -1), rank + 1
+    err = (
+        f"{who}: labels shape must be [D0, D1, ... DN, {dimension}]. Suggested Fix: check your "
+        "n_classes argument to the estimator and/or the shape of your label."
+    )
+    if rank is not None:
+        if rank < 2:
+            raise ValueError(f"{err} Received labels of shape {lab.shape}.")
+        last = lab.shape.as_list()[-1]
+        if last is not None and last != dimension:
+            raise ValueError(
+                f"{who}: Mismatched label shape. Expected labels dimension={dimension}.  "
+                f"Received {last}. Suggested Fix: If your classifier expects one-hot encoding "
+                "label, check your n_classes argument to the estimator and/or the shape of your "
+                "label. Otherwise, check the shape of your label."
+            )
+    with hb.name_scope("labels"):
+        got = hb.shape(lab, out_type=hb.int64)
+        want = hb.concat([hb.shape(logits, out_type=hb.int64)[:-1], [np.int64(dimension)]], 0)
+        n = hb.minimum(hb.size(got), hb.size(want))
+        same = hb.logical_and(
+            hb.equal(hb.size(got), hb.size(want)),
+            hb.reduce_all(hb.equal(hb.slice(got, [0], [n]), hb.slice(want, [0], [n]))),
+        )
+        check = hb.Assert(same, [err, "expected labels shape:", want, "labels shape:", got])
+        with hb.control_dependencies([check]):
+            return hb.identity(lab)
 
 
 class _Head:
@@ -100,7 +137,7 @@ class _Head:
             return EstimatorSpec(mode, predictions=preds)
         if labels is None:
             raise ValueError(f"{self.who}: labels are needed in mode {mode!r}")
-        lab = self._labels(labels)
+        lab = self._labels(labels, logits)
         w = _weights(features, self.weight_column, self.who)
         unreduced = self._unreduced_loss(lab, logits)
         loss = hb.losses.compute_weighted_loss(
@@ -131,10 +168,12 @@ class _ClassifierHead(_Head):
         self.vocab = label_vocabulary
         self.logits_dimension = 1 if self.n_classes == 2 else self.n_classes
 
-    def _labels(self, labels: Any) -> Any:
-        """Class ids [batch, 1] int64, looked up in label_vocabulary when there is one, and
-        checked to be in [0, n_classes) when the step runs."""
-        lab = _as_column(labels)
+    def _labels(self, labels: Any, logits: Any) -> Any:
+        """Labels [batch, 1] (shape checked against the logits): class ids (int64; looked up
+        in label_vocabulary when there is one), or for the binary head float32 in [0, 1] (a
+        soft label is kept, as TF keeps it), checked to be in range when the step runs."""
+        lab = _dense_labels(labels, logits, 1, self.who)
+        binary = self.n_classes == 2
         if self.vocab is not None:
             if not lab.dtype.is_string:
                 raise ValueError(f"{self.who}: with label_vocabulary, labels must be strings")
@@ -142,17 +181,19 @@ class _ClassifierHead(_Head):
             ids = table.lookup(lab)
             msg = f"{self.who}: labels must be in label_vocabulary {self.vocab}"
             with hb.control_dependencies([hb.assert_non_negative(ids, message=msg)]):
-                return hb.identity(ids)
-        if lab.dtype.is_string or lab.dtype.is_floating and self.n_classes > 2:
+                ids = hb.identity(ids)
+            return hb.cast(ids, hb.float32) if binary else ids
+        if lab.dtype.is_string or not (binary or lab.dtype.is_integer):
             raise ValueError(
                 f"{self.who}: labels must be integer class ids (or give label_vocabulary), got "
                 f"{lab.dtype.name}"
             )
-        ids = hb.cast(lab, hb.int64)
-        msg = f"{self.who}: labels must be in [0, {self.n_classes})"
+        ids = hb.cast(lab, hb.float32 if binary else hb.int64)
+        top = "1" if binary else f"n_classes - 1 = {self.n_classes - 1}"
+        msg = f"{self.who}: labels must be in [0, {top}]"
         checks = [
             hb.assert_non_negative(ids, message=msg),
-            hb.assert_less(ids, np.int64(self.n_classes), message=msg),
+            hb.assert_less_equal(ids, hb.cast(self.n_classes - 1, ids.dtype), message=msg),
         ]
         with hb.control_dependencies(checks):
             return hb.identity(ids)
@@ -186,14 +227,14 @@ class _BinaryHead(_ClassifierHead):
             return {**self._common(logits, probs), "logistic": logistic}
 
     def _unreduced_loss(self, labels, logits):
-        return hb.nn.sigmoid_cross_entropy_with_logits(
-            labels=hb.cast(labels, hb.float32), logits=logits
-        )
+        return hb.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
 
     def _metrics(self, labels, preds, w, unreduced) -> dict:
-        lab_f = hb.cast(labels, hb.float32)
+        """TF's binary metrics of the float labels: ``label/mean`` their mean, ``accuracy``
+        counts class_id == label (a soft label never matches), precision, recall and the AUCs
+        take a label > 0 as positive."""
         w_b = None if isinstance(w, float) else w
-        label_mean = hb.metrics.mean(lab_f, w_b, name="label/mean")
+        label_mean = hb.metrics.mean(labels, w_b, name="label/mean")
         baseline = tuple(hb.maximum(m, 1.0 - m) for m in label_mean)
         logistic = preds["logistic"]
         return {
@@ -236,8 +277,8 @@ class _RegressionHead(_Head):
     def _predictions(self, logits):
         return {"predictions": logits}
 
-    def _labels(self, labels):
-        lab = _as_column(labels)
+    def _labels(self, labels, logits):
+        lab = _dense_labels(labels, logits, self.logits_dimension, self.who)
         if lab.dtype.is_string:
             raise ValueError(f"{self.who}: labels must be numeric, got {lab.dtype.name}")
         return hb.cast(lab, hb.float32)

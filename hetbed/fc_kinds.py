@@ -155,10 +155,29 @@ class NumericColumn(DenseColumn):
             )
         if self.normalizer_fn is not None:
             x = self.normalizer_fn(x)
-        return hb.cast(x, hb.float32)
+        return self._per_example(hb.cast(x, hb.float32))
+
+    def _per_example(self, x: Any) -> Any:
+        """``x`` as [batch, width], batch its first dimension: an input whose examples do not
+        hold ``shape``'s values each fails (ValueError when its shape is known, else
+        InvalidArgumentError when run) rather than being re-batched, as TF's
+        ``reshape(x, [batch, width])`` fails."""
+        want = f"numeric_column {self.key!r}: expected {self.width} values per example (shape {self.shape})"  # fmt: skip
+        dims = x.shape.as_list() if x.shape.ndims is not None else None
+        if dims is not None and None not in dims[1:] and dims[0] != 0:
+            got = int(np.prod(dims[1:], dtype=np.int64))
+            if got != self.width:
+                raise ValueError(f"{want}, got input of shape {tuple(dims)}")
+        batch = hb.shape(x, out_type=hb.int64)[0]
+        check = hb.assert_equal(
+            hb.size(x, out_type=hb.int64), batch * np.int64(self.width),
+            data=[f"{want}; the input's shape is", hb.shape(x)], name="check_shape",
+        )  # fmt: skip
+        with hb.control_dependencies([check]):
+            return hb.reshape(x, hb.stack([batch, np.int64(self.width)]))
 
     def _dense(self, tr, collections, trainable):
-        return hb.reshape(tr.get(self), [-1, self.width])
+        return tr.get(self)
 
 
 @dataclass(frozen=True)
@@ -281,14 +300,11 @@ class VocabularyFileCategoricalColumn(CategoricalColumn):
         x = _as_ids_input(self, tr.get(self.key))
         _check_kind(self, x, self.dtype.is_string)
         keys = x.values if self.dtype.is_string else hb.cast(x.values, hb.int64)
-        table = _lookup.index_table_from_file(
-            self.vocabulary_file,
-            num_oov_buckets=self.num_oov_buckets,
-            vocab_size=self.vocabulary_size,
-            default_value=self.default_value,
-            key_dtype=self.dtype,
-            name=f"{self.key}_lookup",
-        )
+        table = _lookup._index_table_from_file(
+            self.vocabulary_file, self.num_oov_buckets, self.vocabulary_size,
+            self.default_value, None, self.dtype, f"{self.key}_lookup",
+            context=f"categorical_column_with_vocabulary_file {self.key!r}",
+        )  # fmt: skip
         return IdWeights(SparseTensor(x.indices, table.lookup(keys), x.dense_shape), None)
 
 
@@ -382,9 +398,33 @@ class WeightedCategoricalColumn(CategoricalColumn):
             )
         if not isinstance(w, SparseTensor):
             w = _sparse_dropping(w, hb.constant(0, dtype=w.dtype))
-        return IdWeights(
-            got.ids, SparseTensor(w.indices, hb.cast(w.values, hb.float32), w.dense_shape)
+        with hb.control_dependencies([self._check_indices(got.ids, w)]):
+            values = hb.identity(hb.cast(w.values, hb.float32))
+        return IdWeights(got.ids, SparseTensor(w.indices, values, w.dense_shape))
+
+    def _check_indices(self, ids: SparseTensor, w: SparseTensor) -> Any:
+        """An op failing (InvalidArgumentError) unless the weights have the ids' indices: a
+        weight for every id and no other (TF's SparseMerge fails on a count mismatch)."""
+        a, b = hb.cast(ids.indices, hb.int64), hb.cast(w.indices, hb.int64)
+        ra, rb = (t.shape.as_list()[-1:] if t.shape.ndims else [None] for t in (a, b))
+        if None not in (ra[0], rb[0]) and ra != rb:
+            raise ValueError(
+                f"weighted_categorical_column {self.name!r}: the ids have rank {ra[0]} and the "
+                f"weights {self.weight_feature_key!r} rank {rb[0]}; they must have the same "
+                "indices"
+            )
+        sa, sb = hb.shape(a, out_type=hb.int64), hb.shape(b, out_type=hb.int64)
+        common = hb.minimum(sa, sb)
+        same = hb.logical_and(
+            hb.reduce_all(hb.equal(sa, sb)),
+            hb.reduce_all(hb.equal(hb.slice(a, [0, 0], common), hb.slice(b, [0, 0], common))),
         )
+        msg = (
+            f"weighted_categorical_column {self.name!r}: the weights "
+            f"{self.weight_feature_key!r} must have the same indices as the ids (one weight per "
+            "id; a dense weight of 0 is dropped); ids, weights:"
+        )
+        return hb.Assert(same, [msg, sa, sb], name="check_weight_indices")
 
 
 @dataclass(frozen=True)

@@ -183,7 +183,9 @@ def categorical_column_with_vocabulary_file(
         if not os.path.exists(path):
             raise ValueError(f"{fn} {key!r}: vocabulary_file {path!r} does not exist")
         with open(path, "rb") as f:
-            vocabulary_size = sum(1 for _ in f)
+            *lines, last = f.read().split(b"\n")
+        # TF's count (gfile's lines): a last piece without "\n" is a line unless only "\r"s
+        vocabulary_size = len(lines) + (1 if last.replace(b"\r", b"") else 0)
     if int(vocabulary_size) < 1:
         raise ValueError(f"{fn} {key!r}: invalid vocabulary_size {vocabulary_size} in {path!r}")
     n_oov = _check_oov(fn, key, num_oov_buckets, default_value)

@@ -117,13 +117,14 @@ def accuracy(
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """TF1's ``tf.metrics.accuracy``: the (weighted) fraction of ``predictions`` equal to
-    ``labels`` over every batch seen."""
+    ``labels`` over every batch seen (predictions of another dtype are cast to the labels',
+    as TF casts them: int class ids against float labels 0.7 never match)."""
     g = get_default_graph()
     with g.name_scope(name or "accuracy"):
         p = convert_to_tensor(predictions)
         lab = convert_to_tensor(labels)
         if lab.dtype != p.dtype:
-            lab = cast(lab, p.dtype)
+            p = cast(p, lab.dtype)
         value, update = _mean(cast(equal(p, lab), _dt.float32), weights)
     _collect(metrics_collections, updates_collections, value, update)
     return value, update

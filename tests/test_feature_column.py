@@ -4,6 +4,8 @@ compares with a live TensorFlow)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -396,3 +398,189 @@ def test_dnn_dropout_only_while_training(tmp_path):
     preds = np.array([p["predictions"][0] for p in est.predict(_numpy_input(x, batch=8))])
     assert a["loss"] == b["loss"]
     assert a["loss"] == pytest.approx(float(((preds - y[:, 0]) ** 2).sum()), rel=1e-5)
+
+
+# ---- bad inputs fail, naming the column, rather than giving numbers -------------------------------
+
+
+def test_numeric_column_of_the_wrong_width_fails():
+    """An input whose examples do not hold the column's shape fails (TF's reshape to
+    [batch, width] fails) instead of being re-batched: ValueError when its shape is known,
+    InvalidArgumentError naming the column when run."""
+    col = fc.numeric_column("n", shape=(2,))
+    with pytest.raises(ValueError, match=r"numeric_column 'n': expected 2 values per example.*\(2, 3\)"):  # fmt: skip
+        _dense([col], {"n": np.zeros((2, 3), np.float32)})
+    with tf.Graph().as_default():
+        p = tf.placeholder(tf.float32, [None, None])
+        out = fc.input_layer({"n": p}, [col])
+        bucket = fc.input_layer({"n": p}, [fc.bucketized_column(col, [0.5])])
+        with tf.Session() as s:
+            for bad in (np.arange(6).reshape(2, 3), np.ones((3, 4))):
+                for t in (out, bucket):
+                    with pytest.raises(tf.errors.InvalidArgumentError, match="numeric_column 'n': expected 2 values per example"):  # fmt: skip
+                        s.run(t, {p: bad})
+            np.testing.assert_array_equal(s.run(out, {p: [[1, 2], [3, 4]]}), [[1, 2], [3, 4]])
+            np.testing.assert_array_equal(s.run(bucket, {p: [[0, 1]]}), [[1, 0, 0, 1]])
+            assert s.run(out, {p: np.zeros((0, 5))}).shape == (0, 2)
+
+
+def test_weighted_column_needs_a_weight_per_id():
+    """The weights must have the ids' indices (TF's SparseMerge fails on fewer weights than
+    ids): a missing or misplaced weight is an InvalidArgumentError naming the column, not an
+    invented weight."""
+    col = fc.weighted_categorical_column(fc.categorical_column_with_identity("k", 5), "w")
+    ind = fc.indicator_column(col)
+    msg = "weighted_categorical_column 'k_weighted_by_w': the weights 'w' must have the same indices"  # fmt: skip
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+        _dense([ind], {"k": np.array([[1, 2]], np.int64), "w": [[0.5]]})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):  # a dense weight 0 is dropped
+        _dense([ind], {"k": np.array([[1, 2]], np.int64), "w": [[0.5, 0.0]]})
+    ids = (np.array([[0, 0], [1, 0]], np.int64), np.array([1, 3], np.int64), np.array([2, 2], np.int64))  # fmt: skip
+    moved = (np.array([[0, 0], [1, 1]], np.int64), np.array([0.5, 2.0], np.float32), ids[2])
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+        _dense([ind], {"k": ids, "w": moved})
+    with pytest.raises(tf.errors.InvalidArgumentError, match=msg):
+        _run(lambda f: fc.linear_model(f, [col]), {"k": ids, "w": moved})
+    same = (ids[0], np.array([0.5, 2.0], np.float32), ids[2])
+    np.testing.assert_array_equal(
+        _dense([ind], {"k": ids, "w": same}), [[0, 0.5, 0, 0, 0], [0, 0, 0, 2, 0]]
+    )
+    got = _dense([ind], {"k": np.array([[1, 2], [4, -1]], np.int64), "w": [[0.5, 1.5], [2, 0]]})
+    np.testing.assert_array_equal(got, [[0, 0.5, 1.5, 0, 0], [0, 0, 0, 0, 2]])
+
+
+def test_vocabulary_file_content_is_checked_at_table_init(tmp_path):
+    """As TF's table init: an empty line, fewer lines than vocabulary_size, or a word in an
+    int64 vocabulary is an InvalidArgumentError naming the column and the file (not the key "",
+    a wider indicator, or a bare int() error); lines end at \\n, a \\r before it dropped."""
+    cases = [
+        ("a\n\nb\n", {}, [["a"]], "Invalid content in {}: empty line found at position 3"),
+        ("a\r\n\r\nb\r\n", {}, [["a"]], "Invalid content in {}: empty line found at position 5"),
+        (
+            "a\nb\n",
+            {"vocabulary_size": 5},
+            [["a"]],
+            "Invalid vocab_size in {}: expected 5 but got 2",
+        ),  # fmt: skip
+        (
+            "a\nb\n",
+            {"dtype": tf.int64},
+            np.array([[1]], np.int64),
+            "Field 'a' in line 0 of {} is not a valid int64",
+        ),  # fmt: skip
+    ]
+    for i, (text, kw, feats, msg) in enumerate(cases):
+        path = tmp_path / f"v{i}.txt"
+        path.write_bytes(text.encode())
+        col = fc.indicator_column(fc.categorical_column_with_vocabulary_file("k", str(path), **kw))
+        msg = "categorical_column_with_vocabulary_file 'k': " + msg.format(path)
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(msg)):
+            _dense([col], {"k": feats})
+    path = tmp_path / "ok.txt"
+    path.write_bytes(b"7\r\n-3\r\n\n")  # an empty line after vocabulary_size lines is not read
+    col = fc.categorical_column_with_vocabulary_file("k", str(path), 2, dtype=tf.int64)
+    got = _dense([fc.indicator_column(col)], {"k": np.array([[-3], [7], [5]], np.int64)})
+    np.testing.assert_array_equal(got, [[0, 1], [1, 0], [0, 0]])
+    path.write_bytes(b"x\x0cy\nz")  # only \n ends a line; a last line needs none
+    col = fc.categorical_column_with_vocabulary_file("k", str(path))
+    assert col.num_buckets == 2
+    got = _dense([fc.indicator_column(col)], {"k": [["z"], ["x\x0cy"], ["x"]]})
+    np.testing.assert_array_equal(got, [[0, 1], [1, 0], [0, 0]])
+
+
+def _const_input(x, y):
+    """An input_fn giving the whole batch; ``y`` as it is, or a placeholder_with_default of
+    unknown shape (its shape known only when run)."""
+
+    def input_fn():
+        lab = y() if callable(y) else tf.constant(y)
+        return {"x": tf.constant(np.asarray(x, np.float32))}, lab
+
+    return input_fn
+
+
+def _trained(tmp_path, make, x, y):
+    """An estimator trained one step on good labels, and its variables."""
+    est = make(str(tmp_path))
+    est.train(_const_input(x, y), steps=1)
+    return est, {n: est.get_variable_value(n) for n in est.get_variable_names()}
+
+
+def _unchanged(est, before):
+    for n, v in before.items():
+        np.testing.assert_array_equal(est.get_variable_value(n), v, err_msg=n)
+
+
+def test_canned_heads_check_the_label_shape(tmp_path):
+    """Labels must be [batch, label_dimension] ([batch] when it is 1), as TF's heads check:
+    a known wrong last dimension is TF's ValueError when the graph is built; one seen only
+    when run fails the step (InvalidArgumentError) before any variable changes."""
+    x = np.linspace(0, 1, 8, dtype=np.float32).reshape(8, 1)
+    cols = [fc.numeric_column("x")]
+    reg = lambda d, n=1: tf.estimator.LinearRegressor(cols, model_dir=d, label_dimension=n)  # noqa: E731
+    cls = lambda d, n=2: tf.estimator.LinearClassifier(cols, model_dir=d, n_classes=n)  # noqa: E731
+    wrong = [
+        (reg, np.ones((8, 2), np.float32), 1, 2),
+        (lambda d: reg(d, 3), np.ones(8, np.float32), 3, 1),
+        (cls, np.ones((8, 2), np.int64), 1, 2),
+        (lambda d: cls(d, 3), np.ones((8, 3), np.int64), 1, 3),
+    ]
+    for i, (make, y, want, got) in enumerate(wrong):
+        est = make(str(tmp_path / f"s{i}"))
+        msg = f"Mismatched label shape. Expected labels dimension={want}.  Received {got}."
+        with pytest.raises(ValueError, match=re.escape(msg)):
+            est.train(_const_input(x, y), steps=1)
+    unknown = lambda v: lambda: tf.placeholder_with_default(v, [None, None])  # noqa: E731
+    for i, (make, good, bad) in enumerate([
+        (reg, np.ones((8, 1), np.float32), np.ones((8, 2), np.float32)),
+        (lambda d: reg(d, 2), np.ones((8, 2), np.float32), np.ones((4, 2), np.float32)),
+        (cls, np.ones((8, 1), np.int64), np.ones((4, 2), np.int64)),
+        (lambda d: cls(d, 3), np.ones((8, 1), np.int64), np.ones((8, 3), np.int64)),
+    ]):  # fmt: skip
+        est, before = _trained(tmp_path / f"r{i}", make, x, good)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="labels shape must be"):
+            est.train(_const_input(x, unknown(bad)), steps=1)
+        _unchanged(est, before)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="labels shape must be"):
+            est.evaluate(_const_input(x, unknown(bad)), steps=1)
+    est = reg(str(tmp_path / "ok"))  # rank-1 labels, shape known only when run: fine
+    est.train(_const_input(x, lambda: tf.placeholder_with_default(x[:, 0], [None])), steps=1)
+
+
+def test_binary_classifier_keeps_soft_labels(tmp_path):
+    """Float labels in [0, 1] are kept (TF's sigmoid loss takes them as they are): one SGD step
+    from zeros moves the bias by lr * sum(y - 0.5); evaluate gives TF 2.15's metrics for the
+    same soft labels (accuracy counts class_id == label, so 0.7 never matches; precision, recall
+    and AUC take label > 0 as positive). A label outside [0, 1] fails the step."""
+    x = np.array([[-0.2], [0.4], [0.1], [-0.5], [0.3], [0.5], [0.2], [-0.1]], np.float32)
+    y = np.array([0, 1, 0.7, 0, 0.3, 1, 1, 0], np.float32)
+    lr = 0.5
+    est = tf.estimator.LinearClassifier(
+        [fc.numeric_column("x")], model_dir=str(tmp_path),
+        optimizer=tf.train.GradientDescentOptimizer(lr),
+    )  # fmt: skip
+    est.train(_const_input(x, y), steps=1)
+    b = est.get_variable_value("linear/linear_model/bias_weights")[0]
+    w = est.get_variable_value("linear/linear_model/x/weights")[0, 0]
+    assert b == pytest.approx(lr * float((y - 0.5).sum()))
+    assert w == pytest.approx(lr * float(((y - 0.5) * x[:, 0]).sum()))
+    m = est.evaluate(_const_input(x, y), steps=1)
+    logits = x[:, 0] * w + b
+    p = 1 / (1 + np.exp(-logits))
+    ce = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    assert m["average_loss"] == pytest.approx(ce.mean(), rel=1e-5)
+    assert m["label/mean"] == pytest.approx(y.mean())
+    assert m["accuracy"] == pytest.approx(np.mean((p > 0.5) == y))
+    pos = y > 0
+    assert m["precision"] == pytest.approx(np.sum((p > 0.5) & pos) / np.sum(p > 0.5))
+    assert m["recall"] == pytest.approx(np.sum((p > 0.5) & pos) / np.sum(pos))
+    before = {n: est.get_variable_value(n) for n in est.get_variable_names()}
+    for bad in ([1.5], [-0.1]):
+        yb = np.concatenate([y[:7], np.float32(bad)])
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape("LinearClassifier: labels must be in [0, 1]")):  # fmt: skip
+            est.train(_const_input(x, yb), steps=1)
+    _unchanged(est, before)
+    with pytest.raises(ValueError, match="labels must be integer class ids.*float32"):
+        tf.estimator.LinearClassifier([fc.numeric_column("x")], n_classes=3).train(
+            _const_input(x, y), steps=1
+        )

@@ -211,6 +211,47 @@ def test_vocabulary_file_matches_tf(tmp_path):
     _both(build, {"word": FEATURES["word"]})
 
 
+VOCAB_FILES = [
+    (b"a\r\nb\r\n", {}),  # \r\n line ends
+    (b"a\rb\nc", {}),  # only a trailing \r is dropped; a last line needs no \n
+    (b"a\nb\n\r", {}),  # a last piece of only \r is no line
+    (b"a\n\nb\n", {}),  # an empty line
+    (b"a\nb\n", {"vocabulary_size": 5}),  # fewer lines than vocabulary_size
+    (b"a\nb\n\nc\n", {"vocabulary_size": 2}),  # an empty line after vocabulary_size lines
+    (b"7\n-3 \n", {"dtype": "int64"}),
+    (b"7\n+3\n", {"dtype": "int64"}),  # not an int64 for TF
+    (b"7\nx\n", {"dtype": "int64"}),
+]
+
+
+@pytest.mark.parametrize("content,kw", VOCAB_FILES)
+def test_vocabulary_file_content_as_tf_reads_it(content, kw, tmp_path):
+    """A vocabulary file is read as TF reads it: the same ids, or InvalidArgumentError at table
+    init in both libraries."""
+    path = tmp_path / "v.txt"
+    path.write_bytes(content)
+    words = np.array([["a"], ["b"], ["c"], ["a\rb"], ["z"]])
+    feats = {"k": np.array([[7], [-3], [3], [0]], np.int64) if kw.get("dtype") else words}
+
+    def build(fc, f):
+        lib = tf1 if fc is tf1.feature_column else hb
+        args = {**kw, "dtype": lib.int64} if kw.get("dtype") else kw
+        col = fc.categorical_column_with_vocabulary_file("k", str(path), **args)
+        return fc.input_layer(f, [fc.indicator_column(col)])
+
+    def run(lib):
+        try:
+            return _run(lib, build, feats)[0]
+        except lib.errors.InvalidArgumentError:
+            return "InvalidArgumentError"
+
+    want, got = run(tf1), run(hb)
+    if isinstance(want, str) or isinstance(got, str):
+        assert got == want
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
 # ---- canned estimators -------------------------------------------------------------------------
 
 needs_estimator = pytest.mark.skipif(not _has_estimator(), reason="no tf.compat.v1.estimator")
@@ -234,6 +275,8 @@ def _estimator(lib, kind, model_dir):
         return est.DNNRegressor([3], deep, optimizer=sgd, config=cfg, loss_reduction=mean)
     if kind == "linear":
         return est.LinearClassifier([x, k], n_classes=3, config=cfg)
+    if kind == "linear_soft":
+        return est.LinearClassifier([x, k], weight_column="wt", optimizer=sgd, config=cfg)
     if kind == "dnn_vocab":
         s = fc.categorical_column_with_vocabulary_list("s", ["u", "v"], num_oov_buckets=1)
         return est.DNNClassifier(
@@ -247,7 +290,10 @@ def _estimator(lib, kind, model_dir):
 
 S = np.array([["u"], ["v"], ["w"], [""]] * 4)
 WT = np.linspace(0.5, 2.0, 16, dtype=np.float32).reshape(-1, 1)
-LABELS = {True: Y, "float": Y.astype(np.float32), "vocab": np.array(["lo", "mid", "hi"])[K[:, 0]]}
+LABELS = {
+    True: Y, "float": Y.astype(np.float32), "vocab": np.array(["lo", "mid", "hi"])[K[:, 0]],
+    "soft": np.clip(Y * 0.8 + X[:, 0] * 0.3, 0, 1).astype(np.float32),  # binary soft labels
+}  # fmt: skip
 
 
 def _input(lib, labels=True, epochs=1):
@@ -278,11 +324,13 @@ def _copy_into_hetbed(tf_est, hb_est):
 
 
 @needs_estimator
-@pytest.mark.parametrize("kind", ["dnn", "dnn_reg", "linear", "combined", "dnn_vocab"])
+@pytest.mark.parametrize(
+    "kind", ["dnn", "dnn_reg", "linear", "combined", "dnn_vocab", "linear_soft"]
+)
 def test_canned_estimator_matches_tf(kind, tmp_path):
     """From the same variables, evaluate() gives TF's loss and metrics and predict() TF's
     predictions; after two more training steps of each, TF's variables and loss again."""
-    labels = {"dnn_reg": "float", "dnn_vocab": "vocab"}.get(kind, True)
+    labels = {"dnn_reg": "float", "dnn_vocab": "vocab", "linear_soft": "soft"}.get(kind, True)
     tf_est = _estimator(tf1, kind, tmp_path / "tf")
     tf_est.train(_input(tf1, labels), steps=1)
     hb_est = _estimator(hb, kind, tmp_path / "hb")

@@ -11,6 +11,7 @@ Ops (CPU only): ``LookupTableInit(keys, values)`` fills the table named by its `
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -55,6 +56,8 @@ def _init_shape(op):
 
 @LookupTableInit.kernel("cpu")
 def _init(ctx, keys, values):
+    if ctx.attrs.get("error"):
+        raise InvalidArgumentError(f"{ctx.op.name}: {ctx.attrs['error']}", ctx.op)
     if len(keys) != len(values):
         raise InvalidArgumentError(
             f"{ctx.op.name}: {len(keys)} keys but {len(values)} values", ctx.op
@@ -123,7 +126,12 @@ class KeyValueTensorInitializer:
 class TextFileInitializer:
     """Fills a table from a text file, one entry per line: the key is the whole line
     (``key_index=-2``) or a ``delimiter``-separated column, the value the line number
-    (``value_index=-1``) or a column; ``vocab_size`` reads only that many lines."""
+    (``value_index=-1``) or a column; ``vocab_size`` reads only that many lines.
+
+    Lines end at "\\n" (a "\\r" before it is dropped), as TF reads them. The file is read when
+    the table is built; what TF's table init rejects (an empty line, fewer lines than
+    ``vocab_size``, too few columns, a field that is not a number of the key or value dtype)
+    makes the table's init op fail with InvalidArgumentError, as TF's does."""
 
     WHOLE_LINE, LINE_NUMBER = -2, -1
 
@@ -143,43 +151,92 @@ class TextFileInitializer:
         )
         self.key_dtype, self.value_dtype = _dt.as_dtype(key_dtype), _dt.as_dtype(value_dtype)
         self.key_index, self.value_index = key_index, value_index
+        if vocab_size is not None and int(vocab_size) <= 0:
+            raise ValueError(f"TextFileInitializer: invalid vocab_size {vocab_size}")
         self.vocab_size, self.delimiter = vocab_size, delimiter
+        # who reads the file, for the messages (e.g. a feature column); the init op's error
+        self.context = ""
+        self.error = ""
+
+    def _lines(self) -> tuple:
+        """The file's lines as TF's InputBuffer reads them (split at "\\n", a trailing "\\r"
+        dropped, an empty last piece not a line), and each one's length in the file (with its
+        "\\n")."""
+        try:
+            with open(self.filename, "rb") as f:
+                pieces = f.read().split(b"\n")
+        except FileNotFoundError:
+            raise NotFoundError(f"lookup table: no vocabulary file {self.filename!r}") from None
+        sizes = [len(p) + 1 for p in pieces]
+        sizes[-1] -= 1
+        lines = [p[:-1] if p.endswith(b"\r") else p for p in pieces]
+        if not lines[-1]:
+            lines.pop()
+        return lines, sizes
 
     def _tensors(self) -> tuple:
         from .array import constant
 
-        keys, values = [], []
         try:
-            with open(self.filename, "rb") as f:
-                lines = f.read().decode("utf-8").splitlines()
-        except FileNotFoundError:
-            raise NotFoundError(f"lookup table: no vocabulary file {self.filename!r}") from None
-        if self.vocab_size is not None:
-            lines = lines[: int(self.vocab_size)]
-        for i, line in enumerate(lines):
-            cols = line.split(self.delimiter)
-            keys.append(self._field(line, cols, i, self.key_index, self.key_dtype))
-            values.append(self._field(line, cols, i, self.value_index, self.value_dtype))
+            keys, values = self._read()
+        except InvalidArgumentError as e:
+            self.error = (self.context + ": " if self.context else "") + e.message
+            keys, values = [], []
         return (
-            constant(
-                np.array(keys, dtype=self.key_dtype.np) if not self.key_dtype.is_string else keys,
-                dtype=self.key_dtype,
-            ),
-            constant(
-                np.array(values, dtype=self.value_dtype.np)
-                if not self.value_dtype.is_string
-                else values,
-                dtype=self.value_dtype,
-            ),
+            constant(np.array(keys, dtype=self.key_dtype.np), dtype=self.key_dtype),
+            constant(np.array(values, dtype=self.value_dtype.np), dtype=self.value_dtype),
         )
 
-    def _field(self, line: str, cols: list, i: int, index: int, dtype: Any) -> Any:
-        v: Any = (
-            i if index == self.LINE_NUMBER else line if index == self.WHOLE_LINE else cols[index]
-        )
+    def _read(self) -> tuple:
+        """The keys and values, or InvalidArgumentError with TF's reason."""
+        keys, values = [], []
+        n = None if self.vocab_size is None else int(self.vocab_size)
+        lines, sizes = self._lines()
+        if n is not None:
+            lines = lines[:n]
+        need = max(self.key_index, self.value_index) + 1
+        for i, line in enumerate(lines):
+            if not line:
+                at = sum(sizes[: i + 1])  # TF gives the position after the line
+                raise InvalidArgumentError(
+                    f"Invalid content in {self.filename}: empty line found at position {at}."
+                )
+            cols = line.split(self.delimiter.encode()) if need > 0 else []
+            if len(cols) < need:
+                raise InvalidArgumentError(
+                    f"Invalid number of columns in {self.filename} line {i} ({line.decode(errors='replace')}) : "
+                    f"expected {need} got {len(cols)}"
+                )  # fmt: skip
+            keys.append(self._field(line, cols, i, self.key_index, self.key_dtype))
+            values.append(self._field(line, cols, i, self.value_index, self.value_dtype))
+        if n is not None and len(lines) != n:
+            raise InvalidArgumentError(
+                f"Invalid vocab_size in {self.filename}: expected {n} but got {len(lines)}"
+            )
+        return keys, values
+
+    def _field(self, line: bytes, cols: list, i: int, index: int, dtype: Any) -> Any:
+        if index == self.LINE_NUMBER:
+            v: Any = i
+            return str(v).encode() if dtype.is_string else v
+        tok = line if index == self.WHOLE_LINE else cols[index]
         if dtype.is_string:
-            return str(v).encode()
-        return int(v) if dtype.is_integer else float(v)
+            return tok
+        text = tok.decode(errors="replace")
+        try:
+            if dtype.is_integer:
+                if not re.fullmatch(r"\s*-?[0-9]+\s*", text):
+                    raise ValueError(text)
+                v = int(text)
+                info = np.iinfo(dtype.np)
+                if not info.min <= v <= info.max:
+                    raise ValueError(text)
+                return v
+            return float(text.replace("_", "x"))
+        except ValueError:
+            raise InvalidArgumentError(
+                f"Field {text!r} in line {i} of {self.filename} is not a valid {dtype.name}."
+            ) from None
 
 
 class HashTable:
@@ -199,8 +256,11 @@ class HashTable:
         self.value_dtype = initializer.value_dtype
         self.default_value = convert_to_tensor(default_value, dtype=self.value_dtype)
         keys, values = initializer._tensors()
+        attrs = {"table": self.name}
+        if getattr(initializer, "error", ""):
+            attrs["error"] = initializer.error
         self.init = apply_op(
-            "LookupTableInit", [keys, values], {"table": self.name}, name=self.name + "/table_init"
+            "LookupTableInit", [keys, values], attrs, name=self.name + "/table_init"
         )
         g.add_to_collection(TABLE_INITIALIZERS, self.init)
 
@@ -312,9 +372,21 @@ def index_table_from_file(
 ) -> HashTable:  # fmt: skip
     """A table from each line of ``vocabulary_file`` (or its ``key_column_index`` column) to its
     line number (int64)."""
+    return _index_table_from_file(
+        vocabulary_file, num_oov_buckets, vocab_size, default_value, hasher_spec, key_dtype,
+        name, key_column_index, value_column_index, delimiter,
+    )  # fmt: skip
+
+
+def _index_table_from_file(
+    vocabulary_file, num_oov_buckets, vocab_size, default_value, hasher_spec, key_dtype, name,
+    key_column_index=-2, value_column_index=-1, delimiter="\t", context: str = "",
+) -> Any:  # fmt: skip
+    """``index_table_from_file``; ``context`` (who reads the file) starts the init op's error."""
     init = TextFileInitializer(
         vocabulary_file, key_dtype, key_column_index, _dt.int64, value_column_index, vocab_size, delimiter
     )  # fmt: skip
+    init.context = context
     table = HashTable(init, default_value, name=name or "string_to_index")
     return _with_oov(table, num_oov_buckets, hasher_spec, "index_table_from_file")
 
