@@ -314,6 +314,9 @@ def apply(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, name: 
 
 
 def _graph_of(inputs: Sequence[Any]) -> Any:
+    g = get_default_graph()
+    if g._capture_hook is not None:  # tracing a function: its ops go in its graph, whatever
+        return g  # graph their inputs come from (those are captured)
     for x in inputs:
         if isinstance(x, Tensor):
             return x.graph

@@ -434,3 +434,31 @@ def test_unknown_dimensions_are_tf1s_dimension_none():
     n = x.shape[0].value or tf.shape(x)[0]  # nmt's idiom
     with tf.Session() as s:
         assert s.run(n, {x: np.zeros((5, 3))}) == 5
+
+
+def test_nmts_input_pipeline_pieces(tmp_path):
+    """Packed lists of the caller's tensors inside a map, tensor padding values, bytes
+    written to a text GFile (tensorflow/nmt's iterator_utils and misc_utils)."""
+    vocab = tmp_path / "v.txt"
+    vocab.write_text("<unk>\n<s>\n</s>\na\nb\n")
+    with tf.Graph().as_default():
+        table = tf.contrib.lookup.index_table_from_file(str(vocab), default_value=0)
+        sos = tf.cast(table.lookup(tf.constant("<s>")), tf.int32)
+        eos = tf.cast(table.lookup(tf.constant("</s>")), tf.int32)
+        ds = tf.data.Dataset.from_tensor_slices(tf.constant(["a b", "b", "a a b"]))
+        ds = ds.map(lambda s: tf.cast(table.lookup(tf.string_split([s]).values), tf.int32))
+        ds = ds.map(lambda t: (tf.concat(([sos], t), 0), tf.concat((t, [eos]), 0)))
+        ds = ds.padded_batch(3, padded_shapes=([None], [None]), padding_values=(eos, eos))
+        it = ds.make_initializable_iterator()
+        x = it.get_next()
+        with tf.Session() as s:
+            s.run(tf.tables_initializer())
+            s.run(it.initializer)
+            tgt_in, tgt_out = s.run(x)
+    assert tgt_in.tolist() == [[1, 3, 4, 2], [1, 4, 2, 2], [1, 3, 3, 4]]
+    assert tgt_out.tolist() == [[3, 4, 2, 2], [4, 2, 2, 2], [3, 3, 4, 2]]
+    log = tmp_path / "log"
+    with tf.gfile.GFile(str(log), "a") as f:
+        f.write("ä ".encode())
+        f.write("b")
+    assert log.read_text(encoding="utf-8") == "ä b"

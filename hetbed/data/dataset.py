@@ -238,8 +238,12 @@ class Dataset:
         except InvalidArgumentError as e:
             raise ValueError(str(e).replace("must be >= 1", "must be positive")) from None
         b = size({}) if not caps else None  # known when the graph is built
+        pv_get = None
+        if pv is not None:  # padding values may be tensors too (nmt's eos ids, from a table)
+            pv_get = [_value_arg(v) for v in pv]
+            caps = caps + [t for _, extra in pv_get for t in extra]
 
-        def stack(rows: list) -> list:
+        def stack(rows: list, pv: Any) -> list:
             out = []
             for i, comp in enumerate(zip(*rows)):
                 if ps is None:
@@ -256,14 +260,15 @@ class Dataset:
 
         def make(env: dict) -> Any:
             n = size(env)
+            pads = None if pv_get is None else [get(env) for get, _ in pv_get]
             rows: list = []
             for el in self._elements(env):
                 rows.append(el)
                 if len(rows) == n:
-                    yield stack(rows)
+                    yield stack(rows, pads)
                     rows = []
             if rows and not drop:
-                yield stack(rows)
+                yield stack(rows, pads)
 
         def out_shape(i: int, s: TensorShape) -> list:
             inner = s.as_list() if s.ndims is not None else None
@@ -594,6 +599,18 @@ def _pad(comp: tuple, shape: Any, value: Any, dtype: Any, i: int) -> np.ndarray:
             )
         out[(j, *(slice(0, n) for n in np.shape(c)))] = c
     return out
+
+
+def _value_arg(value: Any) -> tuple[Callable, list]:
+    """A value argument (a padding value): a number or array, or a tensor computed in the run
+    that starts the dataset (then a capture)."""
+    from hetbed.runtime.graph import Tensor
+
+    if isinstance(value, Tensor) and value.op.type != "Const":
+        return (lambda env: np.asarray(env[value])), [value]
+    if isinstance(value, Tensor):
+        value = value.op.attrs["value"]
+    return (lambda env: value), []
 
 
 def _count_arg(value: Any, what: str, low: int | None = None) -> tuple[Callable, list]:

@@ -38,8 +38,8 @@ __all__ = [
 class GFile:
     """A file handle like TF's: ``with tf.gfile.GFile(path, "r") as f: f.read()``.
 
-    Modes as in ``open`` ("r", "rb", "w", "wb", "a", "ab"); text modes read and write ``str``,
-    binary modes ``bytes``. Opening for reading a path that does not exist raises NotFoundError.
+    Modes as in ``open`` ("r", "rb", "w", "wb", "a", "ab"); text modes read ``str``, binary modes
+    ``bytes``; ``write`` takes either in any mode, as TF's. Opening for reading a path that does not exist raises NotFoundError.
     Unlike TF, the file is opened at once (TF opens lazily on first use).
     """
 
@@ -65,6 +65,12 @@ class GFile:
         return self._f.readlines(hint)
 
     def write(self, data: Any) -> int:
+        """Write ``data``: str or bytes in any mode, as TF's (bytes to a text file are UTF-8,
+        a str to a binary file is encoded as UTF-8)."""
+        if "b" in self.mode:
+            return self._f.write(data.encode("utf-8") if isinstance(data, str) else data)
+        if isinstance(data, (bytes, bytearray)):
+            data = bytes(data).decode("utf-8")
         return self._f.write(data)
 
     def flush(self) -> None:
