@@ -353,6 +353,8 @@ def test_monitored_session_restores_and_continues_the_global_step(tmp_path):
     assert runs == 7
     assert hb.train.latest_checkpoint(ckpt).endswith("model.ckpt-7")
     assert sorted(f for f in os.listdir(ckpt) if f.startswith("model")) == [
+        "model.ckpt-0",  # TF's CheckpointSaverHook saves as the session is made
+        "model.ckpt-0.meta",
         "model.ckpt-3",
         "model.ckpt-3.meta",
         "model.ckpt-6",

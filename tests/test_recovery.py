@@ -69,17 +69,17 @@ def test_corrupt_newest_checkpoint_is_skipped_with_a_warning_naming_it(tmp_path)
     _corrupt(newest)
     with pytest.warns(UserWarning, match=re.escape(newest) + r".*checksum"):
         assert _run(ckpt, 2) == 2
-    assert _steps(ckpt) == [1, 2, 3, 4]
+    assert _steps(ckpt) == [0, 1, 2, 3, 4]  # (model.ckpt-0: saved as the first session began)
     assert hb.train.latest_checkpoint(ckpt).endswith("model.ckpt-4")
 
 
 def test_refuses_step_zero_when_no_checkpoint_verifies_and_changes_nothing(tmp_path):
     ckpt = str(tmp_path)
     _run(ckpt, 2)
-    for s in (1, 2):
+    for s in (0, 1, 2):
         _corrupt(os.path.join(ckpt, f"model.ckpt-{s}"))
     before = {f: open(os.path.join(ckpt, f), "rb").read() for f in os.listdir(ckpt)}
-    with pytest.raises(hb.errors.DataLossError, match=r"2 checkpoint file\(s\) but none verifies"):
+    with pytest.raises(hb.errors.DataLossError, match=r"3 checkpoint file\(s\) but none verifies"):
         _run(ckpt, 1)
     after = {f: open(os.path.join(ckpt, f), "rb").read() for f in os.listdir(ckpt)}
     assert after == before
@@ -100,6 +100,7 @@ def test_checkpoint_outside_the_index_is_adopted(tmp_path):
         assert recover_checkpoint(ckpt).endswith("model.ckpt-3")
     st = hb.train.get_checkpoint_state(ckpt)
     assert [os.path.basename(p) for p in st.all_model_checkpoint_paths] == [
+        "model.ckpt-0",
         "model.ckpt-1",
         "model.ckpt-2",
         "model.ckpt-3",

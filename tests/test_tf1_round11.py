@@ -1,6 +1,7 @@
 """Gaps found running TF1 programs by others (round eleven: DCGAN-tensorflow, char-rnn-tensorflow,
 object_detection's core, tf.keras tutorials), each checked against the value TF gives."""
 
+import os
 import sys
 
 import numpy as np
@@ -462,3 +463,18 @@ def test_nmts_input_pipeline_pieces(tmp_path):
         f.write("ä ".encode())
         f.write("b")
     assert log.read_text(encoding="utf-8") == "ä b"
+
+
+def test_checkpoint_saver_hook_saves_as_the_session_starts(tmp_path):
+    """TF's CheckpointSaverHook: model.ckpt-<start step> and graph.pbtxt when the session is
+    made, then every save period and at the end."""
+    with tf.Graph().as_default():
+        gs = tf.train.get_or_create_global_step()
+        inc = tf.assign_add(gs, 1)
+        with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path), save_checkpoint_steps=100
+        ) as s:
+            s.run(inc)
+    names = sorted(os.listdir(tmp_path))
+    assert {"graph.pbtxt", "model.ckpt-0", "model.ckpt-1"} <= set(names)
+    assert "node" in (tmp_path / "graph.pbtxt").read_text()

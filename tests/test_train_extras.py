@@ -335,7 +335,12 @@ def test_monitored_training_session_takes_tf1s_arguments(tmp_path, caplog):
         assert seen == [6.0] and final == 13.0
         assert any("global_step/sec" in r.getMessage() for r in caplog.records)
     kept = tf.train.get_checkpoint_state(ckdir).all_model_checkpoint_paths
-    assert [os.path.basename(p) for p in kept] == ["model.ckpt-3", "model.ckpt-6", "model.ckpt-7"]
+    assert [os.path.basename(p) for p in kept] == [  # TF's step-0 save first
+        "model.ckpt-0",
+        "model.ckpt-3",
+        "model.ckpt-6",
+        "model.ckpt-7",
+    ]
     (events,) = [f for f in os.listdir(sumdir) if "tfevents" in f]
     steps = [
         e.step

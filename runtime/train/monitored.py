@@ -131,8 +131,9 @@ class StopAtStepHook(SessionRunHook):
 
 
 class CheckpointSaverHook(SessionRunHook):
-    """Saves ``checkpoint_dir/model.ckpt-<global step>`` every ``save_steps`` steps or
-    ``save_secs`` seconds (give one), and at the end."""
+    """Saves ``checkpoint_dir/model.ckpt-<global step>`` when the session is made (TF's step-0
+    checkpoint, with ``graph.pbtxt``), every ``save_steps`` steps or ``save_secs`` seconds (give
+    one), and at the end."""
 
     def __init__(
         self,
@@ -171,8 +172,20 @@ class CheckpointSaverHook(SessionRunHook):
         state = get_checkpoint_state(self._dir)
         if state is not None and not self._saver.last_checkpoints:
             self._saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
-        self._last_step = int(session.run(self._gs))
-        self._last_time = time.monotonic()
+        # as TF's: the graph beside the checkpoints, and the state at the starting step saved
+        # at once (model.ckpt-0 for a new run), so even a run stopped before its first save
+        # period leaves a checkpoint
+        self._write_graph(session)
+        self._save(session, int(session.run(self._gs)))
+
+    def _write_graph(self, session: Any) -> None:
+        """``graph.pbtxt``: the graph as TensorFlow's GraphDef, in protobuf text format."""
+        from google.protobuf import text_format
+
+        from hetbed.devices.fileio import atomic_write
+
+        text = text_format.MessageToString(session.graph.as_graph_def())
+        atomic_write(os.path.join(self._dir, "graph.pbtxt"), text.encode())
 
     def before_run(self, run_context: SessionRunContext) -> SessionRunArgs:
         return SessionRunArgs(self._gs)
