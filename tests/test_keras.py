@@ -742,3 +742,62 @@ def test_module_paths_of_tensorflow_keras():
     assert importlib.import_module("hetbed.compat.v1.keras.layers").Dense is L.Dense
     assert importlib.import_module("hetbed.compat.v1.python.keras.backend") is K
     assert tf.keras is keras
+
+
+# ---- keras.preprocessing ------------------------------------------------------------------------
+
+
+def test_pad_sequences_as_keras():
+    """Keras's documented results: int32, padded and cut at the front unless told otherwise."""
+    pad = keras.preprocessing.sequence.pad_sequences
+    seqs = [[1], [2, 3], [4, 5, 6]]
+    a = pad(seqs)
+    assert a.dtype == np.int32
+    assert a.tolist() == [[0, 0, 1], [0, 2, 3], [4, 5, 6]]
+    assert pad(seqs, value=-1).tolist() == [[-1, -1, 1], [-1, 2, 3], [4, 5, 6]]
+    assert pad(seqs, padding="post").tolist() == [[1, 0, 0], [2, 3, 0], [4, 5, 6]]
+    assert pad(seqs, maxlen=2).tolist() == [[0, 1], [2, 3], [5, 6]]
+    assert pad(seqs, maxlen=2, truncating="post").tolist() == [[0, 1], [2, 3], [4, 5]]
+    assert pad([[1, 2], []], maxlen=3, dtype="float32", value=0.5).tolist() == [
+        [0.5, 1, 2],
+        [0.5, 0.5, 0.5],
+    ]
+    assert pad([[[1, 2]], [[3, 4], [5, 6]]]).shape == (2, 2, 2)  # items' own shape kept
+    assert keras.utils.pad_sequences(seqs).tolist() == a.tolist()
+    with pytest.raises(ValueError, match='Padding type "mid" not understood'):
+        pad(seqs, padding="mid")
+    with pytest.raises(ValueError, match="dtype=object"):
+        pad(seqs, value="x")
+    from hetbed.compat.v1.keras.preprocessing.sequence import pad_sequences
+
+    assert pad_sequences is pad
+
+
+def test_tokenizer_and_text_helpers():
+    text = keras.preprocessing.text
+    assert text.text_to_word_sequence("This is a sample, sentence.") == [
+        "this",
+        "is",
+        "a",
+        "sample",
+        "sentence",
+    ]
+    tok = text.Tokenizer(num_words=4, oov_token="<unk>")
+    tok.fit_on_texts(["the cat sat", "the dog", "the cat"])
+    assert tok.word_index == {"<unk>": 1, "the": 2, "cat": 3, "sat": 4, "dog": 5}
+    assert tok.texts_to_sequences(["the cat ate the dog"]) == [[2, 3, 1, 2, 1]]
+    assert tok.sequences_to_texts([[2, 3, 4]]) == ["the cat <unk>"]
+    m = tok.texts_to_matrix(["the cat the"], mode="count")
+    assert m.shape == (1, 4) and m.tolist() == [[0, 0, 2, 1]]
+    assert tok.texts_to_matrix(["the cat the"], mode="freq").tolist() == [[0, 0, 2 / 3, 1 / 3]]
+    idf_the = np.log(1 + 3 / (1 + 3))
+    np.testing.assert_allclose(
+        tok.texts_to_matrix(["the the"], mode="tfidf")[0, 2], (1 + np.log(2)) * idf_the
+    )
+    again = text.tokenizer_from_json(tok.to_json())
+    assert again.word_index == tok.word_index and again.index_word == tok.index_word
+    # md5 hashing is stable: int(md5(word).hexdigest(), 16) % (n - 1) + 1
+    assert text.hashing_trick("Cat dog", 7, hash_function="md5") == [
+        int(__import__("hashlib").md5(w.encode()).hexdigest(), 16) % 6 + 1 for w in ("cat", "dog")
+    ]
+    assert all(1 <= i < 5 for i in text.one_hot("a b c d e", 5))

@@ -185,3 +185,64 @@ def test_placeholder_pattern_losses_match_tf():
                 )
     assert out[0][0] == out[1][0]
     np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-6)
+
+
+def test_preprocessing_matches_tf_keras():
+    """keras.preprocessing's sequence and text helpers give tf_keras's values."""
+    import random
+
+    tk, hk = tf_real.compat.v1.keras.preprocessing, hb.keras.preprocessing
+    texts = [
+        "The cat sat on the mat.",
+        "The dog ate my homework!",
+        "Cat, dog; and\tbird",
+        "",
+        "a a b",
+    ]
+    queries = ["the cat and the unknown zebra", "mat homework bird", "A B"]
+    for kw in [
+        {},
+        {"num_words": 4},
+        {"oov_token": "<OOV>"},
+        {"num_words": 5, "oov_token": "<UNK>"},
+        {"lower": False, "filters": "."},
+        {"char_level": True},
+    ]:
+        a, b = tk.text.Tokenizer(**kw), hk.text.Tokenizer(**kw)
+        a.fit_on_texts(texts)
+        b.fit_on_texts(texts)
+        assert a.word_index == b.word_index, kw
+        sa, sb = a.texts_to_sequences(queries), b.texts_to_sequences(queries)
+        assert sa == sb, kw
+        assert a.sequences_to_texts(sa) == b.sequences_to_texts(sb), kw
+        for mode in ("binary", "count", "tfidf", "freq"):
+            np.testing.assert_array_equal(
+                a.texts_to_matrix(queries, mode), b.texts_to_matrix(queries, mode)
+            )
+        assert a.to_json() == b.to_json(), kw
+    for t in texts:
+        assert tk.text.text_to_word_sequence(t) == hk.text.text_to_word_sequence(t)
+        assert tk.text.hashing_trick(t, 17, "md5") == hk.text.hashing_trick(t, 17, "md5")
+        assert tk.text.one_hot(t, 11) == hk.text.one_hot(t, 11)  # same process: same hash
+    seqs = [[1, 2, 3], [4, 5], [], [6, 7, 8, 9, 10]]
+    for kw in [
+        {},
+        {"maxlen": 3},
+        {"maxlen": 3, "padding": "post"},
+        {"maxlen": 3, "truncating": "post"},
+        {"value": -1, "dtype": "float32"},
+        {"maxlen": 6, "padding": "post", "truncating": "post", "value": 9},
+    ]:
+        a, b = tk.sequence.pad_sequences(seqs, **kw), hk.sequence.pad_sequences(seqs, **kw)
+        assert a.dtype == b.dtype and a.tolist() == b.tolist(), kw
+    np.testing.assert_array_equal(
+        tk.sequence.make_sampling_table(20), hk.sequence.make_sampling_table(20)
+    )
+    table = tk.sequence.make_sampling_table(12, 0.1)
+    pairs_kw = [{}, {"categorical": True}, {"negative_samples": 0.5, "window_size": 2}]
+    for kw in [*pairs_kw, {"sampling_table": table}]:
+        random.seed(3)
+        a = tk.sequence.skipgrams([1, 2, 0, 3, 4, 5, 6, 7], 12, seed=5, **kw)
+        random.seed(3)
+        b = hk.sequence.skipgrams([1, 2, 0, 3, 4, 5, 6, 7], 12, seed=5, **kw)
+        assert a == b, kw
