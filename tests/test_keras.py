@@ -801,3 +801,30 @@ def test_tokenizer_and_text_helpers():
         int(__import__("hashlib").md5(w.encode()).hexdigest(), 16) % 6 + 1 for w in ("cat", "dog")
     ]
     assert all(1 <= i < 5 for i in text.one_hot("a b c d e", 5))
+
+
+def test_embedding_first_layer_implies_ids_of_any_length():
+    """TF 1.13+: Embedding without input_shape/input_length is built as input_shape=(None,), so
+    the Sequential model has its weights, shapes and summary before any data."""
+    model = keras.Sequential()
+    model.add(L.Embedding(10000, 16))
+    model.add(L.GlobalAveragePooling1D())
+    model.add(L.Dense(16, activation=tf.nn.relu))
+    model.add(L.Dense(1, activation=tf.nn.sigmoid))
+    assert model.built and model.count_params() == 160289 and len(model.weights) == 5
+    assert [tuple(x.output_shape) for x in model.layers] == [
+        (None, None, 16),
+        (None, 16),
+        (None, 16),
+        (None, 1),
+    ]
+    assert model.input.shape.as_list() == [None, None] and model.input_shape == (None, None)
+    assert model.output_shape == (None, 1)
+    lines: list = []
+    model.summary(print_fn=lines.append)
+    assert any("(None, None, 16)" in x and "160000" in x for x in lines)
+    assert "Total params: 160,289" in lines
+    fixed = keras.Sequential([L.Embedding(50, 4, input_length=7), L.Flatten(), L.Dense(1)])
+    assert fixed.input_shape == (None, 7) and fixed.count_params() == 229
+    model.compile("adam", "binary_crossentropy")
+    model.fit(np.array([[1, 2, 3, 0], [4, 5, 0, 0]]), np.array([1, 0]), verbose=0)

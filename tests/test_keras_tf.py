@@ -246,3 +246,26 @@ def test_preprocessing_matches_tf_keras():
         random.seed(3)
         b = hk.sequence.skipgrams([1, 2, 0, 3, 4, 5, 6, 7], 12, seed=5, **kw)
         assert a == b, kw
+
+
+def test_embedding_without_input_shape_builds_and_fits_as_tf():
+    """basic_text_classification's model: Embedding with no input_shape (TF: (None,)), so the
+    names, shapes and counts exist before fit; then fit losses and predictions equal TF's."""
+    r = np.random.default_rng(3)
+    x = r.integers(0, 50, (24, 9)).astype(np.int32)
+    y = r.integers(0, 2, 24).astype(np.float32)
+    shapes = []
+
+    def build(keras):
+        model = keras.Sequential()
+        model.add(keras.layers.Embedding(50, 4))
+        model.add(keras.layers.GlobalAveragePooling1D())
+        model.add(keras.layers.Dense(8, activation="relu"))
+        model.add(keras.layers.Dense(1, activation="sigmoid"))
+        shapes.append(([tuple(x.output_shape) for x in model.layers], model.count_params()))
+        model.compile("adam", "binary_crossentropy", metrics=["acc"])
+        return model
+
+    results = _run_both(build, {"epochs": 2, "batch_size": 8}, x, y)
+    assert shapes[0] == shapes[1] and shapes[0][1] == 249
+    _compare(results)

@@ -151,6 +151,19 @@ class Model(Training, Layer):
     def losses(self) -> list:
         return self._collect("losses")
 
+    # ---- the model's own inputs and outputs (not those of a later call) -------------------------
+    @property
+    def input(self) -> Any:
+        if not self.inputs:
+            return Layer.input.fget(self)
+        return self.inputs[0] if len(self.inputs) == 1 else list(self.inputs)
+
+    @property
+    def output(self) -> Any:
+        if not self.outputs:
+            return Layer.output.fget(self)
+        return self.outputs[0] if len(self.outputs) == 1 else list(self.outputs)
+
     # ---- calling -------------------------------------------------------------------------------
     def build(self, input_shape: Any = None) -> None:
         """A subclassed model builds by being called on an input of ``input_shape``."""
