@@ -422,7 +422,8 @@ def test_callbacks_history_early_stopping_checkpoint_lambda(tmp_path):
     ]
     hist = model.fit(x, y, epochs=10, verbose=0, callbacks=cbs, shuffle=False)
     assert hist.epoch == [0, 1, 2] and [e for e, _ in seen] == [0, 1, 2]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["w01.npz", "w02.npz", "w03.npz"]
+    names = ["checkpoint", "w01.npz", "w02.npz", "w03.npz"]  # (a TF-format name: an index)
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
 
 
 def test_validation_split_and_tf_train_optimizer():
@@ -828,3 +829,49 @@ def test_embedding_first_layer_implies_ids_of_any_length():
     assert fixed.input_shape == (None, 7) and fixed.count_params() == 229
     model.compile("adam", "binary_crossentropy")
     model.fit(np.array([[1, 2, 3, 0], [4, 5, 0, 0]]), np.array([1, 0]), verbose=0)
+
+
+def test_tf_format_weights_are_the_folders_latest_checkpoint(tmp_path, monkeypatch):
+    """save_weights/ModelCheckpoint to a TF-format name (save_and_restore_models) write the
+    folder's `checkpoint` index, listing only that file as TF's; load_weights reads exactly the
+    path tf.train.latest_checkpoint returns. An .h5 name writes no index."""
+    monkeypatch.chdir(tmp_path)
+    x, y = _data(16)
+    model = _softmax_model()
+    cb = keras.callbacks.ModelCheckpoint("training_2/cp-{epoch:04d}.ckpt", save_weights_only=True)
+    model.fit(x, y, epochs=3, verbose=0, callbacks=[cb], shuffle=False)
+    latest = tf.train.latest_checkpoint("training_2")
+    assert latest == "training_2/cp-0003.ckpt"
+    state = tf.train.get_checkpoint_state("training_2")
+    assert state.all_model_checkpoint_paths == ["training_2/cp-0003.ckpt"]
+    fresh = _softmax_model()
+    fresh.load_weights(latest)
+    for a, b in zip(fresh.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    model.save_weights("./checkpoints/my_checkpoint")
+    assert tf.train.latest_checkpoint("./checkpoints").endswith("checkpoints/my_checkpoint")
+    model.save_weights("bare.ckpt")  # the current folder's index
+    assert tf.train.latest_checkpoint(".") == "./bare.ckpt"
+    _softmax_model().load_weights(tf.train.latest_checkpoint("."))
+    model.save_weights("h5/w.h5")
+    model.save_weights("h5/w2", save_format="h5")
+    assert sorted(p.name for p in (tmp_path / "h5").iterdir()) == ["w.h5", "w2"]
+    assert tf.train.latest_checkpoint("h5") is None
+    with pytest.raises(ValueError, match="looks like an HDF5 file"):
+        model.save_weights("x.h5", save_format="tf")
+    with pytest.raises(ValueError, match="Unknown format"):
+        model.save_weights("x", save_format="pickle")
+
+
+def test_load_weights_of_tf_checkpoints_says_so(tmp_path):
+    """A TensorFlow-written prefix (only prefix.index there) and a tf.train.Saver checkpoint
+    are named as such."""
+    model = _mse_model()
+    (tmp_path / "tfw.index").write_bytes(b"\0")
+    with pytest.raises(FileNotFoundError, match="tfw.index is a TensorFlow-written checkpoint"):
+        model.load_weights(str(tmp_path / "tfw"))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "saver.ckpt"))
+    with pytest.raises(OSError, match="is a tf.train.Saver checkpoint"):
+        model.load_weights(path)

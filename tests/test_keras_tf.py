@@ -269,3 +269,44 @@ def test_embedding_without_input_shape_builds_and_fits_as_tf():
     results = _run_both(build, {"epochs": 2, "batch_size": 8}, x, y)
     assert shapes[0] == shapes[1] and shapes[0][1] == 249
     _compare(results)
+
+
+def test_checkpoint_index_of_keras_weights_as_tf(tmp_path):
+    """ModelCheckpoint(save_weights_only) and save_weights to TF-format names list the same
+    latest checkpoint (and only it) as TF's, and an .h5 name lists none."""
+    x = np.ones((8, 4), np.float32)
+    y = np.ones((8, 3), np.float32)
+    states = []
+    for lib in (tf_real, hb):
+        keras = lib.keras if lib is hb else tf_real.compat.v1.keras
+        v1 = tf_real.compat.v1 if lib is tf_real else hb
+        d = tmp_path / ("tf" if lib is tf_real else "hb")
+        with lib.Graph().as_default():
+            sess = v1.Session()
+            keras.backend.set_session(sess)
+            model = keras.Sequential([keras.layers.Dense(3, input_shape=(4,))])
+            model.compile("sgd", "mse")
+            cb = keras.callbacks.ModelCheckpoint(
+                str(d / "training" / "cp-{epoch:04d}.ckpt"), save_weights_only=True, period=2
+            )
+            model.fit(x, y, epochs=5, callbacks=[cb], verbose=0)
+            model.save_weights(str(d / "checkpoints" / "my_checkpoint"))
+            (d / "h5").mkdir()  # (TF's h5 writer makes no folder)
+            model.save_weights(str(d / "h5" / "w.h5"))
+            state = v1.train.get_checkpoint_state(str(d / "training"))
+            states.append(
+                (
+                    os.path.relpath(v1.train.latest_checkpoint(str(d / "training")), d),
+                    [os.path.relpath(p, d) for p in state.all_model_checkpoint_paths],
+                    os.path.relpath(v1.train.latest_checkpoint(str(d / "checkpoints")), d),
+                    v1.train.latest_checkpoint(str(d / "h5")),
+                )
+            )
+            if lib is hb:
+                other = keras.Sequential([keras.layers.Dense(3, input_shape=(4,))])
+                other.load_weights(v1.train.latest_checkpoint(str(d / "training")))
+                other.load_weights(v1.train.latest_checkpoint(str(d / "checkpoints")))
+                np.testing.assert_array_equal(other.get_weights()[0], model.get_weights()[0])
+            keras.backend.set_session(None) if lib is hb else None
+    assert states[0] == states[1]
+    assert states[1][0] == os.path.join("training", "cp-0004.ckpt")
