@@ -422,7 +422,8 @@ def test_callbacks_history_early_stopping_checkpoint_lambda(tmp_path):
     ]
     hist = model.fit(x, y, epochs=10, verbose=0, callbacks=cbs, shuffle=False)
     assert hist.epoch == [0, 1, 2] and [e for e, _ in seen] == [0, 1, 2]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["w01.npz", "w02.npz", "w03.npz"]
+    names = ["checkpoint", "w01.npz", "w02.npz", "w03.npz"]  # (a TF-format name: an index)
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
 
 
 def test_validation_split_and_tf_train_optimizer():
@@ -742,3 +743,135 @@ def test_module_paths_of_tensorflow_keras():
     assert importlib.import_module("hetbed.compat.v1.keras.layers").Dense is L.Dense
     assert importlib.import_module("hetbed.compat.v1.python.keras.backend") is K
     assert tf.keras is keras
+
+
+# ---- keras.preprocessing ------------------------------------------------------------------------
+
+
+def test_pad_sequences_as_keras():
+    """Keras's documented results: int32, padded and cut at the front unless told otherwise."""
+    pad = keras.preprocessing.sequence.pad_sequences
+    seqs = [[1], [2, 3], [4, 5, 6]]
+    a = pad(seqs)
+    assert a.dtype == np.int32
+    assert a.tolist() == [[0, 0, 1], [0, 2, 3], [4, 5, 6]]
+    assert pad(seqs, value=-1).tolist() == [[-1, -1, 1], [-1, 2, 3], [4, 5, 6]]
+    assert pad(seqs, padding="post").tolist() == [[1, 0, 0], [2, 3, 0], [4, 5, 6]]
+    assert pad(seqs, maxlen=2).tolist() == [[0, 1], [2, 3], [5, 6]]
+    assert pad(seqs, maxlen=2, truncating="post").tolist() == [[0, 1], [2, 3], [4, 5]]
+    assert pad([[1, 2], []], maxlen=3, dtype="float32", value=0.5).tolist() == [
+        [0.5, 1, 2],
+        [0.5, 0.5, 0.5],
+    ]
+    assert pad([[[1, 2]], [[3, 4], [5, 6]]]).shape == (2, 2, 2)  # items' own shape kept
+    assert keras.utils.pad_sequences(seqs).tolist() == a.tolist()
+    with pytest.raises(ValueError, match='Padding type "mid" not understood'):
+        pad(seqs, padding="mid")
+    with pytest.raises(ValueError, match="dtype=object"):
+        pad(seqs, value="x")
+    from hetbed.compat.v1.keras.preprocessing.sequence import pad_sequences
+
+    assert pad_sequences is pad
+
+
+def test_tokenizer_and_text_helpers():
+    text = keras.preprocessing.text
+    assert text.text_to_word_sequence("This is a sample, sentence.") == [
+        "this",
+        "is",
+        "a",
+        "sample",
+        "sentence",
+    ]
+    tok = text.Tokenizer(num_words=4, oov_token="<unk>")
+    tok.fit_on_texts(["the cat sat", "the dog", "the cat"])
+    assert tok.word_index == {"<unk>": 1, "the": 2, "cat": 3, "sat": 4, "dog": 5}
+    assert tok.texts_to_sequences(["the cat ate the dog"]) == [[2, 3, 1, 2, 1]]
+    assert tok.sequences_to_texts([[2, 3, 4]]) == ["the cat <unk>"]
+    m = tok.texts_to_matrix(["the cat the"], mode="count")
+    assert m.shape == (1, 4) and m.tolist() == [[0, 0, 2, 1]]
+    assert tok.texts_to_matrix(["the cat the"], mode="freq").tolist() == [[0, 0, 2 / 3, 1 / 3]]
+    idf_the = np.log(1 + 3 / (1 + 3))
+    np.testing.assert_allclose(
+        tok.texts_to_matrix(["the the"], mode="tfidf")[0, 2], (1 + np.log(2)) * idf_the
+    )
+    again = text.tokenizer_from_json(tok.to_json())
+    assert again.word_index == tok.word_index and again.index_word == tok.index_word
+    # md5 hashing is stable: int(md5(word).hexdigest(), 16) % (n - 1) + 1
+    assert text.hashing_trick("Cat dog", 7, hash_function="md5") == [
+        int(__import__("hashlib").md5(w.encode()).hexdigest(), 16) % 6 + 1 for w in ("cat", "dog")
+    ]
+    assert all(1 <= i < 5 for i in text.one_hot("a b c d e", 5))
+
+
+def test_embedding_first_layer_implies_ids_of_any_length():
+    """TF 1.13+: Embedding without input_shape/input_length is built as input_shape=(None,), so
+    the Sequential model has its weights, shapes and summary before any data."""
+    model = keras.Sequential()
+    model.add(L.Embedding(10000, 16))
+    model.add(L.GlobalAveragePooling1D())
+    model.add(L.Dense(16, activation=tf.nn.relu))
+    model.add(L.Dense(1, activation=tf.nn.sigmoid))
+    assert model.built and model.count_params() == 160289 and len(model.weights) == 5
+    assert [tuple(x.output_shape) for x in model.layers] == [
+        (None, None, 16),
+        (None, 16),
+        (None, 16),
+        (None, 1),
+    ]
+    assert model.input.shape.as_list() == [None, None] and model.input_shape == (None, None)
+    assert model.output_shape == (None, 1)
+    lines: list = []
+    model.summary(print_fn=lines.append)
+    assert any("(None, None, 16)" in x and "160000" in x for x in lines)
+    assert "Total params: 160,289" in lines
+    fixed = keras.Sequential([L.Embedding(50, 4, input_length=7), L.Flatten(), L.Dense(1)])
+    assert fixed.input_shape == (None, 7) and fixed.count_params() == 229
+    model.compile("adam", "binary_crossentropy")
+    model.fit(np.array([[1, 2, 3, 0], [4, 5, 0, 0]]), np.array([1, 0]), verbose=0)
+
+
+def test_tf_format_weights_are_the_folders_latest_checkpoint(tmp_path, monkeypatch):
+    """save_weights/ModelCheckpoint to a TF-format name (save_and_restore_models) write the
+    folder's `checkpoint` index, listing only that file as TF's; load_weights reads exactly the
+    path tf.train.latest_checkpoint returns. An .h5 name writes no index."""
+    monkeypatch.chdir(tmp_path)
+    x, y = _data(16)
+    model = _softmax_model()
+    cb = keras.callbacks.ModelCheckpoint("training_2/cp-{epoch:04d}.ckpt", save_weights_only=True)
+    model.fit(x, y, epochs=3, verbose=0, callbacks=[cb], shuffle=False)
+    latest = tf.train.latest_checkpoint("training_2")
+    assert latest == "training_2/cp-0003.ckpt"
+    state = tf.train.get_checkpoint_state("training_2")
+    assert state.all_model_checkpoint_paths == ["training_2/cp-0003.ckpt"]
+    fresh = _softmax_model()
+    fresh.load_weights(latest)
+    for a, b in zip(fresh.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    model.save_weights("./checkpoints/my_checkpoint")
+    assert tf.train.latest_checkpoint("./checkpoints").endswith("checkpoints/my_checkpoint")
+    model.save_weights("bare.ckpt")  # the current folder's index
+    assert tf.train.latest_checkpoint(".") == "./bare.ckpt"
+    _softmax_model().load_weights(tf.train.latest_checkpoint("."))
+    model.save_weights("h5/w.h5")
+    model.save_weights("h5/w2", save_format="h5")
+    assert sorted(p.name for p in (tmp_path / "h5").iterdir()) == ["w.h5", "w2"]
+    assert tf.train.latest_checkpoint("h5") is None
+    with pytest.raises(ValueError, match="looks like an HDF5 file"):
+        model.save_weights("x.h5", save_format="tf")
+    with pytest.raises(ValueError, match="Unknown format"):
+        model.save_weights("x", save_format="pickle")
+
+
+def test_load_weights_of_tf_checkpoints_says_so(tmp_path):
+    """A TensorFlow-written prefix (only prefix.index there) and a tf.train.Saver checkpoint
+    are named as such."""
+    model = _mse_model()
+    (tmp_path / "tfw.index").write_bytes(b"\0")
+    with pytest.raises(FileNotFoundError, match="tfw.index is a TensorFlow-written checkpoint"):
+        model.load_weights(str(tmp_path / "tfw"))
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        path = tf.train.Saver().save(sess, str(tmp_path / "saver.ckpt"))
+    with pytest.raises(OSError, match="is a tf.train.Saver checkpoint"):
+        model.load_weights(path)

@@ -185,3 +185,128 @@ def test_placeholder_pattern_losses_match_tf():
                 )
     assert out[0][0] == out[1][0]
     np.testing.assert_allclose(out[1][1], out[0][1], rtol=1e-6)
+
+
+def test_preprocessing_matches_tf_keras():
+    """keras.preprocessing's sequence and text helpers give tf_keras's values."""
+    import random
+
+    tk, hk = tf_real.compat.v1.keras.preprocessing, hb.keras.preprocessing
+    texts = [
+        "The cat sat on the mat.",
+        "The dog ate my homework!",
+        "Cat, dog; and\tbird",
+        "",
+        "a a b",
+    ]
+    queries = ["the cat and the unknown zebra", "mat homework bird", "A B"]
+    for kw in [
+        {},
+        {"num_words": 4},
+        {"oov_token": "<OOV>"},
+        {"num_words": 5, "oov_token": "<UNK>"},
+        {"lower": False, "filters": "."},
+        {"char_level": True},
+    ]:
+        a, b = tk.text.Tokenizer(**kw), hk.text.Tokenizer(**kw)
+        a.fit_on_texts(texts)
+        b.fit_on_texts(texts)
+        assert a.word_index == b.word_index, kw
+        sa, sb = a.texts_to_sequences(queries), b.texts_to_sequences(queries)
+        assert sa == sb, kw
+        assert a.sequences_to_texts(sa) == b.sequences_to_texts(sb), kw
+        for mode in ("binary", "count", "tfidf", "freq"):
+            np.testing.assert_array_equal(
+                a.texts_to_matrix(queries, mode), b.texts_to_matrix(queries, mode)
+            )
+        assert a.to_json() == b.to_json(), kw
+    for t in texts:
+        assert tk.text.text_to_word_sequence(t) == hk.text.text_to_word_sequence(t)
+        assert tk.text.hashing_trick(t, 17, "md5") == hk.text.hashing_trick(t, 17, "md5")
+        assert tk.text.one_hot(t, 11) == hk.text.one_hot(t, 11)  # same process: same hash
+    seqs = [[1, 2, 3], [4, 5], [], [6, 7, 8, 9, 10]]
+    for kw in [
+        {},
+        {"maxlen": 3},
+        {"maxlen": 3, "padding": "post"},
+        {"maxlen": 3, "truncating": "post"},
+        {"value": -1, "dtype": "float32"},
+        {"maxlen": 6, "padding": "post", "truncating": "post", "value": 9},
+    ]:
+        a, b = tk.sequence.pad_sequences(seqs, **kw), hk.sequence.pad_sequences(seqs, **kw)
+        assert a.dtype == b.dtype and a.tolist() == b.tolist(), kw
+    np.testing.assert_array_equal(
+        tk.sequence.make_sampling_table(20), hk.sequence.make_sampling_table(20)
+    )
+    table = tk.sequence.make_sampling_table(12, 0.1)
+    pairs_kw = [{}, {"categorical": True}, {"negative_samples": 0.5, "window_size": 2}]
+    for kw in [*pairs_kw, {"sampling_table": table}]:
+        random.seed(3)
+        a = tk.sequence.skipgrams([1, 2, 0, 3, 4, 5, 6, 7], 12, seed=5, **kw)
+        random.seed(3)
+        b = hk.sequence.skipgrams([1, 2, 0, 3, 4, 5, 6, 7], 12, seed=5, **kw)
+        assert a == b, kw
+
+
+def test_embedding_without_input_shape_builds_and_fits_as_tf():
+    """basic_text_classification's model: Embedding with no input_shape (TF: (None,)), so the
+    names, shapes and counts exist before fit; then fit losses and predictions equal TF's."""
+    r = np.random.default_rng(3)
+    x = r.integers(0, 50, (24, 9)).astype(np.int32)
+    y = r.integers(0, 2, 24).astype(np.float32)
+    shapes = []
+
+    def build(keras):
+        model = keras.Sequential()
+        model.add(keras.layers.Embedding(50, 4))
+        model.add(keras.layers.GlobalAveragePooling1D())
+        model.add(keras.layers.Dense(8, activation="relu"))
+        model.add(keras.layers.Dense(1, activation="sigmoid"))
+        shapes.append(([tuple(x.output_shape) for x in model.layers], model.count_params()))
+        model.compile("adam", "binary_crossentropy", metrics=["acc"])
+        return model
+
+    results = _run_both(build, {"epochs": 2, "batch_size": 8}, x, y)
+    assert shapes[0] == shapes[1] and shapes[0][1] == 249
+    _compare(results)
+
+
+def test_checkpoint_index_of_keras_weights_as_tf(tmp_path):
+    """ModelCheckpoint(save_weights_only) and save_weights to TF-format names list the same
+    latest checkpoint (and only it) as TF's, and an .h5 name lists none."""
+    x = np.ones((8, 4), np.float32)
+    y = np.ones((8, 3), np.float32)
+    states = []
+    for lib in (tf_real, hb):
+        keras = lib.keras if lib is hb else tf_real.compat.v1.keras
+        v1 = tf_real.compat.v1 if lib is tf_real else hb
+        d = tmp_path / ("tf" if lib is tf_real else "hb")
+        with lib.Graph().as_default():
+            sess = v1.Session()
+            keras.backend.set_session(sess)
+            model = keras.Sequential([keras.layers.Dense(3, input_shape=(4,))])
+            model.compile("sgd", "mse")
+            cb = keras.callbacks.ModelCheckpoint(
+                str(d / "training" / "cp-{epoch:04d}.ckpt"), save_weights_only=True, period=2
+            )
+            model.fit(x, y, epochs=5, callbacks=[cb], verbose=0)
+            model.save_weights(str(d / "checkpoints" / "my_checkpoint"))
+            (d / "h5").mkdir()  # (TF's h5 writer makes no folder)
+            model.save_weights(str(d / "h5" / "w.h5"))
+            state = v1.train.get_checkpoint_state(str(d / "training"))
+            states.append(
+                (
+                    os.path.relpath(v1.train.latest_checkpoint(str(d / "training")), d),
+                    [os.path.relpath(p, d) for p in state.all_model_checkpoint_paths],
+                    os.path.relpath(v1.train.latest_checkpoint(str(d / "checkpoints")), d),
+                    v1.train.latest_checkpoint(str(d / "h5")),
+                )
+            )
+            if lib is hb:
+                other = keras.Sequential([keras.layers.Dense(3, input_shape=(4,))])
+                other.load_weights(v1.train.latest_checkpoint(str(d / "training")))
+                other.load_weights(v1.train.latest_checkpoint(str(d / "checkpoints")))
+                np.testing.assert_array_equal(other.get_weights()[0], model.get_weights()[0])
+            keras.backend.set_session(None) if lib is hb else None
+    assert states[0] == states[1]
+    assert states[1][0] == os.path.join("training", "cp-0004.ckpt")

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     metrics,
     models,
     optimizers,
+    preprocessing,
     regularizers,
     utils,
 )

@@ -210,8 +210,8 @@ class Embedding(Layer):
         input_length: int | None = None,
         **kw: Any,
     ):
-        if input_length is not None and "input_shape" not in kw:
-            kw["input_shape"] = (input_length,)
+        if "input_shape" not in kw:  # as TF 1.13+: a first layer implies ids of any length
+            kw["input_shape"] = (input_length,) if input_length else (None,)
         kw.setdefault("dtype", "float32")
         super().__init__(**kw)
         self.input_dim, self.output_dim = int(input_dim), int(output_dim)

@@ -19,6 +19,7 @@ from hetbed.devices.fileio import atomic_write
 from hetbed.runtime.graph import Tensor
 from hetbed.runtime.layers import _snake
 from hetbed.runtime.nest import _flatten, _pack
+from hetbed.runtime.train.checkpoint import MAGIC, update_checkpoint_state
 
 from . import backend as K
 from .engine import Input, InputLayer, Layer, Node, node_of
@@ -151,6 +152,19 @@ class Model(Training, Layer):
     def losses(self) -> list:
         return self._collect("losses")
 
+    # ---- the model's own inputs and outputs (not those of a later call) -------------------------
+    @property
+    def input(self) -> Any:
+        if not self.inputs:
+            return Layer.input.fget(self)
+        return self.inputs[0] if len(self.inputs) == 1 else list(self.inputs)
+
+    @property
+    def output(self) -> Any:
+        if not self.outputs:
+            return Layer.output.fget(self)
+        return self.outputs[0] if len(self.outputs) == 1 else list(self.outputs)
+
     # ---- calling -------------------------------------------------------------------------------
     def build(self, input_shape: Any = None) -> None:
         """A subclassed model builds by being called on an input of ``input_shape``."""
@@ -226,7 +240,10 @@ class Model(Training, Layer):
     def save_weights(self, filepath: str, overwrite: bool = True, save_format: Any = None) -> None:
         """Write every weight to ``filepath`` as a numpy ``.npz`` archive (no pickle), keyed by
         layer order and name; written atomically. The name's extension (``.h5`` too) is kept,
-        the format is always npz."""
+        the format is always npz. A TensorFlow-format name (Keras's rule: not ``.h5``/``.keras``
+        /``.hdf5``, or ``save_format='tf'``) also becomes the folder's latest checkpoint in its
+        ``checkpoint`` index, as TF's, so ``tf.train.latest_checkpoint(folder)`` returns it."""
+        tf_format = _save_format(filepath, save_format) == "tf"
         if not overwrite and os.path.exists(filepath):
             raise FileExistsError(f"save_weights: {filepath} exists and overwrite=False")
         arrays: dict[str, np.ndarray] = {}
@@ -240,6 +257,8 @@ class Model(Training, Layer):
                 np.savez(f, **arrays)
 
         atomic_write(filepath, write)
+        if tf_format:  # TF lists only this file (all_model_checkpoint_paths=[filepath])
+            update_checkpoint_state(os.path.dirname(filepath), filepath, [filepath])
 
     def load_weights(self, filepath: str, by_name: bool = False, **unused: Any) -> None:
         """Read weights written by ``save_weights``: layer by layer in order (or by layer name
@@ -276,11 +295,39 @@ class Model(Training, Layer):
 _KEY = re.compile(r"^(\d{4})/([^/]+)/(\d{3})$")
 
 
+def _save_format(filepath: str, save_format: Any) -> str:
+    """'tf' or 'h5' by Keras's rule (the name's extension unless ``save_format`` is given)."""
+    is_h5 = str(filepath).endswith((".h5", ".keras", ".hdf5"))
+    if save_format is None:
+        return "h5" if is_h5 else "tf"
+    fmt = str(save_format).lower().strip()
+    if fmt in ("tensorflow", "tf"):
+        if is_h5:
+            raise ValueError(
+                'save_weights got save_format="tf"/"tensorflow", but the filepath '
+                f'({filepath}) looks like an HDF5 file. Omit the ".h5"/".keras" when saving '
+                "in TensorFlow format."
+            )
+        return "tf"
+    if fmt in ("hdf5", "h5", "keras"):
+        return "h5"
+    raise ValueError(
+        f"Unknown format. Received: `save_format`={save_format}. "
+        'Was expecting one of {"tf", "h5"}.'
+    )
+
+
 def _read_weights_file(filepath: str) -> tuple[dict[str, list], list[str]]:
     """The arrays of a file ``save_weights`` wrote, by layer name, and the layer names in the
     file's order. A file of another kind, a truncated or corrupt one, or an npz archive not
     written by ``save_weights`` raises an error naming the file and what is wrong with it."""
     if not os.path.exists(filepath):
+        if os.path.isfile(f"{filepath}.index"):
+            raise FileNotFoundError(
+                f"load_weights: no file {filepath}; {filepath}.index is a TensorFlow-written "
+                "checkpoint, which hetbed's keras cannot read (it reads the npz files its "
+                "save_weights writes)"
+            )
         raise FileNotFoundError(f"load_weights: no file {filepath}")
     if os.path.isdir(filepath):
         raise IsADirectoryError(f"load_weights: {filepath} is a directory, not a weights file")
@@ -295,6 +342,11 @@ def _read_weights_file(filepath: str) -> tuple[dict[str, list], list[str]]:
         raise OSError(f"{what}: it is a single numpy array (.npy)")
     if head[:4] == b"\x89HDF":
         raise OSError(f"{what}: it is an HDF5 file (hetbed writes npz, even to a .h5 name)")
+    if head == MAGIC[:6]:
+        raise OSError(
+            f"{what}: it is a tf.train.Saver checkpoint (restore it with a Saver, or write "
+            "the weights with model.save_weights)"
+        )
     if head[:4] != b"PK\x03\x04":
         raise OSError(f"{what}: it is not a zip archive (it starts with {head!r})")
     try:

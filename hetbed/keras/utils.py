@@ -1,4 +1,4 @@
-"""``keras.utils``: to_categorical, normalize, get_file (no network)."""
+"""``keras.utils``: to_categorical, normalize, pad_sequences, get_file (no network)."""
 
 from __future__ import annotations
 
@@ -33,3 +33,10 @@ def get_file(fname: str, origin: str = "", **kwargs: Any) -> str:
     from .datasets import cached_file
 
     return cached_file(fname, origin)
+
+
+def pad_sequences(*args: Any, **kwargs: Any) -> np.ndarray:
+    """``keras.preprocessing.sequence.pad_sequences`` (TF 2's ``keras.utils.pad_sequences``)."""
+    from .preprocessing.sequence import pad_sequences as pad
+
+    return pad(*args, **kwargs)

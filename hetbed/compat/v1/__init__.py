@@ -1010,11 +1010,16 @@ def _keras_paths() -> None:
     ``hetbed.compat.v1.keras.layers`` / ``hetbed.compat.v1.python.keras.layers``) importable."""
     import sys as _sys
 
+    def alias(prefix: str, module: _types.ModuleType) -> None:
+        _sys.modules.setdefault(prefix, module)
+        for attr, value in vars(module).items():
+            if isinstance(value, _types.ModuleType) and value.__name__.startswith(
+                f"{module.__name__}."
+            ):
+                alias(f"{prefix}.{attr}", value)  # packages too: keras.preprocessing.sequence
+
     for prefix in (f"{__name__}.keras", f"{__name__}.python.keras"):
-        _sys.modules.setdefault(prefix, keras)
-        for attr, value in vars(keras).items():
-            if isinstance(value, _types.ModuleType) and value.__name__.startswith("hetbed.keras."):
-                _sys.modules.setdefault(f"{prefix}.{attr}", value)
+        alias(prefix, keras)
     python.keras = keras  # type: ignore[attr-defined]
 
 
