@@ -234,28 +234,7 @@ class Conv2DTranspose(Conv2D):
     """
 
     def build(self, input_shape: TensorShape) -> None:
-        if input_shape.ndims != 4 or input_shape[-1] is None:
-            raise ValueError(
-                f"Conv2DTranspose needs NHWC inputs with a known channel dimension, "
-                f"got {input_shape}"
-            )
-        if self.dilation_rate != (1, 1):
-            raise ValueError("Conv2DTranspose: dilation_rate other than 1 is not supported")
-        self.kernel = self.add_weight(
-            "kernel",
-            [*self.kernel_size, self.filters, input_shape[-1]],
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias",
-                [self.filters],
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+        build_transposed(self, input_shape, "Conv2DTranspose", "NHWC")
 
     def _out_len(self, n: int | None, k: int, s: int) -> int | None:
         if n is None:
@@ -281,12 +260,43 @@ class Conv2DTranspose(Conv2D):
             inputs, self.kernel, out_shape, strides=[1, *self.strides, 1], padding=self.padding
         )
         out.set_shape([inputs.shape[0], oh, ow, self.filters])
-        if self.use_bias:
-            out = _bias_add(out, self.bias)
-        if self.activation is not None:
-            out = self.activation(out)
-        _activity(self, self.activity_regularizer, out)
-        return out
+        return finish_conv(self, out)
+
+
+def build_transposed(layer: Any, input_shape: TensorShape, what: str, layout: str) -> None:
+    """A transposed convolution's ``[*kernel_size, filters, in]`` kernel and its bias, for
+    inputs of ``layout`` (NHWC, NDHWC) with a known channel dimension."""
+    if input_shape.ndims != len(layout) or input_shape[-1] is None:
+        raise ValueError(
+            f"{what} needs {layout} inputs with a known channel dimension, got {input_shape}"
+        )
+    if any(d != 1 for d in layer.dilation_rate):
+        raise ValueError(f"{what}: dilation_rate other than 1 is not supported")
+    layer.kernel = layer.add_weight(
+        "kernel",
+        [*layer.kernel_size, layer.filters, input_shape[-1]],
+        initializer=layer.kernel_initializer,
+        regularizer=layer.kernel_regularizer,
+        constraint=layer.kernel_constraint,
+    )
+    if layer.use_bias:
+        layer.bias = layer.add_weight(
+            "bias",
+            [layer.filters],
+            initializer=layer.bias_initializer,
+            regularizer=layer.bias_regularizer,
+            constraint=layer.bias_constraint,
+        )
+
+
+def finish_conv(layer: Any, out: Tensor) -> Tensor:
+    """A convolution layer's bias, activation and activity regularizer on ``out``."""
+    if layer.use_bias:
+        out = _bias_add(out, layer.bias)
+    if layer.activation is not None:
+        out = layer.activation(out)
+    _activity(layer, layer.activity_regularizer, out)
+    return out
 
 
 def conv2d_transpose(

@@ -59,31 +59,12 @@ class Conv3DTranspose(Conv3D):
     ("same") or ``in * stride + max(kernel - stride, 0)`` ("valid")."""
 
     def build(self, input_shape: Any) -> None:
-        if input_shape.ndims != 5 or input_shape[-1] is None:
-            raise ValueError(
-                f"Conv3DTranspose needs NDHWC inputs with a known channel dimension, "
-                f"got {input_shape}"
-            )
-        if tuple(self.dilation_rate) != (1, 1, 1):
-            raise ValueError("Conv3DTranspose: dilation_rate other than 1 is not supported")
-        self.kernel = self.add_weight(
-            "kernel",
-            [*self.kernel_size, self.filters, input_shape[-1]],
-            initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer,
-            constraint=self.kernel_constraint,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                "bias",
-                [self.filters],
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                constraint=self.bias_constraint,
-            )
+        from .conv_layers import build_transposed
+
+        build_transposed(self, input_shape, "Conv3DTranspose", "NDHWC")
 
     def call(self, inputs: Tensor) -> Tensor:
-        from .conv_layers import _activity, _bias_add
+        from .conv_layers import finish_conv
         from .ops import array, manip
         from .ops.conv3d import conv3d_transpose as _conv3d_transpose
 
@@ -108,12 +89,7 @@ class Conv3DTranspose(Conv3D):
             padding=self.padding,
         )
         y.set_shape([inputs.shape[0], *out, self.filters])
-        if self.use_bias:
-            y = _bias_add(y, self.bias)
-        if self.activation is not None:
-            y = self.activation(y)
-        _activity(self, self.activity_regularizer, y)
-        return y
+        return finish_conv(self, y)
 
 
 def conv3d_transpose(inputs: Any, filters: int, kernel_size: Any, *args: Any, **kw: Any) -> Tensor:
