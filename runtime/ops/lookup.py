@@ -225,7 +225,7 @@ class TextFileInitializer:
         text = tok.decode(errors="replace")
         try:
             if dtype.is_integer:
-                if not re.fullmatch(r"\s*-?[0-9]+\s*", text):
+                if not re.fullmatch(r"\s*[-+]?[0-9]+\s*", text):
                     raise ValueError(text)
                 v = int(text)
                 info = np.iinfo(dtype.np)
