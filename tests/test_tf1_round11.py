@@ -324,6 +324,16 @@ def test_dataset_functions_capture_the_callers_tensors_and_tables(tmp_path):
             assert s.run(y).tolist() == [11, 12]  # [12, 10] sums to 22, not above 22
             with pytest.raises(tf.errors.OutOfRangeError):
                 s.run(y)
+        scanned = tf.data.Dataset.range(4).apply(
+            tf.data.experimental.scan(
+                np.int64(0), lambda st, v: (st + v * tf.cast(shift, tf.int64), st)
+            )
+        )
+        it3 = scanned.make_initializable_iterator()
+        z = it3.get_next()
+        with tf.Session() as s:
+            s.run(it3.initializer, {shift: 10})
+            assert [int(s.run(z)) for _ in range(4)] == [0, 0, 10, 30]
 
 
 def test_dataset_counts_may_be_fed_when_the_iterator_starts():

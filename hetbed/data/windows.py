@@ -21,10 +21,10 @@ import numpy as np
 
 from hetbed.runtime import dtypes as _dt
 from hetbed.runtime.errors import InvalidArgumentError
-from hetbed.runtime.graph import Graph, TensorShape
+from hetbed.runtime.graph import TensorShape
 from hetbed.runtime.registry import convert_to_tensor
 
-from .dataset import Dataset
+from .dataset import Dataset, _Captures
 from .elements import _flatten, _map_nest, _pack
 
 
@@ -143,21 +143,26 @@ def window(ds: Dataset, size: int, shift: int | None, stride: int, drop_remainde
 # ---- scan ------------------------------------------------------------------------------------
 
 
-class _ScanFunction:
-    """``fn(state, element) -> (new_state, output)`` traced on placeholders."""
+class _ScanFunction(_Captures):
+    """``fn(state, element) -> (new_state, output)`` traced on placeholders (the calling
+    graph's tensors it uses captured, as ``map``'s are)."""
 
     def __init__(self, ds: Dataset, init: Any, fn: Callable):
         from hetbed.runtime.ops.array import placeholder
 
         init_flat = [np.asarray(v) for v in _flatten(init)]
         self.init = init_flat
-        self.graph = Graph()
-        with self.graph.as_default():
-            st_phs = [placeholder(_dt.as_dtype(v.dtype), TensorShape(v.shape)) for v in init_flat]
-            el_phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
+        st_phs: list = []
+
+        def with_state(*el: Any) -> Any:
+            st_phs.extend(
+                placeholder(_dt.as_dtype(v.dtype), TensorShape(v.shape)) for v in init_flat
+            )
             state = _pack(init, st_phs)
-            el = _pack(ds._structure, el_phs)
-            got = fn(state, *el) if isinstance(el, tuple) else fn(state, el)
+            return fn(state, *el)
+
+        el_phs, got = self._trace(ds, with_state)
+        with self.graph.as_default():
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 raise TypeError("scan: scan_func must return (new_state, output_element)")
             new_state, out = got
@@ -174,14 +179,14 @@ class _ScanFunction:
         self.st_phs, self.el_phs = st_phs, el_phs
         self.out_structure = _map_nest(lambda _: None, out)
 
-    def run(self, elements: Any) -> Any:
-        from hetbed.runtime.session import Session
-
-        sess = Session(graph=self.graph)
+    def run(self, elements: Any, env: dict | None = None) -> Any:
+        env = env or {}
+        sess = self._session(env)
+        fixed = self._captured_feed(env)
         state = list(self.init)
         n = len(self.state_outs)
         for el in elements:
-            feed = dict(zip(self.st_phs, state)) | dict(zip(self.el_phs, el))
+            feed = fixed | dict(zip(self.st_phs, state)) | dict(zip(self.el_phs, el))
             vals = sess.run(self.state_outs + self.outs, feed)
             state = vals[:n]
             yield list(vals[n:])
@@ -203,8 +208,8 @@ def scan(initial_state: Any, scan_func: Callable) -> Callable[[Dataset], Dataset
             fn.out_structure,
             [t.dtype for t in fn.outs],
             [t.shape for t in fn.outs],
-            lambda env: fn.run(ds._elements(env)),
-            ds._captures,
+            lambda env: fn.run(ds._elements(env), env),
+            list(ds._captures) + [t for t in fn.outer if t not in ds._captures],
         )
 
     return apply
