@@ -528,8 +528,10 @@ def test_conv2d_errors():
         f3 = hb.constant(np.zeros((3, 3, 3, 8), np.float32))
         with pytest.raises(hb.errors.InvalidArgumentError, match="'SAME' or 'VALID'.*'same'"):
             hb.nn.conv2d(x, f3, [1, 1, 1, 1], "same")
-        with pytest.raises(hb.errors.UnimplementedError, match="NCHW"):
+        with pytest.raises(hb.errors.InvalidArgumentError, match="depth 5"):  # NHWC read as NCHW
             hb.nn.conv2d(x, f3, [1, 1, 1, 1], "SAME", data_format="NCHW")
+        with pytest.raises(hb.errors.UnimplementedError, match="NCDHW"):
+            hb.nn.conv2d(x, f3, [1, 1, 1, 1], "SAME", data_format="NCDHW")
         with pytest.raises(hb.errors.InvalidArgumentError, match="dilations must be"):
             hb.nn.conv2d(x, f3, [1, 1, 1, 1], "SAME", dilations=[2, 2, 2, 1])  # WP3: 1 < rate OK
         with pytest.raises(hb.errors.InvalidArgumentError, match=r"\[1, h, w, 1\]"):

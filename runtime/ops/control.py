@@ -41,9 +41,18 @@ def _as_op(x: Any) -> Operation:
     el = getattr(x, "_as_graph_element", None)
     if el is not None:
         return el().op
-    if isinstance(x, (list, tuple)):
-        raise TypeError("group() takes ops as separate arguments: use group(*ops)")
     raise TypeError(f"cannot group {x!r}")
+
+
+def _flat_inputs(xs: Any) -> list:
+    """TF flattens group's inputs: ``group(a, [b, c])`` groups a, b and c (None is skipped)."""
+    out: list = []
+    for x in xs:
+        if isinstance(x, (list, tuple)):
+            out.extend(_flat_inputs(x))
+        elif x is not None:
+            out.append(x)
+    return out
 
 
 def group(*inputs: Any, name: str | None = None) -> Operation:
@@ -54,7 +63,7 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
     current device scope. A step then sends one control message per device to the returned op,
     not one per input (an optimizer's updates on a PS task, grouped on a worker: one message).
     """
-    ops = [_as_op(x) for x in inputs]
+    ops = [_as_op(x) for x in _flat_inputs(inputs)]
     g = ops[0].graph if ops else get_default_graph()
     name = name or "group_deps"
     by_device: dict[str, list[Operation]] = {}

@@ -68,6 +68,26 @@ def conv2d_transpose(
     filter = filters if filter is None else filter
     if value is None or filter is None or output_shape is None:
         raise ValueError("conv2d_transpose: value, filter and output_shape are required")
+    if data_format == "NCHW":  # TF's NCHW: the NHWC transpose between transposes
+        from .manip import gather
+        from .nn import _nhwc_window, _to_nchw, _to_nhwc
+
+        shape = output_shape
+        if isinstance(shape, (list, tuple)) and len(shape) == 4:
+            shape = [shape[0], shape[2], shape[3], shape[1]]
+        else:
+            shape = gather(convert_to_tensor(shape), [0, 2, 3, 1])
+        y = conv2d_transpose(
+            _to_nhwc(value),
+            filter,
+            shape,
+            _nhwc_window(strides),
+            padding,
+            "NHWC",
+            name,
+            dilations=_nhwc_window(dilations),
+        )
+        return _to_nchw(y)
     attrs = _conv_attrs("conv2d_transpose", strides, padding, data_format, dilations)
     value = convert_to_tensor(value)
     filter = convert_to_tensor(filter, dtype=value.dtype)

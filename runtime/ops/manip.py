@@ -254,6 +254,8 @@ def expand_dims(input: Any, axis: Any = None, name: str | None = None, dim: Any 
     if axis is None:
         raise InvalidArgumentError("expand_dims: axis is required")
     x = convert_to_tensor(input)
+    if isinstance(axis, (list, tuple, np.ndarray)) and np.size(axis) == 1:
+        axis = np.asarray(axis).reshape(-1)[0]  # TF takes a one-element axis list ([-1])
     a = _int("expand_dims", "axis", axis)
     r = x.shape.ndims
     if r is not None:

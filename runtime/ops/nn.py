@@ -816,9 +816,21 @@ def bias_add(
     value: Any, bias: Any, data_format: str | None = None, name: str | None = None
 ) -> Tensor:
     """value + bias, the 1-D bias added along the last dimension of value."""
+    if data_format in ("NCHW", "NC..."):  # the bias along dimension 1
+        from .array import reshape
+        from .math import add
+
+        value = convert_to_tensor(value)
+        bias = convert_to_tensor(bias, dtype=value.dtype)
+        rank = value.shape.ndims
+        if rank is None or rank < 2:
+            raise InvalidArgumentError(
+                f"bias_add: NCHW needs an input of known rank >= 2, got {value.shape}"
+            )
+        return add(value, reshape(bias, [-1] + [1] * (rank - 2)), name=name or "BiasAdd")
     if data_format not in (None, "NHWC", "N...C"):
         raise UnimplementedError(
-            f"bias_add: data_format {data_format!r} is not supported; hetbed is channels-last"
+            f"bias_add: data_format {data_format!r} is not supported (NHWC or NCHW)"
         )
     value = convert_to_tensor(value)
     bias = convert_to_tensor(bias, dtype=value.dtype)
@@ -964,8 +976,31 @@ def _check_format(fn: str, data_format: Any) -> None:
     if data_format not in (None, "NHWC"):
         raise UnimplementedError(
             f"{fn}: data_format {data_format!r} is not supported; hetbed images are NHWC "
-            "(transpose with hb.transpose(x, [0, 2, 3, 1]))"
+            "(NHWC, or NCHW for conv2d, pools, bias_add and fused_batch_norm)"
         )
+
+
+def _nchw(data_format: Any) -> bool:
+    return data_format == "NCHW"
+
+
+def _nhwc_window(v: Any) -> Any:
+    """A [1, 1, h, w] (NCHW order) window given as a list of 4: in NHWC order."""
+    if v is None or np.isscalar(v) or len(v) != 4:
+        return v
+    return [v[0], v[2], v[3], v[1]]
+
+
+def _to_nhwc(x: Any) -> Tensor:
+    from .manip import transpose
+
+    return transpose(convert_to_tensor(x), [0, 2, 3, 1])
+
+
+def _to_nchw(y: Tensor) -> Tensor:
+    from .manip import transpose
+
+    return transpose(y, [0, 3, 1, 2])
 
 
 def _window4(fn: str, what: str, v: Any) -> tuple[int, int, int, int]:
@@ -1392,6 +1427,18 @@ def conv2d(
     UnimplementedError for NCHW. ``dilations`` [1, rh, rw, 1] convolve with a dilated filter.
     """
     filter = filters if filter is None else filter
+    if _nchw(data_format):  # TF's NCHW: the NHWC convolution between transposes
+        y = conv2d(
+            _to_nhwc(input),
+            filter,
+            _nhwc_window(strides),
+            padding,
+            use_cudnn_on_gpu,
+            "NHWC",
+            _nhwc_window(dilations),
+            name,
+        )
+        return _to_nchw(y)
     if dilations is not None and _window4("conv2d", "dilations", dilations) != (1, 1, 1, 1):
         from .nn_extra import dilated_conv2d  # WP3: dilations by a dilated filter
 
@@ -1691,6 +1738,11 @@ def max_pool(
     SAME padding never wins the maximum (it is -inf); the gradient goes to the first maximum.
     """
     value = input if value is None else value
+    if _nchw(data_format):
+        y = max_pool(
+            _to_nhwc(value), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
+        )
+        return _to_nchw(y)
     attrs = _pool_attrs("max_pool", ksize, strides, padding, data_format)
     return apply("MaxPool", [value], attrs, name or "MaxPool")
 
@@ -1707,6 +1759,11 @@ def avg_pool(
     """Mean over (kh, kw) windows of NHWC ``value``; with SAME padding, padded cells are left
     out of each mean (TensorFlow's rule)."""
     value = input if value is None else value
+    if _nchw(data_format):
+        y = avg_pool(
+            _to_nhwc(value), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
+        )
+        return _to_nchw(y)
     attrs = _pool_attrs("avg_pool", ksize, strides, padding, data_format)
     return apply("AvgPool", [value], attrs, name or "AvgPool")
 
@@ -1939,6 +1996,11 @@ def fused_batch_norm(
     """
     from .array import constant
 
+    if _nchw(data_format):
+        y, m, v = fused_batch_norm(
+            _to_nhwc(x), scale, offset, mean, variance, epsilon, "NHWC", is_training, name
+        )
+        return _to_nchw(y), m, v
     _check_format("fused_batch_norm", data_format)
     x = convert_to_tensor(x)
     scale = convert_to_tensor(scale)

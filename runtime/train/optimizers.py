@@ -255,12 +255,17 @@ class Optimizer:
         self, var: Variable, fill: Any, slot_name: str, op_name: str | None = None
     ) -> Variable:
         """The slot ``slot_name`` of ``var`` (created once): a variable named ``var/<op_name>``
-        (the optimizer's name by default), filled with ``fill`` (a number) or initialized to it
+        (the optimizer's name by default; under the current variable scope's name, as TF's), filled with ``fill`` (a number) or initialized to it
         (a tensor or array of ``var``'s shape)."""
         slots = self._slots.setdefault(slot_name, {})
         s = slots.get(var.op)
         if s is None:
+            from ..variable_scope import get_variable_scope
+
             g = var.graph
+            # as TF's slot creator: under the variable scope the optimizer is applied in
+            scope = get_variable_scope().name
+            prefix = f"{scope}/" if scope else ""
             with g.name_scope(None), g.control_dependencies(None), _on(g, var.op):
                 if not isinstance(fill, (Tensor, Variable)) and np.ndim(fill) == 0:
                     init: Any = _filled_like(var, float(fill))
@@ -269,7 +274,7 @@ class Optimizer:
                 s = Variable(
                     init,
                     trainable=False,
-                    name=_free_name(g, f"{var.op.name}/{op_name or self._name}"),
+                    name=_free_name(g, f"{prefix}{var.op.name}/{op_name or self._name}"),
                     validate_shape=var.shape.is_fully_defined(),
                 )
             slots[var.op] = s

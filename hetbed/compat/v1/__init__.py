@@ -890,7 +890,9 @@ class _HParams:
 
 _HParams.__name__ = _HParams.__qualname__ = "HParams"
 contrib.training = _namespace(  # type: ignore[attr-defined]
-    "contrib.training", "TF1's tf.contrib.training: HParams.", {"HParams": _HParams}
+    "contrib.training",
+    "TF1's tf.contrib.training: HParams, multiply_gradients.",
+    {"HParams": _HParams, "multiply_gradients": _contrib_training.multiply_gradients},
 )
 
 #: TF1's ``tf.newaxis`` (``x[:, tf.newaxis]``), numpy's None

@@ -500,19 +500,7 @@ def layer_norm(
     if any(d is None for d in params_shape):
         raise ValueError(f"layer_norm: dims {bp}: of {x.shape} must be known")
     with _hb.variable_scope(scope, default_name="LayerNorm", reuse=reuse):
-        mean, var = _hb.nn.moments(x, list(range(bn, rank)), keep_dims=True)
-        out = (x - mean) * _hb.rsqrt(var + 1e-12)
-        if scale:
-            gamma = _variable(
-                "gamma",
-                params_shape,
-                x.dtype,
-                _hb.ones_initializer(),
-                None,
-                trainable,
-                _var_collections(variables_collections, "gamma"),
-            )
-            out = out * gamma
+        beta = gamma = None  # made in TF's order: beta, then gamma
         if center:
             beta = _variable(
                 "beta",
@@ -523,6 +511,21 @@ def layer_norm(
                 trainable,
                 _var_collections(variables_collections, "beta"),
             )
+        if scale:
+            gamma = _variable(
+                "gamma",
+                params_shape,
+                x.dtype,
+                _hb.ones_initializer(),
+                None,
+                trainable,
+                _var_collections(variables_collections, "gamma"),
+            )
+        mean, var = _hb.nn.moments(x, list(range(bn, rank)), keep_dims=True)
+        out = (x - mean) * _hb.rsqrt(var + 1e-12)
+        if gamma is not None:
+            out = out * gamma
+        if beta is not None:
             out = out + beta
         if activation_fn is not None:
             out = activation_fn(out)

@@ -133,3 +133,29 @@ def sequence_loss(
         if average_across_batch:
             return _hb.reduce_sum(per, 0) / (_hb.reduce_sum(w, 0) + 1e-12)
         return per
+
+
+# ---- contrib.training.multiply_gradients ---------------------------------------------------------
+
+
+def multiply_gradients(grads_and_vars: list, gradient_multipliers: dict) -> list:
+    """TF1's ``contrib.training.multiply_gradients``: each gradient whose variable (or the
+    variable's op name) is a key of ``gradient_multipliers`` scaled by its multiplier (a
+    number or a tensor); IndexedSlices keep their indices; None gradients stay None."""
+    from hetbed.runtime.gradients import IndexedSlices
+
+    if not isinstance(grads_and_vars, list):
+        raise ValueError(f"`grads_and_vars` must be a list, got {type(grads_and_vars).__name__}")
+    if not gradient_multipliers:
+        raise ValueError("`gradient_multipliers` is empty.")
+    out = []
+    for grad, var in grads_and_vars:
+        key = var if var in gradient_multipliers else var.op.name
+        if grad is not None and key in gradient_multipliers:
+            m = _hb.convert_to_tensor(gradient_multipliers[key], dtype=grad.dtype)
+            if isinstance(grad, IndexedSlices):
+                grad = IndexedSlices(grad.values * m, grad.indices, grad.dense_shape)
+            else:
+                grad = grad * m
+        out.append((grad, var))
+    return out

@@ -1,7 +1,7 @@
 """TF1's ``tf.app.flags`` / ``tf.flags`` (absl-style command-line flags) and ``tf.app.run``.
 
 ``DEFINE_string(name, default, help)`` (and ``DEFINE_integer``, ``DEFINE_float``,
-``DEFINE_boolean`` / ``DEFINE_bool``, ``DEFINE_list``, ``DEFINE_enum``) declares a flag;
+``DEFINE_boolean`` / ``DEFINE_bool``, ``DEFINE_list``, ``DEFINE_multi_*``, ``DEFINE_enum``) declares a flag;
 ``FLAGS.name`` reads it. As in TF1, the first read parses ``sys.argv`` if nothing has yet (absl
 alone would raise). Flags are written ``--name=value`` or ``--name value``; a boolean also
 ``--name`` / ``--noname``; ``--help`` prints them and exits. ``run(main)`` parses ``sys.argv``
@@ -32,6 +32,10 @@ class _Flag:
         self.value = self.default
 
     def convert(self, raw: Any) -> Any:
+        if self.kind.startswith("multi_"):  # a list of the base kind's values
+            one = _Flag(self.name, None, self.help, self.kind[len("multi_") :])
+            items = raw if isinstance(raw, (list, tuple)) else [raw]
+            return [one.convert(x) for x in items]
         if not isinstance(raw, str):
             if self.kind == "list" and isinstance(raw, (list, tuple)):
                 return [str(x) for x in raw]
@@ -78,6 +82,7 @@ class FlagValues:
     def __call__(self, argv: Sequence[str]) -> list[str]:
         argv = list(argv)
         rest: list[str] = argv[:1]
+        given: set = set()  # multi flags given on this command line (their values accumulate)
         i = 1
         while i < len(argv):
             arg = argv[i]
@@ -109,7 +114,11 @@ class FlagValues:
                     raise Error(f"flag --{name} needs a value")
                 value = argv[i]
                 i += 1
-            flag.value = flag.convert(value)
+            if flag.kind.startswith("multi_"):
+                flag.value = (flag.value if name in given else []) + flag.convert(value)
+                given.add(name)
+            else:
+                flag.value = flag.convert(value)
         object.__setattr__(self, "_parsed", True)
         return rest
 
@@ -178,6 +187,9 @@ DEFINE_float = _definer("float")
 DEFINE_boolean = _definer("bool")
 DEFINE_bool = DEFINE_boolean
 DEFINE_list = _definer("list")
+DEFINE_multi_string = _definer("multi_string")
+DEFINE_multi_integer = _definer("multi_integer")
+DEFINE_multi_float = _definer("multi_float")
 
 
 def DEFINE_enum(  # noqa: N802 - TF's name
@@ -209,6 +221,9 @@ __all__ = [
     "DEFINE_float",
     "DEFINE_integer",
     "DEFINE_list",
+    "DEFINE_multi_float",
+    "DEFINE_multi_integer",
+    "DEFINE_multi_string",
     "DEFINE_string",
     "FLAGS",
     "Error",
