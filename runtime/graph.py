@@ -78,6 +78,9 @@ class UnknownDimension:
 
 UNKNOWN_DIMENSION = object.__new__(UnknownDimension)
 
+#: how many graphs are capturing (Graph.capturing): op building checks it before anything else
+CAPTURING = 0
+
 
 def _caller_is_user(depth: int = 2) -> bool:
     """Whether the code asking for a dimension is not hetbed's own (which reads None)."""
@@ -450,7 +453,8 @@ class Graph:
         self._last_id = 0
         self._finalized = False
         #: where a tensor of another graph used as an input is turned into one of this graph
-        #: (a dataset function's graph captures its caller's tensors: hetbed/data/dataset.py)
+        #: (a dataset function's graph captures its caller's tensors: hetbed/data/dataset.py);
+        #: set with ``capturing``
         self._capture_hook: Any = None
         self.version = 0  # bumped whenever an op is added; sessions use it to invalidate caches
         #: op type -> registered gradient name for the ops added meanwhile (gradient_override_map)
@@ -697,6 +701,20 @@ class Graph:
     @property
     def finalized(self) -> bool:
         return self._finalized
+
+    @contextlib.contextmanager
+    def capturing(self, hook: Any) -> Iterator[None]:
+        """While inside, an op of this graph given a tensor of another graph takes
+        ``hook(tensor)`` (a tensor of this graph) instead, and ops are built in this graph
+        whatever graph their inputs come from (``registry._graph_of``)."""
+        global CAPTURING
+        self._capture_hook = hook
+        CAPTURING += 1
+        try:
+            yield
+        finally:
+            CAPTURING -= 1
+            self._capture_hook = None
 
     def as_default(self):
         return _default_graph_stack.get_controller(self)

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes as _dt
+from . import graph as _graph_mod
 from .errors import InvalidArgumentError, UnimplementedError
 from .graph import Operation, Tensor, TensorShape, get_default_graph
 
@@ -314,9 +315,10 @@ def apply(op_type: str, inputs: Sequence[Any], attrs: dict | None = None, name: 
 
 
 def _graph_of(inputs: Sequence[Any]) -> Any:
-    g = get_default_graph()
-    if g._capture_hook is not None:  # tracing a function: its ops go in its graph, whatever
-        return g  # graph their inputs come from (those are captured)
+    if _graph_mod.CAPTURING:
+        g = get_default_graph()
+        if g._capture_hook is not None:  # tracing a function: its ops go in its graph,
+            return g  # whatever graph their inputs come from (those are captured)
     for x in inputs:
         if isinstance(x, Tensor):
             return x.graph

@@ -662,14 +662,10 @@ class _Captures:
                 self.outer.append(t)
             return self._inner[t]
 
-        self.graph._capture_hook = capture
-        try:
-            with self.graph.as_default():
-                phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
-                arg = _pack(ds._structure, phs)
-                out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
-        finally:
-            self.graph._capture_hook = None
+        with self.graph.capturing(capture), self.graph.as_default():
+            phs = [placeholder(t, s) for t, s in zip(ds._types, ds._shapes)]
+            arg = _pack(ds._structure, phs)
+            out = fn(*arg) if isinstance(arg, tuple) else fn(arg)
         return phs, out
 
     def _captured_feed(self, env: dict) -> dict:
