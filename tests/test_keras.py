@@ -875,3 +875,52 @@ def test_load_weights_of_tf_checkpoints_says_so(tmp_path):
         path = tf.train.Saver().save(sess, str(tmp_path / "saver.ckpt"))
     with pytest.raises(OSError, match="is a tf.train.Saver checkpoint"):
         model.load_weights(path)
+
+
+def test_whole_sequential_model_save_and_load(tmp_path):
+    """model.save / keras.models.load_model: the same layers, weights, predictions and compile
+    arguments (the optimizer by its config), in one npz file whatever its name."""
+    import hetbed.compat.v1 as tf
+    from hetbed.compat.v1 import keras
+
+    rng = np.random.RandomState(0)
+    x = rng.randint(0, 20, (32, 6))
+    y = rng.randint(0, 2, 32).astype(np.float32)
+    with tf.Graph().as_default():
+        model = keras.Sequential(
+            [
+                keras.layers.Embedding(20, 4, input_length=6),
+                keras.layers.Conv1D(
+                    3, 2, activation=tf.nn.relu, kernel_regularizer=keras.regularizers.l2(0.01)
+                ),
+                keras.layers.LSTM(5),
+                keras.layers.Dropout(0.1),
+                keras.layers.Dense(1, activation="sigmoid"),
+            ]
+        )
+        model.compile(
+            keras.optimizers.SGD(lr=0.05, momentum=0.9), "binary_crossentropy", metrics=["accuracy"]
+        )
+        model.fit(x, y, epochs=1, verbose=0)
+        want, ev = model.predict(x), model.evaluate(x, y, verbose=0)
+        path = str(tmp_path / "m.h5")
+        model.save(path)
+        back = keras.models.load_model(path)
+        assert [type(a) for a in back.layers] == [type(a) for a in model.layers]
+        assert back.weights and back.optimizer.momentum == 0.9 and back.optimizer._lr_value == 0.05
+        np.testing.assert_allclose(back.predict(x), want, rtol=1e-6)
+        np.testing.assert_allclose(back.evaluate(x, y, verbose=0), ev, rtol=1e-6)
+        back.fit(x, y, epochs=1, verbose=0)  # compiled again: it trains
+        with pytest.raises(NotImplementedError, match="lambda"):
+            keras.Sequential(
+                [keras.layers.Dense(2, activation=lambda t: t, input_shape=(3,))]
+            ).save(path)
+        inp = keras.layers.Input((3,))
+        with pytest.raises(NotImplementedError, match="Sequential models only"):
+            keras.Model(inp, keras.layers.Dense(2)(inp)).save(path)
+        np.testing.assert_allclose(
+            keras.models.load_model(path).predict(x), want, rtol=1e-6
+        )  # kept
+        with pytest.raises(ValueError, match="holds no model"):
+            model.save_weights(str(tmp_path / "w.h5"))
+            keras.models.load_model(str(tmp_path / "w.h5"))

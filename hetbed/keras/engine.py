@@ -42,7 +42,14 @@ def _shape_text(shape: Any) -> str:
 
 class Layer(_rl.Layer):
     """Base of Keras layers: subclasses define ``build(input_shape)`` (weights by ``add_weight``)
-    and ``call(inputs, training=None)``; calling the layer builds it once, in its name scope."""
+    and ``call(inputs, training=None)``; calling the layer builds it once, in its name scope.
+    Each layer keeps the arguments it was made with (``model.save``: saving.py)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        from .saving import record_init
+
+        record_init(cls)
 
     def __init__(
         self,

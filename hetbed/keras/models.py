@@ -282,11 +282,14 @@ class Model(Training, Layer):
                 pairs += _checked_pairs(layer, saved[lname], filepath)
         K.batch_set_value(pairs)
 
-    def save(self, filepath: str, *args: Any, **kwargs: Any) -> None:
-        raise NotImplementedError(
-            "hetbed's keras cannot save whole models (architecture + optimizer); use "
-            "model.save_weights(path) and rebuild the model in code before load_weights"
-        )
+    def save(
+        self, filepath: str, overwrite: bool = True, include_optimizer: bool = True, **kwargs: Any
+    ) -> None:
+        """The whole model (a Sequential one): layers, weights and compile arguments, in one
+        npz file (saving.py); ``keras.models.load_model`` reads it."""
+        from .saving import save_model
+
+        save_model(self, filepath, overwrite, include_optimizer)
 
     def get_config(self) -> dict:
         return {"name": self.name, "layers": [layer.name for layer in self.layers]}
@@ -463,11 +466,13 @@ class Sequential(Model):
         self._set_io([x_in], [out])
 
 
-def load_model(*args: Any, **kwargs: Any) -> Any:
-    raise NotImplementedError(
-        "hetbed's keras cannot load whole models; rebuild the model in code and use "
-        "model.load_weights"
-    )
+def load_model(filepath: str, custom_objects: Any = None, compile: bool = True) -> Any:
+    """A model ``Model.save`` wrote (saving.py)."""
+    from .saving import load_model as _load
+
+    return _load(filepath, custom_objects, compile)
 
 
-save_model = load_model
+def save_model(model: Any, filepath: str, overwrite: bool = True, include_optimizer: bool = True):
+    """``model.save(filepath)``."""
+    model.save(filepath, overwrite, include_optimizer)

@@ -17,6 +17,12 @@ class _Keras:
     """Keras's arguments over a ``tf.train`` optimizer: ``learning_rate`` (or ``lr``), gradient
     clipping by ``clipnorm`` / ``clipvalue``, and the ``lr`` variable."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        from .saving import record_init
+
+        record_init(cls)  # (a saved model writes its optimizer as it was made)
+
     def _keras_init(self, learning_rate: float, kwargs: dict) -> None:
         lr = kwargs.pop("lr", None)
         self._lr_value = float(learning_rate if lr is None else lr)
