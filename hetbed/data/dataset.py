@@ -669,7 +669,7 @@ class _Captures:
         return phs, out
 
     def _captured_feed(self, env: dict) -> dict:
-        return {self._inner[t]: env[t] for t in self.outer}
+        return {self._inner[t]: env[t] for t in self.outer if t in self._inner}
 
     def _session(self, env: dict) -> Any:
         """A session of the private graph whose lookup tables are the reading session's."""
@@ -739,7 +739,12 @@ class _DatasetFunction(_Captures):
                 f"Dataset.{what}: the function must return a Dataset, got {type(out).__name__}"
             )
         self.ds, self.phs = out, phs
-        self._sess = None
+        self._sess, self._sess_key = None, None
+        # the inner dataset's captures of tensors of the caller's graph (a map inside the
+        # function using them) come from the caller's run, as this function's own captures do
+        self.outer += [
+            c for c in out._captures if c.graph is not self.graph and c not in self.outer
+        ]
 
     def open(self, el: list, outer_env: dict | None = None) -> Any:
         env: dict = {}
@@ -747,10 +752,16 @@ class _DatasetFunction(_Captures):
         caps = self.ds._captures
         if caps:
             direct = {ph: v for ph, v in zip(self.phs, el)} | self._captured_feed(outer_env)
+            direct |= {
+                c: outer_env[c] for c in caps if c.graph is not self.graph and c in outer_env
+            }
             computed = [c for c in caps if c not in direct]
             if computed:
-                if self._sess is None:
-                    self._sess = self._session(outer_env)
+                from hetbed.runtime.ops.iterator import RESOURCES
+
+                key = id(outer_env.get(RESOURCES))  # one private session per reading session
+                if self._sess is None or self._sess_key != key:
+                    self._sess, self._sess_key = self._session(outer_env), key
                 vals = self._sess.run(computed, direct)
                 env.update(zip(computed, vals))
             env.update((c, direct[c]) for c in caps if c in direct)

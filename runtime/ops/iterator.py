@@ -85,9 +85,9 @@ RESOURCES = "__session_resources__"
 def _env(ds: Any, captured: tuple, ctx: Any = None) -> dict:
     """The captured graph tensors of ``ds`` with their values in this run (and the reading op's
     session resources, where functions of the dataset find their lookup tables)."""
-    env: dict = dict(
-        zip(ds._captures, (v if isinstance(v, np.ndarray) else np.asarray(v) for v in captured))
-    )
+    # copies: the values as they are when the dataset starts (TF captures by value), not the
+    # caller's arrays or variables, which may change while it is read
+    env: dict = dict(zip(ds._captures, (np.array(v, copy=True) for v in captured)))
     if ctx is not None:
         env[RESOURCES] = ctx.resources
     return env

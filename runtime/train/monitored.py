@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 from typing import Any
 
@@ -130,6 +131,11 @@ class StopAtStepHook(SessionRunHook):
                 run_context.request_stop()
 
 
+def _step_of(path: str) -> int | None:
+    m = re.search(r"-(\d+)$", path)
+    return int(m.group(1)) if m else None
+
+
 class CheckpointSaverHook(SessionRunHook):
     """Saves ``checkpoint_dir/model.ckpt-<global step>`` when the session is made (TF's step-0
     checkpoint, with ``graph.pbtxt``), every ``save_steps`` steps or ``save_secs`` seconds (give
@@ -176,7 +182,14 @@ class CheckpointSaverHook(SessionRunHook):
         # at once (model.ckpt-0 for a new run), so even a run stopped before its first save
         # period leaves a checkpoint
         self._write_graph(session)
-        self._save(session, int(session.run(self._gs)))
+        step = int(session.run(self._gs))
+        latest = state.model_checkpoint_path if state is not None else None
+        if latest is not None and _step_of(latest) == step:
+            # the session restored this very step: it is saved already (and a checkpoint
+            # another program wrote at that name is not to be overwritten)
+            self._last_step, self._last_time = step, time.monotonic()
+        else:
+            self._save(session, step)
 
     def _write_graph(self, session: Any) -> None:
         """``graph.pbtxt``: the graph as TensorFlow's GraphDef, in protobuf text format."""

@@ -22,6 +22,7 @@ import struct
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from .. import dtypes as _dt
 from ..errors import DataLossError, NotFoundError
@@ -98,6 +99,33 @@ def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
     return out
 
 
+def _crc_table() -> np.ndarray:
+    t = np.zeros(256, np.uint32)
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1  # CRC-32C (Castagnoli), reflected
+        t[i] = c
+    return t
+
+
+_CRC_TABLE = _crc_table()
+
+
+@njit(cache=True, nogil=True)
+def _crc32c_bytes(data: np.ndarray, table: np.ndarray) -> np.uint32:  # pragma: no cover
+    c = np.uint32(0xFFFFFFFF)
+    for b in data:
+        c = table[(c ^ b) & 0xFF] ^ (c >> np.uint32(8))
+    return c ^ np.uint32(0xFFFFFFFF)
+
+
+def masked_crc32c(data: bytes) -> int:
+    """TensorFlow's masked CRC-32C of ``data`` (what a bundle entry's ``crc32c`` holds)."""
+    c = int(_crc32c_bytes(np.frombuffer(data, np.uint8), _CRC_TABLE))
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
 def _block(blob: bytes, offset: int, size: int) -> bytes:
     if offset + size + 5 > len(blob):
         raise _Bad(f"a block at {offset} of {size} bytes runs past the file")
@@ -155,6 +183,7 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
         _, _, pos = _handle(footer)  # the metaindex block (unused)
         ioff, isize, _ = _handle(footer, pos)
         raw: dict[str, bytes] = {}
+        crcs: dict[str, int] = {}
         for _last, h in _entries(_block(blob, ioff, isize)):
             off, size, _ = _handle(h)
             for k, v in _entries(_block(blob, off, size)):
@@ -170,6 +199,7 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
         entries = {}
         for name, value in raw.items():
             dtype = shard = offset = size = 0
+            crc = None
             dims: list[int] = []
             sliced = False
             for num, _wt, v in _fields(value):
@@ -188,6 +218,8 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
                     offset = v
                 elif num == 5:
                     size = v
+                elif num == 6:
+                    crc = v
                 elif num == 7:
                     sliced = True
             if sliced:
@@ -198,6 +230,8 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
             if shard >= n_shards:
                 raise _Bad(f"tensor {name!r} names shard {shard} of {n_shards}")
             entries[name] = (dt, tuple(dims), shard, offset, size)
+            if crc is not None:
+                crcs[name] = crc
     except _Bad as e:
         raise DataLossError(f"checkpoint index {index}: {e}") from None
     shards = []
@@ -220,6 +254,11 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
                     f"checkpoint {prefix}: tensor {name!r} of shape {list(dims)} and dtype "
                     f"{dt.name} needs {want} bytes, its entry says {size}"
                 )
+        if name in crcs and masked_crc32c(shards[shard][offset : offset + size]) != crcs[name]:
+            raise DataLossError(
+                f"checkpoint {prefix}: tensor {name!r} does not match its checksum (crc32c): "
+                "the data file is corrupt"
+            )
     return entries, shards
 
 
