@@ -62,8 +62,10 @@ class UnknownDimension:
 
     __index__ = __int__
 
-    def _unknown(self, *_: Any) -> UnknownDimension:
-        return self
+    def _unknown(self, other: Any = None) -> Any:
+        if isinstance(other, (int, np.integer, Dimension, UnknownDimension)) or other is None:
+            return self
+        return NotImplemented  # a tensor: its own operator then refuses this dimension
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _unknown
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = _unknown

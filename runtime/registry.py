@@ -368,6 +368,11 @@ def convert_to_tensor(
             raise TypeError(f"cannot use operation {t.name} as a tensor")
     elif isinstance(value, Operation):
         raise TypeError(f"cannot use operation {value.name} as a tensor (it has no value)")
+    elif isinstance(value, _graph_mod.UnknownDimension) or (
+        isinstance(value, (list, tuple))
+        and any(isinstance(v, _graph_mod.UnknownDimension) for v in value)
+    ):
+        raise ValueError("Cannot convert an unknown Dimension to a Tensor: ?")
     elif type(value).__name__ == "IndexedSlices" and hasattr(value, "indices"):
         # a sparse gradient used as a tensor becomes dense, as in TF
         from .ops.manip import indexed_slices_to_dense

@@ -224,12 +224,18 @@ class Dataset:
         largest) with ``padding_values`` (default 0)."""
         n = len(self._types)
         ps = [None] * n if padded_shapes is None else _flatten_shapes(padded_shapes)
-        pv = [0] * n if padding_values is None else _flatten(padding_values)
+        pv = (
+            [b"" if t.is_string else 0 for t in self._types]  # TF pads strings with b""
+            if padding_values is None
+            else _flatten(padding_values)
+        )
         if len(ps) != n or len(pv) != n:
             raise ValueError(
                 f"Dataset.padded_batch: the element has {n} components; padded_shapes has "
                 f"{len(ps)} and padding_values {len(pv)}"
             )
+        for i, (v, t) in enumerate(zip(pv, self._types)):
+            _check_padding_value(v, t, i)
         return self._batch(batch_size, drop_remainder, ps, pv, "padded_batch")
 
     def _batch(self, batch_size: int, drop: bool, ps: Any, pv: Any, what: str) -> Dataset:
@@ -564,6 +570,13 @@ class Dataset:
     def make_one_shot_iterator(self) -> Iterator:
         from .iterator import Iterator
 
+        for c in self._captures:  # a one-shot iterator starts itself: nothing can be fed then
+            if c.op.type in ("Placeholder", "PlaceholderV2"):
+                raise ValueError(
+                    f"Cannot capture a placeholder (name:{c.op.name}, type:Placeholder) by "
+                    "value: a one-shot iterator starts itself; use make_initializable_iterator "
+                    "and feed the placeholder when running its initializer"
+                )
         return Iterator(self, one_shot=True)
 
     def make_initializable_iterator(self, shared_name: str | None = None) -> Iterator:
@@ -601,6 +614,45 @@ def _pad(comp: tuple, shape: Any, value: Any, dtype: Any, i: int) -> np.ndarray:
     return out
 
 
+def _check_padding_value(value: Any, dtype: Any, i: int) -> None:
+    """A padding value must be a scalar of the component's kind, as TF requires."""
+    from hetbed.runtime.graph import Tensor
+
+    if isinstance(value, Tensor):
+        if value.shape.ndims not in (None, 0):
+            raise ValueError(
+                f"Dataset.padded_batch: padding_values values should be scalars, component {i} "
+                f"has {value.name} of shape {value.shape}"
+            )
+        if value.dtype != dtype:
+            raise TypeError(
+                f"Dataset.padded_batch: component {i} is {dtype.name}, its padding value "
+                f"{value.name} is {value.dtype.name}"
+            )
+        return
+    arr = np.asarray(value)
+    if arr.ndim != 0:
+        raise ValueError(
+            f"Dataset.padded_batch: padding_values values should be scalars, component {i} has "
+            f"{value!r}"
+        )
+    kind = arr.dtype.kind
+    ok = (
+        kind in "SUO"
+        if dtype.is_string
+        else kind == "b"
+        if dtype == _dt.bool_
+        else kind in "iub"
+        if dtype.is_integer
+        else kind in "iubf"
+    )
+    if not ok:
+        raise TypeError(
+            f"Dataset.padded_batch: component {i} is {dtype.name}, its padding value {value!r} "
+            "is not of that kind"
+        )
+
+
 def _value_arg(value: Any) -> tuple[Callable, list]:
     """A value argument (a padding value): a number or array, or a tensor computed in the run
     that starts the dataset (then a capture)."""
@@ -624,15 +676,17 @@ def _count_arg(value: Any, what: str, low: int | None = None) -> tuple[Callable,
             raise InvalidArgumentError(f"Dataset.{what} must be >= {low}, got {v}")
         return v
 
-    if isinstance(value, Tensor) and value.op.type != "Const":
+    if isinstance(value, Tensor):
         if not value.dtype.is_integer or value.shape.ndims not in (None, 0):
             raise TypeError(
                 f"Dataset.{what} must be an integer scalar, got {value.name} "
                 f"({value.dtype.name}, shape {value.shape})"
             )
-        return (lambda env: checked(int(np.asarray(env[value])))), [value]
-    if isinstance(value, Tensor):
+        if value.op.type != "Const":
+            return (lambda env: checked(int(np.asarray(env[value])))), [value]
         value = value.op.attrs["value"]
+    if isinstance(value, (bool, np.bool_)) or np.asarray(value).dtype.kind not in "iu":
+        raise TypeError(f"Dataset.{what} must be an integer, got {value!r}")
     v = checked(int(value))
     return (lambda env: v), []
 

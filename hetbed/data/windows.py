@@ -235,7 +235,7 @@ def reduce(ds: Dataset, initial_state: Any, reduce_func: Callable) -> Any:
         "output_types": [t.name for t in states._types],
         "output_shapes": [s.as_list() if s.ndims is not None else None for s in states._shapes],
     }
-    op = apply_op("DatasetReduce", list(ds._captures), attrs, name="DatasetReduce", graph=g)
+    op = apply_op("DatasetReduce", list(states._captures), attrs, name="DatasetReduce", graph=g)
     return _pack(initial_state, list(op.outputs))
 
 
@@ -273,7 +273,7 @@ def group_by_window(
     partial groups are emitted, smallest key first (TF keeps them in an ordered map)."""
     from hetbed.runtime.ops.array import placeholder
 
-    from .dataset import _GraphFunction
+    from .dataset import _count_arg, _GraphFunction
 
     if (window_size is None) == (window_size_func is None):
         raise ValueError("Must pass either window_size or window_size_func.")
@@ -302,14 +302,13 @@ def group_by_window(
                 f"group_by_window: reduce_func must return a Dataset, got {type(inner).__name__}"
             )
         own = [c for c in inner._captures if c is not key_ph]
-        fixed_size = None if window_size is None else int(window_size)
-        if fixed_size is not None and fixed_size < 1:
-            raise InvalidArgumentError(
-                f"group_by_window: window_size must be >= 1, got {window_size}"
-            )
+        size_get, size_caps = (None, [])
+        if window_size is not None:
+            size_get, size_caps = _count_arg(window_size, "group_by_window: window_size", 1)
 
         def make(env: dict) -> Any:
             key_of = keys.runner(env)
+            fixed_size = size_get(env) if size_get is not None else None
             size_of = sizes.runner(env) if sizes is not None else None
             groups: dict = {}
             limits: dict = {}
@@ -337,7 +336,9 @@ def group_by_window(
             for k in sorted(groups):
                 yield from emit(k)
 
-        caps = list(ds._captures) + [c for c in keys.outer + own if c not in ds._captures]
+        caps = list(ds._captures) + [
+            c for c in keys.outer + own + size_caps if c not in ds._captures
+        ]
         if sizes is not None:
             caps += [c for c in sizes.outer if c not in caps]
         return Dataset(inner._structure, inner._types, inner._shapes, make, caps)

@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import InvalidArgumentError
-from ..graph import Tensor, TensorShape, as_shape
+from ..graph import Tensor, TensorShape, UnknownDimension, as_shape
 from ..registry import Cost, apply, apply_op, convert_to_tensor, defop, unchanged_shape
 
 # ---- Const ------------------------------------------------------------------------------
@@ -49,6 +49,10 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
     """
     if isinstance(value, Tensor):
         raise TypeError(f"constant() takes a value, not the tensor {value.name}")
+    if isinstance(value, UnknownDimension) or (
+        isinstance(value, (list, tuple)) and any(isinstance(v, UnknownDimension) for v in value)
+    ):
+        raise ValueError("Cannot convert an unknown Dimension to a Tensor: ?")
     from_python = not isinstance(value, (np.ndarray, np.generic))
     want = _dt.as_dtype(dtype) if dtype is not None else None
     if want is _dt.string or (want is None and _is_text(value)):

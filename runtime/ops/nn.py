@@ -827,6 +827,12 @@ def bias_add(
             raise InvalidArgumentError(
                 f"bias_add: NCHW needs an input of known rank >= 2, got {value.shape}"
             )
+        c, n = value.shape.dims[1], bias.shape.dims[0] if bias.shape.ndims == 1 else None
+        if bias.shape.ndims != 1 or (c is not None and n is not None and c != n):
+            raise InvalidArgumentError(
+                f"bias_add: the bias {bias.shape} must be a vector of the input's {c} channels "
+                f"(dimension 1 of {value.shape} in NCHW)"
+            )
         return add(value, reshape(bias, [-1] + [1] * (rank - 2)), name=name or "BiasAdd")
     if data_format not in (None, "NHWC", "N...C"):
         raise UnimplementedError(

@@ -158,8 +158,10 @@ def _reduce_max(ctx, idx, vals, shape):
         seen = np.zeros(out.shape, bool)
         seen[at] = True
         out[~seen] = 0  # a cell without entries is 0, as TF's kernel leaves it
-    else:
-        out = np.asarray(vals.max() if len(idx) else 0, vals.dtype)
+    elif len(idx):
+        out = np.asarray(vals.max(), vals.dtype)
+    else:  # no entries: zeros of the kept dimensions
+        out = np.zeros(out.shape, vals.dtype)
     if ctx.attrs["keepdims"]:
         out = out.reshape([1 if d in axes else int(shape[d]) for d in range(rank)])
     return out

@@ -1,0 +1,121 @@
+"""Second hostile review of this round's TF1 work: each case once gave a wrong value silently,
+lost data or failed with an unhelpful error; now TF's value or a clear error."""
+
+import numpy as np
+import pytest
+
+import hetbed.compat.v1 as tf
+
+
+def _drain(s, x):
+    out = []
+    try:
+        while True:
+            out.append(s.run(x))
+    except tf.errors.OutOfRangeError:
+        return out
+
+
+def test_captured_values_are_copies_taken_when_the_iterator_starts():
+    with tf.Graph().as_default():
+        v = tf.Variable(1.0)
+        feed = np.arange(4, dtype=np.float32)
+        p = tf.placeholder(tf.float32, [4])
+        it = (
+            tf.data.Dataset.range(2)
+            .map(lambda i: v + tf.cast(i, tf.float32))
+            .make_initializable_iterator()
+        )
+        it2 = tf.data.Dataset.from_tensor_slices(p).make_initializable_iterator()
+        x, y = it.get_next(), it2.get_next()
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run([it.initializer, it2.initializer], {p: feed})
+            s.run(tf.assign_add(v, 10.0))
+            feed[:] = -1  # the caller refills its array
+            assert s.run(x) == 1.0  # the variable's value when the iterator started, as TF
+            assert [float(s.run(y)) for _ in range(4)] == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_nested_dataset_functions_and_reduce_capture_the_callers_tensors():
+    with tf.Graph().as_default():
+        k = tf.placeholder(tf.int64, [])
+        nested = tf.data.Dataset.range(1, 3).flat_map(
+            lambda i: tf.data.Dataset.from_tensors(i).map(lambda j: j + k)
+        )
+        it = nested.make_initializable_iterator()
+        x = it.get_next()
+        total = tf.data.Dataset.range(4).reduce(np.int64(0), lambda acc, v: acc + v * k)
+        with tf.Session() as s:
+            s.run(it.initializer, {k: 100})
+            assert [int(v) for v in _drain(s, x)] == [101, 102]
+            assert s.run(total, {k: 10}) == 60
+
+
+def test_padded_batch_pads_strings_with_empty_bytes_and_checks_padding_values():
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.from_tensor_slices(tf.constant(["a", "a b"])).map(
+            lambda s: tf.string_split([s]).values
+        )
+        x = ds.padded_batch(2, padded_shapes=[None]).make_one_shot_iterator().get_next()
+        with tf.Session() as s:
+            assert s.run(x).tolist() == [[b"a", b""], [b"a", b"b"]]
+        ints = tf.data.Dataset.range(3).map(lambda i: tf.fill([i], i))
+        with pytest.raises(TypeError, match="not of that kind"):
+            ints.padded_batch(2, padded_shapes=[None], padding_values=np.int64(0) + 0.5)
+        with pytest.raises(ValueError, match="should be scalars"):
+            ints.padded_batch(2, padded_shapes=[None], padding_values=np.array([7, 8], np.int64))
+        with pytest.raises(TypeError, match="must be an integer"):
+            ints.batch(2.5)
+        with pytest.raises(TypeError, match="integer scalar"):
+            ints.take(tf.constant(2.0))
+        with pytest.raises(ValueError, match="Cannot capture a placeholder"):
+            tf.data.Dataset.from_tensors(tf.placeholder(tf.int32, [])).make_one_shot_iterator()
+
+
+def test_unknown_dimensions_refuse_to_become_tensors():
+    x = tf.placeholder(tf.float32, [None, 3])
+    u = x.shape[0]
+    with pytest.raises(ValueError, match="unknown Dimension"):
+        tf.constant(u)
+    with pytest.raises((TypeError, ValueError)):
+        u + tf.constant(1)
+    with pytest.raises(ValueError, match="unknown Dimension"):
+        tf.stack([u, -1])
+
+
+def test_nchw_bias_and_empty_sparse_reduce_max():
+    with tf.Graph().as_default(), tf.Session() as s:
+        with pytest.raises(tf.errors.InvalidArgumentError, match="channels"):
+            tf.nn.bias_add(tf.zeros([2, 1, 4, 4]), tf.ones([5]), data_format="NCHW")
+        empty = tf.SparseTensor(np.zeros((0, 2), np.int64), np.zeros(0, np.float32), [2, 3])
+        assert s.run(tf.sparse_reduce_max(empty, axis=1)).tolist() == [0.0, 0.0]
+        assert s.run(tf.sparse_reduce_max(empty, axis=1, keepdims=True)).shape == (2, 1)
+
+
+def test_tensorflow_checkpoints_are_checked_and_not_overwritten(tmp_path):
+    tf_real = pytest.importorskip("tensorflow")
+    v1 = tf_real.compat.v1
+    with v1.Graph().as_default():
+        w = v1.Variable([1.0, 2.0, 3.0, 4.0], name="w")
+        gs = v1.train.get_or_create_global_step()
+        with v1.Session() as s:
+            s.run(v1.global_variables_initializer())
+            s.run(gs.assign(100))
+            v1.train.Saver().save(s, str(tmp_path / "ok" / "model.ckpt"), global_step=100)
+            v1.train.Saver().save(s, str(tmp_path / "bad" / "model.ckpt"), global_step=100)
+    meta = (tmp_path / "ok" / "model.ckpt-100.meta").read_bytes()
+    with tf.Graph().as_default():
+        w = tf.Variable(np.zeros(4, np.float32), name="w")
+        gs = tf.train.get_or_create_global_step()
+        with tf.train.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path / "ok"), save_checkpoint_secs=None
+        ) as s:
+            assert s.run(gs) == 100 and s.run(w).tolist() == [1, 2, 3, 4]
+    assert (tmp_path / "ok" / "model.ckpt-100.meta").read_bytes() == meta  # TF's file left alone
+    data = tmp_path / "bad" / "model.ckpt-100.data-00000-of-00001"
+    blob = bytearray(data.read_bytes())
+    blob[len(blob) // 2] ^= 0x40
+    data.write_bytes(bytes(blob))
+    with pytest.raises(tf.errors.DataLossError, match="checksum"):
+        tf.train.load_variable(str(tmp_path / "bad" / "model.ckpt-100"), "w")
