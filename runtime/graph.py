@@ -31,6 +31,47 @@ class Dimension(int):
     def value(self) -> int:
         return int(self)
 
+    def _op(self, other: Any, fn: Any) -> Any:
+        if isinstance(other, UnknownDimension):
+            return other
+        if isinstance(other, (int, np.integer)):
+            return Dimension(fn(int(self), int(other)))
+        return NotImplemented
+
+    # TF1's arithmetic of dimensions gives dimensions ((s[1] * s[2]).value)
+    def __add__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: a + b)
+
+    def __radd__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: b + a)
+
+    def __sub__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: a - b)
+
+    def __rsub__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: b - a)
+
+    def __mul__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: a * b)
+
+    def __rmul__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: b * a)
+
+    def __floordiv__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: a // b)
+
+    def __mod__(self, o: Any) -> Any:
+        return self._op(o, lambda a, b: a % b)
+
+    def is_compatible_with(self, other: Any) -> bool:
+        other = Dimension(other) if not isinstance(other, UnknownDimension) else other
+        return isinstance(other, UnknownDimension) or int(other) == int(self)
+
+    def merge_with(self, other: Any) -> Dimension:
+        if not self.is_compatible_with(other):
+            raise ValueError(f"Dimensions {int(self)} and {other} are not compatible")
+        return self
+
 
 class UnknownDimension:
     """TF1's ``Dimension(None)``: ``value`` is None, comparisons with it are unknown (None,

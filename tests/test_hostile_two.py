@@ -119,3 +119,12 @@ def test_tensorflow_checkpoints_are_checked_and_not_overwritten(tmp_path):
     data.write_bytes(bytes(blob))
     with pytest.raises(tf.errors.DataLossError, match="checksum"):
         tf.train.load_variable(str(tmp_path / "bad" / "model.ckpt-100"), "w")
+
+
+def test_dimension_arithmetic_gives_dimensions():
+    x = tf.placeholder(tf.float32, [None, 3, 4])
+    s = x.shape
+    assert (s[1] * s[2]).value == 12 and (s[0] * s[1]).value is None and (2 + s[1]).value == 5
+    assert s[1].merge_with(3).value == 3 and s[1].is_compatible_with(s[0])
+    with pytest.raises(ValueError, match="not compatible"):
+        s[1].merge_with(4)
