@@ -225,6 +225,8 @@ def test_more_string_ops_give_tensorflows_values():
     assert got[4].tolist()[-1] == b"AP_-IGJpbmFyeQ=="
     assert got[5].tolist() == data
     assert got[6].tolist() == [False, False, True, True, False]
+    with tf.Graph().as_default(), tf.Session() as s:  # over UTF-8 characters, as RE2
+        assert s.run(tf.strings.regex_full_match(["é".encode(), "héllo".encode()], ".|.{5}")).all()
 
 
 def test_get_single_element():

@@ -2,8 +2,9 @@
 base64 (``encode_base64``, ``decode_base64``), element by element on string tensors, as TF's
 kernels do them: ``strip`` removes leading and trailing ASCII whitespace; ``lower``/``upper``
 change ASCII letters only (``encoding=""``) or, with ``encoding="utf-8"``, every letter;
-``regex_full_match`` matches the whole string (Python's ``re`` stands in for RE2: patterns
-outside their common syntax may differ); ``encode_base64`` uses the URL-safe alphabet (``-``
+``regex_full_match`` matches the whole string over UTF-8 characters (Python's ``re`` stands in
+for RE2: patterns outside their common syntax may differ, and ``re`` backtracks where RE2 is
+linear); ``encode_base64`` uses the URL-safe alphabet (``-``
 and ``_``) without padding unless ``pad``, and ``decode_base64`` takes it with or without
 padding and refuses anything else."""
 
@@ -95,10 +96,19 @@ def _full_match_shape(op):
 
 @RegexFullMatch.kernel("cpu")
 def _full_match(ctx, x):
+    """Matched over UTF-8 characters, as RE2 matches (a string that is not UTF-8: its bytes)."""
     if ctx.state is None:
-        ctx.state = re.compile(ctx.attrs["pattern"])
-    rx = ctx.state
-    return _map(x, lambda s: rx.fullmatch(s) is not None, bool)
+        pat = ctx.attrs["pattern"]
+        ctx.state = (re.compile(pat.decode("utf-8")), re.compile(pat))
+    text_rx, bytes_rx = ctx.state
+
+    def match(s: bytes) -> bool:
+        try:
+            return text_rx.fullmatch(s.decode("utf-8")) is not None
+        except UnicodeDecodeError:
+            return bytes_rx.fullmatch(s) is not None
+
+    return _map(x, match, bool)
 
 
 def _check_encoding(fn: str, encoding: str) -> str:
