@@ -126,6 +126,27 @@ def masked_crc32c(data: bytes) -> int:
     return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
+def _entry_crc(buf: bytes, dt: Any, dims: tuple, offset: int, size: int) -> int | None:
+    """The masked CRC-32C TensorFlow stores for an entry: over its bytes; for a string tensor
+    over its lengths as 4-byte little-endian integers (they are written as varints), the
+    lengths' checksum and the strings, as TF's bundle writer computes it (checked against a
+    checkpoint TensorFlow wrote)."""
+    region = buf[offset : offset + size]
+    if not dt.is_string:
+        return masked_crc32c(region)
+    try:
+        n = int(np.prod(dims, dtype=np.int64))
+        pos, lengths = 0, []
+        for _ in range(n):
+            ln, pos = _varint(region, pos)
+            lengths.append(ln)
+        rest = region[pos:]
+    except _Bad:
+        return None  # (tensor() reports the malformed entry)
+    data = b"".join(struct.pack("<I", ln & 0xFFFFFFFF) for ln in lengths) + rest
+    return masked_crc32c(data)
+
+
 def _block(blob: bytes, offset: int, size: int) -> bytes:
     if offset + size + 5 > len(blob):
         raise _Bad(f"a block at {offset} of {size} bytes runs past the file")
@@ -254,7 +275,7 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
                     f"checkpoint {prefix}: tensor {name!r} of shape {list(dims)} and dtype "
                     f"{dt.name} needs {want} bytes, its entry says {size}"
                 )
-        if name in crcs and masked_crc32c(shards[shard][offset : offset + size]) != crcs[name]:
+        if name in crcs and _entry_crc(shards[shard], dt, dims, offset, size) != crcs[name]:
             raise DataLossError(
                 f"checkpoint {prefix}: tensor {name!r} does not match its checksum (crc32c): "
                 "the data file is corrupt"

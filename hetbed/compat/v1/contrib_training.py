@@ -141,7 +141,8 @@ def sequence_loss(
 def multiply_gradients(grads_and_vars: list, gradient_multipliers: dict) -> list:
     """TF1's ``contrib.training.multiply_gradients``: each gradient whose variable (or the
     variable's op name) is a key of ``gradient_multipliers`` scaled by its multiplier (a
-    number or a tensor); IndexedSlices keep their indices; None gradients stay None."""
+    number or a tensor); IndexedSlices keep their indices; a multiplier for a None gradient is
+    an error, as TF's."""
     from hetbed.runtime.gradients import IndexedSlices
 
     if not isinstance(grads_and_vars, list):
@@ -151,6 +152,8 @@ def multiply_gradients(grads_and_vars: list, gradient_multipliers: dict) -> list
     out = []
     for grad, var in grads_and_vars:
         key = var if var in gradient_multipliers else var.op.name
+        if grad is None and key in gradient_multipliers:
+            raise ValueError(f"Requested multiple of `None` gradient (variable {var.op.name}).")
         if grad is not None and key in gradient_multipliers:
             m = _hb.convert_to_tensor(gradient_multipliers[key], dtype=grad.dtype)
             if isinstance(grad, IndexedSlices):

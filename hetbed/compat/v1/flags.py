@@ -45,8 +45,10 @@ class _Flag:
                 return int(raw) if self.kind == "integer" else float(raw)
             raw = str(raw)
         try:
-            if self.kind == "integer":
-                return int(raw, 0)
+            if self.kind == "integer":  # absl's rule: 0x.. hex, 0o.. octal, else decimal
+                low = raw.strip().lower().lstrip("+-")
+                base = 16 if low.startswith("0x") else 8 if low.startswith("0o") else 10
+                return int(raw, base)
             if self.kind == "float":
                 return float(raw)
             if self.kind == "bool":
