@@ -22,7 +22,6 @@ import struct
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from .. import dtypes as _dt
 from ..errors import DataLossError, NotFoundError
@@ -112,12 +111,24 @@ def _crc_table() -> np.ndarray:
 _CRC_TABLE = _crc_table()
 
 
-@njit(cache=True, nogil=True)
-def _crc32c_bytes(data: np.ndarray, table: np.ndarray) -> np.uint32:  # pragma: no cover
+def _crc32c_loop(data: np.ndarray, table: np.ndarray) -> np.uint32:  # pragma: no cover
     c = np.uint32(0xFFFFFFFF)
     for b in data:
         c = table[(c ^ b) & 0xFF] ^ (c >> np.uint32(8))
     return c ^ np.uint32(0xFFFFFFFF)
+
+
+_CRC_COMPILED: list = []
+
+
+def _crc32c_bytes(data: np.ndarray, table: np.ndarray) -> np.uint32:
+    """The byte loop, compiled when a TF checkpoint is first read (numba is imported then, not
+    with hetbed)."""
+    if not _CRC_COMPILED:
+        from numba import njit
+
+        _CRC_COMPILED.append(njit(cache=True, nogil=True)(_crc32c_loop))
+    return _CRC_COMPILED[0](data, table)
 
 
 def masked_crc32c(data: bytes) -> int:
