@@ -112,3 +112,62 @@ def test_a_model_trained_by_tensorflow_predicts_the_same_in_hetbed(tmp_path):
             tf.train.Saver().restore(s, prefix)  # weights and Adam's slots
             ours = s.run(prob, {x: xv})
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+SLICED = os.path.join(os.path.dirname(__file__), "data", "tf_checkpoint_sliced")
+EMB = np.arange(600, dtype=np.float32).reshape(200, 3) / 4  # tf_checkpoint_sliced/README.md
+WIDE = np.arange(260, dtype=np.int64).reshape(2, 130) * 3 - 100
+
+
+def test_partitioned_variables_tensorflow_saved_in_slices_read_whole(tmp_path):
+    d = shutil.copytree(SLICED, tmp_path / "ck")
+    assert tf.train.list_variables(str(d)) == [
+        ("emb", [200, 3]),
+        ("scope/wide", [2, 130]),
+        ("step", []),
+    ]
+    reader = tf.train.load_checkpoint(str(d))
+    np.testing.assert_array_equal(reader.get_tensor("emb"), EMB)
+    np.testing.assert_array_equal(reader.get_tensor("scope/wide"), WIDE)
+    assert reader.get_tensor("scope/wide").dtype == np.int64 and reader.get_tensor("step") == 10
+
+
+@pytest.mark.parametrize("parts", [3, 4, None])
+def test_saver_restores_partitioned_variables_from_tensorflow_slices(tmp_path, parts):
+    # the same cut as TensorFlow's, another one, and no partitioner: each shard takes its part
+    d = shutil.copytree(SLICED, tmp_path / "ck")
+    with tf.Graph().as_default():
+        kw = {"partitioner": tf.fixed_size_partitioner(parts)} if parts else {}
+        emb = tf.get_variable("emb", shape=[200, 3], **kw)
+        with tf.variable_scope("scope"):
+            cut = {"partitioner": lambda shape, dtype: [1, parts]} if parts else {}
+            wide = tf.get_variable("wide", [2, 130], tf.int64, tf.zeros_initializer(), **cut)
+        step = tf.get_variable("step", shape=[], dtype=tf.int64)
+        with tf.Session() as s:
+            tf.train.Saver().restore(s, tf.train.latest_checkpoint(str(d)))
+            e, w = s.run([emb.as_tensor(), wide.as_tensor()] if parts else [emb, wide])
+            np.testing.assert_array_equal(e, EMB)
+            np.testing.assert_array_equal(w, WIDE)
+            assert s.run(step) == 10
+            if parts:
+                first = {3: 67, 4: 50}[parts]  # the second shard's first row
+                second = s.run(list(emb)[1])
+                np.testing.assert_array_equal(second, EMB[first : first + len(second)])
+
+
+def test_a_damaged_slice_is_named(tmp_path):
+    d = shutil.copytree(SLICED, tmp_path / "ck")
+    data = os.path.join(str(d), "model.ckpt-10.data-00000-of-00001")
+    blob = bytearray(open(data, "rb").read())
+    at = blob.find(np.float32(EMB[70, 1]).tobytes())  # inside the slice of rows 67..133
+    blob[at] ^= 0x40
+    open(data, "wb").write(bytes(blob))
+    with pytest.raises(tf.errors.DataLossError, match=r"slice 67,67:0,3 of tensor 'emb'.*crc32c"):
+        tf.train.load_checkpoint(str(d))
+    with tf.Graph().as_default():
+        v = tf.get_variable("emb", [200, 3], initializer=tf.ones_initializer())
+        with tf.Session() as s:
+            s.run(v.initializer)
+            with pytest.raises(tf.errors.DataLossError):
+                tf.train.Saver([v]).restore(s, os.path.join(str(d), "model.ckpt-10"))
+            np.testing.assert_array_equal(s.run(v), np.ones((200, 3)))  # left as it was

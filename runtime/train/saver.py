@@ -196,6 +196,10 @@ class Saver:
         reader = CheckpointReader(save_path)
         feeds = {}
         for key, var, ph in self._items:
+            whole = _whole_of_shard(reader, key, var)
+            if whole is not None:  # a shard, from the whole tensor TensorFlow saved in slices
+                feeds[ph] = _shard_value(reader, whole, var, save_path)
+                continue
             e = reader.entry(key)
             if e.dtype != var.dtype:
                 raise InvalidArgumentError(
@@ -223,6 +227,31 @@ class Saver:
             "keep_checkpoint_every_n_hours": self._keep_every_s / 3600.0,
             "variables": [k for k, _, _ in self._items],
         }
+
+
+def _whole_of_shard(reader: CheckpointReader, key: str, var: Variable) -> str | None:
+    """The checkpoint name of the whole partitioned variable ``var`` is a shard of, where the
+    checkpoint holds that (TensorFlow saves a partitioned variable whole, in slices) and not
+    the shard under ``key`` (hetbed saves each shard)."""
+    info = var._save_slice_info
+    if info is None or reader.has_tensor(key):
+        return None
+    suffix = var.op.name[len(info.full_name) :] if var.op.name.startswith(info.full_name) else ""
+    whole = key[: -len(suffix)] if suffix and key.endswith(suffix) else info.full_name
+    return whole if reader.has_tensor(whole) else None
+
+
+def _shard_value(reader: CheckpointReader, whole: str, var: Variable, path: str) -> np.ndarray:
+    info = var._save_slice_info
+    e = reader.entry(whole)
+    if e.dtype != var.dtype or list(e.shape) != info.full_shape:
+        raise InvalidArgumentError(
+            f"restoring {var.op.name} from {path}: the checkpoint's {whole!r} is "
+            f"{e.dtype.name} {list(e.shape)}, the partitioned variable {var.dtype.name} "
+            f"{info.full_shape}"
+        )
+    where = tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))
+    return reader.get_tensor(whole)[where]
 
 
 def _names_to_vars(var_list: Any, graph: Any) -> dict[str, Variable]:

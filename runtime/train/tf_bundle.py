@@ -215,11 +215,14 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
         _, _, pos = _handle(footer)  # the metaindex block (unused)
         ioff, isize, _ = _handle(footer, pos)
         raw: dict[str, bytes] = {}
-        crcs: dict[str, int] = {}
+        slice_raw: dict[bytes, bytes] = {}  # a partitioned tensor's slices, under binary keys
         for _last, h in _entries(_block(blob, ioff, isize)):
             off, size, _ = _handle(h)
             for k, v in _entries(_block(blob, off, size)):
-                raw[k.decode("utf-8", "replace")] = v
+                if k.startswith(b"\x00"):
+                    slice_raw[k] = v
+                else:
+                    raw[k.decode("utf-8", "replace")] = v
         header = raw.pop("", None)
         n_shards = 1
         if header is not None:
@@ -228,42 +231,31 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
                     n_shards = v
                 elif num == 2 and v != 0:
                     raise _Bad("the bundle is big-endian; only little-endian ones are read")
-        entries = {}
+        entries: dict[str, tuple] = {}
+        checked: list[tuple] = []  # (what, plain entry, crc) of every stored run of bytes
         for name, value in raw.items():
-            dtype = shard = offset = size = 0
-            crc = None
-            dims: list[int] = []
-            sliced = False
-            for num, _wt, v in _fields(value):
-                if num == 1:
-                    dtype = v
-                elif num == 2:  # TensorShapeProto: dim (2) {size (1)}, unknown_rank (3)
-                    for n2, _w2, part in _fields(v):
-                        if n2 == 2:
-                            size_ = [d for k2, _w3, d in _fields(part) if k2 == 1]
-                            dims.append(size_[0] if size_ else 0)
-                        elif n2 == 3 and part:
-                            raise _Bad(f"tensor {name!r} has an unknown rank")
-                elif num == 3:
-                    shard = v
-                elif num == 4:
-                    offset = v
-                elif num == 5:
-                    size = v
-                elif num == 6:
-                    crc = v
-                elif num == 7:
-                    sliced = True
-            if sliced:
-                raise _Bad(f"tensor {name!r} is saved in slices (partitioned); not supported")
-            dt = _DTYPES.get(dtype)
-            if dt is None:
-                raise _Bad(f"tensor {name!r} has TensorFlow dtype {dtype}, which hetbed lacks")
-            if shard >= n_shards:
-                raise _Bad(f"tensor {name!r} names shard {shard} of {n_shards}")
-            entries[name] = (dt, tuple(dims), shard, offset, size)
-            if crc is not None:
-                crcs[name] = crc
+            entry, crc, slices = _entry(name, value, n_shards)
+            if slices is None:
+                entries[name] = entry
+                checked.append((f"tensor {name!r}", entry, crc))
+                continue
+            parts = []
+            for starts, lengths in slices:
+                key = _slice_key(name, starts, lengths)
+                what = f"slice {_slice_spec(starts, lengths)} of tensor {name!r}"
+                if key not in slice_raw:
+                    raise _Bad(f"the {what} is listed but not stored")
+                part, pcrc, _ = _entry(what, slice_raw[key], n_shards)
+                full = tuple(d if n < 0 else n for d, n in zip(entry[1], lengths))
+                if part[0] != entry[0] or part[1] != full:
+                    raise _Bad(
+                        f"the {what} is {part[0].name} {list(part[1])}, the tensor "
+                        f"{entry[0].name} {list(full)}"
+                    )
+                parts.append((tuple(starts), part))
+                checked.append((f"the {what}", part, pcrc))
+            _check_tiling(name, entry[1], [(st, p[1]) for st, p in parts])
+            entries[name] = (entry[0], entry[1], tuple(parts), 0, 0)
     except _Bad as e:
         raise DataLossError(f"checkpoint index {index}: {e}") from None
     shards = []
@@ -274,29 +266,133 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
                 shards.append(f.read())
         except FileNotFoundError:
             raise NotFoundError(f"checkpoint data file {path!r} does not exist") from None
-    for name, (dt, dims, shard, offset, size) in entries.items():
+    for what, (dt, dims, shard, offset, size), crc in checked:
         if offset + size > len(shards[shard]):
-            raise DataLossError(
-                f"checkpoint {prefix}: tensor {name!r} runs past the end of its data file"
-            )
+            raise DataLossError(f"checkpoint {prefix}: {what} runs past the end of its data file")
         if not dt.is_string:
             want = int(np.prod(dims, dtype=np.int64)) * dt.size
             if want != size:
                 raise DataLossError(
-                    f"checkpoint {prefix}: tensor {name!r} of shape {list(dims)} and dtype "
+                    f"checkpoint {prefix}: {what} of shape {list(dims)} and dtype "
                     f"{dt.name} needs {want} bytes, its entry says {size}"
                 )
-        if name in crcs and _entry_crc(shards[shard], dt, dims, offset, size) != crcs[name]:
+        if crc is not None and _entry_crc(shards[shard], dt, dims, offset, size) != crc:
             raise DataLossError(
-                f"checkpoint {prefix}: tensor {name!r} does not match its checksum (crc32c): "
+                f"checkpoint {prefix}: {what} does not match its checksum (crc32c): "
                 "the data file is corrupt"
             )
     return entries, shards
 
 
+def _entry(name: str, value: bytes, n_shards: int) -> tuple[tuple, int | None, list | None]:
+    """A ``BundleEntryProto``: ``((dtype, shape, shard, offset, size), crc32c or None, slices)``
+    where ``slices`` lists the ``(starts, lengths)`` of a partitioned tensor's slices (a
+    length of -1: the whole dimension) and is None for a tensor stored whole."""
+    dtype = shard = offset = size = 0
+    crc = None
+    dims: list[int] = []
+    slices: list | None = None
+    for num, _wt, v in _fields(value):
+        if num == 1:
+            dtype = v
+        elif num == 2:  # TensorShapeProto: dim (2) {size (1)}, unknown_rank (3)
+            for n2, _w2, part in _fields(v):
+                if n2 == 2:
+                    size_ = [d for k2, _w3, d in _fields(part) if k2 == 1]
+                    dims.append(size_[0] if size_ else 0)
+                elif n2 == 3 and part:
+                    raise _Bad(f"{name!r} has an unknown rank")
+        elif num == 3:
+            shard = v
+        elif num == 4:
+            offset = v
+        elif num == 5:
+            size = v
+        elif num == 6:
+            crc = v
+        elif num == 7:  # TensorSliceProto: extent (1) {start (1), length (2)}; none: whole
+            starts, lengths = [], []
+            for n2, _w2, ext in _fields(v):
+                if n2 == 1:
+                    f = {k3: _signed(d) for k3, _w3, d in _fields(ext)}
+                    starts.append(f.get(1, 0))
+                    lengths.append(f.get(2, -1))
+            slices = (slices or []) + [(starts, lengths)]
+    dt = _DTYPES.get(dtype)
+    if dt is None:
+        raise _Bad(f"{name!r} has TensorFlow dtype {dtype}, which hetbed lacks")
+    if shard >= n_shards:
+        raise _Bad(f"{name!r} names shard {shard} of {n_shards}")
+    if slices is not None and any(len(st) != len(dims) for st, _ in slices):
+        raise _Bad(f"tensor {name!r} of rank {len(dims)} lists a slice of another rank")
+    return (dt, tuple(dims), shard, offset, size), crc, slices
+
+
+def _signed(v: int) -> int:
+    """A protobuf int64 read as a varint (two's complement over 64 bits)."""
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def _slice_spec(starts: list[int], lengths: list[int]) -> str:
+    return ":".join("-" if n < 0 else f"{s},{n}" for s, n in zip(starts, lengths))
+
+
+def _ordered_string(s: bytes) -> bytes:
+    """TensorFlow's OrderedCode string: 0x00 and 0xff escaped, ended by 0x00 0x01."""
+    return s.replace(b"\xff", b"\xff\x00").replace(b"\x00", b"\x00\xff") + b"\x00\x01"
+
+
+def _ordered_num(v: int) -> bytes:
+    """OrderedCode's increasing unsigned number: its byte count, then it big-endian."""
+    b = v.to_bytes((v.bit_length() + 7) // 8, "big")
+    return bytes([len(b)]) + b
+
+
+def _ordered_signed(v: int) -> bytes:
+    """OrderedCode's increasing signed number: n bytes of two's complement whose first n bits
+    (flipped) give n, the value in the remaining 7n - 1 bits."""
+    x = ~v if v < 0 else v
+    n = (x.bit_length() + 7) // 7  # the least n with bit_length <= 7n - 1
+    header = ((1 << n) - 1) << (7 * n)
+    return (int.from_bytes(v.to_bytes(n, "big", signed=True), "big") ^ header).to_bytes(n, "big")
+
+
+def _slice_key(name: str, starts: list[int], lengths: list[int]) -> bytes:
+    """The key TensorFlow stores a slice of ``name`` under (``EncodeTensorNameSlice``): 0, the
+    name, the rank, then each dimension's start and length (-1: whole), in OrderedCode."""
+    key = _ordered_num(0) + _ordered_string(name.encode("utf-8")) + _ordered_num(len(starts))
+    for s, n in zip(starts, lengths):
+        key += _ordered_signed(s) + _ordered_signed(n)
+    return key
+
+
+def _check_tiling(name: str, dims: tuple, parts: list[tuple]) -> None:
+    """The slices lie inside the tensor and cover it exactly once (by their total size)."""
+    total = 0
+    for starts, shape in parts:
+        for s, n, d in zip(starts, shape, dims):
+            if s < 0 or s + n > d:
+                raise _Bad(
+                    f"a slice of tensor {name!r} at {list(starts)} runs outside {list(dims)}"
+                )
+        total += int(np.prod(shape, dtype=np.int64))
+    if total != int(np.prod(dims, dtype=np.int64)):
+        raise _Bad(
+            f"the slices of tensor {name!r} hold {total} elements, its shape {list(dims)} "
+            f"{int(np.prod(dims, dtype=np.int64))}"
+        )
+
+
 def tensor(prefix: str, name: str, entry: tuple, shards: list[bytes]) -> np.ndarray:
-    """One tensor of a bundle (``read_bundle``), read only where numeric."""
+    """One tensor of a bundle (``read_bundle``), read only where numeric; a partitioned one is
+    put together from its slices (a new array)."""
     dt, dims, shard, offset, size = entry
+    if isinstance(shard, tuple):
+        out = np.empty(dims, dtype=object if dt.is_string else dt.np)
+        for starts, part in shard:
+            where = tuple(slice(s, s + n) for s, n in zip(starts, part[1]))
+            out[where] = tensor(prefix, name, part, shards)
+        return out
     buf = shards[shard]
     if not dt.is_string:
         le = dt.np.newbyteorder("<")
