@@ -24,12 +24,14 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import numpy as np
-
 from . import dtypes as _dt
-from .graph import Graph, GraphKeys, Tensor, get_default_graph
+from .graph import Graph, GraphKeys, get_default_graph
 from .partitioned import PartitionedVariable
-from .variable_store import AUTO_REUSE, _VariableStore  # noqa: F401  (AUTO_REUSE: re-exported)
+from .variable_store import (  # noqa: F401  (AUTO_REUSE: re-exported)
+    AUTO_REUSE,
+    _VariableStore,
+    constant_initial_dtype,
+)
 from .variables import Variable
 
 
@@ -119,6 +121,7 @@ class VariableScope:
     ) -> Variable | PartitionedVariable:
         """``get_variable`` with this scope's name prefix and defaults."""
         full = f"{self._name}/{name}" if self._name else name
+        dtype = constant_initial_dtype(full, dtype, kw.get("initializer"))
         if dtype is None:
             dtype = self._dtype
         if kw.get("initializer") is None:
@@ -261,8 +264,6 @@ def get_variable(
     with at most one dimension cut.
     """
     scope = get_variable_scope()
-    if dtype is None and isinstance(initializer, (Tensor, np.ndarray)):
-        dtype = _dt.as_dtype(initializer.dtype)  # a constant initial value keeps its dtype
     kw = dict(
         initializer=initializer,
         regularizer=regularizer,
@@ -280,6 +281,7 @@ def get_variable(
             kw2.setdefault("reuse", scope.reuse)
             return store.get_variable(name, shape, dtype, **kw2)
 
+        dtype = constant_initial_dtype(full, dtype, initializer)
         if dtype is None:
             dtype = scope.dtype
         if partitioner is None:

@@ -270,6 +270,35 @@ def _slice(value: Tensor, begin: list[int], size: list[int]) -> Tensor:
     return slice_(value, begin, size)
 
 
+def constant_initial_dtype(name: str, dtype: Any, initializer: Any) -> _dt.DType | None:
+    """TF1's rule for a variable made from a value (a tensor, array, list or Python scalar):
+    its dtype is the value's (Python ints int32, floats float32, numpy's own), and an explicit
+    ``dtype`` must equal it. Returns ``dtype`` unchanged (None when not given) for an
+    initializer that is not a value."""
+    if initializer is None or isinstance(initializer, str):
+        return dtype
+    if isinstance(initializer, (Tensor, Variable)):
+        init_dtype = initializer.dtype
+    elif callable(initializer):
+        return dtype
+    else:
+        from .ops.array import value_dtype
+
+        try:
+            init_dtype = value_dtype(initializer)
+        except (TypeError, ValueError) as e:
+            raise TypeError(
+                f"get_variable {name!r}: initializer {initializer!r} is neither an initializer "
+                f"nor a value: {e}"
+            ) from None
+    if dtype is not None and _dt.as_dtype(dtype) != init_dtype:
+        raise ValueError(
+            f"get_variable {name!r}: initializer type '{init_dtype.name}' and explicit dtype "
+            f"'{_dt.as_dtype(dtype).name}' don't match"
+        )
+    return init_dtype
+
+
 def _initial_value(
     name: str,
     shape: Any,

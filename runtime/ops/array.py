@@ -40,6 +40,31 @@ def _const_cost(op, ins, outs):
 _INT32 = np.iinfo(np.int32)
 
 
+def _python_default(arr: np.ndarray) -> np.ndarray:
+    """A Python value's array in TF's default dtypes: floats float32, ints int32 (int64 when a
+    value does not fit)."""
+    if arr.dtype == np.float64:
+        return arr.astype(np.float32)
+    if arr.dtype == np.int64 and (
+        arr.size == 0 or (_INT32.min <= arr.min() and arr.max() <= _INT32.max)
+    ):
+        return arr.astype(np.int32)
+    return arr
+
+
+def value_dtype(value: Any) -> _dt.DType:
+    """The dtype ``constant(value)`` gives (a tensor's own dtype for a tensor), as TF's
+    ``convert_to_tensor(value).dtype``."""
+    if isinstance(value, Tensor):
+        return value.dtype
+    if _is_text(value):
+        return _dt.string
+    arr = np.asarray(value)
+    if not isinstance(value, (np.ndarray, np.generic)):
+        arr = _python_default(arr)
+    return _dt.as_dtype(arr.dtype)
+
+
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Const") -> Tensor:
     """A tensor with a fixed value; ``shape`` broadcasts a scalar or reshapes a same-size value.
 
@@ -76,12 +101,7 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
             raise TypeError(f"constant {name}: expected {want.name}, got float value {value!r}")
         arr = arr.astype(want.np, copy=False)
     elif from_python:
-        if arr.dtype == np.float64:
-            arr = arr.astype(np.float32)  # Python floats default to float32, as in TF
-        elif arr.dtype == np.int64 and (
-            arr.size == 0 or (_INT32.min <= arr.min() and arr.max() <= _INT32.max)
-        ):
-            arr = arr.astype(np.int32)
+        arr = _python_default(arr)
     try:
         arr = arr.astype(_dt.as_dtype(arr.dtype).np, copy=False)  # e.g. uint8 -> int32
     except TypeError as e:

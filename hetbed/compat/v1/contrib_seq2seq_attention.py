@@ -233,7 +233,9 @@ class LuongAttention(_BaseAttentionMechanism):
         def make() -> dict:
             g = None
             if self._scale:
-                g = _hb.get_variable("attention_g", dtype=query.dtype, initializer=1.0)
+                g = _hb.get_variable(
+                    "attention_g", dtype=query.dtype, shape=(), initializer=_hb.ones_initializer()
+                )
             return {"g": g}
 
         return _luong_score(query, self._keys, self._score_vars(make)["g"])
@@ -285,7 +287,10 @@ class BahdanauAttention(_BaseAttentionMechanism):
         out = {"v": _hb.get_variable("attention_v", [n], dtype=dtype), "g": None, "b": None}
         if self._normalize:
             out["g"] = _hb.get_variable(
-                "attention_g", dtype=dtype, initializer=math.sqrt(1.0 / self._num_units)
+                "attention_g",
+                dtype=dtype,
+                shape=(),
+                initializer=_hb.constant_initializer(math.sqrt(1.0 / self._num_units)),
             )
             out["b"] = _hb.get_variable(
                 "attention_b", [n], dtype=dtype, initializer=_hb.zeros_initializer()
@@ -408,7 +413,10 @@ class BahdanauMonotonicAttention(_MonotonicMixin, BahdanauAttention):
     def _make_vars(self, dtype: Any) -> dict:
         out = super()._make_vars(dtype)
         out["bias"] = _hb.get_variable(
-            "attention_score_bias", dtype=dtype, initializer=float(self._score_bias_init)
+            "attention_score_bias",
+            dtype=dtype,
+            shape=(),
+            initializer=_hb.constant_initializer(float(self._score_bias_init)),
         )
         return out
 
@@ -459,11 +467,14 @@ class LuongMonotonicAttention(_MonotonicMixin, LuongAttention):
         def make() -> dict:
             g = None
             if self._scale:
-                g = _hb.get_variable("attention_g", dtype=query.dtype, initializer=1.0)
+                g = _hb.get_variable(
+                    "attention_g", dtype=query.dtype, shape=(), initializer=_hb.ones_initializer()
+                )
             bias = _hb.get_variable(
                 "attention_score_bias",
                 dtype=query.dtype,
-                initializer=float(self._score_bias_init),
+                shape=(),
+                initializer=_hb.constant_initializer(float(self._score_bias_init)),
             )
             return {"g": g, "bias": bias}
 
