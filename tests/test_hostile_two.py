@@ -128,3 +128,141 @@ def test_dimension_arithmetic_gives_dimensions():
     assert s[1].merge_with(3).value == 3 and s[1].is_compatible_with(s[0])
     with pytest.raises(ValueError, match="not compatible"):
         s[1].merge_with(4)
+
+
+def test_get_variable_from_a_value_takes_its_dtype_as_tensorflow():
+    # TF1: Python ints int32, floats float32, numpy its own; an explicit dtype must agree
+    with tf.Graph().as_default():
+        made = {
+            "i": tf.get_variable("i", initializer=5),
+            "f": tf.get_variable("f", initializer=2.5),
+            "n64": tf.get_variable("n64", initializer=np.float64(2.5)),
+            "b": tf.get_variable("b", initializer=True),
+            "l": tf.get_variable("l", initializer=[1, 2]),
+            "big": tf.get_variable("big", initializer=np.int64(2**24)),
+        }
+        want = {"i": "int32", "f": "float32", "n64": "float64", "b": "bool", "l": "int32"}
+        for k, name in want.items():
+            assert made[k].dtype.name == name, k
+        with pytest.raises(ValueError, match="'int32' and explicit dtype 'float32'"):
+            tf.get_variable("x", initializer=5, dtype=tf.float32)
+        with pytest.raises(ValueError, match="'float64' and explicit dtype 'float32'"):
+            tf.get_variable("y", initializer=np.zeros(2), dtype=tf.float32)
+        inc = tf.assign_add(made["big"], 1)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run(inc) == 2**24 + 1  # an int64 counter, not float32's 2**24
+
+
+def test_nchw_wrappers_name_the_users_op_for_a_wrong_rank():
+    x = np.ones([3, 5, 5], np.float32)
+    with tf.Graph().as_default():
+        with pytest.raises(
+            tf.errors.InvalidArgumentError, match="Conv2D: input must be 4-D in NCHW"
+        ):
+            tf.nn.conv2d(
+                x, np.ones([3, 3, 3, 4], np.float32), [1, 1, 1, 1], "SAME", data_format="NCHW"
+            )
+        with pytest.raises(tf.errors.InvalidArgumentError, match="MaxPool: input must be 4-D"):
+            tf.nn.max_pool(x, [1, 1, 2, 2], [1, 1, 2, 2], "SAME", data_format="NCHW")
+        with pytest.raises(tf.errors.InvalidArgumentError, match="output_shape must have 4 values"):
+            tf.nn.conv2d_transpose(
+                x[None],
+                np.ones([3, 3, 4, 3], np.float32),
+                [1, 4, 10],
+                [1, 1, 2, 2],
+                "SAME",
+                data_format="NCHW",
+            )
+        with pytest.raises(tf.errors.InvalidArgumentError, match="output_shape must have 4 values"):
+            tf.nn.conv2d_transpose(
+                x[None],
+                np.ones([3, 3, 4, 3], np.float32),
+                tf.constant([1, 4, 10]),
+                [1, 1, 2, 2],
+                "SAME",
+                data_format="NCHW",
+            )
+
+
+def test_tf_data_build_errors_and_tensor_arguments_as_tensorflow():
+    R = tf.data.Dataset.range
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match="predicate must return a bool scalar"):
+            R(3).map(lambda x: tf.fill([2], x)).filter(lambda v: v > 0)
+        with pytest.raises(TypeError, match="expected a tf.data.Dataset"):
+            tf.data.experimental.get_single_element(tf.constant(3))
+        with pytest.raises(ValueError, match="must return tensors"):
+            R(2).map(lambda x: None)
+        with pytest.raises(tf.errors.InvalidArgumentError, match="step must be a non-zero"):
+            R(0, 5, 0)
+        n = tf.placeholder(tf.int64, [])
+        lens = tf.placeholder(tf.int64, [1])
+        v = tf.get_variable("v", initializer=[1.0, 2.0])
+        nested = R(4).flat_map(lambda x: R(x))  # range of a tensor inside a function
+        fed = (
+            R(n)
+            .map(lambda x: tf.fill([x + 1], x))
+            .padded_batch(2, lens, padding_values=np.int64(-1))
+        )
+        const_shape = (
+            R(1, 3).map(lambda x: tf.fill([x], x)).padded_batch(2, tf.constant([4], tf.int64))
+        )
+        from_var = tf.data.Dataset.from_tensor_slices(v)
+        its = [d.make_initializable_iterator() for d in (nested, fed, const_shape, from_var)]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run([it.initializer for it in its], {n: 3, lens: [5]})
+            assert _drain(s, its[0].get_next()) == [0, 0, 1, 0, 1, 2]
+            got = _drain(s, its[1].get_next())
+            np.testing.assert_array_equal(got[0], [[0, -1, -1, -1, -1], [1, 1, -1, -1, -1]])
+            np.testing.assert_array_equal(got[1], [[2, 2, 2, -1, -1]])
+            np.testing.assert_array_equal(s.run(its[2].get_next()), [[1, 0, 0, 0], [2, 2, 0, 0]])
+            assert _drain(s, its[3].get_next()) == [1.0, 2.0]
+
+
+def test_strings_follow_tensorflows_base64_re2_and_icu_rules():
+    with tf.Graph().as_default():
+        with tf.Session() as s:
+            for good, want in (
+                (b"QQ", b"A"),
+                (b"QUI", b"AB"),
+                (b"QUI=", b"AB"),
+                (b"QQ==", b"A"),
+                (b"", b""),
+            ):
+                assert s.run(tf.io.decode_base64(tf.constant(good))) == want
+            for bad in (b"QUJD==", b"QQ=", b"=", b"A", b"Q===", b"QUJD====", b"QUJD+/"):
+                with pytest.raises(tf.errors.InvalidArgumentError, match="DecodeBase64"):
+                    s.run(tf.io.decode_base64(tf.constant(bad)))
+            m = tf.strings.regex_full_match
+            for pat, what in (
+                (r"(a)\1", "backreference"),
+                (r"ab\Z", "Z"),
+                (r"a(?=b)b", "lookahead"),
+                (r"a++", "possessive"),
+            ):
+                with pytest.raises(tf.errors.InvalidArgumentError, match=what):
+                    m(tf.constant(["aa"]), pat)
+            text = tf.constant([b"\xff", "é".encode(), b"ab", b"a+"])
+            assert s.run(m(text, r".")).tolist() == [False, True, False, False]  # TF's answers
+            assert s.run(m(text, r"\w")).tolist() == [False, False, False, False]  # ASCII \w
+            assert s.run(m(text, r"ab\z")).tolist() == [False, False, True, False]
+            assert s.run(m(text, r"a\++")).tolist() == [False, False, False, True]
+            p = tf.placeholder(tf.string, [])
+            assert s.run(m(text, p), {p: "a."}).tolist() == [False, False, True, True]
+            assert s.run(m(text, tf.constant("a."))).tolist() == [False, False, True, True]
+            with pytest.raises(tf.errors.InvalidArgumentError, match="lookahead"):
+                s.run(m(text, p), {p: "(?=a)a"})
+            low = tf.strings.lower(tf.constant([b"AB\xffC"]), encoding="utf-8")
+            assert s.run(low).tolist() == [b"ab\xef\xbf\xbdc"]  # ICU's U+FFFD for the bad byte
+
+
+def test_sparse_split_refuses_more_pieces_than_rows():
+    with tf.Graph().as_default():
+        sp = tf.SparseTensor([[0, 0], [1, 2]], [1.0, 2.0], [2, 3])
+        with tf.Session() as s:
+            parts = s.run(tf.sparse_split(sp_input=sp, num_split=2, axis=0))
+            assert [p.dense_shape.tolist() for p in parts] == [[1, 3], [1, 3]]
+            with pytest.raises(tf.errors.InvalidArgumentError, match="num_split 3 is more than"):
+                s.run(tf.sparse_split(sp_input=sp, num_split=3, axis=0))

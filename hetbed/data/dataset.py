@@ -119,10 +119,28 @@ class Dataset:
         )
 
     @staticmethod
-    def range(*args: int) -> Dataset:
-        """``range(stop)``, ``range(start, stop)`` or ``range(start, stop, step)`` as int64."""
-        r = range(*[int(a) for a in args])
-        return Dataset(None, [_dt.int64], [[]], lambda env: ([np.int64(i)] for i in r))
+    def range(*args: Any) -> Dataset:
+        """``range(stop)``, ``range(start, stop)`` or ``range(start, stop, step)`` as int64;
+        each an int or an integer scalar tensor (read when the dataset starts)."""
+        if not 1 <= len(args) <= 3:
+            raise TypeError(f"Dataset.range takes 1 to 3 arguments, got {len(args)}")
+        what = ("stop",) if len(args) == 1 else ("start", "stop", "step")[: len(args)]
+        parts = [_count_arg(a, f"range: {w}") for a, w in zip(args, what)]
+        caps = [t for _, c in parts for t in c]
+
+        def bounds(env: dict) -> range:
+            vals = [get(env) for get, _ in parts]
+            if len(vals) == 3 and vals[2] == 0:
+                raise InvalidArgumentError("Dataset.range: step must be a non-zero integer")
+            return range(*vals)
+
+        if not caps:
+            bounds({})  # a bad step is refused as the dataset is built
+
+        def make(env: dict) -> Any:
+            return ([np.int64(i)] for i in bounds(env))
+
+        return Dataset(None, [_dt.int64], [[]], make, caps)
 
     @staticmethod
     def from_generator(
@@ -183,6 +201,11 @@ class Dataset:
     def map(self, map_func: Callable, num_parallel_calls: Any = None) -> Dataset:
         """``map_func`` (graph ops over the element's components) applied to each element."""
         fn = _GraphFunction(self, map_func)
+        if not fn.outs or any(x is None for x in _flatten(fn.returned)):
+            raise ValueError(
+                f"Dataset.map: the function returned {fn.returned!r}; it must return tensors "
+                "(not None)"
+            )
 
         def make(env: dict) -> Any:
             run = fn.runner(env)
@@ -199,10 +222,23 @@ class Dataset:
             raise TypeError(
                 f"Dataset.filter: the predicate must return one bool scalar, got {fn.out_types}"
             )
+        if fn.out_shapes[0].ndims not in (None, 0):
+            raise ValueError(
+                "Dataset.filter: the predicate must return a bool scalar, got one of shape "
+                f"{fn.out_shapes[0]}"
+            )
 
         def make(env: dict) -> Any:
             run = fn.runner(env)
-            return (el for el in self._elements(env) if bool(np.asarray(run(el)[0])))
+            for el in self._elements(env):
+                keep = np.asarray(run(el)[0])
+                if keep.ndim:
+                    raise InvalidArgumentError(
+                        f"Dataset.filter: the predicate returned shape {list(keep.shape)}, not a "
+                        "scalar"
+                    )
+                if keep:
+                    yield el
 
         out = self._derive(make)
         out._captures = _joined(self._captures, fn.outer)
@@ -224,6 +260,7 @@ class Dataset:
         largest) with ``padding_values`` (default 0)."""
         n = len(self._types)
         ps = [None] * n if padded_shapes is None else _flatten_shapes(padded_shapes)
+        ps = [_shape_arg(p, i) for i, p in enumerate(ps)]
         pv = (
             [b"" if t.is_string else 0 for t in self._types]  # TF pads strings with b""
             if padding_values is None
@@ -248,8 +285,10 @@ class Dataset:
         if pv is not None:  # padding values may be tensors too (nmt's eos ids, from a table)
             pv_get = [_value_arg(v) for v in pv]
             caps = caps + [t for _, extra in pv_get for t in extra]
+        ps_fed = [] if ps is None else [p for p in ps if isinstance(p, Tensor)]
+        caps = caps + ps_fed
 
-        def stack(rows: list, pv: Any) -> list:
+        def stack(rows: list, pv: Any, ps: Any) -> list:
             out = []
             for i, comp in enumerate(zip(*rows)):
                 if ps is None:
@@ -267,18 +306,23 @@ class Dataset:
         def make(env: dict) -> Any:
             n = size(env)
             pads = None if pv_get is None else [get(env) for get, _ in pv_get]
+            shapes = ps
+            if ps_fed:  # padded shapes computed in the run that starts the dataset
+                shapes = [_fed_shape(p, env) if isinstance(p, Tensor) else p for p in ps]
             rows: list = []
             for el in self._elements(env):
                 rows.append(el)
                 if len(rows) == n:
-                    yield stack(rows, pads)
+                    yield stack(rows, pads, shapes)
                     rows = []
             if rows and not drop:
-                yield stack(rows, pads)
+                yield stack(rows, pads, shapes)
 
         def out_shape(i: int, s: TensorShape) -> list:
             inner = s.as_list() if s.ndims is not None else None
-            if ps is not None and ps[i] is not None:
+            if ps is not None and isinstance(ps[i], Tensor):
+                inner = [None] * (ps[i].shape.as_list()[0] or 0) if ps[i].shape.ndims else None
+            elif ps is not None and ps[i] is not None:
                 inner = list(TensorShape(ps[i]).as_list())
             elif ps is not None and inner is not None:
                 inner = [None] * len(inner)
@@ -665,6 +709,32 @@ def _value_arg(value: Any) -> tuple[Callable, list]:
     return (lambda env: value), []
 
 
+def _shape_arg(shape: Any, i: int) -> Any:
+    """A padded shape: a list, a TensorShape, None, or a 1-D integer tensor (a constant is
+    read now, -1 meaning the batch's largest; another tensor when the dataset starts)."""
+    from hetbed.runtime.graph import Tensor
+
+    if not isinstance(shape, Tensor):
+        return shape
+    if not shape.dtype.is_integer or shape.shape.ndims not in (None, 1):
+        raise TypeError(
+            f"Dataset.padded_batch: padded_shapes for component {i} must be a 1-D integer "
+            f"tensor, got {shape.name} ({shape.dtype.name}, shape {shape.shape})"
+        )
+    if shape.op.type == "Const":
+        return [None if int(d) == -1 else int(d) for d in np.asarray(shape.op.attrs["value"])]
+    return shape
+
+
+def _fed_shape(shape: Any, env: dict) -> list:
+    v = np.asarray(env[shape])
+    if v.ndim != 1:
+        raise InvalidArgumentError(
+            f"Dataset.padded_batch: padded shape {shape.name} is {list(v.shape)}, not 1-D"
+        )
+    return [None if int(d) == -1 else int(d) for d in v]
+
+
 def _count_arg(value: Any, what: str, low: int | None = None) -> tuple[Callable, list]:
     """A count argument (batch size, skip, take, repeat, buffer size): an int, or a scalar
     integer tensor fed or computed in the run that starts the dataset (then one of its
@@ -763,8 +833,9 @@ class _GraphFunction(_Captures):
         if isinstance(out, list):  # TF converts a returned list (decode_csv's) to a tuple
             out = tuple(out)
         with self.graph.as_default():
-            self.outs = [convert_to_tensor(x) for x in _flatten(out)]
+            self.outs = [convert_to_tensor(x) for x in _flatten(out) if x is not None]
         self.phs = phs
+        self.returned = out
         self.out_structure = _map_nest(lambda _: None, out)
         self.out_types = [t.dtype for t in self.outs]
         self.out_shapes = [t.shape for t in self.outs]

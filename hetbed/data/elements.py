@@ -40,6 +40,8 @@ def _map_nest(fn: Callable, s: Any) -> Any:
 
 
 def _to_array(x: Any, where: str, capture: bool = False) -> Any:
+    if capture and hasattr(x, "_as_graph_element") and not isinstance(x, Tensor):
+        x = x._as_graph_element()  # a variable: its value, read as the dataset starts
     if isinstance(x, Tensor):
         if capture:
             return x  # read when an initializable iterator is initialized (see Iterator)
@@ -88,7 +90,7 @@ def _shape_of(a: Any) -> list | None:
 
 def _flatten_shapes(s: Any) -> list:
     """Flatten a nest of shapes, where a shape is a list of ints/None or a TensorShape."""
-    if isinstance(s, TensorShape) or s is None:
+    if isinstance(s, (TensorShape, Tensor)) or s is None:
         return [s]
     if isinstance(s, dict):
         return [x for k in sorted(s) for x in _flatten_shapes(s[k])]

@@ -246,6 +246,10 @@ def get_single_element(ds: Dataset) -> Any:
     from hetbed.runtime.ops.iterator import register_dataset
     from hetbed.runtime.registry import apply_op
 
+    if not isinstance(ds, Dataset):
+        raise TypeError(
+            f"get_single_element: expected a tf.data.Dataset, got {type(ds).__name__} {ds!r}"
+        )
     g = get_default_graph()
     attrs = {
         "dataset": register_dataset(g, ds),

@@ -73,12 +73,22 @@ def conv2d_transpose(
         from .nn import _nhwc_window, _to_nchw, _to_nhwc
 
         shape = output_shape
-        if isinstance(shape, (list, tuple)) and len(shape) == 4:
+        if isinstance(shape, (list, tuple)):
+            if len(shape) != 4:
+                raise InvalidArgumentError(
+                    f"conv2d_transpose: output_shape must have 4 values, got {list(shape)}"
+                )
             shape = [shape[0], shape[2], shape[3], shape[1]]
         else:
-            shape = gather(convert_to_tensor(shape), [0, 2, 3, 1])
+            shape = convert_to_tensor(shape)
+            if shape.shape.ndims is not None and shape.shape.as_list() not in ([4], [None]):
+                raise InvalidArgumentError(
+                    f"conv2d_transpose: output_shape must have 4 values, got {shape.name} of "
+                    f"shape {shape.shape}"
+                )
+            shape = gather(shape, [0, 2, 3, 1])
         y = conv2d_transpose(
-            _to_nhwc(value),
+            _to_nhwc(value, "Conv2DBackpropInput"),
             filter,
             shape,
             _nhwc_window(strides),

@@ -997,10 +997,17 @@ def _nhwc_window(v: Any) -> Any:
     return [v[0], v[2], v[3], v[1]]
 
 
-def _to_nhwc(x: Any) -> Tensor:
+def _to_nhwc(x: Any, op: str = "NCHW") -> Tensor:
+    """An NCHW input in NHWC order; ``op`` names the caller in the error for an input of
+    another rank."""
     from .manip import transpose
 
-    return transpose(convert_to_tensor(x), [0, 2, 3, 1])
+    x = convert_to_tensor(x)
+    if x.shape.ndims is not None and x.shape.ndims != 4:
+        raise InvalidArgumentError(
+            f"{op}: input must be 4-D in NCHW, got {x.name} with shape {x.shape}"
+        )
+    return transpose(x, [0, 2, 3, 1])
 
 
 def _to_nchw(y: Tensor) -> Tensor:
@@ -1435,7 +1442,7 @@ def conv2d(
     filter = filters if filter is None else filter
     if _nchw(data_format):  # TF's NCHW: the NHWC convolution between transposes
         y = conv2d(
-            _to_nhwc(input),
+            _to_nhwc(input, "Conv2D"),
             filter,
             _nhwc_window(strides),
             padding,
@@ -1746,7 +1753,7 @@ def max_pool(
     value = input if value is None else value
     if _nchw(data_format):
         y = max_pool(
-            _to_nhwc(value), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
+            _to_nhwc(value, "MaxPool"), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
         )
         return _to_nchw(y)
     attrs = _pool_attrs("max_pool", ksize, strides, padding, data_format)
@@ -1767,7 +1774,7 @@ def avg_pool(
     value = input if value is None else value
     if _nchw(data_format):
         y = avg_pool(
-            _to_nhwc(value), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
+            _to_nhwc(value, "AvgPool"), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
         )
         return _to_nchw(y)
     attrs = _pool_attrs("avg_pool", ksize, strides, padding, data_format)
@@ -2004,7 +2011,7 @@ def fused_batch_norm(
 
     if _nchw(data_format):
         y, m, v = fused_batch_norm(
-            _to_nhwc(x), scale, offset, mean, variance, epsilon, "NHWC", is_training, name
+            _to_nhwc(x, "FusedBatchNorm"), scale, offset, mean, variance, epsilon, "NHWC", is_training, name
         )
         return _to_nchw(y), m, v
     _check_format("fused_batch_norm", data_format)

@@ -414,8 +414,19 @@ def sparse_split(
     k = int(num_split)
     if k < 1:
         raise InvalidArgumentError(f"sparse_split: num_split must be >= 1, got {num_split}")
-    with get_default_graph().name_scope(name or "SparseSplit"):
+    g = get_default_graph()
+    with g.name_scope(name or "SparseSplit"):
+        from .control import Assert
+        from .math import less_equal
+
         n = sp.dense_shape[axis]
+        check = Assert(  # TF's kernel refuses more pieces than the dimension has entries
+            less_equal(convert_to_tensor(np.int64(k)), n),
+            [f"sparse_split: num_split {k} is more than dimension {axis}'s size", n],
+            name="CheckNumSplit",
+        )
+        with g.control_dependencies([check]):
+            n = n + 0
         base, extra = n // k, n % k
         out = []
         for i in range(k):

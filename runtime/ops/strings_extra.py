@@ -3,10 +3,12 @@ base64 (``encode_base64``, ``decode_base64``), element by element on string tens
 kernels do them: ``strip`` removes leading and trailing ASCII whitespace; ``lower``/``upper``
 change ASCII letters only (``encoding=""``) or, with ``encoding="utf-8"``, every letter;
 ``regex_full_match`` matches the whole string over UTF-8 characters (Python's ``re`` stands in
-for RE2: patterns outside their common syntax may differ, and ``re`` backtracks where RE2 is
-linear); ``encode_base64`` uses the URL-safe alphabet (``-``
-and ``_``) without padding unless ``pad``, and ``decode_base64`` takes it with or without
-padding and refuses anything else."""
+for RE2: ``\\w``, ``\\d``, ``\\s`` and ``\\b`` over ASCII, ``\\z`` the end of text, what RE2 lacks
+refused (backreferences, lookaround, ``\\Z``, atomic groups, possessive quantifiers); ``re``
+backtracks where RE2 is linear, so a pathological pattern is slow, not wrong);
+``encode_base64`` uses the URL-safe alphabet (``-`` and ``_``) without padding unless ``pad``,
+and ``decode_base64`` takes it with or without padding (only in a last group of four, as TF)
+and refuses anything else."""
 
 from __future__ import annotations
 
@@ -39,10 +41,7 @@ def _case(ctx, x, upper: bool):
     if ctx.attrs["encoding"]:
 
         def fn(s):
-            try:
-                t = s.decode("utf-8")
-            except UnicodeDecodeError:
-                return b""  # TF's answer for a string that is not UTF-8
+            t = s.decode("utf-8", "replace")  # as ICU reads it: a bad byte becomes U+FFFD
             return (t.upper() if upper else t.lower()).encode("utf-8")
     else:
 
@@ -71,18 +70,21 @@ def _encode_base64(ctx, x):
     )
 
 
-_B64 = re.compile(rb"^[A-Za-z0-9_-]*={0,2}$")
+_B64 = re.compile(rb"[A-Za-z0-9_-]*")
 
 
 @DecodeBase64.kernel("cpu")
 def _decode_base64(ctx, x):
     def fn(s):
-        if not _B64.match(s) or len(s.rstrip(b"=")) % 4 == 1:
+        body = s  # TF's rule: only a last group of four may end in "=" or "=="
+        if len(s) % 4 == 0 and s.endswith(b"="):
+            body = s[:-2] if s.endswith(b"==") else s[:-1]
+        if not _B64.fullmatch(body) or len(body) % 4 == 1:
             raise InvalidArgumentError(
                 f"DecodeBase64 {ctx.op.name!r}: invalid character or length found in {s[:40]!r}"
             )
         try:
-            return base64.urlsafe_b64decode(s.rstrip(b"=") + b"=" * (-len(s.rstrip(b"=")) % 4))
+            return base64.urlsafe_b64decode(body + b"=" * (-len(body) % 4))
         except binascii.Error as e:
             raise InvalidArgumentError(f"DecodeBase64 {ctx.op.name!r}: {e}") from None
 
@@ -95,20 +97,94 @@ def _full_match_shape(op):
 
 
 @RegexFullMatch.kernel("cpu")
-def _full_match(ctx, x):
-    """Matched over UTF-8 characters, as RE2 matches (a string that is not UTF-8: its bytes)."""
-    if ctx.state is None:
+def _full_match(ctx, x, pattern=None):
+    """Matched over UTF-8 characters, as RE2 matches: a string that is not UTF-8 has bytes no
+    pattern matches, so it never matches whole."""
+    if pattern is not None:  # a pattern computed in the step: checked and compiled now
+        pat = _as_bytes(pattern.item() if hasattr(pattern, "item") else pattern, "pattern")
+        if ctx.state is None or ctx.state[0] != pat:
+            ctx.state = (pat, _compile_re2(pat, f"RegexFullMatch {ctx.op.name!r}"))
+    elif ctx.state is None:
         pat = ctx.attrs["pattern"]
-        ctx.state = (re.compile(pat.decode("utf-8")), re.compile(pat))
-    text_rx, bytes_rx = ctx.state
+        ctx.state = (pat, _compile_re2(pat, "RegexFullMatch"))
+    rx = ctx.state[1]
 
     def match(s: bytes) -> bool:
         try:
-            return text_rx.fullmatch(s.decode("utf-8")) is not None
+            return rx.fullmatch(s.decode("utf-8")) is not None
         except UnicodeDecodeError:
-            return bytes_rx.fullmatch(s) is not None
+            return False
 
     return _map(x, match, bool)
+
+
+_QUANTIFIERS = "*+?}"
+
+
+def _compile_re2(pat: bytes, where: str) -> re.Pattern:
+    """``pat`` compiled by Python's ``re`` in RE2's sense: ``\\w``, ``\\d``, ``\\s``, ``\\b``
+    over ASCII, ``\\z`` the end of text; what RE2 lacks (backreferences, lookaround, ``\\Z``,
+    atomic groups, possessive quantifiers, conditionals) is refused, as TF refuses it."""
+    try:
+        text = pat.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"{where}: the pattern {pat!r} is not UTF-8") from None
+    out, i, in_class = [], 0, False
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            e = text[i + 1]
+            if not in_class and e in "123456789":
+                _re2_refuse(where, pat, f"backreference \\{e}")
+            if not in_class and e == "Z":
+                _re2_refuse(where, pat, "\\Z (RE2 writes the end of text \\z)")
+            out.append("\\Z" if e == "z" and not in_class else c + e)
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]" or text[i - 1] == "["
+        elif c == "[":
+            in_class = True
+            if text[i + 1 : i + 2] == "^":
+                out.append("[^")
+                i += 2
+                if text[i : i + 1] == "]":  # a literal ] first in the class
+                    out.append("]")
+                    i += 1
+                continue
+        elif c == "(" and text[i + 1 : i + 2] == "?":
+            rest = text[i + 2 : i + 4]
+            for head, what in (
+                ("=", "lookahead"),
+                ("!", "negative lookahead"),
+                ("<=", "lookbehind"),
+                ("<!", "negative lookbehind"),
+                ("P=", "named backreference"),
+                (">", "atomic group"),
+                ("(", "conditional"),
+            ):
+                if rest.startswith(head):
+                    _re2_refuse(where, pat, what)
+        elif c == "+" and i and text[i - 1] in _QUANTIFIERS and not _escaped(text, i - 1):
+            _re2_refuse(where, pat, "possessive quantifier")
+        out.append(c)
+        i += 1
+    try:
+        return re.compile("".join(out), re.ASCII)
+    except re.error as e:
+        raise InvalidArgumentError(f"{where}: invalid pattern {pat!r}: {e}") from None
+
+
+def _escaped(text: str, i: int) -> bool:
+    """Whether ``text[i]`` is escaped by an odd run of backslashes before it."""
+    n = 0
+    while i - n - 1 >= 0 and text[i - n - 1] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+def _re2_refuse(where: str, pat: bytes, what: str) -> None:
+    raise InvalidArgumentError(f"{where}: invalid pattern {pat!r}: RE2 has no {what}")
 
 
 def _check_encoding(fn: str, encoding: str) -> str:
@@ -154,12 +230,22 @@ def decode_base64(input: Any, name: Any = None) -> Any:  # noqa: A002
 
 
 def regex_full_match(input: Any, pattern: Any, name: Any = None) -> Any:  # noqa: A002
-    """Whether each whole string matches ``pattern``."""
+    """Whether each whole string matches ``pattern`` (RE2's syntax: see the module docstring);
+    ``pattern`` a string, or a scalar string tensor (checked when the step runs)."""
+    from ..graph import Tensor
+
+    if isinstance(pattern, Tensor) and pattern.op.type == "Const":
+        pattern = pattern.op.attrs["value"]
+        pattern = pattern.item() if hasattr(pattern, "item") else pattern
+    if isinstance(pattern, Tensor):
+        if pattern.dtype != _dt.string or pattern.shape.ndims not in (None, 0):
+            raise InvalidArgumentError(
+                f"regex_full_match: pattern must be a scalar string, got {pattern.name} "
+                f"({pattern.dtype.name}, shape {pattern.shape})"
+            )
+        return apply("RegexFullMatch", [input, pattern], {}, name or "RegexFullMatch")
     pat = _as_bytes(pattern, "regex_full_match: pattern")
-    try:
-        re.compile(pat)
-    except re.error as e:
-        raise InvalidArgumentError(f"regex_full_match: invalid pattern {pat!r}: {e}") from None
+    _compile_re2(pat, "regex_full_match")
     return apply("RegexFullMatch", [input], {"pattern": pat}, name or "RegexFullMatch")
 
 
