@@ -680,6 +680,8 @@ class Graph:
             return
         ops = []
         for c in control_inputs:
+            if self._capture_hook is not None and getattr(c, "graph", self) is not self:
+                continue  # a function graph drops its caller's control inputs, as TF's do
             el = self.as_graph_element(c)
             ops.append(el.op if isinstance(el, Tensor) else el)
         st.control.append(ops)

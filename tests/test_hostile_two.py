@@ -254,8 +254,10 @@ def test_strings_follow_tensorflows_base64_re2_and_icu_rules():
             assert s.run(m(text, tf.constant("a."))).tolist() == [False, False, True, True]
             with pytest.raises(tf.errors.InvalidArgumentError, match="lookahead"):
                 s.run(m(text, p), {p: "(?=a)a"})
-            low = tf.strings.lower(tf.constant([b"AB\xffC"]), encoding="utf-8")
-            assert s.run(low).tolist() == [b"ab\xef\xbf\xbdc"]  # ICU's U+FFFD for the bad byte
+            xs = [b"AB\xffC", b"a\x00B", b"\xe2\x82A", b"\xed\xa0\x80", b"\xc3\x84\xff"]
+            low = s.run(tf.strings.lower(tf.constant(xs), encoding="utf-8")).tolist()
+            bad = "\ufffd".encode()  # TF 2.21's answers: to the first NUL, U+FFFD per bad run
+            assert low == [b"ab" + bad + b"c", b"a", bad + b"a", bad * 3, "ä".encode() + bad]
 
 
 def test_sparse_split_refuses_more_pieces_than_rows():
@@ -266,3 +268,28 @@ def test_sparse_split_refuses_more_pieces_than_rows():
             assert [p.dense_shape.tolist() for p in parts] == [[1, 3], [1, 3]]
             with pytest.raises(tf.errors.InvalidArgumentError, match="num_split 3 is more than"):
                 s.run(tf.sparse_split(sp_input=sp, num_split=3, axis=0))
+
+
+def test_group_by_window_reduce_computes_with_its_key_and_maps_drop_outer_control_inputs():
+    gbw = tf.data.experimental.group_by_window
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.range(10).apply(gbw(lambda x: x % 2, lambda k, w: w.batch(k + 2), 4))
+        tens = tf.data.Dataset.range(10).apply(
+            gbw(lambda x: x % 2, lambda k, w: tf.data.Dataset.from_tensors(k * 10), 4)
+        )
+        v = tf.get_variable("w", initializer=np.float32(0))
+        inc = tf.assign_add(v, 1.0)
+
+        def f(x):
+            with tf.control_dependencies([inc]):  # the caller's op: dropped, as TF's functions do
+                return x + 0
+
+        mapped = tf.data.Dataset.range(3).map(f)
+        its = [d.make_initializable_iterator() for d in (ds, tens, mapped)]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run([it.initializer for it in its])
+            got = [b.tolist() for b in _drain(s, its[0].get_next())]
+            assert got == [[0, 2], [4, 6], [1, 3, 5], [7], [8], [9]]  # TF 2.21's batches
+            assert _drain(s, its[1].get_next()) == [0, 10, 0, 10]
+            assert _drain(s, its[2].get_next()) == [0, 1, 2] and s.run(v) == 0.0

@@ -275,9 +275,7 @@ def group_by_window(
     each time a group holds ``window_size`` elements (or ``window_size_func(key)``) it becomes a
     window dataset, and the elements of ``reduce_func(key, window)`` follow; at the end the
     partial groups are emitted, smallest key first (TF keeps them in an ordered map)."""
-    from hetbed.runtime.ops.array import placeholder
-
-    from .dataset import _count_arg, _GraphFunction
+    from .dataset import _count_arg, _DatasetFunction, _GraphFunction
 
     if (window_size is None) == (window_size_func is None):
         raise ValueError("Must pass either window_size or window_size_func.")
@@ -297,15 +295,12 @@ def group_by_window(
         sizes = None
         if window_size_func is not None:
             sizes = _GraphFunction(key_stub, window_size_func)
-        key_ph = placeholder(_dt.int64, [], name="group_by_window_key")
         rows: list = []
         window = Dataset(ds._structure, ds._types, ds._shapes, lambda env: iter(list(rows)))
-        inner = reduce_func(key_ph, window)
-        if not isinstance(inner, Dataset):
-            raise TypeError(
-                f"group_by_window: reduce_func must return a Dataset, got {type(inner).__name__}"
-            )
-        own = [c for c in inner._captures if c is not key_ph]
+        # reduce_func traced in a function graph on the key, as flat_map's function is: what it
+        # computes from the key is computed per window
+        reduce = _DatasetFunction(key_stub, lambda k: reduce_func(k, window), "group_by_window")
+        inner = reduce.ds
         size_get, size_caps = (None, [])
         if window_size is not None:
             size_get, size_caps = _count_arg(window_size, "group_by_window: window_size", 1)
@@ -319,7 +314,7 @@ def group_by_window(
 
             def emit(k: int) -> Any:
                 rows[:] = groups.pop(k)
-                yield from list(inner._elements({**env, key_ph: np.int64(k)}))
+                yield from list(reduce.open([np.int64(k)], env))
 
             for el in ds._elements(env):
                 k = int(np.asarray(key_of(el)[0]))
@@ -341,7 +336,7 @@ def group_by_window(
                 yield from emit(k)
 
         caps = list(ds._captures) + [
-            c for c in keys.outer + own + size_caps if c not in ds._captures
+            c for c in keys.outer + reduce.outer + size_caps if c not in ds._captures
         ]
         if sizes is not None:
             caps += [c for c in sizes.outer if c not in caps]

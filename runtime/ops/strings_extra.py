@@ -41,7 +41,9 @@ def _case(ctx, x, upper: bool):
     if ctx.attrs["encoding"]:
 
         def fn(s):
-            t = s.decode("utf-8", "replace")  # as ICU reads it: a bad byte becomes U+FFFD
+            # as TF's kernel reads it: up to the first NUL (a C string), each ill-formed
+            # sequence one U+FFFD (ICU's and Python's maximal-subpart rule)
+            t = s.split(b"\x00", 1)[0].decode("utf-8", "replace")
             return (t.upper() if upper else t.lower()).encode("utf-8")
     else:
 
