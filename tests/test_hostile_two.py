@@ -293,3 +293,20 @@ def test_group_by_window_reduce_computes_with_its_key_and_maps_drop_outer_contro
             assert got == [[0, 2], [4, 6], [1, 3, 5], [7], [8], [9]]  # TF 2.21's batches
             assert _drain(s, its[1].get_next()) == [0, 10, 0, 10]
             assert _drain(s, its[2].get_next()) == [0, 1, 2] and s.run(v) == 0.0
+
+
+def test_a_map_that_assigns_to_a_callers_variable_changes_it():
+    # TF 2.21 with a resource variable: elements 1, 2, 3 and the variable 3
+    with tf.Graph().as_default():
+        v = tf.get_variable("count", initializer=0.0, use_resource=True)
+        it = (
+            tf.data.Dataset.range(3)
+            .map(lambda x: tf.assign_add(v, 1.0))
+            .make_initializable_iterator()
+        )
+        nx = it.get_next()
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(it.initializer)
+            assert [s.run(nx) for _ in range(3)] == [1.0, 2.0, 3.0]
+            assert s.run(v) == 3.0

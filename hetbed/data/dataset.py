@@ -780,6 +780,24 @@ class _Captures:
         self._inner: dict = {}
 
         def capture(t: Any) -> Any:
+            if t not in self._inner and t.op.type == "VariableV2":
+                # a caller's variable given to an assignment: the same storage, by reference,
+                # found in the reading session's resources (_TablesOf), as TF's resource
+                # variables are; reading a variable's value captures that value instead
+                from hetbed.runtime.registry import apply_op
+
+                key = t.op.attrs.get("shared_name") or t.op.name
+                with self.graph.as_default(), self.graph.name_scope("captured"):
+                    self._inner[t] = apply_op(
+                        "VariableV2",
+                        [],
+                        {
+                            "dtype": t.dtype,
+                            "shape": t.op.attrs["shape"],
+                            "shared_name": _OUTER + key,
+                        },
+                        name=t.op.name.replace("/", "_"),
+                    ).outputs[0]
             if t not in self._inner:
                 with self.graph.as_default(), self.graph.name_scope("captured"):
                     self._inner[t] = placeholder(t.dtype, t.shape)
@@ -808,9 +826,13 @@ class _Captures:
         return sess
 
 
+_OUTER = "caller:"  # a captured variable's storage key: the caller's key after it
+
+
 class _TablesOf(dict):
     """A private session's resources that read the lookup tables of ``outer`` (those the
-    dataset's reader initialized) and keep everything else their own."""
+    dataset's reader initialized) and the caller's variables the function assigns to, and keep
+    everything else their own."""
 
     def __init__(self, outer: dict):
         super().__init__()
@@ -821,6 +843,8 @@ class _TablesOf(dict):
             return self[key]
         if isinstance(key, str) and key.startswith("table:"):
             return self._outer.get(key, default)
+        if isinstance(key, str) and key.startswith(_OUTER):
+            return self._outer.get(key[len(_OUTER) :], default)
         return default
 
 
