@@ -916,11 +916,60 @@ def test_whole_sequential_model_save_and_load(tmp_path):
                 [keras.layers.Dense(2, activation=lambda t: t, input_shape=(3,))]
             ).save(path)
         inp = keras.layers.Input((3,))
-        with pytest.raises(NotImplementedError, match="Sequential models only"):
-            keras.Model(inp, keras.layers.Dense(2)(inp)).save(path)
+        with pytest.raises(NotImplementedError, match="graph ops between its layers"):
+            keras.Model(inp, keras.layers.Dense(2)(inp) * 2.0).save(path)
+
+        class Sub(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.d = keras.layers.Dense(2)
+
+            def call(self, t):
+                return self.d(t)
+
+        sub = Sub()
+        sub(inp)
+        with pytest.raises(NotImplementedError, match="subclassed"):
+            sub.save(path)
         np.testing.assert_allclose(
             keras.models.load_model(path).predict(x), want, rtol=1e-6
         )  # kept
         with pytest.raises(ValueError, match="holds no model"):
             model.save_weights(str(tmp_path / "w.h5"))
             keras.models.load_model(str(tmp_path / "w.h5"))
+
+
+def test_whole_functional_model_save_and_load(tmp_path):
+    """A functional model with two inputs, two outputs, a layer called twice, dropout and batch
+    norm: load_model gives the same predictions and evaluation, in the graph it was saved from
+    and in a fresh one, and it trains again."""
+    rng = np.random.RandomState(1)
+    xa, xb = rng.randn(32, 4).astype("f"), rng.randn(32, 4).astype("f")
+    ya, yb = rng.randint(0, 3, 32), rng.randn(32, 1).astype("f")
+    path = str(tmp_path / "fm.h5")
+    with tf.Graph().as_default():
+        a, b = keras.Input(shape=(4,), name="a"), keras.Input(shape=(4,), name="b")
+        shared = keras.layers.Dense(5, activation="tanh", name="shared")
+        x = keras.layers.Concatenate()([shared(a), shared(b), keras.layers.Subtract()([a, b])])
+        x = keras.layers.Dropout(0.3)(x)
+        out_a = keras.layers.Dense(3, activation="softmax", name="cls")(x)
+        out_b = keras.layers.Dense(1, name="reg")(keras.layers.BatchNormalization()(x))
+        model = keras.Model([a, b], [out_a, out_b], name="two_heads")
+        model.compile(keras.optimizers.Adam(0.01), ["sparse_categorical_crossentropy", "mse"])
+        model.fit([xa, xb], [ya, yb], epochs=2, verbose=0)
+        want = model.predict([xa, xb])
+        ev = model.evaluate([xa, xb], [ya, yb], verbose=0)
+        model.save(path)
+        same = keras.models.load_model(path)
+        for got, w in zip(same.predict([xa, xb]), want):
+            np.testing.assert_allclose(got, w, rtol=1e-6)
+    with tf.Graph().as_default():
+        back = keras.models.load_model(path)
+        assert [layer.name for layer in back.layers] == [layer.name for layer in model.layers]
+        assert len(back.weights) == len(model.weights)  # the shared layer's kernel once
+        for got, w in zip(back.predict([xa, xb]), want):
+            np.testing.assert_allclose(got, w, rtol=1e-6)
+        np.testing.assert_allclose(back.evaluate([xa, xb], [ya, yb], verbose=0), ev, rtol=1e-5)
+        before = back.get_layer("shared").get_weights()[0].copy()
+        back.fit([xa, xb], [ya, yb], epochs=1, verbose=0)
+        assert not np.allclose(back.get_layer("shared").get_weights()[0], before)

@@ -1,16 +1,19 @@
-"""Whole-model saving for Sequential models: ``model.save(path)`` and
+"""Whole-model saving for Sequential and functional models: ``model.save(path)`` and
 ``keras.models.load_model(path)``.
 
 The file is a numpy ``.npz`` archive (whatever its name; no pickle, no HDF5): the weights as
 ``save_weights`` keys them, and one JSON document (``__model__``) with each layer's class and
 the arguments it was made with (numbers, strings, lists; an activation or other function by its
 importable name; an initializer or regularizer by its class and ``get_config``; a wrapped layer
-nested), the input shape, and the compile arguments (optimizer by its class and ``get_config``,
-loss and metrics by name). ``load_model`` makes the layers again, builds the model, sets the
-weights and compiles it. The optimizer's slots (Adam's moments, ...) are not kept: training
-resumes with fresh ones. A value that cannot be written so (a lambda, a Lambda layer's function,
-a functional or subclassed model) is refused naming the layer and argument, before anything is
-written.
+nested), the input shape (a functional model: its inputs, and each layer call as the layer's
+name and references to the tensors it took, a model input or an earlier call's output, so that
+shared layers and several inputs and outputs come back as they were), and the compile
+arguments (optimizer by its class and ``get_config``, loss and metrics by name).
+``load_model`` makes the layers again, builds the model, sets the weights and compiles it. The
+optimizer's slots (Adam's moments, ...) are not kept: training resumes with fresh ones. A value
+that cannot be written so (a lambda, a Lambda layer's function, graph ops between layers, a
+model inside a model, a subclassed model) is refused naming the layer and argument, before
+anything is written.
 """
 
 from __future__ import annotations
@@ -176,28 +179,34 @@ def make_layer(config: dict) -> Any:
 def save_model(
     model: Any, filepath: str, overwrite: bool = True, include_optimizer: bool = True
 ) -> None:
-    """Write ``model`` (a Sequential model) to ``filepath`` atomically (see the module)."""
+    """Write ``model`` (a Sequential or functional model) to ``filepath`` atomically (see the
+    module)."""
     from hetbed.devices.fileio import atomic_write
 
-    from .models import Sequential
+    from .models import Model, Sequential
 
-    if type(model) is not Sequential:
+    functional = isinstance(model, Model) and type(model).call is Model.call
+    if type(model) is not Sequential and not functional:
         raise NotImplementedError(
-            f"save: hetbed writes whole Sequential models only ({type(model).__name__} "
-            f"{model.name!r}); use model.save_weights and rebuild the model in code"
+            f"save: hetbed writes whole Sequential and functional models, not a subclassed "
+            f"model ({type(model).__name__} {model.name!r}: its call is code); use "
+            "model.save_weights and rebuild the model in code"
         )
     if not model.inputs:
         raise ValueError(f"save: model {model.name!r} is not built yet (fit it or build it first)")
+    if type(model) is Sequential:
+        doc: dict = {
+            "format": FORMAT,
+            "name": model.name,
+            "input_shape": model.inputs[0].shape.as_list(),
+            "input_dtype": model.inputs[0].dtype.name,
+            "layers": [layer_config(layer) for layer in model.layers],
+            "compile": None,
+        }
+    else:
+        doc = {"format": FORMAT, "name": model.name, **_functional_doc(model), "compile": None}
     if not overwrite and os.path.exists(filepath):
         raise FileExistsError(f"save: {filepath} exists and overwrite=False")
-    doc: dict = {
-        "format": FORMAT,
-        "name": model.name,
-        "input_shape": model.inputs[0].shape.as_list(),
-        "input_dtype": model.inputs[0].dtype.name,
-        "layers": [layer_config(layer) for layer in model.layers],
-        "compile": None,
-    }
     if include_optimizer and model._compile_args is not None:
         args = model._compile_args
         opt = model.optimizer
@@ -250,12 +259,15 @@ def load_model(filepath: str, custom_objects: Any = None, compile: bool = True) 
         raise OSError(f"load_model: {filepath} is not a model file hetbed wrote ({e})") from None
     if doc.get("format") != FORMAT:
         raise ValueError(f"load_model: {filepath} has format {doc.get('format')!r}, not {FORMAT!r}")
-    model = Sequential(
-        [_layers.InputLayer(batch_input_shape=doc["input_shape"], dtype=doc["input_dtype"])],
-        name=doc["name"],
-    )
-    for cfg in doc["layers"]:
-        model.add(make_layer(cfg))
+    if "nodes" in doc:
+        model = _functional_model(doc)
+    else:
+        model = Sequential(
+            [_layers.InputLayer(batch_input_shape=doc["input_shape"], dtype=doc["input_dtype"])],
+            name=doc["name"],
+        )
+        for cfg in doc["layers"]:
+            model.add(make_layer(cfg))
     by_layer: dict = {}
     for key in sorted(weights):
         by_layer.setdefault(key.split("/")[1], []).append(weights[key])
@@ -272,3 +284,121 @@ def load_model(filepath: str, custom_objects: Any = None, compile: bool = True) 
             loss_weights=_decode(c["loss_weights"]),
         )
     return model
+
+
+# ---- functional models: the layers, and each call of one as a node over earlier tensors ------
+
+
+def _functional_doc(model: Any) -> dict:
+    """The inputs, the layers and the layer calls of a functional model, each call's inputs as
+    references (``["input", i]`` or ``["node", k, j]``: output j of call k)."""
+    from hetbed.runtime.graph import Tensor
+
+    from .engine import InputLayer, node_of
+    from .models import Model
+
+    if model._raw_ops:
+        raise NotImplementedError(
+            f"save: model {model.name!r} has graph ops between its layers (not layers), which "
+            "hetbed cannot write into a model file; use model.save_weights"
+        )
+    refs: dict = {}
+    inputs = []
+    for i, t in enumerate(model.inputs):
+        node = node_of(t)
+        name = node.layer.name if node is not None else t.op.name
+        inputs.append({"name": name, "batch_shape": t.shape.as_list(), "dtype": t.dtype.name})
+        refs[t] = ["input", i]
+
+    def ref(value: Any, where: str) -> Any:
+        if isinstance(value, Tensor):
+            if value not in refs:
+                raise NotImplementedError(
+                    f"save: {where} reads {value.name}, which is neither a model input nor a "
+                    "layer's output; use model.save_weights"
+                )
+            return {"__ref__": refs[value]}
+        if isinstance(value, (list, tuple)):
+            return [ref(v, where) for v in value]
+        if isinstance(value, dict):
+            return {str(k): ref(v, where) for k, v in value.items()}
+        return _encode(value, where)
+
+    layers: list = []
+    nodes = []
+    for node in model._nodes:
+        layer = node.layer
+        if isinstance(layer, InputLayer):
+            continue
+        where = f"layer {layer.name!r}"
+        if isinstance(layer, Model):
+            raise NotImplementedError(
+                f"save: {where} is a model inside the model; hetbed writes flat functional "
+                "models (use model.save_weights)"
+            )
+        if not any(layer is x for x in layers):
+            layers.append(layer)
+        kwargs = {
+            k: v
+            for k, v in node.kwargs.items()
+            if not (k == "training" and isinstance(v, Tensor))  # the learning phase: set anew
+        }
+        nodes.append(
+            {
+                "layer": layer.name,
+                "inputs": ref(node.inputs, where),
+                "kwargs": {k: ref(v, where) for k, v in kwargs.items()},
+            }
+        )
+        k = len(nodes) - 1
+        for j, t in enumerate(node.output_tensors):
+            refs.setdefault(t, ["node", k, j])
+    single = isinstance(model._nested_inputs, Tensor)
+    return {
+        "inputs": inputs,
+        "single_input": single,
+        "layers": [layer_config(layer) for layer in layers],
+        "nodes": nodes,
+        "outputs": ref(model._nested_outputs, "the model's outputs"),
+    }
+
+
+def _functional_model(doc: dict) -> Any:
+    """The functional model of ``_functional_doc``: inputs and layers made again, then called
+    as they were."""
+    from hetbed.runtime.graph import Tensor
+    from hetbed.runtime.nest import _flatten
+
+    from .engine import Input
+    from .models import Model
+
+    inputs = [
+        Input(batch_shape=tuple(i["batch_shape"]), dtype=i["dtype"], name=i["name"])
+        for i in doc["inputs"]
+    ]
+    layers = {}
+    for cfg in doc["layers"]:
+        layer = make_layer(cfg)
+        layers[layer.name] = layer
+    made: dict = {("input", i): t for i, t in enumerate(inputs)}
+
+    def value(v: Any) -> Any:
+        if isinstance(v, dict) and "__ref__" in v:
+            key = tuple(v["__ref__"])
+            if key not in made:
+                raise ValueError(f"load_model: the model file refers to {list(key)}, not made")
+            return made[key]
+        if isinstance(v, list):
+            return [value(x) for x in v]
+        if isinstance(v, dict) and not any(k.startswith("__") for k in v):
+            return {k: value(x) for k, x in v.items()}
+        return _decode(v)
+
+    for k, nd in enumerate(doc["nodes"]):
+        if nd["layer"] not in layers:
+            raise ValueError(f"load_model: the model file calls layer {nd['layer']!r}, not made")
+        out = layers[nd["layer"]](value(nd["inputs"]), **value(nd["kwargs"]))
+        for j, t in enumerate(x for x in _flatten(out) if isinstance(x, Tensor)):
+            made[("node", k, j)] = t
+    ins = inputs[0] if doc["single_input"] else inputs
+    return Model(inputs=ins, outputs=value(doc["outputs"]), name=doc["name"])
