@@ -310,3 +310,17 @@ def test_a_map_that_assigns_to_a_callers_variable_changes_it():
             s.run(it.initializer)
             assert [s.run(nx) for _ in range(3)] == [1.0, 2.0, 3.0]
             assert s.run(v) == 3.0
+
+
+def test_a_scan_state_that_grows_is_traced_again_on_a_relaxed_shape():
+    scan = tf.data.experimental.scan
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.range(4).apply(
+            scan(np.zeros([0], np.int64), lambda s, x: (tf.concat([s, [x]], 0), s))
+        )
+        assert ds.output_shapes.as_list() == [None]  # TF 2.21's relaxed shape
+        it = ds.make_initializable_iterator()
+        with tf.Session() as s:
+            s.run(it.initializer)
+            got = [v.tolist() for v in _drain(s, it.get_next())]
+        assert got == [[], [0], [0, 1], [0, 1, 2]]

@@ -148,16 +148,34 @@ class _ScanFunction(_Captures):
     graph's tensors it uses captured, as ``map``'s are)."""
 
     def __init__(self, ds: Dataset, init: Any, fn: Callable):
-        from hetbed.runtime.ops.array import placeholder
 
         init_flat = [np.asarray(v) for v in _flatten(init)]
         self.init = init_flat
+        # traced on the initial state's shapes, then again on shapes relaxed to take the new
+        # state's too, until they hold (TF's rule: a state may grow from element to element)
+        shapes = [TensorShape(v.shape) for v in init_flat]
+        for _ in range(sum(v.ndim + 1 for v in init_flat) + 1):  # each pass relaxes one more
+            st_phs, el_phs, got = self._trace_on(ds, init, init_flat, shapes, fn)
+            new_shapes = [_relaxed(s, t.shape) for s, t in zip(shapes, self.state_outs)]
+            if all(
+                a.as_list() == b.as_list() if a.ndims is not None else b.ndims is None
+                for a, b in zip(shapes, new_shapes)
+            ):
+                break
+            shapes = new_shapes
+        self.st_phs, self.el_phs = st_phs, el_phs
+        _new_state, out = got
+        if isinstance(out, list):
+            out = tuple(out)
+        self.out_structure = _map_nest(lambda _: None, out)
+
+    def _trace_on(self, ds: Dataset, init: Any, init_flat: list, shapes: list, fn: Callable):
+        from hetbed.runtime.ops.array import placeholder
+
         st_phs: list = []
 
         def with_state(*el: Any) -> Any:
-            st_phs.extend(
-                placeholder(_dt.as_dtype(v.dtype), TensorShape(v.shape)) for v in init_flat
-            )
+            st_phs.extend(placeholder(_dt.as_dtype(v.dtype), s) for v, s in zip(init_flat, shapes))
             state = _pack(init, st_phs)
             return fn(state, *el)
 
@@ -176,8 +194,7 @@ class _ScanFunction(_Captures):
                 f"{[t.dtype.name for t in self.state_outs]} differ from the initial state's "
                 f"{[p.dtype.name for p in st_phs]}"
             )
-        self.st_phs, self.el_phs = st_phs, el_phs
-        self.out_structure = _map_nest(lambda _: None, out)
+        return st_phs, el_phs, got
 
     def run(self, elements: Any, env: dict | None = None) -> Any:
         env = env or {}
@@ -190,6 +207,13 @@ class _ScanFunction(_Captures):
             vals = sess.run(self.state_outs + self.outs, feed)
             state = vals[:n]
             yield list(vals[n:])
+
+
+def _relaxed(a: TensorShape, b: TensorShape) -> TensorShape:
+    """The most specific shape both ``a`` and ``b`` are instances of."""
+    if a.ndims is None or b.ndims is None or a.ndims != b.ndims:
+        return TensorShape(None)
+    return TensorShape([x if x == y else None for x, y in zip(a.as_list(), b.as_list())])
 
 
 def scan(initial_state: Any, scan_func: Callable) -> Callable[[Dataset], Dataset]:
