@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import warnings
 from typing import Any
 
 from .. import dtypes as _dt
@@ -131,7 +132,7 @@ def _compile_re2(pat: bytes, where: str) -> re.Pattern:
         text = pat.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidArgumentError(f"{where}: the pattern {pat!r} is not UTF-8") from None
-    out, i, in_class = [], 0, False
+    out, i, in_class, class_start = [], 0, False, -1
     while i < len(text):
         c = text[i]
         if c == "\\" and i + 1 < len(text):
@@ -144,16 +145,10 @@ def _compile_re2(pat: bytes, where: str) -> re.Pattern:
             i += 2
             continue
         if in_class:
-            in_class = c != "]" or text[i - 1] == "["
+            in_class = c != "]" or i == class_start  # a ] first in the class is literal
         elif c == "[":
             in_class = True
-            if text[i + 1 : i + 2] == "^":
-                out.append("[^")
-                i += 2
-                if text[i : i + 1] == "]":  # a literal ] first in the class
-                    out.append("]")
-                    i += 1
-                continue
+            class_start = i + (2 if text[i + 1 : i + 2] == "^" else 1)
         elif c == "(" and text[i + 1 : i + 2] == "?":
             rest = text[i + 2 : i + 4]
             for head, what in (
@@ -172,7 +167,9 @@ def _compile_re2(pat: bytes, where: str) -> re.Pattern:
         out.append(c)
         i += 1
     try:
-        return re.compile("".join(out), re.ASCII)
+        with warnings.catch_warnings():  # ("possible nested set": RE2 has no nested sets)
+            warnings.simplefilter("ignore", FutureWarning)
+            return re.compile("".join(out), re.ASCII)
     except re.error as e:
         raise InvalidArgumentError(f"{where}: invalid pattern {pat!r}: {e}") from None
 
