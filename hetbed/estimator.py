@@ -11,8 +11,9 @@ saves as the RunConfig says) until ``steps`` more or ``max_steps`` in all, or th
 of the loss) over the input, returning their values with ``global_step``; ``predict`` restores
 it and yields the ``predictions`` example by example. The canned estimators (``DNNClassifier``,
 ``LinearRegressor``, ``DNNLinearCombinedClassifier``, ...) are in estimator_canned.py and are
-reached here by name (``tf.estimator.DNNClassifier``); exporting and ``warm_start_from`` are
-not supported.
+reached here by name (``tf.estimator.DNNClassifier``); exporting for serving
+(``export_savedmodel``, ``tf.estimator.export``, exporters) is in estimator_export.py;
+``warm_start_from`` is not supported.
 """
 
 from __future__ import annotations
@@ -344,6 +345,33 @@ class Estimator:
             finally:
                 sess.close()
 
+    # ---- export ------------------------------------------------------------------------------
+
+    def export_savedmodel(
+        self,
+        export_dir_base: Any,
+        serving_input_receiver_fn: Callable,
+        assets_extra: Any = None,
+        as_text: bool = False,
+        checkpoint_path: str | None = None,
+        strip_default_attrs: bool = False,
+    ) -> bytes:
+        """The model for serving, from the latest checkpoint, as a SavedModel in
+        ``export_dir_base/<unix time>`` (estimator_export.py); returns that folder (bytes)."""
+        from hetbed.estimator_export import export_savedmodel
+
+        return export_savedmodel(
+            self,
+            export_dir_base,
+            serving_input_receiver_fn,
+            assets_extra,
+            as_text,
+            checkpoint_path,
+            strip_default_attrs,
+        )
+
+    export_saved_model = export_savedmodel
+
 
 # ---- train_and_evaluate -------------------------------------------------------------------------
 
@@ -366,14 +394,30 @@ class EvalSpec:
     ):
         self.input_fn, self.steps, self.name = input_fn, steps, name
         self.hooks = list(hooks or [])
+        if exporters is None:
+            exporters = []
+        elif not isinstance(exporters, (list, tuple)):
+            exporters = [exporters]
+        names = [e.name for e in exporters]
+        if len(set(names)) != len(names):
+            raise ValueError(f"EvalSpec: exporters must have distinct names, got {names}")
+        self.exporters = list(exporters)
 
 
 def train_and_evaluate(estimator: Estimator, train_spec: TrainSpec, eval_spec: EvalSpec) -> tuple:
-    """Train to ``train_spec.max_steps``, then evaluate once (hetbed runs them in turn, in one
-    process); returns ``(metrics, None)`` as TF's local mode does."""
+    """Train to ``train_spec.max_steps``, then evaluate once and run the exporters into
+    ``model_dir/export/<name>`` (hetbed runs them in turn, in one process); returns
+    ``(metrics, export results)`` as TF's local mode does."""
     estimator.train(train_spec.input_fn, hooks=train_spec.hooks, max_steps=train_spec.max_steps)
     metrics = estimator.evaluate(eval_spec.input_fn, steps=eval_spec.steps, hooks=eval_spec.hooks)
-    return metrics, None
+    ckpt = estimator.latest_checkpoint()
+    exports = [
+        e.export(
+            estimator, os.path.join(estimator.model_dir, "export", e.name), ckpt, metrics, True
+        )
+        for e in eval_spec.exporters
+    ]
+    return metrics, exports or None
 
 
 # ---- inputs -------------------------------------------------------------------------------------
@@ -428,18 +472,26 @@ _CANNED = (
 )
 
 
+_EXPORT = ("export", "Exporter", "LatestExporter", "FinalExporter", "BestExporter")
+
+
 def __getattr__(name: str) -> Any:
-    """The canned estimators (estimator_canned.py), imported when first asked for: they need
-    ``hetbed.feature_column``, which is imported after this module."""
+    """The canned estimators (estimator_canned.py) and exporting (estimator_export.py),
+    imported when first asked for: they need ``hetbed.feature_column`` and
+    ``hetbed.saved_model``, which are imported after this module."""
     if name in _CANNED:
         from hetbed import estimator_canned
 
         return getattr(estimator_canned, name)
+    if name in _EXPORT:
+        from hetbed import estimator_export
+
+        return getattr(estimator_export, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list:
-    return sorted([*globals(), *_CANNED])
+    return sorted([*globals(), *_CANNED, *_EXPORT])
 
 
 __all__ = [
