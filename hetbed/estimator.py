@@ -13,14 +13,17 @@ it and yields the ``predictions`` example by example. The canned estimators (``D
 ``LinearRegressor``, ``DNNLinearCombinedClassifier``, ...) are in estimator_canned.py and are
 reached here by name (``tf.estimator.DNNClassifier``); exporting for serving
 (``export_savedmodel``, ``tf.estimator.export``, exporters) is in estimator_export.py;
-``warm_start_from`` is not supported.
+``warm_start_from`` (a path or ``WarmStartSettings``) starts a fresh training's chosen
+variables from a checkpoint.
 """
 
 from __future__ import annotations
 
+import collections
 import inspect
 import logging
 import os
+import re
 import tempfile
 import types
 from collections.abc import Callable, Iterator
@@ -150,8 +153,14 @@ class Estimator:
         self._model_dir = os.fspath(model_dir)
         self._config = config.replace(model_dir=self._model_dir)
         self._params = dict(params or {})
-        if warm_start_from is not None:
-            raise ValueError("Estimator: warm_start_from is not supported in hetbed")
+        if isinstance(warm_start_from, (str, bytes, os.PathLike)):
+            warm_start_from = WarmStartSettings(os.fsdecode(warm_start_from))
+        if warm_start_from is not None and not isinstance(warm_start_from, WarmStartSettings):
+            raise TypeError(
+                "Estimator: warm_start_from must be a checkpoint or SavedModel path or a "
+                f"WarmStartSettings, got {warm_start_from!r}"
+            )
+        self._warm_start = warm_start_from
 
     model_dir = property(lambda self: self._model_dir)
     config = property(lambda self: self._config)
@@ -222,6 +231,8 @@ class Estimator:
             step = _hb.train.get_or_create_global_step()
             features, labels = _call_input_fn(input_fn, ModeKeys.TRAIN, self._params, self._config)
             spec = self._spec(features, labels, ModeKeys.TRAIN)
+            if self._warm_start is not None and self.latest_checkpoint() is None:
+                _warm_start(self._warm_start, g)  # a fresh model_dir only, as TF's
             stop = _hb.train.StopAtStepHook(num_steps=steps, last_step=max_steps)
             all_hooks = [stop, *spec.training_hooks, *(hooks or [])]
             cfg = self._config
@@ -373,6 +384,108 @@ class Estimator:
     export_saved_model = export_savedmodel
 
 
+# ---- warm starting -------------------------------------------------------------------------------
+
+
+class WarmStartSettings(
+    collections.namedtuple(
+        "WarmStartSettings",
+        [
+            "ckpt_to_initialize_from",
+            "vars_to_warm_start",
+            "var_name_to_vocab_info",
+            "var_name_to_prev_var_name",
+        ],
+    )
+):
+    """TF1's ``tf.estimator.WarmStartSettings``: the variables a fresh training starts from a
+    checkpoint (a file, a model_dir, or a SavedModel folder): ``vars_to_warm_start`` a regular
+    expression over the trainable variables (default ``".*"``: all of them), a list of
+    expressions or variables over the global ones, or None (none); each read from the
+    checkpoint's tensor of the same name, or of ``var_name_to_prev_var_name[name]``."""
+
+    def __new__(
+        cls,
+        ckpt_to_initialize_from: str,
+        vars_to_warm_start: Any = ".*",
+        var_name_to_vocab_info: Any = None,
+        var_name_to_prev_var_name: Any = None,
+    ):
+        if not ckpt_to_initialize_from:
+            raise ValueError("WarmStartSettings: ckpt_to_initialize_from must be given")
+        if var_name_to_vocab_info:
+            raise ValueError("WarmStartSettings: var_name_to_vocab_info is not supported in hetbed")
+        return super().__new__(
+            cls,
+            os.fsdecode(ckpt_to_initialize_from),
+            vars_to_warm_start,
+            var_name_to_vocab_info or {},
+            dict(var_name_to_prev_var_name or {}),
+        )
+
+
+def _warm_start(ws: WarmStartSettings, g: Any) -> None:
+    """Set the chosen variables' initializers to the checkpoint's values (see
+    WarmStartSettings). Raises ValueError naming a tensor the checkpoint lacks or a shape that
+    differs, before any initializer is changed."""
+    from hetbed.runtime.train.checkpoint import start_variable_from
+
+    path = ws.ckpt_to_initialize_from
+    if os.path.isfile(os.path.join(path, "saved_model.pb")):
+        path = os.path.join(path, "variables", "variables")  # a SavedModel's variables
+    elif os.path.isdir(path):
+        found = _hb.train.latest_checkpoint(path)
+        if found is None:
+            raise ValueError(f"warm_start_from: no checkpoint in {path!r}")
+        path = found
+    reader = _hb.train.load_checkpoint(path)
+    chosen = ws.vars_to_warm_start
+    if chosen is None:
+        variables: list = []
+    elif isinstance(chosen, str):
+        rx = re.compile(chosen)
+        variables = [
+            v for v in g.get_collection(_hb.GraphKeys.TRAINABLE_VARIABLES) if rx.match(_name(v))
+        ]
+    else:
+        pool = g.get_collection(_hb.GraphKeys.GLOBAL_VARIABLES)
+        variables = []
+        for c in chosen:
+            if isinstance(c, str):
+                rx = re.compile(c)
+                variables += [
+                    v for v in pool if rx.match(_name(v)) and not any(v is u for u in variables)
+                ]
+            elif not any(c is u for u in variables):
+                variables.append(c)
+    plan = []
+    for v in variables:
+        name = _name(v)
+        prev = ws.var_name_to_prev_var_name.get(name, name)
+        if not reader.has_tensor(prev):
+            raise ValueError(f"warm_start_from: tensor {prev!r} (for {name}) is not in {path}")
+        whole = reader.get_tensor(prev)
+        info = v._save_slice_info
+        want = info.full_shape if info is not None else v.shape.as_list()
+        if list(whole.shape) != list(want):
+            raise ValueError(
+                f"warm_start_from: {name} has shape {want}, the checkpoint's {prev!r} "
+                f"{list(whole.shape)}"
+            )
+        if info is not None:  # a shard takes its part of the whole
+            whole = whole[tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))]
+        plan.append((v, whole))
+    for v, value in plan:
+        start_variable_from(v, value)
+    _log.info("warm_start_from: %d variables from %s", len(plan), path)
+
+
+def _name(v: Any) -> str:
+    """A variable's name as warm starting sees it: a shard's is its partitioned variable's."""
+    info = getattr(v, "_save_slice_info", None)
+    return info.full_name if info is not None else v.op.name
+
+
 # ---- train_and_evaluate -------------------------------------------------------------------------
 
 
@@ -502,6 +615,7 @@ __all__ = [
     "ModeKeys",
     "RunConfig",
     "TrainSpec",
+    "WarmStartSettings",
     "inputs",
     "numpy_input_fn",
     "train_and_evaluate",

@@ -19,8 +19,9 @@ per-example loss; binary adds ``accuracy``, ``accuracy_baseline``, ``auc``,
 
 Default optimizers are TF1's: DNN ``Adagrad`` at 0.05; Linear ``Ftrl`` at 0.2 (with
 ``optimizer=None``: min(0.2, 1/sqrt(number of columns))); DNNLinearCombined ``Adagrad`` at 0.001
-and ``Ftrl`` at min(0.005, 1/sqrt(number of linear columns)). Not here: ``batch_norm``,
-partitioners, ``warm_start_from``, exporting, and TF's training summaries.
+and ``Ftrl`` at min(0.005, 1/sqrt(number of linear columns)). ``warm_start_from`` and
+exporting are the Estimator's (estimator.py, estimator_export.py). Not here: ``batch_norm``,
+partitioners, and TF's training summaries.
 """
 
 from __future__ import annotations

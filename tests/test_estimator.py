@@ -75,3 +75,56 @@ def test_dataset_input_fn_train_and_evaluate_and_misuse(tmp_path):
         tf.estimator.inputs.numpy_input_fn({"x": X}, Y)
     with pytest.raises(ValueError, match="steps or max_steps"):
         est.train(input_fn, steps=1, max_steps=2)
+
+
+def test_warm_start_from_a_checkpoint_a_model_dir_or_a_saved_model(tmp_path):
+    first = tf.estimator.Estimator(model_fn, str(tmp_path / "a"), params={"lr": 0.1})
+    first.train(_inputs(X, Y, batch_size=32, num_epochs=None, shuffle=False), steps=20)
+    kernel, bias = first.get_variable_value("lin/kernel"), first.get_variable_value("lin/bias")
+    assert abs(bias[0]) > 0.01  # trained away from its zero start
+
+    def warm(name, ws):
+        est = tf.estimator.Estimator(
+            model_fn, str(tmp_path / name), params={"lr": 0.0}, warm_start_from=ws
+        )
+        est.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=1)  # lr 0: the start kept
+        return est.get_variable_value("lin/kernel"), est.get_variable_value("lin/bias")
+
+    k, b = warm("b", first.model_dir)  # a model_dir: its latest checkpoint, every trainable
+    np.testing.assert_array_equal(k, kernel)
+    np.testing.assert_array_equal(b, bias)
+    k, b = warm("c", tf.estimator.WarmStartSettings(first.latest_checkpoint(), "lin/kernel"))
+    np.testing.assert_array_equal(k, kernel)
+    assert b.tolist() == [0.0]  # not chosen: its own initializer
+    receiver = tf.estimator.export.build_raw_serving_input_receiver_fn(
+        {"x": tf.placeholder(tf.float32, [None, 3])}
+    )
+    saved = first.export_savedmodel(str(tmp_path / "export"), receiver).decode()
+    k, b = warm("d", saved)
+    np.testing.assert_array_equal(b, bias)
+
+    def renamed_fn(features, labels, mode, params):
+        pred = tf.layers.dense(features["x"], 1, name="new")
+        loss = tf.losses.mean_squared_error(labels, pred)
+        opt = tf.train.GradientDescentOptimizer(0.0)
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=opt.minimize(loss, tf.train.get_global_step())
+        )
+
+    ws = tf.estimator.WarmStartSettings(
+        first.model_dir,
+        var_name_to_prev_var_name={"new/kernel": "lin/kernel", "new/bias": "lin/bias"},
+    )
+    est = tf.estimator.Estimator(renamed_fn, str(tmp_path / "e"), warm_start_from=ws)
+    est.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=1)
+    np.testing.assert_array_equal(est.get_variable_value("new/kernel"), kernel)
+    bad = tf.estimator.Estimator(renamed_fn, str(tmp_path / "f"), warm_start_from=first.model_dir)
+    with pytest.raises(ValueError, match="'new/kernel'.*is not in"):
+        bad.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=1)
+    assert bad.latest_checkpoint() is None  # nothing written
+    # a model_dir that has a checkpoint resumes from it, not from the warm start
+    again = tf.estimator.Estimator(
+        model_fn, str(tmp_path / "c"), params={"lr": 0.0}, warm_start_from=first.model_dir
+    )
+    again.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=1)
+    assert again.get_variable_value("lin/bias").tolist() == [0.0]

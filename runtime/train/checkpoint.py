@@ -398,6 +398,19 @@ def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     return np.array(load_checkpoint(ckpt_dir_or_file).get_tensor(name))
 
 
+def start_variable_from(var: Any, value: Any) -> None:
+    """Make ``var``'s initializer assign ``value`` (a checkpoint's), instead of its own."""
+    from ..ops.array import constant
+    from ..ops.state import assign
+
+    g = var.graph
+    value = np.asarray(value).astype(var.dtype.np, copy=False)
+    with g.as_default(), g.control_dependencies(None), g.colocate_with(var._ref.op):
+        var._initializer_op = assign(
+            var._ref, constant(value), name=var.op.name + "/init_from_checkpoint"
+        ).op
+
+
 def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: Any) -> None:
     """TF1's ``tf.train.init_from_checkpoint``: the variables ``assignment_map`` names start
     from a checkpoint's values (their initializers are replaced; run them, e.g.
@@ -407,8 +420,6 @@ def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: Any) -> None:
     name under ``ckpt_scope``; ``"/"`` is the root on either side). Raises ValueError naming a
     tensor the checkpoint lacks, a variable the graph lacks or shapes that differ."""
     from ..graph import GraphKeys, get_default_graph
-    from ..ops.array import constant
-    from ..ops.state import assign
     from ..variables import Variable
 
     reader = load_checkpoint(ckpt_dir_or_file)
@@ -430,11 +441,7 @@ def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: Any) -> None:
                 f"init_from_checkpoint: variable {var.op.name} has shape {var.shape}, the "
                 f"checkpoint's {tensor!r} {list(shapes[tensor])}"
             )
-        value = np.asarray(reader.get_tensor(tensor)).astype(var.dtype.np, copy=False)
-        with g.control_dependencies(None), g.colocate_with(var._ref.op):
-            var._initializer_op = assign(
-                var._ref, constant(value), name=var.op.name + "/init_from_checkpoint"
-            ).op
+        start_variable_from(var, reader.get_tensor(tensor))
 
     items = assignment_map.items() if isinstance(assignment_map, dict) else assignment_map
     for tensor, current in sorted(items, key=lambda kv: str(kv[0])):
