@@ -405,3 +405,9 @@ from .metrics_at_k import *  # noqa: E402, F403
 from .metrics_at_k import __all__ as _at_k_all  # noqa: E402
 
 __all__ += _at_k_all
+
+# more of tf.metrics (metrics_extra.py), on the same helpers
+from .metrics_extra import *  # noqa: E402, F403
+from .metrics_extra import __all__ as _extra_all  # noqa: E402
+
+__all__ += _extra_all

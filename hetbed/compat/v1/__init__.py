@@ -596,6 +596,24 @@ contrib.lookup = _namespace(  # type: ignore[attr-defined]
 lookup = _namespace("lookup", "TF1's tf.lookup (lookup tables).", _tables)
 
 
+# ---- tf.contrib.metrics (also slim.metrics) and slim.evaluation ------------------------------
+
+from . import contrib_metrics as _contrib_metrics  # noqa: E402
+from . import contrib_slim_evaluation as _slim_evaluation  # noqa: E402
+
+contrib.metrics = _namespace(  # type: ignore[attr-defined]
+    "contrib.metrics",
+    "TF1's tf.contrib.metrics: streaming metrics and their aggregation (contrib_metrics.py).",
+    {k: getattr(_contrib_metrics, k) for k in _contrib_metrics.__all__},
+)
+contrib.slim.metrics = contrib.metrics  # type: ignore[attr-defined]
+contrib.slim.evaluation = _namespace(  # type: ignore[attr-defined]
+    "contrib.slim.evaluation",
+    "slim's evaluation: evaluate_once and evaluation_loop (contrib_slim_evaluation.py).",
+    {k: getattr(_slim_evaluation, k) for k in _slim_evaluation.__all__},
+)
+
+
 # ---- TFRecord files and tf.train.Example (runtime/ops/records.py) ----------------------------
 
 from hetbed.runtime.ops import records as _records  # noqa: E402
