@@ -1,4 +1,5 @@
-"""Atomic file writes: the one helper every hetbed package uses to replace a file.
+"""Atomic file writes: the one helper every hetbed package uses to replace a file (and to
+publish a folder written under a temporary name, ``publish_dir``).
 
 It lives here, in ``devices/``, because dependencies point down (``hetbed/`` -> ``scenarios/`` ->
 ``simulator/`` and ``reports/`` -> ``runtime/`` -> ``devices/``): the bottom package is the only one
@@ -73,6 +74,16 @@ def atomic_write(
             os.unlink(tmp)
         raise
     fsync_dir(directory)
+
+
+def publish_dir(temp: str | os.PathLike, final: str | os.PathLike) -> None:
+    """Give the folder ``temp``, written in full, its name ``final`` in one rename (a reader
+    sees no folder or all of it); refuses to replace an existing ``final``."""
+    temp, final = os.fspath(temp), os.fspath(final)
+    if os.path.exists(final):
+        raise FileExistsError(f"publish_dir: {final} exists")
+    os.rename(temp, final)
+    fsync_dir(os.path.dirname(os.path.abspath(final)))
 
 
 def _mode_for(path: str) -> int:

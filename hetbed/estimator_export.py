@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import hetbed as _hb
+from hetbed.devices.fileio import publish_dir
 from hetbed.runtime.graph import Tensor
 
 _log = logging.getLogger("hetbed")
@@ -272,7 +273,7 @@ def export_savedmodel(
                     sess, [_hb.saved_model.tag_constants.SERVING], sigs, main_op=main_op
                 )
                 b.save(as_text)
-            os.replace(temp, final)
+            publish_dir(temp, final)
         except BaseException:
             shutil.rmtree(temp, ignore_errors=True)
             raise
