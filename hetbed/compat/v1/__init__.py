@@ -607,6 +607,14 @@ contrib.metrics = _namespace(  # type: ignore[attr-defined]
     {k: getattr(_contrib_metrics, k) for k in _contrib_metrics.__all__},
 )
 contrib.slim.metrics = contrib.metrics  # type: ignore[attr-defined]
+
+from . import contrib_opt as _contrib_opt  # noqa: E402
+
+contrib.opt = _namespace(  # type: ignore[attr-defined]
+    "contrib.opt",
+    "TF1's tf.contrib.opt: LazyAdam, decoupled weight decay, Nadam (contrib_opt.py).",
+    {k: getattr(_contrib_opt, k) for k in _contrib_opt.__all__},
+)
 contrib.slim.evaluation = _namespace(  # type: ignore[attr-defined]
     "contrib.slim.evaluation",
     "slim's evaluation: evaluate_once and evaluation_loop (contrib_slim_evaluation.py).",
