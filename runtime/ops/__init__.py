@@ -50,6 +50,10 @@ from . import (  # noqa: F401, E402
 # isort: split
 from . import image_boxes, image_codecs  # noqa: F401, E402
 
+# ---- audio files and speech features ----
+# isort: split
+from . import audio  # noqa: F401, E402
+
 # ---- sparse gradients across replicas ----
 # isort: split
 from . import sparse, sparse_accumulator  # noqa: F401, E402

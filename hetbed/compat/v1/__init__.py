@@ -608,7 +608,26 @@ contrib.metrics = _namespace(  # type: ignore[attr-defined]
 )
 contrib.slim.metrics = contrib.metrics  # type: ignore[attr-defined]
 
+from hetbed.runtime.ops import audio as _audio  # noqa: E402
+
 from . import contrib_opt as _contrib_opt  # noqa: E402
+
+audio = _namespace(
+    "audio",
+    "TF's tf.audio: decode_wav and encode_wav (runtime/ops/audio.py).",
+    {"decode_wav": _audio.decode_wav, "encode_wav": _audio.encode_wav},
+)
+_audio_ops = _namespace(
+    "contrib.framework.python.ops.audio_ops",
+    "TF1's audio ops (contrib.framework.python.ops.audio_ops, gen_audio_ops): WAV files, "
+    "audio_spectrogram and mfcc (runtime/ops/audio.py).",
+    {k: getattr(_audio, k) for k in _audio.__all__},
+)
+contrib.framework.python = _namespace(  # type: ignore[attr-defined]
+    "contrib.framework.python",
+    "tf.contrib.framework.python: its ops modules.",
+    {"ops": _namespace("contrib.framework.python.ops", "audio_ops.", {"audio_ops": _audio_ops})},
+)
 
 contrib.opt = _namespace(  # type: ignore[attr-defined]
     "contrib.opt",
