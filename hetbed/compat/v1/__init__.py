@@ -608,6 +608,35 @@ contrib.metrics = _namespace(  # type: ignore[attr-defined]
 )
 contrib.slim.metrics = contrib.metrics  # type: ignore[attr-defined]
 
+
+def _filter_variables(
+    var_list: _Any, include_patterns: _Any = None, exclude_patterns: _Any = None,
+    reg_search: _Any = True,
+) -> list:  # fmt: skip
+    """TF1's ``contrib.framework.filter_variables``: the variables whose names match one of
+    ``include_patterns`` (all when None) and none of ``exclude_patterns`` (regular
+    expressions, searched anywhere in the name, or matched at its start without
+    ``reg_search``)."""
+    import re as _re
+
+    def hit(pattern: str, name: str) -> bool:
+        found = _re.search(pattern, name) if reg_search else _re.match(pattern, name)
+        return found is not None  # (this module's ``bool`` is tf.bool)
+
+    out = []
+    for v in var_list:
+        name = v.op.name
+        if include_patterns is not None and not any(hit(p, name) for p in include_patterns):
+            continue
+        if exclude_patterns is not None and any(hit(p, name) for p in exclude_patterns):
+            continue
+        out.append(v)
+    return out
+
+
+for _k, _v in {**_slim_variables, "filter_variables": _filter_variables}.items():
+    setattr(contrib.framework, _k, _v)
+
 from hetbed.runtime.ops import audio as _audio  # noqa: E402
 
 from . import contrib_opt as _contrib_opt  # noqa: E402
