@@ -637,6 +637,12 @@ def _filter_variables(
 for _k, _v in {**_slim_variables, "filter_variables": _filter_variables}.items():
     setattr(contrib.framework, _k, _v)
 
+from . import contrib_norm as _contrib_norm  # noqa: E402
+
+for _k in _contrib_norm.__all__:  # (instance_norm, group_norm, ...: slim's too)
+    setattr(contrib.layers, _k, getattr(_contrib_norm, _k))
+    setattr(contrib.slim, _k, getattr(_contrib_norm, _k))
+
 from hetbed.runtime.ops import audio as _audio  # noqa: E402
 
 from . import contrib_opt as _contrib_opt  # noqa: E402
