@@ -411,6 +411,11 @@ _VALUES = {
 }
 
 
+# nets whose values reach hetbed through a checkpoint written by TF's Saver (restored with
+# slim.assign_from_checkpoint_fn), the others' through Variable.load
+_CHECKPOINT = {"resnet_v1_50", "resnet_v2_50", "inception_v3"}
+
+
 @pytest.fixture(scope="module")
 def tf_slim_mod():
     import importlib
@@ -454,7 +459,7 @@ def _random_batch_norm(values: dict, rng) -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(set(_BUILDS) | set(_EXTRA)))
-def test_against_tf_slim(tf_slim_mod, name):
+def test_against_tf_slim(tf_slim_mod, name, tmp_path):
     import tensorflow as real_tf
 
     tf1 = real_tf.compat.v1
@@ -476,6 +481,8 @@ def test_against_tf_slim(tf_slim_mod, name):
                 for v in tf1.global_variables():
                     v.load(values[v.op.name], sess)
                 t_out, t_eps = sess.run([t_net, t_ep], {x: xv})
+                if name in _CHECKPOINT:
+                    ckpt = tf1.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
     x = tf.placeholder(tf.float32, [2, size, size, 3])
     h_net, h_ep = _build(name, x)
     assert _variables() == t_vars
@@ -484,8 +491,11 @@ def test_against_tf_slim(tf_slim_mod, name):
     if not with_values:
         return
     with tf.Session() as sess:
-        for v in tf.global_variables():
-            v.load(values[v.op.name], sess)
+        if name in _CHECKPOINT:
+            slim.assign_from_checkpoint_fn(ckpt, slim.get_model_variables())(sess)
+        else:
+            for v in tf.global_variables():
+                v.load(values[v.op.name], sess)
         h_out, h_eps = sess.run([h_net, h_ep], {x: xv})
     scale = float(np.abs(t_out).max())
     assert scale > 0
