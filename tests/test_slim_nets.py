@@ -475,11 +475,13 @@ def test_against_tf_slim(tf_slim_mod, name, tmp_path):
         if with_values:
             with tf1.Session() as sess:
                 sess.run(tf1.global_variables_initializer())
-                values = _random_batch_norm(
-                    {v.op.name: sess.run(v) for v in tf1.global_variables()}, rng
+                variables = tf1.global_variables()
+                values = _random_batch_norm(sess.run({v.op.name: v for v in variables}), rng)
+                # Variable.load for all at once: the initializers fed the new values
+                sess.run(
+                    [v.initializer for v in variables],
+                    {v.initializer.inputs[1]: values[v.op.name] for v in variables},
                 )
-                for v in tf1.global_variables():
-                    v.load(values[v.op.name], sess)
                 t_out, t_eps = sess.run([t_net, t_ep], {x: xv})
                 if name in _CHECKPOINT:
                     ckpt = tf1.train.Saver().save(sess, str(tmp_path / "model.ckpt"))
