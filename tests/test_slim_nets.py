@@ -204,6 +204,12 @@ def test_end_point_names():
         assert list(ep)[-4:] == ["AuxLogits", "PreLogits", "Logits", "Predictions"]
         assert ep["Mixed_6e"].shape.as_list() == [1, 17, 17, 768]
         assert ep["Mixed_7c"].shape.as_list() == [1, 8, 8, 2048]
+        # create_aux_logits (tf_slim's; after scope, so TF1's positional calls still work)
+        _, ep = nets.inception.inception_v3(
+            x, 5, False, 0.8, 16, 1.0, slim.softmax, True, None, "NoAux", create_aux_logits=False
+        )
+        assert "AuxLogits" not in ep
+        assert not [v for v in tf.global_variables() if v.op.name.startswith("NoAux/AuxLogits")]
 
 
 def test_bases_stop_at_final_endpoint_and_refuse_unknown_ones():

@@ -77,7 +77,9 @@ def _layers() -> list[tuple[str, Callable[[Any], Any]]]:
     return out
 
 
-def inception_v1_base(inputs: Any, final_endpoint: str = "Mixed_5c", scope: Any = "InceptionV1"):
+def inception_v1_base(
+    inputs: Any, final_endpoint: str = "Mixed_5c", scope: Any = "InceptionV1"
+) -> tuple:
     """Inception v1 from ``inputs`` up to ``final_endpoint`` (one of ``Conv2d_1a_7x7``,
     ``MaxPool_2a_3x3``, ``Conv2d_2b_1x1``, ``Conv2d_2c_3x3``, ``MaxPool_3a_3x3``,
     ``Mixed_3b``, ``Mixed_3c``, ``MaxPool_4a_3x3``, ``Mixed_4b`` ... ``Mixed_4f``,

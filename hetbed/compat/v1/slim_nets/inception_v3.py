@@ -176,14 +176,15 @@ def inception_v3(
     prediction_fn: Callable = softmax,
     spatial_squeeze: bool = True,
     reuse: Any = None,
-    create_aux_logits: bool = True,
     scope: Any = "InceptionV3",
+    create_aux_logits: bool = True,
 ) -> tuple:
     """Inception v3 of ``inputs`` [batch, 299, 299, 3] (smaller inputs shrink the average
     pools): the base, the auxiliary head on ``Mixed_6e`` (``AuxLogits``, with
     ``create_aux_logits``), then an average pool, dropout (``PreLogits``) and a 1x1
     convolution to ``num_classes``; returns the logits and the end points with ``AuxLogits``,
-    ``PreLogits``, ``Logits`` and ``Predictions``."""
+    ``PreLogits``, ``Logits`` and ``Predictions``. (``create_aux_logits``, which TF1's contrib
+    did not have, comes after ``scope`` so that TF1's positional calls keep their meaning.)"""
     depth = _depth_fn(min_depth, depth_multiplier)
     with _hb.variable_scope(scope, "InceptionV3", [inputs, num_classes], reuse=reuse) as sc:
         with arg_scope([batch_norm, dropout], is_training=is_training):
