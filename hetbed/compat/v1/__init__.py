@@ -293,6 +293,36 @@ def _projector(name: str) -> _Any:
     raise AttributeError(f"tf.contrib.tensorboard.plugins has no {name!r} (only projector)")
 
 
+from . import slim_nets as _slim_nets  # noqa: E402
+
+contrib.slim.nets = _slim_nets  # type: ignore[attr-defined]
+contrib.slim.python = _namespace(  # type: ignore[attr-defined]
+    "contrib.slim.python",
+    "TF1's tensorflow.contrib.slim.python: slim.nets (slim_nets/).",
+    {
+        "slim": _namespace(
+            "contrib.slim.python.slim",
+            "TF1's tensorflow.contrib.slim.python.slim: nets (slim_nets/).",
+            {"nets": _slim_nets},
+        )
+    },
+)
+
+
+def _slim_nets_paths() -> None:
+    """``tensorflow.contrib.slim.nets`` and ``tensorflow.contrib.slim.python.slim.nets`` (and
+    their modules: ``...nets.resnet_v1``, ``...nets.inception``) importable under this
+    package's name: the same module objects as ``contrib.slim.nets``'s attributes."""
+    import sys as _sys
+
+    for prefix in (f"{__name__}.contrib.slim.nets", f"{__name__}.contrib.slim.python.slim.nets"):
+        _sys.modules.setdefault(prefix, _slim_nets)
+        for sub in _slim_nets.__all__:
+            _sys.modules.setdefault(f"{prefix}.{sub}", getattr(_slim_nets, sub))
+
+
+_slim_nets_paths()
+
 contrib.tensorboard = _namespace(
     "contrib.tensorboard",
     "tf.contrib.tensorboard: plugins.projector (TensorBoard's).",
