@@ -1753,7 +1753,12 @@ def max_pool(
     value = input if value is None else value
     if _nchw(data_format):
         y = max_pool(
-            _to_nhwc(value, "MaxPool"), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
+            _to_nhwc(value, "MaxPool"),
+            _nhwc_window(ksize),
+            _nhwc_window(strides),
+            padding,
+            "NHWC",
+            name,
         )
         return _to_nchw(y)
     attrs = _pool_attrs("max_pool", ksize, strides, padding, data_format)
@@ -1774,7 +1779,12 @@ def avg_pool(
     value = input if value is None else value
     if _nchw(data_format):
         y = avg_pool(
-            _to_nhwc(value, "AvgPool"), _nhwc_window(ksize), _nhwc_window(strides), padding, "NHWC", name
+            _to_nhwc(value, "AvgPool"),
+            _nhwc_window(ksize),
+            _nhwc_window(strides),
+            padding,
+            "NHWC",
+            name,
         )
         return _to_nchw(y)
     attrs = _pool_attrs("avg_pool", ksize, strides, padding, data_format)
@@ -2011,7 +2021,15 @@ def fused_batch_norm(
 
     if _nchw(data_format):
         y, m, v = fused_batch_norm(
-            _to_nhwc(x, "FusedBatchNorm"), scale, offset, mean, variance, epsilon, "NHWC", is_training, name
+            _to_nhwc(x, "FusedBatchNorm"),
+            scale,
+            offset,
+            mean,
+            variance,
+            epsilon,
+            "NHWC",
+            is_training,
+            name,
         )
         return _to_nchw(y), m, v
     _check_format("fused_batch_norm", data_format)
