@@ -158,3 +158,16 @@ def test_data_channel_caps_its_connections(server, monkeypatch):
         time.sleep(0.05)
     c.close()
     assert time.monotonic() <= deadline
+
+
+def test_a_second_server_on_a_port_in_use_is_refused(server):
+    s = server()
+    port = int(s.target.rsplit(":", 1)[1])
+    with pytest.raises(ValueError, match="the address is in use"):
+        hb.train.Server(ClusterSpec({"ps": [f"127.0.0.1:{port}"]}), "ps", 0)
+    # the first keeps serving
+    with hb.Graph().as_default():
+        with hb.device("/job:ps/task:0"):
+            x = hb.constant(3.0) * 2.0
+        with hb.Session(s.target) as sess:
+            assert sess.run(x) == 6.0

@@ -132,7 +132,9 @@ class Server:
                 initializer=name_this_thread,
                 initargs=("hetbed-rpc",),
             ),
-            options=channel_options(self._max_bytes),
+            # gRPC turns SO_REUSEPORT on by default: two servers would then share a port, a
+            # stale task and its replacement splitting the workers' calls; a port in use fails
+            options=[*channel_options(self._max_bytes), ("grpc.so_reuseport", 0)],
             interceptors=[TokenInterceptor(self._token)] if self._token else None,
         )
         handler = service_handler(
@@ -142,8 +144,15 @@ class Server:
         bind = f"[{bind_host}]" if ":" in bind_host else bind_host
         try:
             self._port = self._server.add_insecure_port(f"{bind}:{port}")
+        except RuntimeError:  # gRPC's answer for a port in use
+            if self._data is not None:
+                self._data.stop()
+            raise ValueError(
+                f"Server {self.task_name}: cannot listen on {bind}:{port}: the address is in use "
+                "(another server, perhaps a task left from an earlier run?)"
+            ) from None
         except BaseException:
-            self._port = 0  # grpc raises RuntimeError for a port in use
+            self._port = 0
             if self._data is not None:
                 self._data.stop()
             raise
