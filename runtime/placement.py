@@ -7,7 +7,11 @@ Rules, in order (as in TensorFlow's placer):
    one device. Members' device requests are merged field by field; two members asking for
    different values of a field is an error naming both ops and devices.
 2. A group's requested (possibly partial) device spec selects the devices that match it; none
-   matching is an error, unless soft placement relaxes the request to the device type and index.
+   matching is an error, unless soft placement relaxes the request as TF's placer does: the job,
+   replica and task kept, any device of that task (the requested type first: a missing
+   ``gpu:3`` becomes the task's ``gpu:0``, a missing GPU its CPU). A request no device of any
+   kind matches (a task or job the session lacks) falls back to the default device, with a
+   warning naming the op and the request.
 3. Devices without a kernel for every member (by op, device type and dtype) are dropped; with soft
    placement a group with no such device falls back to any device that has the kernels.
 4. Unconstrained groups go to the default device, or are spread by the cost-aware placer.
@@ -17,11 +21,14 @@ Rules, in order (as in TensorFlow's placer):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from ..devices.naming import DeviceSpec
 from .errors import InvalidArgumentError
+
+_log = logging.getLogger("hetbed")
 
 
 class _Groups:
@@ -140,6 +147,16 @@ def _merge_requests(members: list[Any], soft: bool) -> tuple[DeviceSpec, Any]:
     return DeviceSpec(**fields), first_for
 
 
+def _soft_candidates(spec: DeviceSpec, devices: list[Any]) -> list[Any]:
+    """TF's soft placement of a request no device matches: the devices of its job, replica and
+    task, those of the requested type first."""
+    task_only = DeviceSpec(job=spec.job, replica=spec.replica, task=spec.task)
+    same_task = [d for d in devices if task_only.matches(DeviceSpec.from_string(d.name))]
+    want = (spec.device_type or "").upper()
+    first = [d for d in same_task if DeviceSpec.from_string(d.name).device_type.upper() == want]
+    return first + [d for d in same_task if d not in first]
+
+
 def place(
     ops: list[Any],
     devices: list[Any],
@@ -204,10 +221,18 @@ def place(
             if cands is None:
                 cands = [d for d in devices if spec.matches(DeviceSpec.from_string(d.name))]
                 if not cands and soft:
-                    loose = DeviceSpec(device_type=spec.device_type, device_index=spec.device_index)
-                    cands = [d for d in devices if loose.matches(DeviceSpec.from_string(d.name))]
+                    cands = _soft_candidates(spec, devices)
                     if not cands:
                         cands = [default] + [d for d in devices if d is not default]
+                        op = next((m for m in members if m.device), members[0])
+                        _log.warning(
+                            "soft placement: op %r asks for %s, which matches no device of this "
+                            "session (%s); placed on %s",
+                            op.name,
+                            op.device,
+                            ", ".join(d.name for d in devices),
+                            default.name,
+                        )
                 cands_of[spec] = cands
             if not cands:
                 op = next(m for m in members if m.device)

@@ -254,3 +254,43 @@ def test_ops_alike_take_the_first_ones_choice_as_if_placed_alone():
         alone = place([op], [cpu, gpu], cpu, soft=True, pinned=pinned)
         if op not in seen:
             assert alone[op] is out[op], op.name
+
+
+def test_soft_placement_keeps_the_job_and_task_of_a_missing_device(caplog):
+    """As TF's placer: a device the task lacks relaxes to the task's devices, the requested
+    type first (gpu:3 -> that task's gpu:0, a GPU on a CPU-only task -> its CPU); a task or job
+    the session lacks falls back to the default device with a warning naming the op."""
+    from types import SimpleNamespace
+
+    from hetbed.runtime.placement import place
+
+    names = [
+        "/job:ps/replica:0/task:0/device:cpu:0",
+        "/job:worker/replica:0/task:0/device:cpu:0",
+        "/job:worker/replica:0/task:0/device:gpu:0",
+        "/job:worker/replica:0/task:1/device:cpu:0",
+    ]
+    ps, w0cpu, w0gpu, w1cpu = (
+        SimpleNamespace(name=n, kernel_type=n.rsplit(":", 2)[1]) for n in names
+    )
+    g = hb.Graph()
+    with g.as_default():
+        x = hb.constant(np.ones(3, np.float32))
+        wants = {}
+        for spec in (
+            "/job:worker/task:0/gpu:3",
+            "/job:worker/task:1/gpu:0",
+            "/job:worker/task:9/gpu:0",
+            "/job:wroker/task:0",
+        ):
+            with hb.device(spec):
+                wants[spec] = x * 2.0
+    with caplog.at_level("WARNING", logger="hetbed"):
+        out = place(g.get_operations(), [ps, w0cpu, w0gpu, w1cpu], ps, soft=True)
+    assert out[wants["/job:worker/task:0/gpu:3"].op] is w0gpu
+    assert out[wants["/job:worker/task:1/gpu:0"].op] is w1cpu
+    assert out[wants["/job:worker/task:9/gpu:0"].op] is ps
+    assert out[wants["/job:wroker/task:0"].op] is ps
+    warned = [r.getMessage() for r in caplog.records if "soft placement" in r.getMessage()]
+    assert any("task:9" in m for m in warned) and any("wroker" in m for m in warned)
+    assert len(warned) == 2
