@@ -170,10 +170,13 @@ def straggler_model(sc: dict, rng: np.random.Generator) -> Any:
             parts.append(sg.SlowWorkers([int(w) for w in slow], s["slow_factor"]))
     if s["empirical_file"]:
         try:
-            parts.append(sg.Empirical(s["empirical_file"], rng))
+            parts.append(
+                sg.Empirical(s["empirical_file"], rng, column=s["empirical_column"] or None)
+            )
         except ValueError as e:  # the message names the file, never its contents
             where = os.path.basename(sc.get("_path", "")) or "<scenario>"
-            raise ScenarioError(f"{where}: stragglers.empirical_file: {e}") from None
+            hint = " with stragglers.empirical_column" if "numeric columns" in str(e) else ""
+            raise ScenarioError(f"{where}: stragglers.empirical_file: {e}{hint}") from None
     return sg.combine(*parts) if parts else None
 
 

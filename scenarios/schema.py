@@ -107,7 +107,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "worker_device": Field("str", "k40"),
         "ps_device": Field("str", "xeon_e5_2630v3_ps"),
         "nic": Field("str", "eth_10g"),
-        "fabric": Field("choice", "switch", choices=("switch", "two_level")),
+        "fabric": Field(
+            "choice",
+            "switch",
+            choices=("switch", "two_level"),
+            doc="the step-level drivers model one switch: two_level is refused (see the error)",
+        ),
         "rack_size": Field("int+", 16, max=100_000),
         "oversubscription": Field("float+", 1.0, max=1000.0),
         "host_topology": Field(
@@ -153,9 +158,21 @@ SCHEMA: dict[str, dict[str, Field]] = {
         "pareto_alpha": Field("float0", 0.0, max=1000.0),
         "pareto_probability": Field("float0", 1.0, max=1.0),
         "pareto_scale": Field("float0", 1.0, max=1e6),
-        "slow_fraction": Field("float0", 0.0, max=1.0),
+        "slow_fraction": Field(
+            "float0",
+            0.0,
+            max=1.0,
+            doc="the share of worker tasks (backups included) that are slow, as a whole number "
+            "of machines: round(slow_fraction x (workers + backup_workers))",
+        ),
         "slow_factor": Field("float+", 1.0, max=1e6),
         "empirical_file": Field("str", ""),
+        "empirical_column": Field(
+            "str",
+            "",
+            doc="the CSV column of step times in empirical_file (needed when it has several "
+            "numeric columns)",
+        ),
     },
     "failures": {
         "events": Field(
@@ -286,6 +303,13 @@ def validate(doc: dict, where: str = "<scenario>", check_files: bool = True) -> 
             "simulated compute time per step"
         )
     cl, st = out["cluster"], out["strategy"]
+    if cl["fabric"] != "switch":
+        raise ScenarioError(
+            f"{where}: cluster.fabric: {cl['fabric']!r} is not modelled by a scenario study: its "
+            "step-level drivers put every host on one non-blocking switch. Simulate racks "
+            "behind oversubscribed uplinks op by op, with simulator.Cluster(fabric='two_level', "
+            "rack_size=..., oversubscription=...) and a SimSession"
+        )
     if st["kind"] != "allreduce" and cl["ps"] < 1:
         raise ScenarioError(
             f"{where}: cluster.ps: expected >= 1 PS task for strategy "
@@ -736,6 +760,12 @@ def ignored(sc: dict) -> list[str]:
         return list(sweep[path]) if path in sweep else [sc[sec][name]]
 
     kinds, fabrics = set(values("strategy.kind")), set(values("cluster.fabric"))
+    slow_counts = {
+        int(round(f * (w + b)))  # (runner.straggler_model's count of slow machines)
+        for f in values("stragglers.slow_fraction")
+        for w in values("cluster.workers")
+        for b in values("strategy.backup_workers")
+    }
     rules = [
         (("cluster.rack_size", "cluster.oversubscription"), fabrics == {"switch"},
          'only a fabric = "two_level" has racks; cluster.fabric is "switch"'),
@@ -749,8 +779,13 @@ def ignored(sc: dict) -> list[str]:
          "only synchronous training with backup workers uses it"),
         (("stragglers.pareto_probability", "stragglers.pareto_scale"),
          set(values("stragglers.pareto_alpha")) == {0.0}, "stragglers.pareto_alpha is 0 (off)"),
+        (("stragglers.empirical_column",), set(values("stragglers.empirical_file")) == {""},
+         "stragglers.empirical_file is not given"),
         (("stragglers.slow_factor",), set(values("stragglers.slow_fraction")) == {0.0},
          "stragglers.slow_fraction is 0: no worker is slow"),
+        (("stragglers.slow_fraction", "stragglers.slow_factor"),
+         slow_counts == {0} and set(values("stragglers.slow_fraction")) != {0.0},
+         "slow_fraction x (workers + backup_workers) rounds to 0 slow machines"),
     ]  # fmt: skip
     out = []
     for paths, idle, why in rules:

@@ -254,9 +254,10 @@ class Interference(StragglerModel):
 class Empirical(StragglerModel):
     """Factors resampled (i.i.d., with replacement) from measured step times, divided by their
     median. ``samples`` is an array of seconds or a path: a ``.csv`` file (the column ``column``,
-    else the first numeric one) or plain text of whitespace-separated seconds.
+    else its only numeric one) or plain text of whitespace-separated seconds.
 
-    Raises ValueError naming the file for no values, or values that are not finite and > 0.
+    Raises ValueError naming the file for no values, values that are not finite and > 0, or a
+    CSV of several numeric columns and no ``column``.
     """
 
     def __init__(
@@ -316,6 +317,12 @@ def _load_times(path: str, column: str | None) -> np.ndarray:
             numeric = frame.select_dtypes("number")
             if numeric.empty:
                 raise ValueError(f"Empirical: {path} has no numeric column")
+            if numeric.shape[1] > 1:  # (a step index beside the times, say): never guess
+                names = ", ".join(repr(str(c)) for c in numeric.columns[:8])
+                raise ValueError(
+                    f"Empirical: {path} has {numeric.shape[1]} numeric columns ({names}); "
+                    "name the one of step times"
+                )
             series = numeric.iloc[:, 0]
         return series.dropna().to_numpy(dtype=float)
     try:

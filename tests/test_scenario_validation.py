@@ -218,6 +218,27 @@ def test_an_empirical_file_is_relative_to_the_scenario_and_never_quoted(tmp_path
     assert "-0.7" not in str(e.value) and "nan" not in str(e.value)
 
 
+def test_an_empirical_csv_of_several_numeric_columns_needs_its_column(tmp_path):
+    # a step index beside the times was once read as the times: now the column is named
+    rows = "\n".join(f"{i},{0.1 + 0.001 * (i % 7)}" for i in range(1, 60))
+    (tmp_path / "times.csv").write_text("step,step_time_s\n" + rows + "\n")
+    p = tmp_path / "study.toml"
+    p.write_text(BASE + '[stragglers]\nempirical_file = "times.csv"\n')
+    with pytest.raises(
+        ScenarioError, match=r"2 numeric columns \('step', 'step_time_s'\).*empirical_column"
+    ):
+        runner.run(expand(load(str(p)))[0])
+    p.write_text(
+        BASE + '[stragglers]\nempirical_file = "times.csv"\nempirical_column = "step_time_s"\n'
+    )
+    named = runner.run(expand(load(str(p)))[0]).summary["step_time_p50_s"]
+    (tmp_path / "only.csv").write_text(
+        "step_time_s\n" + "\n".join(r.split(",")[1] for r in rows.split("\n"))
+    )
+    p.write_text(BASE + '[stragglers]\nempirical_file = "only.csv"\n')
+    assert runner.run(expand(load(str(p)))[0]).summary["step_time_p50_s"] == named
+
+
 def test_unreadable_scenario_files_are_named(tmp_path):
     binary = tmp_path / "binary.toml"
     binary.write_bytes(bytes(range(128, 256)) * 4)
@@ -285,5 +306,12 @@ def test_describe_names_settings_that_change_nothing_here(tmp_path):
         '  no effect strategy.bucket_mb: only strategy.kind = "allreduce" uses them',
         "  no effect stragglers.slow_factor: stragglers.slow_fraction is 0: no worker is slow",
     ]
+    few = describe(_load(tmp_path, "[stragglers]\nslow_fraction = 0.1\nslow_factor = 3.0\n"))
+    assert (  # 0.1 of 4 workers: no whole machine
+        "no effect stragglers.slow_fraction, stragglers.slow_factor: slow_fraction x (workers + "
+        "backup_workers) rounds to 0 slow machines" in few
+    )
+    assert "no effect" not in describe(_load(tmp_path, "[stragglers]\nslow_fraction = 0.2\n"))
     two_level = BASE.replace("ps = 2", 'ps = 2\nfabric = "two_level"\noversubscription = 4.0')
-    assert "no effect" not in describe(_load(tmp_path, base=two_level))
+    with pytest.raises(ScenarioError, match="cluster.fabric: 'two_level' is not modelled"):
+        _load(tmp_path, base=two_level)  # (the step-level drivers have one switch)
