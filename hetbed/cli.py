@@ -149,6 +149,9 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
     points = schema.expand(sc)
     stem = os.path.splitext(os.path.basename(args.file))[0]
     out = args.out or os.path.join("out", stem)
+    earlier = os.path.join(out, "manifest.json")
+    replacing = os.path.isfile(earlier)
+    made = not os.path.exists(out)
     _writable_folder(out, "--out")  # before the simulation, not after it
     bar = None
     steps_bar: list = []  # the steps of the point running in this process (one at a time)
@@ -174,8 +177,12 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             )
         steps_bar[0].update(done - steps_bar[0].n)  # (falls back after a rollback)
 
+    if replacing and not args.quiet and not args.json:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(earlier)))
+        print(f"replacing the results in {out} (of {when}) when this run ends", file=sys.stderr)
     t0 = time.perf_counter()
     try:
+        runner.preflight(points)  # every point's driver built first: a bad point fails now
         res = runner.run_all(
             points,
             jobs=jobs,
@@ -184,11 +191,17 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             dask_timeout_s=getattr(args, "dask_timeout", 5.0),
             step_progress=step_progress,
         )
+    except BaseException:
+        if made and os.path.isdir(out) and not os.listdir(out):
+            os.rmdir(out)  # (the folder this run made, still empty)
+        raise
     finally:
         for b in steps_bar:
             b.close()
         if bar is not None:
             bar.close()
+    if not args.quiet and not args.json:
+        print("writing the results and the report ...", file=sys.stderr)
     paths = results.save(out, sc, res, time.perf_counter() - t0)
     paths.update(results.report(out))
     summary = results.load(out)[1]
@@ -229,6 +242,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _sweep(args: argparse.Namespace) -> int:
+    if args.jobs < 1:
+        raise ValueError(f"--jobs: expected a positive number of processes, got {args.jobs}")
     return _run_file(args, args.jobs, args.dask)
 
 
@@ -288,6 +303,8 @@ def _fit(args: argparse.Namespace) -> int:
                 f"  [{done}/{total}] {what}: rms error {row['rms_error_pct']:.1f}%", file=sys.stderr
             )
 
+    if args.jobs < 1:
+        raise ValueError(f"--jobs: expected a positive number of processes, got {args.jobs}")
     table = fit.grid_search(sc, grid, jobs=args.jobs, progress=progress)
     if args.out:
         table.to_csv(args.out, index=False)
@@ -578,7 +595,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.fn(args)
     except KeyboardInterrupt:
-        return 1
+        print(f"hetbed {args.cmd}: interrupted", file=sys.stderr)
+        return 130  # (the shell's code for a SIGINT)
     except ConnectionError as e:
         print(f"hetbed {args.cmd}: {e}", file=sys.stderr)
         return 1

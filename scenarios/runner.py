@@ -180,9 +180,9 @@ def straggler_model(sc: dict, rng: np.random.Generator) -> Any:
     return sg.combine(*parts) if parts else None
 
 
-def run(sc: dict, on_step: Callable[[int, int], None] | None = None) -> ScenarioResult:
-    """Simulate one scenario point; ``on_step(done, total)`` as its steps complete (progress;
-    an asynchronous run counts every applied gradient)."""
+def driver(sc: dict) -> Any:
+    """The step-level driver of one scenario point (SyncPS, AsyncPS or AllReduceRing), built
+    and checked (memory, straggler files) but not run."""
     c, st, r, m = sc["cluster"], sc["strategy"], sc["run"], sc["model"]
     rng = np.random.default_rng(r["seed"])
     kw: dict[str, Any] = {"straggler": straggler_model(sc, rng)}
@@ -230,6 +230,23 @@ def run(sc: dict, on_step: Callable[[int, int], None] | None = None) -> Scenario
             algorithm=st["all_reduce"],
             **kw,
         )
+    return drv
+
+
+def preflight(points: list[dict]) -> None:
+    """Build every point's driver without running it, so that a point that cannot run (a
+    batch the worker cannot hold, a step-time file without its column, ...) fails the study
+    before any point has spent its time."""
+    for p in points:
+        driver(p)
+
+
+def run(sc: dict, on_step: Callable[[int, int], None] | None = None) -> ScenarioResult:
+    """Simulate one scenario point; ``on_step(done, total)`` as its steps complete (progress;
+    an asynchronous run counts every applied gradient)."""
+    c, st, r, fl = sc["cluster"], sc["strategy"], sc["run"], sc["failures"]
+    drv = driver(sc)
+    prof = drv.profile
     # Async: a step is one applied gradient; run.steps counts steps per worker.
     res = drv.run(r["steps"] * (c["workers"] if st["kind"] == "async" else 1), on_step)
     steps = res.completed.copy()

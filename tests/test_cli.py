@@ -249,3 +249,23 @@ def test_catalog_lists_a_tpu_by_the_dtype_it_computes(capsys):
     assert main(["catalog"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("tpu_v3"))
     assert "123.00 TFLOP/s bf16" in line and "fp32" not in line
+
+
+def test_a_point_that_cannot_run_fails_the_study_before_any_runs(tmp_path, capsys):
+    """Every sweep point's simulation is built first: a batch the worker cannot hold fails the
+    study at once, naming it, and the output folder it made is not left behind; --jobs 0 is
+    refused."""
+    study = tmp_path / "big.toml"
+    study.write_text(
+        '[scenario]\nname = "b"\n[model]\nname = "cnn"\nbatch_size = 64\n'
+        '[cluster]\nworkers = 2\nps = 1\nworker_device = "k40"\n[strategy]\nkind = "sync"\n'
+        '[run]\nsteps = 3\n[sweep]\n"model.batch_size" = [64, 1048576]\n'
+    )
+    out = tmp_path / "out"
+    t0 = time.perf_counter()
+    assert main(["run", str(study), "--out", str(out), "--quiet"]) == 2
+    assert "model.batch_size: cnn at batch 1048576 does not fit" in capsys.readouterr().err
+    assert not out.exists()
+    assert time.perf_counter() - t0 < 60
+    assert main(["sweep", str(study), "--jobs", "0", "--quiet"]) == 2
+    assert "--jobs: expected a positive number" in capsys.readouterr().err

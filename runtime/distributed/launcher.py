@@ -183,17 +183,11 @@ def launch(
     fail when the workers have not all finished by then. Ctrl-C (or SIGTERM) stops every child and
     re-raises KeyboardInterrupt."""
     if not command:
-        raise ValueError(
-            "hetbed cluster: no command given; use `hetbed cluster ... -- python x.py`"
-        )
+        raise ValueError("no command given; use `hetbed cluster ... -- python x.py`")
     if num_ps < 0 or num_workers < 1:
-        raise ValueError(
-            f"hetbed cluster: need --ps >= 0 and --workers >= 1, got {num_ps}, {num_workers}"
-        )
+        raise ValueError(f"need --ps >= 0 and --workers >= 1, got {num_ps}, {num_workers}")
     if restarts < 0 or (deadline_s is not None and not deadline_s > 0):
-        raise ValueError(
-            f"hetbed cluster: need --restart >= 0 and --deadline > 0, got {restarts}, {deadline_s}"
-        )
+        raise ValueError(f"need --restart >= 0 and --deadline > 0, got {restarts}, {deadline_s}")
     if token is None and use_token:
         token = new_token()
     stdout = stdout or sys.stdout
