@@ -113,3 +113,44 @@ def test_nadam_and_lazy_adam():
     assert np.array_equal(got[1], W0[1])  # a row without gradient stays
     got, _ = _run(lambda: tf.contrib.opt.LazyAdamOptimizer(0.01), sparse=True)
     np.testing.assert_allclose(got, _adam_np(W0, sparse_rows=[0, 2], lazy=True), rtol=1e-5)
+
+
+def test_repeated_rows_of_a_sparse_gradient_are_summed_first():
+    # gather(v, [0, 0, 1]) on a two-row variable: every row has a gradient, so the sparse update
+    # equals the dense one (TF1 sums repeated rows before a sparse update)
+    def final(make, sparse):
+        with tf.Graph().as_default():
+            v = tf.get_variable("v", initializer=np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+            rows = (
+                tf.gather(v, [0, 0, 1]) if sparse else tf.gather(tf.convert_to_tensor(v), [0, 0, 1])
+            )
+            loss = tf.reduce_sum(rows * rows)
+            step = make().minimize(loss)
+            with tf.Session() as s:
+                s.run(tf.global_variables_initializer())
+                for _ in range(3):
+                    s.run(step)
+                return s.run(v)
+
+    for make in (
+        lambda: tf.contrib.opt.AdamWOptimizer(0.1, learning_rate=0.1),
+        lambda: tf.contrib.opt.MomentumWOptimizer(0.1, 0.1, 0.9),
+        lambda: tf.contrib.opt.NadamOptimizer(0.1),
+    ):
+        np.testing.assert_allclose(final(make, True), final(make, False), rtol=1e-6)
+
+
+def test_each_apply_gradients_call_says_which_variables_decay():
+    with tf.Graph().as_default():
+        a = tf.get_variable("a", initializer=np.float32(1.0))
+        b = tf.get_variable("b", initializer=np.float32(1.0))
+        sgdw = tf.contrib.opt.extend_with_decoupled_weight_decay(tf.train.GradientDescentOptimizer)
+        opt = sgdw(0.5, 0.0)  # no gradient step: only the decay moves them
+        only_a = opt.minimize(a + b, decay_var_list=[a])
+        both = opt.apply_gradients([(tf.constant(1.0), a), (tf.constant(1.0), b)])
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(only_a)
+            assert s.run([a, b]) == [0.5, 1.0]
+            s.run(both)  # a later call without a list decays every variable
+            assert s.run([a, b]) == [0.25, 0.5]

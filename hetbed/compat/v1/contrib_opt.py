@@ -24,6 +24,18 @@ from hetbed.runtime.train.optimizers import (
 )
 
 
+def _summed_rows(grad: Any) -> tuple:
+    """A sparse gradient's values with repeated rows summed, and its distinct rows (TF1's
+    ``_deduplicate_indexed_slices``, done before any sparse update here)."""
+    from hetbed.runtime.ops.array import shape as shape_of
+    from hetbed.runtime.ops.manip import unsorted_segment_sum
+    from hetbed.runtime.ops.segments import unique
+
+    values, indices = _sparse_parts(grad)
+    rows, at = unique(indices)
+    return unsorted_segment_sum(values, at, shape_of(rows)[0]), rows
+
+
 class DecoupledWeightDecayExtension:
     """Mixed in before an optimizer class: each update first shrinks the variable by
     ``weight_decay * var`` (only the gradient's rows for a sparse gradient), then applies the
@@ -48,15 +60,16 @@ class DecoupledWeightDecayExtension:
     ):
         """``Optimizer.minimize``; ``decay_var_list`` (default: every variable updated) says
         which variables decay."""
-        self._decay_var_list = {v.op for v in decay_var_list} if decay_var_list else None
-        return super().minimize(
-            loss, global_step, var_list, gate_gradients, aggregation_method,
-            colocate_gradients_with_ops, name, grad_loss,
+        pairs = self.compute_gradients(
+            loss, var_list, gate_gradients, aggregation_method, colocate_gradients_with_ops,
+            grad_loss,
         )  # fmt: skip
+        return self.apply_gradients(pairs, global_step, name, decay_var_list=decay_var_list)
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None, decay_var_list=None):
-        if decay_var_list:  # (as TF's: otherwise the last minimize's choice stays)
-            self._decay_var_list = {v.op for v in decay_var_list}
+        """``Optimizer.apply_gradients``; each call says which variables decay
+        (``decay_var_list``; default: all)."""
+        self._decay_var_list = {v.op for v in decay_var_list} if decay_var_list else None
         return super().apply_gradients(grads_and_vars, global_step, name)
 
     def _decays(self, var: Any) -> bool:
@@ -85,7 +98,7 @@ class DecoupledWeightDecayExtension:
         if not self._decays(var):
             return super()._apply_sparse(grad, var)
         g = get_default_graph()
-        _, indices = _sparse_parts(grad)
+        _, indices = _summed_rows(grad)  # (a repeated row decays once)
         rows = gather(var.value(), indices)
         decay = state.scatter_sub(
             var, indices, self._decay_value_of(var) * rows, use_locking=self._use_locking
@@ -187,7 +200,7 @@ class NadamOptimizer(AdamOptimizer):
         return group(state.assign_sub(var, update, use_locking=lock), m_t, v_t)
 
     def _apply_sparse(self, grad, var):
-        values, indices = _sparse_parts(grad)
+        values, indices = _summed_rows(grad)
         m, v, lr_t, b1, b2, eps = self._step(var)
         lock = self._use_locking
         m_scaled = values * (1.0 - b1)
