@@ -440,24 +440,38 @@ def _warm_start(ws: WarmStartSettings, g: Any) -> None:
         path = found
     reader = _hb.train.load_checkpoint(path)
     chosen = ws.vars_to_warm_start
+    # matched as TF's get_collection(scope=...) matches: from the start of each variable's
+    # name with its ":0" (a shard's own, "w/part_0:0")
     if chosen is None:
         variables: list = []
     elif isinstance(chosen, str):
         rx = re.compile(chosen)
         variables = [
-            v for v in g.get_collection(_hb.GraphKeys.TRAINABLE_VARIABLES) if rx.match(_name(v))
+            v for v in g.get_collection(_hb.GraphKeys.TRAINABLE_VARIABLES) if rx.match(v.name)
         ]
-    else:
+    elif isinstance(chosen, list):
         pool = g.get_collection(_hb.GraphKeys.GLOBAL_VARIABLES)
         variables = []
         for c in chosen:
             if isinstance(c, str):
                 rx = re.compile(c)
                 variables += [
-                    v for v in pool if rx.match(_name(v)) and not any(v is u for u in variables)
+                    v for v in pool if rx.match(v.name) and not any(v is u for u in variables)
                 ]
             elif not any(c is u for u in variables):
                 variables.append(c)
+    else:
+        raise ValueError(
+            "WarmStartSettings: vars_to_warm_start must be a list or a str, got "
+            f"{type(chosen).__name__}"
+        )
+    unused = set(ws.var_name_to_prev_var_name) - {_name(v) for v in variables}
+    if unused:
+        raise ValueError(
+            f"warm_start_from: var_name_to_prev_var_name names variables not warm-started: "
+            f"{sorted(unused)}; perhaps misspelled? The variables warm-started: "
+            f"{sorted({_name(v) for v in variables})}"
+        )
     plan = []
     for v in variables:
         name = _name(v)
@@ -471,6 +485,12 @@ def _warm_start(ws: WarmStartSettings, g: Any) -> None:
             raise ValueError(
                 f"warm_start_from: {name} has shape {want}, the checkpoint's {prev!r} "
                 f"{list(whole.shape)}"
+            )
+        have = reader.get_variable_to_dtype_map()[prev]
+        if have != v.dtype.base_dtype:
+            raise ValueError(
+                f"warm_start_from: {name} is {v.dtype.base_dtype.name}, the checkpoint's {prev!r} "
+                f"{have.name}"
             )
         if info is not None:  # a shard takes its part of the whole
             whole = whole[tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))]

@@ -128,3 +128,46 @@ def test_warm_start_from_a_checkpoint_a_model_dir_or_a_saved_model(tmp_path):
     )
     again.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=1)
     assert again.get_variable_value("lin/bias").tolist() == [0.0]
+
+
+def test_warm_start_refuses_what_tensorflow_refuses(tmp_path):
+    first = tf.estimator.Estimator(model_fn, str(tmp_path / "a"), params={"lr": 0.1})
+    first.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=2)
+
+    def int_fn(features, labels, mode, params):
+        w = tf.get_variable("lin/kernel", [3, 1], tf.int32, tf.zeros_initializer())
+        loss = tf.reduce_mean(tf.cast(w, tf.float32)) + 0 * tf.reduce_sum(features["x"])
+        return tf.estimator.EstimatorSpec(
+            mode, loss=loss, train_op=tf.assign_add(tf.train.get_global_step(), 1)
+        )
+
+    cases = [
+        (int_fn, first.model_dir, "lin/kernel is int32, the checkpoint's 'lin/kernel' float32"),
+        (
+            model_fn,
+            tf.estimator.WarmStartSettings(
+                first.model_dir, var_name_to_prev_var_name={"lin/kernle": "lin/kernel"}
+            ),
+            "not warm-started: \\['lin/kernle'\\]",
+        ),
+        (
+            model_fn,
+            tf.estimator.WarmStartSettings(first.model_dir, ("lin/kernel",)),
+            "must be a list or a str",
+        ),
+    ]
+    for i, (fn, ws, message) in enumerate(cases):
+        est = tf.estimator.Estimator(
+            fn, str(tmp_path / f"b{i}"), params={"lr": 0.0}, warm_start_from=ws
+        )
+        with pytest.raises(ValueError, match=message):
+            est.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=1)
+    # "lin/kernel$" matches no variable name (they end ":0"), as in TF: nothing is warm-started
+    ws = tf.estimator.WarmStartSettings(first.model_dir, "lin/kernel$")
+    est = tf.estimator.Estimator(
+        model_fn, str(tmp_path / "c"), params={"lr": 0.0}, warm_start_from=ws
+    )
+    est.train(_inputs(X, Y, batch_size=32, shuffle=False), steps=1)
+    assert not np.array_equal(
+        est.get_variable_value("lin/kernel"), first.get_variable_value("lin/kernel")
+    )

@@ -399,12 +399,19 @@ def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
 
 
 def start_variable_from(var: Any, value: Any) -> None:
-    """Make ``var``'s initializer assign ``value`` (a checkpoint's), instead of its own."""
+    """Make ``var``'s initializer assign ``value`` (a checkpoint's), instead of its own; a
+    value of another dtype is refused (TF's rule: a float checkpoint does not truncate into an
+    integer variable)."""
     from ..ops.array import constant
     from ..ops.state import assign
 
     g = var.graph
-    value = np.asarray(value).astype(var.dtype.np, copy=False)
+    value = np.asarray(value)
+    if value.dtype != np.dtype(var.dtype.base_dtype.np):
+        raise ValueError(
+            f"{var.op.name} is {var.dtype.base_dtype.name}, but the checkpoint's value is "
+            f"{value.dtype}"
+        )
     with g.as_default(), g.control_dependencies(None), g.colocate_with(var._ref.op):
         var._initializer_op = assign(
             var._ref, constant(value), name=var.op.name + "/init_from_checkpoint"
@@ -440,6 +447,12 @@ def init_from_checkpoint(ckpt_dir_or_file: str, assignment_map: Any) -> None:
             raise ValueError(
                 f"init_from_checkpoint: variable {var.op.name} has shape {var.shape}, the "
                 f"checkpoint's {tensor!r} {list(shapes[tensor])}"
+            )
+        want = reader.get_variable_to_dtype_map()[tensor]
+        if want != var.dtype.base_dtype:
+            raise ValueError(
+                f"init_from_checkpoint: variable {var.op.name} is {var.dtype.base_dtype.name}, "
+                f"the checkpoint's {tensor!r} {want.name}"
             )
         start_variable_from(var, reader.get_tensor(tensor))
 
