@@ -171,3 +171,18 @@ def test_a_damaged_slice_is_named(tmp_path):
             with pytest.raises(tf.errors.DataLossError):
                 tf.train.Saver([v]).restore(s, os.path.join(str(d), "model.ckpt-10"))
             np.testing.assert_array_equal(s.run(v), np.ones((200, 3)))  # left as it was
+
+
+def test_slices_must_tile_the_tensor_exactly_once():
+    from hetbed.runtime.train import tf_bundle
+
+    ok = [((0, 0), (2, 3)), ((2, 0), (2, 3))]
+    tf_bundle._check_tiling("w", (4, 3), ok)
+    for parts, what in (
+        ([((0, 0), (3, 3)), ((2, 0), (2, 3))], "runs outside|overlapping"),
+        ([((0, 0), (2, 3)), ((1, 0), (2, 3)), ((3, 0), (0, 3))], "overlapping"),  # TF refuses too
+        ([((0, 0), (2, 3))], "hold 6 elements, its shape \\[4, 3\\] 12"),
+        ([((0, 0), (2, 3)), ((2, 0), (2, 3))] + [((0, 0), (1 << 40, 3))], "runs outside"),
+    ):
+        with pytest.raises(tf_bundle._Bad, match=what):
+            tf_bundle._check_tiling("w", (4, 3), parts)

@@ -17,6 +17,7 @@ bytes. Every defect raises DataLossError naming the file and what is wrong.
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from typing import Any
@@ -270,7 +271,7 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
         if offset + size > len(shards[shard]):
             raise DataLossError(f"checkpoint {prefix}: {what} runs past the end of its data file")
         if not dt.is_string:
-            want = int(np.prod(dims, dtype=np.int64)) * dt.size
+            want = math.prod(dims) * dt.size  # (Python ints: a crafted shape cannot wrap)
             if want != size:
                 raise DataLossError(
                     f"checkpoint {prefix}: {what} of shape {list(dims)} and dtype "
@@ -298,8 +299,10 @@ def _entry(name: str, value: bytes, n_shards: int) -> tuple[tuple, int | None, l
         elif num == 2:  # TensorShapeProto: dim (2) {size (1)}, unknown_rank (3)
             for n2, _w2, part in _fields(v):
                 if n2 == 2:
-                    size_ = [d for k2, _w3, d in _fields(part) if k2 == 1]
+                    size_ = [_signed(d) for k2, _w3, d in _fields(part) if k2 == 1]
                     dims.append(size_[0] if size_ else 0)
+                    if dims[-1] < 0:
+                        raise _Bad(f"{name!r} has an unknown or negative dimension {dims[-1]}")
                 elif n2 == 3 and part:
                     raise _Bad(f"{name!r} has an unknown rank")
         elif num == 3:
@@ -325,6 +328,8 @@ def _entry(name: str, value: bytes, n_shards: int) -> tuple[tuple, int | None, l
         raise _Bad(f"{name!r} names shard {shard} of {n_shards}")
     if slices is not None and any(len(st) != len(dims) for st, _ in slices):
         raise _Bad(f"tensor {name!r} of rank {len(dims)} lists a slice of another rank")
+    if slices is not None and any(n < -1 or s < 0 for st, ln in slices for s, n in zip(st, ln)):
+        raise _Bad(f"tensor {name!r} lists a slice of negative start or length")
     return (dt, tuple(dims), shard, offset, size), crc, slices
 
 
@@ -367,19 +372,24 @@ def _slice_key(name: str, starts: list[int], lengths: list[int]) -> bytes:
 
 
 def _check_tiling(name: str, dims: tuple, parts: list[tuple]) -> None:
-    """The slices lie inside the tensor and cover it exactly once (by their total size)."""
+    """The slices lie inside the tensor, no two overlap, and together they hold as many
+    elements as it: they cover it exactly once (TF refuses overlapping slices too)."""
     total = 0
     for starts, shape in parts:
         for s, n, d in zip(starts, shape, dims):
-            if s < 0 or s + n > d:
+            if s < 0 or n < 0 or s + n > d:
                 raise _Bad(
                     f"a slice of tensor {name!r} at {list(starts)} runs outside {list(dims)}"
                 )
-        total += int(np.prod(shape, dtype=np.int64))
-    if total != int(np.prod(dims, dtype=np.int64)):
+        total += math.prod(shape)
+    for i, (a, sa) in enumerate(parts):
+        for b, sb in parts[i + 1 :]:
+            if all(x < y + m and y < x + n for x, n, y, m in zip(a, sa, b, sb)):
+                raise _Bad(f"tensor {name!r} has overlapping slices at {list(a)} and {list(b)}")
+    if total != math.prod(dims):
         raise _Bad(
             f"the slices of tensor {name!r} hold {total} elements, its shape {list(dims)} "
-            f"{int(np.prod(dims, dtype=np.int64))}"
+            f"{math.prod(dims)}"
         )
 
 
