@@ -74,14 +74,56 @@ def _collect(metrics_collections: Any, updates_collections: Any, value: Any, upd
         add_to_collection(key, update)
 
 
+def _squeezed(labels: Any, predictions: Any, weights: Any = None) -> tuple:
+    """TF's ``_remove_squeezable_dimensions``: labels and predictions whose ranks differ by one
+    lose the other's last dimension of size 1 ([N, 1] against [N]); weights one rank above the
+    predictions lose their last dimension, one below gain one."""
+    from hetbed.runtime.ops.manip import expand_dims, squeeze
+
+    p = convert_to_tensor(predictions)
+    lab = None if labels is None else convert_to_tensor(labels)
+    if lab is not None and p.shape.ndims is not None and lab.shape.ndims is not None:
+        gap = p.shape.ndims - lab.shape.ndims
+        if gap == 1 and p.shape.as_list()[-1] == 1:
+            p = squeeze(p, [-1])
+        elif gap == -1 and lab.shape.as_list()[-1] == 1:
+            lab = squeeze(lab, [-1])
+    if weights is None:
+        return lab, p, None
+    w = convert_to_tensor(weights)
+    if w.shape.ndims not in (None, 0) and p.shape.ndims is not None:
+        gap = w.shape.ndims - p.shape.ndims
+        if gap == 1:
+            w = squeeze(w, [-1])
+        elif gap == -1:
+            w = expand_dims(w, -1)
+    return lab, p, w
+
+
 def _weighted(values: Tensor, weights: Any) -> tuple[Tensor, Tensor]:
     """(sum of values * weights, sum of weights broadcast to values)."""
     if weights is None:
         ones = zeros_like(values) + 1.0
         return reduce_sum(values), reduce_sum(ones)
-    w = cast(convert_to_tensor(weights), _dt.float32)
-    w = multiply(zeros_like(values) + 1.0, w)  # broadcast to the values' shape
+    w = _broadcast_weights(values, weights)
     return reduce_sum(multiply(values, w)), reduce_sum(w)
+
+
+def _broadcast_weights(values: Tensor, weights: Any) -> Tensor:
+    """``weights`` as TF's metrics take them: one rank above the values, their last dimension
+    dropped, one below, one added; then broadcast to the values' shape (a weight shape that
+    does not broadcast is refused)."""
+    _, values, w = _squeezed(None, values, weights)
+    w = cast(w, _dt.float32)
+    if w.shape.ndims is not None and values.shape.ndims is not None:
+        if w.shape.ndims > values.shape.ndims or any(
+            a is not None and b is not None and a != b and a != 1
+            for a, b in zip(reversed(w.shape.as_list()), reversed(values.shape.as_list()))
+        ):
+            raise ValueError(
+                f"weights of shape {w.shape} cannot be broadcast to the values' {values.shape}"
+            )
+    return multiply(zeros_like(values) + 1.0, w)
 
 
 def _mean(v: Tensor, weights: Any) -> tuple[Tensor, Tensor]:
@@ -121,8 +163,7 @@ def accuracy(
     as TF casts them: int class ids against float labels 0.7 never match)."""
     g = get_default_graph()
     with g.name_scope(name or "accuracy"):
-        p = convert_to_tensor(predictions)
-        lab = convert_to_tensor(labels)
+        lab, p, weights = _squeezed(labels, predictions, weights)
         if lab.dtype != p.dtype:
             p = cast(p, lab.dtype)
         value, update = _mean(cast(equal(p, lab), _dt.float32), weights)
@@ -135,8 +176,9 @@ def _count(
 ) -> tuple[Tensor, Tensor]:
     g = get_default_graph()
     with g.name_scope(name):
-        lab = cast(convert_to_tensor(labels), _dt.bool_)
-        pred = cast(convert_to_tensor(predictions), _dt.bool_)
+        labels, predictions, weights = _squeezed(labels, predictions, weights)
+        lab = cast(labels, _dt.bool_)
+        pred = cast(predictions, _dt.bool_)
         hits = cast(pick(lab, pred), _dt.float32)
         batch, _ = _weighted(hits, weights)
         var = _local("count")
@@ -240,8 +282,9 @@ def mean_absolute_error(
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """TF1's ``tf.metrics.mean_absolute_error``: the mean of |predictions - labels|."""
-    p = cast(convert_to_tensor(predictions), _dt.float32)
-    lab = cast(convert_to_tensor(labels), _dt.float32)
+    labels, predictions, weights = _squeezed(labels, predictions, weights)
+    p = cast(predictions, _dt.float32)
+    lab = cast(labels, _dt.float32)
     return mean(
         abs(p - lab), weights, metrics_collections, updates_collections,
         name or "mean_absolute_error",
@@ -257,8 +300,9 @@ def mean_squared_error(
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """TF1's ``tf.metrics.mean_squared_error``: the mean of (predictions - labels)^2."""
-    p = cast(convert_to_tensor(predictions), _dt.float32)
-    lab = cast(convert_to_tensor(labels), _dt.float32)
+    labels, predictions, weights = _squeezed(labels, predictions, weights)
+    p = cast(predictions, _dt.float32)
+    lab = cast(labels, _dt.float32)
     return mean(
         squared_difference(p, lab), weights, metrics_collections, updates_collections,
         name or "mean_squared_error",
@@ -319,6 +363,18 @@ def mean_iou(
     return value, update
 
 
+def _in_unit_range(predictions: Any) -> Tensor:
+    """Predictions as float32, with TF's check that each is in [0, 1] (a NaN is not) when the
+    step runs."""
+    import hetbed.compat.v1 as _tf
+
+    p = cast(convert_to_tensor(predictions), _dt.float32)
+    ok = _tf.logical_and(_tf.reduce_all(p >= 0.0), _tf.reduce_all(p <= 1.0))
+    check = _tf.Assert(ok, ["predictions must be in [0, 1]"], name="assert_in_unit_range")
+    with get_default_graph().control_dependencies([check]):
+        return _tf.identity(p)
+
+
 def auc(
     labels: Any,
     predictions: Any,
@@ -356,7 +412,7 @@ def auc(
     cuts = np.asarray([0.0 - eps, *inner, 1.0 + eps], np.float32)
     t = len(cuts)
     with get_default_graph().name_scope(name or "auc"):
-        p = _tf.reshape(cast(convert_to_tensor(predictions), _dt.float32), [-1, 1])
+        p = _tf.reshape(_in_unit_range(predictions), [-1, 1])
         lab = _tf.reshape(cast(convert_to_tensor(labels), _dt.bool_), [-1, 1])
         pos = greater(p, constant(cuts.reshape(1, t)))  # [N, T]
         lab = logical_and(lab, constant(np.ones((1, t), bool)))  # (broadcast to [N, T])

@@ -30,7 +30,17 @@ from hetbed.runtime.ops.math import (
 from hetbed.runtime.ops.state import assign_add
 from hetbed.runtime.registry import convert_to_tensor
 
-from .metrics import _collect, _count, _local, _mean, _safe_div, mean
+from .metrics import (
+    _broadcast_weights,
+    _collect,
+    _count,
+    _in_unit_range,
+    _local,
+    _mean,
+    _safe_div,
+    _squeezed,
+    mean,
+)
 
 __all__ = [
     "false_negatives_at_thresholds",
@@ -90,13 +100,15 @@ def _at_thresholds(
     if cuts.ndim != 1 or not len(cuts):
         raise ValueError(f"thresholds must be a non-empty list of numbers, got {thresholds!r}")
     n = len(cuts)
-    p = _tf.reshape(cast(convert_to_tensor(predictions), _dt.float32), [-1, 1])
-    lab = _tf.reshape(cast(convert_to_tensor(labels), _dt.bool_), [-1, 1])
+    labels, predictions, weights = _squeezed(labels, predictions, weights)
+    checked = _in_unit_range(predictions)
+    p = _tf.reshape(checked, [-1, 1])
+    lab = _tf.reshape(cast(labels, _dt.bool_), [-1, 1])
     pos = greater(p, constant(cuts.reshape(1, n)))  # [examples, thresholds]
     lab = logical_and(lab, constant(np.ones((1, n), bool)))  # (broadcast)
     w = None
-    if weights is not None:
-        w = _tf.reshape(cast(convert_to_tensor(weights), _dt.float32), [-1, 1])
+    if weights is not None:  # broadcast to the predictions, then one per example
+        w = _tf.reshape(_broadcast_weights(checked, weights), [-1, 1])
         w = multiply(w, constant(np.ones((1, n), np.float32)))
     hits = {
         "tp": lambda: logical_and(lab, pos),
@@ -274,7 +286,7 @@ def mean_tensor(
         total, count = _local("total_tensor", shape), _local("count_tensor", shape)
         ones = zeros_like(v) + 1.0
         if weights is not None:
-            w = cast(convert_to_tensor(weights), _dt.float32)
+            w = _broadcast_weights(v, weights)
             v, ones = multiply(v, w), multiply(ones, w)
         up_total, up_count = assign_add(total, v), assign_add(count, ones)
         value = _safe_div(total.value(), count.value(), "value")
@@ -293,11 +305,19 @@ def mean_relative_error(
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """TF1's: the mean of |predictions - labels| / normalizer (0 where the normalizer is 0)."""
-    p = cast(convert_to_tensor(predictions), _dt.float32)
-    lab = cast(convert_to_tensor(labels), _dt.float32)
-    norm = cast(convert_to_tensor(normalizer), _dt.float32)
+    labels, predictions, weights = _squeezed(labels, predictions, weights)
+    _, p, norm = _squeezed(None, predictions, normalizer)
+    norm, p = _squeezed(norm, p)[:2]
+    if not p.shape.is_compatible_with(norm.shape):
+        raise ValueError(
+            f"mean_relative_error: normalizer of shape {norm.shape} does not match the "
+            f"predictions' {p.shape}"
+        )
+    p = cast(p, _dt.float32)
+    lab = cast(labels, _dt.float32)
+    norm = cast(norm, _dt.float32)
     zero = zeros_like(lab)
-    norm_b = norm + zero  # broadcast to the labels' shape
+    norm_b = norm + zero  # (the same shape)
     safe = where(equal(norm_b, 0.0), zero + 1.0, norm_b)
     rel = where(equal(norm_b, 0.0), zero, truediv(abs(lab - p), safe))
     return mean(
@@ -317,8 +337,9 @@ def mean_cosine_distance(
     """TF1's: 1 - the mean of the dot products of ``predictions`` and ``labels`` along
     ``dim`` (both assumed unit-normalized, as TF assumes)."""
     with get_default_graph().name_scope(name or "mean_cosine_distance"):
-        p = cast(convert_to_tensor(predictions), _dt.float32)
-        lab = cast(convert_to_tensor(labels), _dt.float32)
+        labels, predictions, weights = _squeezed(labels, predictions, weights)
+        p = cast(predictions, _dt.float32)
+        lab = cast(labels, _dt.float32)
         dots = reduce_sum(multiply(p, lab), axis=[dim], keepdims=True)
         m, up = _mean(dots, weights)
         value, update = 1.0 - m, 1.0 - up

@@ -196,3 +196,39 @@ def test_the_same_values_updates_and_variables_as_tensorflow():
         for a, b in zip(mine[1], theirs[1]):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=name)
         assert mine[2] == theirs[2], name
+
+
+def test_squeezable_shapes_weights_and_ranges_as_tensorflow():
+    """[N, 1] against [N] is squeezed (not broadcast to [N, N]), weights one rank off are
+    squeezed or expanded, threshold metrics refuse predictions outside [0, 1] (TF 2.21's
+    values and errors)."""
+    cm = tf.contrib.metrics
+    with tf.Graph().as_default():
+        lab = tf.constant([[1.0], [2.0], [4.0]])
+        pred = tf.constant([1.5, 2.0, 3.0])
+        mre = tf.metrics.mean_relative_error(lab, pred, tf.constant([[1.0], [2.0], [4.0]]))
+        tn = tf.metrics.true_negatives(
+            tf.constant([0, 0, 1, 0]), tf.constant([0, 1, 1, 0]), weights=tf.ones([4, 1])
+        )
+        acc = cm.accuracy(tf.constant([1, 2, 3]), tf.constant([[1], [2], [0]]))
+        mt = tf.metrics.mean_tensor(
+            tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]), weights=tf.constant([1.0, 0.0, 1.0])
+        )
+        bad = tf.metrics.precision_at_thresholds(tf.constant([True]), tf.constant([1.5]), [0.5])
+        top = cm.streaming_sparse_precision_at_top_k(
+            tf.constant([[0, 1], [2, 1]], tf.int64), tf.constant([[0], [1]], tf.int64), 1
+        )  # (the third argument is class_id, as TF1 contrib's)
+        r2 = cm.streaming_recall_at_k(tf.constant([[0.1, 0.9], [0.8, 0.2]]), tf.constant([1, 1]), 1)
+        names = sorted(v.op.name for v in tf.local_variables())
+        with tf.Session() as s:
+            s.run(tf.local_variables_initializer())
+            assert s.run(mre[1]) == pytest.approx((0.5 / 1 + 0 + 1 / 4) / 3)
+            assert s.run(tn[1]) == 2.0
+            assert s.run(acc) == pytest.approx(2 / 3)
+            np.testing.assert_allclose(s.run(mt[1]), [[1.0, 2.0], [0.0, 0.0], [5.0, 6.0]])
+            with pytest.raises(
+                tf.errors.InvalidArgumentError, match=r"predictions must be in \[0, 1\]"
+            ):
+                s.run(bad[1])
+            assert s.run(top[1]) == pytest.approx(0.5) and s.run(r2[1]) == pytest.approx(0.5)
+    assert "recall_at_1/count" in names and "recall_at_1/total" in names

@@ -53,7 +53,6 @@ _PAIRS = {
     "streaming_mean_iou": _m.mean_iou,
     "streaming_sparse_recall_at_k": _m.recall_at_k,
     "streaming_sparse_precision_at_k": _m.precision_at_k,
-    "streaming_sparse_precision_at_top_k": _m.precision_at_top_k,
     "streaming_sparse_average_precision_at_k": _m.average_precision_at_k,
 }
 globals().update({name: _swapped(fn, name) for name, fn in _PAIRS.items()})
@@ -61,6 +60,27 @@ globals().update({name: _swapped(fn, name) for name, fn in _PAIRS.items()})
 streaming_mean = _m.mean
 streaming_mean_tensor = _m.mean_tensor
 streaming_percentage_less = _m.percentage_below
+
+
+def streaming_sparse_precision_at_top_k(
+    top_k_predictions: Any,
+    labels: Any,
+    class_id: Any = None,
+    weights: Any = None,
+    metrics_collections: Any = None,
+    updates_collections: Any = None,
+    name: str | None = None,
+) -> tuple:
+    """TF1 contrib's: ``tf.metrics.precision_at_top_k`` (its third argument is ``class_id``)."""
+    return _m.precision_at_top_k(
+        labels,
+        top_k_predictions,
+        class_id=class_id,
+        weights=weights,
+        metrics_collections=metrics_collections,
+        updates_collections=updates_collections,
+        name=name,
+    )
 
 
 def streaming_recall_at_k(
@@ -74,21 +94,23 @@ def streaming_recall_at_k(
 ) -> tuple:
     """TF1's: the fraction of examples whose label is among the ``k`` highest
     ``predictions`` (``in_top_k``), streamed as a mean."""
-    with get_default_graph().name_scope(name or "recall_at_k"):
-        hits = cast(
-            _hb.nn.in_top_k(convert_to_tensor(predictions), convert_to_tensor(labels), k),
-            _dt.float32,
-        )
-    return _m.mean(hits, weights, metrics_collections, updates_collections, name or "recall_at_k")
+    hits = cast(
+        _hb.nn.in_top_k(convert_to_tensor(predictions), convert_to_tensor(labels), k),
+        _dt.float32,
+    )  # (TF1 computes it outside the metric's scope, ``recall_at_<k>``)
+    return _m.mean(
+        hits, weights, metrics_collections, updates_collections, name or f"recall_at_{k}"
+    )
 
 
 def accuracy(predictions: Any, labels: Any, weights: Any = None, name: str | None = None) -> Any:
     """TF1's ``tf.contrib.metrics.accuracy``: this batch's (weighted) accuracy, a tensor (not
     streamed)."""
     import hetbed.compat.v1 as _tf
+    from hetbed.metrics import _squeezed
 
     with get_default_graph().name_scope(name or "accuracy"):
-        p, lab = convert_to_tensor(predictions), convert_to_tensor(labels)
+        lab, p, weights = _squeezed(labels, predictions, weights)
         if p.dtype != lab.dtype:
             p = cast(p, lab.dtype)
         right = cast(_tf.equal(p, lab), _dt.float32)
@@ -116,6 +138,7 @@ def aggregate_metric_map(names_to_tuples: dict) -> tuple[dict, dict]:
 __all__ = [
     *_PAIRS,
     "accuracy",
+    "streaming_sparse_precision_at_top_k",
     "aggregate_metric_map",
     "aggregate_metrics",
     "streaming_mean",
