@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import time
 import types
@@ -35,6 +36,7 @@ from hetbed.runtime.graph import Tensor
 _log = logging.getLogger("hetbed")
 
 DEFAULT_SERVING = "serving_default"
+_STAMP = re.compile(r"[0-9]{10}")  # an export's folder: its Unix time in seconds
 
 
 # ---- receivers -----------------------------------------------------------------------------------
@@ -331,10 +333,14 @@ class _SavedModelExporter(Exporter):
         out = export_savedmodel(
             estimator, export_path, self._fn, self._assets, self._as_text, checkpoint_path
         )
-        if self._keep is not None:
-            stamps = sorted(int(d) for d in os.listdir(export_path) if d.isdigit())
+        if self._keep is not None:  # only exports' own folders: ten ASCII digits of a time
+            stamps = sorted(
+                d
+                for d in os.listdir(export_path)
+                if _STAMP.fullmatch(d) and os.path.isdir(os.path.join(export_path, d))
+            )
             for old in stamps[: -self._keep]:
-                shutil.rmtree(os.path.join(export_path, str(old)), ignore_errors=True)
+                shutil.rmtree(os.path.join(export_path, old), ignore_errors=True)
         return out
 
 

@@ -124,6 +124,8 @@ def test_exporters_after_train_and_evaluate(tmp_path):
     latest = tf.estimator.LatestExporter("latest", receiver, exports_to_keep=2)
     best = tf.estimator.BestExporter("best", receiver)
     final = tf.estimator.FinalExporter("final", receiver)
+    user = tmp_path / "m" / "export" / "latest" / "1"  # a folder the user put there
+    user.mkdir(parents=True)
     for steps in (5, 10, 15):
         metrics, exports = tf.estimator.train_and_evaluate(
             est,
@@ -132,7 +134,8 @@ def test_exporters_after_train_and_evaluate(tmp_path):
         )
         assert metrics["global_step"] == steps and len(exports) == 3
     root = str(tmp_path / "m" / "export")
-    assert len(os.listdir(os.path.join(root, "latest"))) == 2  # the newest two kept
+    assert len(os.listdir(os.path.join(root, "latest"))) == 3  # the newest two, and "1"
+    assert user.is_dir()  # (only exports' own ten-digit folders are collected)
     assert len(os.listdir(os.path.join(root, "best"))) == 3  # the loss fell every time
     assert len(os.listdir(os.path.join(root, "final"))) == 3
     assert best.export(est, os.path.join(root, "best"), None, {"loss": 1e9}, True) is None
