@@ -324,3 +324,20 @@ def test_a_scan_state_that_grows_is_traced_again_on_a_relaxed_shape():
             s.run(it.initializer)
             got = [v.tolist() for v in _drain(s, it.get_next())]
         assert got == [[], [0], [0, 1], [0, 1, 2]]
+
+
+def test_padded_shapes_of_unknown_length_leave_the_shape_unknown():
+    with tf.Graph().as_default():
+        ds = tf.data.Dataset.from_tensor_slices(np.array([1, 2, 3], np.int64)).map(
+            lambda x: tf.fill([x], x)
+        )
+        sh = tf.placeholder(tf.int64, [None])
+        b = ds.padded_batch(2, padded_shapes=sh)
+        assert b.output_shapes.ndims is None  # (TF: <unknown>)
+        it = b.make_initializable_iterator()
+        with tf.Session() as s:
+            s.run(it.initializer, {sh: [4]})
+            assert [v.tolist() for v in _drain(s, it.get_next())] == [
+                [[1, 0, 0, 0], [2, 2, 0, 0]],
+                [[3, 3, 3, 0]],
+            ]

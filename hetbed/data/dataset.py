@@ -320,8 +320,9 @@ class Dataset:
 
         def out_shape(i: int, s: TensorShape) -> list:
             inner = s.as_list() if s.ndims is not None else None
-            if ps is not None and isinstance(ps[i], Tensor):
-                inner = [None] * (ps[i].shape.as_list()[0] or 0) if ps[i].shape.ndims else None
+            if ps is not None and isinstance(ps[i], Tensor):  # its length, if known, is the rank
+                length = ps[i].shape.as_list()[0] if ps[i].shape.ndims == 1 else None
+                inner = None if length is None else [None] * length
             elif ps is not None and ps[i] is not None:
                 inner = list(TensorShape(ps[i]).as_list())
             elif ps is not None and inner is not None:
