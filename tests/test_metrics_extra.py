@@ -173,6 +173,12 @@ def test_slim_evaluate_once_and_evaluation_loop(tmp_path):
         )
         assert out == {"mean_y": pytest.approx(-1.0), "below": pytest.approx(1.0)}
         assert any(f.name.startswith("events") for f in (tmp_path / "eval").iterdir())
+    with tf.Graph().as_default():  # (a monitored session finalizes its graph, as TF's)
+        w = tf.get_variable("w", [2, 1])
+        y = tf.matmul(tf.constant(x_np), w)
+        values, updates = slim.metrics.aggregate_metric_map(
+            {"mean_y": slim.metrics.streaming_mean(y)}
+        )
         again = slim.evaluation.evaluation_loop(
             "",
             str(tmp_path / "train"),
@@ -232,3 +238,37 @@ def test_squeezable_shapes_weights_and_ranges_as_tensorflow():
                 s.run(bad[1])
             assert s.run(top[1]) == pytest.approx(0.5) and s.run(r2[1]) == pytest.approx(0.5)
     assert "recall_at_1/count" in names and "recall_at_1/total" in names
+
+
+def test_slim_evaluation_runs_its_hooks(tmp_path):
+    with tf.Graph().as_default():
+        tf.get_variable("w", initializer=3.0)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            ck = tf.train.Saver().save(s, str(tmp_path / "m"))
+    calls = []
+
+    class Hook(tf.train.SessionRunHook):
+        def begin(self):
+            calls.append("begin")
+
+        def after_create_session(self, session, coord):
+            calls.append("created")
+
+        def before_run(self, ctx):
+            calls.append("before")
+
+        def after_run(self, ctx, values):
+            calls.append("after")
+
+        def end(self, session):
+            calls.append("end")
+
+    with tf.Graph().as_default():
+        w = tf.get_variable("w", initializer=0.0)
+        m, up = tf.metrics.mean(w)
+        out = tf.contrib.slim.evaluation.evaluate_once(
+            "", ck, None, num_evals=2, eval_op=up, final_op=m, hooks=[Hook()]
+        )
+    assert out == 3.0
+    assert calls == ["begin", "created"] + ["before", "after"] * 3 + ["end"]

@@ -3,10 +3,11 @@ ops ``num_evals`` times, write the summaries, return the final op's value) and
 ``evaluation_loop`` (the same for each new checkpoint of a folder, as training writes them),
 as research/slim's eval_image_classifier.py calls them.
 
-A run: a session of the default graph (``master`` is its target; "" a local one), the
-variables restored from the checkpoint (``variables_to_restore``: all global ones by default),
-local variables and tables initialized, ``initial_op`` run, ``eval_op`` run ``num_evals`` times,
-``final_op`` run and its value returned. ``summary_op`` (by default every summary of the graph)
+A run: a monitored session of the default graph (``master`` is its target; "" a local one;
+``hooks`` see it begin, each run and its end), the variables restored from the checkpoint
+(``variables_to_restore``: all global ones by default), local variables and tables initialized,
+``initial_op`` run, ``eval_op`` run ``num_evals`` times, ``final_op`` run and its value
+returned. ``summary_op`` (by default every summary of the graph)
 is written to ``logdir`` at the checkpoint's global step, if the graph has a global step.
 """
 
@@ -22,6 +23,7 @@ _USE_DEFAULT = object()
 
 
 def _run_once(
+    saver: Any,
     master: str,
     checkpoint_path: str,
     logdir: str | None,
@@ -41,16 +43,18 @@ def _run_once(
     g = _tf.get_default_graph()
     if summary_op is _USE_DEFAULT:
         summary_op = _tf.summary.merge_all()
-    saver = _tf.train.Saver(variables_to_restore)
     step = _tf.train.get_global_step(g)
-    with _tf.Session(master, graph=g, config=session_config) as sess:
-        saver.restore(sess, checkpoint_path)
-        sess.run([_tf.local_variables_initializer(), _tf.tables_initializer()])
+    scaffold = _tf.train.Scaffold(saver=saver)
+    creator = _tf.train.ChiefSessionCreator(
+        scaffold=scaffold,
+        master=master,
+        config=session_config,
+        checkpoint_filename_with_path=checkpoint_path,
+    )
+    # a monitored session: the hooks see begin, the session, every run and the end, as TF's
+    with _tf.train.MonitoredSession(session_creator=creator, hooks=list(hooks or [])) as sess:
         if initial_op is not None:
             sess.run(initial_op, initial_op_feed_dict)
-        for hook in hooks or ():
-            if hasattr(hook, "after_create_session"):
-                hook.after_create_session(sess, None)
         if eval_op is not None:
             for i in range(int(num_evals)):
                 sess.run(eval_op, eval_op_feed_dict)
@@ -88,6 +92,7 @@ def evaluate_once(
     if checkpoint_path is None:
         raise ValueError("evaluate_once: checkpoint_path is None (no checkpoint to evaluate)")
     return _run_once(
+        _tf.train.Saver(variables_to_restore),
         master, checkpoint_path, logdir, num_evals, initial_op, initial_op_feed_dict, eval_op,
         eval_op_feed_dict, final_op, final_op_feed_dict, summary_op, summary_op_feed_dict,
         variables_to_restore, session_config, hooks,
@@ -122,11 +127,12 @@ def evaluation_loop(
     if init_fn is not None:
         raise ValueError("evaluation_loop: init_fn is not supported in hetbed")
     out, done = None, 0
+    saver = _tf.train.Saver(variables_to_restore)  # (made once: the first run finalizes the graph)
     for path in _tf.train.checkpoints_iterator(
         checkpoint_dir, min_interval_secs=eval_interval_secs, timeout=timeout, timeout_fn=timeout_fn
     ):
         out = _run_once(
-            master, path, logdir, num_evals, initial_op, initial_op_feed_dict, eval_op,
+            saver, master, path, logdir, num_evals, initial_op, initial_op_feed_dict, eval_op,
             eval_op_feed_dict, final_op, final_op_feed_dict, summary_op, summary_op_feed_dict,
             variables_to_restore, session_config, hooks,
         )  # fmt: skip
