@@ -241,7 +241,7 @@ def _partitioned_shape(
     """The full shape of a partitioned variable (from ``shape`` or a constant initial value) and
     the initializer with a constant made a numpy array of ``dtype``."""
     if isinstance(initializer, Tensor) or (
-        initializer is not None and not callable(initializer) and not isinstance(initializer, str)
+        initializer is not None and not callable(initializer) and not _initializer_name(initializer)
     ):
         if isinstance(initializer, Tensor):
             if initializer.dtype != dtype:
@@ -270,12 +270,18 @@ def _slice(value: Tensor, begin: list[int], size: list[int]) -> Tensor:
     return slice_(value, begin, size)
 
 
+def _initializer_name(x: Any) -> bool:
+    """Whether ``x`` names an initializer ("glorot_uniform", "zeros"): hetbed takes those; any
+    other string is a value, as TF1 takes it (a string variable)."""
+    return isinstance(x, str) and x.lower() in _init._BY_NAME
+
+
 def constant_initial_dtype(name: str, dtype: Any, initializer: Any) -> _dt.DType | None:
     """TF1's rule for a variable made from a value (a tensor, array, list or Python scalar):
     its dtype is the value's (Python ints int32, floats float32, numpy's own), and an explicit
     ``dtype`` must equal it. Returns ``dtype`` unchanged (None when not given) for an
     initializer that is not a value."""
-    if initializer is None or isinstance(initializer, str):
+    if initializer is None or _initializer_name(initializer):
         return dtype
     if isinstance(initializer, (Tensor, Variable)):
         init_dtype = initializer.dtype
@@ -313,7 +319,7 @@ def _initial_value(
     (all of hetbed's, and TF1-style ones); other callables get ``(shape, dtype=...)`` only.
     """
     if isinstance(initializer, Tensor) or (
-        initializer is not None and not callable(initializer) and not isinstance(initializer, str)
+        initializer is not None and not callable(initializer) and not _initializer_name(initializer)
     ):
         if shape is not None:
             raise ValueError(

@@ -148,6 +148,8 @@ def test_get_variable_from_a_value_takes_its_dtype_as_tensorflow():
             tf.get_variable("x", initializer=5, dtype=tf.float32)
         with pytest.raises(ValueError, match="'float64' and explicit dtype 'float32'"):
             tf.get_variable("y", initializer=np.zeros(2), dtype=tf.float32)
+        text = tf.get_variable("text", initializer="abc")  # a string (not an initializer's name)
+        assert text.dtype == tf.string
         inc = tf.assign_add(made["big"], 1)
         with tf.Session() as s:
             s.run(tf.global_variables_initializer())
