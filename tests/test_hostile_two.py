@@ -251,6 +251,21 @@ def test_strings_follow_tensorflows_base64_re2_and_icu_rules():
             assert s.run(m(text, r"\w")).tolist() == [False, False, False, False]  # ASCII \w
             assert s.run(m(text, r"ab\z")).tolist() == [False, False, True, False]
             assert s.run(m(text, r"a\++")).tolist() == [False, False, False, True]
+            for pat, xs, want in (  # TF 2.21's answers (RE2's syntax and classes)
+                ("[[:alpha:]]+", ["ab", "ab1"], [True, False]),
+                (r"\s", ["\x0b", " "], [False, True]),
+                ("(?i)é", ["É"], [True]),
+                (r"\Qa.b\E", ["a.b", "axb"], [True, False]),
+                (r"\101", ["A"], [True]),
+                (r"\x{1F600}", ["😀"], [True]),
+                ("a{,3}", ["a{,3}", "aa"], [True, False]),
+                ("ab$\n", ["ab\n"], [False]),
+                (r"\bab\b", ["ab"], [True]),
+                (r"\w+", ["é", "a_1"], [False, True]),
+            ):
+                assert s.run(m(tf.constant([x.encode() for x in xs]), pat)).tolist() == want, pat
+            with pytest.raises(tf.errors.InvalidArgumentError, match="cannot match"):
+                m(text, r"\pL+")  # (Python's re has no Unicode classes: said, not mismatched)
             p = tf.placeholder(tf.string, [])
             assert s.run(m(text, p), {p: "a."}).tolist() == [False, False, True, True]
             assert s.run(m(text, tf.constant("a."))).tolist() == [False, False, True, True]

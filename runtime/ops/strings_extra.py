@@ -124,27 +124,99 @@ def _full_match(ctx, x, pattern=None):
 _QUANTIFIERS = "*+?}"
 
 
+#: RE2's POSIX classes (inside brackets), as the ranges they name (ASCII, as RE2's)
+_POSIX = {
+    "alnum": "0-9A-Za-z",
+    "alpha": "A-Za-z",
+    "ascii": "\\x00-\\x7f",
+    "blank": "\\t ",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "!-~",
+    "lower": "a-z",
+    "print": " -~",
+    "punct": "!-/:-@\\[-`{-~",
+    "space": "\\t\\n\\v\\f\\r ",
+    "upper": "A-Z",
+    "word": "0-9A-Za-z_",
+    "xdigit": "0-9A-Fa-f",
+}
+#: RE2's \\s (no \\v, which Python's has), \\w and \\d: ASCII whatever the case-folding
+_ASCII_CLASSES = {"s": "\\t\\n\\f\\r ", "w": "0-9A-Za-z_", "d": "0-9"}
+_WORD_EDGE = "(?:(?<=[0-9A-Za-z_])(?![0-9A-Za-z_])|(?<![0-9A-Za-z_])(?=[0-9A-Za-z_]))"
+_NOT_WORD_EDGE = "(?:(?<=[0-9A-Za-z_])(?=[0-9A-Za-z_])|(?<![0-9A-Za-z_])(?![0-9A-Za-z_]))"
+
+
 def _compile_re2(pat: bytes, where: str) -> re.Pattern:
-    """``pat`` compiled by Python's ``re`` in RE2's sense: ``\\w``, ``\\d``, ``\\s``, ``\\b``
-    over ASCII, ``\\z`` the end of text; what RE2 lacks (backreferences, lookaround, ``\\Z``,
-    atomic groups, possessive quantifiers, conditionals) is refused, as TF refuses it."""
+    """``pat`` compiled by Python's ``re`` in RE2's sense: ``\\w``, ``\\d``, ``\\b`` over ASCII,
+    ``\\s`` RE2's [\\t\\n\\f\\r ], POSIX classes (``[[:alpha:]]``), ``\\Q...\\E``, ``\\x{...}``,
+    three-digit octal escapes, ``\\z`` and ``$`` the end of text (unless ``(?m)``), ``{,n}`` a
+    literal; what RE2 lacks (backreferences, lookaround, ``\\Z``, atomic groups, possessive
+    quantifiers, conditionals) is refused, as TF refuses it, and so is what hetbed cannot
+    translate (``\\p`` Unicode classes, ``(?U)``, ``\\C``). ``(?i)`` folds Unicode case, as RE2."""
     try:
         text = pat.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidArgumentError(f"{where}: the pattern {pat!r} is not UTF-8") from None
+    multiline = re.search(r"\(\?[a-zA-Z]*m", text) is not None
     out, i, in_class, class_start = [], 0, False, -1
     while i < len(text):
         c = text[i]
         if c == "\\" and i + 1 < len(text):
             e = text[i + 1]
-            if not in_class and e in "123456789":
+            if e == "Q":  # a literal run, to \\E or the end
+                end = text.find("\\E", i + 2)
+                end = len(text) if end < 0 else end
+                out.append(re.escape(text[i + 2 : end]))
+                i = end + 2
+                continue
+            if e == "x" and text[i + 2 : i + 3] == "{":
+                close = text.find("}", i + 3)
+                try:
+                    out.append(re.escape(chr(int(text[i + 3 : close], 16))))
+                except (ValueError, OverflowError):
+                    raise InvalidArgumentError(
+                        f"{where}: invalid pattern {pat!r}: bad \\x{{...}} escape"
+                    ) from None
+                i = close + 1
+                continue
+            octal = re.match(r"[0-7]{3}", text[i + 1 : i + 4])
+            if octal:
+                out.append(re.escape(chr(int(octal.group(), 8))))
+                i += 4
+                continue
+            if e in "123456789":
                 _re2_refuse(where, pat, f"backreference \\{e}")
-            if not in_class and e == "Z":
+            if e == "Z":
                 _re2_refuse(where, pat, "\\Z (RE2 writes the end of text \\z)")
-            out.append("\\Z" if e == "z" and not in_class else c + e)
+            if e in "pP":
+                _unsupported(where, pat, f"\\{e} (Unicode classes)")
+            if e == "C":
+                _unsupported(where, pat, "\\C (any byte)")
+            ascii_class = _ASCII_CLASSES.get(e.lower())
+            if ascii_class is not None:  # \\s \\w \\d and their negations, over ASCII as RE2's
+                if e.islower():
+                    out.append(ascii_class if in_class else f"[{ascii_class}]")
+                elif in_class:
+                    _unsupported(where, pat, f"\\{e} inside a class")
+                else:
+                    out.append(f"[^{ascii_class}]")
+            elif e in "bB" and not in_class:
+                out.append(_WORD_EDGE if e == "b" else _NOT_WORD_EDGE)
+            else:
+                out.append("\\Z" if e == "z" and not in_class else c + e)
             i += 2
             continue
         if in_class:
+            if c == "[" and text[i + 1 : i + 2] == ":":
+                close = text.find(":]", i + 2)
+                name = text[i + 2 : close] if close > 0 else ""
+                if name.startswith("^"):
+                    _unsupported(where, pat, f"the negated class [:{name}:]")
+                if name in _POSIX:
+                    out.append(_POSIX[name])
+                    i = close + 2
+                    continue
             in_class = c != "]" or i == class_start  # a ] first in the class is literal
         elif c == "[":
             in_class = True
@@ -162,16 +234,33 @@ def _compile_re2(pat: bytes, where: str) -> re.Pattern:
             ):
                 if rest.startswith(head):
                     _re2_refuse(where, pat, what)
+            flags = re.match(r"[a-zA-Z-]*", text[i + 2 :]).group()
+            if "U" in flags:
+                _unsupported(where, pat, "(?U) (ungreedy mode)")
         elif c == "+" and i and text[i - 1] in _QUANTIFIERS and not _escaped(text, i - 1):
             _re2_refuse(where, pat, "possessive quantifier")
+        elif c == "{" and text[i + 1 : i + 2] == ",":
+            out.append("\\{")  # RE2 reads {,n} as text (Python as {0,n})
+            i += 1
+            continue
+        elif c == "$" and not multiline:
+            out.append("\\Z")  # the end of text only (Python's $ also before a final newline)
+            i += 1
+            continue
         out.append(c)
         i += 1
     try:
         with warnings.catch_warnings():  # ("possible nested set": RE2 has no nested sets)
             warnings.simplefilter("ignore", FutureWarning)
-            return re.compile("".join(out), re.ASCII)
+            return re.compile("".join(out))  # (Unicode case folding under (?i), as RE2's)
     except re.error as e:
         raise InvalidArgumentError(f"{where}: invalid pattern {pat!r}: {e}") from None
+
+
+def _unsupported(where: str, pat: bytes, what: str) -> None:
+    raise InvalidArgumentError(
+        f"{where}: pattern {pat!r}: hetbed's regex_full_match cannot match {what} (RE2 can)"
+    )
 
 
 def _escaped(text: str, i: int) -> bool:
