@@ -261,6 +261,11 @@ def grid(
     for k in range(n, rows * cols):
         axes[k // cols][k % cols].set_visible(False)
     top = axes[0][0]  # (the panels share y)
+    low = data[y].min() if len(data) else None
+    if top.get_yscale() == "linear" and low is not None and low >= 0:
+        # a magnitude (a step time, a rate, a share) from 0: a 2% difference must not fill the
+        # panel as if it were a 2x one
+        top.set_ylim(bottom=0)
     if labelled and top.get_yscale() == "linear":
         # headroom for the labels of published values: one at the top of a panel would run
         # into its title

@@ -92,7 +92,16 @@ def load(out_dir: str) -> tuple[dict, pd.DataFrame, pd.DataFrame, dict]:
     if manifest.get("format") != "hetbed-results":
         raise ValueError(f"{out_dir}/manifest.json: not a hetbed-results manifest")
     # (the files the scenario names were read when it ran: a report needs its settings only)
-    sc = schema.load(os.path.join(out_dir, "scenario.toml"), check_files=False)
+    try:
+        sc = schema.load(os.path.join(out_dir, "scenario.toml"), check_files=False)
+    except schema.ScenarioError as e:
+        used = manifest.get("catalog_path", "")
+        if "catalog entry" in str(e) and used and os.environ.get("HETBED_CATALOG_PATH") != used:
+            raise schema.ScenarioError(
+                f"{e}; the study was run with HETBED_CATALOG_PATH={used} (manifest.json): set "
+                "it again to rebuild its report"
+            ) from None
+        raise
     sc["run"]["seeds"] = manifest.get("seeds", sc["run"]["seeds"])  # --seeds N overrides
     summary = pd.read_parquet(os.path.join(out_dir, "summary.parquet"))
     steps = pd.read_parquet(os.path.join(out_dir, "steps.parquet"))

@@ -132,6 +132,10 @@ class Cluster:
             raise ValueError(f"fabric must be 'switch' or 'two_level', got {fabric!r}")
         if collective not in ("ring", "tree"):
             raise ValueError(f"collective must be 'ring' or 'tree', got {collective!r}")
+        if isinstance(rack_size, bool) or int(rack_size) != rack_size or rack_size < 1:
+            raise ValueError(f"rack_size must be an integer >= 1, got {rack_size!r}")
+        if not (isinstance(oversubscription, (int, float)) and 0 < oversubscription < float("inf")):
+            raise ValueError(f"oversubscription must be finite and > 0, got {oversubscription!r}")
         #: how an op-level all-reduce runs: NCCL's ring or its double binary tree
         #: (simulator/collectives.py)
         self.collective = collective
@@ -186,9 +190,19 @@ class Cluster:
         """
         if self._devices is not None:
             raise RuntimeError("the cluster is already in use; add tasks before running on it")
+        for what, v in (("task", task), ("replica", replica)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"add_task: {what} must be an integer >= 0, got {v!r}")
         host = f"/job:{job}/replica:{replica}/task:{task}"
         if any(t.host == host for t in self._tasks):
             raise ValueError(f"task {host} is already in the cluster")
+        if isinstance(nic, str):
+            kind = load_link(nic).kind
+            if kind not in ("ethernet", "infiniband", "loopback"):
+                raise ValueError(
+                    f"add_task {host}: nic {nic!r} is a {kind} link, not a network between hosts "
+                    "(an ethernet, infiniband or loopback entry)"
+                )
         spec = _TaskSpec(host, nic, peer_link=peer_link, machine=machine)
         if machine is not None:
             other = next((t for t in self._tasks if t.machine == machine), None)
