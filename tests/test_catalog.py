@@ -257,9 +257,13 @@ BAD_DEVICES = [
     (
         "float32 = { value = 1e13,",
         "float32 = { value = -1e13,",
-        r"peak_flops\.float32: must be positive, got -1e\+13",
+        r"peak_flops\.float32: must be finite and positive, got -1e\+13",
     ),
-    ("value = 1e12,", "value = 0,", r"memory_bandwidth_bytes_per_s: must be positive, got 0"),
+    (
+        "value = 1e12,",
+        "value = 0,",
+        r"memory_bandwidth_bytes_per_s: must be finite and positive, got 0",
+    ),
     ('kind = "gpu"', 'kind = "xpu"', r"kind: unknown kind 'xpu'"),
     (
         f"float32 = {{ value = 1e13, {_DS} }}",

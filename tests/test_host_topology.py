@@ -154,7 +154,7 @@ source = "test"
         (', ["sw", "cpu0"]', "", r"links: gpu0, gpu1 cannot reach host memory"),
         ('["gpu1", "sw"]', '["gpu1", "gpu0"]', r"links: gpu1 cannot reach host memory"),
         ('["gpu1", "sw"]', '["sw", "gpu0"]', r"links\[0\]\.pairs\[1\]: .* listed twice"),
-        ("gpus = { value = 2,", "gpus = { value = 0,", r"gpus: must be positive, got 0"),
+        ("gpus = { value = 2,", "gpus = { value = 0,", r"gpus: must be finite and positive, got 0"),
         ('kind = "host"', 'kind = "host"\nwires = 1', r"wires: unknown field"),
         ('kind = "host"', 'kind = "host"\ngpu = "v100"', r"gpu: unknown device 'v100'"),
         ('kind = "host"', 'kind = "host"\ngpu = "tpu_v3"', r"gpu: 'tpu_v3' is a tpu, not a gpu"),

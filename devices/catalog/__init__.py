@@ -493,7 +493,7 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.error(fpath, f"expected a number, got {value!r}")
         if not math.isfinite(value) or value <= 0:
-            raise self.error(fpath, f"must be positive, got {value:g}")
+            raise self.error(fpath, f"must be finite and positive, got {value:g}")
         if integer:
             if value != int(value):
                 raise self.error(fpath, f"expected a whole number, got {value!r}")
