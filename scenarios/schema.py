@@ -744,9 +744,49 @@ def describe(sc: dict, fmt: Callable[[str], str] = str) -> str:
         for x in sweep.values():
             n *= len(x)
         lines.append(f"  sweep    {', '.join(f'{k}={x}' for k, x in sweep.items())} ({n} runs)")
+    for note in assumed(sc):
+        lines.append(f"  assumed  {note}")
     for note in ignored(sc):
         lines.append(f"  no effect {note}")
     return "\n".join(lines)
+
+
+def assumed(sc: dict) -> list[str]:
+    """Modelling assumptions the scenario leaves at what may surprise: the worker speed at its
+    untuned roofline, and a worker device with no peak for the model's dtype (its ops priced at
+    another's)."""
+    from hetbed.devices import catalog
+
+    sweep = sc.get("sweep") or {}
+
+    def values(path: str) -> list:
+        sec, _, name = path.partition(".")
+        return list(sweep[path]) if path in sweep else [sc[sec][name]]
+
+    out = []
+    if (
+        "cluster.worker_efficiency" not in non_defaults(sc)
+        and "cluster.worker_efficiency" not in sweep
+    ):
+        out.append(
+            f"cluster.worker_efficiency = {sc['cluster']['worker_efficiency']:g}: workers compute "
+            "at their datasheet roofline (the paper studies fit 0.25-0.5)"
+        )
+    for device in dict.fromkeys(values("cluster.worker_device")):
+        spec = catalog.load_device(device)
+        peaks = set(spec.peak_flops) | set(spec.matrix_peak_flops)
+        for dtype in dict.fromkeys(values("model.dtype")):
+            if dtype not in peaks:
+                used = (
+                    "float32"
+                    if "float32" in spec.peak_flops
+                    else min(spec.peak_flops, key=spec.peak_flops.get)
+                )
+                out.append(
+                    f"{device} lists no {dtype} peak: the model's {dtype} ops are priced at its "
+                    f"{used} peak"
+                )
+    return out
 
 
 def ignored(sc: dict) -> list[str]:

@@ -312,6 +312,18 @@ def test_describe_names_settings_that_change_nothing_here(tmp_path):
         "backup_workers) rounds to 0 slow machines" in few
     )
     assert "no effect" not in describe(_load(tmp_path, "[stragglers]\nslow_fraction = 0.2\n"))
+    text = describe(_load(tmp_path))
+    assert (
+        "assumed  cluster.worker_efficiency = 1: workers compute at their datasheet roofline"
+        in text
+    )
+    tpu = BASE.replace("ps = 2", 'ps = 2\nworker_device = "tpu_v3"\nworker_efficiency = 0.5')
+    text = describe(_load(tmp_path, base=tpu))
+    assert (
+        "assumed  tpu_v3 lists no float32 peak: the model's float32 ops are priced at its bfloat16 peak"
+        in text
+    )
+    assert "worker_efficiency = 1" not in text  # (set: not an assumption)
     two_level = BASE.replace("ps = 2", 'ps = 2\nfabric = "two_level"\noversubscription = 4.0')
     with pytest.raises(ScenarioError, match="cluster.fabric: 'two_level' is not modelled"):
         _load(tmp_path, base=two_level)  # (the step-level drivers have one switch)
