@@ -1,8 +1,8 @@
-"""The ``hetbed`` command line: ``run``, ``sweep``, ``describe``, ``report``, ``compare``,
-``devices``, ``catalog``, ``calibrate``, ``demo``, ``cluster``. ``hetbed COMMAND -h`` explains
+"""The ``hetbed`` command line: ``run``, ``sweep``, ``describe``, ``fit``, ``report``,
+``compare``, ``devices``, ``catalog``, ``calibrate``, ``demo``, ``cluster``. ``hetbed COMMAND -h`` explains
 each command and all of its flags.
 
-Exit codes: 0 ok, 2 bad input, 1 failure.
+Exit codes: 0 ok, 2 bad input, 1 failure, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -65,6 +65,12 @@ def _catalog(args: argparse.Namespace) -> int:
                     print(k)
                     for item in v:
                         print(f"  {item}")
+                    continue
+                if isinstance(v, dict) and v:  # per dtype: a line and a source each
+                    for sub, x in v.items():
+                        src = spec.sources.get(f"{k}.{sub}") or spec.sources.get(k)
+                        name = f"{k}.{sub}"
+                        print(f"{name:32s} {x!s:40s} {('[' + src + ']') if src else ''}")
                     continue
                 src = spec.sources.get(k)
                 print(f"{k:32s} {v!s:40s} {('[' + src + ']') if src else ''}")
