@@ -279,9 +279,17 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
+    import os
+
     from hetbed.scenarios import results
 
-    paths = results.compare(args.a, args.b, args.out)
+    out = args.out
+    if out is None:
+        name = lambda p: os.path.basename(os.path.normpath(p))  # noqa: E731
+        out = os.path.join("out", f"compare_{name(args.a)}_vs_{name(args.b)}")
+    if os.path.exists(os.path.join(out, "report.html")) and not args.quiet and not args.json:
+        print(f"replacing the comparison in {out}", file=sys.stderr)
+    paths = results.compare(args.a, args.b, out)
     if args.json:
         print(json.dumps(paths))
     elif not args.quiet:
@@ -524,7 +532,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("a", metavar="A", help="the first results folder (the reference)")
     p.add_argument("b", metavar="B", help="the second results folder")
-    p.add_argument("--out", default="out/compare", help="report folder (default out/compare)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="report folder (default out/compare_<A>_vs_<B>, after the two folders' names)",
+    )
     p.add_argument("--quiet", action="store_true", help=_QUIET)
     p.add_argument("--json", action="store_true", help=_JSON)
     p.set_defaults(fn=_compare)

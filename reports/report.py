@@ -172,7 +172,10 @@ def number(v: float, scientific: bool | None = None, whole: bool = False) -> str
     thousands separators (2,300; 1,986; 1.095; 0.09690), or in scientific notation where
     ``scientific`` says so (None: where fixed notation would need 10 digits or more before
     the point or more than 4 zeros after it); ``whole``: no decimals (a column of whole
-    numbers); nan and inf as such."""
+    numbers); inf as such, nan (no value: a metric the row's setting does not have, such as
+    the PS NIC of an all-reduce) as an em dash."""
+    if math.isnan(v):
+        return "\u2014"
     if not math.isfinite(v):
         return str(v)
     a = abs(v)

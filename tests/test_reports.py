@@ -156,7 +156,7 @@ def test_report_numbers_have_four_significant_digits_and_one_notation_a_column()
         "-3.491",
     ]
     assert number(4.2e-5) == "4.200e-05" and number(1.5e12) == "1.500e+12"
-    assert number(float("nan")) == "nan" and number(0.0) == "0"
+    assert number(float("nan")) == "\u2014" and number(0.0) == "0"  # (no value)
     r = Report("t")
     r.table(
         pd.DataFrame(
