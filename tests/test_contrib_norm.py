@@ -87,7 +87,6 @@ def test_maxout_and_bias_add():
 def test_the_same_as_tf_slims_layers():
     tf1 = pytest.importorskip("tensorflow.compat.v1")
     pytest.importorskip("tf_slim")
-    tf1.disable_v2_behavior()
     init = {"gamma": np.arange(1, 9, dtype=np.float32) / 4, "beta": np.full(8, 0.5, np.float32)}
 
     from tf_slim.layers import layers as slim_layers

@@ -194,7 +194,6 @@ def test_slim_evaluate_once_and_evaluation_loop(tmp_path):
 
 def test_the_same_values_updates_and_variables_as_tensorflow():
     tf1 = pytest.importorskip("tensorflow.compat.v1")
-    tf1.disable_v2_behavior()
     for name, (build, batches) in _cases(tf).items():
         mine = _stream(tf, build, batches)
         theirs = _stream(tf1, _cases(tf1)[name][0], batches)
