@@ -221,6 +221,9 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
     elif not args.quiet:
         from hetbed.reports import study
 
+        late = study.failures_not_reached(sc, summary)
+        if late:
+            print(f"note: {late}", file=sys.stderr)
         keys = [study.col(k) for k in sc.get("sweep", {})]
         cols = ["point"] + keys + ["run_seed", "step_time_p50_s", "examples_per_s"]
         print(summary[[c for c in dict.fromkeys(cols) if c in summary]].to_string(index=False))

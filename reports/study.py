@@ -79,6 +79,26 @@ def header(rep: Report, sc: dict, manifest: dict, describe_text: str, n_runs: in
         )
 
 
+def failures_not_reached(sc: dict, summary: pd.DataFrame) -> str:
+    """A sentence naming the ``[failures]`` events that some runs ended before (they did not
+    happen there, and the failures column counts only those that did); "" when all happened."""
+    if "failures_not_reached" not in summary:
+        return ""
+    short_runs = summary[summary.failures_not_reached.fillna(0) > 0]
+    if not len(short_runs):
+        return ""
+    ended = float(short_runs.sim_time_s.min())
+    late = [e for e in (sc.get("failures") or {}).get("events", []) if e["at_s"] >= ended]
+    what = "; ".join(f"{e['kind']} {e['index']} at {number(e['at_s'])} s" for e in late)
+    return (
+        f"Not every failure event happened: {len(short_runs)} of {len(summary)} runs ended "
+        f"(from {number(ended)} s of simulated time) before "
+        + (what or "some of the events")
+        + ". The failures column counts the events that did happen; give run.steps more steps or "
+        "an earlier at_s to see them."
+    )
+
+
 def build(
     sc: dict,
     summary: pd.DataFrame,
@@ -96,6 +116,9 @@ def build(
     seeds = int(agg.seeds.max()) if len(agg) else 1
     rep = Report(sc["scenario"]["name"])
     header(rep, sc, manifest, describe_text or sc["scenario"]["name"], len(runs))
+    late = failures_not_reached(sc, summary)
+    if late:
+        rep.text(late)
     cmp = comparison(sc, agg, runs)
     if len(cmp):
         rep.heading("Predicted vs published")

@@ -690,6 +690,10 @@ class Graph:
         finally:
             st.control.pop()
 
+    def current_control_inputs(self) -> list:
+        """The ops the open control_dependencies blocks give an op made now (in order)."""
+        return [dep for c in self._state().control if c is not None for dep in c]
+
     @contextlib.contextmanager
     def device(self, spec: Any) -> Iterator[None]:
         st = self._state()

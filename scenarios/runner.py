@@ -272,6 +272,8 @@ def run(sc: dict, on_step: Callable[[int, int], None] | None = None) -> Scenario
     if fl["events"]:
         summary["failures"] = len(res.failures)
         summary["steps_lost"] = res.steps_lost
+        # events the run ended before: said in the report and by `hetbed run`, not dropped
+        summary["failures_not_reached"] = len(fl["events"]) - len(res.failures)
     if st["kind"] != "allreduce" and res.sim_time_s > 0:
         # Derived from the bytes each PS shard moved (every gradient that reached a shard was
         # pulled from it first): the busiest shard's NIC, per direction, over the whole run.

@@ -748,6 +748,8 @@ def describe(sc: dict, fmt: Callable[[str], str] = str) -> str:
         lines.append(f"  assumed  {note}")
     for note in ignored(sc):
         lines.append(f"  no effect {note}")
+    for note in suspect(sc):
+        lines.append(f"  check    {note}")
     return "\n".join(lines)
 
 
@@ -787,6 +789,27 @@ def assumed(sc: dict) -> list[str]:
                     f"{used} peak"
                 )
     return out
+
+
+def suspect(sc: dict) -> list[str]:
+    """Catalog numbers the scenario uses that look like a unit mistaken: a NIC slower than
+    ``SLOW_LINK_BYTES_PER_S`` (a rate in Gb/s or MB/s typed where bytes/s go)."""
+    from hetbed.devices import catalog
+
+    sweep = sc.get("sweep") or {}
+    nics = sweep.get("cluster.nic") or [sc["cluster"]["nic"]]
+    out = []
+    for nic in dict.fromkeys(nics):
+        bw = catalog.load_link(nic).bandwidth_bytes_per_s
+        if bw < SLOW_LINK_BYTES_PER_S:
+            out.append(
+                f"{nic} moves {bw:g} bytes/s ({bw * 8:g} bit/s): its bandwidth_bytes_per_s is "
+                "in bytes per second (10 Gb/s is 1.25e9)"
+            )
+    return out
+
+
+SLOW_LINK_BYTES_PER_S = 1e6  # below it `describe` asks whether a link's unit was mistaken
 
 
 def ignored(sc: dict) -> list[str]:

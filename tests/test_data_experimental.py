@@ -234,3 +234,31 @@ def test_reduce_folds_the_dataset_each_time_it_runs():
             assert s.run(pair) == (10.0, 120.0)  # 0+1+2+3+4, 1*2*3*4*5
             assert s.run(empty) == 7
             assert s.run(fed, {ph: [1, 2, 3]}) == 6 and s.run(fed, {ph: [10]}) == 10
+
+
+def test_a_dataset_made_under_control_dependencies_runs_them_when_its_iterator_starts():
+    """TF's MakeIterator depends on the ops a dataset (or one it derives from) was made under:
+    each initialization runs the assign once; a dataset made outside the block does not, nor
+    does a control input inside a dataset function (dropped there, as TF drops it)."""
+    with tf.Graph().as_default():
+        v = tf.Variable(0.0)
+        inc = tf.assign_add(v, 1.0)
+        with tf.control_dependencies([inc]):
+            base = tf.data.Dataset.range(3)
+        mapped = base.map(lambda x: tf.cast(x, tf.float32)).batch(2)
+        zipped = tf.data.Dataset.zip((mapped, tf.data.Dataset.range(5)))
+        plain = tf.data.Dataset.range(2)
+        it, it_zip, it_plain = (
+            tf.data.make_initializable_iterator(d) for d in (mapped, zipped, plain)
+        )
+        nxt = it.get_next()
+        with tf.Session() as s:
+            s.run(v.initializer)
+            s.run(it_plain.initializer)
+            assert s.run(v) == 0.0
+            for want in (1.0, 2.0):
+                s.run(it.initializer)
+                np.testing.assert_array_equal(s.run(nxt), [0.0, 1.0])
+                assert s.run(v) == want
+            s.run(it_zip.initializer)
+            assert s.run(v) == 3.0

@@ -292,6 +292,56 @@ def test_a_failure_studys_report_shows_what_the_failures_cost(tmp_path):
             assert float(row[" failures "]) == 1 and float(row[" steps_lost "]) >= 1
 
 
+def test_failure_events_after_the_runs_end_are_said_not_dropped(tmp_path):
+    """An event timed after the run ends does not happen: the summary counts it apart, and the
+    report names it with the simulated time the run ended at; one that happens is not named."""
+    import pandas as pd
+
+    from hetbed.reports import study
+    from hetbed.scenarios.runner import summary_frame
+
+    failing = (
+        "[failures]\n"
+        'events = [{kind = "ps", index = 1, at_s = 5.0}, {kind = "worker", index = 3, '
+        "at_s = 1e5}]\nrestart_delay_s = 2.0\ncheckpoint_every_steps = 4\n"
+    )
+    sc = _load(tmp_path, failing)
+    res = [runner.run(p) for p in expand(sc)]
+    s = res[0].summary
+    assert s["failures"] == 1 and s["failures_not_reached"] == 1 and s["sim_time_s"] < 1e5
+    md = study.build(sc, summary_frame(res), pd.DataFrame(), {}).markdown()
+    line = next(ln for ln in md.splitlines() if ln.startswith("Not every failure event"))
+    assert "worker 3 at 100,000 s" in line and "ps 1" not in line
+    assert f"{s['sim_time_s']:.4g}" in line.replace(",", "")
+    on_time = _load(tmp_path, failing.replace("at_s = 1e5", "at_s = 6.0"))
+    res = [runner.run(p) for p in expand(on_time)]
+    assert res[0].summary["failures_not_reached"] == 0
+    md = study.build(on_time, summary_frame(res), pd.DataFrame(), {}).markdown()
+    assert "Not every failure event" not in md
+
+
+def test_describe_asks_about_a_nic_rate_typed_in_the_wrong_unit(tmp_path, monkeypatch):
+    """A link of 10 "bytes/s" (someone wrote Gb/s) is accepted, and describe says what the
+    field's unit is; a real NIC gets no such line."""
+    from hetbed.scenarios.schema import describe
+
+    cat = tmp_path / "cat"
+    (cat / "links").mkdir(parents=True)
+    (cat / "links" / "eth_typo.toml").write_text(
+        'name = "typo"\nkind = "ethernet"\n'
+        'bandwidth_bytes_per_s = { value = 10, source = "mine" }\n'
+        'latency_s = { value = 25e-6, source = "mine" }\n'
+    )
+    monkeypatch.setenv("HETBED_CATALOG_PATH", str(cat))
+    base = BASE.replace("ps = 2", 'ps = 2\nnic = "eth_typo"')
+    checks = [ln for ln in describe(_load(tmp_path, base=base)).splitlines() if "check" in ln]
+    assert checks == [
+        "  check    eth_typo moves 10 bytes/s (80 bit/s): its bandwidth_bytes_per_s is in bytes "
+        "per second (10 Gb/s is 1.25e9)"
+    ]
+    assert "check" not in describe(_load(tmp_path))
+
+
 def test_describe_names_settings_that_change_nothing_here(tmp_path):
     from hetbed.scenarios.schema import describe
 

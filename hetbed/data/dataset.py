@@ -13,7 +13,7 @@ import numpy as np
 
 from hetbed.runtime import dtypes as _dt
 from hetbed.runtime.errors import InvalidArgumentError
-from hetbed.runtime.graph import Graph, Tensor, TensorShape
+from hetbed.runtime.graph import Graph, Tensor, TensorShape, get_default_graph
 from hetbed.runtime.registry import convert_to_tensor
 
 from .elements import (
@@ -41,6 +41,7 @@ class Dataset:
         shapes: list,
         make: Callable[[dict], Any],
         captures: list | None = None,
+        controls: list | None = None,
     ):
         self._structure = structure  # a nest whose leaves are placeholders (None)
         self._types = [_dt.as_dtype(t) for t in types]
@@ -49,6 +50,9 @@ class Dataset:
         #: graph tensors the sources read (placeholders fed when the iterator is initialized);
         #: ``env`` maps each to its value when the elements are made
         self._captures: list = list(captures or [])
+        #: ops its iterator's initializer runs first: those of the control_dependencies the
+        #: dataset (or one it derives from) was made under, as TF's MakeIterator depends on them
+        self._controls: list = _joined(list(controls or []), _current_controls())
 
     def _elements(self, env: dict | None = None) -> _PyIterator:
         return iter(self._make(env or {}))
@@ -60,6 +64,7 @@ class Dataset:
             self._shapes if shapes is None else shapes,
             make,
             self._captures,
+            self._controls,
         )
 
     # TF1's properties
@@ -195,6 +200,7 @@ class Dataset:
             [s for d in dss for s in d._shapes],
             make,
             [c for d in dss for c in d._captures],
+            [c for d in dss for c in d._controls],
         )
 
     # ---- transformations ----------------------------------------------------------------
@@ -212,7 +218,12 @@ class Dataset:
             return (run(el) for el in self._elements(env))
 
         return Dataset(
-            fn.out_structure, fn.out_types, fn.out_shapes, make, _joined(self._captures, fn.outer)
+            fn.out_structure,
+            fn.out_types,
+            fn.out_shapes,
+            make,
+            _joined(self._captures, fn.outer),
+            self._controls,
         )
 
     def filter(self, predicate: Callable) -> Dataset:
@@ -433,7 +444,12 @@ class Dataset:
             yield from dataset._elements(env)
 
         return Dataset(
-            self._structure, self._types, shapes, make, self._captures + dataset._captures
+            self._structure,
+            self._types,
+            shapes,
+            make,
+            self._captures + dataset._captures,
+            _joined(self._controls, dataset._controls),
         )
 
     def window(
@@ -464,7 +480,7 @@ class Dataset:
 
         types = [_dt.int64, *self._types]
         shapes = [TensorShape([]), *self._shapes]
-        return Dataset((None, self._structure), types, shapes, make, self._captures)
+        return Dataset((None, self._structure), types, shapes, make, self._captures, self._controls)
 
     def shard(self, num_shards: int, index: int) -> Dataset:
         """Every ``num_shards``-th element from the ``index``-th (worker ``index`` of
@@ -531,6 +547,7 @@ class Dataset:
             inner.ds._shapes,
             make,
             _joined(self._captures, inner.outer),
+            self._controls,
         )
 
     def unbatch(self) -> Dataset:
@@ -764,6 +781,13 @@ def _count_arg(value: Any, what: str, low: int | None = None) -> tuple[Callable,
 
 def _joined(a: list, b: list) -> list:
     return list(a) + [t for t in b if t not in a]
+
+
+def _current_controls() -> list:
+    """The ops of the control_dependencies blocks open in the default graph (none in a dataset
+    function's graph, which drops its caller's control inputs as TF's does)."""
+    g = get_default_graph()
+    return [] if g._capture_hook is not None else g.current_control_inputs()
 
 
 class _Captures:

@@ -112,7 +112,9 @@ def _same_elements(fn: str, datasets: list) -> list:
     return shapes
 
 
-def _mix(fn: str, datasets: list, picks: Callable, captures: list, stop: bool) -> Dataset:
+def _mix(
+    fn: str, datasets: list, picks: Callable, captures: list, stop: bool, controls: tuple = ()
+) -> Dataset:
     """Elements taken from ``datasets`` in the order ``picks(env, live)`` gives (an iterator of
     indices; ``live`` marks the datasets not yet exhausted); an exhausted one is skipped, and
     the mix ends when all are (or, with ``stop``, at the first pick of an exhausted one)."""
@@ -138,7 +140,8 @@ def _mix(fn: str, datasets: list, picks: Callable, captures: list, stop: bool) -
             yield el
 
     caps = [c for d in datasets for c in d._captures] + captures
-    return Dataset(first._structure, first._types, shapes, make, caps)
+    ctrl = [c for d in datasets for c in d._controls] + list(controls)
+    return Dataset(first._structure, first._types, shapes, make, caps, ctrl)
 
 
 def choose_from_datasets(
@@ -155,7 +158,9 @@ def choose_from_datasets(
         return (int(np.asarray(el[0])) for el in choice_dataset._elements(env))
 
     caps = choice_dataset._captures
-    return _mix("choose_from_datasets", dss, picks, caps, stop_on_empty_dataset)
+    return _mix(
+        "choose_from_datasets", dss, picks, caps, stop_on_empty_dataset, choice_dataset._controls
+    )
 
 
 def sample_from_datasets(

@@ -64,13 +64,14 @@ class Iterator:
                     f"{self.output_shapes}"
                 )
         index = self._index if dataset is self._ds else register_dataset(self.graph, dataset)
-        return apply_op(
-            "MakeIterator",
-            list(dataset._captures),
-            {"dataset": index, "iterator": self.name},
-            name=name or self.name + "/MakeIterator",
-            graph=self.graph,
-        )
+        with self.graph.control_dependencies(dataset._controls):
+            return apply_op(
+                "MakeIterator",
+                list(dataset._captures),
+                {"dataset": index, "iterator": self.name},
+                name=name or self.name + "/MakeIterator",
+                graph=self.graph,
+            )
 
     @staticmethod
     def from_structure(

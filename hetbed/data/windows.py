@@ -62,7 +62,12 @@ class WindowDataset(Dataset):
         self._parent = parent
         self._spec = (size, shift, stride, drop)
         super().__init__(
-            parent._structure, parent._types, parent._shapes, self._windows, parent._captures
+            parent._structure,
+            parent._types,
+            parent._shapes,
+            self._windows,
+            parent._captures,
+            parent._controls,
         )
 
     def _windows(self, env: dict) -> Any:
@@ -95,7 +100,9 @@ class WindowDataset(Dataset):
                 rows[:] = window
                 yield from list(inner._elements(env))
 
-        return Dataset(inner._structure, inner._types, inner._shapes, make, self._captures)
+        return Dataset(
+            inner._structure, inner._types, inner._shapes, make, self._captures, self._controls
+        )
 
     def interleave(self, map_func: Callable, cycle_length: Any = None, block_length: int = 1,
                    num_parallel_calls: Any = None, what: str = "interleave") -> Dataset:  # fmt: skip
