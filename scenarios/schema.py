@@ -352,13 +352,13 @@ def validate(doc: dict, where: str = "<scenario>", check_files: bool = True) -> 
         if sec not in SCHEMA or name not in SCHEMA[sec]:
             paths = [f"{x}.{n}" for x, fs in SCHEMA.items() for n in fs]
             raise ScenarioError(
-                f"{where}: sweep.{key}: not a field of the scenario{did_you_mean(key, paths)}"
+                f'{where}: sweep."{key}": not a field of the scenario{did_you_mean(key, paths)}'
             )
         if not isinstance(values, list) or not values:
-            raise ScenarioError(f"{where}: sweep.{key}: expected a non-empty list of values")
+            raise ScenarioError(f'{where}: sweep."{key}": expected a non-empty list of values')
         if sec == "scenario":
             raise ScenarioError(
-                f"{where}: sweep.{key}: [scenario] describes the study and changes no result; "
+                f'{where}: sweep."{key}": [scenario] describes the study and changes no result; '
                 "sweep a setting of the model, cluster, strategy, stragglers, failures or run"
             )
         for i, v in enumerate(values):

@@ -197,8 +197,10 @@ def test_sweeps_name_their_entries_and_refuse_repeats(tmp_path):
         _load(tmp_path, '[sweep]\n"cluster.workers" = [4, 8, 4]\n')
     with pytest.raises(ScenarioError, match=r'sweep."stragglers.slow_factor"\[1\]: 2.0 is already'):
         _load(tmp_path, '[sweep]\n"stragglers.slow_factor" = [2, 2.0]\n')
-    with pytest.raises(ScenarioError, match=r"sweep.scenario.name: \[scenario\] describes"):
+    with pytest.raises(ScenarioError, match=r'sweep."scenario.name": \[scenario\] describes'):
         _load(tmp_path, '[sweep]\n"scenario.name" = ["a", "b"]\n')
+    with pytest.raises(ScenarioError, match=r'sweep."cluster.workers": expected a non-empty'):
+        _load(tmp_path, '[sweep]\n"cluster.workers" = []\n')  # (spelled as the entries are)
     with pytest.raises(ScenarioError, match=r"run.seeds: seeds .* pass the largest seed"):
         _load(tmp_path, base=BASE.replace("seed = 1", "seed = 9223372036854775807\nseeds = 2"))
 

@@ -75,7 +75,7 @@ def test_defaults_filled_and_sweep_expanded(tmp_path):
         ),
         (
             ('"strategy.backup_workers" = [0, 1, 2]', '"cluster.colour" = [1]'),
-            r"sweep.cluster.colour: not a field",
+            r"sweep.\"cluster.colour\": not a field",
         ),
     ],
 )
