@@ -145,11 +145,9 @@ class _Driver(WorkerFaults, OverlappedStep, HostCpus):
             raise TypeError(
                 f"{self.kind}: profile must be a ReplicaProfile, got {type(profile).__name__}"
             )
-        for what, v in (("n_workers", n_workers), ("n_backup", n_backup)):
-            if isinstance(v, bool) or int(v) != v or v < 0:
-                raise ValueError(f"{self.kind}: {what} must be an integer >= 0, got {v!r}")
-        if n_workers < 1:
-            raise ValueError(f"{self.kind}: n_workers must be >= 1, got {n_workers}")
+        for what, v, least in (("n_workers", n_workers, 1), ("n_backup", n_backup, 0)):
+            if isinstance(v, bool) or int(v) != v or v < least:
+                raise ValueError(f"{self.kind}: {what} must be an integer >= {least}, got {v!r}")
         if n_backup > n_workers:
             raise ValueError(
                 f"{self.kind}: n_backup={n_backup} is more than n_workers={n_workers}; backup "

@@ -446,10 +446,12 @@ def test_impossible_configurations_are_clear_errors():
         SyncPS(p, 4, n_ps=0, ps_strategy="greedy")
     with pytest.raises(ValueError, match="ps_tasks >= 1"):
         p.placed(0, "greedy")
-    with pytest.raises(ValueError, match="n_workers must be an integer >= 0"):
+    with pytest.raises(ValueError, match="n_workers must be an integer >= 1, got -1"):
         AsyncPS(p, -1)
-    with pytest.raises(ValueError, match="n_workers must be >= 1"):
+    with pytest.raises(ValueError, match="n_workers must be an integer >= 1, got 0"):
         SyncPS(p, 0)
+    with pytest.raises(ValueError, match="n_backup must be an integer >= 0, got -2"):
+        SyncPS(p, 2, n_backup=-2)
     with pytest.raises(ValueError, match="on PS 3 but there are only 2"):
         SyncPS(ReplicaProfile(1.0, {"w": (10, 3)}), 2, n_ps=2)
     with pytest.raises(ValueError, match="more than its memory"):
