@@ -163,6 +163,9 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
     steps_bar: list = []  # the steps of the point running in this process (one at a time)
     if not args.quiet and not args.json:
         print(schema.describe(sc), file=sys.stderr)
+        if replacing:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(earlier)))
+            print(f"replacing the results in {out} (of {when}) when this run ends", file=sys.stderr)
         from tqdm import tqdm
 
         bar = tqdm(total=len(points), unit="run", file=sys.stderr, mininterval=0.5)
@@ -183,10 +186,8 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             )
         steps_bar[0].update(done - steps_bar[0].n)  # (falls back after a rollback)
 
-    if replacing and not args.quiet and not args.json:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(os.path.getmtime(earlier)))
-        print(f"replacing the results in {out} (of {when}) when this run ends", file=sys.stderr)
     t0 = time.perf_counter()
+    ticking = _Ticker([bar, steps_bar]) if bar is not None else None
     try:
         runner.preflight(points)  # every point's driver built first: a bad point fails now
         res = runner.run_all(
@@ -202,6 +203,8 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             os.rmdir(out)  # (the folder this run made, still empty)
         raise
     finally:
+        if ticking is not None:
+            ticking.stop()
         for b in steps_bar:
             b.close()
         if bar is not None:
@@ -229,6 +232,32 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
         print(summary[[c for c in dict.fromkeys(cols) if c in summary]].to_string(index=False))
         print(f"results: {out}  report: {paths['html']}")
     return 0
+
+
+class _Ticker:
+    """Redraws the progress bars every second so that their elapsed time moves during a long
+    step (a step of 1,000 simulated workers can take a minute of wall time, and a bar is
+    otherwise redrawn only when a step or a run ends)."""
+
+    def __init__(self, bars: list, every_s: float = 1.0):
+        import threading
+
+        self._bars, self._every = bars, every_s
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hetbed-progress", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self._every):
+            for b in list(self._bars[1]) or [self._bars[0]]:
+                try:
+                    b.refresh()
+                except Exception:  # (a bar closed between the check and the redraw)
+                    pass
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join()
 
 
 def _writable_folder(path: str, flag: str) -> None:

@@ -269,3 +269,30 @@ def test_a_point_that_cannot_run_fails_the_study_before_any_runs(tmp_path, capsy
     assert time.perf_counter() - t0 < 60
     assert main(["sweep", str(study), "--jobs", "0", "--quiet"]) == 2
     assert "--jobs: expected a positive number" in capsys.readouterr().err
+
+
+def test_progress_bars_are_redrawn_while_a_long_step_runs():
+    """The ticker redraws the step bar (the run bar while no step bar is open) until stopped,
+    and not after: a long simulated step shows its elapsed time moving."""
+    from hetbed.cli import _Ticker
+
+    class Bar:
+        def __init__(self):
+            self.n = 0
+
+        def refresh(self):
+            self.n += 1
+
+    runs, step = Bar(), Bar()
+    steps_bar: list = []
+    t = _Ticker([runs, steps_bar], every_s=0.02)
+    deadline = time.monotonic() + 5
+    while runs.n < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    steps_bar.append(step)
+    while step.n < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    t.stop()
+    after = (runs.n, step.n)
+    time.sleep(0.1)
+    assert runs.n >= 2 and step.n >= 2 and (runs.n, step.n) == after
