@@ -773,6 +773,7 @@ for _k in _rnn_extra.__all__:
 nn.rnn_cell.DeviceWrapper = _rnn_extra.DeviceWrapper  # type: ignore[attr-defined]
 from hetbed.runtime.ops import image_transform as _img_tf  # noqa: E402
 
+from . import contrib_image_warp as _img_warp  # noqa: E402
 from . import contrib_legacy_seq2seq as _legacy_s2s  # noqa: E402
 
 _image_ops = _namespace(
@@ -782,9 +783,11 @@ _image_ops = _namespace(
 )
 contrib.image = _namespace(  # type: ignore[attr-defined]
     "contrib.image",
-    "TF1's tf.contrib.image: projective transforms (rotate, translate, transform) and "
-    "bipartite_match.",
+    "TF1's tf.contrib.image: projective transforms (rotate, translate, transform), "
+    "bipartite_match, and the warps (dense_image_warp, interpolate_spline, sparse_image_warp).",
     {k: getattr(_img_tf, k) for k in _img_tf.__all__}
+    | {k: getattr(_img_warp, k) for k in ("dense_image_warp", "interpolate_spline")}
+    | {"sparse_image_warp": _img_warp.sparse_image_warp}
     | {
         "python": _namespace(
             "contrib.image.python",
