@@ -668,6 +668,49 @@ for _k, _v in {**_slim_variables, "filter_variables": _filter_variables}.items()
     setattr(contrib.framework, _k, _v)
 
 from . import contrib_norm as _contrib_norm  # noqa: E402
+from . import contrib_slim_data as _slim_data  # noqa: E402
+
+
+def _slim_data_ns(name: str, doc: str, keys: tuple) -> _types.ModuleType:
+    return _namespace(f"contrib.slim.{name}", doc, {k: getattr(_slim_data, k) for k in keys})
+
+
+_slim_data_modules = {
+    "dataset": _slim_data_ns("dataset", "slim's Dataset description.", ("Dataset",)),
+    "data_decoder": _slim_data_ns("data_decoder", "slim's DataDecoder.", ("DataDecoder",)),
+    "data_provider": _slim_data_ns("data_provider", "slim's DataProvider.", ("DataProvider",)),
+    "dataset_data_provider": _slim_data_ns(
+        "dataset_data_provider", "slim's DatasetDataProvider.", ("DatasetDataProvider",)
+    ),
+    "parallel_reader": _slim_data_ns(
+        "parallel_reader",
+        "slim's parallel readers feeding one common queue.",
+        ("ParallelReader", "parallel_read", "single_pass_read", "get_data_files"),
+    ),
+    "prefetch_queue": _slim_data_ns(
+        "prefetch_queue", "slim's prefetch_queue.", ("prefetch_queue",)
+    ),
+    "queues": _slim_data_ns(
+        "queues", "slim's QueueRunners context.", ("QueueRunners", "NestedQueueRunnerError")
+    ),
+    "tfexample_decoder": _slim_data_ns(
+        "tfexample_decoder",
+        "slim's TFExampleDecoder and item handlers.",
+        (
+            "ItemHandler", "ItemHandlerCallback", "BoundingBox", "Tensor", "LookupTensor",
+            "BackupHandler", "SparseTensor", "Image", "BoundingBoxSequence",
+            "NumBoxesSequence", "KeypointsSequence", "TFExampleDecoder",
+            "TFSequenceExampleDecoder",
+        ),
+    ),
+}  # fmt: skip
+for _k, _v in _slim_data_modules.items():
+    setattr(contrib.slim, _k, _v)
+contrib.slim.data = _namespace(  # type: ignore[attr-defined]
+    "contrib.slim.data", "slim's data pipeline (contrib_slim_data.py).", _slim_data_modules
+)
+contrib.slim.create_global_step = train.create_global_step  # type: ignore[attr-defined]
+contrib.slim.get_or_create_global_step = train.get_or_create_global_step  # type: ignore[attr-defined]
 
 for _k in _contrib_norm.__all__:  # (instance_norm, group_norm, ...: slim's too)
     setattr(contrib.layers, _k, getattr(_contrib_norm, _k))
