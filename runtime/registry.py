@@ -423,7 +423,7 @@ def convert_pair(x: Any, y: Any, names: tuple = ("Const", "Const")) -> tuple[Ten
 
 
 #: the Python scalars an operand may be, made a constant of its partner's dtype directly
-_PY_NUMBERS = (float, int, bool)
+_PY_NUMBERS = (float, int, bool, complex)
 
 
 def _operand_constant(v: Any, partner: Tensor, name: str = "Const") -> Tensor:
@@ -447,6 +447,8 @@ def _as_array(v: Any, dtype: _dt.DType) -> np.ndarray:
     arr = np.asarray(v)
     if arr.dtype.kind == "f" and dtype.is_integer:
         raise InvalidArgumentError(f"cannot use float value {v!r} with an {dtype.name} tensor")
+    if arr.dtype.kind == "c" and not dtype.is_complex:
+        raise InvalidArgumentError(f"cannot use complex value {v!r} with a {dtype.name} tensor")
     return arr.astype(dtype.np)
 
 

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     array,
     collective,
+    complex_ops,
     cond,
     control,
     conv_transpose,

@@ -72,9 +72,12 @@ math = _namespace(
         "abs",
         "add",
         "add_n",
+        "angle",
         "argmax",
         "argmin",
         "ceil",
+        "complex",
+        "conj",
         "divide",
         "equal",
         "exp",
@@ -83,6 +86,7 @@ math = _namespace(
         "floormod",
         "greater",
         "greater_equal",
+        "imag",
         "less",
         "less_equal",
         "log",
@@ -97,6 +101,7 @@ math = _namespace(
         "not_equal",
         "pow",
         "reciprocal",
+        "real",
         "reduce_all",
         "reduce_any",
         "reduce_max",
@@ -124,7 +129,19 @@ from hetbed.runtime.dtypes import int8, int16, uint8, uint16  # noqa: E402
 dtypes = _namespace(
     "dtypes",
     "TF1's tf.dtypes.",
-    _pick("DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "cast")
+    _pick(
+        "DType",
+        "as_dtype",
+        "float16",
+        "float32",
+        "float64",
+        "int32",
+        "int64",
+        "cast",
+        "complex",
+        "complex64",
+        "complex128",
+    )
     | {"bool": _hb.bool_, "int8": int8, "int16": int16, "uint8": uint8, "uint16": uint16}
     | {"string": getattr(_hb, "string", None)},
 )
