@@ -1189,3 +1189,21 @@ def _aliases() -> None:
 
 
 _aliases()
+
+
+# ---- tf.signal, tf.spectral and the FFTs ------------------------------------------------------
+
+from hetbed.runtime.ops import spectral as _spectral  # noqa: E402
+
+for _k in _spectral.__all__:
+    globals()[_k] = getattr(_spectral, _k)
+spectral = _namespace(
+    "spectral",
+    "TF1's tf.spectral: Fourier transforms (runtime/ops/spectral.py).",
+    {k: getattr(_spectral, k) for k in _spectral.__all__},
+)
+signal = _namespace(
+    "signal",
+    "TF1's tf.signal: Fourier transforms (runtime/ops/spectral.py).",
+    {k: getattr(_spectral, k) for k in _spectral.__all__},
+)
