@@ -27,6 +27,7 @@ from . import (  # noqa: F401
     scatter,
     segments,
     shape_ops,
+    signal_ops,
     spectral,
     state,
     strings,

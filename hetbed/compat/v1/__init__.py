@@ -1202,8 +1202,15 @@ spectral = _namespace(
     "TF1's tf.spectral: Fourier transforms (runtime/ops/spectral.py).",
     {k: getattr(_spectral, k) for k in _spectral.__all__},
 )
+from hetbed.runtime.ops import signal_ops as _signal_ops  # noqa: E402
+
+spectral.dct = _signal_ops.dct  # type: ignore[attr-defined]
+spectral.idct = _signal_ops.idct  # type: ignore[attr-defined]
 signal = _namespace(
     "signal",
-    "TF1's tf.signal: Fourier transforms (runtime/ops/spectral.py).",
-    {k: getattr(_spectral, k) for k in _spectral.__all__},
+    "TF1's tf.signal: Fourier transforms (runtime/ops/spectral.py), framing, windows, STFT, "
+    "mel matrices, MFCCs and DCTs (runtime/ops/signal_ops.py).",
+    {k: getattr(_spectral, k) for k in _spectral.__all__}
+    | {k: getattr(_signal_ops, k) for k in _signal_ops.__all__},
 )
+contrib.signal = signal  # type: ignore[attr-defined]
