@@ -476,11 +476,18 @@ def default_cost(op: Any, in_shapes: list, out_shapes: list) -> Cost:
     return Cost(0.0, float(r), float(w))
 
 
-def elementwise_cost(flops_per_element: float) -> Callable:
+def elementwise_cost(flops_per_element: float, complex_factor: float = 4.0) -> Callable:
+    """``flops_per_element`` real flops per output element; an op on complex numbers does
+    ``complex_factor`` times as many (a complex product is four real products and two sums;
+    a sum, two: pass 2)."""
+
     def cost(op: Any, in_shapes: list, out_shapes: list) -> Cost:
         base = default_cost(op, in_shapes, out_shapes)
         n = sum(numel(s) for s in out_shapes)
-        return Cost(flops_per_element * n, base.bytes_read, base.bytes_written)
+        f = flops_per_element
+        if any(t.dtype.is_complex for t in op.inputs):
+            f *= complex_factor
+        return Cost(f * n, base.bytes_read, base.bytes_written)
 
     return cost
 

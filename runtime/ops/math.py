@@ -110,8 +110,10 @@ def broadcast_like(x: Any, like: Any, name: str | None = None) -> Tensor:
 # ---- binary elementwise ------------------------------------------------------------------------
 
 
-def _binary(name: str, np_fn: Any, flops: float = 1.0, dtypes: Any = _dt.NUMERIC):
-    d = defop(name, shape=broadcast_shape, cost=elementwise_cost(flops))
+def _binary(
+    name: str, np_fn: Any, flops: float = 1.0, dtypes: Any = _dt.NUMERIC, cfactor: float = 4.0
+):
+    d = defop(name, shape=broadcast_shape, cost=elementwise_cost(flops, cfactor))
 
     def kernel(ctx, x, y):
         return np_fn(x, y)
@@ -128,9 +130,9 @@ def _binary(name: str, np_fn: Any, flops: float = 1.0, dtypes: Any = _dt.NUMERIC
 
 _NC = _dt.NUMERIC_COMPLEX
 _FC = _dt.FLOAT_COMPLEX
-Add = _binary("Add", np.add, dtypes=_NC)
-Sub = _binary("Sub", np.subtract, dtypes=_NC)
-Mul = _binary("Mul", np.multiply, dtypes=_NC)
+Add = _binary("Add", np.add, dtypes=_NC, cfactor=2.0)  # two real sums
+Sub = _binary("Sub", np.subtract, dtypes=_NC, cfactor=2.0)
+Mul = _binary("Mul", np.multiply, dtypes=_NC, cfactor=6.0)  # four products, two sums
 Maximum = _binary("Maximum", np.maximum)
 Minimum = _binary("Minimum", np.minimum)
 Pow = _binary("Pow", np.power, flops=10.0, dtypes=_NC)
@@ -511,7 +513,8 @@ def _matmul_cost(op, ins, outs):
     (a, b), (o,) = ins, outs
     k = a[0] if op.attrs["transpose_a"] else a[1]
     dt = op.inputs[0].dtype
-    return Cost(2.0 * numel(o) * k, float(nbytes(a, dt) + nbytes(b, dt)), float(nbytes(o, dt)))
+    f = 2.0 * numel(o) * k * (4.0 if dt.is_complex else 1.0)  # complex: four real products
+    return Cost(f, float(nbytes(a, dt) + nbytes(b, dt)), float(nbytes(o, dt)))
 
 
 BatchMatMul = defop("BatchMatMul")
@@ -586,7 +589,7 @@ def _bmm_cost(op, ins, outs):
     k = a[-2] if op.attrs["adj_x"] else a[-1]
     dt = op.inputs[0].dtype
     return Cost(
-        2.0 * numel(outs[0]) * k,
+        2.0 * numel(outs[0]) * k * (4.0 if dt.is_complex else 1.0),
         float(nbytes(ins[0], dt) + nbytes(ins[1], dt)),
         float(nbytes(outs[0], dt)),
     )
