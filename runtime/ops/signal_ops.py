@@ -108,6 +108,10 @@ def frame(
         else:
             frames = max(0, 1 + (n - fl) // fs) if n >= fl else 0
         idx = (np.arange(frames)[:, None] * fs + np.arange(fl)[None, :]).astype(np.int32)
+        if ax == 0:  # (a gather along axis 0 passes back IndexedSlices; TF's frame, dense)
+            from .manip import expand_dims, squeeze
+
+            return squeeze(gather(expand_dims(x, 0), idx, axis=1), [0])
         return gather(x, idx, axis=ax)
 
 
