@@ -163,10 +163,25 @@ def test_complex_elementwise_math_equals_numpy():
         ("matmul", lambda x: tf.reduce_sum(tf.abs(tf.matmul(x, x, adjoint_a=True)))),
         ("batch_matmul", lambda x: tf.reduce_sum(tf.imag(tf.matmul(x[None], x[None] * 1j)))),
         ("complex", lambda x: tf.reduce_sum(tf.abs(tf.complex(tf.real(x), 2 * tf.imag(x))))),
+        ("tanh_sigmoid", lambda x: tf.reduce_sum(tf.real(tf.tanh(x) * 1j + tf.sigmoid(x)))),
+        ("sin_cos_expm1", lambda x: tf.reduce_sum(tf.abs(tf.sin(x) + tf.cos(x) * tf.expm1(x)))),
+        ("cumsum", lambda x: tf.reduce_sum(tf.imag(tf.cumsum(x * x, 1, exclusive=True)))),
     ],
 )
 def test_complex_gradients_equal_finite_differences(name, build):
     _check_grad(build, _c(3, 3))
+
+
+def test_complex_gradients_through_a_while_loop():
+    wv = _c(2)
+
+    def build(x):
+        w = tf.constant(wv)
+        body = lambda i, v: (i + 1, v * w + tf.sin(v))  # noqa: E731
+        _, y = tf.while_loop(lambda i, v: i < 3, body, [0, x])
+        return tf.reduce_sum(tf.abs(y))
+
+    _check_grad(build, _c(2) * 0.3)
 
 
 def test_gradient_of_abs_at_zero_is_zero():

@@ -54,6 +54,8 @@ def test_complex_math_and_gradients_as_tensorflow():
             + t.reduce_sum(m.abs(m.rsqrt(z + 3.0)))
             + t.reduce_sum(t.abs(t.matmul(x, x, adjoint_b=True)))
             + t.reduce_sum(m.real(t.pow(x, 2.0 + 1j) * t.reduce_prod(x, 0)))
+            + t.reduce_sum(t.abs(t.tanh(x) + t.sigmoid(x * 0.5) + t.sin(x) * t.cos(x)))
+            + t.reduce_sum(m.imag(m.expm1(x * 0.3) + t.cumsum(x, 1, reverse=True)))
         )
         gx, gw, gr = t.gradients(loss, [x, w, r])
         (gy,) = t.gradients(y, [x], grad_ys=[t.ones_like(y) * (1 + 2j)])
