@@ -186,8 +186,7 @@ def _pow_grad(op, g):
     x, y = (_cj(t) for t in op.inputs)
     z = _cj(op.outputs[0])
     gx = multiply(g, multiply(y, pow(x, subtract(y, convert_to_tensor(1, dtype=y.dtype)))))
-    zero = zeros_like(x)
-    keep = not_equal(x, zero) if x.dtype.is_complex else greater(x, zero)
+    keep = not_equal(x, zeros_like(x)) if x.dtype.is_complex else greater(x, 0)
     safe_x = where(keep, x, ones_like(x))
     gy = multiply(g, multiply(z, log(safe_x)))
     return [_unbroadcast(gx, x), _unbroadcast(gy, y)]
