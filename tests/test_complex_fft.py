@@ -166,6 +166,8 @@ def test_complex_elementwise_math_equals_numpy():
         ("tanh_sigmoid", lambda x: tf.reduce_sum(tf.real(tf.tanh(x) * 1j + tf.sigmoid(x)))),
         ("sin_cos_expm1", lambda x: tf.reduce_sum(tf.abs(tf.sin(x) + tf.cos(x) * tf.expm1(x)))),
         ("cumsum", lambda x: tf.reduce_sum(tf.imag(tf.cumsum(x * x, 1, exclusive=True)))),
+        ("einsum", lambda x: tf.reduce_sum(tf.abs(tf.einsum("ij,jk->ik", x, x * 1j)))),
+        ("tensordot", lambda x: tf.reduce_sum(tf.real(tf.tensordot(x, tf.sin(x), [[0], [1]])))),
     ],
 )
 def test_complex_gradients_equal_finite_differences(name, build):

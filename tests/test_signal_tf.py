@@ -56,6 +56,7 @@ def test_complex_math_and_gradients_as_tensorflow():
             + t.reduce_sum(m.real(t.pow(x, 2.0 + 1j) * t.reduce_prod(x, 0)))
             + t.reduce_sum(t.abs(t.tanh(x) + t.sigmoid(x * 0.5) + t.sin(x) * t.cos(x)))
             + t.reduce_sum(m.imag(m.expm1(x * 0.3) + t.cumsum(x, 1, reverse=True)))
+            + t.reduce_sum(t.abs(t.einsum("ij,kj->ik", x, x * (2 - 1j))))
         )
         gx, gw, gr = t.gradients(loss, [x, w, r])
         (gy,) = t.gradients(y, [x], grad_ys=[t.ones_like(y) * (1 + 2j)])
