@@ -324,13 +324,14 @@ def _matmul_dims(op: Any, ins: Sequence[tuple]) -> tuple[int, int, int] | None:
 
 
 def pricing_dtype(op: Any) -> str:
-    """The dtype an op computes in: that of its first floating-point operand (inputs first,
+    """The dtype an op computes in: that of its first floating-point (or complex: its parts')
+    operand (inputs first,
     then outputs), else of its first input or output ("float32" for an op with neither). Not
     simply the first input: Conv2DBackpropInput's is an int32 shape, Fill's and OneHot's too."""
     tensors = (*op.inputs, *op.outputs)
     for t in tensors:
-        if t.dtype.is_floating:
-            return t.dtype.name
+        if t.dtype.is_floating or t.dtype.is_complex:  # complex: its parts' (float32, float64)
+            return t.dtype.real_dtype.name
     return tensors[0].dtype.name if tensors else "float32"
 
 

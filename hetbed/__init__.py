@@ -26,6 +26,8 @@ from hetbed.runtime.dtypes import (
     DType,
     as_dtype,
     bool_,
+    complex64,
+    complex128,
     float16,
     float32,
     float64,
@@ -482,6 +484,10 @@ from hetbed.runtime.ops.hashing import (  # noqa: E402
 )
 
 # ---- end WP7 ----
+
+# ---- complex numbers ----
+# isort: split
+from hetbed.runtime.ops.complex_ops import angle, complex, conj, imag, real  # noqa: E402
 
 # tf.feature_column (its constructors take hetbed's dtypes as defaults: imported last)
 # isort: split

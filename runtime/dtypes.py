@@ -8,7 +8,9 @@ import numpy as np
 class DType:
     """A tensor element type (``hb.float32``, ...), comparable with numpy dtypes and names."""
 
-    __slots__ = ("name", "np", "size", "is_floating", "is_integer", "is_bool", "is_string")
+    __slots__ = (
+        "name", "np", "size", "is_floating", "is_integer", "is_bool", "is_string", "is_complex",
+    )  # fmt: skip
 
     def __init__(self, name: str, np_dtype: type):
         self.name = name
@@ -18,6 +20,7 @@ class DType:
         self.is_integer = self.np.kind in "iu"
         self.is_bool = self.np.kind == "b"
         self.is_string = self.np.kind == "O"
+        self.is_complex = self.np.kind == "c"
 
     @property
     def as_numpy_dtype(self) -> type:
@@ -29,7 +32,20 @@ class DType:
 
     @property
     def is_numeric(self) -> bool:
-        return self.np.kind in "fiu"
+        return self.np.kind in "fiuc"
+
+    @property
+    def real_dtype(self) -> DType:
+        """The dtype of a complex dtype's real and imaginary parts (complex64 -> float32); a
+        real dtype's is itself, as TF's."""
+        if self.is_complex:
+            return float32 if self.size == 8 else float64
+        return self
+
+    @property
+    def is_differentiable(self) -> bool:
+        """Whether gradients flow through tensors of this dtype (floats and complex, as TF)."""
+        return self.is_floating or self.is_complex
 
     def __repr__(self) -> str:
         return f"hb.{self.name}"
@@ -70,13 +86,20 @@ bool_ = DType("bool", np.bool_)
 # TF1's tf.string: numpy object arrays whose elements are Python bytes (str is encoded utf-8).
 # String tensors live on the CPU only (see OpDef.find_kernel).
 string = DType("string", np.object_)
+# complex numbers: pairs of float32 (complex64) or float64 (complex128), as numpy's and TF's.
+complex64 = DType("complex64", np.complex64)
+complex128 = DType("complex128", np.complex128)
+
+COMPLEX = (complex64, complex128)
 
 SMALL_INTS = (int8, int16, uint8, uint16)
-ALL = (float16, float32, float64, int32, int64, bool_, string, *SMALL_INTS)
-NON_STRING = (float16, float32, float64, int32, int64, bool_, *SMALL_INTS)
+ALL = (float16, float32, float64, int32, int64, bool_, string, *SMALL_INTS, *COMPLEX)
+NON_STRING = (float16, float32, float64, int32, int64, bool_, *SMALL_INTS, *COMPLEX)
 FLOATS = (float16, float32, float64)
 INTS = (int32, int64)  # the index types (shapes, indices, sizes)
-NUMERIC = FLOATS + INTS + SMALL_INTS
+NUMERIC = FLOATS + INTS + SMALL_INTS  # the real number types (ordered: max, min, less, ...)
+FLOAT_COMPLEX = FLOATS + COMPLEX  # what TF's transcendental functions (exp, log, ...) take
+NUMERIC_COMPLEX = NUMERIC + COMPLEX  # what TF's arithmetic (add, mul, sum, matmul) takes
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NP = {d.np: d for d in ALL}
 # TensorFlow's other spellings of the same types (its dtype-name table): "float" is float32, not
@@ -88,6 +111,8 @@ _TF_ALIASES = {
     "int": int32,
     "long": int64,
     "bool_": bool_,
+    "cfloat": complex64,
+    "cdouble": complex128,
 }
 
 
@@ -96,7 +121,7 @@ def as_dtype(value: object) -> DType:
 
     Names follow TensorFlow's table: "float" is float32, "double" float64, "half" float16.
     numpy's bytes, str and object dtypes (and Python's ``str``/``bytes``) are ``string``.
-    Raises TypeError for anything else (e.g. complex dtypes, which hetbed lacks).
+    Python's ``complex`` is complex128. Raises TypeError for anything else (e.g. bfloat16).
     """
     if isinstance(value, DType):
         return value
@@ -110,6 +135,8 @@ def as_dtype(value: object) -> DType:
         return int32
     if value is bool:
         return bool_
+    if value is complex:
+        return complex128
     if value is str or value is bytes:
         return string
     try:

@@ -161,9 +161,10 @@ def gradients(
     with g.as_default(), g.name_scope(name), g.control_dependencies(None):
         for y, gy in zip(ys_list, gys):
             if gy is None:
-                if not y.dtype.is_floating:
+                if not y.dtype.is_differentiable:
                     raise InvalidArgumentError(
-                        f"gradients: {y.name} has dtype {y.dtype.name}; only float ys can be differentiated"
+                        f"gradients: {y.name} has dtype {y.dtype.name}; only float and complex ys "
+                        "can be differentiated"
                     )
                 from .ops.math import ones_like
 
@@ -186,7 +187,7 @@ def gradients(
                 if gate_gradients:
                     in_grads = _gated(g, op, in_grads, stops, needed, alias_memo)
                 for t, ig in zip(op.inputs, in_grads):
-                    if ig is not None and t not in stops and t.dtype.is_floating:
+                    if ig is not None and t not in stops and t.dtype.is_differentiable:
                         grads.setdefault(t, []).append(ig)
             for t in op.inputs:
                 if t.op in pending and t not in stops:
@@ -220,7 +221,7 @@ def _gated(g: Any, op: Operation, in_grads: Sequence, stops: set, needed: set, m
     or none, needs no gate."""
     kept = [
         k for k, (t, ig) in enumerate(zip(op.inputs, in_grads))
-        if ig is not None and t not in stops and t.dtype.is_floating and t in needed
+        if ig is not None and t not in stops and t.dtype.is_differentiable and t in needed
     ]  # fmt: skip
     if len(kept) < 2 or not any(_may_alias_variable(t, memo) for t in op.inputs):
         return list(in_grads)

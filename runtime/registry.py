@@ -423,7 +423,7 @@ def convert_pair(x: Any, y: Any, names: tuple = ("Const", "Const")) -> tuple[Ten
 
 
 #: the Python scalars an operand may be, made a constant of its partner's dtype directly
-_PY_NUMBERS = (float, int, bool)
+_PY_NUMBERS = (float, int, bool, complex)
 
 
 def _operand_constant(v: Any, partner: Tensor, name: str = "Const") -> Tensor:
@@ -447,6 +447,8 @@ def _as_array(v: Any, dtype: _dt.DType) -> np.ndarray:
     arr = np.asarray(v)
     if arr.dtype.kind == "f" and dtype.is_integer:
         raise InvalidArgumentError(f"cannot use float value {v!r} with an {dtype.name} tensor")
+    if arr.dtype.kind == "c" and not dtype.is_complex:
+        raise InvalidArgumentError(f"cannot use complex value {v!r} with a {dtype.name} tensor")
     return arr.astype(dtype.np)
 
 
@@ -474,11 +476,18 @@ def default_cost(op: Any, in_shapes: list, out_shapes: list) -> Cost:
     return Cost(0.0, float(r), float(w))
 
 
-def elementwise_cost(flops_per_element: float) -> Callable:
+def elementwise_cost(flops_per_element: float, complex_factor: float = 4.0) -> Callable:
+    """``flops_per_element`` real flops per output element; an op on complex numbers does
+    ``complex_factor`` times as many (a complex product is four real products and two sums;
+    a sum, two: pass 2)."""
+
     def cost(op: Any, in_shapes: list, out_shapes: list) -> Cost:
         base = default_cost(op, in_shapes, out_shapes)
         n = sum(numel(s) for s in out_shapes)
-        return Cost(flops_per_element * n, base.bytes_read, base.bytes_written)
+        f = flops_per_element
+        if any(t.dtype.is_complex for t in op.inputs):
+            f *= complex_factor
+        return Cost(f * n, base.bytes_read, base.bytes_written)
 
     return cost
 

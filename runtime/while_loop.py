@@ -234,7 +234,7 @@ def while_loop(
             local.cond = outer
         outs = [e.outputs[0] for e in exits]
         captured = list(ctx._entered)
-        if back_prop and any(t.dtype.is_floating for t in flat_init):
+        if back_prop and any(t.dtype.is_differentiable for t in flat_init):
             lr = apply_op(
                 "LoopResult",
                 [*outs, *flat_init, *captured],
@@ -337,7 +337,7 @@ def _loop_grad(op: Operation, grads: list) -> list:
         _save_iterations(g, info)
     counted = info.counted
     flat_init = info.init
-    floats = [k for k, v in enumerate(flat_init) if v.dtype.is_floating]
+    floats = [k for k, v in enumerate(flat_init) if v.dtype.is_differentiable]
     from .ops.array import identity
 
     # the backward loop starts once the forward loop is over (every iteration saved): its
@@ -347,7 +347,7 @@ def _loop_grad(op: Operation, grads: list) -> list:
             identity(grads[k]) if grads[k] is not None else zeros_like(info.exits[k])
             for k in floats
         ]
-        caps = [c for c in info.captured if c.dtype.is_floating]
+        caps = [c for c in info.captured if c.dtype.is_differentiable]
         accs = [zeros_like(c) for c in caps]
     handles = info.stacks
 

@@ -341,7 +341,9 @@ def test_constant_errors():
         with pytest.raises(TypeError, match="not the tensor"):
             hb.constant(hb.constant(1.0))
         with pytest.raises(TypeError, match="unsupported dtype"):
-            hb.constant([1 + 2j, 3j])  # strings are supported (tf.string); complex is not
+            hb.constant(np.array(["2020-01-01"], "datetime64[D]"))
+        with pytest.raises(TypeError, match="expected int32, got complex value"):
+            hb.constant([1 + 2j, 3j], dtype=hb.int32)  # complex constants are complex64/128
         with pytest.raises(TypeError, match=r"expected int32, got float value \[1.5, 2\]"):
             hb.constant([1.5, 2], dtype=hb.int32)
         with pytest.raises(hb.errors.InvalidArgumentError, match="3 elements does not fit shape"):

@@ -156,7 +156,7 @@ def test_unsupported_attr_values_raise_type_error_naming_op_and_attr(value, matc
     [
         ({"pickle": "gASV"}, "unknown value tag 'pickle'"),
         ({"tuple": [1], "dict": {}}, "one-key tagged object"),
-        ({"dtype": "complex64"}, "unknown dtype 'complex64'"),
+        ({"dtype": "bfloat16"}, "unknown dtype 'bfloat16'"),
         ({"shape": [2, -1]}, "shape"),
         ({"float": "1e5"}, "malformed 'float'"),
         ({"ndarray": {"dtype": "|O8", "shape": [1], "data": ""}}, "unsupported array dtype"),

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     array,
     collective,
+    complex_ops,
     cond,
     control,
     conv_transpose,
@@ -26,6 +27,8 @@ from . import (  # noqa: F401
     scatter,
     segments,
     shape_ops,
+    signal_ops,
+    spectral,
     state,
     strings,
     summary,

@@ -97,8 +97,10 @@ def constant(value: Any, dtype: Any = None, shape: Any = None, name: str = "Cons
     arr = np.asarray(value)
     if want is not None:
         # (an empty list is float64 to numpy but holds no float: any dtype takes it, as TF's)
-        if from_python and arr.dtype.kind == "f" and not want.is_floating and arr.size:
+        if from_python and arr.dtype.kind == "f" and not want.is_differentiable and arr.size:
             raise TypeError(f"constant {name}: expected {want.name}, got float value {value!r}")
+        if arr.dtype.kind == "c" and not want.is_complex and arr.size:
+            raise TypeError(f"constant {name}: expected {want.name}, got complex value {value!r}")
         arr = arr.astype(want.np, copy=False)
     elif from_python:
         arr = _python_default(arr)
@@ -527,13 +529,19 @@ def _cast_shape(op):
 
 @Cast.kernel("cpu", "gpu")
 def _cast(ctx, x):
-    return ctx.xp.asarray(x).astype(ctx.attrs["DstT"].np, copy=False)
+    x = ctx.xp.asarray(x)
+    dst = ctx.attrs["DstT"]
+    if x.dtype.kind == "c" and not dst.is_complex:  # TF's: the real part
+        x = x.real
+    return x.astype(dst.np, copy=False)
 
 
 @Cast.gradient
 def _cast_grad(op, g):
+    """As TF's: between float and complex dtypes the gradient is cast back (complex to real
+    keeps the real part); to or from other dtypes there is none."""
     src = op.inputs[0].dtype
-    if not src.is_floating or not op.attrs["DstT"].is_floating:
+    if not src.is_differentiable or not op.attrs["DstT"].is_differentiable:
         return [None]
     return [cast(g, src)]
 

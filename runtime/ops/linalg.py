@@ -504,7 +504,7 @@ def _einsum_shape(op):
     return [(TensorShape([dims.get(c) for c in out]) if known else TensorShape(None), dt)]
 
 
-@Einsum.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+@Einsum.kernel("cpu", "gpu", dtypes=_dt.NUMERIC_COMPLEX)
 def _einsum(ctx, *xs):
     xp = ctx.xp
     r = xp.einsum(ctx.attrs["equation"], *xs)
@@ -547,7 +547,10 @@ def _einsum_grad(op, g):
         keep = "".join(c for c in s if c in avail)
         geq = ",".join([out] + [o for _, o in others]) + "->" + keep
         attrs = {"equation": geq, "target": s}
-        grads.append(apply("EinsumGrad", [g, *[t for t, _ in others], x], attrs, name="EinsumGrad"))
+        from .complex_ops import conj_if_complex  # complex: the others' conjugates, as TF's
+
+        others_in = [conj_if_complex(t) for t, _ in others]
+        grads.append(apply("EinsumGrad", [g, *others_in, x], attrs, name="EinsumGrad"))
     return grads
 
 
@@ -561,7 +564,7 @@ def _einsum_grad_shape(op):
     return [(op.inputs[-1].shape, op.inputs[-1].dtype)]
 
 
-@EinsumGrad.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+@EinsumGrad.kernel("cpu", "gpu", dtypes=_dt.NUMERIC_COMPLEX)
 def _einsum_grad_kernel(ctx, *ins):
     xp = ctx.xp
     *ops, x = ins

@@ -110,8 +110,10 @@ def broadcast_like(x: Any, like: Any, name: str | None = None) -> Tensor:
 # ---- binary elementwise ------------------------------------------------------------------------
 
 
-def _binary(name: str, np_fn: Any, flops: float = 1.0, dtypes: Any = _dt.NUMERIC):
-    d = defop(name, shape=broadcast_shape, cost=elementwise_cost(flops))
+def _binary(
+    name: str, np_fn: Any, flops: float = 1.0, dtypes: Any = _dt.NUMERIC, cfactor: float = 4.0
+):
+    d = defop(name, shape=broadcast_shape, cost=elementwise_cost(flops, cfactor))
 
     def kernel(ctx, x, y):
         return np_fn(x, y)
@@ -126,13 +128,15 @@ def _binary(name: str, np_fn: Any, flops: float = 1.0, dtypes: Any = _dt.NUMERIC
     return d
 
 
-Add = _binary("Add", np.add)
-Sub = _binary("Sub", np.subtract)
-Mul = _binary("Mul", np.multiply)
+_NC = _dt.NUMERIC_COMPLEX
+_FC = _dt.FLOAT_COMPLEX
+Add = _binary("Add", np.add, dtypes=_NC, cfactor=2.0)  # two real sums
+Sub = _binary("Sub", np.subtract, dtypes=_NC, cfactor=2.0)
+Mul = _binary("Mul", np.multiply, dtypes=_NC, cfactor=6.0)  # four products, two sums
 Maximum = _binary("Maximum", np.maximum)
 Minimum = _binary("Minimum", np.minimum)
-Pow = _binary("Pow", np.power, flops=10.0)
-RealDiv = _binary("RealDiv", np.true_divide, dtypes=_dt.FLOATS)
+Pow = _binary("Pow", np.power, flops=10.0, dtypes=_NC)
+RealDiv = _binary("RealDiv", np.true_divide, dtypes=_FC)
 FloorDiv = _binary("FloorDiv", np.floor_divide)
 FloorMod = _binary("FloorMod", np.mod)
 SquaredDifference = defop("SquaredDifference", shape=broadcast_shape, cost=elementwise_cost(2))
@@ -156,15 +160,22 @@ def _sub_grad(op, g):
     return [_unbroadcast(g, x), _unbroadcast(negative(g), y)]
 
 
+def _cj(t: Tensor) -> Tensor:
+    """conj(t) for a complex t (TF's gradients conjugate the other factors), else t."""
+    from .complex_ops import conj_if_complex
+
+    return conj_if_complex(t)
+
+
 @Mul.gradient
 def _mul_grad(op, g):
     x, y = op.inputs
-    return [_unbroadcast(multiply(g, y), x), _unbroadcast(multiply(g, x), y)]
+    return [_unbroadcast(multiply(g, _cj(y)), x), _unbroadcast(multiply(g, _cj(x)), y)]
 
 
 @RealDiv.gradient
 def _div_grad(op, g):
-    x, y = op.inputs
+    x, y = (_cj(t) for t in op.inputs)
     gx = divide(g, y)
     gy = negative(multiply(gx, divide(x, y)))
     return [_unbroadcast(gx, x), _unbroadcast(gy, y)]
@@ -172,10 +183,11 @@ def _div_grad(op, g):
 
 @Pow.gradient
 def _pow_grad(op, g):
-    x, y = op.inputs
-    z = op.outputs[0]
+    x, y = (_cj(t) for t in op.inputs)
+    z = _cj(op.outputs[0])
     gx = multiply(g, multiply(y, pow(x, subtract(y, convert_to_tensor(1, dtype=y.dtype)))))
-    safe_x = where(greater(x, 0), x, ones_like(x))
+    keep = not_equal(x, zeros_like(x)) if x.dtype.is_complex else greater(x, 0)
+    safe_x = where(keep, x, ones_like(x))
     gy = multiply(g, multiply(z, log(safe_x)))
     return [_unbroadcast(gx, x), _unbroadcast(gy, y)]
 
@@ -219,7 +231,10 @@ def _compare_shape(op):
     return [(shape, _dt.bool_)]
 
 
-def _compare(name: str, np_fn: Any, dtypes: Any = _dt.NON_STRING, strings: bool = False):
+_ORDERED = tuple(d for d in _dt.NON_STRING if not d.is_complex)  # complex numbers have no order
+
+
+def _compare(name: str, np_fn: Any, dtypes: Any = _ORDERED, strings: bool = False):
     d = defop(name, shape=_compare_shape, cost=elementwise_cost(1), differentiable=False)
 
     def kernel(ctx, x, y):
@@ -234,8 +249,8 @@ Less = _compare("Less", np.less)
 LessEqual = _compare("LessEqual", np.less_equal)
 Greater = _compare("Greater", np.greater)
 GreaterEqual = _compare("GreaterEqual", np.greater_equal)
-Equal = _compare("Equal", np.equal, strings=True)
-NotEqual = _compare("NotEqual", np.not_equal, strings=True)
+Equal = _compare("Equal", np.equal, dtypes=_dt.NON_STRING, strings=True)
+NotEqual = _compare("NotEqual", np.not_equal, dtypes=_dt.NON_STRING, strings=True)
 LogicalAnd = _compare("LogicalAnd", np.logical_and, dtypes=[_dt.bool_])
 LogicalOr = _compare("LogicalOr", np.logical_or, dtypes=[_dt.bool_])
 
@@ -334,22 +349,22 @@ def _unary(name: str, np_fn: Any, flops: float = 1.0, dtypes: Any = _dt.NUMERIC)
     return d
 
 
-Neg = _unary("Neg", np.negative)
+Neg = _unary("Neg", np.negative, dtypes=_NC)
 Abs = _unary("Abs", np.abs)
-Sign = _unary("Sign", np.sign)
-Square = _unary("Square", np.square)
-Exp = _unary("Exp", np.exp, 10.0, _dt.FLOATS)
-Log = _unary("Log", np.log, 10.0, _dt.FLOATS)
-Log1p = _unary("Log1p", np.log1p, 10.0, _dt.FLOATS)
-Sqrt = _unary("Sqrt", np.sqrt, 4.0, _dt.FLOATS)
-Reciprocal = _unary("Reciprocal", np.reciprocal, 4.0, _dt.FLOATS)
+Sign = _unary("Sign", np.sign, dtypes=_NC)
+Square = _unary("Square", np.square, dtypes=_NC)
+Exp = _unary("Exp", np.exp, 10.0, _FC)
+Log = _unary("Log", np.log, 10.0, _FC)
+Log1p = _unary("Log1p", np.log1p, 10.0, _FC)
+Sqrt = _unary("Sqrt", np.sqrt, 4.0, _FC)
+Reciprocal = _unary("Reciprocal", np.reciprocal, 4.0, _FC)
 Floor = _unary("Floor", np.floor, 1.0, _dt.FLOATS)
 Ceil = _unary("Ceil", np.ceil, 1.0, _dt.FLOATS)
 Round = _unary("Round", np.round, 1.0, _dt.FLOATS)
 Rsqrt = defop("Rsqrt", shape=unchanged_shape, cost=elementwise_cost(5.0))
 
 
-@Rsqrt.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
+@Rsqrt.kernel("cpu", "gpu", dtypes=_FC)
 def _rsqrt(ctx, x):
     r = ctx.xp.sqrt(x)
     return ctx.xp.reciprocal(r, out=r) if r.ndim else 1 / r
@@ -365,31 +380,34 @@ Round.gradient(lambda op, g: [None])
 
 @Square.gradient
 def _square_grad(op, g):
-    x = op.inputs[0]
+    x = _cj(op.inputs[0])
     return [multiply(g, multiply(convert_to_tensor(2, dtype=x.dtype), x))]
 
 
-Exp.gradient(lambda op, g: [multiply(g, op.outputs[0])])
-Log.gradient(lambda op, g: [divide(g, op.inputs[0])])
-Log1p.gradient(lambda op, g: [divide(g, add(op.inputs[0], convert_to_tensor(1, dtype=g.dtype)))])
+# (for complex inputs TF multiplies by the conjugate of the derivative)
+Exp.gradient(lambda op, g: [multiply(g, _cj(op.outputs[0]))])
+Log.gradient(lambda op, g: [divide(g, _cj(op.inputs[0]))])
+Log1p.gradient(
+    lambda op, g: [divide(g, _cj(add(op.inputs[0], convert_to_tensor(1, dtype=g.dtype))))]
+)
 
 
 @Sqrt.gradient
 def _sqrt_grad(op, g):
-    y = op.outputs[0]
+    y = _cj(op.outputs[0])
     return [divide(multiply(g, convert_to_tensor(0.5, dtype=y.dtype)), y)]
 
 
 @Rsqrt.gradient
 def _rsqrt_grad(op, g):
-    y = op.outputs[0]
+    y = _cj(op.outputs[0])
     half = convert_to_tensor(-0.5, dtype=y.dtype)
     return [multiply(g, multiply(half, multiply(y, multiply(y, y))))]
 
 
 @Reciprocal.gradient
 def _reciprocal_grad(op, g):
-    y = op.outputs[0]
+    y = _cj(op.outputs[0])
     return [negative(multiply(g, multiply(y, y)))]
 
 
@@ -461,7 +479,7 @@ def _matmul_shape(op):
     return [(TensorShape([m, n]), dt)]
 
 
-@MatMul.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+@MatMul.kernel("cpu", "gpu", dtypes=_NC)
 def _matmul(ctx, a, b):
     at = ctx.attrs
     if at["transpose_a"]:
@@ -475,7 +493,7 @@ def _matmul(ctx, a, b):
 
 @MatMul.gradient
 def _matmul_grad(op, g):
-    a, b = op.inputs
+    a, b = (_cj(t) for t in op.inputs)  # TF's: the conjugates for complex inputs
     ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
     if not ta and not tb:
         return [matmul(g, b, transpose_b=True), matmul(a, g, transpose_a=True)]
@@ -494,7 +512,8 @@ def _matmul_cost(op, ins, outs):
     (a, b), (o,) = ins, outs
     k = a[0] if op.attrs["transpose_a"] else a[1]
     dt = op.inputs[0].dtype
-    return Cost(2.0 * numel(o) * k, float(nbytes(a, dt) + nbytes(b, dt)), float(nbytes(o, dt)))
+    f = 2.0 * numel(o) * k * (4.0 if dt.is_complex else 1.0)  # complex: four real products
+    return Cost(f, float(nbytes(a, dt) + nbytes(b, dt)), float(nbytes(o, dt)))
 
 
 BatchMatMul = defop("BatchMatMul")
@@ -525,7 +544,7 @@ def _bmm_shape(op):
     return [(TensorShape(list(batch.dims) + [ad[-2], bd[-1]]), dt)]
 
 
-@BatchMatMul.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+@BatchMatMul.kernel("cpu", "gpu", dtypes=_NC)
 def _bmm(ctx, a, b):
     if ctx.attrs["adj_x"]:
         a = ctx.xp.swapaxes(a, -1, -2)
@@ -538,7 +557,7 @@ def _bmm(ctx, a, b):
 
 @BatchMatMul.gradient
 def _bmm_grad(op, g):
-    a, b = op.inputs
+    a, b = (_cj(t) for t in op.inputs)
     ax, ay = op.attrs["adj_x"], op.attrs["adj_y"]
     if not ax:
         ga = matmul(g, b, transpose_b=not ay) if not ay else matmul(g, b)
@@ -556,7 +575,7 @@ def _bmm_grad(op, g):
             if not ax
             else matmul(g, a, transpose_a=True, transpose_b=True)
         )
-    return [_unbroadcast_batch(ga, a), _unbroadcast_batch(gb, b)]
+    return [_unbroadcast_batch(ga, op.inputs[0]), _unbroadcast_batch(gb, op.inputs[1])]
 
 
 def _unbroadcast_batch(g: Tensor, x: Tensor) -> Tensor:
@@ -569,7 +588,7 @@ def _bmm_cost(op, ins, outs):
     k = a[-2] if op.attrs["adj_x"] else a[-1]
     dt = op.inputs[0].dtype
     return Cost(
-        2.0 * numel(outs[0]) * k,
+        2.0 * numel(outs[0]) * k * (4.0 if dt.is_complex else 1.0),
         float(nbytes(ins[0], dt) + nbytes(ins[1], dt)),
         float(nbytes(outs[0], dt)),
     )
@@ -586,6 +605,10 @@ def matmul(
 ) -> Tensor:
     """Matrix product; rank > 2 inputs are batched (broadcasting over leading dimensions)."""
     a, b = convert_pair(a, b)
+    if adjoint_a and a.dtype.is_complex:  # the adjoint: the conjugate transpose
+        a = _cj(a)
+    if adjoint_b and b.dtype.is_complex:
+        b = _cj(b)
     ta, tb = transpose_a or adjoint_a, transpose_b or adjoint_b
     if a.shape.ndims == 2 and b.shape.ndims == 2:
         return apply("MatMul", [a, b], {"transpose_a": ta, "transpose_b": tb}, name or "MatMul")
@@ -662,11 +685,11 @@ def _reduction(name: str, np_fn: str, dtypes: Any = _dt.NUMERIC):
     return d
 
 
-Sum = _reduction("Sum", "sum")
-Mean = _reduction("Mean", "mean")
+Sum = _reduction("Sum", "sum", dtypes=_NC)
+Mean = _reduction("Mean", "mean", dtypes=_NC)
 Max = _reduction("Max", "max")
 Min = _reduction("Min", "min")
-Prod = _reduction("Prod", "prod")
+Prod = _reduction("Prod", "prod", dtypes=_NC)
 All = _reduction("All", "all", dtypes=[_dt.bool_])
 AnyOp = _reduction("Any", "any", dtypes=[_dt.bool_])
 
@@ -730,11 +753,11 @@ def _mean_grad(op, g):
 ScaleByCount = defop("ScaleByCount", shape=unchanged_shape, cost=elementwise_cost(1))
 
 
-@ScaleByCount.kernel("cpu", "gpu", dtypes=_dt.FLOATS)
+@ScaleByCount.kernel("cpu", "gpu", dtypes=_FC)
 def _scale_by_count(ctx, g, x):
     axes = ctx.attrs["axis"]
     n = x.size if axes is None else int(np.prod([x.shape[a] for a in axes]))
-    return g * g.dtype.type(1.0 / max(n, 1))
+    return g * g.real.dtype.type(1.0 / max(n, 1))
 
 
 @ScaleByCount.gradient
@@ -771,7 +794,7 @@ def _prod_grad(op, g):
     x = op.inputs[0]
     gk = broadcast_like(_keep_shape_grad(op, g), x)
     others = apply("ProdOthers", [x], {"axis": op.attrs["axis"]}, name="ProdOthers")
-    return [multiply(gk, others)]
+    return [multiply(gk, _cj(others))]
 
 
 # Each element's d(prod)/dx: the product of the other elements of its reduced group, from
@@ -779,7 +802,7 @@ def _prod_grad(op, g):
 ProdOthers = defop("ProdOthers", shape=unchanged_shape, cost=elementwise_cost(3))
 
 
-@ProdOthers.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+@ProdOthers.kernel("cpu", "gpu", dtypes=_NC)
 def _prod_others(ctx, x):
     xp = ctx.xp
     axes = ctx.attrs["axis"]
@@ -934,7 +957,17 @@ logical_and = _binary_fn("LogicalAnd")
 logical_or = _binary_fn("LogicalOr")
 logical_not = _unary_fn("LogicalNot")
 negative = _unary_fn("Neg")
-abs = _unary_fn("Abs")  # noqa: A001
+_abs_real = _unary_fn("Abs")
+
+
+def abs(x: Any, name: str | None = None) -> Tensor:  # noqa: A001 - TF's name
+    """``|x|``; of a complex tensor, its magnitude as a real tensor (TF's ``ComplexAbs``)."""
+    x = convert_to_tensor(x)
+    if x.dtype.is_complex:
+        return apply("ComplexAbs", [x], name=name or "ComplexAbs")
+    return _abs_real(x, name=name)
+
+
 sign = _unary_fn("Sign")
 square = _unary_fn("Square")
 exp = _unary_fn("Exp")

@@ -106,11 +106,19 @@ def _trigamma_py(v: float) -> float:
     )
 
 
-def _unary(name: str, np_name: str | None, flops: float, kernel: Any = None, out_bool=False):
+def _unary(
+    name: str,
+    np_name: str | None,
+    flops: float,
+    kernel: Any = None,
+    out_bool=False,
+    complex_ok: bool = False,
+):
     def shape(op):
         x = op.inputs[0]
-        if not x.dtype.is_floating:
-            raise InvalidArgumentError(f"{name}: x must be float, got {x.dtype.name} ({x.name})")
+        if not (x.dtype.is_floating or complex_ok and x.dtype.is_complex):
+            what = "float or complex" if complex_ok else "float"
+            raise InvalidArgumentError(f"{name}: x must be {what}, got {x.dtype.name} ({x.name})")
         return [(x.shape, _dt.bool_ if out_bool else x.dtype)]
 
     d = defop(name, shape=shape, cost=elementwise_cost(flops), differentiable=not out_bool)
@@ -120,19 +128,19 @@ def _unary(name: str, np_name: str | None, flops: float, kernel: Any = None, out
             return getattr(ctx.xp, np_name)(x)
 
     kernel.__name__ = f"_{name.lower()}"
-    d.kernel("cpu", "gpu", dtypes=_dt.FLOATS)(kernel)
+    d.kernel("cpu", "gpu", dtypes=_dt.FLOAT_COMPLEX if complex_ok else _dt.FLOATS)(kernel)
     return d
 
 
-Sin = _unary("Sin", "sin", 10.0)
-Cos = _unary("Cos", "cos", 10.0)
+Sin = _unary("Sin", "sin", 10.0, complex_ok=True)
+Cos = _unary("Cos", "cos", 10.0, complex_ok=True)
 Tan = _unary("Tan", "tan", 10.0)
 Asin = _unary("Asin", "arcsin", 10.0)
 Acos = _unary("Acos", "arccos", 10.0)
 Atan = _unary("Atan", "arctan", 10.0)
 Sinh = _unary("Sinh", "sinh", 10.0)
 Cosh = _unary("Cosh", "cosh", 10.0)
-Expm1 = _unary("Expm1", "expm1", 10.0)
+Expm1 = _unary("Expm1", "expm1", 10.0, complex_ok=True)
 Erf = _unary("Erf", None, 20.0, _special("erf", _math.erf))
 Erfc = _unary("Erfc", None, 20.0, _special("erfc", _math.erfc))
 Lgamma = _unary("Lgamma", None, 40.0, _special("gammaln", _math.lgamma))
@@ -163,15 +171,22 @@ def _one_minus_sq(x: Tensor) -> Tensor:
     return subtract(_const(1, x), square(x))
 
 
-Sin.gradient(lambda op, g: [multiply(g, cos(op.inputs[0]))])
-Cos.gradient(lambda op, g: [negative(multiply(g, sin(op.inputs[0])))])
+def _cj(t: Tensor) -> Tensor:
+    from .complex_ops import conj_if_complex
+
+    return conj_if_complex(t)
+
+
+# (complex inputs: TF's conjugate of the derivative)
+Sin.gradient(lambda op, g: [multiply(g, _cj(cos(op.inputs[0])))])
+Cos.gradient(lambda op, g: [negative(multiply(g, _cj(sin(op.inputs[0]))))])
 Tan.gradient(lambda op, g: [multiply(g, add(_const(1, g), square(op.outputs[0])))])
 Asin.gradient(lambda op, g: [divide(g, sqrt(_one_minus_sq(op.inputs[0])))])
 Acos.gradient(lambda op, g: [negative(divide(g, sqrt(_one_minus_sq(op.inputs[0]))))])
 Atan.gradient(lambda op, g: [divide(g, add(_const(1, g), square(op.inputs[0])))])
 Sinh.gradient(lambda op, g: [multiply(g, cosh(op.inputs[0]))])
 Cosh.gradient(lambda op, g: [multiply(g, sinh(op.inputs[0]))])
-Expm1.gradient(lambda op, g: [multiply(g, add(op.outputs[0], _const(1, g)))])
+Expm1.gradient(lambda op, g: [multiply(g, _cj(add(op.outputs[0], _const(1, g))))])
 Lgamma.gradient(lambda op, g: [multiply(g, digamma(op.inputs[0]))])
 Digamma.gradient(lambda op, g: [multiply(g, apply("Trigamma", [op.inputs[0]], name="Trigamma"))])
 
@@ -241,10 +256,10 @@ def atan2(y: Any, x: Any, name: str | None = None) -> Tensor:
 # ---- Cumsum / Cumprod ---------------------------------------------------------------------------
 
 
-def _cumulative(name: str, np_name: str, identity: int):
+def _cumulative(name: str, np_name: str, identity: int, dtypes: Any = _dt.NUMERIC):
     d = defop(name, shape=unchanged_shape, cost=elementwise_cost(1.0))
 
-    @d.kernel("cpu", "gpu", dtypes=_dt.NUMERIC)
+    @d.kernel("cpu", "gpu", dtypes=dtypes)
     def _kernel(ctx, x):
         xp = ctx.xp
         at = ctx.attrs
@@ -266,7 +281,7 @@ def _cumulative(name: str, np_name: str, identity: int):
     return d
 
 
-Cumsum = _cumulative("Cumsum", "cumsum", 0)
+Cumsum = _cumulative("Cumsum", "cumsum", 0, _dt.NUMERIC_COMPLEX)  # linear: complex too
 Cumprod = _cumulative("Cumprod", "cumprod", 1)
 
 

@@ -171,10 +171,18 @@ Elu.gradient(lambda op, g: [apply("EluGrad", [g, op.outputs[0]], name="EluGrad")
 
 # ---- Sigmoid -----------------------------------------------------------------------------------
 
+
+def _no_complex_second_order(op: Any) -> None:
+    if op.inputs[0].dtype.is_complex:
+        raise NotImplementedError(
+            f"{op.type}: second derivatives of complex tanh/sigmoid are not implemented ({op.name})"
+        )
+
+
 Sigmoid = defop("Sigmoid", shape=unchanged_shape, cost=elementwise_cost(12))
 
 
-@Sigmoid.kernel("cpu", "gpu", dtypes=F)
+@Sigmoid.kernel("cpu", "gpu", dtypes=_dt.FLOAT_COMPLEX)
 def _sigmoid(ctx, x):
     return _sigmoid_np(ctx.xp, x)
 
@@ -193,9 +201,10 @@ def _sigmoid_np(xp: Any, x: Any) -> Any:
 SigmoidGrad = defop("SigmoidGrad", shape=_grad_shape, cost=elementwise_cost(3))
 
 
-@SigmoidGrad.kernel("cpu", "gpu", dtypes=F)
+@SigmoidGrad.kernel("cpu", "gpu", dtypes=_dt.FLOAT_COMPLEX)
 def _sigmoid_grad_kernel(ctx, y, g):
-    return g * (y * (y.dtype.type(1) - y))
+    d = y * (y.dtype.type(1) - y)
+    return g * (ctx.xp.conj(d) if d.dtype.kind == "c" else d)  # TF's: the conjugate
 
 
 Sigmoid.gradient(lambda op, g: [apply("SigmoidGrad", [op.outputs[0], g], name="SigmoidGrad")])
@@ -206,6 +215,7 @@ def _sigmoid_grad_grad(op, gg):
     from .math import multiply, subtract
 
     y, g = op.inputs
+    _no_complex_second_order(op)
     one = convert_to_tensor(1, dtype=y.dtype)
     two = convert_to_tensor(2, dtype=y.dtype)
     gy = multiply(multiply(gg, g), subtract(one, multiply(two, y)))
@@ -217,7 +227,7 @@ def _sigmoid_grad_grad(op, gg):
 Tanh = defop("Tanh", shape=unchanged_shape, cost=elementwise_cost(12))
 
 
-@Tanh.kernel("cpu", "gpu", dtypes=F)
+@Tanh.kernel("cpu", "gpu", dtypes=_dt.FLOAT_COMPLEX)
 def _tanh(ctx, x):
     return ctx.xp.tanh(x)
 
@@ -225,9 +235,10 @@ def _tanh(ctx, x):
 TanhGrad = defop("TanhGrad", shape=_grad_shape, cost=elementwise_cost(3))
 
 
-@TanhGrad.kernel("cpu", "gpu", dtypes=F)
+@TanhGrad.kernel("cpu", "gpu", dtypes=_dt.FLOAT_COMPLEX)
 def _tanh_grad_kernel(ctx, y, g):
-    return g * (y.dtype.type(1) - y * y)
+    d = y.dtype.type(1) - y * y
+    return g * (ctx.xp.conj(d) if d.dtype.kind == "c" else d)  # TF's: the conjugate
 
 
 Tanh.gradient(lambda op, g: [apply("TanhGrad", [op.outputs[0], g], name="TanhGrad")])
@@ -238,6 +249,7 @@ def _tanh_grad_grad(op, gg):
     from .math import multiply
 
     y, g = op.inputs
+    _no_complex_second_order(op)
     gy = multiply(multiply(gg, g), multiply(convert_to_tensor(-2, dtype=y.dtype), y))
     return [gy, apply("TanhGrad", [y, gg], name="TanhGrad")]
 

@@ -29,8 +29,10 @@ from ..errors import DataLossError, NotFoundError
 
 _MAGIC = 0xDB4775248B80FB57
 _FOOTER = 48
-#: TensorFlow's DataType enum -> hetbed dtype (bfloat16, complex and quantized types: none)
+#: TensorFlow's DataType enum -> hetbed dtype (bfloat16 and quantized types: none)
 _DTYPES = {
+    8: _dt.complex64,
+    18: _dt.complex128,
     1: _dt.float32,
     2: _dt.float64,
     3: _dt.int32,

@@ -72,9 +72,12 @@ math = _namespace(
         "abs",
         "add",
         "add_n",
+        "angle",
         "argmax",
         "argmin",
         "ceil",
+        "complex",
+        "conj",
         "divide",
         "equal",
         "exp",
@@ -83,6 +86,7 @@ math = _namespace(
         "floormod",
         "greater",
         "greater_equal",
+        "imag",
         "less",
         "less_equal",
         "log",
@@ -97,6 +101,7 @@ math = _namespace(
         "not_equal",
         "pow",
         "reciprocal",
+        "real",
         "reduce_all",
         "reduce_any",
         "reduce_max",
@@ -124,7 +129,19 @@ from hetbed.runtime.dtypes import int8, int16, uint8, uint16  # noqa: E402
 dtypes = _namespace(
     "dtypes",
     "TF1's tf.dtypes.",
-    _pick("DType", "as_dtype", "float16", "float32", "float64", "int32", "int64", "cast")
+    _pick(
+        "DType",
+        "as_dtype",
+        "float16",
+        "float32",
+        "float64",
+        "int32",
+        "int64",
+        "cast",
+        "complex",
+        "complex64",
+        "complex128",
+    )
     | {"bool": _hb.bool_, "int8": int8, "int16": int16, "uint8": uint8, "uint16": uint16}
     | {"string": getattr(_hb, "string", None)},
 )
@@ -1218,3 +1235,28 @@ def _aliases() -> None:
 
 
 _aliases()
+
+
+# ---- tf.signal, tf.spectral and the FFTs ------------------------------------------------------
+
+from hetbed.runtime.ops import spectral as _spectral  # noqa: E402
+
+for _k in _spectral.__all__:
+    globals()[_k] = getattr(_spectral, _k)
+spectral = _namespace(
+    "spectral",
+    "TF1's tf.spectral: Fourier transforms (runtime/ops/spectral.py).",
+    {k: getattr(_spectral, k) for k in _spectral.__all__},
+)
+from hetbed.runtime.ops import signal_ops as _signal_ops  # noqa: E402
+
+spectral.dct = _signal_ops.dct  # type: ignore[attr-defined]
+spectral.idct = _signal_ops.idct  # type: ignore[attr-defined]
+signal = _namespace(
+    "signal",
+    "TF1's tf.signal: Fourier transforms (runtime/ops/spectral.py), framing, windows, STFT, "
+    "mel matrices, MFCCs and DCTs (runtime/ops/signal_ops.py).",
+    {k: getattr(_spectral, k) for k in _spectral.__all__}
+    | {k: getattr(_signal_ops, k) for k in _signal_ops.__all__},
+)
+contrib.signal = signal  # type: ignore[attr-defined]
