@@ -294,3 +294,87 @@ def test_a_graph_that_cannot_be_written_leaves_the_checkpoint_and_warns_once(tmp
             paths = [saver.save(s, str(tmp_path / "m"), global_step=i) for i in range(2)]
     assert all(os.path.isfile(p) and not os.path.exists(p + ".meta") for p in paths)
     assert len(rec) == 1
+
+
+def _saved(d, name="model.ckpt", steps=(0,), max_to_keep=5, latest_filename=None):
+    """A variable saved at each of ``steps`` into ``d/name-<step>``; the saver."""
+    with hb.Graph().as_default():
+        v = hb.Variable(1.0, name="v")
+        saver = hb.train.Saver(max_to_keep=max_to_keep)
+        with hb.Session() as s:
+            s.run(v.initializer)
+            for step in steps:
+                saver.save(s, os.path.join(d, name), global_step=step,
+                           latest_filename=latest_filename)  # fmt: skip
+    return saver
+
+
+def test_rotation_removes_only_checkpoint_files_whatever_the_index_lists(tmp_path):
+    """An index edited (or a list given) to name other files: they are not adopted, and a
+    listed file that is no checkpoint is never deleted by max_to_keep (TF's rotation removes
+    only checkpoint files)."""
+    d = str(tmp_path)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    with hb.Graph().as_default():
+        v = hb.Variable(1.0, name="v")
+        saver = hb.train.Saver(max_to_keep=1)
+        with hb.Session() as s:
+            s.run(v.initializer)
+            saver.recover_last_checkpoints([str(precious), os.path.join(d, "missing")])
+            assert saver.last_checkpoints == []
+            saver.set_last_checkpoints_with_time([(str(precious), 0.0)])
+            saver.save(s, os.path.join(d, "model"), global_step=1)
+            saver.save(s, os.path.join(d, "model"), global_step=2)
+            with pytest.raises(TypeError, match="expected a list of paths"):
+                saver.recover_last_checkpoints("abc")
+    assert precious.read_text() == "keep me"
+    assert sorted(os.listdir(d)) == ["checkpoint", "model-2", "model-2.meta", "precious.txt"]
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("all_model_checkpoint_paths", "abc"),
+        ("all_model_checkpoint_timestamps", "zz"),
+        ("all_model_checkpoint_timestamps", [float("inf")]),
+    ],
+)
+def test_an_index_of_the_wrong_types_is_ignored_with_a_warning(tmp_path, field, value):
+    d = str(tmp_path)
+    _saved(d)
+    index = tmp_path / "checkpoint"
+    doc = json.loads(index.read_text())
+    doc[field] = value
+    index.write_text(json.dumps(doc))
+    with pytest.warns(UserWarning, match=field):
+        assert hb.train.get_checkpoint_state(d) is None
+
+
+def test_recovery_keeps_to_the_index_s_checkpoint_name(tmp_path):
+    """Another Saver's checkpoints in the folder (a user's best-7, with its own index file) are
+    neither restored from nor listed, so never rotated away."""
+    from hetbed.runtime.train.checkpoint import recover_checkpoint
+
+    d = str(tmp_path)
+    _saved(d, steps=(0, 5))
+    _saved(d, name="best", steps=(2, 7), latest_filename="best_checkpoint")
+    index = (tmp_path / "checkpoint").read_text()
+    assert recover_checkpoint(d) == os.path.join(d, "model.ckpt-5")
+    assert (tmp_path / "checkpoint").read_text() == index  # nothing to recover
+    assert {"best-2", "best-7"} <= set(os.listdir(d))
+    os.remove(os.path.join(d, "model.ckpt-5"))  # the index's latest gone: the older one
+    with pytest.warns(UserWarning, match="latest is now"):
+        assert recover_checkpoint(d) == os.path.join(d, "model.ckpt-0")
+    state = hb.train.get_checkpoint_state(d)
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["model.ckpt-0"]
+
+
+def test_saving_over_the_index_or_into_a_file_is_refused_before_writing(tmp_path):
+    d = str(tmp_path)
+    with pytest.raises(ValueError, match="it is the folder's checkpoint index"):
+        _saved(d, name="checkpoint", steps=(None,))
+    assert os.listdir(d) == []
+    (tmp_path / "ck").write_text("a file")
+    with pytest.raises(ValueError, match="ck exists and is not a directory"):
+        _saved(str(tmp_path / "ck"))

@@ -329,8 +329,15 @@ def get_checkpoint_state(
         latest = doc["model_checkpoint_path"]
         paths = doc.get("all_model_checkpoint_paths", [latest])
         stamps = doc.get("all_model_checkpoint_timestamps", [])
-        if not isinstance(latest, str) or not all(isinstance(x, str) for x in paths):
-            raise ValueError("paths must be strings")
+        if not isinstance(latest, str):
+            raise ValueError("model_checkpoint_path must be a string")
+        if not isinstance(paths, list) or not all(isinstance(x, str) for x in paths):
+            raise ValueError("all_model_checkpoint_paths must be a list of strings")
+        if not isinstance(stamps, list) or not all(
+            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t)
+            for t in stamps
+        ):
+            raise ValueError("all_model_checkpoint_timestamps must be a list of finite numbers")
     except FileNotFoundError:
         return None
     except (OSError, ValueError, KeyError, TypeError) as e:
@@ -481,6 +488,11 @@ _STEP_RE = re.compile(r"-(\d+)\Z")
 _TEMP_RE = re.compile(r"\A\.(.+)\.[A-Za-z0-9_]+\.tmp\Z")
 
 
+def is_checkpoint_file(path: str) -> bool:
+    """Whether ``path`` is a regular file that starts as hetbed's checkpoints do."""
+    return not os.path.islink(path) and _is_checkpoint_file(path)
+
+
 def _is_checkpoint_file(path: str) -> bool:
     try:
         with open(path, "rb") as f:
@@ -521,7 +533,14 @@ def _remove_stale_temps(checkpoint_dir: str, index_name: str) -> list[str]:
     return removed
 
 
-def recover_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
+def _stem(path: str) -> str:
+    """A checkpoint's name without its step: ``model.ckpt`` of ``.../model.ckpt-120``."""
+    return _STEP_RE.sub("", os.path.basename(path))
+
+
+def recover_checkpoint(
+    checkpoint_dir: str, latest_filename: str | None = None, basename: str | None = None
+) -> str | None:
     """The newest checkpoint in ``checkpoint_dir`` that verifies (whole file, checksum), for a
     restart; None when the folder holds no checkpoint file at all.
 
@@ -531,6 +550,11 @@ def recover_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) 
     raises DataLossError, touching nothing, when checkpoint files exist but none verifies. When
     the index does not name the checkpoint found as its latest, it is rewritten to list the
     verified checkpoints, oldest first.
+
+    Only checkpoints of one name are candidates (``basename``, ``model.ckpt`` for
+    ``model.ckpt-<step>``; by default the name of the index's latest checkpoint, any name when
+    there is no index): checkpoints another Saver keeps in the folder under their own name
+    (``best-7``) are never adopted, and so never rotated away.
     """
     index_name = latest_filename or STATE_FILENAME
     if not os.path.isdir(checkpoint_dir):
@@ -554,6 +578,10 @@ def recover_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) 
         for p in found
         if p.endswith(".index") and tf_bundle.is_bundle(p[: -len(".index")])
     ]
+    if basename is None and state is not None:
+        basename = _stem(state.model_checkpoint_path)
+    if basename is not None:
+        candidates = [p for p in candidates if _stem(p) == basename]
     if not candidates:
         return None
 
@@ -614,6 +642,7 @@ __all__ = [
     "atomic_write",
     "checkpoint_exists",
     "get_checkpoint_state",
+    "is_checkpoint_file",
     "latest_checkpoint",
     "list_variables",
     "load_checkpoint",

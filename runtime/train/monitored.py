@@ -173,6 +173,11 @@ class CheckpointSaverHook(SessionRunHook):
             self._saver = Saver()
 
     def after_create_session(self, session: Any, coord: Any) -> None:
+        if os.path.exists(self._dir) and not os.path.isdir(self._dir):
+            raise ValueError(
+                f"checkpoint_dir {self._dir!r} exists and is not a directory; checkpoints go "
+                "into a folder"
+            )
         os.makedirs(self._dir, exist_ok=True)
         # Checkpoints written before a restart keep counting toward the saver's max_to_keep.
         state = get_checkpoint_state(self._dir)

@@ -21,7 +21,13 @@ from ..ops.array import placeholder
 from ..ops.control import group
 from ..partitioned import PartitionedVariable, expand_partitioned
 from ..variables import Variable
-from .checkpoint import CheckpointReader, update_checkpoint_state, write_checkpoint
+from .checkpoint import (
+    STATE_FILENAME,
+    CheckpointReader,
+    is_checkpoint_file,
+    update_checkpoint_state,
+    write_checkpoint,
+)
 
 # ---- Saver -----------------------------------------------------------------------------------------
 
@@ -115,6 +121,8 @@ class Saver:
         else:
             path = save_path
         directory = os.path.dirname(os.path.abspath(path))
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise ValueError(f"cannot save {path!r}: {directory} exists and is not a directory")
         if not os.path.isdir(directory) and os.path.isdir(os.path.dirname(directory)):
             # as TF's V2 checkpoints do: the missing parent is made, one level and no more
             with contextlib.suppress(FileExistsError):
@@ -123,8 +131,18 @@ class Saver:
             raise ValueError(f"parent directory of {path!r} does not exist, cannot save")
         if os.path.isdir(path):
             raise ValueError(f"save path {path!r} is a directory; pass a file prefix inside it")
+        index = os.path.join(directory, latest_filename or STATE_FILENAME)
+        if write_state and os.path.abspath(path) in (index, os.path.abspath(index) + ".tmp"):
+            raise ValueError(
+                f"cannot save to {path!r}: it is the folder's checkpoint index "
+                f"({os.path.basename(index)}), which the save rewrites; choose another prefix "
+                "(e.g. model.ckpt)"
+            )
         values = sess.run(self._reads) if self._reads else []
-        write_checkpoint(path, {k: v for (k, _, _), v in zip(self._items, values)})
+        try:
+            write_checkpoint(path, {k: v for (k, _, _), v in zip(self._items, values)})
+        except OSError as e:
+            raise OSError(e.errno, f"cannot write the checkpoint {path}: {e.strerror}") from e
         if write_meta_graph:
             self._write_meta(f"{path}.{meta_graph_suffix}", getattr(sess, "graph", self._graph))
         if write_state:
@@ -163,6 +181,10 @@ class Saver:
         stamps = [t for _, t in self._last] if self._max_to_keep else [now]
         update_checkpoint_state(directory, path, kept, latest_filename, stamps)
         for p in doomed:  # only after the index no longer lists them
+            if not is_checkpoint_file(p):
+                # never a file that is not a checkpoint (an index edited to list one, a
+                # checkpoint replaced since): TF's rotation too removes only checkpoint files
+                continue
             for f in (p, p + ".meta"):
                 with contextlib.suppress(FileNotFoundError):
                     os.remove(f)
@@ -174,8 +196,14 @@ class Saver:
 
     def recover_last_checkpoints(self, checkpoint_paths: list[str]) -> None:
         """Adopt existing checkpoints (e.g. from ``get_checkpoint_state``) as kept ones."""
+        if isinstance(checkpoint_paths, (str, bytes)) or not all(
+            isinstance(p, str) for p in checkpoint_paths
+        ):
+            raise TypeError(
+                f"recover_last_checkpoints: expected a list of paths, got {checkpoint_paths!r}"
+            )
         now = time.time()
-        self._last = [(p, now) for p in checkpoint_paths if os.path.isfile(p)]
+        self._last = [(p, now) for p in checkpoint_paths if is_checkpoint_file(p)]
 
     def set_last_checkpoints_with_time(self, last_checkpoints_with_time: list) -> None:
         self._last = [(p, float(t)) for p, t in last_checkpoints_with_time]
