@@ -319,7 +319,9 @@ def _compare(args: argparse.Namespace) -> int:
     if out is None:
         name = lambda p: os.path.basename(os.path.normpath(p))  # noqa: E731
         out = os.path.join("out", f"compare_{name(args.a)}_vs_{name(args.b)}")
-    if os.path.exists(os.path.join(out, "report.html")) and not args.quiet and not args.json:
+    replacing = os.path.exists(os.path.join(out, "report.html"))
+    _writable_folder(out, "--out")
+    if replacing and not args.quiet and not args.json:
         print(f"replacing the comparison in {out}", file=sys.stderr)
     paths = results.compare(args.a, args.b, out)
     if args.json:
@@ -377,6 +379,7 @@ def _fit(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from hetbed.demo import run_demo
 
+    _writable_folder(args.out, "--out")  # before the studies run, not after them
     return run_demo(args.out, quiet=args.quiet)
 
 
@@ -397,9 +400,14 @@ def _cluster(args: argparse.Namespace) -> int:
         )
         return 2
     token = os.environ.get("HETBED_CLUSTER_TOKEN") or None
-    try:
-        if args.token_file:
+    if args.token_file:
+        try:
             token = read_token_file(args.token_file)
+        except (OSError, ValueError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            print(f"hetbed cluster: --token-file {args.token_file}: {why}", file=sys.stderr)
+            return 2
+    try:
         return launch(
             command,
             args.ps,

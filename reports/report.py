@@ -233,19 +233,46 @@ def _inline_code(s: str) -> str:
 WRITTEN = ".report-files.json"
 
 
+def _digest(path: str) -> str | None:
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
 def _forget_earlier_files(out_dir: str, written: Any) -> None:
+    """Remove what the previous report in ``out_dir`` wrote and this one did not: a file its
+    listing (``WRITTEN``: name -> SHA-256) names, still holding those very bytes. A file changed
+    or replaced since, a name outside the folder, a link, and whatever the listing merely names
+    (a listing copied, edited or crafted) are left alone."""
     import json
 
-    mine = {os.path.basename(p) for p in written}
+    mine = {os.path.basename(p): _digest(p) for p in written}
     listing = os.path.join(out_dir, WRITTEN)
     try:
         with open(listing, encoding="utf-8") as f:
             before = json.load(f)
     except (OSError, ValueError):
-        before = []
-    for name in before if isinstance(before, list) else []:
-        if isinstance(name, str) and name not in mine and os.path.basename(name) == name:
-            path = os.path.join(out_dir, name)
-            if os.path.isfile(path) and not os.path.islink(path):
-                os.remove(path)
-    _atomic_write(listing, json.dumps(sorted(mine)).encode())
+        before = {}
+    if isinstance(before, list):  # (a listing of names alone, from an older hetbed: figures)
+        before = {n: "png" for n in before if isinstance(n, str) and n.endswith(".png")}
+    for name, digest in before.items() if isinstance(before, dict) else []:
+        if not isinstance(name, str) or name in mine or os.path.basename(name) != name:
+            continue
+        path = os.path.join(out_dir, name)
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        if digest == _digest(path) or (digest == "png" and _is_png(path)):
+            os.remove(path)
+    _atomic_write(listing, json.dumps(mine, sort_keys=True, indent=0).encode())
+
+
+def _is_png(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == b"\x89PNG\r\n\x1a\n"
+    except OSError:
+        return False

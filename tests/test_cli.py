@@ -195,6 +195,15 @@ def test_an_output_folder_that_cannot_be_made_fails_before_the_simulation(tmp_pa
     err = capsys.readouterr().err
     assert "--out: " in err and f"{blocker} exists and is not a folder" in err
     assert time.perf_counter() - t0 < 5.0  # the study (seconds of simulation) never started
+    for argv in (["demo", "--out", str(blocker), "--quiet"],
+                 ["compare", str(tmp_path), str(tmp_path), "--out", str(blocker / "x")]):  # fmt: skip
+        assert main(argv) == 2, argv
+        assert "--out: " in capsys.readouterr().err
+    missing = str(tmp_path / "no_token")
+    assert (
+        main(["cluster", "--ps", "0", "--workers", "1", "--token-file", missing, "--", "true"]) == 2
+    )
+    assert f"--token-file {missing}: No such file" in capsys.readouterr().err
 
 
 def test_catalog_shows_a_broken_entrys_error(tmp_path, capsys, monkeypatch):

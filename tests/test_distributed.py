@@ -79,6 +79,9 @@ def test_server_refuses_non_loopback_without_bind_all():
     """A server will not listen on a non-loopback host unless bind_all/bind_host says so."""
     with pytest.raises(ValueError, match="refusing to listen on non-loopback"):
         hb.train.Server({"worker": ["10.1.2.3:2222"]}, "worker", 0)
+    for kw in ({"bind_all": True}, {"bind_host": "10.1.2.3"}):  # ... nor without a token there
+        with pytest.raises(ValueError, match="refusing to serve on .* without a cluster token"):
+            hb.train.Server({"worker": ["10.1.2.3:2222"]}, "worker", 0, start=False, **kw)
 
 
 def test_session_target_dispatch_and_devices(make_cluster):

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import hetbed as hb
+from hetbed.runtime.distributed import rpc
 from hetbed.runtime.serialize import GraphFormatError, graph_from_json, graph_to_dict
 from hetbed.runtime.train.checkpoint import MAGIC, CheckpointReader
 
@@ -72,12 +73,15 @@ def test_malformed_register_graph_calls_are_invalid_argument():
         {**good, "sends": [{"name": "s"}]},
         {**good, "graph": {"format": "x", "nodes": "y"}},
     ]
+    port = int(s.target.rsplit(":", 1)[1])
     try:
         with grpc.insecure_channel(s.target[len("grpc://") :]) as ch:
             call = ch.unary_unary("/hetbed.WorkerService/RegisterGraph")
             for req in bad:
                 with pytest.raises(grpc.RpcError) as e:
-                    call(msgpack.packb({"graph": req}), metadata=(("hetbed-token", "t"),))
+                    body = msgpack.packb({"graph": req})
+                    auth = rpc.call_auth(b"t", "RegisterGraph", port, body)
+                    call(body, metadata=((rpc.TOKEN_KEY, auth),))
                 assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
     finally:
         s.stop(grace=0)

@@ -648,6 +648,14 @@ def test_a_report_removes_the_figures_an_earlier_report_wrote_in_its_folder(tmp_
         "report.md",
     ]
     assert (tmp_path / "b.csv").read_bytes() == b"y\n3\n"
+    # a listing that names other files (copied with a folder, edited, crafted) removes none
+    # of them, nor a file the report wrote and someone changed since
+    listing = tmp_path / ".report-files.json"
+    names = json.loads(listing.read_text())
+    listing.write_text(json.dumps({**names, "notes.txt": names["b.csv"], "../x": "0"}))
+    (tmp_path / "b.csv").write_bytes(b"edited")
+    Report("three").write(str(tmp_path))
+    assert {"b.csv", "notes.txt"} <= {p.name for p in tmp_path.iterdir()}
 
 
 def test_compare_says_when_nothing_differs_and_which_settings_one_study_lacks(two_runs):

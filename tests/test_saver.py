@@ -378,3 +378,28 @@ def test_saving_over_the_index_or_into_a_file_is_refused_before_writing(tmp_path
     (tmp_path / "ck").write_text("a file")
     with pytest.raises(ValueError, match="ck exists and is not a directory"):
         _saved(str(tmp_path / "ck"))
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"shape": [True]},  # a bool is no dimension
+        {"offset": False},
+        {"shape": [1] * 100},  # beyond any tensor's rank
+    ],
+)
+def test_a_crafted_header_with_a_valid_digest_is_a_data_loss_error(tmp_path, entry):
+    """Headers no hetbed writer makes (the digest recomputed over them) are refused naming the
+    file and entry, never an internal error or a quiet reading of a bool as 0."""
+    import hashlib
+
+    from hetbed.runtime.errors import DataLossError
+
+    t = {"name": "v", "dtype": "float32", "shape": [1], "offset": 0, "length": 4, **entry}
+    h = json.dumps({"format": 1, "data_length": 4, "tensors": [t]}).encode()
+    h += b" " * ((-(16 + len(h))) % 64)
+    body = MAGIC + struct.pack("<Q", len(h)) + h + np.float32(1.0).tobytes()
+    path = tmp_path / "c"
+    path.write_bytes(body + hashlib.sha256(body).digest())
+    with pytest.raises(DataLossError, match=r"c: tensor entry 0 is malformed"):
+        hb.train.load_checkpoint(str(path)).get_tensor("v")

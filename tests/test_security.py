@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hetbed as hb
-from hetbed.runtime.distributed import datachannel, wire
+from hetbed.runtime.distributed import datachannel, rpc, wire
 from hetbed.runtime.distributed.cluster import ClusterSpec
 from hetbed.runtime.errors import ResourceExhaustedError
 
@@ -48,23 +48,99 @@ def _raw(target: str, method: str, payload: bytes, metadata=(), stream: bool = F
         return ch.unary_unary(path)(payload, metadata=metadata, timeout=10)
 
 
+def _md(token: str, method: str, target: str, body: bytes) -> tuple:
+    """The metadata a WorkerClient with ``token`` sends with ``body`` to ``target``."""
+    port = int(target.rsplit(":", 1)[1])
+    return ((rpc.TOKEN_KEY, rpc.call_auth(token.encode(), method, port, body)),)
+
+
 def test_token_is_checked_before_the_body_is_read(server):
     """An unauthenticated call over the size limit is refused as UNAUTHENTICATED: the server never
     reads (nor size-checks) its body. The refusal does not name the task."""
     s = server(token="s3cret", max_message_bytes=1 << 20)
+    big = b"\x00" * (4 << 20)
     for method, stream in [("RunGraph", False), ("RegisterGraph", False), ("RecvTensor", True)]:
-        for md in [(), (("hetbed-token", "guess"),)]:
+        guesses = [(), ((rpc.TOKEN_KEY, "guess"),), _md("guess", method, s.target, big)]
+        guesses.append((("hetbed-token", "s3cret"),))  # the bearer token of old: not enough
+        for md in guesses:
             with pytest.raises(grpc.RpcError) as e:
-                _raw(s.target, method, b"\x00" * (4 << 20), md, stream)
+                _raw(s.target, method, big, md, stream)
             assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, e.value.details()
             assert method in e.value.details() and "ps" not in e.value.details()
+    body = msgpack.packb({})
     ok = msgpack.unpackb(
-        _raw(s.target, "GetStatus", msgpack.packb({}), (("hetbed-token", "s3cret"),))
+        _raw(s.target, "GetStatus", body, _md("s3cret", "GetStatus", s.target, body))
     )
     assert ok["task"] == PS
     with pytest.raises(grpc.RpcError) as e:  # authenticated and oversized: the limit applies
-        _raw(s.target, "RunGraph", b"\x00" * (4 << 20), (("hetbed-token", "s3cret"),))
+        _raw(s.target, "RunGraph", big, _md("s3cret", "RunGraph", s.target, big))
     assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+
+def test_a_calls_authenticator_fits_one_call_only(server, monkeypatch):
+    """A captured authenticator is good for nothing else: not twice, not for another method,
+    another task's port or another body, not when stale; the token is never in it."""
+    s = server(token="s3cret")
+    body = msgpack.packb({})
+    md = _md("s3cret", "GetStatus", s.target, body)
+    assert "s3cret" not in md[0][1]
+    assert msgpack.unpackb(_raw(s.target, "GetStatus", body, md))["task"] == PS
+    port = int(s.target.rsplit(":", 1)[1])
+    other_port = ((rpc.TOKEN_KEY, rpc.call_auth(b"s3cret", "GetStatus", port + 1, body)),)
+    other_body = msgpack.packb({"x": 1})
+    cases = {
+        "used before": (md, body, "GetStatus"),
+        "wrong cluster token": (md, body, "CleanupStep"),  # (another method: its MAC fails)
+        "another port": (other_port, body, "GetStatus"),
+        "another body": (_md("s3cret", "GetStatus", s.target, body), other_body, "GetStatus"),
+    }
+    for why, (meta, payload, method) in cases.items():
+        with pytest.raises(grpc.RpcError) as e:
+            _raw(s.target, method, payload, meta)
+        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, (why, e.value.details())
+    real_ns = time.time_ns
+    monkeypatch.setattr(time, "time_ns", lambda: real_ns() - int(2 * rpc.AUTH_WINDOW_S * 1e9))
+    stale = _md("s3cret", "GetStatus", s.target, body)
+    monkeypatch.setattr(time, "time_ns", real_ns)
+    with pytest.raises(grpc.RpcError, match="s old"):
+        _raw(s.target, "GetStatus", body, stale)
+
+
+def test_a_client_never_sends_the_token_to_whoever_listens(server):
+    """A process listening where a task should be (one that took a dead task's port) sees
+    only authenticators: neither the token nor anything it could use at another task."""
+    from concurrent import futures
+
+    from hetbed.runtime.distributed.client import WorkerClient
+
+    seen = []
+
+    def record(request, context):
+        seen.extend(context.invocation_metadata())
+        return b""
+
+    squatter = grpc.server(futures.ThreadPoolExecutor(2))
+    handler = grpc.method_handlers_generic_handler(
+        "hetbed.WorkerService",
+        {"GetStatus": grpc.unary_unary_rpc_method_handler(record)},
+    )
+    squatter.add_generic_rpc_handlers((handler,))
+    port = squatter.add_insecure_port("127.0.0.1:0")
+    squatter.start()
+    try:
+        client = WorkerClient(f"127.0.0.1:{port}", token="s3cret")
+        with pytest.raises(wire.WireError):  # (an empty reply is no GetStatus reply)
+            client.call("GetStatus", {}, timeout=5)
+        client.close()
+    finally:
+        squatter.stop(0)
+    values = [str(v) for _k, v in seen]
+    assert values and not any("s3cret" in v for v in values)
+    auth = dict(seen)[rpc.TOKEN_KEY]
+    s = server(token="s3cret")  # the real task elsewhere: the captured value is refused
+    with pytest.raises(grpc.RpcError) as e:
+        _raw(s.target, "GetStatus", msgpack.packb({}), ((rpc.TOKEN_KEY, auth),))
+    assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_oversized_message_error_names_the_limit_and_how_to_raise_it(server, monkeypatch):

@@ -186,3 +186,25 @@ def test_slices_must_tile_the_tensor_exactly_once():
     ):
         with pytest.raises(tf_bundle._Bad, match=what):
             tf_bundle._check_tiling("w", (4, 3), parts)
+
+
+@pytest.mark.parametrize("fixture", [FIXTURE, SLICED])
+def test_every_one_byte_damage_to_an_index_is_a_data_loss_error(tmp_path, fixture):
+    """Each byte of the .index set to 0, 0xFF or flipped in its top bit: reading every tensor
+    either works or raises DataLossError/NotFoundError (a field of the wrong protobuf wire
+    type raised TypeError), and recovery then falls back to an older checkpoint."""
+    from hetbed.runtime.errors import DataLossError, NotFoundError
+
+    d = shutil.copytree(fixture, tmp_path / "ck")
+    prefix = os.path.join(str(d), "model.ckpt-10")
+    good = open(prefix + ".index", "rb").read()
+    for i in range(len(good)):
+        for v in {0, 0xFF, good[i] ^ 0x80}:
+            with open(prefix + ".index", "wb") as f:
+                f.write(good[:i] + bytes([v]) + good[i + 1 :])
+            try:
+                r = tf.train.load_checkpoint(prefix)
+                for n in r.get_variable_to_shape_map():
+                    np.asarray(r.get_tensor(n))
+            except (DataLossError, NotFoundError):
+                pass

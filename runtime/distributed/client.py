@@ -24,7 +24,7 @@ from .datachannel import (
     send_all,
 )
 from .dataconn import DataConnections
-from .rpc import _FROM_CODE, SERVICE, TOKEN_KEY, channel_options
+from .rpc import _FROM_CODE, SERVICE, TOKEN_KEY, call_auth, channel_options
 from .threads import _THREADS, _Transfer
 from .wire import (
     MAX_MESSAGE_ENV,
@@ -98,7 +98,10 @@ class WorkerClient(DataConnections):
         self.task = task or address
         self.max_tensor_bytes = int(max_tensor_bytes)
         self._token = token.encode() if token else None
-        self._metadata = ((TOKEN_KEY, token),) if token else ()
+        try:  # (the port each call's authenticator names: the task's own)
+            self._port = int(address.rsplit(":", 1)[1])
+        except (IndexError, ValueError):
+            self._port = 0
         self.max_message_bytes = message_limit(max_message_bytes)
         self._channel = grpc.insecure_channel(
             address, options=channel_options(self.max_message_bytes)
@@ -117,9 +120,17 @@ class WorkerClient(DataConnections):
         self._idle: list[socket.socket] = []
         self._closed = False
 
+    def _auth(self, name: str, body: bytes) -> tuple:
+        """The call's metadata: its authenticator (rpc.call_auth) when there is a token; the
+        token itself is never sent."""
+        if self._token is None:
+            return ()
+        return ((TOKEN_KEY, call_auth(self._token, name, self._port, body)),)
+
     def call(self, name: str, req: dict, timeout: float | None = None) -> dict:
+        body = pack(req)
         try:
-            reply = self._calls[name](pack(req), timeout=timeout, metadata=self._metadata)
+            reply = self._calls[name](body, timeout=timeout, metadata=self._auth(name, body))
         except grpc.RpcError as e:
             raise self.error(name, e) from None
         out = unpack(reply, f"{name} reply")
@@ -158,8 +169,9 @@ class WorkerClient(DataConnections):
         callback: Callable,
         wait_for_ready: bool | None = None,
     ) -> Callable[[], None]:
+        body = pack(req)
         fut = self._calls[name].future(
-            pack(req), timeout=timeout, metadata=self._metadata, wait_for_ready=wait_for_ready
+            body, timeout=timeout, metadata=self._auth(name, body), wait_for_ready=wait_for_ready
         )
 
         def finished(f: Any) -> None:
@@ -415,10 +427,11 @@ class WorkerClient(DataConnections):
         if port is not None:
             return port
         left = max(deadline - time.monotonic(), 0.001)
+        body = pack({})
         fut = self._calls["GetStatus"].future(
-            pack({}),
+            body,
             timeout=min(left, PEER_WAIT_S),
-            metadata=self._metadata,
+            metadata=self._auth("GetStatus", body),
             wait_for_ready=True,
         )
         xfer.attach(fut)
@@ -462,10 +475,11 @@ class WorkerClient(DataConnections):
         """One RecvTensor stream; raises _NotReady when, without ``ready`` (gRPC's
         wait_for_ready), the channel fails it before any message arrived."""
         where = self._where(req["key"])
+        body = pack(req)
         call = self._stream(
-            pack(req),
+            body,
             timeout=max(deadline - time.monotonic(), 0.001),
-            metadata=self._metadata,
+            metadata=self._auth("RecvTensor", body),
             wait_for_ready=ready,
         )
         xfer.attach(call)

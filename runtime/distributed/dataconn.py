@@ -2,7 +2,7 @@
 connection still open, else a new one to the task's data port (found by asking the task), the
 handshake that proves the cluster's token, and why a task that hung up during it did so. It
 uses the client's ``address``, ``task``, ``_token``, ``_lock``, ``_idle``, ``_closed``,
-``_data_port``, ``_calls``, ``_metadata`` and ``_discover``."""
+``_data_port``, ``_calls``, ``_auth`` and ``_discover``."""
 
 from __future__ import annotations
 
@@ -88,7 +88,8 @@ class DataConnections:
         """Why the data channel hung up after the challenge: the task refuses the token (its gRPC
         service says so too), or it is going away (it does not answer)."""
         try:
-            self._calls["GetStatus"](pack({}), timeout=2.0, metadata=self._metadata)
+            body = pack({})
+            self._calls["GetStatus"](body, timeout=2.0, metadata=self._auth("GetStatus", body))
             code = grpc.StatusCode.OK
         except grpc.RpcError as e:
             code = e.code()

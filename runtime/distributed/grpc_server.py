@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-import hmac
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import grpc
 
-from .rpc import SERVICE, TOKEN_KEY, _recv_chunk_bytes, status_code
+from .rpc import (
+    SERVICE,
+    TOKEN_KEY,
+    CallAuthenticator,
+    _recv_chunk_bytes,
+    body_matches,
+    status_code,
+)
 from .wire import (
     INLINE_BYTES,
     WireError,
@@ -23,34 +29,32 @@ from .wire import (
 )
 
 
-def _token_error(name: str, got: Any) -> str:
+def _auth_error(name: str, why: str) -> str:
     # says nothing about the task to a caller that has not authenticated
-    why = "no cluster token" if not got else "a wrong cluster token"
     return f"{name} call with {why} (metadata {TOKEN_KEY!r})"
 
 
-def _token_ok(expected: bytes, metadata: Any) -> tuple[bool, Any]:
-    got = dict(metadata or ()).get(TOKEN_KEY)
-    got_b = got.encode() if isinstance(got, str) else (got or b"")
-    return hmac.compare_digest(got_b, expected), got
+def _auth_value(metadata: Any) -> Any:
+    return dict(metadata or ()).get(TOKEN_KEY)
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
-    """Checks the cluster token in a call's metadata before any of its body is read.
+    """Checks a call's authenticator (``rpc.CallAuthenticator``) before any of its body is read.
 
-    gRPC calls the interceptor with the method name and metadata only; a call without the right
-    token is answered UNAUTHENTICATED by a request-streaming handler that never pulls the request
-    (so a large unauthenticated message is never buffered, deserialized or size-checked)."""
+    gRPC calls the interceptor with the method name and metadata only; a call that fails is
+    answered UNAUTHENTICATED by a request-streaming handler that never pulls the request (so a
+    large unauthenticated message is never buffered, deserialized or size-checked). The body
+    is checked against the authenticator's digest by the method's handler."""
 
-    def __init__(self, token: str):
-        self._expected = token.encode()
+    def __init__(self, auth: CallAuthenticator):
+        self._auth = auth
 
     def intercept_service(self, continuation: Callable, handler_call_details: Any) -> Any:
-        ok, got = _token_ok(self._expected, handler_call_details.invocation_metadata)
-        if ok:
-            return continuation(handler_call_details)
         name = str(handler_call_details.method).rsplit("/", 1)[-1][:64]
-        message = _token_error(name, got)
+        digest, why = self._auth.check(name, _auth_value(handler_call_details.invocation_metadata))
+        if digest is not None:
+            return continuation(handler_call_details)
+        message = _auth_error(name, why)
 
         def deny(request_iterator: Any, context: grpc.ServicerContext) -> Any:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, message)
@@ -119,12 +123,14 @@ def run_graph_request(
 
 def service_handler(
     worker: Any,
-    token: str | None,
+    auth: CallAuthenticator | None,
     max_message_bytes: int | None = None,
     data_port: int | None = None,
 ) -> grpc.GenericRpcHandler:
     """The generic handler serving ``worker`` (a ``Worker``) under ``SERVICE``; ``data_port``
-    (the TCP data channel's port, if any) is advertised in GetStatus replies."""
+    (the TCP data channel's port, if any) is advertised in GetStatus replies. With ``auth``
+    (the server's ``TokenInterceptor`` checked the call first) each request body must be the
+    one its authenticator vouches for."""
 
     def status(req: dict) -> dict:
         return {
@@ -164,22 +170,24 @@ def service_handler(
         "CleanupStep": cleanup,
     }
     max_message_bytes = message_limit(max_message_bytes)
-    expected = token.encode() if token else None
     chunk = _recv_chunk_bytes(max_message_bytes)
 
-    def check_token(name: str, context: grpc.ServicerContext) -> None:
-        # the TokenInterceptor answered already when the server has one; kept for handlers
-        # served without it
-        if expected is not None:
-            ok, got = _token_ok(expected, context.invocation_metadata())
-            if not ok:
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, _token_error(name, got))
+    def check_body(name: str, context: grpc.ServicerContext, body: bytes) -> None:
+        if auth is None:
+            return
+        value = _auth_value(context.invocation_metadata())
+        parts = value.split(".") if isinstance(value, str) else []
+        if len(parts) != 4 or not body_matches(parts[2], body):
+            context.abort(
+                grpc.StatusCode.UNAUTHENTICATED,
+                _auth_error(name, "a body its authenticator does not vouch for"),
+            )
 
     def wrap(name: str, fn: Callable) -> Callable:
         takes_context = fn is run
 
         def behavior(request: bytes, context: grpc.ServicerContext) -> bytes:
-            check_token(name, context)
+            check_body(name, context, request)
             try:
                 req = unpack(request, name)
                 return pack(fn(req, context) if takes_context else fn(req))
@@ -192,7 +200,7 @@ def service_handler(
 
     def recv_tensor(request: bytes, context: grpc.ServicerContext) -> Any:
         """RecvTensor: the header message, then the payload in chunks (module docstring)."""
-        check_token("RecvTensor", context)
+        check_body("RecvTensor", context, request)
         try:
             req = unpack(request, "RecvTensor")
             step_id = field(req, "step_id", int, "RecvTensor")

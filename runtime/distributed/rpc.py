@@ -7,10 +7,16 @@ framing), ``client.py`` holds ``WorkerClient`` (calls one task; fetches tensors 
 ``threads.py`` its thread pool and cancellation handles).
 
 Methods are ``/hetbed.WorkerService/<Name>`` with identity (de)serializers: requests and replies are
-msgpack maps (``wire.py``), so no protoc step is needed. Every call carries the cluster token in
-metadata ``hetbed-token`` when one is configured; a server with a token answers UNAUTHENTICATED to
-any call without the same token, from an interceptor that sees only the metadata: no byte of an
-unauthenticated request is read. Malformed requests get INVALID_ARGUMENT, requests over the
+msgpack maps (``wire.py``), so no protoc step is needed. The cluster token never crosses the
+wire: with one configured, every call carries metadata ``hetbed-auth`` = ``ts.nonce.digest.mac``:
+the client's time in ms, 8 random bytes, the SHA-256 of the request body, and HMAC-SHA256(token,
+``hetbed-grpc-v1`` | method | the task's port | ts | nonce | digest) (``call_auth``). A server with
+a token checks it from an interceptor that sees only the metadata (no byte of an
+unauthenticated request is read; UNAUTHENTICATED otherwise): the MAC, a time within
+``AUTH_WINDOW_S`` of its own, a nonce it has not seen in that window; its handler then checks the
+body against the digest. So whoever listens at a task's address (a process that took a dead
+task's port) learns no token, and a captured call cannot be sent to another task, with another
+body, or twice to the same server. Malformed requests get INVALID_ARGUMENT, requests over the
 message-size limit RESOURCE_EXHAUSTED (gRPC enforces it), and the server keeps serving.
 
 Tensors between tasks (RecvTensor) are streamed, by one of two protocols chosen by the sending
@@ -45,6 +51,13 @@ is longer than the Recv's timeout.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from typing import Any
+
 import grpc
 
 from .. import errors as E
@@ -53,7 +66,69 @@ from ..serialize import GraphFormatError
 from .wire import CHUNK_BYTES, WireError
 
 SERVICE = "hetbed.WorkerService"
-TOKEN_KEY = "hetbed-token"
+TOKEN_KEY = "hetbed-auth"
+#: seconds a call's authenticator stays valid (both ways: clocks of different hosts may differ;
+#: a call that waits for its task to come up is sent when the task is up, within the window)
+AUTH_WINDOW_S = 600.0
+_AUTH_CONTEXT = b"hetbed-grpc-v1"
+
+
+def _auth_mac(token: bytes, method: str, port: int, ts: str, nonce: str, digest: str) -> str:
+    msg = b"\0".join([_AUTH_CONTEXT, method.encode(), str(port).encode(), ts.encode(),
+                      nonce.encode(), digest.encode()])  # fmt: skip
+    return hmac.new(token, msg, hashlib.sha256).hexdigest()
+
+
+def call_auth(token: bytes, method: str, port: int, body: bytes) -> str:
+    """The ``hetbed-auth`` metadata value of one call of ``method`` (the short name) to the
+    task listening on ``port``, with request ``body``."""
+    ts = str(time.time_ns() // 1_000_000)
+    nonce = secrets.token_hex(8)
+    digest = hashlib.sha256(body).hexdigest()
+    return ".".join([ts, nonce, digest, _auth_mac(token, method, port, ts, nonce, digest)])
+
+
+class CallAuthenticator:
+    """Checks ``hetbed-auth`` values for the server of ``port`` (``check``), remembering the
+    nonces of the last ``AUTH_WINDOW_S`` seconds so that a call is accepted once."""
+
+    def __init__(self, token: bytes, port: int):
+        self._token, self.port = token, int(port)
+        self._seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def check(self, method: str, value: Any) -> tuple[str | None, str]:
+        """(the body digest the call vouches for, "") or (None, why it is refused)."""
+        if isinstance(value, bytes):
+            value = value.decode("ascii", "replace")
+        parts = value.split(".") if isinstance(value, str) else []
+        if len(parts) != 4:
+            return None, "no cluster token" if not value else "a malformed authenticator"
+        ts, nonce, digest, mac = parts
+        want = _auth_mac(self._token, method, self.port, ts, nonce, digest)
+        if not hmac.compare_digest(mac.encode(), want.encode()):
+            return None, "a wrong cluster token"
+        now = time.time()
+        try:
+            age = now - int(ts) / 1000.0
+        except ValueError:
+            return None, "a malformed authenticator"
+        if abs(age) > AUTH_WINDOW_S:
+            return None, f"an authenticator {age:.0f} s old (clocks apart, or a replayed call)"
+        with self._lock:
+            if nonce in self._seen:
+                return None, "an authenticator used before (a replayed call)"
+            if len(self._seen) > 4096:
+                self._seen = {n: t for n, t in self._seen.items() if now - t <= AUTH_WINDOW_S}
+            self._seen[nonce] = now
+        return digest, ""
+
+
+def body_matches(digest: str | None, body: bytes) -> bool:
+    """Whether ``body`` is the request an authenticated call vouched for."""
+    return digest is None or hmac.compare_digest(hashlib.sha256(body).hexdigest(), digest)
+
+
 #: the protocols of ``Server(protocol=...)``
 PROTOCOLS = ("grpc", "grpc+tcp")
 

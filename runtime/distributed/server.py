@@ -47,8 +47,9 @@ class Server:
 
     Its devices are ``/job:J/replica:0/task:T/device:cpu:0`` (and more per ``config``, a
     ConfigProto). ``target`` is ``"grpc://host:port"`` for ``hb.Session(target)``. Raises
-    ValueError for an unknown job/task, an unknown ``protocol`` ("grpc" or "grpc+tcp") or a
-    non-loopback address without ``bind_all``/``bind_host``. ``max_message_bytes`` limits one
+    ValueError for an unknown job/task, an unknown ``protocol`` ("grpc" or "grpc+tcp"), a
+    non-loopback address without ``bind_all``/``bind_host``, or a non-loopback bind without a
+    cluster token (unless ``allow_unauthenticated``). ``max_message_bytes`` limits one
     gRPC message, ``max_tensor_bytes`` one tensor received from another task.
     """
 
@@ -66,6 +67,7 @@ class Server:
         max_message_bytes: int | None = None,
         max_workers: int = 32,
         max_tensor_bytes: int = MAX_TENSOR_BYTES,
+        allow_unauthenticated: bool = False,
     ):
         keep_freed_memory()  # (runtime/host_memory.py)
         if protocol is None:
@@ -99,6 +101,14 @@ class Server:
                     "cluster token"
                 )
         self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        if self._token is None and not is_loopback(bind_host) and not allow_unauthenticated:
+            # a server without a token runs any graph it is sent, file reads and writes too
+            raise ValueError(
+                f"Server {job_name}:{task_index}: refusing to serve on {bind_host!r} without a "
+                f"cluster token: anyone who can reach it could run graphs and read or write "
+                f"files as this user; pass token=... (or set {TOKEN_ENV}), or "
+                "allow_unauthenticated=True on a network you trust"
+            )
         self._max_bytes = message_limit(max_message_bytes)
         self.task_name = f"/job:{job_name}/replica:0/task:{self.task_index}"
         from ...devices import local_devices
@@ -111,7 +121,10 @@ class Server:
 
         from .datachannel import DataServer
         from .grpc_server import TokenInterceptor, service_handler
-        from .rpc import channel_options
+        from .rpc import CallAuthenticator, channel_options
+
+        # (its port is the one bound, set below once known)
+        auth = CallAuthenticator(self._token.encode(), port) if self._token else None
 
         self._data = (
             DataServer(
@@ -135,10 +148,10 @@ class Server:
             # gRPC turns SO_REUSEPORT on by default: two servers would then share a port, a
             # stale task and its replacement splitting the workers' calls; a port in use fails
             options=[*channel_options(self._max_bytes), ("grpc.so_reuseport", 0)],
-            interceptors=[TokenInterceptor(self._token)] if self._token else None,
+            interceptors=[TokenInterceptor(auth)] if auth is not None else None,
         )
         handler = service_handler(
-            self.worker, self._token, self._max_bytes, self._data.port if self._data else None
+            self.worker, auth, self._max_bytes, self._data.port if self._data else None
         )
         self._server.add_generic_rpc_handlers((handler,))
         bind = f"[{bind_host}]" if ":" in bind_host else bind_host
@@ -160,6 +173,8 @@ class Server:
             if self._data is not None:
                 self._data.stop()
             raise ValueError(f"Server {self.task_name}: cannot listen on {bind}:{port}")
+        if auth is not None:
+            auth.port = self._port
         self._address = f"[{host}]:{self._port}" if ":" in host else f"{host}:{self._port}"
         if port == 0:  # a free port was asked for: the cluster spec now names the real one
             self.cluster._jobs[job_name][self.task_index] = self._address

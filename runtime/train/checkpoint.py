@@ -220,8 +220,15 @@ def _parse(path: str, blob: bytes) -> tuple[dict[str, _Entry], memoryview]:
     return _entries(path, header, len(data)), data
 
 
+_MAX_RANK = 32  # (numpy's arrays take at most 64 dimensions; TensorFlow's tensors 254)
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _entries(path: str, header: dict, data_length: int) -> dict[str, _Entry]:
-    if header.get("format") != 1:
+    if not _whole(header.get("format")) or header.get("format") != 1:
         raise DataLossError(
             f"checkpoint {path} has format {header.get('format')!r}; this hetbed reads format 1"
         )
@@ -236,9 +243,10 @@ def _entries(path: str, header: dict, data_length: int) -> dict[str, _Entry]:
             offset, length = t["offset"], t["length"]
             ok = (
                 isinstance(name, str)
-                and all(isinstance(d, int) and d >= 0 for d in shape)
-                and isinstance(offset, int)
-                and isinstance(length, int)
+                and len(shape) <= _MAX_RANK
+                and all(_whole(d) and d >= 0 for d in shape)
+                and _whole(offset)
+                and _whole(length)
                 and offset >= 0
             )
         except (KeyError, TypeError, ValueError):

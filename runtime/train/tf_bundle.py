@@ -69,9 +69,18 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
+def _num(v: Any) -> int:
+    """A field that must be a number (a varint or fixed): a length-delimited one is corrupt."""
+    if not isinstance(v, int):
+        raise _Bad("a number field holds bytes (a corrupt or mistyped field)")
+    return v
+
+
+def _fields(buf: Any) -> list[tuple[int, int, Any]]:
     """(field number, wire type, value) of a protobuf message: varints as ints, fixed32/64 as
     ints, length-delimited as bytes."""
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise _Bad("a message field holds a number (a corrupt or mistyped field)")
     out = []
     pos = 0
     while pos < len(buf):
@@ -231,7 +240,7 @@ def read_bundle(prefix: str) -> tuple[dict[str, tuple], list[bytes]]:
         if header is not None:
             for num, _wt, v in _fields(header):
                 if num == 1:
-                    n_shards = v
+                    n_shards = _num(v)
                 elif num == 2 and v != 0:
                     raise _Bad("the bundle is big-endian; only little-endian ones are read")
         entries: dict[str, tuple] = {}
@@ -297,7 +306,7 @@ def _entry(name: str, value: bytes, n_shards: int) -> tuple[tuple, int | None, l
     slices: list | None = None
     for num, _wt, v in _fields(value):
         if num == 1:
-            dtype = v
+            dtype = _num(v)
         elif num == 2:  # TensorShapeProto: dim (2) {size (1)}, unknown_rank (3)
             for n2, _w2, part in _fields(v):
                 if n2 == 2:
@@ -308,13 +317,13 @@ def _entry(name: str, value: bytes, n_shards: int) -> tuple[tuple, int | None, l
                 elif n2 == 3 and part:
                     raise _Bad(f"{name!r} has an unknown rank")
         elif num == 3:
-            shard = v
+            shard = _num(v)
         elif num == 4:
-            offset = v
+            offset = _num(v)
         elif num == 5:
-            size = v
+            size = _num(v)
         elif num == 6:
-            crc = v
+            crc = _num(v)
         elif num == 7:  # TensorSliceProto: extent (1) {start (1), length (2)}; none: whole
             starts, lengths = [], []
             for n2, _w2, ext in _fields(v):
@@ -337,6 +346,7 @@ def _entry(name: str, value: bytes, n_shards: int) -> tuple[tuple, int | None, l
 
 def _signed(v: int) -> int:
     """A protobuf int64 read as a varint (two's complement over 64 bits)."""
+    v = _num(v)
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
