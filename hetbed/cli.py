@@ -211,8 +211,9 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
             bar.close()
     if not args.quiet and not args.json:
         print("writing the results and the report ...", file=sys.stderr)
-    paths = results.save(out, sc, res, time.perf_counter() - t0)
-    paths.update(results.report(out))
+    with _signals_deferred():  # the folder holds one run's results, never two runs' parts
+        paths = results.save(out, sc, res, time.perf_counter() - t0)
+        paths.update(results.report(out))
     summary = results.load(out)[1]
     if args.json:
         print(
@@ -232,6 +233,38 @@ def _run_file(args: argparse.Namespace, jobs: int, dask: str | None) -> int:
         print(summary[[c for c in dict.fromkeys(cols) if c in summary]].to_string(index=False))
         print(f"results: {out}  report: {paths['html']}")
     return 0
+
+
+class _signals_deferred:  # noqa: N801 (a context manager, named as one)
+    """Ctrl-C and SIGTERM held back while a results folder is written (its files are replaced
+    one at a time): a signal then takes effect once the folder holds the new run in full.
+    (Python-level handlers that only note the signal: an OS-level block of the main thread
+    would not hold back a signal the kernel gives another thread.)"""
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        self._got: list[int] = []
+        self._old: dict = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self._old[sig] = signal.signal(sig, lambda signum, frame: self._got.append(signum))
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+        if self._got and exc[0] is None:
+            why = "after writing the results in full"
+            if self._got[0] == signal.SIGTERM:
+                raise _Terminated(why)
+            raise KeyboardInterrupt(why)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread (cli.main)."""
 
 
 class _Ticker:
@@ -650,11 +683,29 @@ def main(argv: list[str] | None = None) -> int:
         elif elsewhere:
             hint = f" (did you mean {near[0]}? {flag} is a flag of hetbed {' and hetbed '.join(elsewhere)})"
         cmd.error(f"unrecognized arguments: {' '.join(extra)}{hint}")
+    import signal
+    import threading
+
+    def terminated(signum: int, frame: object) -> None:
+        raise _Terminated
+
+    if threading.current_thread() is threading.main_thread():
+        # SIGTERM (a job scheduler's, a launcher's stop) unwinds as Ctrl-C does: the sweep's
+        # worker processes are ended, partial results are not written
+        signal.signal(signal.SIGTERM, terminated)
     try:
         return args.fn(args)
-    except KeyboardInterrupt:
-        print(f"hetbed {args.cmd}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print(
+            f"hetbed {args.cmd}: interrupted {e.args[0] if e.args else ''}".rstrip(),
+            file=sys.stderr,
+        )
         return 130  # (the shell's code for a SIGINT)
+    except _Terminated as e:
+        print(
+            f"hetbed {args.cmd}: terminated {e.args[0] if e.args else ''}".rstrip(), file=sys.stderr
+        )
+        return 143  # (the shell's code for a SIGTERM)
     except ConnectionError as e:
         print(f"hetbed {args.cmd}: {e}", file=sys.stderr)
         return 1

@@ -356,6 +356,18 @@ def _run_point(sc: dict, on_step: Callable[[int, int], None] | None = None) -> t
     return res.summary, res.steps, res.gradients, res.curve
 
 
+def _ignore_sigint() -> None:
+    """A sweep's worker process leaves Ctrl-C (sent to the whole process group) to its parent,
+    which ends the pool (no traceback from every worker)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _run_indexed(item: tuple[int, dict]) -> tuple[int, tuple]:
+    return item[0], _run_point(item[1])
+
+
 def run_all(
     points: list[dict],
     jobs: int = 1,
@@ -388,16 +400,17 @@ def run_all(
                     progress(done, len(points), out[i][0])
     elif jobs > 1 and len(points) > 1:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
 
         # spawned, not forked: the caller may hold threads (a server, a test harness) and a
-        # forked child would inherit their locks
+        # forked child would inherit their locks. A Pool, whose exit terminates its workers:
+        # an interrupt (Ctrl-C, SIGTERM) or a failing point ends the sweep at once, and no
+        # worker outlives it
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, len(points)), mp_context=ctx) as pool:
-            futs = {pool.submit(_run_point, p): i for i, p in enumerate(points)}
-            for done, fut in enumerate(as_completed(futs), 1):
-                i = futs[fut]
-                out[i] = fut.result()
+        with ctx.Pool(min(jobs, len(points)), initializer=_ignore_sigint) as pool:
+            for done, (i, res) in enumerate(
+                pool.imap_unordered(_run_indexed, list(enumerate(points))), 1
+            ):
+                out[i] = res
                 if progress:
                     progress(done, len(points), out[i][0])
     else:

@@ -305,3 +305,83 @@ def test_progress_bars_are_redrawn_while_a_long_step_runs():
     after = (runs.n, step.n)
     time.sleep(0.1)
     assert runs.n >= 2 and step.n >= 2 and (runs.n, step.n) == after
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_stopped_sweep_ends_its_worker_processes_at_once(tmp_path, sig):
+    """SIGTERM (a scheduler's stop) or Ctrl-C to `hetbed sweep --jobs 2`: it exits promptly
+    (143 / 130) instead of finishing the sweep, and none of its worker processes is left."""
+    import signal
+    import subprocess
+    import sys
+
+    study = tmp_path / "long.toml"
+    study.write_text(
+        '[scenario]\nname = "long"\n[model]\nname = "inception_v3"\n[cluster]\nworkers = 50\n'
+        'ps = 4\nworker_device = "k40"\n[run]\nsteps = 100000\n[sweep]\n'
+        '"cluster.workers" = [40, 50, 60, 70]\n'
+    )
+    exe = os.path.join(os.path.dirname(sys.executable), "hetbed")
+    p = subprocess.Popen([exe, "sweep", str(study), "--jobs", "2", "--out", str(tmp_path / "o"),
+                          "--quiet"], stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+    def children() -> list[int]:
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(p.pid)], capture_output=True)
+        return [int(x) for x in out.stdout.split()]
+
+    try:
+        deadline = time.monotonic() + 60
+        while len(children()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        kids = children()
+        assert len(kids) >= 2, "the sweep's pool did not start"
+        time.sleep(1.0)  # (the workers under way)
+        p.send_signal(getattr(signal, sig))
+        rc = p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = p.stderr.read()
+    assert rc == {"SIGTERM": 143, "SIGINT": 130}[sig], err
+    assert {"SIGTERM": "sweep: terminated", "SIGINT": "sweep: interrupted"}[sig] in err
+    time.sleep(0.5)
+    left = [
+        k
+        for k in kids
+        if os.path.exists(f"/proc/{k}") and " Z " not in open(f"/proc/{k}/stat").read()
+    ]
+    assert left == []
+
+
+def test_ctrl_c_while_results_are_written_leaves_one_run_in_the_folder(
+    tmp_path, capsys, monkeypatch
+):
+    """A Ctrl-C that lands between the files of a results folder takes effect once the folder
+    holds the new run in full (not the new summary beside the old manifest): exit 130."""
+    import json
+    import signal
+
+    from hetbed.scenarios import results
+
+    def study(name: str, workers: int) -> str:
+        p = tmp_path / f"{name}.toml"
+        p.write_text(
+            f'[scenario]\nname = "{name}"\n[model]\nname = "mlp"\ncompute_s = 0.01\n'
+            f"[cluster]\nworkers = {workers}\nps = 1\n[run]\nsteps = 3\n"
+        )
+        return str(p)
+
+    out = str(tmp_path / "out")
+    assert main(["run", study("first", 2), "--out", out, "--quiet"]) == 0
+    save = results.save
+
+    def interrupted_save(*a, **kw):
+        os.kill(os.getpid(), signal.SIGINT)  # (delivered at once to this process's handler)
+        return save(*a, **kw)
+
+    monkeypatch.setattr(results, "save", interrupted_save)
+    assert main(["run", study("second", 4), "--out", out, "--quiet"]) == 130
+    assert "interrupted after writing the results in full" in capsys.readouterr().err
+    assert json.load(open(os.path.join(out, "manifest.json")))["scenario"] == "second"
+    assert pd.read_parquet(os.path.join(out, "summary.parquet")).cluster_workers.tolist() == [4]
