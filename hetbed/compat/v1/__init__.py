@@ -801,6 +801,14 @@ contrib.legacy_seq2seq = _namespace(  # type: ignore[attr-defined]
 )
 # ---- end WP7 ----
 
+from . import contrib_factorization as _contrib_fact  # noqa: E402
+
+contrib.factorization = _namespace(  # type: ignore[attr-defined]
+    "contrib.factorization",
+    "TF1's tf.contrib.factorization: the KMeans graph (contrib_factorization.py).",
+    {k: getattr(_contrib_fact, k) for k in _contrib_fact.__all__},
+)
+
 # ---- the TF1 API version this layout follows -----------------------------------------------------
 #: ``tf.__version__``: the TensorFlow 1.x API hetbed.compat.v1 follows (programs print and compare
 #: it); hetbed's own version is ``hetbed.__version__``
