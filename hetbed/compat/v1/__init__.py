@@ -934,6 +934,24 @@ def _contrib_losses() -> _types.ModuleType:
 
 contrib.losses = _contrib_losses()  # type: ignore[attr-defined]
 contrib.slim.losses = contrib.losses  # type: ignore[attr-defined]
+from . import contrib_metric_learning as _metric_learning  # noqa: E402
+
+contrib.losses.metric_learning = _namespace(  # type: ignore[attr-defined]
+    "contrib.losses.metric_learning",
+    "TF1's tf.contrib.losses.metric_learning (contrib_metric_learning.py).",
+    {k: getattr(_metric_learning, k) for k in _metric_learning.__all__},
+)
+contrib.losses.python = _namespace(  # type: ignore[attr-defined]
+    "contrib.losses.python",
+    "tensorflow.contrib.losses.python: metric_learning.metric_loss_ops.",
+    {
+        "metric_learning": _namespace(
+            "contrib.losses.python.metric_learning",
+            "",
+            {"metric_loss_ops": contrib.losses.metric_learning},  # type: ignore[attr-defined]
+        )
+    },
+)
 
 # ---- tf.contrib.training.HParams ---------------------------------------------------------------
 
