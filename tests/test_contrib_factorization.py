@@ -239,3 +239,75 @@ def test_against_tensorflow_clustering_ops(mb, metric, spi):
         np.testing.assert_allclose(d_h, d_t, rtol=1e-5, atol=1e-5)
         np.testing.assert_array_equal(i_h, i_t)
         np.testing.assert_allclose(c_h, c_t, rtol=1e-5, atol=1e-6)
+
+
+def _estimator_run(est_cls, tfm, model_dir, mb):
+    pts = PTS
+    est = est_cls(
+        num_clusters=3,
+        model_dir=model_dir,
+        initial_clusters=pts[:3],
+        use_mini_batch=mb,
+    )
+    out = []
+    for _ in range(3):
+        est.train(lambda: (tfm.constant(pts), None), steps=1)
+        out.append(est.cluster_centers())
+    score = est.score(lambda: (tfm.constant(pts), None))
+
+    def once():  # predict reads its input to the end
+        return tfm.train.limit_epochs(tfm.constant(pts), num_epochs=1)
+
+    idx = np.array(list(est.predict_cluster_index(once)))
+    dist = np.array(list(est.transform(once)))
+    return out, score, idx, dist
+
+
+RNG_EST = np.random.default_rng(3)
+PTS = RNG_EST.normal(size=(30, 2)).astype(np.float32)
+
+
+@pytest.mark.parametrize("mb", [False, True])
+def test_kmeans_estimator_steps_are_the_graph_steps(tmp_path, mb):
+    centers, score, idx, dist = _estimator_run(
+        tf.estimator.experimental.KMeans, tf, str(tmp_path), mb
+    )
+    graph_steps = []
+    with tf.Graph().as_default():
+        out = KMeans(tf.constant(PTS), 3, initial_clusters=PTS[:3], use_mini_batch=mb)
+        all_s, ix, sc, _, init_op, train_op = out.training_graph()
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(init_op)
+            for _ in range(3):
+                s.run(train_op)
+                graph_steps.append(s.run(tf.global_variables()[0]))
+            want_score, want_idx, want_all = s.run([tf.reduce_sum(sc), ix[0], all_s[0]])
+    for c, g in zip(centers, graph_steps, strict=True):
+        np.testing.assert_allclose(c, g, rtol=1e-6)
+    np.testing.assert_allclose(score, want_score, rtol=1e-5)
+    np.testing.assert_array_equal(idx, want_idx)
+    np.testing.assert_allclose(dist, np.sqrt(np.maximum(want_all, 0)), rtol=1e-5, atol=1e-6)
+    assert tf.contrib.factorization.KMeansClustering is tf.estimator.experimental.KMeans
+
+
+@pytest.mark.parametrize("mb", [False, True])
+def test_kmeans_estimator_against_tensorflow(tmp_path, mb):
+    tf1 = pytest.importorskip("tensorflow.compat.v1")
+    theirs = _estimator_run(tf1.estimator.experimental.KMeans, tf1, str(tmp_path / "tf"), mb)
+    ours = _estimator_run(tf.estimator.experimental.KMeans, tf, str(tmp_path / "hb"), mb)
+    for c_h, c_t in zip(ours[0], theirs[0], strict=True):
+        np.testing.assert_allclose(c_h, c_t, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-5)
+    np.testing.assert_array_equal(ours[2], theirs[2])
+    np.testing.assert_allclose(ours[3], theirs[3], rtol=1e-5)
+
+
+def test_kmeans_estimator_relative_tolerance_stops(tmp_path):
+    est = tf.contrib.factorization.KMeansClustering(
+        num_clusters=3, relative_tolerance=1e-4, random_seed=1, model_dir=str(tmp_path)
+    )
+    est.train(lambda: (tf.constant(PTS), None), steps=200)
+    assert est.get_variable_value("global_step") < 200
+    with pytest.raises(ValueError, match="distance metric 'l1'"):
+        tf.estimator.experimental.KMeans(3, distance_metric="l1")

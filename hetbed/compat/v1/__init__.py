@@ -808,6 +808,9 @@ contrib.factorization = _namespace(  # type: ignore[attr-defined]
     "TF1's tf.contrib.factorization: the KMeans graph (contrib_factorization.py).",
     {k: getattr(_contrib_fact, k) for k in _contrib_fact.__all__},
 )
+from hetbed.estimator_kmeans import KMeansClustering as _KMeansClustering  # noqa: E402
+
+contrib.factorization.KMeansClustering = _KMeansClustering  # type: ignore[attr-defined]
 
 # ---- the TF1 API version this layout follows -----------------------------------------------------
 #: ``tf.__version__``: the TensorFlow 1.x API hetbed.compat.v1 follows (programs print and compare
