@@ -771,6 +771,10 @@ from hetbed.runtime import rnn_cell_extra as _rnn_extra  # noqa: E402
 for _k in _rnn_extra.__all__:
     setattr(contrib.rnn, _k, getattr(_rnn_extra, _k))
 nn.rnn_cell.DeviceWrapper = _rnn_extra.DeviceWrapper  # type: ignore[attr-defined]
+from . import contrib_rnn_research as _rnn_research  # noqa: E402
+
+for _k in _rnn_research.__all__:
+    setattr(contrib.rnn, _k, getattr(_rnn_research, _k))
 from hetbed.runtime.ops import image_transform as _img_tf  # noqa: E402
 
 from . import contrib_legacy_seq2seq as _legacy_s2s  # noqa: E402
