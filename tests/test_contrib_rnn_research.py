@@ -285,3 +285,106 @@ def test_conv_lstm_cell_in_dynamic_rnn_known_and_unknown_time():
             b, cb = s.run([out2, c2], {ph: xs})
     np.testing.assert_allclose(a, b, rtol=1e-6)
     np.testing.assert_allclose(ca, cb, rtol=1e-6)
+
+
+@pytest.mark.parametrize("ln", [False, True])
+def test_layer_norm_lstm_cell(ln):
+    n, p = 4, 3
+    cell = rnn.LayerNormLSTMCell(
+        n, use_peepholes=True, cell_clip=0.8, num_proj=p, layer_norm=ln, norm_shift=0.1
+    )
+    o, (c, m), v = _run(cell)
+    pre = "rnn/layer_norm_lstm_cell/"
+    names = ["kernel", "bias", "w_f_diag", "w_i_diag", "w_o_diag", "projection/kernel"]
+    if ln:
+        names += [
+            f"{s}/{g}"
+            for s in ("input", "transform", "forget", "output", "state")
+            for g in ("gamma", "beta")
+        ]
+    assert sorted(v) == sorted(pre + k for k in names)
+    g = {k[len(pre) :]: val.astype(np.float64) for k, val in v.items()}
+
+    def norm(x):
+        if not ln:
+            return x
+        return (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-12) + 0.1
+
+    def step(x, s):
+        c0, m0 = s
+        z = np.concatenate([x, m0], 1) @ g["kernel"] + (0 if ln else g["bias"])
+        i, j, f, oo = (norm(t) for t in np.split(z, 4, 1))
+        c1 = sig(f + 1.0 + g["w_f_diag"] * c0) * c0 + sig(i + g["w_i_diag"] * c0) * np.tanh(j)
+        c1 = np.clip(norm(c1), -0.8, 0.8)
+        m1 = sig(oo + g["w_o_diag"] * c1) * np.tanh(c1)
+        m1 = m1 @ g["projection/kernel"]
+        return m1, (c1, m1)
+
+    want, (wc, _) = _steps(step, (np.zeros((B, n)), np.zeros((B, p))))
+    np.testing.assert_allclose(o, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(c, wc, rtol=1e-4, atol=1e-5)
+
+
+def test_sru_cell():
+    n = 3
+    o, c, v = _run(rnn.SRUCell(n))
+    pre = "rnn/sru_cell/"
+    assert sorted(v) == [pre + "bias", pre + "kernel"] and v[pre + "bias"].shape == (2 * n,)
+
+    def step(x, s):
+        xb, fi, ri, xt = np.split(x @ v[pre + "kernel"], 4, 1)
+        f, r = np.split(sig(np.concatenate([fi, ri], 1) + v[pre + "bias"]), 2, 1)
+        c1 = f * s + (1 - f) * xb
+        return r * np.tanh(c1) + (1 - r) * xt, c1
+
+    want, wc = _steps(step, np.zeros((B, n)))
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, wc, rtol=1e-5, atol=1e-6)
+
+
+def test_intersection_rnn_cell_with_input_projection():
+    n = 3
+    o, h, v = _run(rnn.IntersectionRNNCell(n, num_in_proj=n, forget_bias=0.5))
+    pre = "rnn/intersection_rnn_cell/"
+    names = ["in_projection/kernel", "in_projection/bias", "kernel", "bias"]
+    assert sorted(v) == sorted(pre + k for k in names)
+    g = {k[len(pre) :]: val for k, val in v.items()}
+
+    def step(x, s):
+        x = x @ g["in_projection/kernel"] + g["in_projection/bias"]
+        z = np.concatenate([x, s], 1) @ g["kernel"] + g["bias"]
+        gh, hh, gy, yy = np.split(z, 4, 1)
+        gh, gy = sig(gh + 0.5), sig(gy + 0.5)
+        return gy * x + (1 - gy) * np.maximum(yy, 0), gh * s + (1 - gh) * np.tanh(hh)
+
+    want, wh = _steps(step, np.zeros((B, n)))
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(h, wh, rtol=1e-5, atol=1e-6)
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="num_in_proj"):
+        tf.nn.dynamic_rnn(rnn.IntersectionRNNCell(n), tf.constant(XS), dtype=tf.float32)
+
+
+def test_glstm_cell_groups_and_projection():
+    n, p, G = 4, 2, 2  # noqa: N806
+    o, (c, m), v = _run(rnn.GLSTMCell(n, num_proj=p, number_of_groups=G))
+    pre = "rnn/glstm_cell/"
+    names = ["group0/kernel", "group1/kernel", "bias_i", "bias_j", "bias_f", "bias_o"]
+    assert sorted(v) == sorted(pre + k for k in [*names, "projection/kernel"])
+    assert v[pre + "group0/kernel"].shape == (D // G + p // G, 4 * n // G)
+    g = {k[len(pre) :]: val.astype(np.float64) for k, val in v.items()}
+
+    def step(x, s):
+        c0, m0 = s
+        parts = [[], [], [], []]
+        for k in range(G):
+            xg = np.concatenate([x[:, k * 2 : k * 2 + 2], m0[:, k : k + 1]], 1)
+            for lst, t in zip(parts, np.split(xg @ g[f"group{k}/kernel"], 4, 1), strict=True):
+                lst.append(t)
+        i, j, f, oo = (np.concatenate(pp, 1) + g[f"bias_{q}"] for pp, q in zip(parts, "ijfo"))
+        c1 = sig(f + 1.0) * c0 + sig(i) * np.tanh(j)
+        m1 = (sig(oo) * np.tanh(c1)) @ g["projection/kernel"]
+        return m1, (c1, m1)
+
+    want, (wc, _) = _steps(step, (np.zeros((B, n)), np.zeros((B, p))))
+    np.testing.assert_allclose(o, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c, wc, rtol=1e-5, atol=1e-6)

@@ -530,6 +530,237 @@ class AttentionCellWrapper(_ScopedCell):
         return new_attns, new_attn_states
 
 
+class LayerNormLSTMCell(_ScopedCell):
+    """contrib.rnn's LSTM with optional layer normalization of its gates and cell (before the
+    nonlinearities), peepholes, cell clipping and a projection (see the module docstring)."""
+
+    _default_name = "layer_norm_lstm_cell"
+
+    def __init__(
+        self,
+        num_units: int,
+        use_peepholes: bool = False,
+        cell_clip: Any = None,
+        initializer: Any = None,
+        num_proj: Any = None,
+        proj_clip: Any = None,
+        forget_bias: float = 1.0,
+        activation: Any = None,
+        layer_norm: bool = False,
+        norm_gain: float = 1.0,
+        norm_shift: float = 0.0,
+        reuse: Any = None,
+    ):
+        super().__init__(None)
+        self._n = int(num_units)
+        self._peep, self._cell_clip, self._init = use_peepholes, cell_clip, initializer
+        self._proj = None if num_proj is None else int(num_proj)
+        self._proj_clip = proj_clip
+        self._forget_bias = float(forget_bias)
+        self._activation = _act(activation)
+        self._ln, self._gain, self._shift = layer_norm, norm_gain, norm_shift
+
+    def _scope_initializer(self) -> Any:
+        return self._init
+
+    @property
+    def state_size(self) -> LSTMStateTuple:
+        return LSTMStateTuple(self._n, self._proj or self._n)
+
+    @property
+    def output_size(self) -> int:
+        return self._proj or self._n
+
+    def _step(self, x, state):
+        from hetbed.compat.v1 import clip_by_value
+
+        c_prev, m_prev = state
+        n, p, dt = self._n, self._proj or self._n, x.dtype
+        k = self._get("kernel", [x.shape[1] + p, 4 * n], dt)
+        b = self._get("bias", [4 * n], dt, Constant(0.0))
+        lstm = _hb.matmul(_hb.concat([x, m_prev], 1), k)
+        if not self._ln:
+            lstm = _hb.nn.bias_add(lstm, b)
+        i, j, f, o = _hb.split(lstm, 4, axis=1)
+        if self._ln:
+            g, sh = self._gain, self._shift
+            i = _layer_norm(self, i, "input", g, sh)
+            j = _layer_norm(self, j, "transform", g, sh)
+            f = _layer_norm(self, f, "forget", g, sh)
+            o = _layer_norm(self, o, "output", g, sh)
+        act = self._activation
+        if self._peep:
+            w_f = self._get("w_f_diag", [n], dt)
+            w_i = self._get("w_i_diag", [n], dt)
+            w_o = self._get("w_o_diag", [n], dt)
+            c = _hb.sigmoid(f + self._forget_bias + w_f * c_prev) * c_prev + _hb.sigmoid(
+                i + w_i * c_prev
+            ) * act(j)
+        else:
+            c = _hb.sigmoid(f + self._forget_bias) * c_prev + _hb.sigmoid(i) * act(j)
+        if self._ln:
+            c = _layer_norm(self, c, "state", self._gain, self._shift)
+        if self._cell_clip is not None:
+            c = clip_by_value(c, -self._cell_clip, self._cell_clip)
+        if self._peep:
+            m = _hb.sigmoid(o + w_o * c) * act(c)
+        else:
+            m = _hb.sigmoid(o) * act(c)
+        if self._proj is not None:
+            m = _hb.matmul(m, self._get("projection/kernel", [n, self._proj], dt))
+            if self._proj_clip is not None:
+                m = clip_by_value(m, -self._proj_clip, self._proj_clip)
+        return m, LSTMStateTuple(c, m)
+
+
+class SRUCell(_ScopedCell):
+    """Lei et al.'s simple recurrent unit: ``x_bar, f, r, x_tx`` from ``x kernel``, ``f, r =
+    sigmoid([f, r] + bias)``, ``c = f c' + (1 - f) x_bar``, ``h = r act(c) + (1 - r) x_tx``."""
+
+    _default_name = "sru_cell"
+
+    def __init__(self, num_units: int, activation: Any = None, reuse: Any = None, name=None, **kw):
+        super().__init__(name, kw.get("dtype"))
+        self._n = int(num_units)
+        self._activation = _act(activation)
+
+    @property
+    def state_size(self) -> int:
+        return self._n
+
+    @property
+    def output_size(self) -> int:
+        return self._n
+
+    def _step(self, x, state):
+        n, dt = self._n, x.dtype
+        k = self._get("kernel", [x.shape[1], 4 * n], dt)
+        b = self._get("bias", [2 * n], dt, "zeros")
+        x_bar, f_i, r_i, x_tx = _hb.split(_hb.matmul(x, k), 4, axis=1)
+        f, r = _hb.split(_hb.sigmoid(_hb.nn.bias_add(_hb.concat([f_i, r_i], 1), b)), 2, 1)
+        c = f * state + (1.0 - f) * x_bar
+        h = r * self._activation(c) + (1.0 - r) * x_tx
+        return h, c
+
+
+class IntersectionRNNCell(_ScopedCell):
+    """Collins et al.'s +RNN: a state gate and a depth gate; inputs of another depth than
+    ``num_units`` go through ``in_projection`` (``num_in_proj``)."""
+
+    _default_name = "intersection_rnn_cell"
+
+    def __init__(
+        self,
+        num_units: int,
+        num_in_proj: Any = None,
+        initializer: Any = None,
+        forget_bias: float = 1.0,
+        y_activation: Any = None,
+        reuse: Any = None,
+    ):
+        super().__init__(None)
+        self._n = int(num_units)
+        self._in_proj = num_in_proj
+        self._init = initializer
+        self._forget_bias = float(forget_bias)
+        self._y_activation = _hb.nn.relu if y_activation is None else y_activation
+
+    def _scope_initializer(self) -> Any:
+        return self._init
+
+    @property
+    def state_size(self) -> int:
+        return self._n
+
+    @property
+    def output_size(self) -> int:
+        return self._n
+
+    def _step(self, x, state):
+        n, dt = self._n, x.dtype
+        if x.shape[1] != n:
+            if not self._in_proj:
+                raise ValueError(
+                    "Must have input size == output size for Intersection RNN. To fix, "
+                    "num_in_proj should be set to num_units at cell init."
+                )
+            pk = self._get("in_projection/kernel", [x.shape[1], n], dt)
+            pb = self._get("in_projection/bias", [n], dt, Constant(0.0))
+            x = _hb.nn.bias_add(_hb.matmul(x, pk), pb)
+        k = self._get("kernel", [2 * n, 4 * n], dt)
+        b = self._get("bias", [4 * n], dt, Constant(0.0))
+        mat = _hb.nn.bias_add(_hb.matmul(_hb.concat([x, state], 1), k), b)
+        gh_act, h_act, gy_act, y_act = _hb.split(mat, 4, axis=1)
+        h = _hb.tanh(h_act)
+        y = self._y_activation(y_act)
+        gh = _hb.sigmoid(gh_act + self._forget_bias)
+        gy = _hb.sigmoid(gy_act + self._forget_bias)
+        return gy * x + (1.0 - gy) * y, gh * state + (1.0 - gh) * h
+
+
+class GLSTMCell(_ScopedCell):
+    """Kuchaiev and Ginsburg's group LSTM: ``number_of_groups`` LSTMs on equal slices of the
+    input and output (``group<g>/kernel``, ``bias_i``/``_j``/``_f``/``_o``, ``projection/
+    kernel``)."""
+
+    _default_name = "glstm_cell"
+
+    def __init__(
+        self,
+        num_units: int,
+        initializer: Any = None,
+        num_proj: Any = None,
+        number_of_groups: int = 1,
+        forget_bias: float = 1.0,
+        activation: Any = None,
+        reuse: Any = None,
+    ):
+        super().__init__(None)
+        self._n, self._groups = int(num_units), int(number_of_groups)
+        self._proj = None if num_proj is None else int(num_proj)
+        if self._n % self._groups:
+            raise ValueError("num_units must be divisible by number_of_groups")
+        if self._proj and self._proj % self._groups:
+            raise ValueError("num_proj must be divisible by number_of_groups")
+        self._init = initializer
+        self._forget_bias = float(forget_bias)
+        self._activation = _act(activation)
+
+    def _scope_initializer(self) -> Any:
+        return self._init
+
+    @property
+    def state_size(self) -> LSTMStateTuple:
+        return LSTMStateTuple(self._n, self._proj or self._n)
+
+    @property
+    def output_size(self) -> int:
+        return self._proj or self._n
+
+    def _step(self, x, state):
+        c_prev, m_prev = state
+        n, g, dt = self._n, self._groups, x.dtype
+        d = int(x.shape[1])
+        if d % g:
+            raise ValueError(f"input size ({d}) must be divisible by number_of_groups ({g})")
+        gi, gm, gu = d // g, (self._proj or n) // g, n // g
+        parts: list[list] = [[], [], [], []]
+        for k in range(g):
+            xg = _hb.concat([x[:, k * gi : (k + 1) * gi], m_prev[:, k * gm : (k + 1) * gm]], 1)
+            w = self._get(f"group{k}/kernel", [gi + gm, 4 * gu], dt)
+            for lst, t in zip(parts, _hb.split(_hb.matmul(xg, w), 4, axis=1), strict=True):
+                lst.append(t)
+        i, j, f, o = (
+            _hb.nn.bias_add(_hb.concat(p, 1), self._get(f"bias_{q}", [n], dt, Constant(0.0)))
+            for p, q in zip(parts, "ijfo", strict=True)
+        )
+        c = _hb.sigmoid(f + self._forget_bias) * c_prev + _hb.sigmoid(i) * _hb.tanh(j)
+        m = _hb.sigmoid(o) * self._activation(c)
+        if self._proj is not None:
+            m = _hb.matmul(m, self._get("projection/kernel", [n, self._proj], dt))
+        return m, LSTMStateTuple(c, m)
+
+
 __all__ = [
     "CoupledInputForgetGateLSTMCell",
     "UGRNNCell",
@@ -541,4 +772,8 @@ __all__ = [
     "Conv2DLSTMCell",
     "Conv3DLSTMCell",
     "AttentionCellWrapper",
+    "LayerNormLSTMCell",
+    "SRUCell",
+    "IntersectionRNNCell",
+    "GLSTMCell",
 ]
