@@ -311,3 +311,84 @@ def test_kmeans_estimator_relative_tolerance_stops(tmp_path):
     assert est.get_variable_value("global_step") < 200
     with pytest.raises(ValueError, match="distance metric 'l1'"):
         tf.estimator.experimental.KMeans(3, distance_metric="l1")
+
+
+# ---- gmm (TF 1.15's gmm_ops) against numpy EM ----------------------------------------------------
+
+
+def _em_np(x, means, covs, alpha, diag, params="wmc"):
+    """One EM step of TF 1.15's gmm_ops in float64: responsibilities, then the updates."""
+    x = x.astype(np.float64)
+    n, d = x.shape
+    k = len(alpha)
+    min_var = np.eye(d) * 1e-3
+    logp = np.zeros((n, k))
+    for j in range(k):
+        diff = x - means[j]
+        if diag:
+            var = covs[j] + 1e-3
+            logp[:, j] = -0.5 * (d * np.log(2 * np.pi) + np.log(var).sum() + (diff**2 / var).sum(1))
+        else:
+            c = covs[j] + min_var
+            sol = np.linalg.solve(np.linalg.cholesky(c), diff.T)
+            logdet = np.linalg.slogdet(c)[1]
+            logp[:, j] = -0.5 * ((sol**2).sum(0) + d * np.log(2 * np.pi) + logdet)
+    logp += np.log(alpha)
+    prior = np.logaddexp.reduce(logp, axis=1, keepdims=True)
+    w = np.exp(logp - prior)
+    pk = w.sum(0)
+    eps = np.finfo(float).eps
+    new_alpha = pk / (pk.sum() + eps) if "w" in params else alpha
+    new_means = (w.T @ x) / (pk[:, None] + eps) if "m" in params else means
+    new_covs = covs
+    if "c" in params:
+        new_covs = []
+        for j in range(k):
+            b = (x * w[:, j : j + 1]).T @ x / (pk[j] + eps)
+            cov = b - np.outer(new_means[j], new_means[j]) + min_var
+            new_covs.append(np.diag(cov) if diag else cov)
+        new_covs = np.array(new_covs)
+    return w.argmax(1), np.logaddexp.reduce(prior[:, 0]), new_alpha, new_means, new_covs
+
+
+@pytest.mark.parametrize("cov_type,params", [("full", "wmc"), ("diag", "wmc"), ("full", "mc")])
+def test_gmm_em_steps_against_numpy(cov_type, params):
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.normal(0, 1, (20, 3)), rng.normal(4, 0.7, (20, 3))]).astype(np.float32)
+    init = x[[0, 25]]
+    fact = tf.contrib.factorization
+    with tf.Graph().as_default():
+        xp = tf.placeholder(tf.float32, [None, 3])
+        loss, scores, assign, train, init_op, ini = fact.gmm(
+            xp, init, 2, 0, covariance_type=cov_type, params=params
+        )
+        means_v, covs_v, alpha_v, _ = tf.global_variables()
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(init_op, {xp: x})
+            assert s.run(ini)
+            m, c, a = s.run([means_v, covs_v, alpha_v])
+            xc = x.astype(np.float64) - x.mean(0)
+            cov0 = xc.T @ xc / (len(x) - 1) + np.eye(3) * 1e-3
+            np.testing.assert_allclose(m[:, 0], init)
+            np.testing.assert_allclose(
+                c[0], np.diag(cov0) if cov_type == "diag" else cov0, rtol=1e-5
+            )
+            for _ in range(3):
+                want = _em_np(
+                    x,
+                    m[:, 0].astype(np.float64),
+                    c.astype(np.float64),
+                    a,
+                    cov_type == "diag",
+                    params,
+                )
+                got_assign, got_loss = s.run([assign[0][0], loss], {xp: x})
+                s.run(train, {xp: x})
+                m, c, a = s.run([means_v, covs_v, alpha_v])
+                np.testing.assert_array_equal(got_assign, want[0])
+                np.testing.assert_allclose(got_loss, want[1], rtol=1e-4)
+                np.testing.assert_allclose(a, want[2], rtol=1e-4, atol=1e-6)
+                np.testing.assert_allclose(m[:, 0], want[3], rtol=1e-4, atol=1e-5)
+                np.testing.assert_allclose(c, want[4], rtol=1e-3, atol=1e-4)
+    assert scores.shape.as_list() == [None, 1]

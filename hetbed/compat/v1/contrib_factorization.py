@@ -232,7 +232,8 @@ class KMeans:
             cluster_idx = _hb.reshape(cluster_idx, [-1])
             unique_ids, unique_idx = _hb.unique(cluster_idx)
             num_unique = _hb.size(unique_ids)
-            old_centers = _hb.gather(cluster_centers, unique_ids)
+            # fresh reads: they follow this step's sync (the control dependencies around)
+            old_centers = _hb.gather(cluster_centers.read_value(), unique_ids)
             count_updates = _hb.unsorted_segment_sum(
                 _hb.ones_like(unique_idx, dtype=_dt.int64), unique_idx, num_unique
             )
@@ -241,7 +242,7 @@ class KMeans:
             # 1 / (n + 2k) for a center with count n hit by k rows: hetbed does the same
             update_counts = _hb.scatter_add(total_counts, unique_ids, count_updates)
             with _hb.control_dependencies([update_counts]):
-                old_counts = _hb.gather(total_counts, unique_ids)
+                old_counts = _hb.gather(total_counts.read_value(), unique_ids)
             sums = _hb.unsorted_segment_sum(inp, unique_idx, num_unique)
             bshape = _hb.concat(
                 [
@@ -391,6 +392,238 @@ def _check_initialized(initialized: Any) -> Any:
         return _hb.identity(initialized)
 
 
+# ---- Gaussian mixtures: gmm() and GmmAlgorithm (TF 1.15's gmm_ops) ------------------------------
+
+FULL_COVARIANCE = "full"
+DIAG_COVARIANCE = "diag"
+_MEPS = float(np.finfo(float).eps)
+
+
+def _covariance(x: Any, diag: bool) -> Any:
+    n = _hb.cast(_hb.shape(x)[0], _dt.float32)
+    x = x - _hb.reduce_mean(x, 0, keepdims=True)
+    if diag:
+        return _hb.reduce_sum(_hb.square(x), 0, keepdims=True) / (n - 1)
+    return _hb.matmul(x, x, transpose_a=True) / (n - 1)
+
+
+class GmmAlgorithm:
+    """TF 1.15's EM for a Gaussian mixture (``contrib.factorization.GmmAlgorithm``): variables
+    ``clusters`` (means ``[k, 1, d]``), ``clusters_covs`` (``[k, d, d]``, or ``[k, d]`` for
+    ``'diag'``), ``alphas`` (weights, ``1/k``) and ``initialized``. The init op sets the means
+    (``initial_means``, or ``k`` rows drawn uniformly from the data) and every covariance to the
+    first shard's sample covariance + 1e-3 I. A training step is one EM iteration: responsibilities
+    ``w`` from the current parameters, then (as ``params`` names: ``w``eights, ``m``eans,
+    ``c``ovariances) ``alpha = sum(w) / n``, ``mean = w^T x / sum(w)``, ``cov = w-weighted second
+    moment - mean mean^T + 1e-3 I`` (the new means'), as TF's."""
+
+    CLUSTERS_WEIGHT = "alphas"
+    CLUSTERS_VARIABLE = "clusters"
+    CLUSTERS_COVS_VARIABLE = "clusters_covs"
+
+    def __init__(
+        self,
+        data: list,
+        num_classes: int,
+        initial_means: Any = None,
+        params: str = "wmc",
+        covariance_type: str = FULL_COVARIANCE,
+        random_seed: int = 0,
+    ):
+        if covariance_type not in (DIAG_COVARIANCE, FULL_COVARIANCE):
+            raise ValueError(f"GmmAlgorithm: invalid covariance type {covariance_type!r}")
+        data = [_hb.convert_to_tensor(d) for d in data]
+        d = data[0].shape[1] if data[0].shape.ndims == 2 else None
+        if d is None:
+            raise ValueError(
+                f"GmmAlgorithm: the data's dimension must be known when the graph is built, got "
+                f"{data[0].name} of shape {data[0].shape}"
+            )
+        self._params, self._seed, self._cov_type = params, random_seed, covariance_type
+        self._k, self._d = int(num_classes), int(d)
+        self._min_var = _hb.constant(np.eye(self._d, dtype=np.float32) * 1e-3)
+        init_value = _hb.constant([], dtype=_dt.float32)
+        self._means = _hb.Variable(init_value, name=self.CLUSTERS_VARIABLE, validate_shape=False)
+        self._covs = _hb.Variable(
+            init_value, name=self.CLUSTERS_COVS_VARIABLE, validate_shape=False
+        )
+        self._alpha = _hb.Variable(
+            np.full(self._k, 1.0 / self._k, np.float32), name=self.CLUSTERS_WEIGHT
+        )
+        self._initialized = _hb.Variable(False, dtype=_dt.bool_, name="initialized")
+        self._initialize_variables(data, initial_means)
+        self._probs, self._prior, self._w, self._points_in_k = [], [], [], []
+        self._w_mul_x, self._w_mul_x2 = [], []
+        for shard in data:
+            self._define_shard(shard)
+        self._define_maximization(len(data))
+        self._log_likelihood = _hb.reduce_logsumexp(
+            _hb.stack([_hb.reduce_logsumexp(p) for p in self._prior])
+        )
+        scores = [p + _hb.log(w) for p, w in zip(self._prior, self._w, strict=True)]
+        self._scores = _hb.squeeze(
+            _hb.reduce_logsumexp(_hb.stack(scores), axis=2, keepdims=True), axis=0
+        )
+
+    def _initialize_variables(self, data: list, initial_means: Any) -> None:
+        if initial_means is not None:
+            means = _hb.expand_dims(_hb.cast(initial_means, _dt.float32), 1)
+        else:
+            n = _hb.add_n([_hb.shape(x)[0] for x in data])
+            check = _hb.assert_less_equal(
+                self._k, n, message="GmmAlgorithm: more clusters than data points"
+            )
+            with _hb.control_dependencies([check]):
+                u = _hb.random_uniform([self._k], dtype=_dt.float64, seed=self._seed)
+            idx = _hb.cast(_hb.floor(u * _hb.cast(n, _dt.float64)), _dt.int64)
+            rows = data[0] if len(data) == 1 else _hb.concat(data, 0)
+            means = _hb.expand_dims(_hb.gather(rows, idx), 1)
+        if self._cov_type == FULL_COVARIANCE:
+            cov = _covariance(data[0], False) + self._min_var
+            covs = _hb.tile(_hb.expand_dims(cov, 0), [self._k, 1, 1])
+        else:
+            cov = _covariance(data[0], True) + self._min_var
+            covs = _hb.tile(_hb.expand_dims(_hb.diag_part(cov), 0), [self._k, 1])
+        with _hb.control_dependencies([means, covs]):
+            initialized = _hb.identity(self._initialized)
+
+        def init(var: Any, value: Any) -> Any:
+            def do() -> Any:
+                with _hb.control_dependencies([_hb.assign(var, value, validate_shape=False)]):
+                    return _hb.identity(_hb.assign(self._initialized, True))
+
+            return _hb.cond(initialized, lambda: _hb.identity(initialized), do)
+
+        self._init_ops = [init(self._means, means), init(self._covs, covs)]
+
+    def _define_shard(self, shard: Any) -> None:
+        x = _hb.expand_dims(shard, 0)  # [1, n, d]
+        d = float(self._d)
+        k, dd = self._k, self._d
+        means = _hb.reshape(self._means, [k, 1, dd])  # (the variables' shapes are not static)
+        if self._cov_type == FULL_COVARIANCE:
+            covs = _hb.reshape(self._covs, [k, dd, dd])
+            diff = x - means  # [k, n, d]
+            chol = _hb.cholesky(covs + self._min_var)
+            log_det = 2.0 * _hb.reduce_sum(_hb.log(_hb.matrix_diag_part(chol)), 1)
+            sol = _hb.matrix_triangular_solve(chol, _hb.transpose(diff, [0, 2, 1]), lower=True)
+            diag_m = _hb.transpose(_hb.reduce_sum(_hb.square(sol), 1))  # [n, k]
+            probs = -0.5 * (diag_m + d * np.log(2 * np.pi) + log_det)
+        else:
+            covs = _hb.reshape(self._covs, [k, dd])
+            det = _hb.reduce_sum(_hb.log(covs + 1e-3), 1, keepdims=True)  # [k, 1]
+            x2 = _hb.squared_difference(x, means)  # [k, n, d]
+            inv = _hb.expand_dims(1.0 / (covs + 1e-3), 2)  # [k, d, 1]
+            x2_cov = _hb.transpose(_hb.squeeze(_hb.matmul(x2, inv), [2]))  # [n, k]
+            probs = -0.5 * (d * np.log(2.0 * np.pi) + _hb.transpose(det) + x2_cov)
+        probs = probs + _hb.log(self._alpha)
+        prior = _hb.reduce_logsumexp(probs, axis=1, keepdims=True)  # [n, 1]
+        w = _hb.exp(probs - prior)  # [n, k]
+        self._probs.append(probs)
+        self._prior.append(prior)
+        self._w.append(w)
+        self._points_in_k.append(_hb.reduce_sum(w, 0, keepdims=True))
+        self._w_mul_x.append(_hb.expand_dims(_hb.matmul(w, shard, transpose_a=True), 1))
+        # sum_i w_ik x_i^T x_i: [k, d, d]
+        xw = _hb.expand_dims(_hb.transpose(w), 2) * x  # [k, n, d]
+        self._w_mul_x2.append(_hb.matmul(xw, _hb.tile(x, [self._k, 1, 1]), transpose_a=True))
+
+    def _define_maximization(self, num_batches: int) -> None:
+        with _hb.control_dependencies(self._w):
+            points_in_k = _hb.squeeze(_hb.add_n(self._points_in_k), axis=[0])
+            if "w" in self._params:
+                final = points_in_k / num_batches
+                total = _hb.reduce_sum(final)
+                alpha_op: Any = _hb.assign(self._alpha, final / (total + _MEPS))
+            else:
+                alpha_op = _hb.no_op()
+            self._train_ops = [alpha_op]
+            pk = _hb.reshape(points_in_k, [self._k, 1, 1])
+            if "m" in self._params:
+                means_op: Any = _hb.assign(
+                    self._means,
+                    _hb.add_n(self._w_mul_x) / (pk + _MEPS),
+                    validate_shape=False,
+                )
+            else:
+                means_op = _hb.no_op()
+            with _hb.control_dependencies([means_op]):
+                b = _hb.add_n(self._w_mul_x2) / (pk + _MEPS)
+                # a fresh read, after the means' update (the variable's own read may be older)
+                means = _hb.reshape(self._means.read_value(), [self._k, 1, self._d])
+                new = b - _hb.matmul(means, means, transpose_a=True) + self._min_var
+                if self._cov_type == DIAG_COVARIANCE:
+                    new = _hb.matrix_diag_part(new)
+                if "c" in self._params:
+                    with _hb.control_dependencies([means_op, new]):
+                        self._train_ops.append(_hb.assign(self._covs, new, validate_shape=False))
+
+    def init_ops(self) -> Any:
+        """The initialization op (means and covariances, once)."""
+        return _hb.group(*self._init_ops)
+
+    def training_ops(self) -> Any:
+        """One EM iteration."""
+        return _hb.group(*self._train_ops)
+
+    def is_initialized(self) -> Any:
+        return self._initialized
+
+    def alphas(self) -> Any:
+        return self._alpha
+
+    def clusters(self) -> Any:
+        """The means, ``[num_classes, 1, dims]``."""
+        return self._means
+
+    def covariances(self) -> Any:
+        return self._covs
+
+    def assignments(self) -> list:
+        """Per shard, each example's most responsible component."""
+        return [_hb.argmax(w, 1) for w in self._w]
+
+    def scores(self) -> Any:
+        """Each example's log likelihood ``[n, 1]`` (TF's formula)."""
+        return self._scores
+
+    def log_likelihood_op(self) -> Any:
+        """TF's "log likelihood": logsumexp over the examples of their log likelihoods."""
+        return self._log_likelihood
+
+
+def gmm(
+    inp: Any,
+    initial_clusters: Any,
+    num_clusters: int,
+    random_seed: int,
+    covariance_type: str = FULL_COVARIANCE,
+    params: str = "wmc",
+) -> tuple:
+    """TF 1.15's ``contrib.factorization.gmm``: ``(loss, scores, [assignments], training_op,
+    init_op, is_initialized)`` for a Gaussian mixture fitted by EM (see ``GmmAlgorithm``).
+    ``initial_clusters`` is ``'random'`` or the initial means (an array or a tensor; TF 1.15
+    drew random means when given a tensor, hetbed uses it)."""
+    if isinstance(initial_clusters, str):
+        if initial_clusters != "random":
+            raise ValueError(
+                f"gmm: initial_clusters must be 'random' or means, got {initial_clusters!r}"
+            )
+        initial_means = None
+    else:
+        initial_means = _hb.convert_to_tensor(initial_clusters, dtype=_dt.float32)
+    inp = inp if isinstance(inp, list) else [inp]
+    tool = GmmAlgorithm(inp, num_clusters, initial_means, params, covariance_type, random_seed)
+    return (
+        tool.log_likelihood_op(),
+        tool.scores(),
+        [tool.assignments()],
+        tool.training_ops(),
+        tool.init_ops(),
+        tool.is_initialized(),
+    )
+
+
 __all__ = [
     "KMeans",
     "SQUARED_EUCLIDEAN_DISTANCE",
@@ -399,4 +632,8 @@ __all__ = [
     "KMEANS_PLUS_PLUS_INIT",
     "KMC2_INIT",
     "CLUSTERS_VAR_NAME",
+    "GmmAlgorithm",
+    "gmm",
+    "FULL_COVARIANCE",
+    "DIAG_COVARIANCE",
 ]
