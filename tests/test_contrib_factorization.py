@@ -181,8 +181,6 @@ def test_kmeans_plus_plus_needs_enough_rows_and_errors():
                 s.run(out[4], {x: X[:2]})
         with pytest.raises(ValueError, match="distance metric 'l1'"):
             KMeans(x, 3, distance_metric="l1")
-        with pytest.raises(NotImplementedError, match="kmc2"):
-            KMeans(x, 3, initial_clusters="kmc2")
         with pytest.raises(TypeError, match="float32"):
             KMeans(tf.placeholder(tf.float64, [None, 3]), 3)
 
@@ -393,3 +391,37 @@ def test_gmm_em_steps_against_numpy(cov_type, params):
                 np.testing.assert_allclose(m[:, 0], want[3], rtol=1e-4, atol=1e-5)
                 np.testing.assert_allclose(c, want[4], rtol=1e-3, atol=1e-4)
     assert scores.shape.as_list() == [None, 1]
+
+
+@pytest.mark.parametrize("metric", ["squared_euclidean", "cosine"])
+def test_kmc2_initialization_follows_tf_steps(metric):
+    """TF's k-MC2 init: the first run takes the first row; the next ones add a chain's pick per
+    kmc2_chain_length rows (at most the centers still missing)."""
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 3])
+        out = KMeans(
+            x, 4, initial_clusters="kmc2", kmc2_chain_length=10, distance_metric=metric
+        ).training_graph()
+        centers = tf.global_variables()[0]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(out[4], {x: X})
+            first = s.run(centers)
+            assert not s.run(out[3])
+            s.run(out[4], {x: X})
+            assert s.run(out[3])
+            c = s.run(centers)
+    rows = _l2n(X) if metric == "cosine" else X
+    np.testing.assert_allclose(first, rows[:1], rtol=1e-6)
+    assert c.shape == (4, 3)
+    for i, ci in enumerate(c[1:]):  # chain i picks a row of rows 10 i .. 10 i + 9
+        assert np.abs(rows[10 * i : 10 * i + 10] - ci).max(1).min() < 1e-6
+
+
+def test_kmc2_chain_kernel_moves_to_larger_distances():
+    from hetbed.runtime.ops.clustering import kmc2_chain_np
+
+    assert kmc2_chain_np(np.array([0.0, 0.0, 5.0, 0.0], np.float32), 3, "t") == 2
+    assert kmc2_chain_np(np.array([1.0], np.float32), 3, "t") == 0
+    with pytest.raises(tf.errors.InvalidArgumentError, match="vector"):
+        kmc2_chain_np(np.zeros((2, 2), np.float32), 3, "t")

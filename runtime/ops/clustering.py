@@ -187,4 +187,84 @@ def kmeans_plus_plus_initialization(
     return apply("KmeansPlusPlusInitialization", ins, {}, name or "KmeansPlusPlusInitialization")
 
 
-__all__ = ["nearest_neighbors", "kmeans_plus_plus_initialization"]
+KMC2ChainInitialization = defop("KMC2ChainInitialization", differentiable=False)
+
+
+@KMC2ChainInitialization.shape
+def _kmc2_shape(op):
+    return [(TensorShape([]), _dt.int64)]
+
+
+def kmc2_chain_np(distances: Any, seed: int, where: str) -> int:
+    """One k-MC2 Markov chain over ``distances`` (TF's kernel): start at 0 and move to
+    candidate ``i`` when ``d[i] > u * d[current]``, ``u`` uniform in [0, 1); the last state."""
+    d = np.asarray(distances, np.float32)
+    if d.ndim != 1:
+        raise InvalidArgumentError(f"{where}: input distances should be a vector.")
+    if d.size == 0:
+        raise InvalidArgumentError(f"{where}: expected distances_tensor.size() > 0.")
+    rng = np.random.default_rng(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    u = rng.random(d.size, dtype=np.float32)
+    sel = 0
+    for i in range(1, d.size):
+        if d[i] > u[i] * d[sel]:
+            sel = i
+    return sel
+
+
+@KMC2ChainInitialization.kernel("cpu")
+def _kmc2(ctx, distances, seed):
+    return np.int64(kmc2_chain_np(distances, int(seed), f"KMC2ChainInitialization {ctx.op.name!r}"))
+
+
+def kmc2_chain_initialization(distances: Any, seed: Any, name: Any = None) -> Any:
+    """The index of the new center one k-MC2 chain over ``distances`` picks (hetbed's
+    generator: not TF's Philox stream)."""
+    ins = [convert_to_tensor(distances, _dt.float32), convert_to_tensor(seed, _dt.int64)]
+    return apply("KMC2ChainInitialization", ins, {}, name or "KMC2ChainInitialization")
+
+
+KmeansKmc2Centers = defop("KmeansKmc2Centers", differentiable=False)
+
+
+@KmeansKmc2Centers.shape
+def _kmc2_centers_shape(op):
+    points = op.inputs[0]
+    d = points.shape[1] if points.shape.ndims == 2 else None
+    return [(TensorShape([None, d]), _dt.float32)]
+
+
+@KmeansKmc2Centers.kernel("cpu")
+def _kmc2_centers(ctx, points, centers, num_remaining, chain_length, seed, normalize):
+    """TF's k-MC2 loop of ``contrib.factorization.KMeans``' init op in one kernel: with no
+    center yet, the first point (once, whatever the count asked); else for each of ``max(min(
+    remaining, rows // chain_length), 1)`` subsets of ``chain_length`` rows, one chain over the
+    subset's squared distances to the centers so far, its pick appended (l2-normalized with
+    ``normalize``, as TF's cosine path). Returns all the centers."""
+    where = f"KmeansKmc2Centers {ctx.op.name!r}"
+    pts = np.asarray(points, np.float32)
+    cs = np.asarray(centers, np.float32).reshape(-1, pts.shape[1]) if np.size(centers) else None
+    if pts.ndim != 2 or pts.shape[0] == 0:
+        raise InvalidArgumentError(f"{where}: points must be a non-empty matrix")
+
+    def new(row: np.ndarray) -> np.ndarray:
+        if not bool(normalize):
+            return row.copy()
+        norm = np.sqrt(np.maximum(np.sum(row * row, axis=1, keepdims=True), 1e-12))
+        return (row / norm).astype(np.float32)
+
+    if cs is None or cs.shape[0] == 0:
+        return new(pts[:1])
+    length = int(chain_length)
+    n_sample = max(min(int(num_remaining), int(pts.shape[0] / length)), 1)
+    for i in range(n_sample):
+        subset = pts[i * length : (i + 1) * length]
+        if subset.shape[0] == 0:
+            raise InvalidArgumentError(f"{where}: subset {i} of the batch is empty")
+        _, dist = nearest_neighbors_np(subset, cs, 1, where)
+        idx = kmc2_chain_np(dist[:, 0], int(seed), where)
+        cs = np.concatenate([cs, new(subset[idx : idx + 1])], 0)
+    return cs
+
+
+__all__ = ["nearest_neighbors", "kmeans_plus_plus_initialization", "kmc2_chain_initialization"]

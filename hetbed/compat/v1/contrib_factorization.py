@@ -20,7 +20,8 @@ init op fills it), ``initialized``, the per-cluster counts of the mini-batch rul
   back, and the counts reset, every that many steps.
 - Initial clusters: a tensor or array, a function ``f(inputs, k)``, ``'random'`` (rows drawn
   uniformly with replacement; the whole batch when it has no more rows than clusters) or
-  ``'kmeans_plus_plus'`` (hetbed's generator: the rows differ from TF's). ``'kmc2'`` is refused.
+  ``'kmeans_plus_plus'`` or ``'kmc2'`` (TF's k-MC2 chains; both with hetbed's generator: the
+  rows chosen differ from TF's).
 """
 
 from __future__ import annotations
@@ -63,12 +64,7 @@ class KMeans:
         kmc2_chain_length: int = 200,
     ):
         if isinstance(initial_clusters, str):
-            if initial_clusters == KMC2_INIT:
-                raise NotImplementedError(
-                    "KMeans: initial_clusters='kmc2' is not supported by hetbed; use 'random', "
-                    "'kmeans_plus_plus', a function or a tensor of initial centers"
-                )
-            if initial_clusters not in (RANDOM_INIT, KMEANS_PLUS_PLUS_INIT):
+            if initial_clusters not in (RANDOM_INIT, KMEANS_PLUS_PLUS_INIT, KMC2_INIT):
                 raise ValueError(f"Unsupported initialization algorithm '{initial_clusters}'")
         if distance_metric not in (SQUARED_EUCLIDEAN_DISTANCE, COSINE_DISTANCE):
             raise ValueError(f"Unsupported distance metric '{distance_metric}'")
@@ -176,6 +172,7 @@ class KMeans:
             self._distance_metric,
             self._random_seed,
             self._kmeans_plus_plus_num_retries,
+            self._kmc2_chain_length,
             centers_var,
             centers_updated,
             initialized,
@@ -287,6 +284,7 @@ class _InitializeClustersOpFactory:
         distance_metric: str,
         random_seed: Any,
         kmeans_plus_plus_num_retries: int,
+        kmc2_chain_length: int,
         cluster_centers: Any,
         cluster_centers_updated: Any,
         cluster_centers_initialized: Any,
@@ -297,6 +295,7 @@ class _InitializeClustersOpFactory:
         self._distance_metric = distance_metric
         self._random_seed = random_seed
         self._kmeans_plus_plus_num_retries = kmeans_plus_plus_num_retries
+        self._kmc2_chain_length = int(kmc2_chain_length)
         self._cluster_centers = cluster_centers
         self._cluster_centers_updated = cluster_centers_updated
         self._cluster_centers_initialized = cluster_centers_initialized
@@ -366,9 +365,36 @@ class _InitializeClustersOpFactory:
             a = _hb.assign(self._cluster_centers_updated, a, validate_shape=False)
         return self._num_clusters - _hb.shape(a)[0]
 
+    def _kmc2_centers(self) -> Any:
+        """TF's k-MC2 loop (one kernel, runtime/ops/clustering.py): one center from the first
+        point when there is none yet, else a chain per ``kmc2_chain_length`` rows of the first
+        input; returns the number still to choose."""
+        from hetbed.runtime.registry import apply
+
+        all_centers = apply(
+            "KmeansKmc2Centers",
+            [
+                self._inputs[0],
+                self._cluster_centers,
+                _hb.cast(self._num_remaining, _dt.int64),
+                _hb.constant(self._kmc2_chain_length, _dt.int64),
+                _hb.constant(int(self._random_seed or 0), _dt.int64),
+                _hb.constant(self._distance_metric == COSINE_DISTANCE),
+            ],
+            {},
+            "KmeansKmc2Centers",
+        )
+        a = _hb.assign(self._cluster_centers, all_centers, validate_shape=False)
+        if self._cluster_centers_updated is not self._cluster_centers:
+            a = _hb.assign(self._cluster_centers_updated, a, validate_shape=False)
+        return self._num_clusters - _hb.shape(a)[0]
+
     def _initialize(self) -> Any:
         with _hb.control_dependencies([_hb.assert_positive(self._num_remaining)]):
-            remaining = self._add_new_centers()
+            if self._initial_clusters == KMC2_INIT:
+                remaining = self._kmc2_centers()
+            else:
+                remaining = self._add_new_centers()
             return _hb.cond(
                 _hb.equal(remaining, 0),
                 lambda: _hb.assign(self._cluster_centers_initialized, True),
