@@ -303,3 +303,53 @@ def test_contrastive_against_tensorflow_addons():
     np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-5)
     for g_h, g_t in zip(ours[1], theirs[1], strict=True):
         np.testing.assert_allclose(g_h, g_t, rtol=1e-4, atol=1e-6)
+
+
+# ---- cluster_loss --------------------------------------------------------------------------------
+
+
+def test_cluster_loss_separated_clusters_is_zero_and_choices_are_medoids():
+    rng = np.random.default_rng(3)
+    centers = np.array([[0, 0], [10, 0], [0, 10]], np.float32)
+    labels = np.repeat([0, 1, 2], 4).astype(np.int32)
+    x = (centers[labels] + rng.normal(0, 0.3, (12, 2))).astype(np.float32)
+    from hetbed.compat.v1.contrib_metric_learning import cluster_choices_np
+
+    chosen, score, gt = cluster_choices_np(_pdist(x, False), labels, 1.0, True, "nmi")
+    assert score == pytest.approx(1.0)
+    assert sorted(chosen) == sorted(gt)
+    for c, g in zip(np.unique(labels), gt, strict=True):
+        members = np.flatnonzero(labels == c)
+        sums = _pdist(x, False)[np.ix_(members, members)].sum(0)
+        assert g == members[np.argmin(sums)]
+    with tf.Graph().as_default(), tf.Session() as s:
+        loss = ml.cluster_loss(labels[:, None], x, margin_multiplier=1.0)
+        assert s.run(loss) == pytest.approx(0.0, abs=1e-4)
+
+
+@pytest.mark.parametrize("margin_type", ["nmi", "ari", "const"])
+def test_cluster_loss_value_and_gradient(margin_type):
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(9, 3)).astype(np.float32)
+    labels = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2], np.int32)
+    from hetbed.compat.v1.contrib_metric_learning import cluster_choices_np
+
+    d = _pdist(x, False)
+    chosen, score, gt = cluster_choices_np(d, labels, 2.0, True, margin_type)
+
+    def loss_np(v):  # the choices held fixed: TF's loss is smooth in the distances then
+        dd = _pdist(v, False)
+        pred = -dd[chosen].min(0).sum()
+        same = labels[:, None] == labels[None]
+        gt_score = -(same * dd).sum(0)[gt].sum()
+        return max(pred + 2.0 * (1 - score) - gt_score, 0.0)
+
+    loss, (g,) = _run(
+        lambda y, e: ml.cluster_loss(y, e, margin_multiplier=2.0, margin_type=margin_type),
+        labels,
+        x,
+    )
+    np.testing.assert_allclose(loss, loss_np(x), rtol=1e-4)
+    np.testing.assert_allclose(g, _numgrad(loss_np, x), rtol=1e-3, atol=1e-3)
+    with tf.Graph().as_default(), pytest.raises(ValueError, match="margin_type"):
+        ml.cluster_loss(labels, x, 1.0, margin_type="f1")

@@ -18,7 +18,14 @@ embeddings and labels, built from graph ops so that their gradients are the ops'
   ``y d^2 + (1 - y) max(margin - d, 0)^2``.
 - ``masked_maximum``/``masked_minimum``: row-wise max/min over the entries a mask selects.
 
-``cluster_loss`` (the facility-location loss with scikit-learn scores) is not provided.
+- ``cluster_loss(labels, embeddings, margin_multiplier, enable_pam_finetuning=True,
+  margin_type='nmi')``: Song et al.'s structured facility-location loss, ``max(F(pred) +
+  margin (1 - score(labels, pred)) - F(labels), 0)`` with ``F`` minus the summed distance of the
+  points to their medoids. The medoids (TF's greedy loss-augmented choice, then its PAM passes)
+  and the clustering score (scikit-learn's ``nmi``, ``ami``, ``ari``, ``vmeasure``, or
+  ``const``) are chosen by a kernel from the distances' values, as TF's ``py_func``s and loops
+  choose them; the distances then enter the loss through graph ops, so its gradient is TF's
+  (to the minimal entries).
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from typing import Any
 
 import hetbed as _hb
 from hetbed.runtime import dtypes as _dt
+from hetbed.runtime.errors import InvalidArgumentError
+from hetbed.runtime.graph import TensorShape
+from hetbed.runtime.registry import apply, defop
 
 
 def _f32(x: Any) -> Any:
@@ -212,6 +222,143 @@ def npairs_loss_multilabel(
         return _npairs(adjacency, anchor, positive, reg_lambda, print_losses)
 
 
+# ---- cluster_loss -------------------------------------------------------------------------------
+
+_MARGIN_TYPES = ("nmi", "ami", "ari", "vmeasure", "const")
+
+
+def _clustering_score(labels: Any, pred: Any, margin_type: str) -> float:
+    import numpy as np
+    from sklearn import metrics
+
+    if margin_type == "const":
+        return float(np.sum(labels == pred) == labels.shape[0])
+    fn = {
+        "nmi": metrics.normalized_mutual_info_score,
+        "ami": metrics.adjusted_mutual_info_score,
+        "ari": metrics.adjusted_rand_score,
+        "vmeasure": metrics.v_measure_score,
+    }[margin_type]
+    score = float(fn(labels, pred))
+    return score if margin_type == "nmi" else max(0.0, score)
+
+
+def _assign(d: Any, centroids: list) -> Any:
+    """TF's get_cluster_assignment: nearest centroid (first of ties), centroids to themselves."""
+    import numpy as np
+
+    pred = np.argmin(d[centroids], axis=0)
+    pred[np.asarray(centroids)] = np.arange(len(centroids))
+    return pred
+
+
+def cluster_choices_np(d: Any, labels: Any, margin: float, pam: bool, margin_type: str) -> tuple:
+    """The medoids TF's cluster_loss picks (greedy loss-augmented, then 5 PAM passes), the
+    clustering score of their assignment, and each class's medoid: ``(chosen, score, gt)``."""
+    import numpy as np
+
+    d = np.asarray(d, np.float32)
+    labels = np.asarray(labels)
+    n = d.shape[0]
+    classes = np.unique(labels)
+    k = len(classes)
+    chosen: list = []
+    for _ in range(k):
+        cand = np.setdiff1d(np.arange(n), np.asarray(chosen, np.int64))
+        if chosen:
+            base = d[chosen].min(axis=0)
+            fac = -np.minimum(base[None, :], d[cand]).sum(axis=1)
+        else:
+            fac = -d[cand].sum(axis=1)
+        margins = np.array(
+            [1.0 - _clustering_score(labels, _assign(d, [*chosen, c]), margin_type) for c in cand]
+        )
+        chosen.append(int(cand[np.argmax(fac.astype(np.float32) + margin * margins)]))
+    if pam:
+        for _ in range(5):
+            pred = _assign(d, chosen)
+            for it in range(k):
+                members = np.flatnonzero(pred == it)
+                fac = -d[np.ix_(members, members)].sum(axis=0)
+                margins = []
+                for m in members:
+                    tmp = list(chosen)
+                    tmp[it] = int(m)
+                    margins.append(1.0 - _clustering_score(labels, _assign(d, tmp), margin_type))
+                chosen[it] = int(members[np.argmax(fac + margin * np.asarray(margins))])
+    score = _clustering_score(labels, _assign(d, chosen), margin_type)
+    gt = []
+    for c in classes:
+        members = np.flatnonzero(labels == c)
+        gt.append(int(members[np.argmin(d[np.ix_(members, members)].sum(axis=0))]))
+    return np.asarray(chosen, np.int32), np.float32(score), np.asarray(gt, np.int32)
+
+
+ClusterLossChoices = defop("ClusterLossChoices", differentiable=False)
+
+
+@ClusterLossChoices.shape
+def _cluster_choices_shape(op):
+    return [
+        (TensorShape([None]), _dt.int32),
+        (TensorShape([]), _dt.float32),
+        (TensorShape([None]), _dt.int32),
+    ]
+
+
+@ClusterLossChoices.kernel("cpu")
+def _cluster_choices(ctx, d, labels):
+    at = ctx.attrs
+    if d.ndim != 2 or labels.ndim != 1 or labels.shape[0] != d.shape[0]:
+        raise InvalidArgumentError(
+            f"ClusterLossChoices {ctx.op.name!r}: distances [n, n] and labels [n] expected, got "
+            f"{list(d.shape)} and {list(labels.shape)}"
+        )
+    return list(
+        cluster_choices_np(d, labels, at["margin_multiplier"], at["pam"], at["margin_type"])
+    )
+
+
+def cluster_loss(
+    labels: Any,
+    embeddings: Any,
+    margin_multiplier: float,
+    enable_pam_finetuning: bool = True,
+    margin_type: str = "nmi",
+    print_losses: bool = False,
+) -> Any:
+    """The clustering loss (see the module docstring); ``labels`` ``[batch, 1]`` or
+    ``[batch]``."""
+    if margin_type not in _MARGIN_TYPES:
+        raise ValueError(f"Unrecognized margin_type: {margin_type}")
+    embeddings = _matrix(embeddings, "embeddings", "cluster_loss")
+    pdist = pairwise_distance(embeddings)
+    labels = _hb.reshape(_hb.convert_to_tensor(labels), [-1])
+    chosen, score, gt = apply(
+        "ClusterLossChoices",
+        [_hb.stop_gradient(pdist), labels],
+        {
+            "margin_multiplier": float(margin_multiplier),
+            "pam": bool(enable_pam_finetuning),
+            "margin_type": margin_type,
+        },
+        "cluster_choices",
+    )
+    score_pred = -1.0 * _hb.reduce_sum(_hb.reduce_min(_hb.gather(pdist, chosen), axis=0))
+    same = _f32(_hb.equal(_hb.expand_dims(labels, 1), _hb.expand_dims(labels, 0)))
+    column_sums = _hb.reduce_sum(same * pdist, axis=0)  # per point, its class's distances
+    score_gt = -1.0 * _hb.reduce_sum(_hb.gather(column_sums, gt))
+    loss = _hb.maximum(
+        score_pred + margin_multiplier * (1.0 - score) - score_gt, 0.0, name="clustering_loss"
+    )
+    if print_losses:
+        loss = _hb.Print(loss, ["clustering_loss: ", loss])
+    _hb.summary.scalar("losses/score_pred", score_pred)
+    _hb.summary.scalar("losses/" + margin_type, score)
+    _hb.summary.scalar("losses/score_gt", score_gt)
+    return loss
+
+
 __all__ = [
     "pairwise_distance",
     "contrastive_loss",
@@ -221,4 +368,5 @@ __all__ = [
     "lifted_struct_loss",
     "npairs_loss",
     "npairs_loss_multilabel",
+    "cluster_loss",
 ]
