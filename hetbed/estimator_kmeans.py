@@ -10,6 +10,12 @@ loss changes by less than that fraction (``|l - l'| / (1 + |l'|)``). ``predict``
 distances: the square roots of the squared ones), ``score`` (the summed distance over one
 batch) and ``cluster_centers`` (the ``clusters`` variable) are TF's. Features are a tensor, or a
 dict: through ``feature_columns`` when given, else its tensors concatenated in key order.
+
+Also TF1's ``tf.contrib.factorization.GMM``: the Gaussian mixture Estimator over
+``contrib.factorization.gmm`` (one EM iteration per step), in contrib.learn's form: ``fit(
+input_fn, steps, max_steps)``, ``predict_assignments``, ``score`` (the total log likelihood of
+the evaluated examples), ``weights``, ``clusters`` (``[k, d]``), ``covariances``; ``evaluate``
+gives ``scores`` (that total) and ``loss`` (the sum of the batches' gmm losses).
 """
 
 from __future__ import annotations
@@ -169,4 +175,108 @@ class KMeansClustering(Estimator):
         return self.get_variable_value(self.CLUSTER_CENTERS_VAR_NAME)
 
 
-__all__ = ["KMeansClustering"]
+def _streaming_sum(x: Any, name: str) -> tuple:
+    """``(total, update)``: the sum of ``x`` over the evaluated batches."""
+    with _hb.variable_scope(None, default_name=name):
+        total = _hb.Variable(
+            0.0,
+            trainable=False,
+            collections=[_hb.GraphKeys.LOCAL_VARIABLES, _hb.GraphKeys.METRIC_VARIABLES],
+            name="total",
+        )
+    return _hb.identity(total), _hb.assign_add(total, _hb.reduce_sum(x))
+
+
+class GMM(Estimator):
+    """An Estimator for Gaussian mixture clustering (see the module docstring)."""
+
+    SCORES = "scores"
+    LOG_LIKELIHOOD = "loss"
+    ASSIGNMENTS = "assignments"
+
+    def __init__(
+        self,
+        num_clusters: int,
+        model_dir: str | None = None,
+        random_seed: int = 0,
+        params: str = "wmc",
+        initial_clusters: Any = "random",
+        covariance_type: str = "full",
+        config: Any = None,
+    ):
+        if covariance_type not in ("full", "diag"):
+            raise ValueError(
+                f"GMM: covariance_type must be 'full' or 'diag', got {covariance_type!r}"
+            )
+        self._num_clusters = int(num_clusters)
+
+        def model_fn(features: Any, mode: str) -> EstimatorSpec:
+            from hetbed.compat.v1.contrib_factorization import gmm
+
+            points = _parse_features(features, None)
+            loss, scores, assignments, training_op, init_op, is_initialized = gmm(
+                points, initial_clusters, num_clusters, random_seed, covariance_type, params
+            )
+            incr_step = _hb.assign_add(_hb.train.get_global_step(), 1)
+            with _hb.control_dependencies([training_op, incr_step]):
+                train_op = _hb.identity(loss)
+            return EstimatorSpec(
+                mode=mode,
+                predictions={self.ASSIGNMENTS: assignments[0][0]},
+                loss=loss,
+                train_op=train_op,
+                eval_metric_ops={
+                    self.SCORES: _streaming_sum(scores, "scores"),
+                    self.LOG_LIKELIHOOD: _streaming_sum(loss, "log_likelihood"),
+                },
+                training_hooks=[_InitializeClustersHook(init_op, is_initialized)],
+            )
+
+        super().__init__(model_fn=model_fn, model_dir=model_dir, config=config)
+
+    def fit(
+        self,
+        x: Any = None,
+        y: Any = None,
+        input_fn: Any = None,
+        steps: int | None = None,
+        batch_size: Any = None,
+        monitors: Any = None,
+        max_steps: int | None = None,
+    ) -> GMM:
+        """contrib.learn's ``fit``: train on ``input_fn`` (``x``/``y`` arrays, removed in TF1's
+        own deprecation, are not taken)."""
+        if x is not None or y is not None or batch_size is not None:
+            raise ValueError(
+                "GMM.fit: give input_fn (x, y and batch_size are contrib.learn's deprecated "
+                "SKCompat arguments, not supported)"
+            )
+        if input_fn is None:
+            raise ValueError("GMM.fit: input_fn is required")
+        return self.train(input_fn, hooks=monitors, steps=steps, max_steps=max_steps)
+
+    def predict_assignments(
+        self, input_fn: Any = None, batch_size: Any = None, outputs: Any = None
+    ) -> Iterator:
+        """Each input example's most responsible component."""
+        for result in self.predict(input_fn=input_fn, predict_keys=[self.ASSIGNMENTS]):
+            yield result[self.ASSIGNMENTS]
+
+    def score(self, input_fn: Any = None, batch_size: Any = None, steps: Any = None) -> float:
+        """The total log likelihood of the examples ``input_fn`` gives (``steps`` batches)."""
+        return float(np.sum(self.evaluate(input_fn=input_fn, steps=steps)[self.SCORES]))
+
+    def weights(self) -> np.ndarray:
+        """The mixture weights (``alphas``)."""
+        return self.get_variable_value("alphas")
+
+    def clusters(self) -> np.ndarray:
+        """The means, ``[num_clusters, dims]``."""
+        return np.squeeze(self.get_variable_value("clusters"), 1)
+
+    def covariances(self) -> np.ndarray:
+        """The covariances (``[k, d, d]``, or ``[k, d]`` for ``'diag'``)."""
+        return self.get_variable_value("clusters_covs")
+
+
+__all__ = ["KMeansClustering", "GMM"]

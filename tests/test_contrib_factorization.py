@@ -425,3 +425,34 @@ def test_kmc2_chain_kernel_moves_to_larger_distances():
     assert kmc2_chain_np(np.array([1.0], np.float32), 3, "t") == 0
     with pytest.raises(tf.errors.InvalidArgumentError, match="vector"):
         kmc2_chain_np(np.zeros((2, 2), np.float32), 3, "t")
+
+
+def test_gmm_estimator_steps_are_the_graph_steps(tmp_path):
+    rng = np.random.default_rng(6)
+    x = np.concatenate([rng.normal(0, 1, (15, 2)), rng.normal(5, 0.5, (15, 2))]).astype(np.float32)
+    init = x[[0, 20]]
+    est = tf.contrib.factorization.GMM(2, model_dir=str(tmp_path), initial_clusters=init)
+    est.fit(input_fn=lambda: (tf.constant(x), None), steps=3)
+    with tf.Graph().as_default():
+        loss, scores, assign, train, init_op, _ = tf.contrib.factorization.gmm(
+            tf.constant(x), init, 2, 0
+        )
+        m, c, a = tf.global_variables()[:3]
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(init_op)
+            for _ in range(3):
+                s.run(train)
+            want_m, want_c, want_a, want_scores, want_assign = s.run(
+                [m, c, a, scores, assign[0][0]]
+            )
+    np.testing.assert_allclose(est.clusters(), want_m[:, 0], rtol=1e-6)
+    np.testing.assert_allclose(est.covariances(), want_c, rtol=1e-6)
+    np.testing.assert_allclose(est.weights(), want_a, rtol=1e-6)
+    np.testing.assert_allclose(
+        est.score(input_fn=lambda: (tf.constant(x), None), steps=1), want_scores.sum(), rtol=1e-5
+    )
+    once = lambda: tf.train.limit_epochs(tf.constant(x), num_epochs=1)  # noqa: E731
+    np.testing.assert_array_equal(list(est.predict_assignments(input_fn=once)), want_assign)
+    with pytest.raises(ValueError, match="input_fn"):
+        est.fit(x=x, steps=1)

@@ -815,6 +815,9 @@ contrib.factorization = _namespace(  # type: ignore[attr-defined]
 from hetbed.estimator_kmeans import KMeansClustering as _KMeansClustering  # noqa: E402
 
 contrib.factorization.KMeansClustering = _KMeansClustering  # type: ignore[attr-defined]
+from hetbed.estimator_kmeans import GMM as _GMM  # noqa: E402
+
+contrib.factorization.GMM = _GMM  # type: ignore[attr-defined]
 
 # ---- the TF1 API version this layout follows -----------------------------------------------------
 #: ``tf.__version__``: the TensorFlow 1.x API hetbed.compat.v1 follows (programs print and compare
