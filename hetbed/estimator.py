@@ -233,8 +233,12 @@ class Estimator:
             spec = self._spec(features, labels, ModeKeys.TRAIN)
             if self._warm_start is not None and self.latest_checkpoint() is None:
                 _warm_start(self._warm_start, g)  # a fresh model_dir only, as TF's
-            stop = _hb.train.StopAtStepHook(num_steps=steps, last_step=max_steps)
-            all_hooks = [stop, *spec.training_hooks, *(hooks or [])]
+            stop = (
+                [_hb.train.StopAtStepHook(num_steps=steps, last_step=max_steps)]
+                if steps is not None or max_steps is not None
+                else []  # until the input ends, as TF's
+            )
+            all_hooks = [*stop, *spec.training_hooks, *(hooks or [])]
             cfg = self._config
             save = (
                 {"save_checkpoint_steps": cfg.save_checkpoints_steps}
@@ -620,11 +624,18 @@ def __getattr__(name: str) -> Any:
         from hetbed import estimator_export
 
         return getattr(estimator_export, name)
+    if name == "experimental":  # TF1's tf.estimator.experimental: the k-means Estimator
+        from hetbed import estimator_kmeans
+
+        mod = types.ModuleType(f"{__name__}.experimental", "tf.estimator.experimental: KMeans.")
+        mod.KMeans = estimator_kmeans.KMeansClustering  # type: ignore[attr-defined]
+        globals()["experimental"] = mod
+        return mod
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list:
-    return sorted([*globals(), *_CANNED, *_EXPORT])
+    return sorted({*globals(), *_CANNED, *_EXPORT, "experimental"})
 
 
 __all__ = [

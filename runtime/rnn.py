@@ -263,13 +263,14 @@ def _rnn_loop(cell, x, sequence_length, initial_state, dtype, time_major, scope,
             return_same_structure=True,
         )
     outs = res[k + 1]
-    width = seen["shape"].dims[-1] if seen.get("shape") is not None else None
-    if width is not None:
+    step = seen.get("shape")  # one step's output: [batch, ...] (ConvLSTM's [batch, h, w, c])
+    rest = list(step.dims[1:]) if step is not None and step.dims is not None else [None]
+    if rest and all(d is not None for d in rest):
         batch = xt.shape.dims[1]
-        if batch is not None:  # [time, batch, width], also for no steps at all
-            outs = _array.reshape(outs, [-1, batch, width])
+        if batch is not None:  # [time, batch, ...], also for no steps at all
+            outs = _array.reshape(outs, [-1, batch, *rest])
         else:
-            outs.set_shape(TensorShape([None, None, width]))
+            outs.set_shape(TensorShape([None, None, *rest]))
     if not time_major:
-        outs = _manip.transpose(outs, [1, 0, 2])
+        outs = _manip.transpose(outs, [1, 0, *range(2, 2 + len(rest))])
     return outs, _pack(state0, list(res[1 : k + 1]))

@@ -60,3 +60,7 @@ from . import audio  # noqa: F401, E402
 # ---- sparse gradients across replicas ----
 # isort: split
 from . import sparse, sparse_accumulator  # noqa: F401, E402
+
+# ---- k-means (contrib.factorization) ----
+# isort: split
+from . import clustering  # noqa: F401, E402

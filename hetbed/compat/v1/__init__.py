@@ -831,6 +831,10 @@ from hetbed.runtime import rnn_cell_extra as _rnn_extra  # noqa: E402
 for _k in _rnn_extra.__all__:
     setattr(contrib.rnn, _k, getattr(_rnn_extra, _k))
 nn.rnn_cell.DeviceWrapper = _rnn_extra.DeviceWrapper  # type: ignore[attr-defined]
+from . import contrib_rnn_research as _rnn_research  # noqa: E402
+
+for _k in _rnn_research.__all__:
+    setattr(contrib.rnn, _k, getattr(_rnn_research, _k))
 from hetbed.runtime.ops import image_transform as _img_tf  # noqa: E402
 
 from . import contrib_image_warp as _img_warp  # noqa: E402
@@ -863,6 +867,20 @@ contrib.legacy_seq2seq = _namespace(  # type: ignore[attr-defined]
     {k: getattr(_legacy_s2s, k) for k in _legacy_s2s.__all__},
 )
 # ---- end WP7 ----
+
+from . import contrib_factorization as _contrib_fact  # noqa: E402
+
+contrib.factorization = _namespace(  # type: ignore[attr-defined]
+    "contrib.factorization",
+    "TF1's tf.contrib.factorization: the KMeans graph (contrib_factorization.py).",
+    {k: getattr(_contrib_fact, k) for k in _contrib_fact.__all__},
+)
+from hetbed.estimator_kmeans import KMeansClustering as _KMeansClustering  # noqa: E402
+
+contrib.factorization.KMeansClustering = _KMeansClustering  # type: ignore[attr-defined]
+from hetbed.estimator_kmeans import GMM as _GMM  # noqa: E402
+
+contrib.factorization.GMM = _GMM  # type: ignore[attr-defined]
 
 # ---- the TF1 API version this layout follows -----------------------------------------------------
 #: ``tf.__version__``: the TensorFlow 1.x API hetbed.compat.v1 follows (programs print and compare
@@ -989,6 +1007,24 @@ def _contrib_losses() -> _types.ModuleType:
 
 contrib.losses = _contrib_losses()  # type: ignore[attr-defined]
 contrib.slim.losses = contrib.losses  # type: ignore[attr-defined]
+from . import contrib_metric_learning as _metric_learning  # noqa: E402
+
+contrib.losses.metric_learning = _namespace(  # type: ignore[attr-defined]
+    "contrib.losses.metric_learning",
+    "TF1's tf.contrib.losses.metric_learning (contrib_metric_learning.py).",
+    {k: getattr(_metric_learning, k) for k in _metric_learning.__all__},
+)
+contrib.losses.python = _namespace(  # type: ignore[attr-defined]
+    "contrib.losses.python",
+    "tensorflow.contrib.losses.python: metric_learning.metric_loss_ops.",
+    {
+        "metric_learning": _namespace(
+            "contrib.losses.python.metric_learning",
+            "",
+            {"metric_loss_ops": contrib.losses.metric_learning},  # type: ignore[attr-defined]
+        )
+    },
+)
 
 # ---- tf.contrib.training.HParams ---------------------------------------------------------------
 
