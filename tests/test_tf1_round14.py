@@ -56,3 +56,14 @@ def test_audio_summary_is_a_16bit_wav_per_clip():
     ref = np.clip(np.round(a[0] * 32768), -32768, 32767)  # no exact halves here but the first
     got = np.frombuffer(st.encoded_audio_string[44:], "<i2")
     assert got.tolist()[4:] == ref.tolist()[4:]
+
+
+def test_tensor_private_fields_as_tf1():
+    # openai/baselines' policies.py: `isinstance(inpt, tf.Tensor) and inpt._op.type ==
+    # 'Placeholder'` (TF1's Tensor keeps its op in _op; also _value_index and _dtype)
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 2], name="x")
+        a, b = tf.split(tf.zeros([4, 2]), 2)
+        assert x._op is x.op and x._op.type == "Placeholder"
+        assert (b._value_index, b._dtype) == (1, tf.float32)
+        assert b._op.type == a.op.type
