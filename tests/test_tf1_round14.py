@@ -67,3 +67,130 @@ def test_tensor_private_fields_as_tf1():
         assert x._op is x.op and x._op.type == "Placeholder"
         assert (b._value_index, b._dtype) == (1, tf.float32)
         assert b._op.type == a.op.type
+
+
+def _run_queue(fetch_fns, files):
+    out = []
+    with tf.Session() as s:
+        s.run(tf.local_variables_initializer())
+        coord = tf.train.Coordinator()
+        threads = tf.train.start_queue_runners(s, coord)
+        try:
+            for fn in fetch_fns:
+                out.append(s.run(fn))
+        finally:
+            coord.request_stop()
+            coord.join(threads)
+    return out
+
+
+def test_tfrecord_reader_keys_offsets_and_read_up_to_per_file(tmp_path):
+    # im2txt's prefetch_input_data: tf.TFRecordReader().read(filename_queue). TF 2.21 gives
+    # keys b"<file>:<byte offset of the record>" and a read_up_to that hands out at most the
+    # rest of one file per call (here: 1 record, then 2, then 1).
+    files = []
+    for k in range(2):
+        fn = str(tmp_path / f"d{k}.tfrecord")
+        with tf.python_io.TFRecordWriter(fn) as w:
+            for i in range(3):
+                w.write(b"r%d-%d" % (k, i) * (i + 1))
+        files.append(fn)
+    with tf.Graph().as_default():
+        q = tf.train.string_input_producer(files, shuffle=False, num_epochs=1)
+        r = tf.TFRecordReader()
+        key, val = r.read(q)
+        ks, vs = r.read_up_to(q, 2)
+        out = _run_queue([[key, val], [key, val], [ks, vs], [ks, vs], [ks, vs]], files)
+    f0, f1 = (f.encode() for f in files)
+    # offsets: a record of n bytes takes 16 + n
+    assert out[0] == [f0 + b":0", b"r0-0"]
+    assert out[1] == [f0 + b":20", b"r0-1r0-1"]
+    assert [list(a) for a in out[2]] == [[f0 + b":44"], [b"r0-2" * 3]]
+    assert [list(a) for a in out[3]] == [[f1 + b":0", f1 + b":20"], [b"r1-0", b"r1-1" * 2]]
+    assert [list(a) for a in out[4]] == [[f1 + b":44"], [b"r1-2" * 3]]
+
+
+def test_tfrecord_reader_corrupt_file_names_file_and_offset(tmp_path):
+    fn = tmp_path / "bad.tfrecord"
+    with tf.python_io.TFRecordWriter(str(fn)) as w:
+        w.write(b"hello")
+    data = bytearray(fn.read_bytes())
+    data[14] ^= 0xFF  # a byte of the record's data
+    fn.write_bytes(bytes(data))
+    with tf.Graph().as_default():
+        q = tf.train.string_input_producer([str(fn)], shuffle=False, num_epochs=1)
+        _, val = tf.TFRecordReader().read(q)
+        try:
+            _run_queue([val], [str(fn)])
+        except tf.errors.DataLossError as e:
+            assert "bad.tfrecord" in str(e) and "offset 0" in str(e)
+        else:
+            raise AssertionError("a corrupted record read without error")
+
+
+def test_summarize_activation_tags_and_fractions():
+    # im2txt's image_embedding: tf.contrib.layers.summaries.summarize_activation(v) for each
+    # end point. TF1: a histogram '<op>/activation', after Relu/Relu6/Softplus the fraction of
+    # negative inputs '<op>/zeros', after Relu6 the fraction above 6 '<op>/sixes'.
+    with tf.Graph().as_default():
+        x = tf.constant([[-1.0, 2.0, 7.0, -3.0]])
+        tf.contrib.layers.summaries.summarize_activation(tf.nn.relu6(x))
+        tf.contrib.layers.summarize_activation(tf.nn.relu(x, name="r"))
+        tf.contrib.layers.summarize_tensor(tf.constant(2.5), "c")
+        with tf.Session() as s:
+            out = _summary(s.run(tf.summary.merge_all()))
+    vals = {v.tag: v for v in out.value}
+    assert sorted(vals) == [
+        "Relu6/activation",
+        "Relu6/sixes",
+        "Relu6/zeros",
+        "c",
+        "r/activation",
+        "r/zeros",
+    ]
+    assert vals["Relu6/zeros"].simple_value == 0.5 and vals["Relu6/sixes"].simple_value == 0.25
+    assert vals["r/zeros"].simple_value == 0.5 and vals["c"].simple_value == 2.5
+    assert vals["Relu6/activation"].histo.num == 4 and vals["Relu6/activation"].histo.max == 6.0
+
+
+def test_slim_learning_train_runs_to_number_of_steps(tmp_path):
+    # im2txt's train.py: tf.contrib.slim.learning.train(train_op, train_dir,
+    # number_of_steps=..., init_fn=..., saver=...). Loss (w-3)^2 from w=0 under SGD(0.1):
+    # each step returns the loss before its update, 9 * 0.64^(k-1); the last is step 5's.
+    slim = tf.contrib.slim
+    called = []
+    with tf.Graph().as_default():
+        w = tf.Variable(0.0, name="w")
+        loss = tf.square(w - 3.0)
+        train_op = slim.learning.create_train_op(loss, tf.train.GradientDescentOptimizer(0.1))
+        last = slim.learning.train(
+            train_op,
+            str(tmp_path),
+            number_of_steps=5,
+            init_fn=lambda sess: called.append(sess.run(w)),
+            save_summaries_secs=0,
+        )
+    np.testing.assert_allclose(last, 9 * 0.64**4, rtol=1e-5)
+    assert called == [0.0]
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("model.ckpt-5")
+    with tf.Graph().as_default():  # a second call resumes from the checkpoint: no init_fn
+        w = tf.Variable(0.0, name="w")
+        train_op = slim.learning.create_train_op(
+            tf.square(w - 3.0), tf.train.GradientDescentOptimizer(0.1)
+        )
+        last = slim.learning.train(train_op, str(tmp_path), number_of_steps=7)
+    np.testing.assert_allclose(last, 9 * 0.64**6, rtol=1e-5)
+
+
+def test_set_verbosity_prints_info_lines_on_stderr(capsys):
+    # im2txt's train.py sets tf.logging.set_verbosity(tf.logging.INFO) and expects slim's
+    # 'global step N: loss = ...' lines; TF1's logger has its own stderr handler.
+    level = tf.logging.get_verbosity()
+    try:
+        tf.logging.set_verbosity(tf.logging.INFO)
+        tf.logging.info("step %d", 3)
+        tf.logging.debug("hidden")
+        err = capsys.readouterr().err
+    finally:
+        tf.logging.set_verbosity(level)
+    assert "INFO:hetbed:step 3" in err and "hidden" not in err
