@@ -194,3 +194,18 @@ def test_set_verbosity_prints_info_lines_on_stderr(capsys):
     finally:
         tf.logging.set_verbosity(level)
     assert "INFO:hetbed:step 3" in err and "hidden" not in err
+
+
+def test_testcase_subclass_without_super_setup_has_a_session():
+    # tensorflow-wavenet's tests override setUp without calling TestCase.setUp and use
+    # self.test_session(); TF sets the cached session up in __init__.
+    class T(tf.test.TestCase):
+        def setUp(self):
+            self.x = 2.0
+
+        def runTest(self):
+            with self.test_session() as s:
+                self.assertAllClose(s.run(tf.constant(self.x) * 3), 6.0)
+
+    result = T().run()
+    assert result.wasSuccessful(), result.errors + result.failures
