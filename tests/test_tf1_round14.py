@@ -185,14 +185,22 @@ def test_slim_learning_train_runs_to_number_of_steps(tmp_path):
 def test_set_verbosity_prints_info_lines_on_stderr(capsys):
     # im2txt's train.py sets tf.logging.set_verbosity(tf.logging.INFO) and expects slim's
     # 'global step N: loss = ...' lines; TF1's logger has its own stderr handler.
+    import logging
+
     level = tf.logging.get_verbosity()
+    root = logging.getLogger()
+    saved, root.handlers = root.handlers, []  # (pytest's own; TF adds none beside a root one)
     try:
         tf.logging.set_verbosity(tf.logging.INFO)
         tf.logging.info("step %d", 3)
         tf.logging.debug("hidden")
         err = capsys.readouterr().err
     finally:
+        root.handlers = saved
         tf.logging.set_verbosity(level)
+        hb_logger = logging.getLogger("hetbed")
+        for h in [h for h in hb_logger.handlers if type(h).__name__ == "_StderrHandler"]:
+            hb_logger.removeHandler(h)
     assert "INFO:hetbed:step 3" in err and "hidden" not in err
 
 

@@ -449,10 +449,13 @@ class _StderrHandler(_pylogging.StreamHandler):
 
 def _set_verbosity(level: int) -> None:
     """As TF1's: the level of the logger, whose records then print on stderr (TF1's logger has
-    its own handler: ``tf.logging.set_verbosity(tf.logging.INFO)`` shows a program's
-    ``tf.logging.info`` lines; Python's logging alone would print warnings only)."""
+    its own handler unless the root logger has one: ``tf.logging.set_verbosity(INFO)`` shows
+    a program's ``tf.logging.info`` lines; Python's logging alone would print warnings only)."""
     _logger.setLevel(level)
-    if not any(isinstance(h, _StderrHandler) for h in _logger.handlers):
+    # as TF1's: no handler of its own when the root logger has one (no line printed twice)
+    if not _pylogging.getLogger().handlers and not any(
+        isinstance(h, _StderrHandler) for h in _logger.handlers
+    ):
         _logger.addHandler(_StderrHandler())
 
 
