@@ -217,3 +217,54 @@ def test_testcase_subclass_without_super_setup_has_a_session():
 
     result = T().run()
     assert result.wasSuccessful(), result.errors + result.failures
+
+
+def test_update_of_an_update_output_chains_on_the_variable():
+    # baselines' K-FAC: tf.assign_add(tf.assign(v, v * decay), (1 - decay) * new), also inside
+    # a tf.cond branch. TF1's update ops output the variable's ref: the second update runs
+    # after the first, on the same variable.
+    with tf.Graph().as_default():
+        v = tf.Variable(2.0)
+        c = tf.assign_sub(tf.assign_add(tf.assign(v, v * 3.0), 1.0), 0.5)
+        w = tf.Variable([1.0, 2.0])
+        p = tf.placeholder(tf.bool)
+        d = tf.cond(p, lambda: tf.assign_add(tf.assign(w, w * 0.5), [1.0, 1.0]), lambda: w + 0.0)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            assert s.run(c) == 6.5 and s.run(v) == 6.5
+            np.testing.assert_allclose(s.run(d, {p: True}), [1.5, 2.0])
+            np.testing.assert_allclose(s.run(d, {p: False}), [1.5, 2.0])
+            np.testing.assert_allclose(s.run(w), [1.5, 2.0])
+
+
+def test_enqueue_inside_a_cond_branch():
+    # baselines' K-FAC enqueues its eigen decompositions inside a tf.cond branch: the queue's
+    # handle enters the branch through a Switch, as TF1's ref does
+    with tf.Graph().as_default():
+        q = tf.FIFOQueue(3, [tf.float32], shapes=[()])
+        p = tf.placeholder(tf.bool)
+        e = tf.cond(p, lambda: tf.group(q.enqueue([1.5])), tf.no_op)
+        with tf.Session() as s:
+            for flag in (True, False, True):
+                s.run(e, {p: flag})
+            assert s.run(q.size()) == 2 and s.run(q.dequeue()) == 1.5
+
+
+def test_optimizer_slots_made_in_a_cond_branch_initialize_outside_it():
+    # baselines' K-FAC applies a MomentumOptimizer inside tf.cond(sgd_step > cold_iter, ...).
+    # TF1 makes the slots under init_scope: their initializers do not wait on the branch's
+    # predicate (which reads a variable not yet initialized when all initialize together).
+    with tf.Graph().as_default():
+        step = tf.Variable(0, name="step")
+        w = tf.Variable([1.0, 2.0], name="w")
+
+        def branch():
+            opt = tf.train.MomentumOptimizer(0.1, 0.9)
+            return opt.apply_gradients([(tf.ones([2]), w)])
+
+        c = tf.cond(tf.greater(step, -1), branch, tf.no_op)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            s.run(c)
+            s.run(c)  # momentum: 1, then 0.9 * 1 + 1
+            np.testing.assert_allclose(s.run(w), [1.0 - 0.1 - 0.19, 2.0 - 0.1 - 0.19], rtol=1e-6)
