@@ -268,3 +268,28 @@ def test_optimizer_slots_made_in_a_cond_branch_initialize_outside_it():
             s.run(c)
             s.run(c)  # momentum: 1, then 0.9 * 1 + 1
             np.testing.assert_allclose(s.run(w), [1.0 - 0.1 - 0.19, 2.0 - 0.1 - 0.19], rtol=1e-6)
+
+
+def test_broadcast_gradient_is_reshape_of_sum_as_tf():
+    # baselines' ACKTR (K-FAC) finds a bias's output gradient by walking TF's graph: the
+    # bias's gradient op is Reshape(Sum(grad, axes), shape), the Sum's first input the gradient
+    # of the add's output (the same tensor the weight's MatMul gradient takes).
+    with tf.Graph().as_default():
+        x = tf.placeholder(tf.float32, [None, 4])
+        w = tf.Variable(np.arange(12, dtype=np.float32).reshape(4, 3) / 10)
+        b = tf.Variable(np.ones(3, np.float32))
+        c = tf.Variable(np.ones((2, 1), np.float32))
+        y = tf.matmul(x, w) + b
+        loss = tf.reduce_sum(tf.square(y)) + tf.reduce_sum(c * tf.ones([2, 5]))
+        gw, gb, gc = tf.gradients(loss, [w, b, c], name="gradientsSampled")
+        assert gb.op.type == "Reshape" and gb.op.inputs[0].op.type == "Sum"
+        g_out = gb.op.inputs[0].op.inputs[0]
+        assert "gradientsSampled" in g_out.name and g_out is gw.op.inputs[1]
+        xv = np.random.default_rng(1).normal(size=(5, 4)).astype(np.float32)
+        with tf.Session() as s:
+            s.run(tf.global_variables_initializer())
+            vw, vb, vc = s.run([gw, gb, gc], {x: xv})
+    yv = xv @ (np.arange(12, dtype=np.float32).reshape(4, 3) / 10) + 1
+    np.testing.assert_allclose(vb, (2 * yv).sum(0), rtol=1e-5)
+    np.testing.assert_allclose(vw, xv.T @ (2 * yv), rtol=1e-5)
+    np.testing.assert_allclose(vc, np.full((2, 1), 5.0))
