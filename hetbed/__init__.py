@@ -255,6 +255,7 @@ from hetbed.runtime.ops.readers import (
     FixedLengthRecordReader,
     ReaderBase,
     TextLineReader,
+    TFRecordReader,
     WholeFileReader,
 )
 from hetbed.runtime.ops.strings import (

@@ -25,6 +25,7 @@ _log = logging.getLogger("hetbed")
 
 __all__ = [
     "FileWriter",
+    "audio",
     "histogram",
     "image",
     "merge",
@@ -79,6 +80,26 @@ def image(
     if n < 1:
         raise ValueError(f"tf.summary.image {name!r}: max_outputs must be positive, got {n}")
     return _summary_op("ImageSummary", name, [tensor], {"max_outputs": n}, collections)
+
+
+def audio(
+    name: str,
+    tensor: Any,
+    sample_rate: Any,
+    max_outputs: int = 3,
+    collections: Any = None,
+    family: Any = None,
+) -> Tensor:
+    """Up to ``max_outputs`` WAV clips (16-bit PCM) of a float ``[batch, frames]`` or ``[batch,
+    frames, channels]`` tensor in [-1, 1], tagged ``name/audio/i`` (``name/audio`` when
+    ``max_outputs`` is 1); ``sample_rate`` a scalar in Hz (a tensor or a number)."""
+    n = int(max_outputs)
+    if n < 1:
+        raise ValueError(f"tf.summary.audio {name!r}: max_outputs must be positive, got {n}")
+    rate = convert_to_tensor(sample_rate, dtype=_dt.float32)
+    return _summary_op(
+        "AudioSummaryV2", name, [_as_float(tensor), rate], {"max_outputs": n}, collections
+    )
 
 
 def text(name: str, tensor: Any, collections: Any = None) -> Tensor:

@@ -170,6 +170,13 @@ class TestCase(unittest.TestCase):
     ``cached_session()`` give hetbed Sessions (made the default), ``evaluate`` runs tensors, and
     the ``assertAll*`` methods compare arrays (tensors are evaluated first)."""
 
+    def __init__(self, methodName: str = "runTest") -> None:
+        super().__init__(methodName)
+        # set here too, as TF's __init__ does: a subclass's setUp need not call ours
+        # (tensorflow-wavenet's tests do not)
+        self._cached: Session | None = None
+        self._cached_cm: Any = None
+
     def setUp(self) -> None:
         super().setUp()
         if self._testMethodName == "test_session":

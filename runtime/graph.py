@@ -296,6 +296,20 @@ class Tensor:
     def name(self) -> str:
         return f"{self.op.name}:{self.value_index}"
 
+    # TF1's private fields, which programs read (openai/baselines' policies test
+    # ``inpt._op.type == 'Placeholder'``)
+    @property
+    def _op(self) -> Operation:
+        return self.op
+
+    @property
+    def _value_index(self) -> int:
+        return self.value_index
+
+    @property
+    def _dtype(self) -> _dt.DType:
+        return self.dtype
+
     @property
     def graph(self) -> Graph:
         return self.op.graph

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,18 @@ from .graph import (
 )
 from .ops import state
 from .registry import apply, convert_to_tensor
+
+
+@contextlib.contextmanager
+def outside_control_flow(g: Any) -> Iterator[None]:
+    """Build ops outside any cond or while_loop being built (TF's ``init_scope``, for the
+    control-flow part): a variable's initial value, an optimizer's slots."""
+    local = g._local
+    flow, local.cond = getattr(local, "cond", None), None
+    try:
+        yield
+    finally:
+        local.cond = flow
 
 
 class Variable:
@@ -47,12 +60,8 @@ class Variable:
         self.constraint = constraint
         # A variable (and its initializer) lives outside any cond or while_loop being built, as
         # TF's init_scope: made inside a loop body, it is still made once.
-        local = g._local
-        flow, local.cond = getattr(local, "cond", None), None
-        try:
+        with outside_control_flow(g):
             self._build(g, initial_value, collections, validate_shape, name, dtype, shape)
-        finally:
-            local.cond = flow
 
     def _build(self, g, initial_value, collections, validate_shape, name, dtype, shape) -> None:
         with g.name_scope(name or "Variable") as scope:

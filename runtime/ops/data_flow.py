@@ -336,8 +336,16 @@ def _random_shuffle_queue(ctx):
     return _handle(ctx, lambda key: _Queue(key, ctx.attrs, rng))
 
 
+def handle_source(t: Any) -> Any:
+    """The tensor behind ``t`` where a cond or a loop took a resource handle in (Switch,
+    Enter, Identity): TF1 programs enqueue inside a ``tf.cond`` branch (baselines' K-FAC)."""
+    while t.op.type in ("Switch", "RefSwitch", "Enter", "RefEnter", "Identity") and t.op.inputs:
+        t = t.op.inputs[0]
+    return t
+
+
 def _queue_of(op: Any) -> Any:
-    h = op.inputs[0]
+    h = handle_source(op.inputs[0])
     if h.op.type not in _QUEUE_TYPES:
         raise InvalidArgumentError(
             f"{op.type}: input 0 must be a queue handle, got {h.name} ({h.op.type})"

@@ -65,12 +65,50 @@ def sum_to_shape(xp: Any, g: Any, shape: tuple) -> Any:
     return r.reshape(shape)
 
 
-def _unbroadcast(g: Tensor | None, x: Tensor) -> Tensor | None:
-    """Gradient ``g`` of a broadcast result, reduced to the shape of input ``x``."""
+def _reduction_axes(x_shape: TensorShape, y_shape: TensorShape) -> tuple | None:
+    """TF's ``_InferGradientReductionAxes``: the axes of a broadcast result that ``x``'s
+    gradient sums (axes where ``x`` is 1, or absent, and ``y`` is not), as far as the static
+    shapes say; None where broadcasting is decided only when the step runs (an unknown size
+    against an unknown or a size other than 1)."""
+    if x_shape.ndims is None or y_shape.ndims is None:
+        return None
+    xs, ys = x_shape.as_list(), y_shape.as_list()
+    rank = max(len(xs), len(ys))
+    axes = []
+    for a in range(rank):
+        xd = 1 if a < rank - len(xs) else xs[a - (rank - len(xs))]
+        yd = 1 if a < rank - len(ys) else ys[a - (rank - len(ys))]
+        if xd == 1 and yd != 1:
+            axes.append(a)
+        elif yd == 1 and xd != 1:
+            continue
+        elif xd is None or yd is None:
+            return None
+    return tuple(axes)
+
+
+def _unbroadcast(g: Tensor | None, x: Tensor, other: Tensor | None = None) -> Tensor | None:
+    """Gradient ``g`` of a broadcast result, reduced to the shape of input ``x``. Given the
+    op's ``other`` input, as TF's gradients of broadcasting ops: where the static shapes say
+    which axes broadcasting stretched, ``g`` itself when ``x`` was not stretched, else
+    ``Reshape(Sum(g, axes), shape of x)`` (programs walk that structure: baselines' K-FAC finds
+    a bias's output gradient as the Sum's input); otherwise one ``SumTo`` (the axes found when
+    the step runs)."""
     if g is None:
         return None
     if x.shape.is_fully_defined() and g.shape.is_fully_defined() and x.shape == g.shape:
         return g
+    if other is not None:
+        axes = _reduction_axes(x.shape, other.shape)
+        if axes is not None:
+            if not axes and x.shape.ndims >= other.shape.ndims:
+                return g
+            from .array import reshape, reshape_like
+
+            s = apply("Sum", [g], {"axis": axes, "keepdims": False}, name="Sum")
+            if x.shape.is_fully_defined():
+                return reshape(s, x.shape.as_list(), name="Reshape")
+            return reshape_like(s, x, name="Reshape")
     return apply("SumTo", [g, x], name="SumTo")
 
 
@@ -151,13 +189,13 @@ def _sqdiff(ctx, x, y):
 @Add.gradient
 def _add_grad(op, g):
     x, y = op.inputs
-    return [_unbroadcast(g, x), _unbroadcast(g, y)]
+    return [_unbroadcast(g, x, y), _unbroadcast(g, y, x)]
 
 
 @Sub.gradient
 def _sub_grad(op, g):
     x, y = op.inputs
-    return [_unbroadcast(g, x), _unbroadcast(negative(g), y)]
+    return [_unbroadcast(g, x, y), _unbroadcast(negative(g), y, x)]
 
 
 def _cj(t: Tensor) -> Tensor:
@@ -170,7 +208,7 @@ def _cj(t: Tensor) -> Tensor:
 @Mul.gradient
 def _mul_grad(op, g):
     x, y = op.inputs
-    return [_unbroadcast(multiply(g, _cj(y)), x), _unbroadcast(multiply(g, _cj(x)), y)]
+    return [_unbroadcast(multiply(g, _cj(y)), x, y), _unbroadcast(multiply(g, _cj(x)), y, x)]
 
 
 @RealDiv.gradient
@@ -178,7 +216,7 @@ def _div_grad(op, g):
     x, y = (_cj(t) for t in op.inputs)
     gx = divide(g, y)
     gy = negative(multiply(gx, divide(x, y)))
-    return [_unbroadcast(gx, x), _unbroadcast(gy, y)]
+    return [_unbroadcast(gx, x, y), _unbroadcast(gy, y, x)]
 
 
 @Pow.gradient
@@ -189,7 +227,7 @@ def _pow_grad(op, g):
     keep = not_equal(x, zeros_like(x)) if x.dtype.is_complex else greater(x, 0)
     safe_x = where(keep, x, ones_like(x))
     gy = multiply(g, multiply(z, log(safe_x)))
-    return [_unbroadcast(gx, x), _unbroadcast(gy, y)]
+    return [_unbroadcast(gx, x, y), _unbroadcast(gy, y, x)]
 
 
 def _minmax_grad(pick_x_fn):
@@ -197,7 +235,10 @@ def _minmax_grad(pick_x_fn):
         x, y = op.inputs
         mask = pick_x_fn(x, y)
         zeros = zeros_like(g)
-        return [_unbroadcast(where(mask, g, zeros), x), _unbroadcast(where(mask, zeros, g), y)]
+        return [
+            _unbroadcast(where(mask, g, zeros), x, y),
+            _unbroadcast(where(mask, zeros, g), y, x),
+        ]
 
     return grad
 
@@ -210,7 +251,7 @@ Minimum.gradient(_minmax_grad(lambda x, y: less_equal(x, y)))
 def _sqdiff_grad(op, g):
     x, y = op.inputs
     d = multiply(multiply(convert_to_tensor(2, dtype=g.dtype), g), subtract(x, y))
-    return [_unbroadcast(d, x), _unbroadcast(negative(d), y)]
+    return [_unbroadcast(d, x, y), _unbroadcast(negative(d), y, x)]
 
 
 FloorDiv.gradient(lambda op, g: [None, None])
@@ -220,7 +261,7 @@ FloorDiv.gradient(lambda op, g: [None, None])
 def _floormod_grad(op, g):
     """x - floor(x / y) * y: dx = g, dy = -floor(x / y) * g (as TF; zero almost everywhere)."""
     x, y = op.inputs
-    return [_unbroadcast(g, x), _unbroadcast(multiply(g, negative(floordiv(x, y))), y)]
+    return [_unbroadcast(g, x, y), _unbroadcast(multiply(g, negative(floordiv(x, y))), y, x)]
 
 
 # ---- comparisons and logic ---------------------------------------------------------------------

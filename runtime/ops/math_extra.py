@@ -217,7 +217,7 @@ def _atan2(ctx, y, x):
 def _atan2_grad(op, g):
     y, x = op.inputs
     s = divide(g, add(square(x), square(y)))
-    return [_unbroadcast(multiply(s, x), y), _unbroadcast(negative(multiply(s, y)), x)]
+    return [_unbroadcast(multiply(s, x), y, x), _unbroadcast(negative(multiply(s, y)), x, y)]
 
 
 def _unary_fn(op_type: str, fn_name: str):

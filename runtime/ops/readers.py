@@ -1,4 +1,4 @@
-"""TF1's file readers: TextLineReader, WholeFileReader and FixedLengthRecordReader.
+"""TF1's file readers: TextLineReader, WholeFileReader, FixedLengthRecordReader, TFRecordReader.
 
 A reader is a resource op (like a queue): its handle is kept per session in ``ctx.resources``.
 ``ReaderRead`` takes the reader and a queue of filenames (``string_input_producer``); when the
@@ -7,8 +7,8 @@ reader has no records left it dequeues the next filename, waiting without a thre
 whole when it is dequeued, then handed out a record at a time.
 
 Keys are TF1's: ``b"<file>:<line>"`` (lines count from 1, skipped header lines included) for
-text lines, ``b"<file>:<record>"`` (from 0) for fixed-length records, the file name for whole
-files. A trailing partial fixed-length record is dropped, as in TF.
+text lines, ``b"<file>:<record>"`` (from 0) for fixed-length records, ``b"<file>:<offset>"``
+(the byte offset where the record starts) for TFRecords, the file name for whole files. A trailing partial fixed-length record is dropped, as in TF.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..errors import InvalidArgumentError, NotFoundError, OutOfRangeError
+from ..errors import DataLossError, InvalidArgumentError, NotFoundError, OutOfRangeError
 from ..graph import Tensor, TensorShape
 from ..registry import Cost, apply, apply_op, defop
 from .data_flow import _QUEUE_TYPES, _handle
@@ -56,6 +56,10 @@ class _Reader:
         a = self.attrs
         if self.kind == "WholeFileReader":
             return [(path, data)]
+        if self.kind == "TFRecordReader":
+            from .records import tfrecords
+
+            return [(b"%s:%d" % (path, off), rec) for off, rec in tfrecords(data, path)]
         if self.kind == "TextLineReader":
             lines = data.split(b"\n")
             if lines and lines[-1] == b"":
@@ -77,7 +81,8 @@ class _Reader:
         return out
 
     def read(self, queue: Any, n: int | None, op_name: str, step: Any, done: Any) -> None:
-        """Hand ``n`` records to ``done`` (one when ``n`` is None; up to ``n`` at the end)."""
+        """Hand ``n`` records to ``done`` (one when ``n`` is None; up to ``n``, fewer when the
+        current file ends: a call dequeues another file only when it has no record yet)."""
         keys: list = []
         values: list = []
         want = 1 if n is None else n
@@ -97,6 +102,8 @@ class _Reader:
                     if rec is not None:
                         self.produced += 1
                 if rec is None:
+                    if keys:  # as TF's ReadUpTo: one call hands out at most the rest of one file
+                        break
                     queue.get(None, False, got_file, step)
                     return
                 keys.append(rec[0])
@@ -126,6 +133,9 @@ class _Reader:
             except OSError as e:
                 done(None, NotFoundError(f"{op_name}: cannot read {path!r}: {e}"))
                 return
+            except DataLossError as e:
+                done(None, DataLossError(f"{op_name}: {e.message}"))
+                return
             with self.lock:
                 self.pending.extend(recs)
                 self.completed += 1
@@ -149,7 +159,8 @@ def _reader_op(kind: str) -> Any:
 TextLineReaderOp = _reader_op("TextLineReader")
 WholeFileReaderOp = _reader_op("WholeFileReader")
 FixedLengthRecordReaderOp = _reader_op("FixedLengthRecordReader")
-_READER_TYPES = ("TextLineReader", "WholeFileReader", "FixedLengthRecordReader")
+TFRecordReaderOp = _reader_op("TFRecordReader")
+_READER_TYPES = ("TextLineReader", "WholeFileReader", "FixedLengthRecordReader", "TFRecordReader")
 
 
 def _check_reader_inputs(op: Any) -> None:
@@ -332,6 +343,19 @@ class FixedLengthRecordReader(ReaderBase):
                 f"FixedLengthRecordReader: record_bytes must be > 0 and the others >= 0, got {attrs}"
             )
         super().__init__(attrs, name)
+
+
+class TFRecordReader(ReaderBase):
+    """Reads the records of TFRecord files (uncompressed); a bad checksum or a truncated record
+    fails the read with DataLossError naming the file and offset."""
+
+    _kind = "TFRecordReader"
+
+    def __init__(self, name: str | None = None, options: Any = None):
+        kind = getattr(options, "compression_type", options)
+        if kind not in (None, "", 0) and str(kind) not in ("", "0", "None"):
+            raise InvalidArgumentError("TFRecordReader: compressed records are not supported")
+        super().__init__({}, name)
 
 
 def string_input_producer(

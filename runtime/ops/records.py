@@ -166,27 +166,33 @@ class TFRecordWriter:
         self.close()
 
 
+def tfrecords(data: bytes, path: Any) -> Any:
+    """(offset, record) for each record of a TFRecord file's bytes, checked (DataLossError
+    naming the file and offset)."""
+    offset = 0
+    while offset < len(data):
+        head = data[offset : offset + 12]
+        if len(head) < 12:
+            raise DataLossError(f"{path}: truncated record header at offset {offset}")
+        (n,) = struct.unpack("<Q", head[:8])
+        if struct.unpack("<I", head[8:])[0] != _masked_crc(head[:8]):
+            raise DataLossError(f"{path}: corrupted record length at offset {offset}")
+        body = data[offset + 12 : offset + 16 + n]
+        if len(body) < n + 4:
+            raise DataLossError(f"{path}: truncated record at offset {offset}")
+        rec = body[:n]
+        if struct.unpack("<I", body[n:])[0] != _masked_crc(rec):
+            raise DataLossError(f"{path}: corrupted record data at offset {offset}")
+        yield offset, rec
+        offset += 16 + n
+
+
 def tf_record_iterator(path: Any, options: Any = None) -> Any:
     """The records of a TFRecord file, checked (DataLossError naming the file and offset)."""
     with open(path, "rb") as f:
-        offset = 0
-        while True:
-            head = f.read(12)
-            if not head:
-                return
-            if len(head) < 12:
-                raise DataLossError(f"{path}: truncated record header at offset {offset}")
-            (n,) = struct.unpack("<Q", head[:8])
-            if struct.unpack("<I", head[8:])[0] != _masked_crc(head[:8]):
-                raise DataLossError(f"{path}: corrupted record length at offset {offset}")
-            body = f.read(n + 4)
-            if len(body) < n + 4:
-                raise DataLossError(f"{path}: truncated record at offset {offset}")
-            data = body[:n]
-            if struct.unpack("<I", body[n:])[0] != _masked_crc(data):
-                raise DataLossError(f"{path}: corrupted record data at offset {offset}")
-            yield data
-            offset += 16 + n
+        data = f.read()
+    for _, rec in tfrecords(data, path):
+        yield rec
 
 
 # ---- parsing -------------------------------------------------------------------------------

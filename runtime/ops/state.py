@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError
-from ..graph import Tensor, TensorShape
+from ..graph import Tensor, TensorShape, control_dependencies
 from ..registry import Cost, apply, apply_op, convert_to_tensor, defop, nbytes, numel
 from .manip import _add_at
 
@@ -341,25 +341,44 @@ def _scatter_update(ctx, h, idx, upd):
 ScatterUpdate.cost(_scatter_cost)
 
 
+_CHAINED_UPDATES = ("Assign", "AssignAdd", "AssignSub")
+
+
 def _ref_of(ref: Any) -> Tensor:
     r = getattr(ref, "_ref", None)
     if r is not None:
         return r
     if isinstance(ref, Tensor) and ref.op.op_def.is_ref:
         return ref
+    if isinstance(ref, Tensor) and ref.op.type in _CHAINED_UPDATES:
+        t = ref.op.inputs[0]
+        while t.op.type in ("Switch", "RefSwitch", "Enter", "RefEnter", "Identity"):
+            t = t.op.inputs[0]  # the variable as a cond or a loop took it in
+        return _ref_of(t)
     raise TypeError(f"expected a variable, got {ref!r}")
+
+
+def _after_update(ref: Any) -> Any:
+    """TF1's update ops output the variable's ref, and a program may update that again
+    (``tf.assign_add(tf.assign(v, v * d), x)``, baselines' K-FAC): the next update runs
+    after the one whose output it was given."""
+    if isinstance(ref, Tensor) and ref.op.type in _CHAINED_UPDATES:
+        return control_dependencies([ref.op])
+    return contextlib.nullcontext()
 
 
 def assign(ref: Any, value: Any, validate_shape: bool = True, use_locking: bool = True, name=None):
     r = _ref_of(ref)
     v = convert_to_tensor(value, dtype=r.dtype) if not isinstance(value, Tensor) else value
-    return apply("Assign", [r, v], {"validate_shape": validate_shape}, name or "Assign")
+    with _after_update(ref):
+        return apply("Assign", [r, v], {"validate_shape": validate_shape}, name or "Assign")
 
 
 def _update(op_type: str, ref: Any, value: Any, use_locking: bool, name: str | None) -> Tensor:
     r = _ref_of(ref)
     v = convert_to_tensor(value, dtype=r.dtype) if not isinstance(value, Tensor) else value
-    return apply(op_type, [r, v], {"use_locking": bool(use_locking)}, name or op_type)
+    with _after_update(ref):
+        return apply(op_type, [r, v], {"use_locking": bool(use_locking)}, name or op_type)
 
 
 def assign_add(ref: Any, value: Any, use_locking: bool = False, name=None):

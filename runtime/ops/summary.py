@@ -1,4 +1,4 @@
-"""Summary ops: TF1's ``tf.summary.scalar/histogram/image/text/merge`` as graph ops.
+"""Summary ops: TF1's ``tf.summary.scalar/histogram/image/audio/text/merge`` as graph ops.
 
 Each op's output is a 0-d ``string`` tensor holding a serialized ``tensorboard`` ``Summary``
 protocol buffer (the protos come from the ``tensorboard`` package, imported when a kernel first
@@ -234,6 +234,77 @@ def _image(ctx, x):
             encoded_image_string=encode_png(img),
         )
         vals.append(pb.Summary.Value(tag=f"{tag}/image/{i}" if n > 1 else f"{tag}/image", image=im))
+    return _out(pb.Summary(value=vals).SerializeToString())
+
+
+# ---- audio -----------------------------------------------------------------------------------
+
+
+def encode_wav_s16(frames: np.ndarray, sample_rate: float) -> bytes:
+    """TF's ``EncodeAudioAsS16LEWav``: a RIFF/WAVE file of 16-bit PCM from ``[frames,
+    channels]`` floats in [-1, 1] (each sample times 32768, rounded half away from zero, clamped
+    to int16; the header's rate is the rate rounded to an integer, as TF's)."""
+    n, c = frames.shape
+    f = frames.astype(np.float32) * np.float32(32768.0)
+    r = np.trunc(f)  # roundf: half away from zero (f - trunc(f) is exact)
+    q = np.clip(r + np.where(np.abs(f - r) >= 0.5, np.sign(f), 0), -32768, 32767)
+    data = q.astype("<i2").tobytes()
+    rate = int(np.floor(sample_rate + 0.5))
+    header = b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVE"
+    fmt = b"fmt " + struct.pack("<IHHIIHH", 16, 1, c, rate, rate * c * 2, c * 2, 16)
+    return header + fmt + b"data" + struct.pack("<I", len(data)) + data
+
+
+AudioSummaryV2 = defop("AudioSummaryV2", differentiable=False, cost=_summary_cost)
+
+
+@AudioSummaryV2.shape
+def _audio_shape(op):
+    x, rate = op.inputs
+    if not x.dtype.is_floating:
+        raise InvalidArgumentError(
+            f"AudioSummaryV2 {op.name}: the audio must be float, got {x.dtype.name}"
+        )
+    s = x.shape
+    if s.ndims is not None and s.ndims not in (2, 3):
+        raise InvalidArgumentError(
+            f"AudioSummaryV2 {op.name}: audio must be [batch, frames] or [batch, frames, "
+            f"channels], got shape {s}"
+        )
+    if rate.shape.ndims not in (None, 0):
+        raise InvalidArgumentError(
+            f"AudioSummaryV2 {op.name}: sample_rate must be a scalar, got shape {rate.shape}"
+        )
+    return _string_shape(op)
+
+
+@AudioSummaryV2.kernel("cpu")
+def _audio(ctx, x, rate):
+    t, r = _host(ctx, x), _host(ctx, rate)
+    tag, n = ctx.attrs["tag"], ctx.attrs["max_outputs"]
+    if t.ndim not in (2, 3):
+        raise InvalidArgumentError(
+            f"AudioSummaryV2 (tag {tag!r}): audio must be [batch, frames] or [batch, frames, "
+            f"channels], got shape {list(t.shape)}"
+        )
+    sample_rate = float(r.reshape(-1)[0]) if r.size == 1 else None
+    if sample_rate is None or not sample_rate > 0:
+        raise InvalidArgumentError(
+            f"AudioSummaryV2 (tag {tag!r}): sample_rate must be a positive scalar, got {r!r}"
+        )
+    if t.ndim == 2:
+        t = t[:, :, None]
+    pb = _pb()
+    vals = []
+    for i in range(min(n, t.shape[0])):
+        au = pb.Summary.Audio(
+            sample_rate=sample_rate,
+            num_channels=t.shape[2],
+            length_frames=t.shape[1],
+            encoded_audio_string=encode_wav_s16(t[i], sample_rate),
+            content_type="audio/wav",
+        )
+        vals.append(pb.Summary.Value(tag=f"{tag}/audio/{i}" if n > 1 else f"{tag}/audio", audio=au))
     return _out(pb.Summary(value=vals).SerializeToString())
 
 

@@ -23,7 +23,7 @@ from ..ops.control import group
 from ..ops.math import multiply, ones_like, zeros_like
 from ..partitioned import expand_partitioned
 from ..registry import convert_to_tensor
-from ..variables import Variable
+from ..variables import Variable, outside_control_flow
 from . import training_ops as ops
 
 # Slots of variables up to this many elements start from a constant; larger ones from
@@ -266,7 +266,11 @@ class Optimizer:
             # as TF's slot creator: under the variable scope the optimizer is applied in
             scope = get_variable_scope().name
             prefix = f"{scope}/" if scope else ""
-            with g.name_scope(None), g.control_dependencies(None), _on(g, var.op):
+            # as TF's apply_gradients (init_scope): outside any cond or loop being built, so
+            # that the slot's initializer does not wait on a branch (baselines' K-FAC applies
+            # its optimizer inside a tf.cond)
+            with g.name_scope(None), g.control_dependencies(None), _on(g, var.op), \
+                    outside_control_flow(g):  # fmt: skip
                 if not isinstance(fill, (Tensor, Variable)) and np.ndim(fill) == 0:
                     init: Any = _filled_like(var, float(fill))
                 else:
@@ -301,7 +305,8 @@ class Optimizer:
         made = self._slot_dict(slot_name).get(var.op)
         if made is not None:
             return made
-        with var.graph.control_dependencies(None), _on(var.graph, var.op):
+        with var.graph.control_dependencies(None), _on(var.graph, var.op), \
+                outside_control_flow(var.graph):  # fmt: skip
             value = initializer(shape, dtype=_dt.as_dtype(dtype))
         return self._make_slot(var, value, slot_name, op_name)
 

@@ -182,20 +182,30 @@ class Supervisor:
             sess.run(self._local_init_op)
         if start_standard_services:
             self._threads = list(start_queue_runners(sess, self._coord))
-            if self._is_chief and self._save_path and self._saver is not None:
-                t = threading.Thread(target=self._checkpoint_loop, args=(sess,), daemon=True)
-                t.start()
-                self._threads.append(t)
-            if (
-                self._is_chief
-                and self._summary_writer is not None
-                and self._summary_op is not None
-                and self._save_summaries_secs
-            ):
-                t = threading.Thread(target=self._summary_loop, args=(sess,), daemon=True)
-                t.start()
-                self._threads.append(t)
+            self.start_standard_services(sess)
         return sess
+
+    def start_standard_services(self, sess: Session) -> list:
+        """As TF1's: the chief's checkpoint thread (every ``save_model_secs``, with a
+        ``logdir`` and a saver) and summary thread (with a writer and a summary op); joined
+        when the supervisor stops. ``managed_session(start_standard_services=False)`` leaves
+        them to this call (slim's ``learning.train``)."""
+        started = []
+        if self._is_chief and self._save_path and self._saver is not None:
+            t = threading.Thread(target=self._checkpoint_loop, args=(sess,), daemon=True)
+            t.start()
+            started.append(t)
+        if (
+            self._is_chief
+            and self._summary_writer is not None
+            and self._summary_op is not None
+            and self._save_summaries_secs
+        ):
+            t = threading.Thread(target=self._summary_loop, args=(sess,), daemon=True)
+            t.start()
+            started.append(t)
+        self._threads.extend(started)
+        return started
 
     def _summary_loop(self, sess: Session) -> None:
         """As TF1's summary thread: the summary op at once, then every ``save_summaries_secs``,

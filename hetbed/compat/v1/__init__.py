@@ -254,7 +254,16 @@ contrib = _namespace(
         "layers": _namespace(
             "contrib.layers",
             "tf.contrib.layers (see contrib_layers.py).",
-            {**_layer_names, "utils": _utils},
+            {
+                **_layer_names,
+                **{k: getattr(_cl, k) for k in _cl.SUMMARIES},
+                "utils": _utils,
+                "summaries": _namespace(
+                    "contrib.layers.summaries",
+                    "tf.contrib.layers.summaries: summaries of activations and tensors.",
+                    {k: getattr(_cl, k) for k in _cl.SUMMARIES},
+                ),
+            },
         ),
         "slim": _namespace(
             "contrib.slim",
@@ -269,8 +278,12 @@ contrib = _namespace(
                 ),
                 "learning": _namespace(
                     "contrib.slim.learning",
-                    "slim's learning: create_train_op.",
-                    {"create_train_op": _cs.create_train_op},
+                    "slim's learning: create_train_op, train, train_step.",
+                    {
+                        "create_train_op": _cs.create_train_op,
+                        "train": _cs.train,
+                        "train_step": _cs.train_step,
+                    },
                 ),
                 "get_or_create_global_step": train.get_or_create_global_step,
                 "model_analyzer": _namespace(
@@ -432,8 +445,35 @@ def executing_eagerly() -> bool:
 _logger = _pylogging.getLogger("hetbed")
 
 
+class _StderrHandler(_pylogging.StreamHandler):
+    """TF1's handler of its logger: each record as ``INFO:tensorflow:message`` (here
+    ``INFO:hetbed:``) on the stderr of the moment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(_pylogging.Formatter(_pylogging.BASIC_FORMAT))
+
+    @property  # type: ignore[override]
+    def stream(self):
+        import sys
+
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
 def _set_verbosity(level: int) -> None:
+    """As TF1's: the level of the logger, whose records then print on stderr (TF1's logger has
+    its own handler unless the root logger has one: ``tf.logging.set_verbosity(INFO)`` shows
+    a program's ``tf.logging.info`` lines; Python's logging alone would print warnings only)."""
     _logger.setLevel(level)
+    # as TF1's: no handler of its own when the root logger has one (no line printed twice)
+    if not _pylogging.getLogger().handlers and not any(
+        isinstance(h, _StderrHandler) for h in _logger.handlers
+    ):
+        _logger.addHandler(_StderrHandler())
 
 
 logging = _namespace(
@@ -732,6 +772,8 @@ contrib.slim.get_or_create_global_step = train.get_or_create_global_step  # type
 for _k in _contrib_norm.__all__:  # (instance_norm, group_norm, ...: slim's too)
     setattr(contrib.layers, _k, getattr(_contrib_norm, _k))
     setattr(contrib.slim, _k, getattr(_contrib_norm, _k))
+for _k in _cl.SUMMARIES:  # (contrib.layers' summaries: slim's too)
+    setattr(contrib.slim, _k, getattr(_cl, _k))
 
 from hetbed.runtime.ops import audio as _audio  # noqa: E402
 

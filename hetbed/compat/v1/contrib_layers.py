@@ -639,3 +639,67 @@ def analyze_ops(graph: Any, print_info: bool = False) -> int:
     if print_info:
         print(f"Total size: {total}")
     return total
+
+
+# ---- tf.contrib.layers.summaries ----------------------------------------------------------------
+
+SUMMARIES = (
+    "summarize_activation",
+    "summarize_activations",
+    "summarize_collection",
+    "summarize_tensor",
+    "summarize_tensors",
+)
+
+
+def summarize_tensor(tensor: Any, tag: str | None = None) -> Any:
+    """A scalar summary of a 0-d ``tensor``, else a histogram, tagged ``tag`` (default the
+    op's name)."""
+    tag = tag or tensor.op.name
+    if tensor.get_shape().ndims == 0:
+        return _hb.summary.scalar(tag, tensor)
+    return _hb.summary.histogram(tag, tensor)
+
+
+def summarize_activation(op: Any) -> Any:
+    """TF1's activation summary of a layer output: a histogram tagged
+    ``<op name>/activation``; after Relu, Relu6 or Softplus also the fraction of negative
+    inputs (``/zeros``), after Relu6 the fraction above 6 (``/sixes``)."""
+    name = op.op.name
+    if op.op.type in ("Relu", "Softplus", "Relu6"):
+        x = op.op.inputs[0]
+        _hb.summary.scalar(
+            f"{name}/zeros", _hb.reduce_mean(_hb.to_float(_hb.less(x, _hb.cast(0.0, x.dtype))))
+        )
+    if op.op.type == "Relu6":
+        x = op.op.inputs[0]
+        _hb.summary.scalar(
+            f"{name}/sixes",
+            _hb.reduce_mean(_hb.to_float(_hb.greater(x, _hb.cast(6.0, x.dtype)))),
+        )
+    return _hb.summary.histogram(f"{name}/activation", op)
+
+
+def summarize_tensors(tensors: Any, summarizer: Callable = summarize_tensor) -> list:
+    return [summarizer(t) for t in tensors]
+
+
+def summarize_collection(
+    collection: str, name_filter: str | None = None, summarizer: Callable = summarize_tensor
+) -> list:
+    """``summarizer`` of each tensor of ``collection`` whose name matches ``name_filter``."""
+    import re
+
+    tensors = [
+        t
+        for t in _hb.get_collection(collection)
+        if name_filter is None or re.match(name_filter, t.op.name)
+    ]
+    return summarize_tensors(tensors, summarizer)
+
+
+def summarize_activations(
+    name_filter: str | None = None, summarizer: Callable = summarize_activation
+) -> list:
+    """``summarize_activation`` of the ACTIVATIONS collection."""
+    return summarize_collection("activations", name_filter, summarizer)

@@ -1,6 +1,5 @@
 """More of TF1's ``tf.contrib.layers`` (also slim's): ``instance_norm`` and ``group_norm`` (as
-TF1's normalization.py: the same scopes, variables and epsilon), ``maxout``, ``bias_add`` and
-the activation summaries.
+TF1's normalization.py: the same scopes, variables and epsilon), ``maxout`` and ``bias_add``.
 
 * ``instance_norm``: each example's each channel normalized over its spatial axes (moments over
   axes 1..rank-2 for NHWC, 2.. for NCHW), ``* gamma + beta`` per channel; variables
@@ -27,8 +26,6 @@ __all__ = [
     "group_norm",
     "instance_norm",
     "maxout",
-    "summarize_activation",
-    "summarize_activations",
 ]
 
 
@@ -238,24 +235,3 @@ def bias_add(
         if activation_fn is not None:
             out = activation_fn(out)
         return _collect(outputs_collections, out, _hb.get_variable_scope().name)
-
-
-def summarize_activation(op: Any) -> None:
-    """A histogram of ``op`` and the scalar fraction of its zeros (TF1 contrib's names:
-    ``<op>/activation``, ``<op>/zero_fraction``)."""
-    t = op if isinstance(op, _hb.Tensor) else op.outputs[0]
-    name = t.op.name
-    _hb.summary.histogram(f"{name}/activation", t)
-    _hb.summary.scalar(f"{name}/zero_fraction", _hb.nn.zero_fraction(t))
-
-
-def summarize_activations(
-    name_filter: Any = None, summarizer: Callable = summarize_activation
-) -> None:
-    """``summarizer`` for each tensor of the ``activations`` collection (optionally only names
-    matching ``name_filter``)."""
-    import re
-
-    for t in _hb.get_collection("activations"):
-        if name_filter is None or re.match(name_filter, t.op.name):
-            summarizer(t)

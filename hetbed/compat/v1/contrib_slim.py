@@ -2,7 +2,7 @@
 scripts use beside the layers of contrib_layers.py: ``softmax``, ``separable_conv2d`` (with
 ``num_outputs=None``, the depthwise part alone, as MobileNet builds it), ``conv2d_transpose``,
 the variable helpers (``get_model_variables``, ``get_variables_to_restore``, ...),
-``assign_from_checkpoint_fn`` and ``learning.create_train_op``, with slim's variable names
+``assign_from_checkpoint_fn`` and ``learning.create_train_op``/``train``, with slim's variable names
 and defaults."""
 
 from __future__ import annotations
@@ -412,8 +412,137 @@ def create_train_op(
         return _hb.identity(loss, name="train_op")
 
 
+def train_step(sess: Any, train_op: Any, global_step: Any, train_step_kwargs: dict) -> tuple:
+    """slim's ``learning.train_step``: run ``train_op`` and the global step once; log when
+    ``train_step_kwargs['should_log']`` holds; (the loss, whether ``should_stop`` holds)."""
+    import logging
+    import time
+
+    start = time.time()
+    total_loss, np_global_step = sess.run([train_op, global_step])
+    elapsed = time.time() - start
+    if "should_log" in train_step_kwargs and sess.run(train_step_kwargs["should_log"]):
+        logging.getLogger("hetbed").info(
+            "global step %d: loss = %.4f (%.3f sec/step)", np_global_step, total_loss, elapsed
+        )
+    should_stop = False
+    if "should_stop" in train_step_kwargs:
+        should_stop = bool(sess.run(train_step_kwargs["should_stop"]))
+    return total_loss, should_stop
+
+
+_USE_DEFAULT = 0
+
+
+def train(
+    train_op: Any,
+    logdir: Any,
+    train_step_fn: Callable = train_step,
+    train_step_kwargs: Any = _USE_DEFAULT,
+    log_every_n_steps: int = 1,
+    graph: Any = None,
+    master: str = "",
+    is_chief: bool = True,
+    global_step: Any = None,
+    number_of_steps: int | None = None,
+    init_op: Any = _USE_DEFAULT,
+    init_feed_dict: Any = None,
+    local_init_op: Any = _USE_DEFAULT,
+    init_fn: Any = None,
+    ready_op: Any = _USE_DEFAULT,
+    summary_op: Any = _USE_DEFAULT,
+    save_summaries_secs: float = 600,
+    summary_writer: Any = _USE_DEFAULT,
+    startup_delay_steps: int = 0,
+    saver: Any = None,
+    save_interval_secs: float = 600,
+    sync_optimizer: Any = None,
+    session_config: Any = None,
+    session_wrapper: Any = None,
+    trace_every_n_steps: Any = None,
+    ignore_live_threads: bool = False,
+) -> Any:
+    """slim's ``learning.train``: a ``Supervisor`` session over ``logdir`` (restored from its
+    latest checkpoint, else initialized and ``init_fn`` called), the queue runners and the
+    chief's summary and checkpoint threads started, then ``train_step_fn`` until the global
+    step reaches ``number_of_steps`` (or an input queue runs out), a last checkpoint saved;
+    returns the last loss. ``sync_optimizer`` and tracing are not supported."""
+    if train_op is None:
+        raise ValueError("slim.learning.train: train_op is None")
+    if logdir is None and (summary_op != _USE_DEFAULT or saver is not None):
+        raise ValueError("slim.learning.train: a summary_op or a saver needs a logdir")
+    if sync_optimizer is not None or trace_every_n_steps is not None:
+        raise NotImplementedError(
+            "slim.learning.train: sync_optimizer and trace_every_n_steps are not supported"
+        )
+    graph = graph if graph is not None else _hb.get_default_graph()
+    with graph.as_default():
+        if global_step is None:
+            global_step = _hb.train.get_or_create_global_step()
+        saver = saver or _hb.train.Saver()
+        with _hb.name_scope("init_ops"):
+            if init_op == _USE_DEFAULT:
+                init_op = _hb.global_variables_initializer()
+            if local_init_op == _USE_DEFAULT:
+                local_init_op = _hb.group(
+                    _hb.local_variables_initializer(), _hb.tables_initializer()
+                )
+        if summary_op == _USE_DEFAULT:
+            summary_op = _hb.summary.merge_all()
+        if train_step_kwargs == _USE_DEFAULT:
+            with _hb.name_scope("train_step"):
+                train_step_kwargs = {}
+                if number_of_steps:
+                    stop = _hb.greater_equal(global_step, number_of_steps)
+                else:
+                    stop = _hb.constant(False)
+                train_step_kwargs["should_stop"] = stop
+                if log_every_n_steps > 0:
+                    train_step_kwargs["should_log"] = _hb.equal(
+                        _hb.mod(global_step, log_every_n_steps), 0
+                    )
+    sv = _hb.train.Supervisor(
+        graph=graph,
+        is_chief=is_chief,
+        logdir=logdir,
+        init_op=init_op,
+        init_feed_dict=init_feed_dict,
+        local_init_op=local_init_op,
+        summary_op=summary_op,
+        summary_writer=summary_writer,
+        global_step=global_step,
+        saver=saver,
+        save_summaries_secs=save_summaries_secs,
+        save_model_secs=save_interval_secs,
+        init_fn=init_fn,
+    )
+    total_loss = None
+    with sv.managed_session(master, start_standard_services=False, config=session_config) as sess:
+        if session_wrapper is not None:
+            sess = session_wrapper(sess)
+        if is_chief and logdir:
+            sv.start_standard_services(sess)
+        threads = sv.start_queue_runners(sess)
+        try:
+            while not sv.should_stop():
+                total_loss, should_stop = train_step_fn(
+                    sess, train_op, global_step, train_step_kwargs
+                )
+                if should_stop:
+                    sv.request_stop()
+                    break
+        except _hb.errors.OutOfRangeError:
+            pass
+        if logdir and sv.is_chief:
+            sv.saver.save(sess, sv.save_path, global_step=sv.global_step)
+            sv.stop(threads, close_summary_writer=True, ignore_live_threads=ignore_live_threads)
+    return total_loss
+
+
 __all__ = [
     "assign_from_checkpoint_fn",
+    "train",
+    "train_step",
     "conv2d_in_plane",
     "conv2d_transpose",
     "create_train_op",
