@@ -709,6 +709,13 @@ def main(argv: list[str] | None = None) -> int:
     except ConnectionError as e:
         print(f"hetbed {args.cmd}: {e}", file=sys.stderr)
         return 1
+    except RuntimeError as e:
+        from hetbed.scenarios.runner import SweepWorkerDied
+
+        if not isinstance(e, SweepWorkerDied):
+            raise
+        print(f"hetbed {args.cmd}: {e}", file=sys.stderr)
+        return 1
     except (ValueError, TypeError, KeyError) as e:
         print(f"hetbed {args.cmd}: {e}", file=sys.stderr)
         return 2

@@ -356,16 +356,16 @@ def _run_point(sc: dict, on_step: Callable[[int, int], None] | None = None) -> t
     return res.summary, res.steps, res.gradients, res.curve
 
 
+class SweepWorkerDied(RuntimeError):
+    """A worker process of ``run_all``'s pool ended abruptly (killed, out of memory)."""
+
+
 def _ignore_sigint() -> None:
     """A sweep's worker process leaves Ctrl-C (sent to the whole process group) to its parent,
     which ends the pool (no traceback from every worker)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _run_indexed(item: tuple[int, dict]) -> tuple[int, tuple]:
-    return item[0], _run_point(item[1])
 
 
 def run_all(
@@ -400,19 +400,41 @@ def run_all(
                     progress(done, len(points), out[i][0])
     elif jobs > 1 and len(points) > 1:
         import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures.process import BrokenProcessPool
 
         # spawned, not forked: the caller may hold threads (a server, a test harness) and a
-        # forked child would inherit their locks. A Pool, whose exit terminates its workers:
-        # an interrupt (Ctrl-C, SIGTERM) or a failing point ends the sweep at once, and no
-        # worker outlives it
+        # forked child would inherit their locks. A worker that dies fails the sweep
+        # (BrokenProcessPool); an interrupt (Ctrl-C, SIGTERM) or a failing point ends it at
+        # once: the pending points are cancelled and the workers ended by their pids, so that
+        # none outlives the sweep
         ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(jobs, len(points)), initializer=_ignore_sigint) as pool:
-            for done, (i, res) in enumerate(
-                pool.imap_unordered(_run_indexed, list(enumerate(points))), 1
-            ):
-                out[i] = res
+        before = set(multiprocessing.active_children())
+        pool = ProcessPoolExecutor(
+            max_workers=min(jobs, len(points)), mp_context=ctx, initializer=_ignore_sigint
+        )
+        try:
+            futs = {pool.submit(_run_point, p): i for i, p in enumerate(points)}
+            for done, fut in enumerate(as_completed(futs), 1):
+                i = futs[fut]
+                try:
+                    out[i] = fut.result()
+                except BrokenProcessPool:
+                    raise SweepWorkerDied(
+                        f"a worker process of the sweep died while it ran point {i} (killed, "
+                        "or out of memory: try fewer --jobs); no results were written"
+                    ) from None
                 if progress:
                     progress(done, len(points), out[i][0])
+        except BaseException:
+            workers = set(multiprocessing.active_children()) - before
+            pool.shutdown(wait=False, cancel_futures=True)
+            for w in workers:
+                w.terminate()
+            for w in workers:
+                w.join(5)
+            raise
+        pool.shutdown(wait=True)
     else:
         for i, p in enumerate(points):
             out[i] = _run_point(p, step_progress)

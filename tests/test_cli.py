@@ -307,10 +307,11 @@ def test_progress_bars_are_redrawn_while_a_long_step_runs():
     assert runs.n >= 2 and step.n >= 2 and (runs.n, step.n) == after
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "a worker killed"])
 def test_a_stopped_sweep_ends_its_worker_processes_at_once(tmp_path, sig):
     """SIGTERM (a scheduler's stop) or Ctrl-C to `hetbed sweep --jobs 2`: it exits promptly
-    (143 / 130) instead of finishing the sweep, and none of its worker processes is left."""
+    (143 / 130) instead of finishing the sweep, and none of its worker processes is left; a
+    worker that dies (the OOM killer) fails the sweep at once (1), naming the point."""
     import signal
     import subprocess
     import sys
@@ -336,15 +337,23 @@ def test_a_stopped_sweep_ends_its_worker_processes_at_once(tmp_path, sig):
         kids = children()
         assert len(kids) >= 2, "the sweep's pool did not start"
         time.sleep(1.0)  # (the workers under way)
-        p.send_signal(getattr(signal, sig))
+        if sig == "a worker killed":
+            workers = [k for k in kids if "spawn_main" in open(f"/proc/{k}/cmdline").read()]
+            os.kill(workers[0], signal.SIGKILL)  # (a process this test started, by its pid)
+        else:
+            p.send_signal(getattr(signal, sig))
         rc = p.wait(timeout=30)
     finally:
         if p.poll() is None:
             p.kill()
             p.wait()
     err = p.stderr.read()
-    assert rc == {"SIGTERM": 143, "SIGINT": 130}[sig], err
-    assert {"SIGTERM": "sweep: terminated", "SIGINT": "sweep: interrupted"}[sig] in err
+    want = {
+        "SIGTERM": (143, "sweep: terminated"),
+        "SIGINT": (130, "sweep: interrupted"),
+        "a worker killed": (1, "a worker process of the sweep died while it ran point"),
+    }
+    assert rc == want[sig][0] and want[sig][1] in err, (rc, err)
     time.sleep(0.5)
     left = [
         k

@@ -73,14 +73,13 @@ def test_malformed_register_graph_calls_are_invalid_argument():
         {**good, "sends": [{"name": "s"}]},
         {**good, "graph": {"format": "x", "nodes": "y"}},
     ]
-    port = int(s.target.rsplit(":", 1)[1])
     try:
         with grpc.insecure_channel(s.target[len("grpc://") :]) as ch:
             call = ch.unary_unary("/hetbed.WorkerService/RegisterGraph")
             for req in bad:
                 with pytest.raises(grpc.RpcError) as e:
                     body = msgpack.packb({"graph": req})
-                    auth = rpc.call_auth(b"t", "RegisterGraph", port, body)
+                    auth = rpc.call_auth(b"t", "RegisterGraph", "/job:ps/replica:0/task:0", body)
                     call(body, metadata=((rpc.TOKEN_KEY, auth),))
                 assert e.value.code() == grpc.StatusCode.INVALID_ARGUMENT, e.value.details()
     finally:

@@ -403,3 +403,33 @@ def test_a_crafted_header_with_a_valid_digest_is_a_data_loss_error(tmp_path, ent
     path.write_bytes(body + hashlib.sha256(body).digest())
     with pytest.raises(DataLossError, match=r"c: tensor entry 0 is malformed"):
         hb.train.load_checkpoint(str(path)).get_tensor("v")
+
+
+def test_rotation_keeps_to_the_folder_it_saves_into_and_recovery_to_its_name(tmp_path):
+    """Checkpoints of another run (another folder), listed by path in this Saver's kept list,
+    are never deleted by this folder's rotation; with the index gone, recovery takes only the
+    default name's checkpoints (a MonitoredTrainingSession's model.ckpt), never a best-7."""
+    from hetbed.runtime.train.checkpoint import recover_checkpoint
+
+    other, here = tmp_path / "run1", tmp_path / "run2"
+    other.mkdir()
+    here.mkdir()
+    _saved(str(other), steps=(0, 1))
+    with hb.Graph().as_default():
+        v = hb.Variable(1.0, name="v")
+        saver = hb.train.Saver(max_to_keep=1)
+        with hb.Session() as s:
+            s.run(v.initializer)
+            theirs = [str(here / ".." / "run1" / "model.ckpt-0"), str(other / "model.ckpt-1")]
+            saver.recover_last_checkpoints(theirs)
+            assert len(saver.last_checkpoints) == 2  # (real checkpoints: adopted as listed)
+            for step in (5, 6):
+                saver.save(s, str(here / "model.ckpt"), global_step=step)
+    assert sorted(os.listdir(other)) == sorted(
+        ["checkpoint", "model.ckpt-0", "model.ckpt-0.meta", "model.ckpt-1", "model.ckpt-1.meta"]
+    )
+    _saved(str(here), name="best", steps=(7,), latest_filename="best_checkpoint")
+    os.remove(here / "checkpoint")
+    with pytest.warns(UserWarning, match="latest is now .*model.ckpt-6"):
+        assert recover_checkpoint(str(here), default_basename="model.ckpt").endswith("ckpt-6")
+    assert "best-7" in os.listdir(here)

@@ -48,10 +48,9 @@ def _raw(target: str, method: str, payload: bytes, metadata=(), stream: bool = F
         return ch.unary_unary(path)(payload, metadata=metadata, timeout=10)
 
 
-def _md(token: str, method: str, target: str, body: bytes) -> tuple:
-    """The metadata a WorkerClient with ``token`` sends with ``body`` to ``target``."""
-    port = int(target.rsplit(":", 1)[1])
-    return ((rpc.TOKEN_KEY, rpc.call_auth(token.encode(), method, port, body)),)
+def _md(token: str, method: str, task: str, body: bytes) -> tuple:
+    """The metadata a WorkerClient with ``token`` sends with ``body`` to ``task``."""
+    return ((rpc.TOKEN_KEY, rpc.call_auth(token.encode(), method, task, body)),)
 
 
 def test_token_is_checked_before_the_body_is_read(server):
@@ -60,7 +59,7 @@ def test_token_is_checked_before_the_body_is_read(server):
     s = server(token="s3cret", max_message_bytes=1 << 20)
     big = b"\x00" * (4 << 20)
     for method, stream in [("RunGraph", False), ("RegisterGraph", False), ("RecvTensor", True)]:
-        guesses = [(), ((rpc.TOKEN_KEY, "guess"),), _md("guess", method, s.target, big)]
+        guesses = [(), ((rpc.TOKEN_KEY, "guess"),), _md("guess", method, PS, big)]
         guesses.append((("hetbed-token", "s3cret"),))  # the bearer token of old: not enough
         for md in guesses:
             with pytest.raises(grpc.RpcError) as e:
@@ -68,42 +67,63 @@ def test_token_is_checked_before_the_body_is_read(server):
             assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, e.value.details()
             assert method in e.value.details() and "ps" not in e.value.details()
     body = msgpack.packb({})
-    ok = msgpack.unpackb(
-        _raw(s.target, "GetStatus", body, _md("s3cret", "GetStatus", s.target, body))
-    )
+    ok = msgpack.unpackb(_raw(s.target, "GetStatus", body, _md("s3cret", "GetStatus", PS, body)))
     assert ok["task"] == PS
     with pytest.raises(grpc.RpcError) as e:  # authenticated and oversized: the limit applies
-        _raw(s.target, "RunGraph", big, _md("s3cret", "RunGraph", s.target, big))
+        _raw(s.target, "RunGraph", big, _md("s3cret", "RunGraph", PS, big))
     assert e.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
 def test_a_calls_authenticator_fits_one_call_only(server, monkeypatch):
     """A captured authenticator is good for nothing else: not twice, not for another method,
-    another task's port or another body, not when stale; the token is never in it."""
+    another task (nor, but for a first GetStatus, with no task named) or another body, not
+    when stale; the token is never in it."""
     s = server(token="s3cret")
     body = msgpack.packb({})
-    md = _md("s3cret", "GetStatus", s.target, body)
+    md = _md("s3cret", "GetStatus", PS, body)
     assert "s3cret" not in md[0][1]
     assert msgpack.unpackb(_raw(s.target, "GetStatus", body, md))["task"] == PS
-    port = int(s.target.rsplit(":", 1)[1])
-    other_port = ((rpc.TOKEN_KEY, rpc.call_auth(b"s3cret", "GetStatus", port + 1, body)),)
+    unnamed = _md("s3cret", "GetStatus", "", body)  # a master's first call: whom did it reach?
+    assert msgpack.unpackb(_raw(s.target, "GetStatus", body, unnamed))["task"] == PS
     other_body = msgpack.packb({"x": 1})
     cases = {
         "used before": (md, body, "GetStatus"),
-        "wrong cluster token": (md, body, "CleanupStep"),  # (another method: its MAC fails)
-        "another port": (other_port, body, "GetStatus"),
-        "another body": (_md("s3cret", "GetStatus", s.target, body), other_body, "GetStatus"),
-    }
+        "another method": (md, body, "CleanupStep"),
+        "another task": (_md("s3cret", "CleanupStep", "/job:worker/replica:0/task:0", body),
+                         body, "CleanupStep"),
+        "no task": (_md("s3cret", "CleanupStep", "", body), body, "CleanupStep"),
+        "another body": (_md("s3cret", "GetStatus", PS, body), other_body, "GetStatus"),
+    }  # fmt: skip
     for why, (meta, payload, method) in cases.items():
         with pytest.raises(grpc.RpcError) as e:
             _raw(s.target, method, payload, meta)
         assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED, (why, e.value.details())
     real_ns = time.time_ns
     monkeypatch.setattr(time, "time_ns", lambda: real_ns() - int(2 * rpc.AUTH_WINDOW_S * 1e9))
-    stale = _md("s3cret", "GetStatus", s.target, body)
+    stale = _md("s3cret", "GetStatus", PS, body)
     monkeypatch.setattr(time, "time_ns", real_ns)
-    with pytest.raises(grpc.RpcError, match="s old"):
+    with pytest.raises(grpc.RpcError, match="s off this task's clock"):
         _raw(s.target, "GetStatus", body, stale)
+
+
+def test_the_replay_cache_forgets_a_nonce_only_when_its_time_leaves_the_window(monkeypatch):
+    """Each nonce is refused a second time while its timestamp is still acceptable, even one
+    stamped ahead of this clock; the cache is pruned oldest first as time passes."""
+    auth = rpc.CallAuthenticator(b"k", PS)
+    now = [1_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: now[0])
+    monkeypatch.setattr(time, "time_ns", lambda: int(now[0] * 1e9))
+    values = [rpc.call_auth(b"k", "GetStatus", PS, b"") for _ in range(3)]
+    now[0] += rpc.AUTH_WINDOW_S - 1  # a value stamped ahead of the server's clock:
+    ahead = rpc.call_auth(b"k", "GetStatus", PS, b"")
+    now[0] -= rpc.AUTH_WINDOW_S - 1
+    assert all(auth.check("GetStatus", v)[0] for v in [*values, ahead])
+    now[0] += rpc.AUTH_WINDOW_S + 1  # the first three are stale now, and forgotten
+    assert auth.check("GetStatus", values[0])[0] is None
+    assert auth.check("GetStatus", rpc.call_auth(b"k", "GetStatus", PS, b""))[0]
+    assert len(auth._seen) == 2  # (the three stale nonces pruned as the new one came)
+    digest, why = auth.check("GetStatus", ahead)  # still within the window: still refused
+    assert digest is None and "used before" in why
 
 
 def test_a_client_never_sends_the_token_to_whoever_listens(server):
@@ -128,7 +148,8 @@ def test_a_client_never_sends_the_token_to_whoever_listens(server):
     port = squatter.add_insecure_port("127.0.0.1:0")
     squatter.start()
     try:
-        client = WorkerClient(f"127.0.0.1:{port}", token="s3cret")
+        # (a peer task's client: it knows the task it means to reach)
+        client = WorkerClient(f"127.0.0.1:{port}", "/job:worker/replica:0/task:0", "s3cret")
         with pytest.raises(wire.WireError):  # (an empty reply is no GetStatus reply)
             client.call("GetStatus", {}, timeout=5)
         client.close()
@@ -187,9 +208,17 @@ def test_data_channel_says_nothing_before_the_token_is_proven(server):
         c.sendall(answer)
         assert c.recv(1000) == b""  # hung up: no task name, no error text
         c.close()
+    # a right answer for another task (a relay: a process at a dead worker's address passing
+    # this task's challenge to a client that meant to reach the worker) is refused too
     c = socket.create_connection(("127.0.0.1", port), timeout=5)
     nonce = bytes(datachannel.recv_exact(c, 36)[4:])
-    c.sendall(datachannel.MAGIC + datachannel._mac(b"s3cret", nonce))
+    worker = "/job:worker/replica:0/task:0"
+    c.sendall(datachannel.MAGIC + datachannel._mac(b"s3cret", nonce, worker))
+    assert c.recv(1000) == b""
+    c.close()
+    c = socket.create_connection(("127.0.0.1", port), timeout=5)
+    nonce = bytes(datachannel.recv_exact(c, 36)[4:])
+    c.sendall(datachannel.MAGIC + datachannel._mac(b"s3cret", nonce, PS))
     (n,) = datachannel.recv_exact(c, 1)
     assert datachannel.recv_exact(c, n).decode() == PS
     c.close()

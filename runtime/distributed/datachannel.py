@@ -42,10 +42,15 @@ _MAC_CONTEXT = b"hetbed-data-v1"
 _MAX_IDLE = 8
 
 
-def _mac(token: bytes | None, nonce: bytes) -> bytes:
+def _mac(token: bytes | None, nonce: bytes, task: str) -> bytes:
+    """The client's answer to a data-channel challenge: it names the task the client means to
+    reach, so that an answer passed on to another task (a relay through a process at a dead
+    task's address) is refused there."""
     if token is None:
         return bytes(32)
-    return hmac.new(token, _MAC_CONTEXT + nonce, hashlib.sha256).digest()
+    return hmac.new(
+        token, b"\0".join([_MAC_CONTEXT, nonce, task.encode()]), hashlib.sha256
+    ).digest()
 
 
 def recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytearray:
@@ -338,7 +343,7 @@ class DataServer:
             if hello[: len(MAGIC)] != MAGIC:
                 return
             if self._token is not None and not hmac.compare_digest(
-                bytes(hello[len(MAGIC) :]), _mac(self._token, nonce)
+                bytes(hello[len(MAGIC) :]), _mac(self._token, nonce, task)
             ):
                 return
             name = task.encode()[:255]

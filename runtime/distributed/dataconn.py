@@ -70,7 +70,7 @@ class DataConnections:
                 raise E.DataLossError(
                     f"{host}:{port} (data channel of {self.task}) is not a hetbed data channel"
                 )
-            sock.sendall(MAGIC + _mac(self._token, bytes(hello[len(MAGIC) :])))
+            sock.sendall(MAGIC + _mac(self._token, bytes(hello[len(MAGIC) :]), self.task))
             try:
                 (n,) = recv_exact(sock, 1, deadline)
             except EOFError:

@@ -10,13 +10,15 @@ Methods are ``/hetbed.WorkerService/<Name>`` with identity (de)serializers: requ
 msgpack maps (``wire.py``), so no protoc step is needed. The cluster token never crosses the
 wire: with one configured, every call carries metadata ``hetbed-auth`` = ``ts.nonce.digest.mac``:
 the client's time in ms, 8 random bytes, the SHA-256 of the request body, and HMAC-SHA256(token,
-``hetbed-grpc-v1`` | method | the task's port | ts | nonce | digest) (``call_auth``). A server with
+``hetbed-grpc-v1`` | method | the task's name | ts | nonce | digest) (``call_auth``; a first
+GetStatus, before the caller knows whom it reached, names no task). A server with
 a token checks it from an interceptor that sees only the metadata (no byte of an
 unauthenticated request is read; UNAUTHENTICATED otherwise): the MAC, a time within
 ``AUTH_WINDOW_S`` of its own, a nonce it has not seen in that window; its handler then checks the
 body against the digest. So whoever listens at a task's address (a process that took a dead
 task's port) learns no token, and a captured call cannot be sent to another task, with another
-body, or twice to the same server. Malformed requests get INVALID_ARGUMENT, requests over the
+body, or twice to the same server process (a task restarted within the window forgets the
+nonces it saw: a call captured before could be sent to it once more, unchanged). Malformed requests get INVALID_ARGUMENT, requests over the
 message-size limit RESOURCE_EXHAUSTED (gRPC enforces it), and the server keeps serving.
 
 Tensors between tasks (RecvTensor) are streamed, by one of two protocols chosen by the sending
@@ -28,8 +30,9 @@ task's server (``Server(protocol=...)``; its GetStatus reply advertises ``data_p
 - ``"grpc+tcp"`` (the default; like TensorFlow's ``grpc+verbs``, gRPC stays the control plane):
   tensors move over a plain TCP connection to the sending task's data port, on the host its gRPC
   server binds. A connection starts with a challenge: the server sends ``HBD1`` + a 32-byte
-  nonce and nothing else; the client answers ``HBD1`` + HMAC-SHA256(token, ``hetbed-data-v1`` +
-  nonce) (32 zero bytes without a token), checked in constant time when the server has a token;
+  nonce and nothing else; the client answers ``HBD1`` + HMAC-SHA256(token, ``hetbed-data-v1`` |
+  nonce | the task it means to reach) (32 zero bytes without a token; naming the task, an
+  answer relayed to another task is refused there), checked in constant time when the server has a token;
   only then does the server send its task name (1 length byte + UTF-8; a client expecting
   another task hangs up). A client that fails the challenge, or does not answer it within
   ``HANDSHAKE_TIMEOUT_S`` in total, is hung up on without a word, and a server keeps at most
@@ -52,6 +55,7 @@ is longer than the Recv's timeout.
 from __future__ import annotations
 
 import hashlib
+import heapq
 import hmac
 import secrets
 import threading
@@ -73,54 +77,66 @@ AUTH_WINDOW_S = 600.0
 _AUTH_CONTEXT = b"hetbed-grpc-v1"
 
 
-def _auth_mac(token: bytes, method: str, port: int, ts: str, nonce: str, digest: str) -> str:
-    msg = b"\0".join([_AUTH_CONTEXT, method.encode(), str(port).encode(), ts.encode(),
+def _auth_mac(token: bytes, method: str, task: str, ts: str, nonce: str, digest: str) -> str:
+    msg = b"\0".join([_AUTH_CONTEXT, method.encode(), task.encode(), ts.encode(),
                       nonce.encode(), digest.encode()])  # fmt: skip
     return hmac.new(token, msg, hashlib.sha256).hexdigest()
 
 
-def call_auth(token: bytes, method: str, port: int, body: bytes) -> str:
-    """The ``hetbed-auth`` metadata value of one call of ``method`` (the short name) to the
-    task listening on ``port``, with request ``body``."""
+def call_auth(token: bytes, method: str, task: str, body: bytes) -> str:
+    """The ``hetbed-auth`` metadata value of one call of ``method`` (the short name) to
+    ``task`` (``/job:ps/replica:0/task:0``; "" while the caller does not know it yet: then
+    only GetStatus is accepted), with request ``body``."""
     ts = str(time.time_ns() // 1_000_000)
     nonce = secrets.token_hex(8)
     digest = hashlib.sha256(body).hexdigest()
-    return ".".join([ts, nonce, digest, _auth_mac(token, method, port, ts, nonce, digest)])
+    return ".".join([ts, nonce, digest, _auth_mac(token, method, task, ts, nonce, digest)])
 
 
 class CallAuthenticator:
-    """Checks ``hetbed-auth`` values for the server of ``port`` (``check``), remembering the
-    nonces of the last ``AUTH_WINDOW_S`` seconds so that a call is accepted once."""
+    """Checks ``hetbed-auth`` values for the server of ``task`` (``check``). A value is good
+    for one call: its nonce is remembered until its timestamp leaves the window (so the cache
+    holds the authenticated calls of at most ``2 * AUTH_WINDOW_S``, pruned oldest first)."""
 
-    def __init__(self, token: bytes, port: int):
-        self._token, self.port = token, int(port)
+    def __init__(self, token: bytes, task: str):
+        self._token, self.task = token, task
         self._seen: dict[str, float] = {}
+        self._expiry: list[tuple[float, str]] = []  # a heap of (when a nonce may go, nonce)
         self._lock = threading.Lock()
 
     def check(self, method: str, value: Any) -> tuple[str | None, str]:
         """(the body digest the call vouches for, "") or (None, why it is refused)."""
         if isinstance(value, bytes):
             value = value.decode("ascii", "replace")
-        parts = value.split(".") if isinstance(value, str) else []
+        parts = value.split(".") if isinstance(value, str) and len(value) < 256 else []
         if len(parts) != 4:
             return None, "no cluster token" if not value else "a malformed authenticator"
         ts, nonce, digest, mac = parts
-        want = _auth_mac(self._token, method, self.port, ts, nonce, digest)
-        if not hmac.compare_digest(mac.encode(), want.encode()):
-            return None, "a wrong cluster token"
+        names = [self.task] + ([""] if method == "GetStatus" else [])
+        if not any(
+            hmac.compare_digest(
+                mac.encode(), _auth_mac(self._token, method, t, ts, nonce, digest).encode()
+            )  # fmt: skip
+            for t in names
+        ):
+            return None, "a wrong cluster token (or a call meant for another task)"
         now = time.time()
         try:
-            age = now - int(ts) / 1000.0
+            stamp = int(ts) / 1000.0
         except ValueError:
             return None, "a malformed authenticator"
-        if abs(age) > AUTH_WINDOW_S:
-            return None, f"an authenticator {age:.0f} s old (clocks apart, or a replayed call)"
+        if abs(now - stamp) > AUTH_WINDOW_S:
+            return None, (
+                f"an authenticator {now - stamp:.0f} s off this task's clock (the clocks of "
+                f"the hosts differ by more than {AUTH_WINDOW_S:g} s, or a call was replayed)"
+            )
         with self._lock:
+            while self._expiry and self._expiry[0][0] < now:
+                self._seen.pop(heapq.heappop(self._expiry)[1], None)
             if nonce in self._seen:
                 return None, "an authenticator used before (a replayed call)"
-            if len(self._seen) > 4096:
-                self._seen = {n: t for n, t in self._seen.items() if now - t <= AUTH_WINDOW_S}
-            self._seen[nonce] = now
+            self._seen[nonce] = stamp
+            heapq.heappush(self._expiry, (stamp + AUTH_WINDOW_S, nonce))
         return digest, ""
 
 

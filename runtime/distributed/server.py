@@ -3,9 +3,11 @@
 Binding: a server listens on its own address from the cluster spec when that host is loopback
 (127.0.0.0/8, ``localhost``, ``::1``). For any other host it refuses to start unless told where
 to listen: ``bind_all=True`` listens on every interface (``0.0.0.0``), ``bind_host="10.0.0.5"``
-on that one. Anyone who reaches the port can run graphs, so give non-loopback clusters a token:
-``token=`` (default: the ``HETBED_CLUSTER_TOKEN`` environment variable) is then required, in the
-``hetbed-token`` metadata of every call, from masters and peer tasks alike.
+on that one, and only with a token (``allow_unauthenticated=True`` says the network is
+trusted): anyone who reaches the port could otherwise run graphs. ``token=`` (default: the
+``HETBED_CLUSTER_TOKEN`` environment variable; empty is none) authenticates every call, from
+masters and peer tasks alike, by an HMAC in its ``hetbed-auth`` metadata (``rpc.py``): the
+token itself is never sent.
 
 Protocols (how tensors this task sends reach other tasks; see ``rpc.py``): ``"grpc+tcp"`` (the
 default, ``DEFAULT_PROTOCOL``) streams them over a TCP data channel on the host the gRPC server
@@ -100,7 +102,8 @@ class Server:
                     f"{address!r}; pass bind_all=True (all interfaces) or bind_host=... and set a "
                     "cluster token"
                 )
-        self._token = token if token is not None else os.environ.get(TOKEN_ENV) or None
+        # (an empty token is none: no call is authenticated then)
+        self._token = (token if token is not None else os.environ.get(TOKEN_ENV)) or None
         if self._token is None and not is_loopback(bind_host) and not allow_unauthenticated:
             # a server without a token runs any graph it is sent, file reads and writes too
             raise ValueError(
@@ -123,8 +126,7 @@ class Server:
         from .grpc_server import TokenInterceptor, service_handler
         from .rpc import CallAuthenticator, channel_options
 
-        # (its port is the one bound, set below once known)
-        auth = CallAuthenticator(self._token.encode(), port) if self._token else None
+        auth = CallAuthenticator(self._token.encode(), self.task_name) if self._token else None
 
         self._data = (
             DataServer(
@@ -173,8 +175,6 @@ class Server:
             if self._data is not None:
                 self._data.stop()
             raise ValueError(f"Server {self.task_name}: cannot listen on {bind}:{port}")
-        if auth is not None:
-            auth.port = self._port
         self._address = f"[{host}]:{self._port}" if ":" in host else f"{host}:{self._port}"
         if port == 0:  # a free port was asked for: the cluster spec now names the real one
             self.cluster._jobs[job_name][self.task_index] = self._address

@@ -547,7 +547,10 @@ def _stem(path: str) -> str:
 
 
 def recover_checkpoint(
-    checkpoint_dir: str, latest_filename: str | None = None, basename: str | None = None
+    checkpoint_dir: str,
+    latest_filename: str | None = None,
+    basename: str | None = None,
+    default_basename: str | None = None,
 ) -> str | None:
     """The newest checkpoint in ``checkpoint_dir`` that verifies (whole file, checksum), for a
     restart; None when the folder holds no checkpoint file at all.
@@ -560,9 +563,10 @@ def recover_checkpoint(
     verified checkpoints, oldest first.
 
     Only checkpoints of one name are candidates (``basename``, ``model.ckpt`` for
-    ``model.ckpt-<step>``; by default the name of the index's latest checkpoint, any name when
-    there is no index): checkpoints another Saver keeps in the folder under their own name
-    (``best-7``) are never adopted, and so never rotated away.
+    ``model.ckpt-<step>``; by default the name of the index's latest checkpoint, and
+    ``default_basename`` (any name when None) when there is no readable index): checkpoints
+    another Saver keeps in the folder under their own name (``best-7``) are never adopted, and
+    so never rotated away.
     """
     index_name = latest_filename or STATE_FILENAME
     if not os.path.isdir(checkpoint_dir):
@@ -586,8 +590,8 @@ def recover_checkpoint(
         for p in found
         if p.endswith(".index") and tf_bundle.is_bundle(p[: -len(".index")])
     ]
-    if basename is None and state is not None:
-        basename = _stem(state.model_checkpoint_path)
+    if basename is None:
+        basename = _stem(state.model_checkpoint_path) if state is not None else default_basename
     if basename is not None:
         candidates = [p for p in candidates if _stem(p) == basename]
     if not candidates:

@@ -136,6 +136,12 @@ def _step_of(path: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _is_step_of(path: str, prefix: str) -> bool:
+    """Whether ``path`` is ``prefix-<step>`` (a checkpoint of the saver writing ``prefix``)."""
+    head, _, step = os.path.abspath(path).rpartition("-")
+    return head == prefix and step.isdigit()
+
+
 class CheckpointSaverHook(SessionRunHook):
     """Saves ``checkpoint_dir/model.ckpt-<global step>`` when the session is made (TF's step-0
     checkpoint, with ``graph.pbtxt``), every ``save_steps`` steps or ``save_secs`` seconds (give
@@ -182,7 +188,10 @@ class CheckpointSaverHook(SessionRunHook):
         # Checkpoints written before a restart keep counting toward the saver's max_to_keep.
         state = get_checkpoint_state(self._dir)
         if state is not None and not self._saver.last_checkpoints:
-            self._saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
+            mine = os.path.abspath(self._path)  # (this hook's checkpoints: model.ckpt-<step>)
+            self._saver.recover_last_checkpoints(
+                [p for p in state.all_model_checkpoint_paths if _is_step_of(p, mine)]
+            )
         # as TF's: the graph beside the checkpoints, and the state at the starting step saved
         # at once (model.ckpt-0 for a new run), so even a run stopped before its first save
         # period leaves a checkpoint
@@ -541,7 +550,11 @@ class MonitoredTrainingSession:
         if self._restore_path is not None:  # (a given checkpoint file, as an evaluation's)
             ckpt = self._restore_path
         else:
-            ckpt = recover_checkpoint(self._checkpoint_dir) if self._checkpoint_dir else None
+            ckpt = (  # (no index: its checkpoint saver's own name, never another Saver's)
+                recover_checkpoint(self._checkpoint_dir, default_basename="model.ckpt")
+                if self._checkpoint_dir
+                else None
+            )
         restarted = os.environ.get(RESTARTED_ENV)  # (this process: a restarted task)
         if ckpt is not None:
             self._saver.restore(sess, ckpt)

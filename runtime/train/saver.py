@@ -181,9 +181,10 @@ class Saver:
         stamps = [t for _, t in self._last] if self._max_to_keep else [now]
         update_checkpoint_state(directory, path, kept, latest_filename, stamps)
         for p in doomed:  # only after the index no longer lists them
-            if not is_checkpoint_file(p):
+            if os.path.dirname(os.path.abspath(p)) != directory or not is_checkpoint_file(p):
                 # never a file that is not a checkpoint (an index edited to list one, a
-                # checkpoint replaced since): TF's rotation too removes only checkpoint files
+                # checkpoint replaced since), nor one outside the folder this save writes
+                # into (another run's, listed by path): rotation is this folder's
                 continue
             for f in (p, p + ".meta"):
                 with contextlib.suppress(FileNotFoundError):
