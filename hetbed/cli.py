@@ -247,9 +247,19 @@ class _signals_deferred:  # noqa: N801 (a context manager, named as one)
 
         self._got: list[int] = []
         self._old: dict = {}
+
+        def note(signum: int, frame: object) -> None:
+            if self._got:  # a second one: the user insists (the folder may then mix two runs)
+                raise (
+                    _Terminated("while writing the results")
+                    if signum == signal.SIGTERM
+                    else (KeyboardInterrupt("while writing the results"))
+                )
+            self._got.append(signum)
+
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, lambda signum, frame: self._got.append(signum))
+                self._old[sig] = signal.signal(sig, note)
 
     def __exit__(self, *exc: object) -> None:
         import signal
