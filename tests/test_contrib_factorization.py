@@ -227,7 +227,14 @@ def test_against_tensorflow_clustering_ops(mb, metric, spi):
     tf1 = pytest.importorskip("tensorflow.compat.v1")
     clustering_ops = pytest.importorskip("tensorflow.python.ops.clustering_ops")
     # one executor thread: TF's order between reading and adding the counts is then fixed
-    cfg = tf1.ConfigProto(inter_op_parallelism_threads=1, intra_op_parallelism_threads=1)
+    # its own one-thread pools: the process-wide pool an earlier TensorFlow session made
+    # (another test's) would otherwise ignore these sizes, and TF's order of the counts' read
+    # and update would vary
+    cfg = tf1.ConfigProto(
+        inter_op_parallelism_threads=1,
+        intra_op_parallelism_threads=1,
+        use_per_session_threads=True,
+    )
     theirs = _train(clustering_ops.KMeans, tf1, mb, metric, spi, config=cfg)
     ours = _train(KMeans, tf, mb, metric, spi)
     for step_t, step_h in zip(theirs, ours, strict=True):
