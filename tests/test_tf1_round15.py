@@ -106,3 +106,80 @@ def test_model_variable_arg_scope_device_and_clone_losses():
         [_softmax_xent(x[2 * i : 2 * i + 2] @ W + b, onehot[2 * i : 2 * i + 2]) for i in (0, 1)]
     )
     np.testing.assert_allclose(t, want.mean() + 0.5 * 0.5 * (W**2).sum(), rtol=1e-5)
+
+
+def test_softmax_cross_entropy_casts_integer_labels():
+    # PetarV-/GAT feeds int32 one-hot labels to tf.nn.softmax_cross_entropy_with_logits; TF's
+    # helper casts the labels to the logits' dtype.
+    logits = np.array([[1.0, 2.0, 0.5], [0.0, -1.0, 3.0]], np.float32)
+    onehot = np.array([[0, 1, 0], [1, 0, 0]], np.int32)
+    with tf.Graph().as_default():
+        lab = tf.placeholder(tf.int32, [2, 3])
+        a = tf.nn.softmax_cross_entropy_with_logits(logits=logits, labels=lab)
+        b = tf.nn.softmax_cross_entropy_with_logits_v2(logits=logits, labels=onehot)
+        with tf.Session() as s:
+            va, vb = s.run([a, b], {lab: onehot})
+    want = _softmax_xent(logits, onehot.astype(np.float32))
+    np.testing.assert_allclose(va, want, rtol=1e-6)
+    np.testing.assert_allclose(vb, want, rtol=1e-6)
+
+
+# a 3x3 adjacency in column-major order, as GAT's preprocess_adj_bias gives it
+_IDX = np.array([[0, 0], [1, 0], [0, 1], [2, 1], [1, 2], [2, 2]], np.int64)
+_VALS = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], np.float32)
+
+
+def _row_softmax_sorted(idx, vals):
+    """TF's SparseSoftmax kernel: the values of the row-major sorted entries, in that order."""
+    order = np.lexsort(idx.T[::-1])
+    si, sv = idx[order], vals[order]
+    out = np.empty_like(sv)
+    for r in np.unique(si[:, 0]):
+        m = si[:, 0] == r
+        e = np.exp(sv[m] - sv[m].max())
+        out[m] = e / e.sum()
+    return out
+
+
+def test_sparse_placeholder_without_shape_times_dense():
+    # GAT's sparse head: adj_mat * f_1 with adj_mat = tf.sparse_placeholder(tf.float32) (rank
+    # unknown when the graph is built) and f_1 dense [N, 1]; TF broadcasts at run time.
+    f1 = np.array([[10.0], [20.0], [30.0]], np.float32)
+    f2 = np.array([[1.0, 2.0, 3.0]], np.float32)
+    with tf.Graph().as_default():
+        adj = tf.sparse_placeholder(tf.float32)
+        a = adj * tf.constant(f1)
+        b = adj * tf.constant(f2)
+        with tf.Session() as s:
+            va, vb = s.run([a, b], {adj: (_IDX, _VALS, np.array([3, 3], np.int64))})
+    np.testing.assert_array_equal(va.indices, _IDX)
+    np.testing.assert_allclose(va.values, _VALS * f1[_IDX[:, 0], 0])
+    np.testing.assert_allclose(vb.values, _VALS * f2[0, _IDX[:, 1]])
+
+
+def test_sparse_add_and_softmax_of_unsorted_entries_as_tf():
+    # GAT's sparse attention: tf.sparse_add of two SparseTensors with the same column-major
+    # indices, then tf.sparse_softmax. TF's SparseAdd merges in one pass and so keeps that
+    # order (indices and sums below, as TF 2.15 gives); TF's SparseSoftmax sorts a copy and
+    # writes the row softmaxes in row-major order against the indices as given
+    # (TF: [0.1192, 0.8808, 0.0474, 0.9526, 0.1192, 0.8808] for _VALS); its gradient sums
+    # g * y over each row by index. GAT's 4 Adam steps on Cora then equal TF's (test loss
+    # 1.9436166 both).
+    with tf.Graph().as_default():
+        sp = tf.SparseTensor(_IDX, tf.constant(_VALS), [3, 3])
+        summed = tf.sparse_add(sp, sp)
+        soft = tf.sparse_softmax(sp)
+        g = tf.constant(np.arange(1.0, 7.0, dtype=np.float32))
+        loss = tf.reduce_sum(soft.values * g)
+        (grad,) = tf.gradients(loss, [sp.values])
+        with tf.Session() as s:
+            vs, vsoft, vg = s.run([summed, soft.values, grad])
+    np.testing.assert_array_equal(vs.indices, _IDX)
+    np.testing.assert_allclose(vs.values, 2 * _VALS)
+    y = _row_softmax_sorted(_IDX, _VALS)
+    np.testing.assert_allclose(vsoft, y, rtol=1e-6)
+    np.testing.assert_allclose(y, [0.1192, 0.8808, 0.0474, 0.9526, 0.1192, 0.8808], atol=1e-4)
+    gv = np.arange(1.0, 7.0)
+    row_dot = {r: sum(gv[k] * y[k] for k in range(6) if _IDX[k, 0] == r) for r in range(3)}
+    want = [(gv[k] - row_dot[_IDX[k, 0]]) * y[k] for k in range(6)]
+    np.testing.assert_allclose(vg, want, rtol=1e-5)
