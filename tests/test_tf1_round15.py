@@ -2,6 +2,8 @@
 and eval_image_classifier.py (deployment/model_deploy.py, cifar10 TFRecords, cifarnet) on hetbed.
 Values are checked against numpy; the comments give what TensorFlow 2.15 (tf.compat.v1) gives."""
 
+import time
+
 import numpy as np
 
 import hetbed.compat.v1 as tf
@@ -183,3 +185,46 @@ def test_sparse_add_and_softmax_of_unsorted_entries_as_tf():
     row_dot = {r: sum(gv[k] * y[k] for k in range(6) if _IDX[k, 0] == r) for r in range(3)}
     want = [(gv[k] - row_dot[_IDX[k, 0]]) * y[k] for k in range(6)]
     np.testing.assert_allclose(vg, want, rtol=1e-5)
+
+
+def test_input_producers_and_batchers_write_tf1_fill_summaries():
+    # train_image_classifier's event file lacked TF1's queue-fill summaries of tf.train.batch
+    # and the input producers; TF 2.15 gives exactly these tags (a full queue reads 1.0; the
+    # shuffle batchers count what is above min_after_dequeue).
+    with tf.Graph().as_default():
+        tf.train.string_input_producer(["a", "b"], capacity=8)
+        tf.train.range_input_producer(5, capacity=6)
+        (x,) = tf.train.slice_input_producer(
+            [tf.constant(np.arange(10.0))], capacity=7, shuffle=False
+        )
+        tf.train.batch([x], 2, capacity=9)
+        tf.train.shuffle_batch([x], 2, capacity=12, min_after_dequeue=4, seed=1)
+        tf.train.batch_join([[x], [x]], 2, capacity=5)
+        tf.train.shuffle_batch_join([[x], [x]], 2, capacity=10, min_after_dequeue=3)
+        tags = sorted(s.op.name for s in tf.get_collection(tf.GraphKeys.SUMMARIES))
+        merged = tf.summary.merge_all()
+        with tf.Session() as s:
+            empty = tf.Summary()
+            empty.ParseFromString(s.run(merged))
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(s, coord=coord)
+            full = tf.Summary()
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline:  # the runner threads fill the queues
+                full.ParseFromString(s.run(merged))
+                if all(v.simple_value == 1.0 for v in full.value):
+                    break
+                time.sleep(0.01)
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=2)
+    assert tags == [
+        "batch/fraction_of_9_full",
+        "batch_join/fraction_of_5_full",
+        "input_producer/fraction_of_8_full",
+        "input_producer_1/fraction_of_6_full",
+        "input_producer_2/input_producer/fraction_of_7_full",
+        "shuffle_batch/fraction_over_4_of_8_full",
+        "shuffle_batch_join/fraction_over_3_of_7_full",
+    ]
+    assert [v.simple_value for v in empty.value] == [0.0] * 7
+    assert [v.simple_value for v in full.value] == [1.0] * 7
