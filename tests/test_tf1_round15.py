@@ -228,3 +228,26 @@ def test_input_producers_and_batchers_write_tf1_fill_summaries():
     ]
     assert [v.simple_value for v in empty.value] == [0.0] * 7
     assert [v.simple_value for v in full.value] == [1.0] * 7
+
+
+def test_supervisor_saves_a_checkpoint_at_once(tmp_path):
+    # slim.learning.train (train_image_classifier) under TF leaves model.ckpt-0 beside the last
+    # checkpoint: TF1's checkpoint thread (a LooperThread) saves as it starts, then every
+    # save_model_secs.
+    logdir = str(tmp_path / "train")
+    with tf.Graph().as_default():
+        step = tf.train.get_or_create_global_step()
+        tf.Variable(3.0, name="v")
+        inc = tf.assign_add(step, 1)
+        sv = tf.train.Supervisor(logdir=logdir, save_model_secs=600, save_summaries_secs=0)
+        with sv.managed_session() as s:
+            deadline = time.monotonic() + 10.0
+            while tf.train.latest_checkpoint(logdir) is None and time.monotonic() < deadline:
+                time.sleep(0.01)
+            s.run(inc)
+            s.run(inc)
+        state = tf.train.get_checkpoint_state(logdir)
+        names = [p.split("/")[-1] for p in state.all_model_checkpoint_paths]
+        assert names == ["model.ckpt-0", "model.ckpt-2"]
+        reader = tf.train.NewCheckpointReader(logdir + "/model.ckpt-0")
+        assert reader.get_tensor("v") == 3.0 and reader.get_tensor("global_step") == 0
