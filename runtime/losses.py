@@ -126,10 +126,10 @@ def absolute_difference(
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """|predictions - labels|, weighted and reduced."""
-    with name_scope(scope, "absolute_difference"):
+    with name_scope(scope, "absolute_difference") as sc:
         predictions, labels = _as_float32(predictions, labels)
         losses = _math.abs(_math.subtract(predictions, labels))
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def mean_squared_error(
@@ -141,10 +141,10 @@ def mean_squared_error(
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """(predictions - labels)², weighted and reduced."""
-    with name_scope(scope, "mean_squared_error"):
+    with name_scope(scope, "mean_squared_error") as sc:
         predictions, labels = _as_float32(predictions, labels)
         losses = _math.squared_difference(predictions, labels)
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def huber_loss(
@@ -157,13 +157,13 @@ def huber_loss(
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """0.5 e² where |e| <= delta, delta (|e| - delta/2) beyond; e = predictions - labels."""
-    with name_scope(scope, "huber_loss"):
+    with name_scope(scope, "huber_loss") as sc:
         predictions, labels = _as_float32(predictions, labels)
         err = _math.abs(_math.subtract(predictions, labels))
         quad = _math.minimum(err, delta)
         lin = _math.subtract(err, quad)
         losses = _math.add(_math.multiply(_math.square(quad), 0.5), _math.multiply(lin, delta))
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def log_loss(
@@ -176,14 +176,14 @@ def log_loss(
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """-(y log(p + eps) + (1 - y) log(1 - p + eps)) for probabilities p."""
-    with name_scope(scope, "log_loss"):
+    with name_scope(scope, "log_loss") as sc:
         p, y = _as_float32(predictions, labels)
         pos = _math.multiply(y, _math.log(_math.add(p, epsilon)))
         neg = _math.multiply(
             _math.subtract(1.0, y), _math.log(_math.add(_math.subtract(1.0, p), epsilon))
         )
         losses = _math.negative(_math.add(pos, neg))
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def hinge_loss(
@@ -195,11 +195,11 @@ def hinge_loss(
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """max(0, 1 - (2y - 1) logits) for labels y in {0, 1}."""
-    with name_scope(scope, "hinge_loss"):
+    with name_scope(scope, "hinge_loss") as sc:
         logits, y = _as_float32(logits, labels)
         signs = _math.subtract(_math.multiply(y, 2.0), 1.0)
         losses = _math.maximum(_math.subtract(1.0, _math.multiply(signs, logits)), 0.0)
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def cosine_distance(
@@ -216,11 +216,11 @@ def cosine_distance(
     axis = axis if axis is not None else dim
     if axis is None:
         raise ValueError("cosine_distance: you must specify axis")
-    with name_scope(scope, "cosine_distance_loss"):
+    with name_scope(scope, "cosine_distance_loss") as sc:
         p, y = _as_float32(predictions, labels)
         dot = _math.reduce_sum(_math.multiply(y, p), axis=axis, keepdims=True)
         losses = _math.subtract(1.0, dot)
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def sigmoid_cross_entropy(
@@ -235,13 +235,13 @@ def sigmoid_cross_entropy(
     """Sigmoid cross-entropy of independent binary labels; smoothing pulls them toward 1/2."""
     from .ops import nn
 
-    with name_scope(scope, "sigmoid_cross_entropy_loss"):
+    with name_scope(scope, "sigmoid_cross_entropy_loss") as sc:
         logits = convert_to_tensor(logits)
         y = _array.cast(convert_to_tensor(multi_class_labels), logits.dtype)
         if label_smoothing > 0:
             y = _math.add(_math.multiply(y, 1.0 - label_smoothing), 0.5 * label_smoothing)
         losses = nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits, name="xentropy")
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def softmax_cross_entropy(
@@ -259,7 +259,7 @@ def softmax_cross_entropy(
     """
     from .ops import nn
 
-    with name_scope(scope, "softmax_cross_entropy_loss"):
+    with name_scope(scope, "softmax_cross_entropy_loss") as sc:
         logits = convert_to_tensor(logits)
         y = _array.cast(convert_to_tensor(onehot_labels), logits.dtype)
         if label_smoothing > 0:
@@ -272,7 +272,7 @@ def softmax_cross_entropy(
         if fn is None:
             fn = nn.softmax_cross_entropy_with_logits
         losses = fn(labels=y, logits=logits, name="xentropy")
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 def sparse_softmax_cross_entropy(
@@ -286,11 +286,11 @@ def sparse_softmax_cross_entropy(
     """Softmax cross-entropy against integer class ids ``labels`` of shape ``[batch]``."""
     from .ops import nn
 
-    with name_scope(scope, "sparse_softmax_cross_entropy_loss"):
+    with name_scope(scope, "sparse_softmax_cross_entropy_loss") as sc:
         losses = nn.sparse_softmax_cross_entropy_with_logits(
             labels=labels, logits=logits, name="xentropy"
         )
-        return compute_weighted_loss(losses, weights, None, loss_collection, reduction)
+        return compute_weighted_loss(losses, weights, sc, loss_collection, reduction)
 
 
 # ---- collections --------------------------------------------------------------------------------

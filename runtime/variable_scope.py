@@ -344,7 +344,10 @@ def variable_scope(
     if is_object:
         src: VariableScope = name_or_scope  # type: ignore[assignment]
         new_name = src.name
-        ns_name: str | None = src.original_name_scope or (new_name + "/" if new_name else "")
+        # TF1 (1.x's variable_scope._enter_scope_uncached): re-entering a scope object opens a
+        # new name scope named by its last component under the current name scope, made
+        # unique ("a_1/"); the root scope opens none, so ops stay where they are.
+        ns_name: str | None = new_name.split("/")[-1] if new_name else None
         scope_reuse = reuse if reuse else src.reuse
         parent = src
     else:
@@ -353,10 +356,11 @@ def variable_scope(
         ns_name = name_or_scope if name_or_scope is not None else default_name
         scope_reuse = reuse or old.reuse
         parent = old
-    name_ctx = g.name_scope(ns_name) if auxiliary_name_scope else contextlib.nullcontext(None)
+    opens = auxiliary_name_scope and ns_name is not None
+    name_ctx = g.name_scope(ns_name) if opens else contextlib.nullcontext(None)
     with name_ctx as opened:
         if is_object:
-            name_scope = ns_name or ""
+            name_scope = src.original_name_scope or (new_name + "/" if new_name else "")
         elif opened is not None:
             name_scope = opened
         else:

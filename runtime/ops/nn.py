@@ -465,7 +465,7 @@ def softmax_cross_entropy_with_logits_v2(
     """
     _named_only("softmax_cross_entropy_with_logits_v2", _sentinel, labels, logits)
     logits = convert_to_tensor(logits)
-    labels = _labels_as(labels, logits)
+    labels = _labels_as(labels, logits, any_dtype=True)
     axis = -1 if axis is None and dim is None else int(axis if axis is not None else dim)
     if logits.shape.ndims is None and axis >= 0:
         raise InvalidArgumentError(
@@ -563,16 +563,24 @@ def softmax_cross_entropy_with_logits(
 
     _named_only("softmax_cross_entropy_with_logits", _sentinel, labels, logits)
     logits = convert_to_tensor(logits)
-    labels = stop_gradient(_labels_as(labels, logits))
+    labels = stop_gradient(_labels_as(labels, logits, any_dtype=True))
     return softmax_cross_entropy_with_logits_v2(
         labels=labels, logits=logits, axis=dim if axis is None else axis, name=name
     )
 
 
-def _labels_as(labels: Any, logits: Tensor) -> Tensor:
+def _labels_as(labels: Any, logits: Tensor, any_dtype: bool = False) -> Tensor:
     """Labels in the logits' dtype: a tensor of another float dtype is cast, as TF1 does
-    (float64 labels from a numpy pipeline beside float32 logits)."""
-    if isinstance(labels, Tensor) and labels.dtype != logits.dtype and labels.dtype.is_floating:
+    (float64 labels from a numpy pipeline beside float32 logits); with ``any_dtype`` (softmax
+    cross-entropy, whose TF helper casts its labels to the logits' dtype) integer labels too
+    (PetarV-/GAT feeds int32 one-hot labels)."""
+    if any_dtype and not isinstance(labels, Tensor):
+        labels = convert_to_tensor(labels)
+    if (
+        isinstance(labels, Tensor)
+        and labels.dtype != logits.dtype
+        and (labels.dtype.is_floating or (any_dtype and labels.dtype.is_integer))
+    ):
         from .array import cast
 
         return cast(labels, logits.dtype)

@@ -385,5 +385,6 @@ def string_input_producer(
         raise InvalidArgumentError("string_input_producer: string_tensor is empty")
     return input_producer(
         t, [], num_epochs, shuffle, seed, capacity, shared_name,
+        summary_name=f"fraction_of_{capacity}_full",
         name=name or "input_producer", cancel_op=cancel_op,
     )  # fmt: skip

@@ -9,11 +9,13 @@ dense matrix (``SparseTensorDenseMatMul``, with its gradient), the sum of two Sp
 order of a set of indices (``SparseOrder``). Every kernel runs on the CPU.
 
 As in TensorFlow: a product, a sum or a reduction takes the entries as they are (repeated
-indices add up); ``sparse_add`` of two SparseTensors and ``sparse_reorder`` give indices in
-row-major order; ``SparseTensor * dense`` broadcasts the dense operand to the dense shape and
-keeps the sparse operand's indices. Differences: ``sparse_add``'s sum of two SparseTensors and
-``sparse_reshape`` need no ordering of their inputs (TensorFlow's assume it); shapes a
-SparseTensor's static ``dense_shape`` does not give are unknown until the step runs.
+indices add up); ``sparse_add`` of two SparseTensors in row-major order and ``sparse_reorder``
+give indices in row-major order, and ``sparse_add`` of entries out of order merges them in one
+pass as TF's kernel does (keeping their order, an index repeated in one input kept repeated);
+``SparseTensor * dense`` broadcasts the dense operand to the dense shape and keeps the sparse
+operand's indices. Differences: ``sparse_reshape`` needs no ordering of its input (TensorFlow's
+assumes it); shapes a SparseTensor's static ``dense_shape`` does not give are unknown until the
+step runs.
 """
 
 from __future__ import annotations
@@ -323,13 +325,20 @@ def _cwise(sp: SparseTensor, other: Any, kind: str) -> SparseTensor:
     if r == 0 or (r is not None and d.shape.num_elements() == 1):
         factor = reshape(d, [])
     else:
-        rank = _rank(sp, "SparseTensor * dense")
-        if r is None or r > rank:
+        rank = sp.shape.ndims
+        if rank is None and sp.indices.shape.ndims == 2:
+            rank = sp.indices.shape.dims[1]
+        if r is None or (rank is not None and r > rank):
             raise InvalidArgumentError(
                 f"SparseTensor * dense: the dense operand's shape {d.shape} must broadcast to the "
                 f"sparse one's rank {rank}"
             )
-        cols = sp.indices if r == rank else sp.indices[:, rank - r :]
+        if rank is None:
+            # a sparse_placeholder without a shape (PetarV-/GAT's sparse attention): TF's
+            # kernel broadcasts at run time; the dense operand's rank picks the last columns.
+            cols = sp.indices[:, -r:]
+        else:
+            cols = sp.indices if r == rank else sp.indices[:, rank - r :]
         keep = cast(not_equal(shape_of(d, out_type=_dt.int64), 1), _dt.int64)
         factor = gather_nd(d, cols * keep)  # a dimension of size 1 broadcasts: index 0
     return SparseTensor(sp.indices, op(sp.values, factor), sp.dense_shape)
@@ -662,9 +671,63 @@ def _sparse_add_parts(ai, ash, bi, bsh, name):
     return srt[new], slot, ash
 
 
+def _strictly_row_major(idx: np.ndarray) -> bool:
+    """Whether the rows of ``idx`` are in row-major order, none repeated."""
+    if len(idx) < 2:
+        return True
+    if idx.shape[1] == 0:
+        return False
+    d = idx[1:] - idx[:-1]
+    nz = d != 0
+    first = nz.argmax(axis=1)
+    return bool(nz.any(axis=1).all() and (d[np.arange(len(d)), first] > 0).all())
+
+
+def _sparse_add_merge(ai, av, bi, bv, t):
+    """TF's SparseAdd kernel for entries not in strict row-major order: one pass merging the two
+    lists as if sorted (an entry of ``a`` first where it compares lower, equal indices summed),
+    so the result keeps the inputs' order and an index repeated within one input stays
+    repeated (PetarV-/GAT adds two SparseTensors of its column-major adjacency)."""
+    la, lb = ai.tolist(), bi.tolist()
+    out_idx, vals = [], []
+    i = j = 0
+    while i < len(la) and j < len(lb):
+        if la[i] < lb[j]:
+            out_idx.append(la[i])
+            vals.append(av[i])
+            i += 1
+        elif la[i] > lb[j]:
+            out_idx.append(lb[j])
+            vals.append(bv[j])
+            j += 1
+        else:
+            total = av[i] + bv[j]
+            if t <= abs(total):
+                out_idx.append(la[i])
+                vals.append(total)
+            i += 1
+            j += 1
+    out_idx += la[i:] + lb[j:]
+    vals += list(av[i:]) + list(bv[j:])
+    return out_idx, vals
+
+
 @SparseAdd.kernel("cpu")
 def _sparse_add(ctx, ai, av, ash, bi, bv, bsh, thresh):
     out_idx, slot, shape = _sparse_add_parts(ai, ash, bi, bsh, ctx.op.name)
+    rank = len(shape)
+    a2 = np.asarray(ai, np.int64).reshape(-1, rank)
+    b2 = np.asarray(bi, np.int64).reshape(-1, rank)
+    if not (_strictly_row_major(a2) and _strictly_row_major(b2)):
+        t = np.asarray(thresh)
+        idx, vals = _sparse_add_merge(
+            a2, av.reshape(-1), b2, bv.reshape(-1), float(t) if t.size else 0.0
+        )
+        return (
+            np.asarray(idx, np.int64).reshape(-1, rank),
+            np.asarray(vals, dtype=av.dtype).reshape(-1),
+            shape,
+        )
     vals = np.zeros(len(out_idx), dtype=av.dtype)
     np.add.at(vals, slot, np.concatenate([av.reshape(-1), bv.reshape(-1)]))
     t = np.asarray(thresh)
@@ -701,17 +764,37 @@ def _sparse_add_grad_kernel(ctx, g, ai, bi, si):
     """Each input entry gets the gradient of the sum's entry at its index (0 where the sum's
     threshold dropped it)."""
     rank = si.shape[1] if si.ndim == 2 else 0
-    out = []
-    for part in (ai, bi):
-        part = np.asarray(part, np.int64).reshape(-1, rank)
-        got = np.zeros(len(part), dtype=g.dtype)
-        if len(part) and len(si):
-            keys = {tuple(r): k for k, r in enumerate(si.tolist())}
-            pos = np.array([keys.get(tuple(r), -1) for r in part.tolist()], np.int64)
-            hit = pos >= 0
-            got[hit] = g[pos[hit]]
-        out.append(got)
-    return tuple(out)
+    # TF's SparseAddGrad kernel: walk a, b and the sum together as the forward merge did, so
+    # entries out of order or repeated get the gradient of the entry they made
+    la = np.asarray(ai, np.int64).reshape(-1, rank).tolist()
+    lb = np.asarray(bi, np.int64).reshape(-1, rank).tolist()
+    ls = np.asarray(si, np.int64).reshape(-1, rank).tolist()
+    ga, gb = np.zeros(len(la), dtype=g.dtype), np.zeros(len(lb), dtype=g.dtype)
+    i = j = k = 0
+
+    def step(lst, grads, p):
+        """Compare lst[p] with the sum's entry k: (new p, whether lst[p] was >= it)."""
+        if lst[p] == ls[k]:
+            grads[p] = g[k]
+            return p + 1, True
+        if lst[p] < ls[k]:
+            return p + 1, False
+        return p, True
+
+    while i < len(la) and j < len(lb) and k < len(ls):
+        i, a_geq = step(la, ga, i)
+        j, b_geq = step(lb, gb, j)
+        if a_geq and b_geq:
+            k += 1
+    while i < len(la) and k < len(ls):
+        i, a_geq = step(la, ga, i)
+        if a_geq:
+            k += 1
+    while j < len(lb) and k < len(ls):
+        j, b_geq = step(lb, gb, j)
+        if b_geq:
+            k += 1
+    return ga, gb
 
 
 def sparse_add(a: Any, b: Any, thresh: Any = 0, threshold: Any = None, name=None) -> Any:

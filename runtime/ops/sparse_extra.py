@@ -221,6 +221,11 @@ def _softmax(ctx, idx, vals, shape):
     idx, vals, shape = _parts(f"SparseSoftmax {ctx.op.name!r}", idx, vals, shape)
     if len(shape) < 2:
         raise InvalidArgumentError(f"SparseSoftmax {ctx.op.name!r}: the input must have rank >= 2")
+    # as TF's kernel: the entries are put in row-major order (a copy), each row's softmax taken,
+    # and the values written in that order, the op's indices left as given (the same thing for
+    # indices in canonical order; PetarV-/GAT feeds its adjacency column-major)
+    order = np.lexsort(idx.T[::-1])
+    idx, vals = idx[order], vals[order]
     grp = _groups(idx)
     n = int(grp.max()) + 1 if len(grp) else 0
     top = np.full(n, -np.inf, vals.dtype)
@@ -255,7 +260,13 @@ def _groups_shape(op):
 
 @SparseGroups.kernel("cpu")
 def _groups_kernel(ctx, idx):
-    return _groups(np.asarray(idx, np.int64))
+    """Each entry's row (all but the last index), numbered in row-major order whatever the
+    entries' order: TF's gradient sums g * y over each row by index (sparse_reduce_sum)."""
+    idx = np.asarray(idx, np.int64)
+    if not len(idx) or idx.shape[1] < 2:
+        return _groups(idx)
+    _, inv = np.unique(idx[:, :-1], axis=0, return_inverse=True)
+    return inv.reshape(-1).astype(np.int64)
 
 
 @SparseGroupCount.shape

@@ -87,7 +87,24 @@ def input_producer(
         q = FIFOQueue(capacity, [t.dtype], shapes=[elem], shared_name=shared_name)
         enq = q.enqueue_many([t])
         add_queue_runner(QueueRunner(q, [enq], cancel_op=cancel_op))
+        if summary_name is not None:
+            _fill_summary(summary_name, q, 0, capacity)
         return q
+
+
+def _fill_summary(tag: str, q: Any, min_after: int, capacity: int) -> None:
+    """TF1's queue-fill summary of an input producer or batcher, in the current name scope:
+    ``max(0, size - min_after) / (capacity - min_after)`` (``min_after`` 0 but for a shuffle
+    batch)."""
+    from hetbed.summary import scalar
+
+    from ..ops.array import cast
+    from ..ops.math import maximum, multiply, subtract
+
+    size = q.size()
+    if min_after:
+        size = maximum(0, subtract(size, min_after))
+    scalar(tag, multiply(cast(size, _dt.float32), 1.0 / (capacity - min_after)))
 
 
 def range_input_producer(
@@ -105,9 +122,19 @@ def range_input_producer(
     from ..ops.manip import range_
 
     g = get_default_graph()
-    with g.name_scope(name or "input_producer"):
+    with g.name_scope(name or "input_producer") as scope:
         r = range_(limit if isinstance(limit, Tensor) else int(limit), dtype=_dt.int32)
-        return input_producer(r, [], num_epochs, shuffle, seed, capacity, shared_name)
+        return input_producer(
+            r,
+            [],
+            num_epochs,
+            shuffle,
+            seed,
+            capacity,
+            shared_name,
+            summary_name=f"fraction_of_{capacity}_full",
+            name=scope,
+        )
 
 
 def slice_input_producer(
@@ -236,6 +263,11 @@ def _batcher(
         if len(ops) == 1:
             ops = ops * num_threads  # one op, run by num_threads threads (as TF)
         add_queue_runner(QueueRunner(q, ops))
+        if shuffle is None:
+            _fill_summary(f"fraction_of_{capacity}_full", q, 0, capacity)
+        else:
+            m = shuffle[0]
+            _fill_summary(f"fraction_over_{m}_of_{capacity - m}_full", q, m, capacity)
         take = q.dequeue_up_to if allow_smaller_final_batch else q.dequeue_many
         out = take(batch_size)
         return _rebuild(out, how)

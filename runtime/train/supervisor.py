@@ -223,9 +223,15 @@ class Supervisor:
                     break
 
     def _checkpoint_loop(self, sess: Session) -> None:
+        """As TF1's checkpoint thread (a LooperThread): a checkpoint at once (slim's
+        ``learning.train`` leaves ``model.ckpt-0``), then every ``save_model_secs``."""
         name_this_thread("hetbed-ckpt")
-        while self._save_model_secs and not self._coord.wait_for_stop(self._save_model_secs):
+        if not self._save_model_secs:
+            return
+        while not self._coord.should_stop():
             self._save(sess)
+            if self._coord.wait_for_stop(self._save_model_secs):
+                break
 
     def _save(self, sess: Session) -> None:
         self._saver.save(sess, self._save_path, global_step=self._global_step)

@@ -124,15 +124,23 @@ def arg_scope(list_ops_or_scope: Any, **kwargs: Any) -> Iterator[dict]:
 # ---- layers --------------------------------------------------------------------------------
 
 
+# arg_scope key of contrib_slim.model_variable: slim's layers make their variables through
+# model_variable, so ``arg_scope([slim.model_variable], device=...)`` (model_deploy's
+# create_clones) places them; _variable reads that scope's device.
+MODEL_VARIABLE_KEY = ("hetbed.compat.v1.contrib_slim", "model_variable")
+
+
 def _variable(name, shape, dtype, initializer, regularizer, trainable, collections):
-    v = _hb.get_variable(
-        name,
-        shape,
-        dtype=dtype,
-        initializer=initializer,
-        regularizer=regularizer,
-        trainable=trainable,
-    )
+    device = _current().get(MODEL_VARIABLE_KEY, {}).get("device")
+    with _hb.device(device) if device is not None else contextlib.nullcontext():
+        v = _hb.get_variable(
+            name,
+            shape,
+            dtype=dtype,
+            initializer=initializer,
+            regularizer=regularizer,
+            trainable=trainable,
+        )
     for c in ["model_variables", *(collections or [])]:
         if v not in _hb.get_collection(c):
             _hb.add_to_collection(c, v)

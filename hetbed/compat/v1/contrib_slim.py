@@ -283,6 +283,7 @@ def get_variables_to_restore(include: Any = None, exclude: Any = None) -> list:
     return found
 
 
+@add_arg_scope
 def variable(
     name: str,
     shape: Any = None,
@@ -297,24 +298,31 @@ def variable(
     custom_getter: Any = None,
     use_resource: Any = None,
 ) -> Any:
-    """``get_variable`` also added to ``collections`` (global variables always)."""
-    v = _hb.get_variable(
-        name,
-        shape,
-        dtype=dtype or _hb.float32,
-        initializer=initializer,
-        regularizer=regularizer,
-        trainable=trainable,
-    )
+    """``get_variable`` also added to ``collections`` (global variables always), made under
+    ``device`` (a name or a function of the op) where given."""
+    import contextlib
+
+    with _hb.device(device) if device is not None else contextlib.nullcontext():
+        v = _hb.get_variable(
+            name,
+            shape,
+            dtype=dtype or _hb.float32,
+            initializer=initializer,
+            regularizer=regularizer,
+            trainable=trainable,
+        )
     for c in collections or ():
         if v not in _hb.get_collection(c):
             _hb.add_to_collection(c, v)
     return v
 
 
+@add_arg_scope
 def model_variable(name: str, shape: Any = None, dtype: Any = None, **kwargs: Any) -> Any:
-    """``variable`` in the model variables."""
+    """``variable`` in the model variables; like slim's, it passes ``device`` on explicitly, so
+    ``variable``'s own arg_scope device does not apply to it."""
     collections = list(kwargs.pop("collections", None) or []) + ["model_variables"]
+    kwargs.setdefault("device", None)
     return variable(name, shape, dtype, collections=collections, **kwargs)
 
 
