@@ -356,6 +356,81 @@ def _run_point(sc: dict, on_step: Callable[[int, int], None] | None = None) -> t
     return res.summary, res.steps, res.gradients, res.curve
 
 
+def _run_pool(points: list, jobs: int, out: list, progress: Callable | None) -> None:
+    """``run_all``'s points in ``jobs`` spawned processes (not forked: the caller may hold
+    threads, a server or a test harness, whose locks a forked child would inherit).
+
+    A worker that dies fails the sweep (SweepWorkerDied). Ctrl-C and SIGTERM are noted by
+    handlers of this loop's own while it waits (never raised inside the pool's machinery, where
+    an interrupt can leave its exit waiting for ever), then the pending points are cancelled,
+    the workers ended by their pids and the pool shut down, and the signal is handed to the
+    handler that was in place (KeyboardInterrupt, the CLI's SIGTERM); a failing point ends the
+    sweep the same way. No worker outlives the sweep."""
+    import multiprocessing
+    import signal
+    import threading
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    got: list[int] = []
+    old: dict = {}
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, lambda signum, frame: got.append(signum))
+    ctx = multiprocessing.get_context("spawn")
+    before = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(
+        max_workers=min(jobs, len(points)), mp_context=ctx, initializer=_ignore_sigint
+    )
+    try:
+        futs = {}
+        for i, p in enumerate(points):
+            if got:
+                break
+            futs[pool.submit(_run_point, p)] = i
+        pending, done_n = set(futs), 0
+        while pending and not got:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                i = futs[fut]
+                try:
+                    out[i] = fut.result()
+                except BrokenProcessPool:
+                    raise SweepWorkerDied(
+                        f"a worker process of the sweep died while it ran point {i} (killed, "
+                        "or out of memory: try fewer --jobs); no results were written"
+                    ) from None
+                done_n += 1
+                if progress:
+                    progress(done_n, len(points), out[i][0])
+    except BaseException:
+        _end_pool(pool, before)
+        raise
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+    if got:
+        _end_pool(pool, before)
+        handler = old.get(got[0])
+        if callable(handler):
+            handler(got[0], None)  # (raises: KeyboardInterrupt, or the CLI's SIGTERM)
+        signal.raise_signal(got[0])  # (the default action: the process ends)
+    pool.shutdown(wait=True)
+
+
+def _end_pool(pool: Any, before: set) -> None:
+    """Cancel ``pool``'s pending points and end its workers (the children started since
+    ``before``) by their pids."""
+    import multiprocessing
+
+    workers = set(multiprocessing.active_children()) - before
+    pool.shutdown(wait=False, cancel_futures=True)
+    for w in workers:
+        w.terminate()
+    for w in workers:
+        w.join(5)
+
+
 class SweepWorkerDied(RuntimeError):
     """A worker process of ``run_all``'s pool ended abruptly (killed, out of memory)."""
 
@@ -399,42 +474,7 @@ def run_all(
                 if progress:
                     progress(done, len(points), out[i][0])
     elif jobs > 1 and len(points) > 1:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-        from concurrent.futures.process import BrokenProcessPool
-
-        # spawned, not forked: the caller may hold threads (a server, a test harness) and a
-        # forked child would inherit their locks. A worker that dies fails the sweep
-        # (BrokenProcessPool); an interrupt (Ctrl-C, SIGTERM) or a failing point ends it at
-        # once: the pending points are cancelled and the workers ended by their pids, so that
-        # none outlives the sweep
-        ctx = multiprocessing.get_context("spawn")
-        before = set(multiprocessing.active_children())
-        pool = ProcessPoolExecutor(
-            max_workers=min(jobs, len(points)), mp_context=ctx, initializer=_ignore_sigint
-        )
-        try:
-            futs = {pool.submit(_run_point, p): i for i, p in enumerate(points)}
-            for done, fut in enumerate(as_completed(futs), 1):
-                i = futs[fut]
-                try:
-                    out[i] = fut.result()
-                except BrokenProcessPool:
-                    raise SweepWorkerDied(
-                        f"a worker process of the sweep died while it ran point {i} (killed, "
-                        "or out of memory: try fewer --jobs); no results were written"
-                    ) from None
-                if progress:
-                    progress(done, len(points), out[i][0])
-        except BaseException:
-            workers = set(multiprocessing.active_children()) - before
-            pool.shutdown(wait=False, cancel_futures=True)
-            for w in workers:
-                w.terminate()
-            for w in workers:
-                w.join(5)
-            raise
-        pool.shutdown(wait=True)
+        _run_pool(points, jobs, out, progress)
     else:
         for i, p in enumerate(points):
             out[i] = _run_point(p, step_progress)
