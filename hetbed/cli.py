@@ -259,7 +259,8 @@ class _signals_deferred:  # noqa: N801 (a context manager, named as one)
 
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGINT, signal.SIGTERM):
-                self._old[sig] = signal.signal(sig, note)
+                if signal.getsignal(sig) is not signal.SIG_IGN:  # (an ignored one stays so)
+                    self._old[sig] = signal.signal(sig, note)
 
     def __exit__(self, *exc: object) -> None:
         import signal

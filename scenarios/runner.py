@@ -376,7 +376,8 @@ def _run_pool(points: list, jobs: int, out: list, progress: Callable | None) -> 
     old: dict = {}
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM):
-            old[sig] = signal.signal(sig, lambda signum, frame: got.append(signum))
+            if signal.getsignal(sig) is not signal.SIG_IGN:  # (an ignored one stays ignored)
+                old[sig] = signal.signal(sig, lambda signum, frame: got.append(signum))
     ctx = multiprocessing.get_context("spawn")
     before = set(multiprocessing.active_children())
     pool = ProcessPoolExecutor(

@@ -323,8 +323,10 @@ def test_a_stopped_sweep_ends_its_worker_processes_at_once(tmp_path, sig):
         '"cluster.workers" = [40, 50, 60, 70]\n'
     )
     exe = os.path.join(os.path.dirname(sys.executable), "hetbed")
+    # (Ctrl-C as at a terminal: a test run in the background inherits SIGINT ignored)
     p = subprocess.Popen([exe, "sweep", str(study), "--jobs", "2", "--out", str(tmp_path / "o"),
-                          "--quiet"], stderr=subprocess.PIPE, text=True)  # fmt: skip
+                          "--quiet"], stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
 
     def children() -> list[int]:
         out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(p.pid)], capture_output=True)
@@ -390,7 +392,12 @@ def test_ctrl_c_while_results_are_written_leaves_one_run_in_the_folder(
         return save(*a, **kw)
 
     monkeypatch.setattr(results, "save", interrupted_save)
-    assert main(["run", study("second", 4), "--out", out, "--quiet"]) == 130
+    # (Ctrl-C as at a terminal: a test run in the background inherits SIGINT ignored)
+    old_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        assert main(["run", study("second", 4), "--out", out, "--quiet"]) == 130
+    finally:
+        signal.signal(signal.SIGINT, old_int)
     assert "interrupted after writing the results in full" in capsys.readouterr().err
     assert json.load(open(os.path.join(out, "manifest.json")))["scenario"] == "second"
     assert pd.read_parquet(os.path.join(out, "summary.parquet")).cluster_workers.tolist() == [4]
